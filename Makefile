@@ -1,0 +1,197 @@
+# scout build. `make help` lists targets and switches.
+#
+# Layout conventions (no need to edit this file to add code):
+#   plugin/ observer/ replay/ **/*.cc    -> one static core library  build/lib/libscout-core.a
+#       (except files under a bin/ folder and plugin/abi/exports.cc)
+#   test/sim/*.cc                        -> build/lib/libscout-sim.a (the emulated NCCL job)
+#   <part>/bin/<name>.cc                 -> executable build/bin/<name>
+#   plugin/abi/exports.cc + core         -> build/lib/libnccl-profiler-scout.so
+#   plugin/gpu/*.cu                      -> one fatbin embedded in the plugin (needs nvcc)
+#   test/**/*_test.cc                    -> test binary build/test/<name>  (GoogleTest)
+#   test/bench/*_bench.cc                -> benchmark binary build/bench/<name>
+
+SHELL := /bin/bash
+BUILD ?= build
+PREFIX ?= /usr/local
+CXX ?= g++
+CUDA_HOME ?= /usr/local/cuda
+NVCC ?= $(CUDA_HOME)/bin/nvcc
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+
+VERSION := $(shell git describe --always --dirty --tags 2>/dev/null || echo unknown)
+
+# ---------------------------------------------------------------- flags
+CPPFLAGS := -Iinclude -I. -DSCOUT_SOURCE_DIR='"$(CURDIR)"' -DSCOUT_BUILD_DIR='"$(abspath $(BUILD))"'
+CXXFLAGS := -std=c++20 -fPIC -fvisibility=hidden -fvisibility-inlines-hidden \
+            -Wall -Wextra -Wno-unused-parameter -Werror -pthread -ffunction-sections -fdata-sections
+LDFLAGS := -pthread
+OPT := -O2 -g
+
+ifeq ($(DEBUG),1)
+  OPT := -O0 -g3
+endif
+SAN :=
+ifeq ($(ASAN),1)
+  SAN += -fsanitize=address -fno-omit-frame-pointer
+endif
+ifeq ($(UBSAN),1)
+  SAN += -fsanitize=undefined -fno-sanitize-recover=undefined
+endif
+ifeq ($(TSAN),1)
+  SAN += -fsanitize=thread
+endif
+CXXFLAGS += $(OPT) $(SAN)
+LDFLAGS += $(SAN)
+
+# System libraries (Debian packages, see scripts/install-deps.sh).
+GLOO_LIBS := -lgloo -lhiredis
+TOOL_LIBS := -lsqlite3 $(GLOO_LIBS) -lfmt -lxxhash -ldl -lrt
+TEST_LIBS := -lgmock -lgtest_main -lgtest
+BENCH_LIBS := -lbenchmark
+
+# ---------------------------------------------------------------- sources
+CORE_DIRS := plugin observer replay
+ALL_CORE_CC := $(shell find $(CORE_DIRS) -name '*.cc' 2>/dev/null | sort)
+EXPORTS_CC := plugin/abi/exports.cc
+BIN_CC := $(filter %/bin/%,$(ALL_CORE_CC)) $(shell find test/sim/bin -name '*.cc' 2>/dev/null | sort)
+CORE_CC := $(filter-out %/bin/% $(EXPORTS_CC),$(ALL_CORE_CC))
+SIM_CC := $(shell find test/sim -maxdepth 1 -name '*.cc' 2>/dev/null | sort)
+TEST_CC := $(shell find test -name '*_test.cc' -not -path 'test/fixtures/*' 2>/dev/null | sort)
+BENCH_CC := $(shell find test/bench -name '*_bench.cc' 2>/dev/null | sort)
+TEST_SUPPORT_CC := $(shell find test/support -name '*.cc' 2>/dev/null | sort)
+CU_SRCS := $(shell find plugin/gpu -name '*.cu' 2>/dev/null | sort)
+
+obj = $(patsubst %.cc,$(BUILD)/obj/%.o,$(1))
+CORE_OBJ := $(call obj,$(CORE_CC)) $(BUILD)/obj/gen/version.o $(BUILD)/obj/gen/fatbin_blob.o
+SIM_OBJ := $(call obj,$(SIM_CC))
+SUPPORT_OBJ := $(call obj,$(TEST_SUPPORT_CC))
+EXPORTS_OBJ := $(call obj,$(EXPORTS_CC))
+
+CORE_LIB := $(BUILD)/lib/libscout-core.a
+SIM_LIB := $(BUILD)/lib/libscout-sim.a
+SUPPORT_LIB := $(BUILD)/lib/libscout-testsupport.a
+PLUGIN := $(BUILD)/lib/libnccl-profiler-scout.so
+BINS := $(foreach f,$(BIN_CC),$(BUILD)/bin/$(basename $(notdir $(f))))
+TESTS := $(foreach f,$(TEST_CC),$(BUILD)/test/$(basename $(notdir $(f))))
+BENCHES := $(foreach f,$(BENCH_CC),$(BUILD)/bench/$(basename $(notdir $(f))))
+
+HAVE_NVCC := $(shell test -x $(NVCC) && echo 1)
+FATBIN := $(BUILD)/obj/gen/fp_kernel.fatbin
+# sm_80, sm_90, sm_100 machine code and compute_100 PTX (design brief section 12; issue 3).
+NVCC_GENCODE := -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
+                -gencode arch=compute_100,code=sm_100 -gencode arch=compute_100,code=compute_100
+NVCC_FLAGS := -std=c++17 -O3 -Iinclude -I. $(NVCC_GENCODE)
+
+.PHONY: all test bench install clean help tests benches check-exports
+.DEFAULT_GOAL := all
+
+all: $(PLUGIN) $(BINS)
+tests: all $(TESTS)
+benches: all $(BENCHES)
+
+# ---------------------------------------------------------------- rules
+$(BUILD)/obj/%.o: %.cc
+	@mkdir -p $(dir $@)
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -MMD -MP -c $< -o $@
+
+# Version string: regenerated only when `git describe` changes.
+$(BUILD)/obj/gen/version.cc: FORCE
+	@mkdir -p $(dir $@)
+	@printf 'namespace scout { extern const char kVersion[] = "%s"; }\n' '$(VERSION)' > $@.tmp
+	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
+$(BUILD)/obj/gen/version.o: $(BUILD)/obj/gen/version.cc
+	$(CXX) $(CXXFLAGS) -c $< -o $@
+
+# GPU fingerprint kernel: fatbin embedded in section .nv_fatbin (empty without nvcc).
+ifeq ($(HAVE_NVCC),1)
+$(FATBIN): $(CU_SRCS) $(shell find plugin/gpu include -name '*.h' 2>/dev/null)
+	@mkdir -p $(dir $@)
+	$(if $(CU_SRCS),$(NVCC) $(NVCC_FLAGS) -fatbin $(CU_SRCS) -o $@,: > $@)
+else
+$(FATBIN):
+	@mkdir -p $(dir $@)
+	@echo "note: $(NVCC) not found: the plugin is built without its GPU kernel" >&2
+	: > $@
+endif
+$(BUILD)/obj/gen/fatbin_blob.o: $(FATBIN)
+	@mkdir -p $(dir $@)
+	printf '%s\n' '.section .nv_fatbin,"a"' '.balign 16' '.globl scout_fatbin_begin' \
+	  '.hidden scout_fatbin_begin' 'scout_fatbin_begin:' '.incbin "$(FATBIN)"' \
+	  '.globl scout_fatbin_end' '.hidden scout_fatbin_end' 'scout_fatbin_end:' \
+	  '.section .note.GNU-stack,"",@progbits' > $(BUILD)/obj/gen/fatbin_blob.s
+	$(CXX) -c $(BUILD)/obj/gen/fatbin_blob.s -o $@
+
+$(CORE_LIB): $(CORE_OBJ)
+	@mkdir -p $(dir $@)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(SIM_LIB): $(SIM_OBJ)
+	@mkdir -p $(dir $@)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(SUPPORT_LIB): $(SUPPORT_OBJ)
+	@mkdir -p $(dir $@)
+	@rm -f $@
+	ar rcs $@ $^
+
+# The plugin: only ncclProfiler_v4/v5/v6 are exported (plugin/abi/exports.map); no runtime
+# dependency beyond libc, libstdc++, libgcc, libm (design brief section 2).
+$(PLUGIN): $(EXPORTS_OBJ) $(CORE_LIB) plugin/abi/exports.map
+	@mkdir -p $(dir $@)
+	$(CXX) -shared -o $@ $(EXPORTS_OBJ) $(CORE_LIB) $(LDFLAGS) \
+	  -Wl,--version-script=plugin/abi/exports.map -Wl,--no-undefined -Wl,--gc-sections \
+	  -static-libgcc
+
+$(BUILD)/bin/%: $(CORE_LIB) $(SIM_LIB)
+	@mkdir -p $(dir $@)
+	$(CXX) -o $@ $(call obj,$(filter %/bin/$*.cc,$(BIN_CC))) $(SIM_LIB) $(CORE_LIB) $(LDFLAGS) $(TOOL_LIBS)
+
+$(BUILD)/test/%: $(CORE_LIB) $(SIM_LIB) $(SUPPORT_LIB)
+	@mkdir -p $(dir $@)
+	$(CXX) -o $@ $(call obj,$(filter %/$*.cc,$(TEST_CC))) $(SUPPORT_LIB) $(SIM_LIB) $(CORE_LIB) \
+	  $(LDFLAGS) $(TEST_LIBS) $(TOOL_LIBS)
+
+$(BUILD)/bench/%: $(CORE_LIB) $(SIM_LIB) $(SUPPORT_LIB)
+	@mkdir -p $(dir $@)
+	$(CXX) -o $@ $(call obj,$(filter %/$*.cc,$(BENCH_CC))) $(SUPPORT_LIB) $(SIM_LIB) $(CORE_LIB) \
+	  $(LDFLAGS) $(BENCH_LIBS) $(TOOL_LIBS)
+
+# Each executable also depends on its own object (second expansion keeps the pattern rules simple).
+.SECONDEXPANSION:
+$(BINS): $$(call obj,$$(filter %/bin/$$(notdir $$@).cc,$$(BIN_CC)))
+$(TESTS): $$(call obj,$$(filter %/$$(notdir $$@).cc,$$(TEST_CC)))
+$(BENCHES): $$(call obj,$$(filter %/$$(notdir $$@).cc,$$(BENCH_CC)))
+
+# ---------------------------------------------------------------- top-level targets
+test: tests
+	@scripts/run-tests.sh $(BUILD)
+
+bench: benches
+	@scripts/run-bench.sh $(BUILD)
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/scout \
+	  $(DESTDIR)$(PREFIX)/share/doc/scout
+	install -m 0755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 0755 $(PLUGIN) $(DESTDIR)$(PREFIX)/lib/
+	install -m 0644 include/scout/*.h $(DESTDIR)$(PREFIX)/include/scout/
+	install -m 0644 README.md LICENSE $(wildcard docs/*.md) $(DESTDIR)$(PREFIX)/share/doc/scout/
+
+clean:
+	rm -rf $(BUILD)
+
+help:
+	@echo "scout $(VERSION)"
+	@echo "targets:"
+	@echo "  all (default)   plugin $(PLUGIN) and tools in $(BUILD)/bin"
+	@echo "  test            build and run every test (GPU-only tests skip without a GPU)"
+	@echo "  bench           build and run the benchmarks; prints ratios against same-run baselines"
+	@echo "  install         install into PREFIX (default /usr/local; DESTDIR honoured)"
+	@echo "  clean           remove $(BUILD)"
+	@echo "switches: DEBUG=1 (-O0 -g3)  ASAN=1  UBSAN=1  TSAN=1  BUILD=dir  NVCC=path  PREFIX=dir"
+
+FORCE:
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,357 @@
+// scout: the shared-memory record stream between the plugin (writer) and the observer (reader).
+//
+// Public and versioned: anything that reads scout segments includes this header and checks
+// SegmentHeader::magic and ::layout_version first. Design brief section 2; docs/record-format.md
+// describes every field for people.
+//
+// One segment per training process, a regular file of SCOUT_SHM_DIR (default /dev/shm) named
+//     scout.<job>.<host>.<pid>
+// (job and host reduced to [A-Za-z0-9_-], see segment_name()), created O_EXCL with mode 0600 and
+// sized with posix_fallocate. Layout:
+//
+//     [SegmentHeader: 4096 bytes]
+//     [ring 0: CommHeader (1024 bytes) + ring_capacity x OpRecord (256 bytes each)]
+//     [ring 1 ...] ... up to max_comms rings, ring_stride bytes apart
+//
+// Each communicator the process initialises owns one ring. A ring holds one OpRecord per
+// operation (collective, send, recv, or unmatched API call). Records are claimed in order,
+// written once, then updated in place as the operation progresses (GPU start, completion,
+// fingerprints). A full ring overwrites its oldest record.
+//
+// Ring protocol (the correctness argument):
+//  * A writer claims index i = head.fetch_add(1) (acq_rel). Slot = i & (capacity - 1).
+//  * It stores slot.seq = 2*i + 1 (odd: being written; relaxed store followed by a release
+//    fence), writes the identity fields, then stores slot.seq = 2*i + 2 with release.
+//  * Later updates touch only the atomic progress fields and the fingerprint words, each of
+//    which is individually atomic; every update writes its payload first and its status word
+//    last with release, so a reader that sees the status (acquire) sees the payload.
+//  * A reader wanting index i loads seq (acquire); it must equal 2*i + 2. It copies the record
+//    with snapshot_record(), then loads seq again: if it changed, the slot was reused while
+//    being read (torn) and the copy is discarded. If seq > 2*i + 2 the record was overwritten
+//    before the reader got to it: a gap the reader counts. The writer never waits for readers.
+//  * Records of index < head - capacity are gone; head tells the reader how many it missed.
+//
+// The header has no pointers, only offsets, and every struct is trivially copyable apart from
+// its std::atomic members, which are lock-free and have the size of the plain type.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+namespace scout::shm {
+
+// The first 8 bytes of every segment read "SCOUTSH1" (this value stored little-endian).
+constexpr uint64_t kSegmentMagic = 0x31485354554F4353ull;
+constexpr uint32_t kLayoutVersion = 1;
+constexpr uint32_t kSegmentHeaderBytes = 4096;
+constexpr uint32_t kCommHeaderBytes = 1024;
+constexpr uint32_t kRecordBytes = 256;
+constexpr uint32_t kMaxCommsLimit = 255;     // comm index must fit in 8 bits of a handle
+constexpr uint32_t kMinRingCapacity = 16;
+constexpr uint32_t kMaxRingCapacity = 1u << 20;
+constexpr const char* kSegmentPrefix = "scout.";
+
+// Operation kinds (OpRecord::kind).
+enum OpKind : uint8_t {
+  kKindNone = 0,
+  kKindColl = 1,       // collective with NCCL's seqNumber as key
+  kKindSend = 2,       // point-to-point send; key = our per-(comm, peer) send counter
+  kKindRecv = 3,       // point-to-point recv; key = our per-(comm, peer) recv counter
+  kKindUnmatched = 4,  // API call NCCL did not number (symmetric, CE, captured w/o KernelCh)
+  kKindCeColl = 5,     // v6 copy-engine collective (unmatched; key = ceColl.seqNumber)
+};
+
+// Function ids. 0-4 follow NCCL's seqNumber index (digest 3.6).
+enum Func : uint8_t {
+  kFuncBroadcast = 0,
+  kFuncReduce = 1,
+  kFuncAllGather = 2,
+  kFuncReduceScatter = 3,
+  kFuncAllReduce = 4,
+  kFuncSend = 5,
+  kFuncRecv = 6,
+  kFuncAlltoAll = 7,
+  kFuncGather = 8,
+  kFuncScatter = 9,
+  kFuncSendRecv = 10,
+  kFuncUnknown = 255,
+};
+constexpr int kNumNumberedFuncs = 5;  // funcs with an NCCL seqNumber
+
+// Datatype ids: the values of ncclDataType_t (nccl.h: ncclInt8 = 0 ... ncclFloat8e5m2 = 11).
+enum Datatype : uint8_t {
+  kTypeInt8 = 0,
+  kTypeUint8 = 1,
+  kTypeInt32 = 2,
+  kTypeUint32 = 3,
+  kTypeInt64 = 4,
+  kTypeUint64 = 5,
+  kTypeFloat16 = 6,
+  kTypeFloat32 = 7,
+  kTypeFloat64 = 8,
+  kTypeBfloat16 = 9,
+  kTypeFloat8e4m3 = 10,
+  kTypeFloat8e5m2 = 11,
+  kTypeUnknown = 255,
+};
+
+// Algorithm ids (descriptor coll.algo strings, digest 2.5).
+enum Algo : uint8_t {
+  kAlgoRing = 0,
+  kAlgoTree = 1,
+  kAlgoCollnetDirect = 2,
+  kAlgoCollnetChain = 3,
+  kAlgoNvls = 4,
+  kAlgoNvlsTree = 5,
+  kAlgoPat = 6,
+  kAlgoUnknown = 255,
+};
+
+// Protocol ids (descriptor coll.proto strings).
+enum Proto : uint8_t {
+  kProtoLL = 0,
+  kProtoLL128 = 1,
+  kProtoSimple = 2,
+  kProtoUnknown = 255,
+};
+
+// OpRecord::flags bits.
+enum OpFlags : uint32_t {
+  kFlagGraphCaptured = 1u << 0,  // the API call was made during CUDA graph capture
+  kFlagUserGroup = 1u << 1,      // issued inside a user ncclGroupStart/End (groupDepth > 1)
+  kFlagFpSampled = 1u << 2,      // the sampling decision selected this op for fingerprints
+  kFlagUnmatched = 1u << 3,      // key is not comparable across ranks (never guessed)
+  kFlagNoApi = 1u << 4,          // no CollApi/P2pApi parent was seen (v4, or stale handle)
+  kFlagInPlace = 1u << 5,        // sendBuff == recvBuff
+  kFlagHostBuffers = 1u << 6,    // buffers are host memory (no driver, or host pointers)
+  kFlagNoKernelCh = 1u << 7,     // nChannels == 0: completion cannot be observed
+};
+
+// OpRecord::state values (monotonic).
+enum OpState : uint32_t {
+  kStateEmpty = 0,
+  kStateEnqueued = 1,  // Coll/P2p start seen: handed to NCCL's proxy, not yet on the GPU
+  kStateRunning = 2,   // first KernelCh start seen: the kernel runs on this rank
+  kStateComplete = 3,  // KernelCh stopped on all n_channels channels (design brief section 2)
+  kStateApiOnly = 4,   // unmatched API call recorded at group end; no GPU progress known
+};
+
+// Fingerprint status, low 8 bits of OpRecord::fp_send_word / fp_recv_word.
+// The upper 56 bits hold the record's seq >> 1 (= index + 1, truncated) as a tag, so a late
+// writer can never make a reused slot look fingerprinted (see fp_word()).
+enum FpStatus : uint8_t {
+  kFpNone = 0,             // not sampled / not applicable
+  kFpPending = 1,          // hash enqueued, result not yet written
+  kFpDone = 2,             // value and NaN/Inf counts valid
+  kFpSkippedDevice = 3,    // device buffer and no CUDA driver: nothing hashed
+  kFpSkippedCaptured = 4,  // graph-captured operation: not hashed (recorded as such)
+  kFpSkippedCallback = 5,  // buffers arrived on a CUDA host-callback thread: not hashed
+  kFpSkippedError = 6,     // a CUDA call failed; the plugin disabled fingerprints
+  kFpTimedOut = 7,         // send hash waited too long for the buffer address
+};
+
+// Segment header: 4096 bytes at offset 0.
+struct SegmentHeader {
+  uint64_t magic;                     // 0    kSegmentMagic
+  uint32_t layout_version;            // 8    kLayoutVersion
+  uint32_t header_bytes;              // 12   kSegmentHeaderBytes
+  uint64_t segment_bytes;             // 16   total file size
+  int32_t owner_pid;                  // 24   process that created and writes the segment
+  uint32_t max_comms;                 // 28   number of rings
+  uint64_t owner_start_ticks;         // 32   /proc/<pid>/stat starttime (pid reuse check)
+  int64_t created_ns;                 // 40   CLOCK_REALTIME at creation
+  uint32_t ring_capacity;             // 48   records per ring, power of two
+  uint32_t record_bytes;              // 52   kRecordBytes
+  uint64_t rings_offset;              // 56   offset of ring 0 (= kSegmentHeaderBytes)
+  uint64_t ring_stride;               // 64   kCommHeaderBytes + ring_capacity * record_bytes
+  std::atomic<uint32_t> n_comms;      // 72   rings handed out so far (release on publish)
+  uint32_t flags;                     // 76   reserved, 0
+  int32_t global_rank;                // 80   RANK / OMPI_COMM_WORLD_RANK / SLURM_PROCID ..., -1
+  int32_t local_rank;                 // 84   LOCAL_RANK / ..., -1
+  int32_t world_size;                 // 88   WORLD_SIZE / ..., -1
+  int32_t cuda_dev;                   // 92   CUDA device ordinal of the first comm, -1
+  char job[64];                       // 96   job id, NUL-terminated
+  char host[64];                      // 160  host identity (SCOUT_HOST or hostname)
+  char gpu[64];                       // 224  GPU identity: "GPU-<uuid>", SCOUT_GPU, or ""
+  char plugin_version[32];            // 288  scout version string
+  uint32_t abi_version;               // 320  profiler ABI NCCL picked: 4, 5 or 6 (0 = none yet)
+  uint32_t reserved0;                 // 324
+  std::atomic<uint64_t> comms_dropped;     // 328  comm inits beyond max_comms (not recorded)
+  std::atomic<uint64_t> events_bad_handle; // 336  stale/invalid/foreign parent handles ignored
+  std::atomic<uint64_t> events_unknown;    // 344  unknown event types or states ignored
+  std::atomic<int64_t> last_event_ns;      // 352  CPU time of the latest callback of any kind
+  std::atomic<int64_t> closed_ns;          // 360  set when the last communicator is finalized
+  uint8_t reserved[4096 - 368];            // 368
+};
+
+// Per-ring (per-communicator) header: kCommHeaderBytes at the start of each ring.
+struct CommHeader {
+  std::atomic<uint32_t> state;        // 0    CommState
+  uint32_t generation;                // 4    incremented each time the ring is (re)assigned
+  uint64_t comm_hash;                 // 8    NCCL commHash (same on every rank of the comm)
+  int32_t nranks;                     // 16
+  int32_t rank;                       // 20   this process's rank in the communicator
+  int32_t nnodes;                     // 24
+  int32_t cuda_dev;                   // 28   -1 if unknown
+  char name[64];                      // 32   commName copied at init ("" if NULL)
+  int64_t init_ns;                    // 96   CLOCK_REALTIME of init
+  std::atomic<int64_t> finalize_ns;   // 104  0 while live
+  uint32_t ring_capacity;             // 112  copy of SegmentHeader::ring_capacity
+  uint32_t reserved0;                 // 116
+  uint8_t pad0[128 - 120];            // 120
+  alignas(64) std::atomic<uint64_t> head;  // 128  records ever claimed in this ring
+  uint8_t pad1[192 - 136];                 // 136
+  // Counters (relaxed; informative). Each says what was lost or skipped, never silently.
+  std::atomic<uint64_t> n_coll;             // 192  Coll records
+  std::atomic<uint64_t> n_p2p;              // 200  Send + Recv records
+  std::atomic<uint64_t> n_unmatched;        // 208  Unmatched + CeColl records
+  std::atomic<uint64_t> overwritten_live;   // 216  slots reused while their op was incomplete
+  std::atomic<uint64_t> bad_handles;        // 224  stale or invalid parent/event handles
+  std::atomic<uint64_t> foreign_proxy;      // 232  PXN events from other processes ignored
+  std::atomic<uint64_t> kernelch_orphans;   // 240  KernelCh events whose op slot was reused
+  std::atomic<uint64_t> api_calls;          // 248  CollApi + P2pApi starts on this comm
+  std::atomic<int64_t> last_api_ns;         // 256  CPU time of the latest API call
+  std::atomic<int64_t> gpu_clock_offset_ns; // 264  wall_ns = gpu_ns + offset (current estimate)
+  std::atomic<uint64_t> fp_sampled;         // 272  ops selected for fingerprints
+  std::atomic<uint64_t> fp_skipped;         // 280  sampled ops whose hash was skipped
+  std::atomic<uint32_t> fp_level;           // 288  sampling level in force (budget), see fp docs
+  uint32_t reserved1;                       // 292
+  std::atomic<uint64_t> fp_gpu_ns;          // 296  total fingerprint time (GPU or CPU) ns
+  std::atomic<uint64_t> kernel_ns;          // 304  total NCCL kernel time seen ns
+  std::atomic<uint64_t> disabled_reason;    // 312  nonzero: ring stopped recording (see docs)
+  uint8_t reserved[1024 - 320];             // 320
+};
+
+enum CommState : uint32_t {
+  kCommFree = 0,
+  kCommInit = 1,       // being set up; reader must skip
+  kCommActive = 2,
+  kCommFinalized = 3,  // finalize seen; records stay readable
+};
+
+// One operation: 256 bytes, four cache lines.
+struct OpRecord {
+  // -- line 0: identity (written once, before seq is published) --
+  std::atomic<uint64_t> seq;          // 0    2*index+2 when valid; odd while being written
+  uint64_t key;                       // 8    matching key: NCCL seqNumber / p2p counter / ...
+  uint8_t kind;                       // 16   OpKind
+  uint8_t func;                       // 17   Func
+  uint8_t datatype;                   // 18   Datatype of the Coll/P2p task
+  uint8_t api_datatype;               // 19   Datatype given to the API (CollApi), or unknown
+  uint8_t algo;                       // 20   Algo
+  uint8_t proto;                      // 21   Proto
+  uint8_t n_channels;                 // 22   channels the op runs on (KernelCh expected)
+  uint8_t n_warps;                    // 23
+  uint32_t flags;                     // 24   OpFlags
+  int32_t peer;                       // 28   root (Coll) or peer rank in comm (P2P); -1 none
+  uint64_t count;                     // 32   element count of the task (Coll/P2p descriptor)
+  uint64_t api_count;                 // 40   element count given to the API (0 if unknown)
+  uint64_t bytes;                     // 48   count * size(datatype): bytes of the message
+  uint64_t group;                     // 56   process-wide ordinal of the GroupApi (0 if none)
+  // -- line 1: CPU-side times and addresses (written once) --
+  int64_t api_ns;                     // 64   CollApi/P2pApi start, CLOCK_REALTIME ns (0: none)
+  int64_t launch_ns;                  // 72   KernelLaunch start (0: none seen)
+  int64_t enqueue_ns;                 // 80   Coll/P2p start
+  uint64_t send_buf;                  // 88   address (for people; never dereferenced by readers)
+  uint64_t recv_buf;                  // 96
+  uint64_t stream;                    // 104  launch stream (KernelLaunch, else API stream)
+  uint32_t thread;                    // 112  Linux tid of the thread that issued the API call
+  uint32_t reserved1;                 // 116
+  uint64_t reserved2;                 // 120
+  // -- line 2: GPU progress (updated in place by the proxy thread) --
+  std::atomic<uint32_t> state;        // 128  OpState
+  std::atomic<uint16_t> ch_started;   // 132  KernelCh starts seen
+  std::atomic<uint16_t> ch_stopped;   // 134  KernelCh stops seen
+  std::atomic<int64_t> gpu_start_ns;  // 136  earliest KernelCh start, wall-clock ns (0: none)
+  std::atomic<int64_t> gpu_end_ns;    // 144  latest KernelCh stop, wall-clock ns (0: none)
+  std::atomic<int64_t> complete_ns;   // 152  CPU time the last KernelCh stop arrived (0: none)
+  std::atomic<uint64_t> gpu_start_raw;// 160  raw pTimer of the earliest start (diagnostics)
+  uint8_t pad2[192 - 168];            // 168
+  // -- line 3: fingerprints (written by the fingerprint engine or the GPU) --
+  std::atomic<uint64_t> fp_send_word; // 192  (tag << 8) | FpStatus for the send buffer
+  std::atomic<uint64_t> fp_recv_word; // 200  (tag << 8) | FpStatus for the receive buffer
+  uint64_t fp_send;                   // 208  fingerprint of the send buffer (docs/fingerprint.md)
+  uint64_t fp_recv;                   // 216  fingerprint of the receive buffer
+  uint32_t send_nan;                  // 224  NaN elements in the send buffer (float types)
+  uint32_t send_inf;                  // 228  +-Inf elements in the send buffer
+  uint32_t recv_nan;                  // 232
+  uint32_t recv_inf;                  // 236
+  uint64_t fp_bytes;                  // 240  bytes covered by the fingerprints (byte cap)
+  uint32_t fp_level;                  // 248  sampling level when sampled
+  uint32_t fp_version;                // 252  fingerprint format version (0: none)
+};
+
+// ----- helpers shared by writer and reader -----
+
+// Sequence value of a fully written record with ring index `index`.
+constexpr uint64_t seq_valid(uint64_t index) { return 2 * index + 2; }
+// Sequence value while the record with ring index `index` is being written.
+constexpr uint64_t seq_writing(uint64_t index) { return 2 * index + 1; }
+// Tag stored in the upper 56 bits of the fingerprint words for ring index `index`.
+constexpr uint64_t fp_tag(uint64_t index) { return (index + 1) & ((1ull << 56) - 1); }
+// A fingerprint word: status in the low 8 bits, tag above.
+constexpr uint64_t fp_word(uint64_t index, FpStatus status) {
+  return (fp_tag(index) << 8) | static_cast<uint64_t>(status);
+}
+// Status from a word if its tag matches `index`, else kFpNone (written for an older record).
+constexpr FpStatus fp_status(uint64_t word, uint64_t index) {
+  return (word >> 8) == fp_tag(index) ? static_cast<FpStatus>(word & 0xff) : kFpNone;
+}
+// Total bytes of a segment for the given ring count and capacity.
+constexpr uint64_t segment_bytes(uint32_t max_comms, uint32_t ring_capacity) {
+  return kSegmentHeaderBytes +
+         uint64_t(max_comms) * (kCommHeaderBytes + uint64_t(ring_capacity) * kRecordBytes);
+}
+
+// ----- layout checks -----
+static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<uint32_t>::is_always_lock_free &&
+              std::atomic<uint16_t>::is_always_lock_free && std::atomic<int64_t>::is_always_lock_free);
+static_assert(sizeof(std::atomic<uint64_t>) == 8 && sizeof(std::atomic<uint16_t>) == 2);
+static_assert(std::is_standard_layout_v<SegmentHeader> && std::is_standard_layout_v<CommHeader> &&
+              std::is_standard_layout_v<OpRecord>);
+static_assert(sizeof(SegmentHeader) == kSegmentHeaderBytes);
+static_assert(offsetof(SegmentHeader, layout_version) == 8);
+static_assert(offsetof(SegmentHeader, owner_pid) == 24);
+static_assert(offsetof(SegmentHeader, ring_capacity) == 48);
+static_assert(offsetof(SegmentHeader, rings_offset) == 56);
+static_assert(offsetof(SegmentHeader, n_comms) == 72);
+static_assert(offsetof(SegmentHeader, global_rank) == 80);
+static_assert(offsetof(SegmentHeader, job) == 96);
+static_assert(offsetof(SegmentHeader, host) == 160);
+static_assert(offsetof(SegmentHeader, gpu) == 224);
+static_assert(offsetof(SegmentHeader, plugin_version) == 288);
+static_assert(offsetof(SegmentHeader, abi_version) == 320);
+static_assert(offsetof(SegmentHeader, comms_dropped) == 328);
+static_assert(offsetof(SegmentHeader, closed_ns) == 360);
+static_assert(sizeof(CommHeader) == kCommHeaderBytes);
+static_assert(offsetof(CommHeader, comm_hash) == 8);
+static_assert(offsetof(CommHeader, name) == 32);
+static_assert(offsetof(CommHeader, init_ns) == 96);
+static_assert(offsetof(CommHeader, ring_capacity) == 112);
+static_assert(offsetof(CommHeader, head) == 128);
+static_assert(offsetof(CommHeader, n_coll) == 192);
+static_assert(offsetof(CommHeader, gpu_clock_offset_ns) == 264);
+static_assert(offsetof(CommHeader, fp_level) == 288);
+static_assert(offsetof(CommHeader, disabled_reason) == 312);
+static_assert(sizeof(OpRecord) == kRecordBytes && alignof(OpRecord) == 8);
+static_assert(offsetof(OpRecord, key) == 8);
+static_assert(offsetof(OpRecord, kind) == 16);
+static_assert(offsetof(OpRecord, flags) == 24);
+static_assert(offsetof(OpRecord, peer) == 28);
+static_assert(offsetof(OpRecord, count) == 32);
+static_assert(offsetof(OpRecord, group) == 56);
+static_assert(offsetof(OpRecord, api_ns) == 64);
+static_assert(offsetof(OpRecord, thread) == 112);
+static_assert(offsetof(OpRecord, state) == 128);
+static_assert(offsetof(OpRecord, ch_started) == 132);
+static_assert(offsetof(OpRecord, gpu_start_ns) == 136);
+static_assert(offsetof(OpRecord, complete_ns) == 152);
+static_assert(offsetof(OpRecord, fp_send_word) == 192);
+static_assert(offsetof(OpRecord, fp_send) == 208);
+static_assert(offsetof(OpRecord, send_nan) == 224);
+static_assert(offsetof(OpRecord, fp_bytes) == 240);
+static_assert(offsetof(OpRecord, fp_version) == 252);
+
+}  // namespace scout::shm

@@ -1,0 +1,5 @@
+// scout version string (from `git describe` at build time).
+#pragma once
+namespace scout {
+extern const char kVersion[];
+}  // namespace scout

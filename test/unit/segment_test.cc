@@ -1,0 +1,193 @@
+// Segment creation, ring protocol, and the reader's validation (include/scout/shm_format.h).
+#include "plugin/shm/segment.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <thread>
+#include <vector>
+
+#include "test/support/tmpdir.h"
+
+namespace {
+
+using namespace scout::shm;
+using scout::testing::TempDir;
+
+SegmentIdentity ident() {
+  SegmentIdentity id;
+  id.job = "job/1";
+  id.host = "node 7";
+  id.gpu = "GPU-test";
+  id.global_rank = 3;
+  id.local_rank = 1;
+  id.world_size = 8;
+  id.plugin_version = "test";
+  return id;
+}
+
+TEST(Segment, NameIsSanitizedAndParsed) {
+  EXPECT_EQ(segment_name("job/1", "node 7", 42), "scout.job_1.node_7.42");
+  std::string job, host;
+  int pid = 0;
+  ASSERT_TRUE(parse_segment_name("scout.job_1.node_7.42", &job, &host, &pid));
+  EXPECT_EQ(job, "job_1");
+  EXPECT_EQ(host, "node_7");
+  EXPECT_EQ(pid, 42);
+  EXPECT_FALSE(parse_segment_name("scout.a.b.c.1", nullptr, nullptr, nullptr));
+  EXPECT_FALSE(parse_segment_name("scout.a.b.x1", nullptr, nullptr, nullptr));
+  EXPECT_FALSE(parse_segment_name("other.a.b.1", nullptr, nullptr, nullptr));
+}
+
+TEST(Segment, CreatedWithMode0600AndFullSize) {
+  TempDir dir;
+  std::string err;
+  auto w = SegmentWriter::create(dir.path(), ident(), 4, 64, &err);
+  ASSERT_TRUE(w) << err;
+  struct stat st;
+  ASSERT_EQ(::stat(w->path().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(uint64_t(st.st_size), segment_bytes(4, 64));
+  EXPECT_EQ(w->path(), dir.path() + "/scout.job_1.node_7." + std::to_string(getpid()));
+  auto r = SegmentReader::open(w->path(), &err);
+  ASSERT_TRUE(r) << err;
+  SegmentInfo info = r->info();
+  EXPECT_EQ(info.job, "job/1");
+  EXPECT_EQ(info.host, "node 7");
+  EXPECT_EQ(info.global_rank, 3);
+  EXPECT_EQ(info.owner_pid, getpid());
+  EXPECT_TRUE(r->owner_alive());
+  EXPECT_EQ(list_segments(dir.path(), "job/1"), std::vector<std::string>{w->path()});
+  EXPECT_EQ(list_segments(dir.path(), "job/1", "node 7").size(), 1u);
+  EXPECT_TRUE(list_segments(dir.path(), "job/1", "node 8").empty());
+  EXPECT_TRUE(list_segments(dir.path(), "job").empty());
+}
+
+TEST(Segment, UnwritableDirectoryGivesOneLineError) {
+  std::string err;
+  auto w = SegmentWriter::create("/proc/does-not-exist", ident(), 4, 64, &err);
+  EXPECT_FALSE(w);
+  EXPECT_NE(err.find("cannot create /proc/does-not-exist/scout.job_1.node_7."), std::string::npos) << err;
+}
+
+TEST(Segment, RecordsRoundTripAndOverwriteOldest) {
+  TempDir dir;
+  std::string err;
+  auto w = SegmentWriter::create(dir.path(), ident(), 2, 16, &err);
+  ASSERT_TRUE(w) << err;
+  RingWriter* ring = w->open_ring(0xabcdef, 8, 3, 2, "dp", 0);
+  ASSERT_NE(ring, nullptr);
+  for (uint64_t k = 0; k < 20; ++k) {
+    uint64_t idx;
+    OpRecord* rec = ring->begin(&idx);
+    EXPECT_EQ(idx, k);
+    rec->kind = kKindColl;
+    rec->func = kFuncAllReduce;
+    rec->key = k;
+    rec->count = 100 + k;
+    rec->datatype = kTypeFloat32;
+    rec->algo = kAlgoRing;
+    rec->proto = kProtoSimple;
+    rec->state.store(kStateEnqueued);
+    RingWriter::publish(rec, idx);
+  }
+  auto r = SegmentReader::open(w->path(), &err);
+  ASSERT_TRUE(r) << err;
+  ASSERT_EQ(r->n_rings(), 1u);
+  CommSnapshot c;
+  ASSERT_TRUE(r->comm(0, &c));
+  EXPECT_EQ(c.comm_hash, 0xabcdefu);
+  EXPECT_EQ(c.name, "dp");
+  EXPECT_EQ(c.head, 20u);
+  EXPECT_EQ(c.overwritten_live, 4u);  // records 0..3 were still enqueued when reused
+  RecordSnapshot s;
+  EXPECT_EQ(r->read(0, 3, &s), ReadStatus::kOverwritten);
+  ASSERT_EQ(r->read(0, 4, &s), ReadStatus::kOk);
+  EXPECT_EQ(s.key, 4u);
+  EXPECT_EQ(s.count, 104u);
+  EXPECT_EQ(s.peer, -1);
+  ASSERT_EQ(r->read(0, 19, &s), ReadStatus::kOk);
+  EXPECT_EQ(s.key, 19u);
+  EXPECT_EQ(r->read(0, 20, &s), ReadStatus::kNotYet);
+  EXPECT_FALSE(r->comm(1, &c));  // never assigned
+}
+
+TEST(Segment, FingerprintWordsAreTaggedWithTheRecordIndex) {
+  EXPECT_EQ(fp_status(fp_word(5, kFpDone), 5), kFpDone);
+  EXPECT_EQ(fp_status(fp_word(5, kFpDone), 5 + 16), kFpNone);  // a late write for a reused slot
+}
+
+TEST(Segment, RingsBeyondMaxAreCountedNotRecorded) {
+  TempDir dir;
+  std::string err;
+  auto w = SegmentWriter::create(dir.path(), ident(), 2, 16, &err);
+  ASSERT_TRUE(w);
+  EXPECT_NE(w->open_ring(1, 2, 0, 1, nullptr, 0), nullptr);
+  EXPECT_NE(w->open_ring(2, 2, 0, 1, nullptr, 0), nullptr);
+  EXPECT_EQ(w->open_ring(3, 2, 0, 1, nullptr, 0), nullptr);
+  EXPECT_EQ(w->header()->comms_dropped.load(), 1u);
+}
+
+TEST(Segment, ReaderRejectsBadFiles) {
+  TempDir dir;
+  std::string err;
+  std::string p = dir.path() + "/scout.j.h.1";
+  { std::ofstream(p) << "short"; }
+  EXPECT_FALSE(SegmentReader::open(p, &err));
+  EXPECT_NE(err.find("truncated"), std::string::npos) << err;
+  { std::ofstream f(p); f << std::string(8192, 'x'); }
+  EXPECT_FALSE(SegmentReader::open(p, &err));
+  EXPECT_NE(err.find("bad magic"), std::string::npos) << err;
+
+  auto w = SegmentWriter::create(dir.path(), ident(), 1, 16, &err);
+  ASSERT_TRUE(w);
+  ASSERT_EQ(::truncate(w->path().c_str(), segment_bytes(1, 16) - 256), 0);
+  EXPECT_FALSE(SegmentReader::open(w->path(), &err));
+  EXPECT_NE(err.find("geometry needs"), std::string::npos) << err;
+}
+
+TEST(Segment, ConcurrentWritersNeverTearReaders) {
+  TempDir dir;
+  std::string err;
+  auto w = SegmentWriter::create(dir.path(), ident(), 1, 64, &err);
+  ASSERT_TRUE(w);
+  RingWriter* ring = w->open_ring(9, 2, 0, 1, "x", 0);
+  auto r = SegmentReader::open(w->path(), &err);
+  ASSERT_TRUE(r);
+  std::atomic<bool> stop{false};
+  auto writer = [&] {
+    while (!stop.load()) {
+      uint64_t idx;
+      OpRecord* rec = ring->begin(&idx);
+      rec->kind = kKindColl;
+      rec->func = kFuncAllReduce;
+      rec->key = idx;
+      rec->count = idx * 3;
+      rec->datatype = kTypeFloat32;
+      RingWriter::publish(rec, idx);
+    }
+  };
+  std::thread t1(writer), t2(writer);
+  uint64_t ok = 0, bad = 0;
+  for (int i = 0; i < 200000; ++i) {
+    CommSnapshot c;
+    r->comm(0, &c);
+    if (c.head == 0) continue;
+    RecordSnapshot s;
+    if (r->read(0, c.head - 1, &s) == ReadStatus::kOk) {
+      ++ok;
+      if (s.key != s.index || s.count != s.index * 3) ++bad;
+    }
+  }
+  stop = true;
+  t1.join();
+  t2.join();
+  EXPECT_GT(ok, 0u);
+  EXPECT_EQ(bad, 0u);
+}
+
+}  // namespace
