@@ -1,0 +1,94 @@
+// What the observer knows about a job, in the shape the store keeps and the CLI shows.
+//
+// Contract between the observer (producer: observer/ingest, observer/detect), the store
+// (observer/store) and the CLI (observer/cli). All times are CLOCK_REALTIME ns of the observer's
+// clock (cross-node values are already corrected by the estimated clock offset).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace scout::obs {
+
+// One training process (one segment).
+struct RankInfo {
+  int global_rank = -1;
+  int local_rank = -1;
+  std::string host;
+  int pid = 0;
+  std::string gpu;            // GPU UUID or SCOUT_GPU, "" if unknown
+  int cuda_dev = -1;
+  int node_rank = 0;          // observer node that owns the segment
+  std::string segment;        // segment path on that node
+  std::string state;          // "running", "exited" (owner gone, segment closed), "dead"
+  int64_t first_seen_ns = 0;
+  int64_t last_event_ns = 0;  // latest callback of any kind
+};
+
+// One communicator (identified by commHash and nranks; names may repeat).
+struct CommInfo {
+  uint64_t comm_hash = 0;
+  std::string name;
+  int nranks = 0;
+  int nnodes = 0;
+  std::vector<int> global_ranks;       // index = comm rank; -1 where not known yet
+  uint64_t ops_complete = 0;           // operations complete on every rank
+  uint64_t last_seq[5] = {0, 0, 0, 0, 0};  // highest completed seqNumber+1 per func (NCCL order)
+  int64_t last_progress_ns = 0;        // last time any rank completed an operation
+  std::string state;                   // "active", "stalled", "hung", "finalized"
+};
+
+// One collective (or p2p pair) as the per-collective report shows it (issue 6: key, func,
+// datatype, bytes, algo/proto, per-rank arrival spread, duration, bus bandwidth, verdict).
+struct OpSummary {
+  uint64_t comm_hash = 0;
+  std::string comm_name;
+  int nranks = 0;
+  std::string kind;        // "coll", "send", "recv", "unmatched"
+  std::string func;        // "AllReduce", ...
+  uint64_t seq = 0;        // NCCL seqNumber (coll) / scout p2p counter
+  std::string datatype;    // "float32", ...
+  uint64_t count = 0;      // elements as given to the API
+  uint64_t bytes = 0;      // message bytes
+  std::string algo;        // "RING", ...
+  std::string proto;       // "SIMPLE", ...
+  int n_channels = 0;
+  int ranks_reported = 0;  // ranks whose record was seen
+  int ranks_complete = 0;
+  int64_t first_arrival_ns = 0;  // earliest GPU start across ranks
+  int64_t last_arrival_ns = 0;   // latest GPU start across ranks
+  int last_rank = -1;            // global rank that arrived last
+  int64_t end_ns = 0;            // latest GPU end across ranks
+  int64_t duration_ns = 0;       // end_ns - last_arrival_ns (the transfer once all arrived)
+  double busbw_gbps = 0;         // bus bandwidth, GB/s, nccl-tests convention (digest 5.1)
+  std::string fp_verdict;        // "agree", "attributed", "inconclusive", "partial",
+                                 // "not-sampled", "n/a" (function not compared)
+  std::string meta_verdict;      // "agree", "attributed", "inconclusive", "partial"
+};
+
+// One rank's part of one operation (Chrome trace slices, `scout report --rank`).
+struct OpRankTiming {
+  uint64_t comm_hash = 0;
+  std::string func;
+  uint64_t seq = 0;
+  int global_rank = -1;
+  int comm_rank = -1;
+  int64_t api_ns = 0;
+  int64_t start_ns = 0;  // GPU start (wall clock)
+  int64_t end_ns = 0;    // GPU end (0 if not complete)
+  uint64_t fp_recv = 0;  // 0 if none
+  std::string fp_status; // "done", "none", "skipped-device", ...
+};
+
+// Whole-job header (`scout status`).
+struct JobInfo {
+  std::string job;
+  int nodes = 0;          // observers in the job
+  int node_rank = 0;      // node that wrote this store
+  int64_t started_ns = 0; // observer start
+  int64_t updated_ns = 0; // last store update
+  std::string observer_version;
+};
+
+}  // namespace scout::obs
