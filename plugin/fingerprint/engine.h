@@ -1,0 +1,89 @@
+// The plugin's fingerprint engine: decides which operations are fingerprinted and where the
+// hashing happens (CPU for host buffers, our GPU kernel on NCCL's stream for device buffers).
+//
+// Contract between the event layer (plugin/core, which calls the hooks below at the points of
+// NCCL's call sequence named in each comment) and the fingerprint implementation
+// (plugin/fingerprint, plugin/gpu). Semantics: design brief section 3, digest section 4, issue 3.
+//
+// Rules every hook follows: never throws, never blocks on the GPU, never calls CUDA from a
+// CUDA host-callback thread, allocates nothing per operation after warm-up, and reports every
+// skip in the record (fp words) and in CommHeader::fp_skipped.
+#pragma once
+
+#include <cstdint>
+
+#include "scout/config.h"
+#include "scout/nccl_profiler_abi.h"
+#include "scout/shm_format.h"
+
+namespace scout::fp {
+
+// What the event layer knows about one operation when NCCL hands it over (Coll/P2p start).
+struct OpInfo {
+  uint64_t comm_hash = 0;
+  uint8_t kind = 0;             // shm::OpKind
+  uint8_t func = 0;             // shm::Func
+  uint64_t key = 0;             // matching key (NCCL seqNumber / p2p counter)
+  const void* send_buf = nullptr;
+  void* recv_buf = nullptr;
+  uint64_t send_bytes = 0;      // bytes this rank sends (see docs/fingerprint.md, "Which bytes")
+  uint64_t recv_bytes = 0;      // bytes this rank receives
+  uint8_t dtype = 0;            // element type for NaN/Inf counting: the API datatype if known
+  bool graph_captured = false;  // from the CollApi/P2pApi/GroupApi parent
+  void* stream = nullptr;       // launch stream (KernelLaunch), else the API stream; may be null
+  bool on_launch_thread = true; // false: Coll start arrived on a CUDA host-callback thread
+};
+
+// Per-communicator fingerprint state (sampling level, budget, GPU resources).
+struct CommFp;
+
+// Process-wide engine. One instance per loaded plugin, created at the first communicator init
+// and destroyed when the last one is finalized (so dlclose leaves nothing behind).
+class Engine {
+ public:
+  // Creates the engine from the configuration. Looks for a CUDA driver (dlopen
+  // "libcuda.so.1"); without one, host buffers are hashed on the CPU and device buffers are
+  // skipped (kFpSkippedDevice). `log` may be null. Never fails: on any error the engine runs in
+  // CPU-only mode and says so once through `log`.
+  static Engine* create(const config::Config& cfg, abi::Logger log);
+  static void destroy(Engine* e);
+
+  // Communicator lifetime (init / finalize threads). `ring` is the communicator's CommHeader in
+  // the segment (fp counters and level are published there). Returns null if fingerprints are
+  // off for this communicator.
+  CommFp* comm_init(uint64_t comm_hash, int nranks, int cuda_dev, shm::CommHeader* ring);
+  void comm_fini(CommFp* c);
+
+  // KernelLaunch start (launching thread, current CUDA device = the communicator's, right before
+  // NCCL's cuLaunchKernelEx). `stream` is descriptor kernelLaunch.stream. May enqueue work that
+  // must run before the NCCL kernel (send-buffer fingerprints).
+  void on_launch_start(CommFp* c, void* stream);
+
+  // KernelLaunch stop (same thread, right after the launch).
+  void on_launch_stop(CommFp* c, void* stream);
+
+  // Coll or P2p start, after the event layer filled the record's identity and published it
+  // (`rec` is the record, `index` its ring index). Decides sampling (sets kFlagFpSampled,
+  // fp_level, fp_version), hashes host send buffers now, records what the GPU must hash.
+  // No CUDA calls here: on the normal path this runs inside NCCL's "no CUDA" section.
+  void on_op_enqueued(CommFp* c, shm::OpRecord* rec, uint64_t index, const OpInfo& op);
+
+  // End of the outermost group (GroupApi stop, user thread, after all launches of the group):
+  // enqueue the receive-buffer fingerprints of this thread's sampled operations on their launch
+  // streams, stream-ordered right after the NCCL kernels.
+  void on_group_end();
+
+  // The operation completed on this rank (KernelCh stopped on all channels; proxy thread).
+  // `kernel_ns` is its GPU time. Hashes host receive buffers on the CPU; feeds the budget.
+  void on_op_complete(CommFp* c, shm::OpRecord* rec, uint64_t index, uint64_t kernel_ns);
+
+  // True when a CUDA driver and a device were found and the kernel loaded.
+  bool gpu_available() const;
+
+ private:
+  Engine() = default;
+  struct Impl;
+  Impl* impl_ = nullptr;
+};
+
+}  // namespace scout::fp
