@@ -1,0 +1,34 @@
+// Where the observer puts what it knows. The SQLite store (observer/store) implements this for
+// the real observer; tests use an in-memory implementation. Contract between the observer's
+// analysis (producer) and the store (consumer). Calls come from one thread; flush() ends a batch
+// (the store writes each batch in one transaction).
+#pragma once
+
+#include <vector>
+
+#include "observer/model/finding.h"
+#include "observer/model/job.h"
+
+namespace scout::obs {
+
+class Sink {
+ public:
+  virtual ~Sink() = default;
+  // Job header (replaces the previous one).
+  virtual void put_job(const JobInfo& job) = 0;
+  // Rank identities and states, keyed by (host, pid); replaces rows with the same key.
+  virtual void put_ranks(const std::vector<RankInfo>& ranks) = 0;
+  // Communicators, keyed by (comm_hash, nranks); replaces rows with the same key.
+  virtual void put_comms(const std::vector<CommInfo>& comms) = 0;
+  // Per-collective summaries and per-rank timings of operations that finished (or were judged);
+  // keyed by (comm_hash, kind, func, seq) / plus global_rank; replaces rows with the same key.
+  // The store keeps a bounded history (oldest dropped first).
+  virtual void put_ops(const std::vector<OpSummary>& ops, const std::vector<OpRankTiming>& timings) = 0;
+  // Inserts a finding or, when a stored finding has the same dedup_key, updates it (suspects,
+  // last_seen_ns, status, evidence, summary; first_seen_ns and id are kept). Sets f->id.
+  virtual void upsert_finding(Finding* f) = 0;
+  // Ends a batch.
+  virtual void flush() = 0;
+};
+
+}  // namespace scout::obs
