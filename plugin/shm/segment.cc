@@ -125,7 +125,9 @@ OpRecord* RingWriter::begin(uint64_t* index) {
   uint64_t old = rec->seq.load(std::memory_order_relaxed);
   if (old != 0 && (old & 1) == 0) {
     uint32_t st = rec->state.load(std::memory_order_relaxed);
-    if (st == kStateEnqueued || st == kStateRunning) {
+    // Records flagged kFlagNoKernelCh can never complete: their reuse loses nothing pending.
+    uint32_t flags = __atomic_load_n(&rec->flags, __ATOMIC_RELAXED);
+    if ((st == kStateEnqueued || st == kStateRunning) && !(flags & kFlagNoKernelCh)) {
       hdr_->overwritten_live.fetch_add(1, std::memory_order_relaxed);
     }
   }
@@ -429,6 +431,9 @@ bool SegmentReader::comm(uint32_t ring, CommSnapshot* out) const {
   c.fp_gpu_ns = ch->fp_gpu_ns.load(std::memory_order_relaxed);
   c.kernel_ns = ch->kernel_ns.load(std::memory_order_relaxed);
   c.disabled_reason = ch->disabled_reason.load(std::memory_order_relaxed);
+  c.kernelch_extra = ch->kernelch_extra.load(std::memory_order_relaxed);
+  c.ignored_events = ch->ignored_events.load(std::memory_order_relaxed);
+  c.late_matches = ch->late_matches.load(std::memory_order_relaxed);
   if (c.nranks < 0 || c.rank < 0 || (c.nranks > 0 && c.rank >= c.nranks)) return false;
   return true;
 }

@@ -159,6 +159,7 @@ struct CommSnapshot {
   uint64_t fp_sampled = 0, fp_skipped = 0;
   uint32_t fp_level = 0;
   uint64_t fp_gpu_ns = 0, kernel_ns = 0, disabled_reason = 0;
+  uint64_t kernelch_extra = 0, ignored_events = 0, late_matches = 0;
 };
 
 // Plain copy of the segment header's identity and counters.
