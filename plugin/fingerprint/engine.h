@@ -34,6 +34,18 @@ struct OpInfo {
   bool on_launch_thread = true; // false: Coll start arrived on a CUDA host-callback thread
 };
 
+// The function whose sampling decision an operation follows: a Recv decides like the Send it
+// pairs with, so send #k of rank a to b and recv #k of b from a are sampled together
+// (docs/fingerprint.md, "Sampling").
+uint8_t sampling_func(uint8_t func);
+
+// Bytes of the send and receive buffers of one operation on this rank (docs/fingerprint.md,
+// "Which bytes"). `func` is a shm::Func; `count` and `elem_bytes` as the Coll/P2p descriptor
+// gives them (task count: for AllGather and Broadcast NCCL reports bytes with ncclInt8, so
+// elem_bytes = 1); `rank`/`root` inside the communicator. Unknown functions give 0 and 0.
+void op_bytes(uint8_t func, uint64_t count, uint64_t elem_bytes, int nranks, int rank, int root,
+              uint64_t* send_bytes, uint64_t* recv_bytes);
+
 // Per-communicator fingerprint state (sampling level, budget, GPU resources).
 struct CommFp;
 
