@@ -118,7 +118,8 @@ void Engine::comm_fini(CommFp* c) {
   delete c;
 }
 
-void Engine::on_launch_start(CommFp*, void*) {}
+void Engine::on_group_start() {}
+void Engine::on_launch_start(CommFp*, void*, uint64_t) {}
 void Engine::on_launch_stop(CommFp*, void*) {}
 void Engine::on_group_end() {}
 
@@ -204,6 +205,11 @@ void Engine::on_op_complete(CommFp* c, shm::OpRecord* rec, uint64_t index, uint6
 }
 
 bool Engine::gpu_available() const { return false; }
+
+bool Engine::gpu_uuid(int, char* out, unsigned cap) const {
+  if (out && cap) out[0] = 0;
+  return false;
+}
 
 uint8_t sampling_func(uint8_t func) { return func == shm::kFuncRecv ? uint8_t(shm::kFuncSend) : func; }
 
