@@ -9,6 +9,7 @@
 #include "plugin/core/clock.h"
 #include "plugin/core/handle.h"
 #include "plugin/core/log.h"
+#include "plugin/core/names.h"
 #include "plugin/core/process.h"
 #include "plugin/core/records.h"
 #include "plugin/fingerprint/engine.h"
@@ -185,6 +186,7 @@ uint64_t group_begin(Process* p, ThreadBlock* tb, bool captured, int depth) {
   tb->group_captured = captured;
   tb->group_user = depth > 1;
   tb->group_open = 1;
+  if (p->engine != nullptr) p->engine->on_group_start();
   return tb->group_id;
 }
 
@@ -248,6 +250,13 @@ uint64_t api_begin(Process* p, ThreadBlock* tb, CommState* c, bool is_p2p, uint8
   }
   __atomic_store_n(&s->word, make_word(counter, kSlotWriting), __ATOMIC_RELAXED);
   std::atomic_thread_fence(std::memory_order_release);
+  // The largest send buffer since the communicator's last launch: a sizing hint for the
+  // fingerprint engine at KernelLaunch start (engine.h).
+  uint64_t send_bytes = 0;
+  fp::op_bytes(func, count, datatype_size(dtype), c->nranks, c->rank, root, &send_bytes, nullptr);
+  if (send_bytes > c->send_hint.load(std::memory_order_relaxed)) {
+    c->send_hint.store(send_bytes, std::memory_order_relaxed);
+  }
   st(s->count, count);
   st(s->stream, stream);
   st(s->group, tb->group_open ? tb->group_id : uint64_t(0));

@@ -48,6 +48,8 @@ struct CommState {
   std::atomic<uint32_t> launch_tid{0};
   std::atomic<uint64_t> launch_group{0};   // group id of the GroupApi parent of that launch
   std::atomic<uint64_t> enqueue_group{0};  // group id of the latest Coll/P2p's API call
+  std::atomic<uint64_t> send_hint{0};      // largest send buffer of API calls since the last
+                                           // launch (engine on_launch_start hint), bytes
 
   alignas(64) ClockOffset clock;           // GPU clock -> wall clock (clock.h)
 };

@@ -117,8 +117,10 @@ void start_launch(Process* p, CommState* c, void** out, const abi::DescrV5& d) {
   c->launch_tid.store(current_tid(), std::memory_order_relaxed);
   c->launch_group.store(gid, std::memory_order_release);
   touch(p, now);
+  uint64_t hint = c->send_hint.load(std::memory_order_relaxed);
+  if (hint != 0) c->send_hint.store(0, std::memory_order_relaxed);
   if (p->engine != nullptr && c->fp != nullptr) {
-    p->engine->on_launch_start(c->fp, d.kernelLaunch.stream);
+    p->engine->on_launch_start(c->fp, d.kernelLaunch.stream, hint);
   }
   *out = handle_of(p, HandleType::kKernelLaunch, ring_payload(c->ring_index));
 }
@@ -171,7 +173,16 @@ abi::Result init(void** ctx, uint64_t comm_hash, int* mask, const char* comm_nam
     unlock_init();
     return abi::kSuccess;
   }
-  if (p->engine != nullptr) c->fp = p->engine->comm_init(comm_hash, nranks, -1, c->hdr);
+  if (p->engine != nullptr) {
+    // NCCL does not pass the device: -1 = the init thread's current CUDA device, which NCCL set
+    // to the communicator's (digest 1.3). The GPU identity comes from the driver unless
+    // SCOUT_GPU gave one.
+    c->fp = p->engine->comm_init(comm_hash, nranks, -1, c->hdr);
+    if (p->seg_hdr->gpu[0] == '\0') {
+      char uuid[64];
+      if (p->engine->gpu_uuid(-1, uuid, sizeof(uuid))) set_gpu_identity(uuid, -1);
+    }
+  }
   c->live.store(kCommLiveActive, std::memory_order_release);
   p->comms[c->ring_index].store(c, std::memory_order_release);
   p->live_contexts++;

@@ -143,10 +143,11 @@ void kernelch_stop(Process* p, uint64_t payload) {
   uint64_t kernel_ns = start != 0 && end > start ? end - start : 0;
   r->complete_ns.store(now, std::memory_order_relaxed);
   r->state.store(shm::kStateComplete, std::memory_order_release);
-  if (kernel_ns != 0) c->hdr->kernel_ns.fetch_add(kernel_ns, std::memory_order_relaxed);
   touch(p, now);
   if (p->engine != nullptr && c->fp != nullptr) {
-    p->engine->on_op_complete(c->fp, r, index, kernel_ns);
+    p->engine->on_op_complete(c->fp, r, index, kernel_ns);  // adds kernel_ns to the header
+  } else if (kernel_ns != 0) {
+    c->hdr->kernel_ns.fetch_add(kernel_ns, std::memory_order_relaxed);
   }
 }
 

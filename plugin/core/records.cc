@@ -45,22 +45,6 @@ void reset_channels(CommState* c, uint64_t index) {
   s.end_raw.store(0, std::memory_order_relaxed);
 }
 
-// Send/receive byte counts the fingerprint engine hashes (engine.h, OpInfo; issue 2 table).
-void op_bytes(uint8_t func, uint64_t bytes, int nranks, bool is_root, uint64_t* send,
-              uint64_t* recv) {
-  uint64_t n = nranks > 0 ? uint64_t(nranks) : 1;
-  switch (func) {
-    case shm::kFuncAllReduce: *send = bytes; *recv = bytes; break;
-    case shm::kFuncAllGather: *send = bytes; *recv = bytes * n; break;
-    case shm::kFuncReduceScatter: *send = bytes * n; *recv = bytes; break;
-    case shm::kFuncBroadcast: *send = bytes; *recv = bytes; break;
-    case shm::kFuncReduce: *send = bytes; *recv = is_root ? bytes : 0; break;
-    case shm::kFuncSend: *send = bytes; *recv = 0; break;
-    case shm::kFuncRecv: *send = 0; *recv = bytes; break;
-    default: *send = 0; *recv = 0; break;
-  }
-}
-
 void notify_engine(Process* p, CommState* c, shm::OpRecord* r, uint64_t index, const void* sbuf,
                    void* rbuf, const OpContext& ctx) {
   if (p->engine == nullptr || c->fp == nullptr) return;
@@ -71,7 +55,8 @@ void notify_engine(Process* p, CommState* c, shm::OpRecord* r, uint64_t index, c
   op.key = r->key;
   op.send_buf = sbuf;
   op.recv_buf = rbuf;
-  op_bytes(r->func, r->bytes, c->nranks, r->peer == c->rank, &op.send_bytes, &op.recv_bytes);
+  fp::op_bytes(r->func, r->count, datatype_size(r->datatype), c->nranks, c->rank, r->peer,
+               &op.send_bytes, &op.recv_bytes);
   op.dtype = r->api_datatype != shm::kTypeUnknown && ctx.api != nullptr ? r->api_datatype
                                                                         : r->datatype;
   op.graph_captured = (r->flags & shm::kFlagGraphCaptured) != 0;

@@ -256,6 +256,7 @@ TEST(Events, InProcessSequenceWithoutTheSharedObject) {
   testing::ScopedEnv env;
   env.set("SCOUT_SHM_DIR", dir.path());
   env.set("SCOUT_JOB_ID", "inproc");
+  env.set("SCOUT_FP", "0");  // made-up buffer addresses
   void* ctx = nullptr;
   int mask = 0;
   ASSERT_EQ(init(&ctx, 0x55, &mask, "x", 1, 2, 0, nullptr, 5), abi::kSuccess);

@@ -36,6 +36,7 @@ class DumpTest : public ::testing::Test {
     env_.set("SCOUT_HOST", "h1");
     env_.set("SCOUT_RING_SLOTS", "16");
     env_.set("RANK", "5");
+    env_.set("SCOUT_FP", "0");  // made-up buffer addresses
     void* ctx = nullptr;
     int mask = 0;
     ASSERT_EQ(core::init(&ctx, 0xfeedface, &mask, "tp0", 1, 2, 1, nullptr, 5), abi::kSuccess);

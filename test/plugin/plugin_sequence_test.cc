@@ -6,6 +6,10 @@
 #include <thread>
 #include <vector>
 
+#include <cmath>
+#include <limits>
+
+#include "scout/fingerprint.h"
 #include "test/plugin/plugin_fixture.h"
 
 namespace scout::testing {
@@ -697,6 +701,69 @@ TEST_F(PluginTest, DisabledByScoutEnableLeavesMaskAndRecordsNothing) {
   pl_->stop(nullptr);
   EXPECT_TRUE(segment_files(dir_.path()).empty());
   EXPECT_EQ(pl_->bad_results(), 0);
+}
+
+
+// The fingerprint engine's hooks get the operation as the table says (send/receive
+// bytes per function, API datatype for NaN counting): with host buffers and the CPU engine,
+// the fingerprints in the records equal the reference over exactly those bytes.
+TEST_F(PluginTest, FingerprintHooksSeeTheRightBuffersAndSizes) {
+  env_.set("SCOUT_FP", "1");
+  load();
+  const int nranks = 4, rank = 1;
+  void* ctx = pl_->init(kHashA, nranks, rank);
+  std::vector<float> send(256), recv(256 * nranks);
+  for (size_t i = 0; i < send.size(); ++i) send[i] = float(i) * 0.5f;
+  send[7] = send[9] = send[11] = std::numeric_limits<float>::quiet_NaN();
+  for (size_t i = 0; i < recv.size(); ++i) recv[i] = float(i);
+  auto run = [&](const char* func, uint64_t seq, size_t count, const char* dtype,
+                 size_t task_count, const char* task_dtype, int root) {
+    OpSpec op;
+    op.func = func;
+    op.seq = seq;
+    op.count = count;
+    op.dtype = dtype;
+    op.task_count = task_count;
+    op.task_dtype = task_dtype;
+    op.root = root;
+    op.rank = rank;
+    op.send = send.data();
+    op.recv = recv.data();
+    op.nch = 2;
+    CollHandles h = nccl_single_coll(*pl_, ctx, op);
+    uint64_t t0 = gpu_now();
+    run_kernel_ch(*pl_, ctx, h.coll, 2, t0, t0 + 100);
+  };
+  run("AllReduce", 0, 256, "ncclFloat32", 0, nullptr, 0);
+  run("AllGather", 0, 256, "ncclFloat32", 1024, "ncclInt8", 0);  // task: bytes as ncclInt8
+  run("Reduce", 0, 256, "ncclFloat32", 0, nullptr, 0);           // rank 1 is not the root
+  SegmentView v = segment();
+  ASSERT_EQ(v.records[0].size(), 3u);
+  auto fpv = [](const void* p, uint64_t n, uint8_t dt, fp::Counts* c) {
+    return fp::fingerprint(p, n, dt, c);
+  };
+  fp::Counts sc;
+  uint64_t want_send = fpv(send.data(), 1024, shm::kTypeFloat32, &sc);
+  EXPECT_EQ(sc.nan, 3u);
+  for (const auto& r : v.records[0]) {
+    EXPECT_TRUE(r.flags & shm::kFlagFpSampled) << int(r.func);
+    EXPECT_EQ(r.fp_send_status, shm::kFpDone) << int(r.func);
+    EXPECT_EQ(r.fp_send, want_send) << int(r.func);
+    EXPECT_EQ(r.send_nan, 3u) << int(r.func);  // counted as float32: the API datatype
+  }
+  const auto& ar = v.records[0][0];
+  EXPECT_EQ(ar.fp_recv_status, shm::kFpDone);
+  EXPECT_EQ(ar.fp_recv, fpv(recv.data(), 1024, shm::kTypeFloat32, nullptr));
+  const auto& ag = v.records[0][1];
+  EXPECT_EQ(ag.fp_recv_status, shm::kFpDone);
+  EXPECT_EQ(ag.fp_recv, fpv(recv.data(), 1024 * nranks, shm::kTypeFloat32, nullptr));
+  EXPECT_EQ(ag.fp_bytes, uint64_t(1024 * nranks));
+  const auto& rd = v.records[0][2];
+  EXPECT_EQ(rd.fp_recv_status, shm::kFpNone);  // only the root receives
+  EXPECT_EQ(v.comms[0].fp_sampled, 3u);
+  EXPECT_GT(v.comms[0].kernel_ns, 0u);
+  EXPECT_EQ(v.comms[0].kernel_ns, 3u * (100u + 1u));  // counted once (by the engine)
+  pl_->finalize(ctx);
 }
 
 }  // namespace
