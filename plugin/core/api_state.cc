@@ -12,20 +12,13 @@
 #include "plugin/core/names.h"
 #include "plugin/core/process.h"
 #include "plugin/core/records.h"
+#include "plugin/core/thread_cache.h"
 #include "plugin/fingerprint/engine.h"
 
 namespace scout::core {
 namespace {
 
 constexpr uint64_t kGroupIdBatch = 64;
-
-// The calling thread's cached block (trivially destructible: the .so may be dlclosed). A cache
-// from an earlier load cycle has another salt and is ignored.
-struct TlsBlock {
-  uint16_t salt;
-  ThreadBlock* tb;
-};
-thread_local TlsBlock t_block = {0, nullptr};
 
 template <typename T>
 inline T ld(const T& f) { return __atomic_load_n(&f, __ATOMIC_RELAXED); }
@@ -143,8 +136,9 @@ ThreadBlock* acquire_block(Process* p) {
                    kMaxThreadBlocks);
     return nullptr;
   }
-  t_block.salt = p->salt;
-  t_block.tb = tb;
+  if (t_cache.salt != p->salt) t_cache.last_ring = 0;
+  t_cache.salt = p->salt;
+  t_cache.tb = tb;
   return tb;
 }
 
@@ -161,7 +155,8 @@ void extend_deferred(ThreadBlock* tb, uint64_t counter) {
 }  // namespace
 
 ThreadBlock* my_block(Process* p) {
-  if (t_block.salt == p->salt && t_block.tb != nullptr) return t_block.tb;
+  // A cache from an earlier load cycle has another salt and is ignored.
+  if (t_cache.salt == p->salt && t_cache.tb != nullptr) return t_cache.tb;
   return acquire_block(p);
 }
 

@@ -4,23 +4,27 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "plugin/core/thread_cache.h"
+
 namespace scout::core {
-namespace {
-thread_local uint32_t t_tid = 0;  // trivially destructible (the .so may be dlclosed)
-}  // namespace
+
+__thread ThreadCache t_cache = {0, 0, 0, nullptr};
 
 uint32_t current_tid() {
-  uint32_t t = t_tid;
+  uint32_t t = t_cache.tid;
   if (t == 0) {
     t = uint32_t(::syscall(SYS_gettid));
-    t_tid = t;
+    t_cache.tid = t;
   }
   return t;
 }
 
 int64_t ClockOffset::sample(int64_t cpu_now_ns, uint64_t gpu_ns) {
   int64_t d = cpu_now_ns - int64_t(gpu_ns);
-  uint32_t n = n_.fetch_add(1, std::memory_order_relaxed);
+  // Samples of one communicator come from its proxy thread: a plain increment (a rare lost
+  // count under concurrency only shifts a window boundary).
+  uint32_t n = n_.load(std::memory_order_relaxed);
+  n_.store(n + 1, std::memory_order_relaxed);
   if (n % kWindow == 0 && n != 0) {
     // Roll the window: the previous window's minimum is forgotten, the current one ages.
     prev_min_.store(cur_min_.load(std::memory_order_relaxed), std::memory_order_relaxed);
@@ -33,7 +37,7 @@ int64_t ClockOffset::sample(int64_t cpu_now_ns, uint64_t gpu_ns) {
   int64_t a = cur_min_.load(std::memory_order_relaxed);
   int64_t b = prev_min_.load(std::memory_order_relaxed);
   int64_t e = a < b ? a : b;
-  est_.store(e, std::memory_order_relaxed);
+  if (est_.load(std::memory_order_relaxed) != e) est_.store(e, std::memory_order_relaxed);
   return e;
 }
 

@@ -15,9 +15,6 @@ inline int64_t now_ns() {
   return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
-// Linux tid of the calling thread, cached per thread after the first call.
-uint32_t current_tid();
-
 // Estimates the offset between NCCL's KernelCh timestamps (pTimer: the GPU's %globaltimer in
 // ns, digest 3.5) and CLOCK_REALTIME, so that wall_ns = pTimer + offset.
 //

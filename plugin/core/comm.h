@@ -52,6 +52,7 @@ struct CommState {
                                            // launch (engine on_launch_start hint), bytes
 
   alignas(64) ClockOffset clock;           // GPU clock -> wall clock (clock.h)
+  std::atomic<uint32_t> clock_ops{0};      // operations seen running (sampling cadence)
 };
 
 // Allocates the communicator state for `ring` (a ring already opened in the segment). Returns

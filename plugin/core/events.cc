@@ -9,6 +9,7 @@
 #include "plugin/core/names.h"
 #include "plugin/core/process.h"
 #include "plugin/core/records.h"
+#include "plugin/core/thread_cache.h"
 #include "plugin/fingerprint/engine.h"
 
 namespace scout::core {
@@ -17,14 +18,6 @@ namespace {
 // Inert handle payloads.
 constexpr uint64_t kInertIgnore = 0;     // untracked event: its children and stop are ignored
 constexpr uint64_t kInertUntracked = 1;  // API event without state: children recorded, no API
-
-// The communicator whose KernelCh events this thread delivered last (a proxy thread), to which
-// PXN ProxyOps of other processes seen on this thread are attributed. Trivially destructible.
-struct TlsLastComm {
-  uint16_t salt;
-  uint16_t ring;
-};
-thread_local TlsLastComm t_last_comm = {0, 0};
 
 inline void* handle_of(Process* p, HandleType t, uint64_t payload) {
   return to_ptr(encode(p->salt, t, payload));
@@ -83,7 +76,9 @@ void start_op(Process* p, CommState* c, void** out, const abi::DescrV5& d, int a
 void start_api(Process* p, CommState* c, void** out, const abi::DescrV5& d) {
   bool is_p2p = d.type == abi::kEvP2pApi;
   int64_t now = now_ns();
-  c->hdr->api_calls.fetch_add(1, std::memory_order_relaxed);
+  // NCCL calls on one communicator are not concurrent (NCCL requires it): plain increments.
+  c->hdr->api_calls.store(c->hdr->api_calls.load(std::memory_order_relaxed) + 1,
+                          std::memory_order_relaxed);
   c->hdr->last_api_ns.store(now, std::memory_order_relaxed);
   touch(p, now);
   if (is_p2p && !p->p2p) {
@@ -129,8 +124,9 @@ void start_launch(Process* p, CommState* c, void** out, const abi::DescrV5& d) {
 // neither dereferenced nor decoded.
 void start_proxy_op(Process* p, void* ctx, void** out, const abi::DescrV5& d) {
   if (d.proxyOp.pid != p->pid) {
+    // Attributed to the communicator whose KernelCh events this (proxy) thread delivered last.
     CommState* c = nullptr;
-    if (t_last_comm.salt == p->salt) c = comm_at(p, t_last_comm.ring);
+    if (t_cache.salt == p->salt && t_cache.last_ring != 0) c = comm_at(p, t_cache.last_ring - 1u);
     if (c != nullptr) {
       c->hdr->foreign_proxy.fetch_add(1, std::memory_order_relaxed);
     } else {
@@ -212,12 +208,13 @@ void start_event(void* ctx, void** out, const abi::DescrV5* d, int abi_version) 
                      group_payload(gid, captured, d->groupApi.groupDepth > 1));
     return;
   }
-  CommState* c = comm_from_context(p, ctx);
   if (type == abi::kEvKernelCh) {
-    if (c != nullptr) t_last_comm = {p->salt, uint16_t(c->ring_index)};
-    *out = kernelch_start(p, c, *d);
+    // The parent names the record and its communicator; the context is only decoded to count
+    // a bad parent against it.
+    *out = kernelch_start(p, ctx, *d);
     return;
   }
+  CommState* c = comm_from_context(p, ctx);
   if (c == nullptr) {
     *out = handle_of(p, HandleType::kInert, kInertIgnore);
     return;

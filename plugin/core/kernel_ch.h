@@ -25,9 +25,9 @@ namespace scout::core {
 struct Process;
 struct CommState;
 
-// KernelCh start. `ctx_comm` is the communicator of the callback's context (for counting; may
-// be null). Returns the handle to give NCCL (never null).
-void* kernelch_start(Process* p, CommState* ctx_comm, const abi::DescrV5& d);
+// KernelCh start. `ctx` is the callback's context (only decoded to count a bad parent against
+// its communicator). Returns the handle to give NCCL (never null).
+void* kernelch_start(Process* p, void* ctx, const abi::DescrV5& d);
 
 // recordEventState(KernelChStop) on a KernelCh handle payload; `args` may be null.
 void kernelch_stop_state(Process* p, uint64_t payload, const abi::StateArgs* args);

@@ -17,7 +17,6 @@
 namespace scout::core {
 namespace {
 
-std::atomic<Process*> g_proc{nullptr};
 pthread_mutex_t g_init_mu = PTHREAD_MUTEX_INITIALIZER;
 uint16_t g_last_salt = 0;
 std::atomic<bool> g_gpu_set{false};
@@ -52,13 +51,13 @@ std::string one_line(std::string s) {
 
 }  // namespace
 
-Process* process() { return g_proc.load(std::memory_order_acquire); }
+std::atomic<Process*> g_process{nullptr};
 
 void lock_init() { pthread_mutex_lock(&g_init_mu); }
 void unlock_init() { pthread_mutex_unlock(&g_init_mu); }
 
 Process* process_acquire(int abi_version) {
-  Process* p = g_proc.load(std::memory_order_relaxed);
+  Process* p = g_process.load(std::memory_order_relaxed);
   if (p != nullptr) return p;
 
   config::Config cfg = config::load({}, [](const std::string& m) { log::warn("%s", m.c_str()); });
@@ -106,13 +105,13 @@ Process* process_acquire(int abi_version) {
   log::info("recording to %s (ABI v%d, job %s, host %s, global rank %d); config: %s",
             p->seg->path().c_str(), abi_version, id.job.c_str(), id.host.c_str(),
             id.global_rank, one_line(config::describe(cfg)).c_str());
-  g_proc.store(p, std::memory_order_release);
+  g_process.store(p, std::memory_order_release);
   return p;
 }
 
 void process_release(Process* p) {
   if (p == nullptr) return;
-  g_proc.store(nullptr, std::memory_order_release);
+  g_process.store(nullptr, std::memory_order_release);
   if (p->engine != nullptr) fp::Engine::destroy(p->engine);
   p->seg_hdr->closed_ns.store(now_ns(), std::memory_order_release);
   for (auto& slot : p->comms) {

@@ -41,7 +41,8 @@ struct Process {
 };
 
 // The live process state, or nullptr (no communicator enabled). Hot path: one acquire load.
-Process* process();
+extern std::atomic<Process*> g_process;
+inline Process* process() { return g_process.load(std::memory_order_acquire); }
 
 // Creates the process state if there is none (first init of a load cycle). Reads the SCOUT_*
 // configuration (bad values reported once each through NCCL's logger), the identity, creates

@@ -2,6 +2,7 @@
 #include "plugin/core/records.h"
 
 #include "plugin/core/clock.h"
+#include "plugin/core/thread_cache.h"
 #include "plugin/core/names.h"
 #include "plugin/core/process.h"
 #include "plugin/fingerprint/engine.h"
@@ -10,6 +11,13 @@ namespace scout::core {
 namespace {
 
 constexpr uint32_t kMaxChannels = 64;
+
+// n_coll / n_p2p: Coll/P2p starts of one communicator come from its launching thread one at a
+// time (NCCL does not launch a communicator's plans concurrently), so a plain increment avoids a
+// locked instruction per operation. These counters are informative; the ring head is exact.
+inline void bump(std::atomic<uint64_t>& a) {
+  a.store(a.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
 
 // Fields every kind of record takes from the API call and the communicator's latest launch.
 void fill_api(CommState* c, shm::OpRecord* r, const OpContext& ctx) {
@@ -96,7 +104,11 @@ bool write_coll(Process* p, CommState* c, const abi::CollV5& d, const OpContext&
   r->state.store(shm::kStateEnqueued, std::memory_order_relaxed);
   reset_channels(c, i);
   shm::RingWriter::publish(r, i);
-  (numbered ? c->hdr->n_coll : c->hdr->n_unmatched).fetch_add(1, std::memory_order_relaxed);
+  if (numbered) {
+    bump(c->hdr->n_coll);
+  } else {
+    c->hdr->n_unmatched.fetch_add(1, std::memory_order_relaxed);
+  }
   notify_engine(p, c, r, i, d.sendBuff, d.recvBuff, ctx);
   *index = i;
   return true;
@@ -140,8 +152,11 @@ bool write_p2p(Process* p, CommState* c, const abi::P2pV5& d, const OpContext& c
   r->state.store(shm::kStateEnqueued, std::memory_order_relaxed);
   reset_channels(c, i);
   shm::RingWriter::publish(r, i);
-  (r->kind == shm::kKindUnmatched ? c->hdr->n_unmatched : c->hdr->n_p2p)
-      .fetch_add(1, std::memory_order_relaxed);
+  if (r->kind == shm::kKindUnmatched) {
+    c->hdr->n_unmatched.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    bump(c->hdr->n_p2p);
+  }
   notify_engine(p, c, r, i, func == shm::kFuncRecv ? nullptr : d.buff,
                 func == shm::kFuncRecv ? d.buff : nullptr, ctx);
   *index = i;

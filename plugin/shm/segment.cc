@@ -122,6 +122,10 @@ T load_relaxed(const T& field) {
 OpRecord* RingWriter::begin(uint64_t* index) {
   uint64_t i = hdr_->head.fetch_add(1, std::memory_order_acq_rel);
   OpRecord* rec = &slots_[i & mask_];
+  // The next record's four cache lines, for writing: fetched while this one is filled, so a
+  // ring larger than the caches does not stall the next operation.
+  const char* next = reinterpret_cast<const char*>(&slots_[(i + 1) & mask_]);
+  for (uint32_t off = 0; off < sizeof(OpRecord); off += 64) __builtin_prefetch(next + off, 1, 3);
   uint64_t old = rec->seq.load(std::memory_order_relaxed);
   if (old != 0 && (old & 1) == 0) {
     uint32_t st = rec->state.load(std::memory_order_relaxed);
@@ -154,6 +158,16 @@ OpRecord* RingWriter::begin(uint64_t* index) {
 
 void RingWriter::publish(OpRecord* rec, uint64_t index) {
   rec->seq.store(seq_valid(index), std::memory_order_release);
+}
+
+OpRecord* RingWriter::find(uint64_t low, int bits, uint64_t* index) const {
+  OpRecord* rec = &slots_[low & mask_];
+  uint64_t s = rec->seq.load(std::memory_order_acquire);
+  if (s < 2 || (s & 1) != 0) return nullptr;
+  uint64_t i = s / 2 - 1;
+  if ((i & ((uint64_t(1) << bits) - 1)) != low) return nullptr;
+  *index = i;
+  return rec;
 }
 
 OpRecord* RingWriter::at(uint64_t index) const {
