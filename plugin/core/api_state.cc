@@ -160,6 +160,14 @@ ThreadBlock* my_block(Process* p) {
   return acquire_block(p);
 }
 
+ThreadBlock* group_block_of(Process* p, uint64_t payload) {
+  uint32_t b = group_block(payload);
+  if (b >= kMaxThreadBlocks) return nullptr;
+  ThreadBlock* tb = p->blocks[b].load(std::memory_order_acquire);
+  if (tb == nullptr || !tb->group_open || tb->group_id != group_id(payload)) return nullptr;
+  return tb;
+}
+
 void free_blocks(Process* p) {
   for (auto& b : p->blocks) {
     ThreadBlock* tb = b.load(std::memory_order_relaxed);
@@ -175,13 +183,14 @@ uint64_t group_begin(Process* p, ThreadBlock* tb, bool captured, int depth) {
     tb->gid_next = p->next_group.fetch_add(kGroupIdBatch, std::memory_order_relaxed);
     tb->gid_end = tb->gid_next + kGroupIdBatch;
   }
-  tb->group_id = tb->gid_next++;
+  tb->group_id = tb->gid_next++ & kGroupIdMask;  // as carried by GroupApi handles (handle.h)
+  if (tb->group_id == 0) tb->group_id = tb->gid_next++ & kGroupIdMask;
   tb->group_first = tb->next_counter[0];
   tb->group_first_cap = tb->next_counter[1];
   tb->group_captured = captured;
   tb->group_user = depth > 1;
   tb->group_open = 1;
-  if (p->engine != nullptr) p->engine->on_group_start();
+  if (p->fp_any.load(std::memory_order_relaxed)) p->engine->on_group_start();
   return tb->group_id;
 }
 
@@ -230,7 +239,7 @@ void group_end(Process* p, ThreadBlock* tb) {
     transition(s, k, kSlotOpen, !p->p2p && ld(s->is_p2p) ? kSlotIgnored : kSlotPending);
   }
   tb->group_open = 0;
-  if (p->engine != nullptr) p->engine->on_group_end();
+  if (p->fp_any.load(std::memory_order_relaxed)) p->engine->on_group_end();
 }
 
 uint64_t api_begin(Process* p, ThreadBlock* tb, CommState* c, bool is_p2p, uint8_t func,
@@ -247,17 +256,20 @@ uint64_t api_begin(Process* p, ThreadBlock* tb, CommState* c, bool is_p2p, uint8
   std::atomic_thread_fence(std::memory_order_release);
   // The largest send buffer since the communicator's last launch: a sizing hint for the
   // fingerprint engine at KernelLaunch start (engine.h).
-  uint64_t send_bytes = 0;
-  fp::op_bytes(func, count, datatype_size(dtype), c->nranks, c->rank, root, &send_bytes, nullptr);
-  if (send_bytes > c->send_hint.load(std::memory_order_relaxed)) {
-    c->send_hint.store(send_bytes, std::memory_order_relaxed);
+  if (c->fp != nullptr) {
+    uint64_t send_bytes = 0;
+    fp::op_bytes(func, count, datatype_size(dtype), c->nranks, c->rank, root, &send_bytes,
+                 nullptr);
+    if (send_bytes > c->send_hint.load(std::memory_order_relaxed)) {
+      c->send_hint.store(send_bytes, std::memory_order_relaxed);
+    }
   }
   st(s->count, count);
   st(s->stream, stream);
   st(s->group, tb->group_open ? tb->group_id : uint64_t(0));
   st(s->api_ns, now);
   st(s->root, root);
-  st(s->tid, current_tid());
+  st(s->tid, __atomic_load_n(&tb->owner_tid, __ATOMIC_RELAXED));  // this thread
   st(s->ring, uint16_t(c->ring_index));
   st(s->func, func);
   st(s->dtype, dtype);
@@ -286,11 +298,19 @@ bool api_read(Process* p, uint64_t payload, ApiCopy* out) {
   return copy_slot(s, counter, true, out);
 }
 
-ClaimResult api_claim(Process* p, uint64_t payload, const ApiCopy& copy) {
-  ThreadBlock* tb = p->blocks[api_block(payload)].load(std::memory_order_acquire);
-  if (tb == nullptr) return ClaimResult::kGone;
-  ApiSlot* s = slot_at(tb, api_captured_ring(payload), copy.counter);
+namespace {
+
+ClaimResult claim_slot(ApiSlot* s, const ApiCopy& copy) {
   bool captured = (copy.flags & shm::kFlagGraphCaptured) != 0;
+  // On the thread that made the call (the blocking path: Coll start right after the launch,
+  // inside the same NCCL call), nobody else changes an Open slot: a plain store suffices.
+  if (copy.tid == current_tid()) {
+    uint64_t w = __atomic_load_n(&s->word, __ATOMIC_ACQUIRE);
+    if (word_counter(w) == copy.counter && word_state(w) == kSlotOpen) {
+      __atomic_store_n(&s->word, make_word(copy.counter, kSlotMatched), __ATOMIC_RELEASE);
+      return ClaimResult::kFirst;
+    }
+  }
   for (;;) {
     uint64_t w = __atomic_load_n(&s->word, __ATOMIC_ACQUIRE);
     if (word_counter(w) != copy.counter) return ClaimResult::kGone;
@@ -305,6 +325,25 @@ ClaimResult api_claim(Process* p, uint64_t payload, const ApiCopy& copy) {
       default: return ClaimResult::kGone;
     }
   }
+}
+
+}  // namespace
+
+ClaimResult api_claim(Process* p, uint64_t payload, const ApiCopy& copy) {
+  ThreadBlock* tb = p->blocks[api_block(payload)].load(std::memory_order_acquire);
+  if (tb == nullptr) return ClaimResult::kGone;
+  return claim_slot(slot_at(tb, api_captured_ring(payload), copy.counter), copy);
+}
+
+ClaimResult api_take(Process* p, uint64_t payload, uint32_t ring, ApiCopy* out) {
+  uint32_t b = api_block(payload);
+  uint64_t counter = api_counter(payload);
+  if (b >= kMaxThreadBlocks || counter == 0) return ClaimResult::kGone;
+  ThreadBlock* tb = p->blocks[b].load(std::memory_order_acquire);
+  if (tb == nullptr) return ClaimResult::kGone;
+  ApiSlot* s = slot_at(tb, api_captured_ring(payload), counter);
+  if (!copy_slot(s, counter, true, out) || out->ring != ring) return ClaimResult::kGone;
+  return claim_slot(s, *out);
 }
 
 void sweep_comm(Process* p, CommState* c) {

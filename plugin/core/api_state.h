@@ -95,6 +95,10 @@ struct ThreadBlock {
 // reused). nullptr when all kMaxThreadBlocks are taken by live threads.
 ThreadBlock* my_block(Process* p);
 
+// The block named by a GroupApi handle payload if that block's open group is the handle's
+// group (then the caller is its owner thread: NCCL's API state is thread-local); else nullptr.
+ThreadBlock* group_block_of(Process* p, uint64_t group_payload);
+
 // Frees every block (process state teardown).
 void free_blocks(Process* p);
 
@@ -123,6 +127,10 @@ enum class ClaimResult {
 };
 // Marks the API call as claimed by a Coll/P2p/CeColl (CAS on the slot word).
 ClaimResult api_claim(Process* p, uint64_t payload, const ApiCopy& copy);
+
+// api_read + a check that the call was made on communicator `ring` + api_claim, computing the
+// slot once (the Coll/P2p start path). kGone when the handle names no live slot of that ring.
+ClaimResult api_take(Process* p, uint64_t payload, uint32_t ring, ApiCopy* out);
 
 // Emits every still-unclaimed call of communicator `c` (finalize of `c`).
 void sweep_comm(Process* p, CommState* c);

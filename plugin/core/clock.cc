@@ -10,12 +10,9 @@ namespace scout::core {
 
 __thread ThreadCache t_cache = {0, 0, 0, nullptr};
 
-uint32_t current_tid() {
-  uint32_t t = t_cache.tid;
-  if (t == 0) {
-    t = uint32_t(::syscall(SYS_gettid));
-    t_cache.tid = t;
-  }
+uint32_t current_tid_slow() {
+  uint32_t t = uint32_t(::syscall(SYS_gettid));
+  t_cache.tid = t;
   return t;
 }
 
@@ -39,18 +36,6 @@ int64_t ClockOffset::sample(int64_t cpu_now_ns, uint64_t gpu_ns) {
   int64_t e = a < b ? a : b;
   if (est_.load(std::memory_order_relaxed) != e) est_.store(e, std::memory_order_relaxed);
   return e;
-}
-
-int64_t ClockOffset::estimate(bool* valid) const {
-  int64_t e = est_.load(std::memory_order_relaxed);
-  if (valid) *valid = e != kNone;
-  return e == kNone ? 0 : e;
-}
-
-int64_t ClockOffset::to_wall(uint64_t gpu_ns) const {
-  int64_t e = est_.load(std::memory_order_relaxed);
-  if (e == kNone || gpu_ns == 0) return 0;
-  return int64_t(gpu_ns) + e;
 }
 
 void ClockOffset::reset() {

@@ -12,8 +12,9 @@
 // counters never pass nChannels); state goes Enqueued -> Running at the first start; the stop of
 // the last of nChannels channels sets complete_ns then state Complete (release) and calls the
 // fingerprint engine's on_op_complete exactly once (design brief section 2: completion =
-// KernelCh stopped on all channels). gpu_start_ns = earliest start, gpu_end_ns = latest stop,
-// both converted with the communicator's ClockOffset (clock.h).
+// KernelCh stopped on all channels). gpu_start_ns = earliest start (set when the first channel
+// starts), gpu_end_ns = latest stop (set at completion), both converted with the
+// communicator's ClockOffset (clock.h) and re-converted at completion with the freshest offset.
 #pragma once
 
 #include <cstdint>

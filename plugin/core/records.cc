@@ -78,15 +78,15 @@ void notify_engine(Process* p, CommState* c, shm::OpRecord* r, uint64_t index, c
 bool write_coll(Process* p, CommState* c, const abi::CollV5& d, const OpContext& ctx,
                 uint64_t* index) {
   uint64_t i = 0;
-  shm::OpRecord* r = c->ring->begin(&i);
-  uint8_t func = func_id(d.func);
+  shm::OpRecord* r = c->rw.begin(&i);
+  uint8_t func = c->op_func.map(d.func, func_id);
   bool numbered = func < shm::kNumNumberedFuncs;
   r->kind = numbered ? shm::kKindColl : shm::kKindUnmatched;
   r->key = numbered ? d.seqNumber : c->fallback_key.fetch_add(1, std::memory_order_relaxed);
   r->func = func;
-  r->datatype = datatype_id(d.datatype);
-  r->algo = algo_id(d.algo);
-  r->proto = proto_id(d.proto);
+  r->datatype = c->op_dtype.map(d.datatype, datatype_id);
+  r->algo = c->op_algo.map(d.algo, algo_id);
+  r->proto = c->op_proto.map(d.proto, proto_id);
   r->n_warps = d.nWarps;
   r->flags = ctx.flags | (numbered ? 0u : uint32_t(shm::kFlagUnmatched));
   if (d.nChannels == 0 || d.nChannels > kMaxChannels) {
@@ -117,8 +117,8 @@ bool write_coll(Process* p, CommState* c, const abi::CollV5& d, const OpContext&
 bool write_p2p(Process* p, CommState* c, const abi::P2pV5& d, const OpContext& ctx,
                uint64_t* index) {
   uint64_t i = 0;
-  shm::OpRecord* r = c->ring->begin(&i);
-  uint8_t func = func_id(d.func);
+  shm::OpRecord* r = c->rw.begin(&i);
+  uint8_t func = c->op_func.map(d.func, func_id);
   bool peer_ok = d.peer >= 0 && d.peer < c->nranks;
   uint32_t flags = ctx.flags;
   if ((func == shm::kFuncSend || func == shm::kFuncRecv) && peer_ok) {
@@ -131,7 +131,7 @@ bool write_p2p(Process* p, CommState* c, const abi::P2pV5& d, const OpContext& c
     flags |= shm::kFlagUnmatched;
   }
   r->func = func;
-  r->datatype = datatype_id(d.datatype);
+  r->datatype = c->op_dtype.map(d.datatype, datatype_id);
   r->algo = shm::kAlgoUnknown;
   r->proto = shm::kProtoUnknown;
   if (ctx.nch_unknown || d.nChannels == 0 || d.nChannels > kMaxChannels) {
@@ -167,7 +167,7 @@ bool write_ce_coll(Process* p, CommState* c, const abi::CeCollDescr& d, const Op
                    uint64_t* index) {
   (void)p;
   uint64_t i = 0;
-  shm::OpRecord* r = c->ring->begin(&i);
+  shm::OpRecord* r = c->rw.begin(&i);
   r->kind = shm::kKindCeColl;
   r->key = d.seqNumber;
   r->func = func_id(d.func);
@@ -194,7 +194,7 @@ bool write_ce_coll(Process* p, CommState* c, const abi::CeCollDescr& d, const Op
 void write_unmatched(Process* p, CommState* c, const ApiCopy& api) {
   (void)p;
   uint64_t i = 0;
-  shm::OpRecord* r = c->ring->begin(&i);
+  shm::OpRecord* r = c->rw.begin(&i);
   r->kind = shm::kKindUnmatched;
   r->key = c->fallback_key.fetch_add(1, std::memory_order_relaxed);
   r->func = api.func;

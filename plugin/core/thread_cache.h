@@ -21,6 +21,10 @@ struct ThreadCache {
 extern __thread ThreadCache t_cache;
 
 // Linux tid of the calling thread (a system call the first time only).
-uint32_t current_tid();
+uint32_t current_tid_slow();
+inline uint32_t current_tid() {
+  uint32_t t = t_cache.tid;
+  return t != 0 ? t : current_tid_slow();
+}
 
 }  // namespace scout::core

@@ -4,9 +4,10 @@
 // stop, GroupApi stop, and per channel of 4: KernelCh start, KernelChStop, stop), called
 // through the function table of the loaded libnccl-profiler-scout.so, next to a do-nothing
 // plugin (an in-binary table of empty functions reached through the same function pointers)
-// measured in the same run, interleaved block by block. For 1, 8 and 64 communicators per
+// measured in the same run, alternating collective by collective. For 1, 8 and 64 communicators per
 // thread and 1 and 2 threads (pinned to distinct CPUs). Each collective is timed on its own
-// (steady_clock around the whole sequence); median and p99 over all collectives.
+// (steady_clock around the whole sequence); median and p99 over all collectives of a round;
+// of several rounds the one with the quietest baseline is reported (shared, noisy machines).
 //
 // Fingerprints are off (SCOUT_FP=0): this measures the event layer; the fingerprint engine
 // accounts for its own cost against its budget (docs/fingerprint.md).
@@ -152,32 +153,35 @@ double pct(std::vector<uint32_t>& v, double q) {
   return v[k];
 }
 
-// One thread's share of a configuration: `comms` communicators of its own, blocks of `block`
-// collectives alternating between the do-nothing table and scout's.
+// One thread's share of a configuration: `comms` communicators of its own; each step runs one
+// collective through the do-nothing table and one through scout's, alternating which goes
+// first, so both see the same machine conditions (these machines are shared and noisy).
 void run_thread(int tid, const abi::ProfilerV5* scout_t, std::vector<CommDescr>* scout_c,
-                std::vector<CommDescr>* nop_c, int blocks, int block, std::atomic<int>* go,
-                int nthreads, Samples* out) {
+                std::vector<CommDescr>* nop_c, int steps, std::atomic<int>* go, int nthreads,
+                Samples* out) {
   pin(tid);
   go->fetch_add(1);
   while (go->load() < nthreads) {
   }
   const abi::ProfilerV5* volatile nop_vt = &g_nop;
   const abi::ProfilerV5* nop_t = nop_vt;
-  out->nop.reserve(size_t(blocks) * block);
-  out->scout.reserve(size_t(blocks) * block);
-  size_t ci = 0;
-  for (int b = 0; b < blocks; ++b) {
-    bool use_scout = (b & 1) != 0;
-    const abi::ProfilerV5* t = use_scout ? scout_t : nop_t;
-    std::vector<CommDescr>& cs = use_scout ? *scout_c : *nop_c;
-    auto& dst = use_scout ? out->scout : out->nop;
-    for (int k = 0; k < block; ++k) {
-      CommDescr& c = cs[ci++ % cs.size()];
-      uint64_t g = fake_gpu_ns();
-      auto t0 = std::chrono::steady_clock::now();
-      one_collective(t, c, g);
-      auto t1 = std::chrono::steady_clock::now();
-      dst.push_back(uint32_t(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()));
+  out->nop.reserve(size_t(steps));
+  out->scout.reserve(size_t(steps));
+  auto timed = [](const abi::ProfilerV5* t, CommDescr& c, std::vector<uint32_t>& dst) {
+    uint64_t g = fake_gpu_ns();
+    auto t0 = std::chrono::steady_clock::now();
+    one_collective(t, c, g);
+    auto t1 = std::chrono::steady_clock::now();
+    dst.push_back(uint32_t(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()));
+  };
+  for (int k = 0; k < steps; ++k) {
+    size_t ci = size_t(k) % scout_c->size();
+    if (k & 1) {
+      timed(scout_t, (*scout_c)[ci], out->scout);
+      timed(nop_t, (*nop_c)[ci], out->nop);
+    } else {
+      timed(nop_t, (*nop_c)[ci], out->nop);
+      timed(scout_t, (*scout_c)[ci], out->scout);
     }
   }
 }
@@ -185,10 +189,10 @@ void run_thread(int tid, const abi::ProfilerV5* scout_t, std::vector<CommDescr>*
 }  // namespace
 
 int main(int argc, char** argv) {
-  int blocks = 40, block = 2500;
+  int steps = 20000, rounds = 7;
   if (argc > 1 && std::string(argv[1]) == "--quick") {
-    blocks = 8;
-    block = 500;
+    steps = 5000;
+    rounds = 3;
   }
   scout::testing::TempDir dir;
   setenv("SCOUT_SHM_DIR", dir.path().c_str(), 1);
@@ -204,11 +208,11 @@ int main(int argc, char** argv) {
   const abi::ProfilerV5* scout_t = lp.v5;
   std::printf("plugin_cost_bench: CPU ns per collective, all callbacks of one collective outside a "
               "group with %d channels\n(scout: %s via its v5 table; baseline: do-nothing table; "
-              "%d x %d collectives per thread, interleaved; SCOUT_FP=0)\n\n",
-              kChannels, so.c_str(), blocks / 2, block);
-  std::printf("%6s %7s | %10s %10s | %10s %10s | %10s %10s | %s\n", "comms", "threads",
+              "%d rounds of %d collectives each per thread, alternating; SCOUT_FP=0)\n\n",
+              kChannels, so.c_str(), rounds, steps);
+  std::printf("%6s %7s | %10s %10s | %10s %10s | %10s %10s | %-11s | %s\n", "comms", "threads",
               "base p50", "base p99", "scout p50", "scout p99", "diff p50", "diff p99",
-              "target <300 ns (p50 diff)");
+              "p50 diff, all rounds", "target <300 ns (p50 diff)");
   bool all_ok = true;
   uint64_t hash = 1;
   for (int nthreads : {1, 2}) {
@@ -229,24 +233,39 @@ int main(int argc, char** argv) {
         // Warm-up: fill every ring once, touch every page.
         for (int k = 0; k < 4096; ++k) one_collective(scout_t, sc[t][size_t(k) % sc[t].size()], fake_gpu_ns());
       }
-      std::vector<Samples> s(nthreads);
-      std::atomic<int> go{0};
-      std::vector<std::thread> ts;
-      for (int t = 0; t < nthreads; ++t) {
-        ts.emplace_back(run_thread, t, scout_t, &sc[t], &nc[t], blocks, block, &go, nthreads, &s[t]);
+      // Several rounds; the reported one is the round whose do-nothing median is lowest (the
+      // quietest machine conditions, chosen without looking at scout's numbers). The range of
+      // the median difference over all rounds is printed too.
+      double best_b50 = 1e18, b50 = 0, b99 = 0, s50 = 0, s99 = 0, dmin = 1e18, dmax = 0;
+      for (int round = 0; round < rounds; ++round) {
+        std::vector<Samples> s(nthreads);
+        std::atomic<int> go{0};
+        std::vector<std::thread> ts;
+        for (int t = 0; t < nthreads; ++t) {
+          ts.emplace_back(run_thread, t, scout_t, &sc[t], &nc[t], steps, &go, nthreads, &s[t]);
+        }
+        for (auto& t : ts) t.join();
+        Samples all;
+        for (auto& x : s) {
+          all.nop.insert(all.nop.end(), x.nop.begin(), x.nop.end());
+          all.scout.insert(all.scout.end(), x.scout.begin(), x.scout.end());
+        }
+        double rb50 = pct(all.nop, 0.5), rs50 = pct(all.scout, 0.5);
+        dmin = std::min(dmin, rs50 - rb50);
+        dmax = std::max(dmax, rs50 - rb50);
+        if (rb50 < best_b50) {
+          best_b50 = rb50;
+          b50 = rb50;
+          b99 = pct(all.nop, 0.99);
+          s50 = rs50;
+          s99 = pct(all.scout, 0.99);
+        }
       }
-      for (auto& t : ts) t.join();
-      Samples all;
-      for (auto& x : s) {
-        all.nop.insert(all.nop.end(), x.nop.begin(), x.nop.end());
-        all.scout.insert(all.scout.end(), x.scout.begin(), x.scout.end());
-      }
-      double b50 = pct(all.nop, 0.5), b99 = pct(all.nop, 0.99);
-      double s50 = pct(all.scout, 0.5), s99 = pct(all.scout, 0.99);
       bool ok = s50 - b50 < kTargetNs;
       all_ok &= ok;
-      std::printf("%6d %7d | %10.0f %10.0f | %10.0f %10.0f | %10.0f %10.0f | %s\n", ncomms,
-                  nthreads, b50, b99, s50, s99, s50 - b50, s99 - b99, ok ? "met" : "NOT MET");
+      std::printf("%6d %7d | %10.0f %10.0f | %10.0f %10.0f | %10.0f %10.0f | %5.0f..%-5.0f | %s\n",
+                  ncomms, nthreads, b50, b99, s50, s99, s50 - b50, s99 - b99, dmin, dmax,
+                  ok ? "met" : "NOT MET");
       for (void* c : ctxs) scout_t->finalize(c);
     }
   }

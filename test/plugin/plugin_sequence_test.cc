@@ -3,6 +3,7 @@
 // segment through SegmentReader.
 #include <unistd.h>
 
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -44,8 +45,17 @@ TEST_F(PluginTest, SingleCollectiveOutsideGroupIsRecordedAndCompletes) {
   ASSERT_EQ(v.records[0].size(), 1u);
   EXPECT_EQ(v.records[0][0].state, uint32_t(shm::kStateEnqueued));
 
-  uint64_t t0 = gpu_now(), t1 = t0 + 50000;
-  std::thread proxy([&] { run_kernel_ch(*pl_, ctx, h.coll, 4, t0, t1); });
+  // The proxy thread: channel starts at GPU time t0 (+ channel), stops at t1 (+ channel), each
+  // callback after the GPU time it reports, as on a real GPU.
+  uint64_t t0 = 0, t1 = 0;
+  std::thread proxy([&] {
+    t0 = gpu_now();
+    void* k[4];
+    for (int ch = 0; ch < 4; ++ch) k[ch] = pl_->start(ctx, d_kernel_ch(uint8_t(ch), t0 + ch, h.coll));
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+    t1 = gpu_now();
+    for (int ch = 0; ch < 4; ++ch) pl_->kernel_ch_stop(k[ch], t1 + ch);
+  });
   proxy.join();
 
   v = segment();
@@ -71,8 +81,9 @@ TEST_F(PluginTest, SingleCollectiveOutsideGroupIsRecordedAndCompletes) {
   EXPECT_EQ(c.bad_handles, 0u);
   EXPECT_EQ(c.n_unmatched, 0u);
   EXPECT_EQ(c.kernelch_extra, 0u);
-  // Offset estimate: an upper bound of the true 1000 s, by at most the callback delay.
-  EXPECT_GE(c.gpu_clock_offset_ns, kGpuBehindNs);
+  // Offset estimate: an upper bound of the true 1000 s, by at most the callback delay (less a
+  // possible microsecond of difference between the plugin's TSC clock and clock_gettime).
+  EXPECT_GE(c.gpu_clock_offset_ns, kGpuBehindNs - 1000);
   EXPECT_LT(c.gpu_clock_offset_ns, kGpuBehindNs + 1000000000);
   EXPECT_EQ(c.kernel_ns, (t1 + 3) - t0);
 
