@@ -2,6 +2,7 @@
 #include "plugin/core/api_state.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -87,6 +88,7 @@ ThreadBlock* new_block(uint32_t index, uint32_t tid) {
   tb->index = index;
   tb->next_counter[0] = 1;
   tb->next_counter[1] = 1;
+  __atomic_store_n(&tb->owner_self, uint64_t(::pthread_self()), __ATOMIC_RELAXED);
   __atomic_store_n(&tb->owner_tid, tid, __ATOMIC_RELEASE);
   return tb;
 }
@@ -124,6 +126,7 @@ ThreadBlock* acquire_block(Process* p) {
           b->group_first = b->group_first_cap = 0;
           b->deferred_first = b->deferred_end = 0;
           b->gid_next = b->gid_end = 0;
+          __atomic_store_n(&b->owner_self, uint64_t(::pthread_self()), __ATOMIC_RELAXED);
           tb = b;
         }
       }
@@ -247,6 +250,7 @@ uint64_t api_begin(Process* p, ThreadBlock* tb, CommState* c, bool is_p2p, uint8
                    int64_t now) {
   uint64_t counter = tb->next_counter[captured]++;
   ApiSlot* s = slot_at(tb, captured, counter);
+  __builtin_prefetch(slot_at(tb, captured, counter + 1), 1, 3);  // the next call's line
   // Retire the previous call in this slot: a pending (deferred or captured) call that nothing
   // claimed is recorded as unmatched before its slot is reused.
   if (word_state(__atomic_load_n(&s->word, __ATOMIC_ACQUIRE)) == kSlotPending) {
@@ -300,11 +304,13 @@ bool api_read(Process* p, uint64_t payload, ApiCopy* out) {
 
 namespace {
 
-ClaimResult claim_slot(ApiSlot* s, const ApiCopy& copy) {
+ClaimResult claim_slot(ThreadBlock* tb, ApiSlot* s, const ApiCopy& copy) {
   bool captured = (copy.flags & shm::kFlagGraphCaptured) != 0;
   // On the thread that made the call (the blocking path: Coll start right after the launch,
   // inside the same NCCL call), nobody else changes an Open slot: a plain store suffices.
-  if (copy.tid == current_tid()) {
+  // pthread_self() identifies the thread without a thread-local lookup (a call in a shared
+  // object); a descriptor reused by a new thread means the owner has exited: also safe.
+  if (uint64_t(::pthread_self()) == __atomic_load_n(&tb->owner_self, __ATOMIC_RELAXED)) {
     uint64_t w = __atomic_load_n(&s->word, __ATOMIC_ACQUIRE);
     if (word_counter(w) == copy.counter && word_state(w) == kSlotOpen) {
       __atomic_store_n(&s->word, make_word(copy.counter, kSlotMatched), __ATOMIC_RELEASE);
@@ -332,7 +338,7 @@ ClaimResult claim_slot(ApiSlot* s, const ApiCopy& copy) {
 ClaimResult api_claim(Process* p, uint64_t payload, const ApiCopy& copy) {
   ThreadBlock* tb = p->blocks[api_block(payload)].load(std::memory_order_acquire);
   if (tb == nullptr) return ClaimResult::kGone;
-  return claim_slot(slot_at(tb, api_captured_ring(payload), copy.counter), copy);
+  return claim_slot(tb, slot_at(tb, api_captured_ring(payload), copy.counter), copy);
 }
 
 ClaimResult api_take(Process* p, uint64_t payload, uint32_t ring, ApiCopy* out) {
@@ -343,7 +349,7 @@ ClaimResult api_take(Process* p, uint64_t payload, uint32_t ring, ApiCopy* out) 
   if (tb == nullptr) return ClaimResult::kGone;
   ApiSlot* s = slot_at(tb, api_captured_ring(payload), counter);
   if (!copy_slot(s, counter, true, out) || out->ring != ring) return ClaimResult::kGone;
-  return claim_slot(s, *out);
+  return claim_slot(tb, s, *out);
 }
 
 void sweep_comm(Process* p, CommState* c) {

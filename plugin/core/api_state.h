@@ -61,8 +61,9 @@ struct ApiSlot {
   uint8_t dtype;    // shm::Datatype
   uint8_t is_p2p;
   uint8_t flags;    // shm::kFlagGraphCaptured | shm::kFlagUserGroup
-  uint8_t pad[2];
+  uint8_t pad[10];  // one cache line per slot
 };
+static_assert(sizeof(ApiSlot) == 64);
 
 // A validated copy of a slot.
 struct ApiCopy {
@@ -79,6 +80,7 @@ struct ApiCopy {
 struct ThreadBlock {
   uint32_t owner_tid;  // 0: free (atomic builtins)
   uint32_t index;
+  uint64_t owner_self; // pthread_self() of the owner (atomic builtins)
   // Owner-only state.
   uint64_t next_counter[2];  // per ring; counters start at 1
   uint64_t group_id;         // open outermost group (0: none)

@@ -242,25 +242,28 @@ void start_event(void* ctx, void** out, const abi::DescrV5* d, int abi_version) 
   if (p == nullptr || d == nullptr) return;
   // A thin dispatcher: each kind of event has its own out-of-line function, so the frequent
   // small ones do not pay for the large ones' register saves.
-  switch (d->type) {
-    case abi::kEvGroupApi: return start_group_api(p, out, *d);
-    case abi::kEvCollApi:
-    case abi::kEvP2pApi: return start_api(p, ctx, out, *d);
-    case abi::kEvKernelLaunch: return start_launch(p, ctx, out, *d);
-    case abi::kEvGroup:
+  // Types are single bits (digest 2.2): switch on the bit's position (a jump table).
+  uint64_t type = d->type;
+  int bit = type != 0 && (type & (type - 1)) == 0 ? __builtin_ctzll(type) : -1;
+  switch (bit) {
+    case 8: return start_group_api(p, out, *d);               // GroupApi
+    case 9:                                                   // CollApi
+    case 10: return start_api(p, ctx, out, *d);               // P2pApi
+    case 11: return start_launch(p, ctx, out, *d);            // KernelLaunch
+    case 0:                                                   // Group
       // Nothing is recorded for the legacy Group event; a non-null handle keeps NCCL's rule for
       // graph-captured seqNumbers working (digest 3.6) and marks v4 Coll/P2p parents.
       *out = handle_of(p, HandleType::kGroup, 0);
       return;
-    case abi::kEvColl:
-    case abi::kEvP2p: return start_op(p, ctx, out, *d, abi_version);
-    case abi::kEvKernelCh:
+    case 1:                                                   // Coll
+    case 2: return start_op(p, ctx, out, *d, abi_version);    // P2p
+    case 6:                                                   // KernelCh
       // The parent names the record and its communicator; the context is only decoded to count
       // a bad parent against it.
       *out = kernelch_start(p, ctx, *d);
       return;
-    case abi::kEvProxyOp: return start_proxy_op(p, ctx, out, *d);
-    default: return start_other(p, ctx, out, d->type);
+    case 3: return start_proxy_op(p, ctx, out, *d);           // ProxyOp
+    default: return start_other(p, ctx, out, type);
   }
 }
 

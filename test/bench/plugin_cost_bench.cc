@@ -215,8 +215,13 @@ int main(int argc, char** argv) {
               "p50 diff, all rounds", "target <300 ns (p50 diff)");
   bool all_ok = true;
   uint64_t hash = 1;
+  // SCOUT_BENCH_ONLY=CxT (e.g. 1x1) runs one configuration (for profiling).
+  const char* only = std::getenv("SCOUT_BENCH_ONLY");
   for (int nthreads : {1, 2}) {
     for (int ncomms : {1, 8, 64}) {
+      if (only && std::string(only) != std::to_string(ncomms) + "x" + std::to_string(nthreads)) {
+        continue;
+      }
       std::vector<std::vector<CommDescr>> sc(nthreads), nc(nthreads);
       std::vector<void*> ctxs;
       for (int t = 0; t < nthreads; ++t) {
