@@ -106,7 +106,7 @@ namespace {
 
 void copy_cstr(char* dst, size_t cap, std::string_view src) {
   size_t n = std::min(cap - 1, src.size());
-  std::memcpy(dst, src.data(), n);
+  if (n != 0) std::memcpy(dst, src.data(), n);  // an empty view may have a null data()
   dst[n] = '\0';
 }
 
