@@ -11,12 +11,16 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "scout/config.h"
 #include "scout/nccl_profiler_abi.h"
 #include "scout/shm_format.h"
 
 namespace scout::fp {
+namespace gpu {
+class Backend;
+}
 
 // What the event layer knows about one operation when NCCL hands it over (Coll/P2p start).
 struct OpInfo {
@@ -58,6 +62,10 @@ class Engine {
   // skipped (kFpSkippedDevice). `log` may be null. Never fails: on any error the engine runs in
   // CPU-only mode and says so once through `log`.
   static Engine* create(const config::Config& cfg, abi::Logger log);
+  // The same with a given GPU backend (tests: a fake; nullptr: CPU only). Never fails but for
+  // memory exhaustion (nullptr).
+  static Engine* create_with_backend(const config::Config& cfg, abi::Logger log,
+                                     std::unique_ptr<gpu::Backend> backend);
   static void destroy(Engine* e);
 
   // Communicator lifetime (init / finalize threads). `ring` is the communicator's CommHeader in
