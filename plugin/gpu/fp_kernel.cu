@@ -228,10 +228,13 @@ __device__ uint32_t plan_decision(const FpPlan* plan, FpPlanScratch* ps) {
   }
   const uint64_t t0 = globaltimer();
   const uint64_t timeout = plan->timeout_ns;
-  for (;;) {
+  // CTA 0 polls the plan in host memory; the others mostly poll the decision in device memory
+  // (every 64th round the plan too, in case CTA 0 is not resident yet), so a wide grid does
+  // not flood PCIe with reads.
+  for (uint32_t round = 0;; ++round) {
     uint32_t d = *decision;
     if (d != kDecisionNone) return d;
-    if (load_acquire_sys(&plan->ready) == kPlanReady) {
+    if ((blockIdx.x == 0 || (round & 63) == 63) && load_acquire_sys(&plan->ready) == kPlanReady) {
       d = atomicCAS(&ps->decision, kDecisionNone, kDecisionRun);
       return d == kDecisionNone ? kDecisionRun : d;
     }
@@ -245,7 +248,7 @@ __device__ uint32_t plan_decision(const FpPlan* plan, FpPlanScratch* ps) {
       }
       return d;
     }
-    __nanosleep(500);
+    __nanosleep(blockIdx.x == 0 ? 256 : 1024);
   }
 }
 
