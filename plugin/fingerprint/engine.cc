@@ -57,8 +57,8 @@ void set_word(shm::OpRecord* rec, bool send, uint64_t index, shm::FpStatus st) {
 constexpr uint64_t kSendWaitTimeoutNs = 20'000'000;
 // Receive hashes one thread can queue between group start and group end.
 constexpr uint32_t kMaxRecvPerGroup = 64;
-// Live GPU results per communicator awaiting harvest.
-constexpr uint32_t kInflight = 256;
+// Live GPU results per communicator awaiting harvest (two per sampled operation in flight).
+constexpr uint32_t kInflight = 64;
 // CUDA contexts one process may fingerprint on.
 constexpr uint32_t kMaxPools = 32;
 
@@ -104,6 +104,7 @@ struct CommFp {
   Mode mode = Mode::kCpu;
   GpuPools* pools = nullptr;
   Inflight inflight[kInflight];
+  std::atomic<uint32_t> live{0};  // published Inflight entries (harvest returns at once on 0)
   std::atomic<uint32_t> level{0};  // written by the completion thread, read at enqueue
   Budget budget{0.0};
   uint64_t fp_ns_accum = 0;  // harvested GPU time not yet fed to the budget (completion thread)
@@ -395,6 +396,7 @@ void Engine::Impl::publish(Inflight* e, shm::OpRecord* rec, uint64_t index, GpuP
   e->state.store(2, std::memory_order_release);
 }
 
+
 void Engine::Impl::flush_recv(ThreadState& s) {
   const uint32_t n = s.n_recv;
   s.n_recv = 0;
@@ -446,6 +448,7 @@ void Engine::Impl::flush_recv(ThreadState& s) {
       const RecvReq& r = s.recv[members[m]];
       if (ok) {
         publish(entries[m], r.rec, r.index, p, plan, jobs[m], p->plan(plan)->jobs[m].seq, false);
+        r.c->live.fetch_add(1, std::memory_order_relaxed);
       } else {
         p->release_job(jobs[m], plan);
         entries[m]->state.store(0, std::memory_order_release);
@@ -518,6 +521,7 @@ void Engine::on_op_enqueued(CommFp* c, shm::OpRecord* rec, uint64_t index, const
         job = s.pre_pools->add_job(s.pre_plan, uint64_t(op.send_buf), op.send_bytes, im.max_bytes, selector, kind, sq);
         if (job >= 0) {
           im.publish(e, rec, index, s.pre_pools, s.pre_plan, job, sq, true);
+          c->live.fetch_add(1, std::memory_order_relaxed);
         } else {
           e->state.store(0, std::memory_order_release);
         }
@@ -561,8 +565,11 @@ void Engine::on_op_enqueued(CommFp* c, shm::OpRecord* rec, uint64_t index, const
 
 void Engine::Impl::harvest(CommFp* c) {
   if (c->mode != Mode::kGpu) return;
-  for (Inflight& e : c->inflight) {
+  uint32_t live = c->live.load(std::memory_order_acquire);
+  for (uint32_t k = 0; k < kInflight && live > 0; ++k) {
+    Inflight& e = c->inflight[k];
     if (e.state.load(std::memory_order_acquire) != 2) continue;
+    --live;
     GpuPools* p = e.pools;
     bool done = p->result_done(e.job, e.seq);
     // The launch is over and the result never came (abandoned wait): re-read the result after
@@ -585,6 +592,7 @@ void Engine::Impl::harvest(CommFp* c) {
     }
     p->release_job(e.job, e.plan);
     e.state.store(0, std::memory_order_release);
+    c->live.fetch_sub(1, std::memory_order_relaxed);
   }
 }
 
@@ -623,7 +631,7 @@ bool Engine::gpu_available() const {
 
 bool Engine::gpu_uuid(int cuda_dev, char* out, unsigned cap) const {
   if (out && cap) out[0] = 0;
-  if (!impl_ || !impl_->backend || cuda_dev < 0) return false;
+  if (!impl_ || !impl_->backend) return false;
   return impl_->backend->uuid(cuda_dev, out, cap);
 }
 

@@ -109,8 +109,9 @@ class Engine {
   // True when a CUDA driver and a device were found and the kernel loaded.
   bool gpu_available() const;
 
-  // GPU identity of CUDA device `cuda_dev` as "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (the
-  // form nvidia-smi -L prints) into out[0..cap). False (out = "") without a driver or device.
+  // GPU identity of CUDA device `cuda_dev` (< 0: the device of the calling thread's current
+  // context) as "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (the form nvidia-smi -L prints) into
+  // out[0..cap). False (out = "") without a driver, device or (for -1) current context.
   // For SegmentHeader::gpu when SCOUT_GPU is empty. Call from a thread where CUDA calls are
   // allowed (communicator init).
   bool gpu_uuid(int cuda_dev, char* out, unsigned cap) const;

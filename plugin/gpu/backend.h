@@ -43,7 +43,8 @@ class Backend {
   // kThreadsPerCta threads on `stream` of `ctx` (current on this thread). Asynchronous.
   virtual bool launch(void* ctx, void* stream, uint64_t plan, uint64_t plan_scratch, uint32_t grid) = 0;
 
-  // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" of CUDA device ordinal `cuda_dev`.
+  // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" of CUDA device ordinal `cuda_dev`; < 0: the
+  // device of the calling thread's current context.
   virtual bool uuid(int cuda_dev, char* out, unsigned cap) = 0;
 };
 

@@ -200,7 +200,8 @@ class CudaBackend final : public Backend {
     Relaxed r(api_);
     cu::Device dev = 0;
     cu::Uuid u;
-    if (api_.DeviceGet(&dev, cuda_dev) != cu::kSuccess || api_.DeviceGetUuid(&u, dev) != cu::kSuccess) return false;
+    const cu::Result got = cuda_dev < 0 ? api_.CtxGetDevice(&dev) : api_.DeviceGet(&dev, cuda_dev);
+    if (got != cu::kSuccess || api_.DeviceGetUuid(&u, dev) != cu::kSuccess) return false;
     format_gpu_uuid(u.bytes, out, cap);
     return true;
   }

@@ -64,6 +64,10 @@ bool FakeGpu::launch(void*, void* stream, uint64_t plan, uint64_t plan_scratch, 
 }
 
 bool FakeGpu::uuid(int cuda_dev, char* out, unsigned cap) {
+  if (cuda_dev < 0) {
+    if (!st_->ctx) return false;  // no current context: no current device
+    cuda_dev = 0;
+  }
   unsigned char b[16];
   for (int i = 0; i < 16; ++i) b[i] = static_cast<unsigned char>(cuda_dev * 16 + i);
   fp::gpu::format_gpu_uuid(b, out, cap);

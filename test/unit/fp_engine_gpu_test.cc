@@ -316,6 +316,8 @@ TEST(EngineGpu, GpuIdentity) {
   char id[64];
   ASSERT_TRUE(r.engine->gpu_uuid(1, id, sizeof(id)));
   EXPECT_STREQ(id, "GPU-10111213-1415-1617-1819-1a1b1c1d1e1f");
+  ASSERT_TRUE(r.engine->gpu_uuid(-1, id, sizeof(id)));  // the current context's device (0)
+  EXPECT_STREQ(id, "GPU-00010203-0405-0607-0809-0a0b0c0d0e0f");
   const unsigned char b[16] = {0xde, 0xad, 0xbe, 0xef, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0xa, 0xb};
   fp::gpu::format_gpu_uuid(b, id, sizeof(id));
   EXPECT_STREQ(id, "GPU-deadbeef-0001-0203-0405-060708090a0b");
