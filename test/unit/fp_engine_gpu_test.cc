@@ -3,6 +3,7 @@
 // stream, KernelLaunch stop, Coll start, group end, completion.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -44,6 +45,11 @@ struct GpuRank {
     comm = engine->comm_init(kComm, 2, 0, header.get());
   }
   ~GpuRank() {
+    // The GPU runs whatever is still queued (a real one always does), so every launch finishes
+    // and Engine::destroy can free the pools. Markers refer to the test's buffers, which are
+    // gone by now: only the hash kernels run.
+    for (auto& item : gpu->streams[stream]) item.fn = nullptr;
+    FakeGpu::run(*gpu, stream, /*timeout=*/true);
     engine->comm_fini(comm);
     fp::Engine::destroy(engine);
   }
@@ -213,6 +219,20 @@ TEST(EngineGpu, CallbackThreadAndNonBlockingLaunchesAreSkipped) {
   r.engine->on_op_enqueued(r.comm, r.rec(5), 5, op);
   EXPECT_EQ(r.gpu->launches, launches);
   EXPECT_EQ(r.rec(5)->fp_send_word.load(), shm::fp_word(5, shm::kFpSkippedCallback));
+}
+
+TEST(EngineGpu, LaunchBlockingModeNeverEnqueuesAWaitingKernel) {
+  // With CUDA_LAUNCH_BLOCKING=1 a launch returns only when the kernel finished, so a kernel
+  // waiting for Coll start (which comes after the launch) would stall: none is enqueued.
+  setenv("CUDA_LAUNCH_BLOCKING", "1", 1);
+  GpuRank r;
+  unsetenv("CUDA_LAUNCH_BLOCKING");
+  auto buf = pattern(5000, 14);
+  r.allreduce(0, buf);
+  EXPECT_EQ(r.rec(0)->fp_send_word.load(), shm::fp_word(0, shm::kFpTimedOut));
+  EXPECT_EQ(r.gpu->launches, 1u);  // only the receive kernel, after NCCL's
+  r.run();
+  EXPECT_EQ(r.gpu->trace, (std::vector<std::string>{"nccl", "hash(1 jobs)"}));
 }
 
 TEST(EngineGpu, SeveralCollectivesOfOnePlan) {
