@@ -72,6 +72,7 @@ int cmd_findings(store::StoreReader& rd, const FindingsOptions& o, std::ostream&
 int cmd_explain(store::StoreReader& rd, int64_t id, bool json, std::ostream& out);
 int cmd_export(store::StoreReader& rd, const ExportOptions& o, std::ostream& out);
 int cmd_config(bool markdown, bool json, std::ostream& out);
+int cmd_hash(const std::string& path, std::ostream& out);
 int cmd_run(const RunOptions& o);
 
 // Entry point of build/bin/scout.

@@ -78,6 +78,10 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   s_run->add_option("command", run.command, "COMMAND and its arguments, after --")->required();
 
+  std::string hash_path;
+  CLI::App* s_hash = app.add_subcommand("hash", "Fingerprint of a file's bytes (16 hex digits)");
+  s_hash->add_option("file", hash_path, "File to fingerprint")->required();
+
   CLI::App* s_config = app.add_subcommand("config", "Effective SCOUT_* configuration");
   s_config->add_flag("--markdown", cfg_markdown, "The registry as the table of docs/configuration.md");
   s_config->add_flag("--json", cfg_json, "JSON lines, one per variable");
@@ -97,6 +101,7 @@ int main(int argc, char** argv) {
 
   try {
     if (*s_config) return cmd_config(cfg_markdown, cfg_json, std::cout);
+    if (*s_hash) return cmd_hash(hash_path, std::cout);
     if (*s_run) {
       auto forward = [&](const char* flag, const std::string& v) {
         if (v.empty()) return;

@@ -8,6 +8,7 @@
 #include "observer/store/schema.h"
 #include "observer/store/sqlite.h"
 #include "plugin/shm/segment.h"
+#include "scout/config.h"
 #include "scout/version.h"
 
 namespace scout::store {
@@ -81,7 +82,7 @@ std::unique_ptr<StoreWriter> StoreWriter::open(const std::string& path,
 
 StoreWriter::StoreWriter(std::unique_ptr<Db> db, const WriterOptions& options)
     : db_(std::move(db)), options_(options) {
-  if (options_.max_ops < 1) options_.max_ops = 1;
+  if (options_.max_ops <= 0) options_.max_ops = config::load().store_max_ops;
 }
 
 StoreWriter::~StoreWriter() {
