@@ -1,6 +1,7 @@
 // `scout config [--markdown] [--json]`: the effective SCOUT_* configuration, or the registry as
 // the Markdown table of docs/configuration.md.
 #include <cstdlib>
+#include <iostream>
 #include <map>
 #include <set>
 
@@ -58,7 +59,7 @@ int cmd_config(bool markdown, bool json, std::ostream& out) {
     t.rows.push_back({v.name, val.empty() ? "(empty)" : val, source(v.name), v.section});
   }
   out << t.render();
-  for (const auto& w : warnings) out << "warning: " << w << "\n";
+  for (const auto& w : warnings) std::cerr << "scout: " << w << "\n";
   return kExitOk;
 }
 

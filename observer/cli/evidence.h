@@ -1,7 +1,12 @@
-// A finding's evidence in words (`scout explain`). Kinds whose evidence keys are documented in
-// docs/findings.md get a dedicated rendering; anything else (and any key a dedicated renderer
-// does not know) is rendered generically: nested keys as indented lines, lists of numbers
-// compacted, *_ns values shown as durations or as times relative to the job start.
+// A finding's evidence in words (`scout explain`). The evidence objects of docs/findings.md are
+// rendered by shape, so every kind reads well without a renderer per kind:
+//   - "comm" {hash, name} -> "dp (0x...)"; "op" {func, seq[, src, dst]} -> "AllReduce #40";
+//   - lists of votes {value, ranks} -> "ranks 0-4,6-7 (7): 0x..." (one line per group);
+//   - lists of wait-for edges {rank, waits_for, comm, op, why} -> "rank 3 waits for rank 7 in
+//     dp3 AllReduce #7 (why)";
+//   - *_ns / *_ms numbers and lists -> durations ("2.10ms"), *_ns instants -> "+12.345s" after
+//     the job start; sorted lists of ranks -> "0-3,5";
+//   - anything else: nested keys as indented lines.
 #pragma once
 
 #include <cstdint>

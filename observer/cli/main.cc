@@ -11,20 +11,23 @@
 namespace scout::cli {
 namespace {
 
+// Upper bound of rank, node and count flags (keeps CLI11's range message readable).
+constexpr int kMaxCount = 1000000000;
+
 void add_store_flags(CLI::App* app, StoreOptions* w) {
   app->add_option("--store", w->store, "Store file to read (default: the job's store, see --job)");
   app->add_option("--job", w->job,
                   "Job id: read <SCOUT_STATE_DIR>/<job>/node-<K>.db (default: SCOUT_JOB_ID, "
                   "TORCHELASTIC_RUN_ID, SLURM_JOB_ID)");
   app->add_option("--node", w->node, "Node rank K of the store to read with --job (default 0: the leader)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, kMaxCount));
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"scout: finds hangs, stragglers and silent data corruption in NCCL jobs", "scout"};
-  app.require_subcommand(1);
+  app.require_subcommand(0, 1);
   app.set_version_flag("--version", std::string("scout ") + kVersion);
 
   StoreOptions where;
@@ -45,9 +48,9 @@ int main(int argc, char** argv) {
   add_store_flags(s_report, &where);
   s_report->add_option("--comm", report.comm, "Communicator: commHash (0x...) or name");
   s_report->add_option("--rank", report.rank, "Only operations with this global rank; adds its lateness")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, kMaxCount));
   s_report->add_option("--func", report.func, "Only this function (AllReduce, AllGather, ...)");
-  s_report->add_option("--last", report.last, "Only the N latest operations")->check(CLI::PositiveNumber);
+  s_report->add_option("--last", report.last, "Only the N latest operations")->check(CLI::Range(1, kMaxCount));
   s_report->add_flag("--json", report.json, "JSON lines, one per operation");
 
   CLI::App* s_findings = app.add_subcommand("findings", "Findings table (or JSON lines)");
@@ -73,9 +76,10 @@ int main(int argc, char** argv) {
   s_run->add_option("--rdzv", rdzv, "Observer: rendezvous, file:DIR or redis:HOST:PORT");
   s_run->add_option("--hang-timeout", hang_timeout, "Observer: seconds without progress before a hang");
   s_run->add_option("--interval", interval, "Observer: analysis interval in ms");
-  s_run->add_option("--observer-arg", run.observer_args, "Any other flag for scout-observer (repeatable)");
+  s_run->add_option("--observer-arg", run.observer_args, "Any other flag for scout-observer, one per use: --observer-arg=--once")
+      ->allow_extra_args(false);
   s_run->add_option("--stop-timeout", run.stop_timeout_s, "Seconds the observer gets to flush after COMMAND ends")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0.0, 3600.0));
   s_run->add_option("command", run.command, "COMMAND and its arguments, after --")->required();
 
   std::string hash_path;
@@ -99,6 +103,10 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
 
+  if (app.get_subcommands().empty()) {
+    std::cerr << "scout: no subcommand given (scout --help lists them)\n";
+    return kExitUsage;
+  }
   try {
     if (*s_config) return cmd_config(cfg_markdown, cfg_json, std::cout);
     if (*s_hash) return cmd_hash(hash_path, std::cout);

@@ -85,7 +85,8 @@ int cmd_report(store::StoreReader& rd, const ReportOptions& o, std::ostream& out
   }
   for (const auto& r : ops) {
     const obs::OpSummary& op = r.op;
-    bool arrived = op.first_arrival_ns > 0;
+    // Spread and last arrival only mean something once every rank has arrived.
+    bool all_arrived = op.first_arrival_ns > 0 && op.ranks_reported >= op.nranks;
     std::string algo = op.algo.empty() && op.proto.empty()
                            ? "-"
                            : dash_if_empty(op.algo) + "/" + dash_if_empty(op.proto);
@@ -97,8 +98,8 @@ int cmd_report(store::StoreReader& rd, const ReportOptions& o, std::ostream& out
         fmt_bytes(op.bytes),
         algo,
         std::to_string(op.ranks_complete) + "/" + std::to_string(op.nranks),
-        arrived ? fmt_duration(exporter::arrival_spread_ns(op)) : "-",
-        op.last_rank >= 0 ? "r" + std::to_string(op.last_rank) : "-",
+        all_arrived ? fmt_duration(exporter::arrival_spread_ns(op)) : "-",
+        all_arrived && op.last_rank >= 0 ? "r" + std::to_string(op.last_rank) : "-",
         op.duration_ns > 0 ? fmt_duration(op.duration_ns) : "-",
         op.busbw_gbps > 0 ? fmt_fixed(op.busbw_gbps, 2) : "-",
         dash_if_empty(op.fp_verdict),

@@ -198,7 +198,8 @@ void write_prometheus(const Snapshot& s, std::ostream& out) {
       ++a.n_bw;
       a.bw_sum += o.busbw_gbps;
     }
-    if (o.first_arrival_ns > 0 && o.last_arrival_ns >= o.first_arrival_ns) {
+    if (o.first_arrival_ns > 0 && o.ranks_reported >= o.nranks &&
+        o.last_arrival_ns >= o.first_arrival_ns) {
       ++a.n_spread;
       a.spread_sum += static_cast<double>(o.last_arrival_ns - o.first_arrival_ns) / 1e9;
     }
@@ -230,7 +231,8 @@ void write_prometheus(const Snapshot& s, std::ostream& out) {
   }
   {
     Family f(out, "scout_collective_arrival_spread_seconds", "gauge",
-             "Mean spread between the first and the last rank's GPU start.");
+             "Mean spread between the first and the last rank's GPU start (operations every rank "
+             "reached).");
     for (const auto& [k, a] : aggs) {
       if (a.n_spread) f.sample(op_labels(k), a.spread_sum / static_cast<double>(a.n_spread));
     }
