@@ -1,0 +1,48 @@
+// What every part of one emulated rank shares: options, layout, fabric, the profiler driver,
+// NCCL's process-wide activation mask, the fault plan and the ground-truth writer. One per rank
+// process (or per rank thread in the in-process tests).
+#pragma once
+
+#include <atomic>
+#include <mutex>
+#include <set>
+
+#include "test/sim/fabric.h"
+#include "test/sim/faults.h"
+#include "test/sim/layout.h"
+#include "test/sim/options.h"
+#include "test/sim/profiler_driver.h"
+#include "test/sim/truth.h"
+
+namespace scout::sim {
+
+struct RankContext {
+  const SimOptions* opts = nullptr;
+  const Layout* layout = nullptr;
+  int global_rank = 0;
+  Fabric* fabric = nullptr;
+  const ProfilerDriver* prof = nullptr;
+  FaultPlan faults;
+  TruthWriter* truth = nullptr;     // may be null (no ground truth)
+  RankStatus* status = nullptr;     // may be null (in-process tests)
+  // ncclProfilerEventMask: one int per process, its address passed to every init; the plugin
+  // may change it at any time; NCCL reads it (relaxed) at every API call (digest 0.6).
+  int mask = 0;
+
+  // True the first time it is called for `f` (one ground-truth line per timed fault).
+  bool first_time(const FaultSpec* f) {
+    std::lock_guard<std::mutex> lock(once_mu_);
+    return once_.insert(f).second;
+  }
+  // Writes a ground-truth line if there is a writer.
+  void write_truth(const TruthEvent& e) {
+    if (truth) truth->write(e);
+  }
+  uint64_t load_mask() const { return static_cast<uint32_t>(__atomic_load_n(&mask, __ATOMIC_RELAXED)); }
+
+ private:
+  std::mutex once_mu_;
+  std::set<const FaultSpec*> once_;
+};
+
+}  // namespace scout::sim
