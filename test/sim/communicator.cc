@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "plugin/shm/segment.h"
+
 namespace scout::sim {
 
 Communicator::Communicator(RankContext* rc, const CommSpec* spec, uint64_t comm_hash)
@@ -82,13 +84,33 @@ void Communicator::proxy_main() {
       plan = std::move(queue_.front());
       queue_.pop_front();
     }
+    rc_->kernel_turn(plan.stream_seq);
     run_kernel_plan(*this, plan);
+    rc_->kernel_done();
     {
       std::lock_guard<std::mutex> lock(mu_);
       ++completed_;
     }
     idle_cv_.notify_all();
   }
+}
+
+TruthEvent truth_event(const Communicator& c, FaultKind kind, Func func, uint64_t key, int key_peer, int64_t step,
+                       int64_t op) {
+  TruthEvent e;
+  e.kind = kind;
+  e.global_rank = c.rc()->global_rank;
+  e.comm_name = c.spec().name;
+  e.comm_hash = c.hash();
+  e.comm_nranks = c.nranks();
+  e.comm_rank = c.rank();
+  e.func = func;
+  e.key = key;
+  e.key_peer = is_collective(func) ? -1 : key_peer;
+  e.step = step;
+  e.op = op;
+  e.time_ns = shm::wall_ns();
+  return e;
 }
 
 }  // namespace scout::sim

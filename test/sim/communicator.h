@@ -38,6 +38,7 @@ struct KernelTask {
 
 struct KernelPlan {
   std::vector<KernelTask> tasks;  // collectives first, then point-to-point (NCCL plan order)
+  uint64_t stream_seq = 0;        // position in the rank's kernel order (RankContext::next_kernel)
 };
 
 class Communicator {
@@ -101,6 +102,10 @@ class Communicator {
   bool quit_ = false;
   bool started_ = false;
 };
+
+// A ground-truth line naming operation (func, key[, key_peer]) of this rank in `c`, stamped now.
+TruthEvent truth_event(const Communicator& c, FaultKind kind, Func func, uint64_t key, int key_peer, int64_t step,
+                       int64_t op);
 
 // Runs one plan on the calling (proxy) thread: the emulated kernel of every task, with its
 // KernelCh events (kernel.cc).

@@ -51,20 +51,7 @@ void kernelch_stop(Communicator& c, ChannelEvents* ev, int64_t t_ns) {
 }
 
 TruthEvent truth_for(Communicator& c, const KernelTask& t, FaultKind kind) {
-  TruthEvent e;
-  e.kind = kind;
-  e.global_rank = c.rc()->global_rank;
-  e.comm_name = c.spec().name;
-  e.comm_hash = c.hash();
-  e.comm_nranks = c.nranks();
-  e.comm_rank = c.rank();
-  e.func = t.func;
-  e.key = t.key;
-  if (!is_collective(t.func)) e.key_peer = t.peer;
-  e.step = t.step;
-  e.op = static_cast<int64_t>(t.op);
-  e.time_ns = shm::wall_ns();
-  return e;
+  return truth_event(c, kind, t.func, t.key, t.peer, t.step, static_cast<int64_t>(t.op));
 }
 
 // Arrival: straggler delay, then the kernel "starts" on this rank.

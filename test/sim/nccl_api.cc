@@ -33,20 +33,7 @@ NcclApi::Pending& NcclApi::pending_for(Communicator& comm) {
 }
 
 void NcclApi::stop_forever(Func func, Communicator& comm, uint64_t key, int key_peer) {
-  TruthEvent e;
-  e.kind = FaultKind::kHang;
-  e.global_rank = rc_->global_rank;
-  e.comm_name = comm.spec().name;
-  e.comm_hash = comm.hash();
-  e.comm_nranks = comm.nranks();
-  e.comm_rank = comm.rank();
-  e.func = func;
-  e.key = key;
-  e.key_peer = key_peer;
-  e.step = step_;
-  e.op = static_cast<int64_t>(op_);
-  e.time_ns = shm::wall_ns();
-  rc_->write_truth(e);
+  rc_->write_truth(truth_event(comm, FaultKind::kHang, func, key, key_peer, step_, static_cast<int64_t>(op_)));
   if (rc_->status) rc_->status->state.store(kRankHung, std::memory_order_release);
   // The rank never calls the API again; its earlier work keeps running on the proxy threads.
   for (;;) ::pause();
@@ -55,6 +42,11 @@ void NcclApi::stop_forever(Func func, Communicator& comm, uint64_t key, int key_
 OpFaults NcclApi::begin_op(Func f, Communicator& comm, uint64_t key, int key_peer) {
   OpFaults faults = rc_->faults.at_op(op_);
   if (faults.hang) stop_forever(f, comm, key, key_peer);
+  if (faults.straggler && rc_->first_time(faults.straggler)) {
+    TruthEvent e = truth_event(comm, FaultKind::kStraggler, f, key, key_peer, step_, static_cast<int64_t>(op_));
+    e.ms = faults.straggle_ms;
+    rc_->write_truth(e);
+  }
   return faults;
 }
 
@@ -85,21 +77,7 @@ void NcclApi::coll(Func f, const float* send, float* recv, uint64_t count, int r
   const uint64_t op = op_++;
   if (rc_->status) rc_->status->ops.store(op_, std::memory_order_relaxed);
   const uint64_t key = comm.api_seq[static_cast<int>(f)]++;
-  auto truth = [&](FaultKind k) {
-    TruthEvent e;
-    e.kind = k;
-    e.global_rank = rc_->global_rank;
-    e.comm_name = comm.spec().name;
-    e.comm_hash = comm.hash();
-    e.comm_nranks = comm.nranks();
-    e.comm_rank = comm.rank();
-    e.func = f;
-    e.key = key;
-    e.step = step_;
-    e.op = static_cast<int64_t>(op);
-    e.time_ns = shm::wall_ns();
-    return e;
-  };
+  auto truth = [&](FaultKind k) { return truth_event(comm, k, f, key, -1, step_, static_cast<int64_t>(op)); };
   if (faults.nan && send) {
     // The training code hands NCCL a buffer holding a NaN.
     uint64_t in_n = f == Func::kReduceScatter ? count * comm.nranks() : count;
@@ -204,19 +182,8 @@ void NcclApi::send(const float* buf, uint64_t count, int peer, Communicator& com
   if (rc_->status) rc_->status->ops.store(op_, std::memory_order_relaxed);
   if (faults.nan) {
     const_cast<float*>(buf)[count / 2] = std::numeric_limits<float>::quiet_NaN();
-    TruthEvent e;
-    e.kind = FaultKind::kNan;
-    e.global_rank = rc_->global_rank;
-    e.comm_name = comm.spec().name;
-    e.comm_hash = comm.hash();
-    e.comm_nranks = comm.nranks();
-    e.comm_rank = comm.rank();
-    e.func = Func::kSend;
-    e.key = comm.api_sends[peer];
-    e.key_peer = peer;
-    e.step = step_;
-    e.op = static_cast<int64_t>(op_ - 1);
-    e.time_ns = shm::wall_ns();
+    TruthEvent e = truth_event(comm, FaultKind::kNan, Func::kSend, comm.api_sends[peer], peer, step_,
+                               static_cast<int64_t>(op_ - 1));
     e.detail = "\"element\":" + std::to_string(count / 2);
     rc_->write_truth(e);
   }
@@ -242,20 +209,9 @@ void NcclApi::all_to_all(const float* send, float* recv, uint64_t count, Communi
   if (faults.nan) {
     uint64_t element = count * comm.nranks() / 2;
     const_cast<float*>(send)[element] = std::numeric_limits<float>::quiet_NaN();
-    TruthEvent e;
-    e.kind = FaultKind::kNan;
-    e.global_rank = rc_->global_rank;
-    e.comm_name = comm.spec().name;
-    e.comm_hash = comm.hash();
-    e.comm_nranks = comm.nranks();
-    e.comm_rank = comm.rank();
     int peer = static_cast<int>(element / count);
-    e.func = Func::kSend;
-    e.key = comm.api_sends[peer];
-    e.key_peer = peer;
-    e.step = step_;
-    e.op = static_cast<int64_t>(op_ - 1);
-    e.time_ns = shm::wall_ns();
+    TruthEvent e = truth_event(comm, FaultKind::kNan, Func::kSend, comm.api_sends[peer], peer, step_,
+                               static_cast<int64_t>(op_ - 1));
     e.detail = "\"element\":" + std::to_string(element) + ",\"api\":\"AlltoAll\"";
     rc_->write_truth(e);
   }
@@ -387,6 +343,7 @@ void NcclApi::launch(Pending& p) {
     to_stop.push_back(t.k.handle);
     plan.tasks.push_back(t.k);
   }
+  plan.stream_seq = rc_->next_kernel();
   // uploadProxyOps + ncclProxyStart: from here the proxy thread may deliver KernelCh events,
   // possibly before the stops below (digest 3.3 step 4).
   comm.post(std::move(plan));

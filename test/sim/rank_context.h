@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <mutex>
 #include <set>
 
@@ -40,9 +41,29 @@ struct RankContext {
   }
   uint64_t load_mask() const { return static_cast<uint32_t>(__atomic_load_n(&mask, __ATOMIC_RELAXED)); }
 
+  // The rank's GPU runs its kernels one at a time in launch order, whatever their communicator
+  // (one CUDA stream per rank, as when every collective follows the compute it depends on):
+  // a proxy thread waits for its plan's turn before the kernel starts.
+  uint64_t next_kernel() { return kernels_launched_++; }  // launching (user) thread only
+  void kernel_turn(uint64_t seq) {
+    std::unique_lock<std::mutex> lock(gpu_mu_);
+    gpu_cv_.wait(lock, [&] { return kernels_done_ == seq; });
+  }
+  void kernel_done() {
+    {
+      std::lock_guard<std::mutex> lock(gpu_mu_);
+      ++kernels_done_;
+    }
+    gpu_cv_.notify_all();
+  }
+
  private:
   std::mutex once_mu_;
   std::set<const FaultSpec*> once_;
+  uint64_t kernels_launched_ = 0;
+  std::mutex gpu_mu_;
+  std::condition_variable gpu_cv_;
+  uint64_t kernels_done_ = 0;
 };
 
 }  // namespace scout::sim

@@ -3,9 +3,15 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstring>
+#include <map>
 #include <mutex>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 namespace scout::sim {
 namespace {
@@ -14,6 +20,20 @@ std::mutex g_mu;
 std::vector<RecordedCall> g_calls;
 std::atomic<int> g_mask{0xFFF};
 std::atomic<uintptr_t> g_next{1};
+std::map<void*, int> g_nranks;                 // context -> nranks of its communicator
+std::vector<RecordedTask> g_tasks;             // Coll/P2p tasks in start order
+std::map<void*, size_t> g_task_of_handle;      // task handle -> index in g_tasks
+std::map<void*, size_t> g_task_of_channel;     // KernelCh handle -> index in g_tasks
+
+uint64_t type_size(const char* dt) { return dt && std::strcmp(dt, "ncclInt8") == 0 ? 1 : 4; }
+
+void hash_buffer(const void* p, uint64_t bytes, const char* dt, uint64_t* hash, uint64_t* nan) {
+  *hash = p ? XXH64(p, bytes, 0) : 0;
+  *nan = 0;
+  if (!p || !dt || std::strcmp(dt, "ncclFloat32") != 0) return;
+  const float* f = static_cast<const float*>(p);
+  for (uint64_t i = 0; i < bytes / 4; ++i) *nan += std::isnan(f[i]) ? 1 : 0;
+}
 
 pid_t tid() { return static_cast<pid_t>(::syscall(SYS_gettid)); }
 
@@ -38,6 +58,10 @@ abi::Result rec_init(void** context, uint64_t comm_hash, int* mask, const char* 
   c.mask_ptr = mask;
   *context = c.context;
   __atomic_store_n(mask, g_mask.load(), __ATOMIC_RELAXED);
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    g_nranks[c.context] = nranks;
+  }
   push(c);
   return abi::kSuccess;
 }
@@ -50,6 +74,40 @@ abi::Result rec_start(void* context, void** handle, abi::DescrV5* d) {
   c.handle = token();
   std::memcpy(static_cast<void*>(&c.descr), d, sizeof(*d));
   *handle = c.handle;
+  if (d->type == abi::kEvColl || d->type == abi::kEvP2p) {
+    RecordedTask t;
+    t.handle = c.handle;
+    t.context = context;
+    t.descr = c.descr;
+    std::lock_guard<std::mutex> lock(g_mu);
+    uint64_t n = static_cast<uint64_t>(g_nranks[context]);
+    if (d->type == abi::kEvColl) {
+      const char* f = d->coll.func;
+      uint64_t unit = d->coll.count * type_size(d->coll.datatype);
+      bool rs = !std::strcmp(f, "ReduceScatter"), ag = !std::strcmp(f, "AllGather");
+      bool bc = !std::strcmp(f, "Broadcast");
+      t.send_bytes = rs ? unit * n : (bc && d->coll.root != d->rank) ? 0 : unit;
+      t.recv_bytes = ag ? unit * n : unit;
+      hash_buffer(d->coll.sendBuff, t.send_bytes, d->coll.datatype, &t.send_hash, &t.send_nan);
+    } else {
+      uint64_t bytes = d->p2p.count * type_size(d->p2p.datatype);
+      bool send = !std::strcmp(d->p2p.func, "Send");
+      t.send_bytes = send ? bytes : 0;
+      t.recv_bytes = send ? 0 : bytes;
+      if (send) hash_buffer(d->p2p.buff, bytes, d->p2p.datatype, &t.send_hash, &t.send_nan);
+    }
+    g_task_of_handle[c.handle] = g_tasks.size();
+    g_tasks.push_back(t);
+  } else if (d->type == abi::kEvKernelCh) {
+    std::lock_guard<std::mutex> lock(g_mu);
+    auto it = g_task_of_handle.find(d->parentObj);
+    if (it != g_task_of_handle.end()) {
+      RecordedTask& t = g_tasks[it->second];
+      ++t.ch_started;
+      if (t.gpu_start == 0 || d->kernelCh.pTimer < t.gpu_start) t.gpu_start = d->kernelCh.pTimer;
+      g_task_of_channel[c.handle] = it->second;
+    }
+  }
   push(c);
   return abi::kSuccess;
 }
@@ -70,7 +128,23 @@ abi::Result rec_record(void* handle, int state, abi::StateArgs* args) {
   c.handle = handle;
   c.state = state;
   c.args_null = args == nullptr;
-  if (args && state == abi::kStateKernelChStop) c.p_timer = args->kernelCh.pTimer;
+  if (args && state == abi::kStateKernelChStop) {
+    c.p_timer = args->kernelCh.pTimer;
+    std::lock_guard<std::mutex> lock(g_mu);
+    auto it = g_task_of_channel.find(handle);
+    if (it != g_task_of_channel.end()) {
+      RecordedTask& t = g_tasks[it->second];
+      ++t.ch_stopped;
+      t.gpu_end = std::max<uint64_t>(t.gpu_end, c.p_timer);
+      if (t.ch_stopped == static_cast<int>(t.descr.type == abi::kEvColl ? t.descr.coll.nChannels
+                                                                          : t.descr.p2p.nChannels)) {
+        // Completion: hash what the kernel delivered, as the plugin does for host buffers.
+        void* buf = t.descr.type == abi::kEvColl ? t.descr.coll.recvBuff : t.descr.p2p.buff;
+        const char* dt = t.descr.type == abi::kEvColl ? t.descr.coll.datatype : t.descr.p2p.datatype;
+        if (t.recv_bytes) hash_buffer(buf, t.recv_bytes, dt, &t.recv_hash, &t.recv_nan);
+      }
+    }
+  }
   push(c);
   return abi::kSuccess;
 }
@@ -93,6 +167,9 @@ const abi::ProfilerV5* CallRecorder::table() { return &kTable; }
 void CallRecorder::reset(int mask) {
   std::lock_guard<std::mutex> lock(g_mu);
   g_calls.clear();
+  g_tasks.clear();
+  g_task_of_handle.clear();
+  g_task_of_channel.clear();
   g_mask.store(mask);
 }
 
@@ -108,5 +185,10 @@ const RecordedCall* CallRecorder::init_of(const std::vector<RecordedCall>& calls
 }
 
 int CallRecorder::mask() { return g_mask.load(); }
+
+std::vector<RecordedTask> CallRecorder::tasks() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  return g_tasks;
+}
 
 }  // namespace scout::sim

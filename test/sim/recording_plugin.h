@@ -29,6 +29,22 @@ struct RecordedCall {
   int* mask_ptr = nullptr;
 };
 
+// What the recorder saw of one Coll or P2p task, the way a fingerprinting plugin sees it: the
+// send buffer hashed (XXH64) at Coll/P2p start, the receive buffer hashed when the last of its
+// KernelCh channels stopped, NaN counts of float32 buffers, and the KernelCh timers.
+struct RecordedTask {
+  void* handle = nullptr;
+  void* context = nullptr;
+  abi::DescrV5 descr{};
+  uint64_t send_bytes = 0, recv_bytes = 0;
+  uint64_t send_hash = 0, recv_hash = 0;
+  uint64_t send_nan = 0, recv_nan = 0;
+  int ch_started = 0, ch_stopped = 0;
+  uint64_t gpu_start = 0;  // earliest KernelCh start pTimer
+  uint64_t gpu_end = 0;    // latest KernelChStop pTimer
+  bool complete() const { return ch_started > 0 && ch_stopped == ch_started; }
+};
+
 class CallRecorder {
  public:
   // The table to hand to ProfilerDriver. Its init sets *mask to mask() and returns a new context.
@@ -40,6 +56,8 @@ class CallRecorder {
   // The init call that created `context` (nullptr if none).
   static const RecordedCall* init_of(const std::vector<RecordedCall>& calls, void* context);
   static int mask();
+  // Every Coll and P2p task so far, in start order.
+  static std::vector<RecordedTask> tasks();
 };
 
 }  // namespace scout::sim
