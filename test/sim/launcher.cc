@@ -245,7 +245,7 @@ int launch(SimOptions o, const std::string& exe) {
     std::string s;
     if (!hung.empty()) s += "; hung (fault): rank " + rank_ranges(hung);
     if (!crashed.empty()) s += "; crashed (fault): rank " + rank_ranges(crashed);
-    if (!blocked.empty()) s += "; killed while blocked: rank " + rank_ranges(blocked);
+    if (!blocked.empty()) s += "; killed while running: rank " + rank_ranges(blocked);
     return s;
   };
   switch (end) {

@@ -110,12 +110,12 @@ bool parse_fault_spec(const std::string& text, FaultSpec* out, std::string* erro
   std::string kind = text.substr(0, colon);
   auto it = kinds.find(kind);
   if (it == kinds.end()) {
-    *error = "unknown fault kind '" + kind + "' (sdc, straggler, hang, desync, crash, slowlink, nan)";
+    *error = "fault '" + text + "': unknown fault kind '" + kind + "' (sdc, straggler, hang, desync, crash, slowlink, nan)";
     return false;
   }
   f.kind = it->second;
   if (colon == std::string::npos || colon + 1 == text.size()) {
-    *error = "fault '" + text + "' needs rank=R";
+    *error = "fault '" + text + "': needs rank=R";
     return false;
   }
   std::map<std::string, uint64_t> kv;

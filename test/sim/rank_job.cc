@@ -27,6 +27,11 @@ void RankJob::init_comms(abi::Logger logger) {
                      : split_comm_hash(world_hash, static_cast<uint64_t>(s.split_count), s.index);
     auto c = std::make_unique<Communicator>(rc_, &s, h);
     c->init(logger);
+    if (logger)
+      logger(abi::kLogInfo, abi::kSubsysInit, "scout-sim", __LINE__,
+             "comm %p rank %d nRanks %d nNodes %d commId 0x%016llx commName %s - Init COMPLETE",
+             static_cast<void*>(c.get()), c->rank(), c->nranks(), s.n_nodes, static_cast<unsigned long long>(h),
+             s.name.c_str());
     by_kind_[static_cast<int>(s.kind)] = c.get();
     comms_.push_back(std::move(c));
   }
@@ -119,6 +124,15 @@ int rank_main(const SimOptions& o) {
     host = hn;
   }
   set_log_identity(host, rc_coord.local_rank);
+  auto env_or = [](const char* k) {
+    const char* v = std::getenv(k);
+    return v ? v : "(unset)";
+  };
+  nccl_debug_log(abi::kLogInfo, 0x80, "scout-sim", __LINE__,
+                 "scout-sim rank %d: RANK=%s LOCAL_RANK=%s WORLD_SIZE=%s LOCAL_WORLD_SIZE=%s SCOUT_JOB_ID=%s "
+                 "SCOUT_HOST=%s",
+                 g, env_or("RANK"), env_or("LOCAL_RANK"), env_or("WORLD_SIZE"), env_or("LOCAL_WORLD_SIZE"),
+                 env_or("SCOUT_JOB_ID"), env_or("SCOUT_HOST"));
 
   // NCCL loads the plugin at the first communicator init (digest 1.1, 1.2).
   const char* env = std::getenv("NCCL_PROFILER_PLUGIN");
