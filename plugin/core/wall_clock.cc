@@ -1,9 +1,4 @@
 // TSC-based CLOCK_REALTIME (wall_clock.h).
-// ThreadSanitizer does not model std::atomic_thread_fence (gcc: -Wtsan, an error with -Werror);
-// the fences here order plain-atomic seqlock accesses, which TSAN sees as atomics anyway.
-#if defined(__SANITIZE_THREAD__)
-#pragma GCC diagnostic ignored "-Wtsan"
-#endif
 #include "plugin/core/wall_clock.h"
 
 #if defined(__x86_64__)
@@ -13,6 +8,8 @@
 #include <unistd.h>
 
 #include <cstring>
+
+#include "plugin/shm/fence.h"
 
 namespace scout::core {
 
@@ -98,7 +95,7 @@ int64_t now_ns_slow(uint64_t tsc) {
     uint64_t interval_ticks = m != 0 ? uint64_t((static_cast<unsigned __int128>(kIntervalNs) << 32) / m) : 0;
     uint32_t s = c.seq.load(std::memory_order_relaxed);
     c.seq.store(s + 1, std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_release);
+    scout::release_fence();
     c.base_tsc.store(t1, std::memory_order_relaxed);
     c.base_ns.store(n1, std::memory_order_relaxed);
     c.mult.store(m, std::memory_order_relaxed);

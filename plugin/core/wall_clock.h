@@ -16,12 +16,6 @@
 // now_ns() is clock_gettime(CLOCK_REALTIME).
 #pragma once
 
-// ThreadSanitizer does not model std::atomic_thread_fence (gcc: -Wtsan, an error with -Werror);
-// the fences here order plain-atomic seqlock accesses, which TSAN sees as atomics anyway.
-#if defined(__SANITIZE_THREAD__)
-#pragma GCC diagnostic ignored "-Wtsan"
-#endif
-
 #include <time.h>
 #if defined(__x86_64__)
 #include <x86intrin.h>
@@ -29,6 +23,8 @@
 
 #include <atomic>
 #include <cstdint>
+
+#include "plugin/shm/fence.h"
 
 namespace scout::core {
 
@@ -67,7 +63,7 @@ inline int64_t now_ns() {
   uint64_t bt = c.base_tsc.load(std::memory_order_relaxed);
   int64_t bn = c.base_ns.load(std::memory_order_relaxed);
   uint64_t next = c.next_tsc.load(std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_acquire);
+  scout::acquire_fence();
   uint64_t tsc = __rdtsc();
   if (m == 0 || (s & 1) != 0 || tsc >= next || tsc < bt ||
       c.seq.load(std::memory_order_relaxed) != s) {

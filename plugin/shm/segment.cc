@@ -1,10 +1,7 @@
 // Shared-memory segments: see segment.h and include/scout/shm_format.h.
-// ThreadSanitizer does not model std::atomic_thread_fence (gcc: -Wtsan, an error with -Werror);
-// the fences here order plain-atomic seqlock accesses, which TSAN sees as atomics anyway.
-#if defined(__SANITIZE_THREAD__)
-#pragma GCC diagnostic ignored "-Wtsan"
-#endif
 #include "plugin/shm/segment.h"
+
+#include "plugin/shm/fence.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -111,7 +108,7 @@ namespace {
 
 void copy_cstr(char* dst, size_t cap, std::string_view src) {
   size_t n = std::min(cap - 1, src.size());
-  if (n != 0) std::memcpy(dst, src.data(), n);  // an empty view may have a null data()
+  if (n > 0) std::memcpy(dst, src.data(), n);  // an empty view may have a null data()
   dst[n] = '\0';
 }
 
@@ -159,7 +156,7 @@ OpRecord* RingWriter::begin(uint64_t* index) {
     }
   }
   rec->seq.store(seq_writing(i), std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_release);
+  scout::release_fence();
   // Zero everything after seq. The atomics among them are reset by the same plain writes (the
   // odd seq tells readers the slot is in flux; the release in publish() orders them).
   zero_after_seq(rec);
@@ -269,7 +266,7 @@ std::unique_ptr<SegmentWriter> SegmentWriter::create(const std::string& dir,
     w->rings_.emplace_back(ch, reinterpret_cast<OpRecord*>(ring + kCommHeaderBytes),
                            ring_capacity, r);
   }
-  std::atomic_thread_fence(std::memory_order_release);
+  scout::release_fence();
   __atomic_store_n(&h->magic, kSegmentMagic, __ATOMIC_RELEASE);
   return w;
 }
@@ -577,7 +574,7 @@ ReadStatus SegmentReader::read(uint32_t ring, uint64_t index, RecordSnapshot* ou
   r.fp_bytes = load_relaxed(rec->fp_bytes);
   r.fp_level = load_relaxed(rec->fp_level);
   r.fp_version = load_relaxed(rec->fp_version);
-  std::atomic_thread_fence(std::memory_order_acquire);
+  scout::acquire_fence();
   uint64_t s2 = rec->seq.load(std::memory_order_relaxed);
   if (s2 != s1) return ReadStatus::kTorn;
   std::string why;
