@@ -82,10 +82,11 @@ void emit_if_pending(Process* p, ApiSlot* s) {
 }
 
 ThreadBlock* new_block(uint32_t index, uint32_t tid) {
+  // Populated at once (the thread's first NCCL call), not page by page over its next calls.
   void* mem = ::mmap(nullptr, sizeof(ThreadBlock), PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
   if (mem == MAP_FAILED) return nullptr;
-  auto* tb = static_cast<ThreadBlock*>(mem);  // zero pages: every slot word is 0 (invalid)
+  auto* tb = static_cast<ThreadBlock*>(mem);  // zeroed: every slot word is 0 (invalid)
   tb->index = index;
   tb->next_counter[0] = 1;
   tb->next_counter[1] = 1;
@@ -292,17 +293,6 @@ uint64_t api_begin(Process* p, ThreadBlock* tb, CommState* c, bool is_p2p, uint8
   return api_payload(tb->index, captured, counter);
 }
 
-bool api_read(Process* p, uint64_t payload, ApiCopy* out) {
-  uint32_t b = api_block(payload);
-  if (b >= kMaxThreadBlocks) return false;
-  ThreadBlock* tb = p->blocks[b].load(std::memory_order_acquire);
-  if (tb == nullptr) return false;
-  uint64_t counter = api_counter(payload);
-  if (counter == 0) return false;
-  const ApiSlot* s = slot_at(tb, api_captured_ring(payload), counter);
-  return copy_slot(s, counter, true, out);
-}
-
 namespace {
 
 ClaimResult claim_slot(ThreadBlock* tb, ApiSlot* s, const ApiCopy& copy) {
@@ -335,12 +325,6 @@ ClaimResult claim_slot(ThreadBlock* tb, ApiSlot* s, const ApiCopy& copy) {
 }
 
 }  // namespace
-
-ClaimResult api_claim(Process* p, uint64_t payload, const ApiCopy& copy) {
-  ThreadBlock* tb = p->blocks[api_block(payload)].load(std::memory_order_acquire);
-  if (tb == nullptr) return ClaimResult::kGone;
-  return claim_slot(tb, slot_at(tb, api_captured_ring(payload), copy.counter), copy);
-}
 
 ClaimResult api_take(Process* p, uint64_t payload, uint32_t ring, ApiCopy* out) {
   uint32_t b = api_block(payload);

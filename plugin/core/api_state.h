@@ -116,10 +116,6 @@ uint64_t api_begin(Process* p, ThreadBlock* tb, CommState* c, bool is_p2p, uint8
                    uint8_t dtype, uint64_t count, int32_t root, uint64_t stream, bool captured,
                    int64_t now);
 
-// Copies the slot named by an Api handle payload; false if the handle names no live slot (bad
-// block, reused slot, being written).
-bool api_read(Process* p, uint64_t payload, ApiCopy* out);
-
 enum class ClaimResult {
   kFirst,     // first claim: use the API information
   kReplay,    // captured call claimed again (graph replay): use it
@@ -127,11 +123,10 @@ enum class ClaimResult {
   kStale,     // already claimed by another Coll/P2p and not captured (digest 3.10): ignore it
   kGone,      // slot reused meanwhile
 };
-// Marks the API call as claimed by a Coll/P2p/CeColl (CAS on the slot word).
-ClaimResult api_claim(Process* p, uint64_t payload, const ApiCopy& copy);
-
-// api_read + a check that the call was made on communicator `ring` + api_claim, computing the
-// slot once (the Coll/P2p start path). kGone when the handle names no live slot of that ring.
+// The Coll/P2p/CeColl start path: copies the API call named by an Api handle payload into
+// *out (a seqlock copy), checks that it was made on communicator `ring`, and marks it claimed
+// (a plain store on its own thread, else a CAS on the slot word). kGone when the handle names no
+// live slot of that ring (bad block, reused slot, being written, another communicator).
 ClaimResult api_take(Process* p, uint64_t payload, uint32_t ring, ApiCopy* out);
 
 // Emits every still-unclaimed call of communicator `c` (finalize of `c`).
