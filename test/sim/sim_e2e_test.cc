@@ -271,11 +271,11 @@ TEST_F(SimE2E, DesyncChangesTheInjectedRanksCountForThatKeyOnly) {
 }
 
 // The scheduler's jitter on a loaded 2-core machine: lateness is M minus at most this.
-constexpr int64_t kSchedulingSlackMs = 10;
+constexpr int64_t kSchedulingSlackMs = 25;
 
 TEST_F(SimE2E, StragglerStartsLateOnEveryOperationFromItsStep) {
-  const int64_t M = 30;
-  JobView v = run("straggler", {"--steps", "3", "--fault", "straggler:rank=1,step=1,ms=30"});
+  const int64_t M = 100;
+  JobView v = run("straggler", {"--steps", "3", "--fault", "straggler:rank=1,step=1,ms=100"});
   int late = 0, on_time = 0;
   for (const auto& [key, by_rank] : v.colls) {
     if (!by_rank.count(1)) continue;
@@ -292,8 +292,8 @@ TEST_F(SimE2E, StragglerStartsLateOnEveryOperationFromItsStep) {
 }
 
 TEST_F(SimE2E, SlowlinkMakesOperationsWithBothRanksLonger) {
-  const int64_t M = 30;
-  JobView v = run("slowlink", {"--steps", "3", "--fault", "slowlink:rank=0,peer=1,step=1,ms=30"});
+  const int64_t M = 100;
+  JobView v = run("slowlink", {"--steps", "3", "--fault", "slowlink:rank=0,peer=1,step=1,ms=100"});
   uint64_t tp0 = v.hash_of("tp0");
   int slow = 0;
   for (const auto& [key, by_rank] : v.colls) {
