@@ -160,6 +160,9 @@ int launch(SimOptions o, const std::string& exe) {
     if (pid == 0) {
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // the job dies with its launcher
       if (::getppid() != launcher) ::_exit(127);
+      // Own process group: a terminal's Ctrl-C reaches the launcher only, which ends the job
+      // (exit code 4) instead of ranks dying one by one.
+      ::setpgid(0, 0);
       ::sigprocmask(SIG_SETMASK, &old_set, nullptr);
       ::execve(exe.c_str(), av.data(), ev.data());
       ::_exit(127);
