@@ -48,7 +48,7 @@ std::vector<nlohmann::json> read_truth(const std::string& path) {
 class SimCli : public ::testing::Test {
  protected:
   std::map<std::string, std::string> env() const {
-    return {{"SCOUT_SHM_DIR", dir_.path()}, {"NCCL_DEBUG", ""}, {"NCCL_PROFILER_PLUGIN", ""}};
+    return {{"SCOUT_SHM_DIR", dir_.path()}, {"NCCL_DEBUG", ""}, {"NCCL_PROFILER_PLUGIN", ""}, {"SCOUT_JOB_ID", ""}};
   }
   ProcessResult run(std::vector<std::string> args, double timeout_s = 60) {
     args.insert(args.begin(), sim());
@@ -165,6 +165,19 @@ TEST_F(SimCli, OneNodeLeavesScoutHostUnsetAndUserPluginChoiceIsKept) {
   EXPECT_NE(r.out.find("plugin none"), std::string::npos) << r.out;
   EXPECT_NE(r.err.find("SCOUT_JOB_ID=j1 SCOUT_HOST=(unset)"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("NCCL_PROFILER_PLUGIN set by environment to none"), std::string::npos);
+}
+
+TEST_F(SimCli, JobIdDefaultsToTheEnvironmentsThenToThePid) {
+  std::map<std::string, std::string> e = env();
+  e["SCOUT_JOB_ID"] = "from-env";
+  ProcessResult r = run_process({sim(), "--ranks", "2", "--steps", "1", "--bytes", "4K"}, e, 60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("scout-sim: job from-env: 2 ranks", 0), 0u) << r.out;
+  e["SCOUT_JOB_ID"] = "";
+  Subprocess p({sim(), "--ranks", "2", "--steps", "1", "--bytes", "4K"}, e);
+  r = p.wait(60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("scout-sim: job sim-" + std::to_string(p.pid()) + ": 2 ranks", 0), 0u) << r.out;
 }
 
 TEST_F(SimCli, HangIsEndedByTheTimeoutWithExitCode3) {
