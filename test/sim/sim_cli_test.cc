@@ -48,7 +48,8 @@ std::vector<nlohmann::json> read_truth(const std::string& path) {
 class SimCli : public ::testing::Test {
  protected:
   std::map<std::string, std::string> env() const {
-    return {{"SCOUT_SHM_DIR", dir_.path()}, {"NCCL_DEBUG", ""}, {"NCCL_PROFILER_PLUGIN", ""}, {"SCOUT_JOB_ID", ""}};
+    return {{"SCOUT_SHM_DIR", dir_.path()}, {"SCOUT_MAX_COMMS", "8"}, {"NCCL_DEBUG", ""}, {"NCCL_PROFILER_PLUGIN", ""},
+            {"SCOUT_JOB_ID", ""}};
   }
   ProcessResult run(std::vector<std::string> args, double timeout_s = 60) {
     args.insert(args.begin(), sim());
