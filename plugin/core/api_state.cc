@@ -1,6 +1,8 @@
 // Per-thread API state (api_state.h).
 #include "plugin/core/api_state.h"
 
+#include "plugin/shm/fence.h"
+
 #include <errno.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -60,7 +62,7 @@ bool copy_slot(const ApiSlot* s, uint64_t counter, bool low_bits_only, ApiCopy* 
   out->dtype = ld(s->dtype);
   out->is_p2p = ld(s->is_p2p);
   out->flags = ld(s->flags);
-  std::atomic_thread_fence(std::memory_order_acquire);
+  scout::acquire_fence();
   uint64_t w2 = __atomic_load_n(&s->word, __ATOMIC_RELAXED);
   if (word_counter(w2) != c1) return false;
   out->state = word_state(w2);
@@ -249,7 +251,7 @@ uint64_t api_begin(Process* p, ThreadBlock* tb, CommState* c, bool is_p2p, uint8
     emit_if_pending(p, s);
   }
   __atomic_store_n(&s->word, make_word(counter, kSlotWriting), __ATOMIC_RELAXED);
-  std::atomic_thread_fence(std::memory_order_release);
+  scout::release_fence();
   // The largest send buffer since the communicator's last launch: a sizing hint for the
   // fingerprint engine at KernelLaunch start (engine.h).
   uint64_t send_bytes = 0;

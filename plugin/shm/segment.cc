@@ -1,6 +1,8 @@
 // Shared-memory segments: see segment.h and include/scout/shm_format.h.
 #include "plugin/shm/segment.h"
 
+#include "plugin/shm/fence.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -103,7 +105,7 @@ namespace {
 
 void copy_cstr(char* dst, size_t cap, std::string_view src) {
   size_t n = std::min(cap - 1, src.size());
-  std::memcpy(dst, src.data(), n);
+  if (n > 0) std::memcpy(dst, src.data(), n);
   dst[n] = '\0';
 }
 
@@ -132,7 +134,7 @@ OpRecord* RingWriter::begin(uint64_t* index) {
     }
   }
   rec->seq.store(seq_writing(i), std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_release);
+  scout::release_fence();
   // Zero everything after seq. The atomics are reset with relaxed stores (the odd seq tells
   // readers the slot is in flux); plain fields with memset.
   std::memset(reinterpret_cast<char*>(rec) + 8, 0, offsetof(OpRecord, state) - 8);
@@ -253,7 +255,7 @@ std::unique_ptr<SegmentWriter> SegmentWriter::create(const std::string& dir,
     w->rings_.emplace_back(ch, reinterpret_cast<OpRecord*>(ring + kCommHeaderBytes),
                            ring_capacity, r);
   }
-  std::atomic_thread_fence(std::memory_order_release);
+  scout::release_fence();
   __atomic_store_n(&h->magic, kSegmentMagic, __ATOMIC_RELEASE);
   return w;
 }
@@ -561,7 +563,7 @@ ReadStatus SegmentReader::read(uint32_t ring, uint64_t index, RecordSnapshot* ou
   r.fp_bytes = load_relaxed(rec->fp_bytes);
   r.fp_level = load_relaxed(rec->fp_level);
   r.fp_version = load_relaxed(rec->fp_version);
-  std::atomic_thread_fence(std::memory_order_acquire);
+  scout::acquire_fence();
   uint64_t s2 = rec->seq.load(std::memory_order_relaxed);
   if (s2 != s1) return ReadStatus::kTorn;
   std::string why;
