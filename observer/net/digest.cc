@@ -67,7 +67,7 @@ DigestExchange::DigestExchange(Channel* ch, Judge* judge, const DigestConfig& cf
   config_key_ = hash_words({1 /* protocol version */, uint64_t(cfg_.stream_slots),
                             uint64_t(cfg_.timing_slots), uint64_t(cfg_.timing_ops),
                             cfg_.max_range_ops, uint64_t(cfg_.stall_ns),
-                            uint64_t(cfg_.stall_repeat_rounds)},
+                            uint64_t(cfg_.drill_repeat_rounds)},
                            0xc0f1);
 }
 
@@ -214,7 +214,12 @@ RoundResult DigestExchange::round(LocalView& local, int64_t now_ns, const ClockE
         res.streams_compared++;
         if (v[b + 6] != ~v[b + 7]) {
           res.streams_disagreeing++;
-          drills.push_back(&p);
+          // A lasting failure (every operation of a rank corrupted) is drilled again only every
+          // drill_repeat_rounds: its finding exists and is kept up to date, the leader is spared.
+          if (round_ >= st.next_digest_drill) {
+            drills.push_back(&p);
+            st.next_digest_drill = round_ + uint64_t(std::max(1, cfg_.drill_repeat_rounds));
+          }
         }
       }
     }
@@ -234,7 +239,7 @@ RoundResult DigestExchange::round(LocalView& local, int64_t now_ns, const ClockE
       if (!st.stalled || round_ >= st.next_stall_drill) {
         st.stall_drill_pending = true;
         st.stall_completed = completed;
-        st.next_stall_drill = round_ + uint64_t(std::max(1, cfg_.stall_repeat_rounds));
+        st.next_stall_drill = round_ + uint64_t(std::max(1, cfg_.drill_repeat_rounds));
       }
       st.stalled = true;
     }

@@ -55,7 +55,7 @@ struct DigestConfig {
   int timing_ops = 2;       // operations per digested range sampled for cross-node arrival
   uint64_t max_range_ops = 1024;  // digest covers at most the last this-many ops of its range
   int64_t stall_ns = 30000000000;  // job-wide no progress with ops pending this long: hang drill-down
-  int stall_repeat_rounds = 10;    // drill a lasting stall again every this-many rounds
+  int drill_repeat_rounds = 10;    // drill a lasting disagreement or stall again after this many rounds
   // Words in the vector: 4 + 8 K + 5 T.
   size_t words() const { return 4 + 8 * size_t(stream_slots) + 5 * size_t(timing_slots); }
 };
@@ -125,6 +125,7 @@ class DigestExchange {
     int64_t changed_at = 0;           // round time it last moved
     bool stalled = false;
     uint64_t next_stall_drill = 0;    // round from which a lasting stall is drilled again
+    uint64_t next_digest_drill = 0;   // same for a lasting digest disagreement
     bool stall_drill_pending = false; // decided last round, sent this round
     uint64_t stall_completed = 0;
   };

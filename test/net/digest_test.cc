@@ -114,7 +114,9 @@ TEST(Digest, OneDifferingFingerprintOnOneNodeDrillsDownToThatRank) {
     ASSERT_TRUE(f.key.has_value());
     EXPECT_EQ(f.evidence["source"], "cross-node drill-down");
   }
-  // The first drill-down names the first corrupted operation of each of the two streams.
+  // One drill-down (round 3) names the first corrupted operation of each of the two streams; the
+  // lasting disagreement is not drilled again before drill_repeat_rounds.
+  ASSERT_EQ(found.size(), 2u);
   EXPECT_EQ(found[0].key->seq, 120u);
   EXPECT_EQ(found[1].key->seq, 120u);
   EXPECT_NE(found[0].key->func, found[1].key->func);
@@ -165,7 +167,7 @@ TEST(Digest, StoppedRankOnAnotherNodeIsNamedAsTheHangRoot) {
   EXPECT_EQ(f.key->seq, 200u);
   EXPECT_EQ(f.evidence["waiting"].size(), 3u);
   EXPECT_NE(f.summary.find("never entered AllReduce #200 of dp2"), std::string::npos) << f.summary;
-  // Drilled once, then again every stall_repeat_rounds (10): one finding in 12 rounds.
+  // Drilled once, then again every drill_repeat_rounds (10): one finding in 12 rounds.
   EXPECT_EQ(found.size(), 1u);
 }
 
