@@ -22,6 +22,11 @@ constexpr size_t kTimingWords = 5;
 constexpr uint64_t kMaxPartitions = 1ull << 20;
 constexpr int kMaxProbes = 8;  // stream slot placement: linear probing bound
 
+// Times travel as unsigned words in an order-preserving encoding (sign bit flipped), so MIN
+// and MAX order them correctly even before 1970 or with large negative offsets.
+uint64_t enc_time(int64_t t) { return uint64_t(t) ^ kTopBit; }
+int64_t dec_time(uint64_t w) { return int64_t(w ^ kTopBit); }
+
 // Hash of a few words; never 0 and never has the top bit (so ~x is never the neutral value and
 // every real value sorts below the neutral one).
 uint64_t hash_words(std::initializer_list<uint64_t> words, uint64_t seed) {
@@ -96,7 +101,7 @@ RoundResult DigestExchange::round(LocalView& local, int64_t now_ns, const ClockE
 
   put_min(0, config_key_);
   put_max(1, config_key_);
-  put_max(2, uint64_t(clock.to_leader(now_ns)));
+  put_max(2, enc_time(clock.to_leader(now_ns)));
   if (flag) put_max(3, 1);
 
   // ---- contributions of the local streams that take part this round
@@ -161,9 +166,9 @@ RoundResult DigestExchange::round(LocalView& local, int64_t now_ns, const ClockE
             if (r.arrival_ns == 0) continue;
             const int64_t a = clock.to_leader(r.arrival_ns);
             ts.arrivals.emplace_back(r.global_rank, a);
-            put_min(tb + 2, uint64_t(a));
-            put_max(tb + 3, uint64_t(a));
-            if (r.end_ns != 0) put_max(tb + 4, uint64_t(clock.to_leader(r.end_ns)));
+            put_min(tb + 2, enc_time(a));
+            put_max(tb + 3, enc_time(a));
+            if (r.end_ns != 0) put_max(tb + 4, enc_time(clock.to_leader(r.end_ns)));
           }
           if (ts.arrivals.empty()) continue;
           put_min(tb + 0, ts.key);
@@ -186,7 +191,7 @@ RoundResult DigestExchange::round(LocalView& local, int64_t now_ns, const ClockE
         "observer network: observers run different digest settings (stream/timing slots, "
         "timing ops, range, stall time): give every observer the same SCOUT_NET_* values");
   }
-  res.round_time_ns = int64_t(~v[2]);
+  res.round_time_ns = dec_time(~v[2]);
   const bool any_flag = ~v[3] != 0;
   bool any_disagreement = false;
   size_t occupied = 0;
@@ -248,8 +253,8 @@ RoundResult DigestExchange::round(LocalView& local, int64_t now_ns, const ClockE
   for (const TimingSample& ts : samples) {
     const size_t tb = timing0 + kTimingWords * ts.slot;
     if (v[tb] != ts.key || ~v[tb + 1] != ts.key) continue;  // collision: no cross-node view
-    CrossNodeTiming t{ts.comm_hash, ts.func, ts.seq, int64_t(v[tb + 2]), int64_t(~v[tb + 3]),
-                      int64_t(~v[tb + 4]), {}};
+    CrossNodeTiming t{ts.comm_hash, ts.func, ts.seq, dec_time(v[tb + 2]), dec_time(~v[tb + 3]),
+                      v[tb + 4] == kNeutral ? 0 : dec_time(~v[tb + 4]), {}};
     for (const auto& [gr, a] : ts.arrivals) t.lateness.emplace_back(gr, a - t.earliest_arrival_ns);
     res.timings.push_back(std::move(t));
   }
