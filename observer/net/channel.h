@@ -73,6 +73,13 @@ struct Traffic {
   }
 };
 
+// Forming a channel failed because observers did not all announce themselves in time (they may
+// still come: retry the same epoch).
+class RendezvousTimeout : public ChannelError {
+ public:
+  using ChannelError::ChannelError;
+};
+
 enum class ReduceOp { kMin, kMax, kSum };
 
 // One endpoint's payload as the leader received it.
@@ -125,6 +132,10 @@ class Channel {
   // Wait limit of every primitive (default 30 s).
   void set_timeout(std::chrono::milliseconds t) { timeout_ = t; }
   std::chrono::milliseconds timeout() const { return timeout_; }
+
+  // Thread-safe: the call in progress (on another thread) and every later call fail at once
+  // with ChannelError. For shutting an observer down while it waits on a peer.
+  virtual void abort() = 0;
 
   // True after the first ChannelError; error() is its message.
   bool failed() const { return !error_.empty(); }

@@ -219,6 +219,7 @@ std::unique_ptr<GlooChannel> GlooChannel::connect(const GlooOptions& o) {
         done = keys->has(in_epoch(o.job, o.epoch, complete));
       }
       if (done) break;
+      if (o.cancel && o.cancel->load()) throw RendezvousTimeout("observer network: " + where + ": cancelled");
       if (std::chrono::steady_clock::now() >= deadline) {
         const auto m = missing();
         std::string why = m.empty() ? "the leader (node-rank 0) did not confirm that all " +
@@ -228,7 +229,7 @@ std::unique_ptr<GlooChannel> GlooChannel::connect(const GlooOptions& o) {
                                           ") did not join";
         // The presence key stays: observers still waiting must not count this one as missing.
         // A retry erases it first (stale keys of this node-rank are always removed on entry).
-        throw ChannelError("observer network: " + where + ": " + why + " within " +
+        throw RendezvousTimeout("observer network: " + where + ": " + why + " within " +
                            std::to_string(o.join_timeout.count()) + " ms");
       }
       std::this_thread::sleep_for(kPollInterval);
@@ -273,6 +274,13 @@ void GlooChannel::close_after_failure() {
   }
 }
 
+void GlooChannel::abort() {
+  std::lock_guard<std::mutex> lock(abort_mu_);
+  aborted_ = true;
+  if (pending_recv_) pending_recv_->abortWaitRecv();
+  if (pending_send_) pending_send_->abortWaitSend();
+}
+
 void GlooChannel::transfer(uint64_t tag, const SendSpec* send, const RecvSpec* recv) {
   std::unique_ptr<gloo::transport::UnboundBuffer> rb, sb;
   // Who the failing step was waiting on, for the message.
@@ -281,10 +289,26 @@ void GlooChannel::transfer(uint64_t tag, const SendSpec* send, const RecvSpec* r
     return recv->peer >= 0 ? "node-rank " + std::to_string(recv->peer)
                            : "any of " + std::to_string(recv->from_any.size()) + " node-ranks";
   };
+  struct Unregister {
+    GlooChannel* ch;
+    ~Unregister() {
+      std::lock_guard<std::mutex> lock(ch->abort_mu_);
+      ch->pending_recv_ = ch->pending_send_ = nullptr;
+    }
+  } unregister{this};
   try {
     if (recv) {
       who = recv_who();
       rb = ctx_->createUnboundBuffer(recv->data, recv->len);
+    }
+    if (send) sb = ctx_->createUnboundBuffer(const_cast<void*>(send->data), send->len);
+    {
+      std::lock_guard<std::mutex> lock(abort_mu_);
+      if (aborted_) throw ChannelError("aborted");
+      pending_recv_ = rb.get();
+      pending_send_ = sb.get();
+    }
+    if (recv) {
       if (recv->peer >= 0) {
         rb->recv(recv->peer, tag, 0, recv->len);
       } else {
@@ -293,7 +317,6 @@ void GlooChannel::transfer(uint64_t tag, const SendSpec* send, const RecvSpec* r
     }
     if (send) {
       who = "node-rank " + std::to_string(send->peer);
-      sb = ctx_->createUnboundBuffer(const_cast<void*>(send->data), send->len);
       sb->send(send->peer, tag, 0, send->len);
     }
     if (recv) {

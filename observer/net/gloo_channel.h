@@ -4,8 +4,10 @@
 // unbound buffers. Design brief section 7; docs/observer-network.md ("Rendezvous").
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "observer/net/channel.h"
@@ -14,6 +16,7 @@ namespace gloo {
 class Context;
 namespace transport {
 class Device;
+class UnboundBuffer;
 }
 }  // namespace gloo
 
@@ -33,6 +36,9 @@ struct GlooOptions {
   std::chrono::milliseconds join_timeout{60000};
   // Wait limit of every message once connected (Channel::set_timeout).
   std::chrono::milliseconds timeout{30000};
+  // Polled while waiting for the other observers: true makes connect() give up at once
+  // (RendezvousTimeout "cancelled"). Null: never.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 class GlooChannel : public Channel {
@@ -49,6 +55,7 @@ class GlooChannel : public Channel {
   static uint64_t latest_epoch(const std::string& rdzv, const std::string& job);
 
   ~GlooChannel() override;
+  void abort() override;
 
   const GlooOptions& options() const { return opts_; }
 
@@ -62,6 +69,11 @@ class GlooChannel : public Channel {
   GlooOptions opts_;
   std::shared_ptr<gloo::transport::Device> dev_;
   std::shared_ptr<gloo::Context> ctx_;
+  // abort(): the buffers of the transfer in progress, to interrupt their waits.
+  std::mutex abort_mu_;
+  bool aborted_ = false;
+  gloo::transport::UnboundBuffer* pending_recv_ = nullptr;
+  gloo::transport::UnboundBuffer* pending_send_ = nullptr;
 };
 
 }  // namespace scout::net

@@ -25,6 +25,13 @@ InprocChannel& InprocNetwork::endpoint(int rank) {
   return *endpoints_[rank];
 }
 
+std::unique_ptr<Channel> InprocNetwork::connect(int rank) {
+  if (rank < 0 || rank >= size()) {
+    throw ChannelError("observer network: no in-process endpoint " + std::to_string(rank));
+  }
+  return std::make_unique<InprocChannel>(this, rank);
+}
+
 void InprocNetwork::kill(int rank) {
   dead_.at(rank)->store(true);
   wake_all();
@@ -49,6 +56,7 @@ void InprocNetwork::post(int dest, Message m) {
 InprocChannel::InprocChannel(InprocNetwork* net, int rank) : Channel(rank, net->size()), net_(net) {}
 
 void InprocChannel::close_after_failure() { net_->kill(rank()); }
+void InprocChannel::abort() { net_->kill(rank()); }
 
 void InprocChannel::transfer(uint64_t tag, const SendSpec* send, const RecvSpec* recv) {
   const int me = rank();

@@ -21,6 +21,7 @@ class InprocNetwork;
 class InprocChannel : public Channel {
  public:
   InprocChannel(InprocNetwork* net, int rank);
+  void abort() override;
 
  protected:
   void transfer(uint64_t tag, const SendSpec* send, const RecvSpec* recv) override;
@@ -38,6 +39,8 @@ class InprocNetwork {
   int size() const { return static_cast<int>(boxes_.size()); }
   // Endpoint `rank` (created on first use, owned by the network).
   InprocChannel& endpoint(int rank);
+  // Endpoint `rank` owned by the caller (instead of endpoint(); must not outlive the network).
+  std::unique_ptr<Channel> connect(int rank);
   // Failure injection: endpoint `rank` is gone. Its own calls and every wait for a message from
   // it fail at once with ChannelError ("node-rank K is gone"), as a closed TCP connection would.
   void kill(int rank);

@@ -52,6 +52,7 @@ NetWorkload::Node::Node(const NetWorkload* job, int node, int64_t offset)
     : job_(job), node_(node), offset_(offset) {}
 
 std::vector<net::StreamView> NetWorkload::Node::streams() {
+  const int64_t now = t_.load();
   std::vector<net::StreamView> out;
   if (job_->nodes_ < 2) return out;  // one node: nothing crosses the network
   for (int l = 0; l < job_->ranks_per_node_; ++l) {
@@ -62,15 +63,15 @@ std::vector<net::StreamView> NetWorkload::Node::streams() {
       s.func = kFuncs[f];
       s.nranks = job_->nodes_;
       s.comm_name = "dp" + std::to_string(l);
-      s.completed = job_->comm_completed(l, t_);
-      s.enqueued = job_->rank_enqueued(g, t_);
+      s.completed = job_->comm_completed(l, now);
+      s.enqueued = job_->rank_enqueued(g, now);
       net::RankProgressView p;
       p.comm_rank = node_;
       p.global_rank = g;
       p.enqueued = s.enqueued;
       p.started = s.enqueued;
       p.completed = s.completed;
-      p.last_event_ns = t_ + offset_;
+      p.last_event_ns = now + offset_;
       s.ranks.push_back(p);
       out.push_back(std::move(s));
     }
@@ -79,9 +80,10 @@ std::vector<net::StreamView> NetWorkload::Node::streams() {
 }
 
 bool NetWorkload::Node::op(uint64_t comm, uint8_t func, uint64_t seq, std::vector<net::RankOpView>* out) {
+  const int64_t now = t_.load();
   for (int l = 0; l < job_->ranks_per_node_; ++l) {
     if (job_->comm_hash(l) != comm) continue;
-    const uint64_t done = job_->comm_completed(l, t_);
+    const uint64_t done = job_->comm_completed(l, now);
     if (seq >= done || seq + job_->retain_ < done) return false;
     const int g = node_ * job_->ranks_per_node_ + l;
     net::RankOpView r;

@@ -10,9 +10,9 @@
 // `extra_lateness(rank)` late. Faults are injected with the setters.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <vector>
 
 #include "observer/net/local_view.h"
@@ -47,8 +47,8 @@ class NetWorkload {
   class Node : public net::LocalView {
    public:
     Node(const NetWorkload* job, int node, int64_t clock_offset_ns);
-    // The job has progressed to true time t.
-    void set_time(int64_t t_ns) { t_ = t_ns; }
+    // The job has progressed to true time t (any thread).
+    void set_time(int64_t t_ns) { t_.store(t_ns); }
     std::vector<net::StreamView> streams() override;
     bool op(uint64_t comm_hash, uint8_t func, uint64_t seq, std::vector<net::RankOpView>* out) override;
     net::RankIdentity identity(int global_rank) override;
@@ -57,7 +57,7 @@ class NetWorkload {
     const NetWorkload* job_;
     int node_;
     int64_t offset_;
-    int64_t t_ = 0;
+    std::atomic<int64_t> t_{0};
   };
 
   // Expected values (shared by all healthy ranks) for tests.
