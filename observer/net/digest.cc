@@ -348,49 +348,16 @@ RoundResult DigestExchange::round(LocalView& local, int64_t now_ns, const ClockE
     res.gathered = true;
 
     if (ch_->is_leader()) {
-      Identities ids;
-      std::map<std::tuple<uint64_t, uint8_t, uint64_t, uint64_t>, DigestDrill> digests;
-      std::map<std::pair<uint64_t, uint8_t>, StallDrill> stalls;
-      for (const Contribution& c : got) {
-        NodeReport r;
-        std::string why;
-        if (!decode_report(c.bytes, &r, &why)) {
-          if (res.bad_reports++ == 0) res.bad_report_error = "node-rank " + std::to_string(c.rank) + ": " + why;
-          continue;
-        }
-        for (const RankIdentity& id : r.identities) ids[id.global_rank] = id;
-        for (obs::Finding& f : r.findings) res.findings.push_back(std::move(f));
-        for (const NodeStreamOps& d : r.digests) {
-          DigestDrill& dd = digests[{d.stream.comm_hash, d.stream.func, d.from, d.to}];
-          dd.stream = d.stream;
-          dd.from = d.from;
-          dd.to = d.to;
-          for (const NodeOpValues& op : d.ops) {
-            auto& votes = dd.votes[op.seq];
-            for (size_t i = 0; i < d.ranks.size(); ++i) {
-              RankVote rv{d.ranks[i].first, d.ranks[i].second, c.rank, op.meta, op.fp};
-              if (!op.agree) {
-                if (i >= op.per_rank.size() || !op.per_rank[i].present) continue;
-                rv.meta = op.per_rank[i].meta;
-                rv.fp = op.per_rank[i].fp;
-              }
-              votes.push_back(rv);
-            }
-          }
-        }
-        for (const NodeStall& s : r.stalls) {
-          StallDrill& sd = stalls[{s.stream.comm_hash, s.stream.func}];
-          sd.stream = s.stream;
-          sd.completed = s.completed;
-          for (const RankProgressView& p : s.ranks) sd.ranks.emplace_back(c.rank, p);
-        }
-      }
+      LeaderInbox in = collect_reports(got);
+      res.bad_reports = in.bad_reports;
+      res.bad_report_error = in.first_error;
+      for (obs::Finding& f : in.findings) res.findings.push_back(std::move(f));
       if (judge_) {
-        for (const auto& [k, d] : digests) {
-          for (obs::Finding& f : judge_->judge_digest(d, ids, res.round_time_ns)) res.findings.push_back(std::move(f));
+        for (const DigestDrill& d : in.digests) {
+          for (obs::Finding& f : judge_->judge_digest(d, in.identities, res.round_time_ns)) res.findings.push_back(std::move(f));
         }
-        for (const auto& [k, s] : stalls) {
-          for (obs::Finding& f : judge_->judge_stall(s, ids, res.round_time_ns)) res.findings.push_back(std::move(f));
+        for (const StallDrill& sd : in.stalls) {
+          for (obs::Finding& f : judge_->judge_stall(sd, in.identities, res.round_time_ns)) res.findings.push_back(std::move(f));
         }
       }
     }

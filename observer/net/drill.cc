@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <tuple>
 
 #include "observer/net/wire.h"
 
@@ -283,6 +284,49 @@ bool decode_report(std::span<const uint8_t> bytes, NodeReport* out, std::string*
   if (!r.at_end()) return fail("trailing bytes after report");
   *out = std::move(rep);
   return true;
+}
+
+LeaderInbox collect_reports(const std::vector<Contribution>& got) {
+  LeaderInbox in;
+  std::map<std::tuple<uint64_t, uint8_t, uint64_t, uint64_t>, DigestDrill> digests;
+  std::map<std::pair<uint64_t, uint8_t>, StallDrill> stalls;
+  for (const Contribution& c : got) {
+    NodeReport r;
+    std::string why;
+    if (!decode_report(c.bytes, &r, &why)) {
+      if (in.bad_reports++ == 0) in.first_error = "node-rank " + std::to_string(c.rank) + ": " + why;
+      continue;
+    }
+    for (const RankIdentity& id : r.identities) in.identities[id.global_rank] = id;
+    for (obs::Finding& f : r.findings) in.findings.push_back(std::move(f));
+    for (const NodeStreamOps& d : r.digests) {
+      DigestDrill& dd = digests[{d.stream.comm_hash, d.stream.func, d.from, d.to}];
+      dd.stream = d.stream;
+      dd.from = d.from;
+      dd.to = d.to;
+      for (const NodeOpValues& op : d.ops) {
+        auto& votes = dd.votes[op.seq];
+        for (size_t i = 0; i < d.ranks.size(); ++i) {
+          RankVote rv{d.ranks[i].first, d.ranks[i].second, c.rank, op.meta, op.fp};
+          if (!op.agree) {
+            if (i >= op.per_rank.size() || !op.per_rank[i].present) continue;
+            rv.meta = op.per_rank[i].meta;
+            rv.fp = op.per_rank[i].fp;
+          }
+          votes.push_back(rv);
+        }
+      }
+    }
+    for (const NodeStall& s : r.stalls) {
+      StallDrill& sd = stalls[{s.stream.comm_hash, s.stream.func}];
+      sd.stream = s.stream;
+      sd.completed = s.completed;
+      for (const RankProgressView& p : s.ranks) sd.ranks.emplace_back(c.rank, p);
+    }
+  }
+  for (auto& [k, d] : digests) in.digests.push_back(std::move(d));
+  for (auto& [k, s] : stalls) in.stalls.push_back(std::move(s));
+  return in;
 }
 
 std::vector<obs::Finding> MajorityJudge::judge_digest(const DigestDrill& d, const Identities& ids,

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "observer/model/finding.h"
+#include "observer/net/channel.h"
 #include "observer/net/local_view.h"
 
 namespace scout::net {
@@ -87,6 +88,18 @@ struct StallDrill {
 
 // Identity lookup for suspects: global rank -> identity (empty fields if unknown).
 using Identities = std::map<int, RankIdentity>;
+
+// What the leader received in one round, merged: node findings, one DigestDrill per (stream,
+// range) with every node's votes, one StallDrill per stream, identities of the ranks mentioned.
+struct LeaderInbox {
+  std::vector<obs::Finding> findings;
+  std::vector<DigestDrill> digests;
+  std::vector<StallDrill> stalls;
+  Identities identities;
+  int bad_reports = 0;      // contributions that did not decode (skipped)
+  std::string first_error;  // "node-rank K: why" of the first one
+};
+LeaderInbox collect_reports(const std::vector<Contribution>& got);
 
 // Decides findings from drill-downs on the leader. The node-local core's consensus and hang
 // detectors implement it in the observer; MajorityJudge is the network layer's own.
