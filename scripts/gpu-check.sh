@@ -151,12 +151,24 @@ if [ $HAVE_GPU -eq 1 ] && [ $HAVE_TORCH -eq 1 ]; then
     "$DUMP" --job "method-$METHOD" --dir "$SCOUT_SHM_DIR" > "$WORK/method-$METHOD.dump.jsonl" 2>&1
     python3 - "$WORK/method-$METHOD.dump.jsonl" <<'EOF' | tee -a "$SUMMARY"
 import json, sys, collections
-ops = [json.loads(l) for l in open(sys.argv[1]) if '"type":"op"' in l]
-abi = {json.loads(l).get("abi_version") for l in open(sys.argv[1]) if '"type":"segment"' in l}
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+seg = None
+comms = {}
+abi = set()
+ops = []
+for o in lines:
+    t = o.get("type")
+    if t == "segment":
+        seg = o.get("path"); abi.add(o.get("abi_version"))
+    elif t == "comm":
+        comms[(seg, o.get("ring"))] = (o.get("comm_hash"), o.get("rank"))
+    elif t == "op":
+        o["_comm"], o["_rank"] = comms.get((seg, o.get("ring")), (None, None))
+        ops.append(o)
 by_key = collections.defaultdict(dict)
 for o in ops:
-    if o.get("kind") == "coll":
-        by_key[(o.get("comm_hash"), o.get("func"), o.get("key"))][o.get("rank")] = o
+    if o.get("kind") == "coll" and o.get("func") in ("AllReduce", "AllGather", "Broadcast"):
+        by_key[(o["_comm"], o.get("func"), o.get("key"))][o["_rank"]] = o
 done = sum(1 for o in ops if o.get("fp_recv_status") == "done")
 complete = sum(1 for o in ops if o.get("state") == "complete")
 agree = disagree = 0
@@ -164,8 +176,8 @@ for k, ranks in by_key.items():
     fps = {r["fp_recv"] for r in ranks.values() if r.get("fp_recv_status") == "done"}
     if len(fps) == 1 and len(ranks) > 1: agree += 1
     elif len(fps) > 1: disagree += 1
-print(f"step2: plugin ABI {sorted(abi)}; {len(ops)} records, {complete} complete (KernelCh on all channels), "
-      f"{done} with GPU receive fingerprints; {agree} collectives with identical fingerprints on all ranks, {disagree} differing")
+print(f"step2: plugin ABI {sorted(a for a in abi if a)}; {len(ops)} records, {complete} complete (KernelCh on all channels), "
+      f"{done} with GPU receive fingerprints; {agree} AllReduce/AllGather/Broadcast with identical receive fingerprints on all ranks, {disagree} differing")
 EOF
     say "step2: $segs segments written"
   fi
