@@ -1,0 +1,115 @@
+#include "observer/detect/comm_waits.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "scout/shm_format.h"
+
+namespace scout::obs {
+
+namespace {
+int slot_of(const Op& op, int rank) {
+  if (op.id.cls == OpClass::kColl) return rank;
+  if (op.id.src == rank) return 0;
+  if (op.id.dst == rank) return 1;
+  return -1;
+}
+}  // namespace
+
+bool has_issued(const Comm& c, const OpId& id, int rank) {
+  auto it = c.ops.find(id);
+  if (it != c.ops.end()) {
+    int s = slot_of(it->second, rank);
+    return s >= 0 && it->second.slots[s].present;
+  }
+  if (id.cls == OpClass::kColl && rank >= 0 && rank < int(c.ranks.size()) && id.func < shm::kNumNumberedFuncs) {
+    return c.ranks[rank].issued[id.func] > id.seq;
+  }
+  return false;
+}
+
+CommWaits analyze_waits(const Comm& c) {
+  CommWaits w;
+  const int n = int(c.ranks.size());
+  w.ranks.resize(n);
+  std::vector<bool> is_waiting(n, false);
+  for (int r = 0; r < n; ++r) {
+    RankWaitState& rs = w.ranks[r];
+    rs.state = "idle";
+    for (const auto& [idx, id] : c.ranks[r].inflight) {
+      auto it = c.ops.find(id);
+      if (it == c.ops.end()) continue;
+      const Op& op = it->second;
+      int s = slot_of(op, r);
+      if (s < 0 || !op.slots[s].present) continue;
+      bool running = op.slots[s].rec.state == shm::kStateRunning;
+      if (rs.state == "idle") {
+        rs.state = running ? "running" : "enqueued";
+        rs.op = id;
+      }
+      if (!running) continue;
+      is_waiting[r] = true;
+      for (int t = 0; t < int(op.slots.size()); ++t) {
+        int q = op.comm_rank(t);
+        if (q == r) continue;
+        const OpSlot& qs = op.slots[t];
+        if (!qs.present) {
+          w.edges.push_back(WaitEdge{r, q, id, "absent"});
+        } else if (qs.rec.state == shm::kStateEnqueued) {
+          w.edges.push_back(WaitEdge{r, q, id, "not-started"});
+        }
+      }
+    }
+    if (is_waiting[r]) w.waiting.push_back(r);
+  }
+  if (w.waiting.empty()) return w;
+
+  // The operation most waiting ranks are in (their oldest in-flight one).
+  std::map<OpId, int> count;
+  for (int r : w.waiting) count[w.ranks[r].op]++;
+  w.op = std::max_element(count.begin(), count.end(), [](const auto& a, const auto& b) {
+           return a.second < b.second;
+         })->first;
+
+  // Mismatch: two waiting ranks in different collectives, neither having issued the other's.
+  bool mismatch = false;
+  for (size_t i = 0; i < w.waiting.size() && !mismatch; ++i) {
+    for (size_t j = i + 1; j < w.waiting.size() && !mismatch; ++j) {
+      int a = w.waiting[i], b = w.waiting[j];
+      const OpId& fa = w.ranks[a].op;
+      const OpId& fb = w.ranks[b].op;
+      if (fa == fb || fa.cls != OpClass::kColl || fb.cls != OpClass::kColl) continue;
+      if (!has_issued(c, fa, b) && !has_issued(c, fb, a)) mismatch = true;
+    }
+  }
+  if (mismatch) {
+    std::vector<std::pair<int, OpId>> ballots;
+    for (int r = 0; r < n; ++r) {
+      const RankWaitState& rs = w.ranks[r];
+      ballots.emplace_back(r, rs.state != "idle" && rs.op.cls == OpClass::kColl ? rs.op : kIdleOp);
+    }
+    w.frontier_vote = strict_majority(ballots, n);
+    w.cls = "mismatch";
+    w.edges.clear();
+    if (w.frontier_vote.has_majority && w.frontier_vote.groups[0].value != kIdleOp) {
+      w.op = w.frontier_vote.groups[0].value;
+      for (int a : w.frontier_vote.groups[0].voters) {
+        if (!is_waiting[a]) continue;
+        for (int d : w.frontier_vote.dissenters) w.edges.push_back(WaitEdge{a, d, w.op, "mismatch"});
+      }
+    }
+    return w;
+  }
+  if (w.edges.empty()) {
+    w.cls = "stuck";
+    auto it = c.ops.find(w.op);
+    w.meta_disagrees = it != c.ops.end() && it->second.meta_judged &&
+                       it->second.meta_verdict != "agree" && it->second.meta_verdict != "partial";
+  } else {
+    w.cls = "absent";
+  }
+  return w;
+}
+
+}  // namespace scout::obs
