@@ -1,6 +1,7 @@
 #include "observer/core/model.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "observer/core/names.h"
 
@@ -23,22 +24,40 @@ std::string describe(const OpId& id) {
          std::to_string(id.seq);
 }
 
-int Op::present() const {
-  int n = 0;
-  for (const OpSlot& s : slots) n += s.present;
-  return n;
-}
-
 int Op::n_final() const {
-  int n = 0;
-  for (const OpSlot& s : slots) n += s.present && s.final;
-  return n;
+  int k = 0;
+  for (const OpSlot& s : slots) k += s.final;
+  return k;
 }
 
 int Op::n_complete() const {
-  int n = 0;
-  for (const OpSlot& s : slots) n += s.present && s.rec.state == kStateComplete;
-  return n;
+  int k = 0;
+  for (const OpSlot& s : slots) k += s.rec.state == kStateComplete;
+  return k;
+}
+
+const OpSlot* Op::slot(int index) const {
+  auto it = std::lower_bound(slots.begin(), slots.end(), index,
+                             [](const OpSlot& s, int i) { return s.index < i; });
+  return it != slots.end() && it->index == index ? &*it : nullptr;
+}
+
+OpSlot* Op::slot(int index) { return const_cast<OpSlot*>(std::as_const(*this).slot(index)); }
+
+OpSlot& Op::add(int index) {
+  auto it = std::lower_bound(slots.begin(), slots.end(), index,
+                             [](const OpSlot& s, int i) { return s.index < i; });
+  if (it != slots.end() && it->index == index) return *it;
+  OpSlot s;
+  s.index = index;
+  return *slots.insert(it, s);
+}
+
+int Op::index_of(int rank) const {
+  if (id.cls == OpClass::kColl) return rank >= 0 && rank < n ? rank : -1;
+  if (rank == id.src) return 0;
+  if (rank == id.dst) return 1;
+  return -1;
 }
 
 bool Comm::members_known() const {
@@ -139,13 +158,14 @@ Op* Model::apply(Comm& c, int rank, const RecordSnapshot& r, int64_t now_ns) {
     }
     Op op;
     op.id = id;
-    op.slots.resize(id.cls == OpClass::kColl ? size_t(n) : 2);
+    op.n = id.cls == OpClass::kColl ? n : 2;
     op.first_seen_ns = now_ns;
     it = c.ops.emplace(id, std::move(op)).first;
   }
   Op& op = it->second;
-  OpSlot& s = op.slots[slot];
-  bool fresh = !s.present || s.rec.index != r.index;
+  bool existed = op.slot(slot) != nullptr;
+  OpSlot& s = op.add(slot);
+  bool fresh = !existed || s.rec.index != r.index;
   bool changed = fresh || s.rec.state != r.state || s.rec.ch_started != r.ch_started ||
                  s.rec.ch_stopped != r.ch_stopped || s.rec.fp_send_status != r.fp_send_status ||
                  s.rec.fp_recv_status != r.fp_recv_status;
@@ -188,8 +208,8 @@ Op* Model::apply(Comm& c, int rank, const RecordSnapshot& r, int64_t now_ns) {
     if (tl.size() > kTimelineLen) tl.pop_front();
   }
 
-  s.present = true;
   s.rec = r;
+  s.lost = false;
   s.final = is_final(r);
   return &op;
 }
@@ -202,12 +222,10 @@ void Model::lost(Comm& c, int rank, uint64_t index) {
   if (it == inflight.end()) return;
   auto op = c.ops.find(it->second);
   if (op != c.ops.end()) {
-    for (int i = 0; i < int(op->second.slots.size()); ++i) {
-      OpSlot& s = op->second.slots[i];
-      if (s.present && s.rec.index == index && op->second.comm_rank(i) == rank) {
-        s.lost = true;
-        s.final = true;
-      }
+    OpSlot* s = op->second.slot(op->second.index_of(rank));
+    if (s && s->rec.index == index) {
+      s->lost = true;
+      s->final = true;
     }
   }
   inflight.erase(it);
@@ -217,10 +235,9 @@ void Model::drop(Comm& c, const OpId& id) {
   auto it = c.ops.find(id);
   if (it == c.ops.end()) return;
   // A dropped op can no longer be followed as in flight on any rank.
-  for (int i = 0; i < int(it->second.slots.size()); ++i) {
-    const OpSlot& s = it->second.slots[i];
-    int r = it->second.comm_rank(i);
-    if (s.present && r >= 0 && r < int(c.ranks.size())) c.ranks[r].inflight.erase(s.rec.index);
+  for (const OpSlot& s : it->second.slots) {
+    int r = it->second.comm_rank(s.index);
+    if (r >= 0 && r < int(c.ranks.size())) c.ranks[r].inflight.erase(s.rec.index);
   }
   c.ops.erase(it);
 }

@@ -72,28 +72,37 @@ struct OpId {
 // "AllReduce #812" / "Send 2->3 #5".
 std::string describe(const OpId& id);
 
-// One comm rank's part of an operation. For p2p, slot 0 is the send side, slot 1 the recv side.
+// One participant's part of an operation: participant index = comm rank for collectives; for
+// p2p, 0 is the send side and 1 the recv side.
 struct OpSlot {
-  bool present = false;
+  int index = -1;
   bool final = false;  // no further update expected (complete, completion unobservable, or lost)
   bool lost = false;   // the record was overwritten in its ring before it was final
   shm::RecordSnapshot rec;
 };
 
+// Slots are sparse (only participants that reported), so a communicator of 100k ranks of which
+// 8 are on this node costs 8 slots per operation, not 100k.
 struct Op {
   OpId id;
-  std::vector<OpSlot> slots;    // coll: nranks (index = comm rank); p2p: 2
+  int n = 0;                    // participants: coll nranks, p2p 2
+  std::vector<OpSlot> slots;    // reported participants, ascending index
   int64_t first_seen_ns = 0;    // observer clock
   int64_t last_change_ns = 0;   // observer clock
   bool meta_judged = false;     // metadata agreement decided (once every slot is present)
   std::string meta_verdict;     // OpSummary::meta_verdict once judged
-  int present() const;
+  int present() const { return int(slots.size()); }
   int n_final() const;
   int n_complete() const;
-  bool all_present() const { return present() == int(slots.size()); }
-  bool all_final() const { return n_final() == int(slots.size()); }
-  // Comm rank of slot i (coll: i; p2p: src for 0, dst for 1).
-  int comm_rank(int slot) const { return id.cls == OpClass::kColl ? slot : (slot == 0 ? id.src : id.dst); }
+  bool all_present() const { return present() == n; }
+  bool all_final() const { return n_final() == n; }
+  const OpSlot* slot(int index) const;
+  OpSlot* slot(int index);
+  OpSlot& add(int index);  // inserts (sorted) or returns the existing slot
+  // Comm rank of participant `index` (coll: index; p2p: src for 0, dst for 1).
+  int comm_rank(int index) const { return id.cls == OpClass::kColl ? index : (index == 0 ? id.src : id.dst); }
+  // Participant index of comm rank `rank`, -1 if it does not take part.
+  int index_of(int rank) const;
 };
 
 // An operation and when it reached a state on one rank.

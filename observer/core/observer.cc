@@ -106,9 +106,7 @@ void Observer::reclaim(int64_t now_ns) {
       for (int r = 0; r < int(c.ranks.size()) && !live; ++r) {
         if (c.ranks[r].proc != v.proc) continue;
         for (const auto& [id, op] : c.ops) {
-          for (int s = 0; s < int(op.slots.size()); ++s) {
-            if (op.comm_rank(s) == r && op.slots[s].present) live = true;
-          }
+          if (op.slot(op.index_of(r))) live = true;
         }
       }
     }

@@ -8,20 +8,10 @@
 
 namespace scout::obs {
 
-namespace {
-int slot_of(const Op& op, int rank) {
-  if (op.id.cls == OpClass::kColl) return rank;
-  if (op.id.src == rank) return 0;
-  if (op.id.dst == rank) return 1;
-  return -1;
-}
-}  // namespace
-
 bool has_issued(const Comm& c, const OpId& id, int rank) {
   auto it = c.ops.find(id);
   if (it != c.ops.end()) {
-    int s = slot_of(it->second, rank);
-    return s >= 0 && it->second.slots[s].present;
+    return it->second.slot(it->second.index_of(rank)) != nullptr;
   }
   if (id.cls == OpClass::kColl && rank >= 0 && rank < int(c.ranks.size()) && id.func < shm::kNumNumberedFuncs) {
     return c.ranks[rank].issued[id.func] > id.seq;
@@ -41,22 +31,22 @@ CommWaits analyze_waits(const Comm& c) {
       auto it = c.ops.find(id);
       if (it == c.ops.end()) continue;
       const Op& op = it->second;
-      int s = slot_of(op, r);
-      if (s < 0 || !op.slots[s].present) continue;
-      bool running = op.slots[s].rec.state == shm::kStateRunning;
+      const OpSlot* mine = op.slot(op.index_of(r));
+      if (!mine) continue;
+      bool running = mine->rec.state == shm::kStateRunning;
       if (rs.state == "idle") {
         rs.state = running ? "running" : "enqueued";
         rs.op = id;
       }
       if (!running) continue;
       is_waiting[r] = true;
-      for (int t = 0; t < int(op.slots.size()); ++t) {
+      for (int t = 0; t < op.n; ++t) {
         int q = op.comm_rank(t);
         if (q == r) continue;
-        const OpSlot& qs = op.slots[t];
-        if (!qs.present) {
+        const OpSlot* qs = op.slot(t);
+        if (!qs) {
           w.edges.push_back(WaitEdge{r, q, id, "absent"});
-        } else if (qs.rec.state == shm::kStateEnqueued) {
+        } else if (qs->rec.state == shm::kStateEnqueued) {
           w.edges.push_back(WaitEdge{r, q, id, "not-started"});
         }
       }

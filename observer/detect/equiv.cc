@@ -104,9 +104,9 @@ void EquivChecker::observe(const Model& m, const JudgedOp& op, int64_t now_ns, F
     if (!matches(groups_[g], c)) continue;
     if (!stored) {
       auto& hist = history_[op.comm];
-      std::vector<Fp> fps;
+      std::map<int, Fp> fps;
       for (const auto& p : op.parts) {
-        fps.push_back(Fp{p.present, p.proc, p.fp_send_status, p.fp_recv_status, p.fp_send, p.fp_recv});
+        fps[p.comm_rank] = Fp{p.present, p.proc, p.fp_send_status, p.fp_recv_status, p.fp_send, p.fp_recv};
       }
       hist[{op.id.func, op.id.seq}] = std::move(fps);
       while (hist.size() > kHistoryPerComm) hist.erase(hist.begin());
@@ -142,8 +142,9 @@ void EquivChecker::compare(const Model& m, size_t g, const std::vector<const Com
       std::vector<std::pair<int, uint64_t>> ballots;
       for (int i = 0; i < int(members.size()); ++i) {
         const auto& fps = history_[members[i]->key][key];
-        if (r >= int(fps.size()) || !fps[r].present) continue;
-        const Fp& fp = fps[r];
+        auto fit = fps.find(r);
+        if (fit == fps.end() || !fit->second.present) continue;
+        const Fp& fp = fit->second;
         if ((send ? fp.send_status : fp.recv_status) != shm::kFpDone) continue;
         ballots.emplace_back(i, send ? fp.send : fp.recv);
       }

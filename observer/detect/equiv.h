@@ -63,7 +63,7 @@ class EquivChecker {
                int64_t now_ns, FindingBoard& board);
 
   std::vector<EquivGroup> groups_;
-  std::map<CommKey, std::map<Key, std::vector<Fp>>> history_;
+  std::map<CommKey, std::map<Key, std::map<int, Fp>>> history_;  // comm -> key -> comm rank -> fp
 };
 
 }  // namespace scout::obs

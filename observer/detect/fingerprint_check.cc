@@ -23,9 +23,10 @@ std::optional<FpOutcome> check_recv_fingerprints(const Op& op, bool timed_out) {
   bool waiting = false;
   // Coverage (bytes, version) of each done fingerprint; voters share the most common one.
   std::map<std::pair<uint64_t, uint32_t>, int> coverage;
+  if (!op.all_present()) waiting = true;
   for (const OpSlot& s : op.slots) {
-    if (!s.present || s.rec.fp_recv_status == kFpPending) waiting = true;
-    if (s.present && s.rec.fp_recv_status == kFpDone) coverage[{s.rec.fp_bytes, s.rec.fp_version}]++;
+    if (s.rec.fp_recv_status == kFpPending) waiting = true;
+    if (!s.lost && s.rec.fp_recv_status == kFpDone) coverage[{s.rec.fp_bytes, s.rec.fp_version}]++;
   }
   if (waiting && !timed_out) return std::nullopt;
   if (coverage.empty()) {
@@ -37,16 +38,15 @@ std::optional<FpOutcome> check_recv_fingerprints(const Op& op, bool timed_out) {
   out.fp_bytes = best.first;
   out.fp_version = best.second;
   std::vector<std::pair<int, uint64_t>> ballots;
-  for (int i = 0; i < int(op.slots.size()); ++i) {
-    const OpSlot& s = op.slots[i];
-    if (s.present && s.rec.fp_recv_status == kFpDone && s.rec.fp_bytes == best.first &&
+  for (const OpSlot& s : op.slots) {
+    if (!s.lost && s.rec.fp_recv_status == kFpDone && s.rec.fp_bytes == best.first &&
         s.rec.fp_version == best.second) {
-      ballots.emplace_back(i, s.rec.fp_recv);
+      ballots.emplace_back(s.index, s.rec.fp_recv);
     }
   }
   out.voters = int(ballots.size());
-  out.partial = out.voters < int(op.slots.size());
-  out.vote = strict_majority(ballots, int(op.slots.size()));
+  out.partial = out.voters < op.n;
+  out.vote = strict_majority(ballots, op.n);
   switch (out.vote.verdict) {
     case VoteVerdict::kAgree: out.verdict = out.partial ? "partial" : "agree"; break;
     case VoteVerdict::kAttributed: out.verdict = "attributed"; break;
@@ -69,7 +69,6 @@ std::optional<Finding> sdc_finding(const Model& m, const Comm& c, const Op& op, 
   uint64_t bytes = 0;
   uint8_t dtype = kTypeUnknown;
   for (const OpSlot& s : op.slots) {
-    if (!s.present) continue;
     done = std::max({done, s.rec.complete_ns, s.rec.gpu_end_ns});
     bytes = s.rec.bytes;
     dtype = s.rec.datatype;

@@ -370,10 +370,8 @@ void HangDetector::report_crash(const Model& m, int proc, const ProcEdge& primar
         auto it = mb.comm->ops.find(id);
         std::string state = "unknown";
         if (it != mb.comm->ops.end()) {
-          for (int s = 0; s < int(it->second.slots.size()); ++s) {
-            if (it->second.comm_rank(s) == mb.rank && it->second.slots[s].present) {
-              state = op_state_name(it->second.slots[s].rec.state);
-            }
+          if (const OpSlot* s = it->second.slot(it->second.index_of(mb.rank))) {
+            state = op_state_name(s->rec.state);
           }
         }
         open_ops.push_back({{"comm", comm_json(*mb.comm)}, {"op", op_json(id)}, {"state", state}});

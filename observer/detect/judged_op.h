@@ -15,9 +15,10 @@ struct JudgedOp {
   OpId id;
   uint8_t datatype = 0;
   uint64_t bytes = 0;     // message bytes of the record (digest 5.1 convention per func)
+  int n = 0;              // participants (coll: nranks, p2p: 2)
   bool complete = false;  // every participant present, complete, with GPU start and end
   struct Part {
-    bool present = false;
+    bool present = true;    // false: its record was lost before it was final
     int comm_rank = -1;
     int proc = -1;
     int64_t api_ns = 0, enqueue_ns = 0;
@@ -26,7 +27,8 @@ struct JudgedOp {
     uint64_t fp_send = 0, fp_recv = 0;
     uint32_t send_nan = 0, send_inf = 0;
   };
-  std::vector<Part> parts;  // coll: one per comm rank; p2p: [send side, recv side]
+  std::vector<Part> parts;  // participants that reported, ascending (coll: by comm rank; p2p:
+                            // send side then recv side); all n of them when complete
 };
 
 }  // namespace scout::obs

@@ -17,21 +17,19 @@ MetaOutcome check_metadata(const Op& op) {
   MetaOutcome out;
   out.api_fields = true;
   for (const OpSlot& s : op.slots) {
-    if (s.present && s.rec.api_count == 0) out.api_fields = false;
+    if (s.rec.api_count == 0) out.api_fields = false;
   }
   bool rooted = op.id.cls == OpClass::kColl && (op.id.func == kFuncBroadcast || op.id.func == kFuncReduce);
   std::vector<std::pair<int, MetaValue>> ballots;
-  for (int i = 0; i < int(op.slots.size()); ++i) {
-    const OpSlot& s = op.slots[i];
-    if (!s.present) continue;
+  for (const OpSlot& s : op.slots) {
     MetaValue v;
     v.datatype = out.api_fields ? s.rec.api_datatype : s.rec.datatype;
     v.count = out.api_fields ? s.rec.api_count : s.rec.count;
     v.root = rooted ? s.rec.peer : -1;
-    ballots.emplace_back(op.comm_rank(i), v);
+    ballots.emplace_back(op.comm_rank(s.index), v);
   }
-  out.partial = int(ballots.size()) < int(op.slots.size());
-  out.vote = strict_majority(ballots, int(op.slots.size()));
+  out.partial = int(ballots.size()) < op.n;
+  out.vote = strict_majority(ballots, op.n);
   return out;
 }
 
@@ -61,7 +59,7 @@ std::optional<Finding> desync_finding(const Model& m, const Comm& c, const Op& o
   f.dedup_key = desync_key(c, op.id);
   int64_t first = 0;
   for (const OpSlot& s : op.slots) {
-    if (s.present && s.rec.enqueue_ns > 0) first = first == 0 ? s.rec.enqueue_ns : std::min(first, s.rec.enqueue_ns);
+    if (s.rec.enqueue_ns > 0) first = first == 0 ? s.rec.enqueue_ns : std::min(first, s.rec.enqueue_ns);
   }
   f.first_seen_ns = first > 0 ? first : now_ns;
   f.last_seen_ns = now_ns;

@@ -24,13 +24,13 @@ JudgedOp make_judged(const Comm& c, const Op& op) {
   JudgedOp j;
   j.comm = c.key;
   j.id = op.id;
-  j.complete = true;
-  for (int i = 0; i < int(op.slots.size()); ++i) {
-    const OpSlot& s = op.slots[i];
+  j.n = op.n;
+  j.complete = op.all_present();
+  for (const OpSlot& s : op.slots) {
     JudgedOp::Part p;
-    p.comm_rank = op.comm_rank(i);
+    p.comm_rank = op.comm_rank(s.index);
     p.proc = p.comm_rank >= 0 && p.comm_rank < int(c.ranks.size()) ? c.ranks[p.comm_rank].proc : -1;
-    p.present = s.present && !s.lost;
+    p.present = !s.lost;
     if (p.present) {
       const RecordSnapshot& r = s.rec;
       j.datatype = r.datatype;
@@ -82,7 +82,7 @@ void OpJudge::finish(Model& m, Comm& c, Op& op, int64_t now_ns, FindingBoard& bo
     s.seq = op.id.seq;
     const RecordSnapshot* first = nullptr;
     for (const OpSlot& sl : op.slots) {
-      if (sl.present && !sl.lost) {
+      if (!sl.lost) {
         first = &sl.rec;
         break;
       }
@@ -111,14 +111,14 @@ void OpJudge::finish(Model& m, Comm& c, Op& op, int64_t now_ns, FindingBoard& bo
     s.fp_verdict = fp ? fp->verdict : "n/a";
     s.meta_verdict = op.meta_verdict;
     out->summaries.push_back(s);
-    for (int i = 0; i < int(op.slots.size()); ++i) {
+    for (size_t i = 0; i < op.slots.size(); ++i) {
       const OpSlot& sl = op.slots[i];
-      if (!sl.present || sl.lost) continue;
+      if (sl.lost) continue;
       OpRankTiming t;
       t.comm_hash = c.key.hash;
       t.func = s.func;
       t.seq = s.seq;
-      t.comm_rank = i;
+      t.comm_rank = sl.index;
       t.global_rank = j.parts[i].proc >= 0 ? m.proc(j.parts[i].proc).global_rank : -1;
       t.api_ns = sl.rec.api_ns;
       t.start_ns = sl.rec.gpu_start_ns;
@@ -127,7 +127,7 @@ void OpJudge::finish(Model& m, Comm& c, Op& op, int64_t now_ns, FindingBoard& bo
       t.fp_status = fp_status_name(sl.rec.fp_recv_status);
       out->timings.push_back(t);
     }
-    if (op.n_complete() == int(op.slots.size())) {
+    if (op.n_complete() == op.n) {
       c.ops_complete++;
       c.last_seq[op.id.func] = std::max(c.last_seq[op.id.func], op.id.seq + 1);
     }
@@ -143,7 +143,7 @@ void OpJudge::pass(Model& m, int64_t now_ns, FindingBoard& board, JudgeOutput* o
       bool timed_out = now_ns - op.first_seen_ns > cfg_.settle_timeout_ns;
       bool all_settled = true;
       for (const OpSlot& s : op.slots) {
-        if (s.present && !settled(s, timed_out)) all_settled = false;
+        if (!settled(s, timed_out)) all_settled = false;
       }
       if (!known) {
         if (timed_out && all_settled) {

@@ -10,7 +10,7 @@
 namespace scout::obs {
 
 namespace {
-constexpr int kMaxRanks = 1 << 24;  // a ring claiming more ranks than this is rejected
+constexpr int kMaxRanks = 1 << 18;  // a ring claiming more ranks than this is rejected (memory bound)
 }
 
 Ingestor::Ingestor(IngestOptions opt) : opt_(std::move(opt)) {
