@@ -53,8 +53,10 @@ BENCH_LIBS := -lbenchmark
 CORE_DIRS := plugin observer replay
 ALL_CORE_CC := $(shell find $(CORE_DIRS) -name '*.cc' 2>/dev/null | sort)
 EXPORTS_CC := plugin/abi/exports.cc
-BIN_CC := $(filter %/bin/%,$(ALL_CORE_CC)) $(shell find test/sim/bin -name '*.cc' 2>/dev/null | sort)
-CORE_CC := $(filter-out %/bin/% $(EXPORTS_CC),$(ALL_CORE_CC))
+# (make patterns take one '%', so files under a bin/ folder are picked with findstring)
+in_bin = $(foreach f,$(1),$(if $(findstring /bin/,$(f)),$(f)))
+BIN_CC := $(call in_bin,$(ALL_CORE_CC)) $(shell find test/sim/bin -name '*.cc' 2>/dev/null | sort)
+CORE_CC := $(filter-out $(BIN_CC) $(EXPORTS_CC),$(ALL_CORE_CC))
 SIM_CC := $(shell find test/sim -maxdepth 1 -name '*.cc' 2>/dev/null | sort)
 TEST_CC := $(shell find test -name '*_test.cc' -not -path 'test/fixtures/*' 2>/dev/null | sort)
 BENCH_CC := $(shell find test/bench -name '*_bench.cc' 2>/dev/null | sort)

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace scout::fp {
 
@@ -20,7 +21,8 @@ struct Counts {
 
 // Fingerprint of the `len` bytes at `data` (docs/fingerprint.md, "Definition"). `dtype` is a
 // scout::shm::Datatype; for Float16, Bfloat16, Float32 and Float64 the NaN/Inf elements are
-// counted into *counts when counts != nullptr (a trailing partial element is not counted).
+// stored into *counts when counts != nullptr (zeros for other types; a trailing partial element
+// is not counted). data may be null only when len == 0.
 uint64_t fingerprint(const void* data, uint64_t len, uint8_t dtype, Counts* counts);
 
 // Fingerprint with a byte cap (docs/fingerprint.md, "Capped fingerprints"): when len >
@@ -42,12 +44,17 @@ uint64_t op_selector(uint64_t comm_hash, uint8_t func, uint64_t key);
 bool sampled(uint64_t comm_hash, uint8_t func, uint64_t key, uint32_t period_log2, uint32_t level);
 
 // Adaptive budget (docs/fingerprint.md, "Budget"): fed with the time spent fingerprinting and
-// the NCCL kernel time it followed, raises the level when the ratio exceeds `budget` and lowers
-// it when it falls well under. Not thread-safe; one per communicator, used by one thread.
+// the NCCL kernel time of every completed operation, raises the level when the ratio exceeds
+// `budget` and lowers it when it falls well under. budget <= 0 turns adaptation off (level 0).
+// Not thread-safe; one per communicator, used by one thread.
 class Budget {
  public:
+  // Operations per evaluation window, and the kernel time after which a window closes early.
+  static constexpr uint32_t kWindowOps = 64;
+  static constexpr uint64_t kWindowKernelNs = 50'000'000;
   explicit Budget(double budget, uint32_t max_level = 20) : budget_(budget), max_level_(max_level) {}
-  // Adds one sampled operation's cost; returns the level to use from now on.
+  // Adds one completed operation: `fingerprint_ns` = time spent fingerprinting it (0 when it
+  // was not sampled), `kernel_ns` = its NCCL kernel time. Returns the level to use from now on.
   uint32_t add(uint64_t fingerprint_ns, uint64_t kernel_ns);
   uint32_t level() const { return level_; }
 
@@ -59,5 +66,13 @@ class Budget {
   uint64_t kernel_ns_ = 0;
   uint32_t samples_ = 0;
 };
+
+// Fingerprint of the whole content of the file at `path` (what `scout hash FILE` prints): 16
+// lowercase hex digits of fingerprint(bytes, size, kTypeUint8, nullptr). On error returns ""
+// and sets *error (when non-null) to a message naming the path and the reason.
+std::string hash_file(const std::string& path, std::string* error);
+
+// 16 lowercase hex digits of a fingerprint (zero-padded).
+std::string to_hex(uint64_t fingerprint);
 
 }  // namespace scout::fp

@@ -208,6 +208,7 @@ struct CommHeader {
   std::atomic<uint64_t> n_p2p;              // 200  Send + Recv records
   std::atomic<uint64_t> n_unmatched;        // 208  Unmatched + CeColl records
   std::atomic<uint64_t> overwritten_live;   // 216  slots reused while their op was incomplete
+                                            //      (not counted for kFlagNoKernelCh records)
   std::atomic<uint64_t> bad_handles;        // 224  stale or invalid parent/event handles
   std::atomic<uint64_t> foreign_proxy;      // 232  PXN events from other processes ignored
   std::atomic<uint64_t> kernelch_orphans;   // 240  KernelCh events whose op slot was reused
@@ -221,7 +222,13 @@ struct CommHeader {
   std::atomic<uint64_t> fp_gpu_ns;          // 296  total fingerprint time (GPU or CPU) ns
   std::atomic<uint64_t> kernel_ns;          // 304  total NCCL kernel time seen ns
   std::atomic<uint64_t> disabled_reason;    // 312  nonzero: ring stopped recording (see docs)
-  uint8_t reserved[1024 - 320];             // 320
+  std::atomic<uint64_t> kernelch_extra;     // 320  KernelCh events repeating a channel or beyond
+                                            //      nChannels: ignored (counters never pass it)
+  std::atomic<uint64_t> ignored_events;     // 328  known events scout does not record (v6 CeSync,
+                                            //      CeBatch; proxy/net events if ever enabled)
+  std::atomic<uint64_t> late_matches;       // 336  Coll/P2p whose API call had already been
+                                            //      recorded as unmatched (both records exist)
+  uint8_t reserved[1024 - 344];             // 344
 };
 
 enum CommState : uint32_t {
@@ -335,6 +342,9 @@ static_assert(offsetof(CommHeader, n_coll) == 192);
 static_assert(offsetof(CommHeader, gpu_clock_offset_ns) == 264);
 static_assert(offsetof(CommHeader, fp_level) == 288);
 static_assert(offsetof(CommHeader, disabled_reason) == 312);
+static_assert(offsetof(CommHeader, kernelch_extra) == 320);
+static_assert(offsetof(CommHeader, ignored_events) == 328);
+static_assert(offsetof(CommHeader, late_matches) == 336);
 static_assert(sizeof(OpRecord) == kRecordBytes && alignof(OpRecord) == 8);
 static_assert(offsetof(OpRecord, key) == 8);
 static_assert(offsetof(OpRecord, kind) == 16);

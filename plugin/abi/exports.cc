@@ -1,21 +1,161 @@
-// Placeholder ABI tables; replaced by the event-handling implementation.
+// The plugin's ABI boundary: the three tables NCCL looks up with dlsym (digest 1.2) and the
+// entry points behind them. Thin on purpose: each entry point is noexcept, catches everything,
+// reports an escaped exception once through NCCL's logger, and returns ncclSuccess (NCCL
+// ignores the results of the event functions, and a failing init would not disable the plugin
+// cleanly, digest 1.3). All logic lives in plugin/core (events.h), which the tests call too.
+//
+// v5 (NCCL 2.28) and v6 (2.29+) share one implementation; v6 adds the copy-engine events. v4
+// (NCCL 2.27) descriptors are translated by plugin/core/v4_adapter.h. With SCOUT_RECORD_CALLS
+// set, each callback and its append to the call recording run under the recorder's mutex
+// (plugin/abi/recording.h).
+#include <mutex>
+
+#include "plugin/abi/recording.h"
+#include "plugin/core/events.h"
+#include "plugin/core/log.h"
+#include "plugin/core/v4_adapter.h"
+#include "plugin/record/recorder.h"
 #include "scout/nccl_profiler_abi.h"
 
-using namespace scout::abi;
-
 namespace {
-Result init_v5(void** ctx, uint64_t, int*, const char*, int, int, int, Logger) { *ctx = nullptr; return kSuccess; }
-Result init_v4(void** ctx, int*, const char*, uint64_t, int, int, int, Logger) { *ctx = nullptr; return kSuccess; }
-Result start_v4(void*, void** h, DescrV4*) { *h = nullptr; return kSuccess; }
-Result start_v5(void*, void** h, DescrV5*) { *h = nullptr; return kSuccess; }
-Result start_v6(void*, void** h, DescrV6*) { *h = nullptr; return kSuccess; }
-Result stop(void*) { return kSuccess; }
-Result record(void*, int, StateArgs*) { return kSuccess; }
-Result fini(void*) { return kSuccess; }
+
+using namespace scout;
+using core::log::Problem;
+
+void caught(Problem p, const char* where) noexcept {
+  try {
+    core::log::warn_once(p, "internal error in %s (exception caught; event ignored)", where);
+  } catch (...) {
+  }
+}
+
+// Runs `call` and, when recording, appends what it did with `append` under the recorder's lock.
+template <typename Call, typename Append>
+void run(Call call, Append append) {
+  rec::Recorder* r = abi_hook::recorder();
+  if (r == nullptr) {
+    call();
+    return;
+  }
+  std::lock_guard<std::mutex> lk(r->mutex());
+  call();
+  append(r);
+}
+
+abi::Result init_any(int abi_version, void** ctx, uint64_t hash, int* mask, const char* name,
+                     int nnodes, int nranks, int rank, abi::Logger logfn) noexcept {
+  try {
+    core::log::set_logger(logfn);
+    abi_hook::recording_on_init();
+    int mask_in = mask != nullptr ? *mask : 0;
+    run([&] {
+          if (abi_version == 4) {
+            core::init_v4(ctx, mask, name, hash, nnodes, nranks, rank, logfn);
+          } else {
+            core::init(ctx, hash, mask, name, nnodes, nranks, rank, logfn, abi_version);
+          }
+        },
+        [&](rec::Recorder* r) {
+          r->init(abi_version, ctx != nullptr ? *ctx : nullptr, hash, name, nnodes, nranks, rank,
+                  mask_in, mask != nullptr ? *mask : 0, abi::kSuccess);
+          r->flush();
+        });
+  } catch (...) {
+    if (ctx != nullptr) *ctx = nullptr;
+    caught(Problem::kExceptionInit, "init");
+  }
+  return abi::kSuccess;
+}
+
+abi::Result init_v4(void** ctx, int* mask, const char* name, uint64_t hash, int nnodes,
+                    int nranks, int rank, abi::Logger logfn) noexcept {
+  return init_any(4, ctx, hash, mask, name, nnodes, nranks, rank, logfn);
+}
+
+template <int kVersion>
+abi::Result init_v5v6(void** ctx, uint64_t hash, int* mask, const char* name, int nnodes,
+                      int nranks, int rank, abi::Logger logfn) noexcept {
+  return init_any(kVersion, ctx, hash, mask, name, nnodes, nranks, rank, logfn);
+}
+
+void* out_of(void** handle) { return handle != nullptr ? *handle : nullptr; }
+
+abi::Result start_v4(void* ctx, void** handle, abi::DescrV4* d) noexcept {
+  try {
+    run([&] { core::start_event_v4(ctx, handle, d); },
+        [&](rec::Recorder* r) { r->start_v4(ctx, out_of(handle), d, abi::kSuccess); });
+  } catch (...) {
+    if (handle != nullptr) *handle = nullptr;
+    caught(Problem::kExceptionEvent, "startEvent");
+  }
+  return abi::kSuccess;
+}
+
+abi::Result start_v5(void* ctx, void** handle, abi::DescrV5* d) noexcept {
+  try {
+    run([&] { core::start_event(ctx, handle, d, 5); },
+        [&](rec::Recorder* r) { r->start_v5(5, ctx, out_of(handle), d, abi::kSuccess); });
+  } catch (...) {
+    if (handle != nullptr) *handle = nullptr;
+    caught(Problem::kExceptionEvent, "startEvent");
+  }
+  return abi::kSuccess;
+}
+
+abi::Result start_v6(void* ctx, void** handle, abi::DescrV6* d) noexcept {
+  try {
+    run([&] { core::start_event_v6(ctx, handle, d); },
+        [&](rec::Recorder* r) { r->start_v6(ctx, out_of(handle), d, abi::kSuccess); });
+  } catch (...) {
+    if (handle != nullptr) *handle = nullptr;
+    caught(Problem::kExceptionEvent, "startEvent");
+  }
+  return abi::kSuccess;
+}
+
+template <int kVersion>
+abi::Result stop(void* handle) noexcept {
+  try {
+    run([&] { core::stop_event(handle); },
+        [&](rec::Recorder* r) { r->stop(kVersion, handle, abi::kSuccess); });
+  } catch (...) {
+    caught(Problem::kExceptionEvent, "stopEvent");
+  }
+  return abi::kSuccess;
+}
+
+template <int kVersion>
+abi::Result record(void* handle, int state, abi::StateArgs* args) noexcept {
+  try {
+    run([&] { core::record_state(handle, state, args); },
+        [&](rec::Recorder* r) { r->state(kVersion, handle, state, args, abi::kSuccess); });
+  } catch (...) {
+    caught(Problem::kExceptionEvent, "recordEventState");
+  }
+  return abi::kSuccess;
+}
+
+template <int kVersion>
+abi::Result fini(void* ctx) noexcept {
+  try {
+    run([&] { core::finalize(ctx); },
+        [&](rec::Recorder* r) { r->finalize(kVersion, ctx, abi::kSuccess); });
+    abi_hook::recording_on_finalize();
+  } catch (...) {
+    caught(Problem::kExceptionFinalize, "finalize");
+  }
+  return abi::kSuccess;
+}
+
 }  // namespace
 
+// Non-const globals with default visibility: a namespace-scope const object would have internal
+// linkage in C++ and dlsym would not find it (digest 1.2).
 extern "C" {
-__attribute__((visibility("default"))) ProfilerV4 ncclProfiler_v4 = {"scout", init_v4, start_v4, stop, record, fini};
-__attribute__((visibility("default"))) ProfilerV5 ncclProfiler_v5 = {"scout", init_v5, start_v5, stop, record, fini};
-__attribute__((visibility("default"))) ProfilerV6 ncclProfiler_v6 = {"scout", init_v5, start_v6, stop, record, fini};
+__attribute__((visibility("default"))) scout::abi::ProfilerV4 ncclProfiler_v4 = {
+    "scout", init_v4, start_v4, stop<4>, record<4>, fini<4>};
+__attribute__((visibility("default"))) scout::abi::ProfilerV5 ncclProfiler_v5 = {
+    "scout", init_v5v6<5>, start_v5, stop<5>, record<5>, fini<5>};
+__attribute__((visibility("default"))) scout::abi::ProfilerV6 ncclProfiler_v6 = {
+    "scout", init_v5v6<6>, start_v6, stop<6>, record<6>, fini<6>};
 }

@@ -34,6 +34,18 @@ struct OpInfo {
   bool on_launch_thread = true; // false: Coll start arrived on a CUDA host-callback thread
 };
 
+// The function whose sampling decision an operation follows: a Recv decides like the Send it
+// pairs with, so send #k of rank a to b and recv #k of b from a are sampled together
+// (docs/fingerprint.md, "Sampling").
+uint8_t sampling_func(uint8_t func);
+
+// Bytes of the send and receive buffers of one operation on this rank (docs/fingerprint.md,
+// "Which bytes"). `func` is a shm::Func; `count` and `elem_bytes` as the Coll/P2p descriptor
+// gives them (task count: for AllGather and Broadcast NCCL reports bytes with ncclInt8, so
+// elem_bytes = 1); `rank`/`root` inside the communicator. Unknown functions give 0 and 0.
+void op_bytes(uint8_t func, uint64_t count, uint64_t elem_bytes, int nranks, int rank, int root,
+              uint64_t* send_bytes, uint64_t* recv_bytes);
+
 // Per-communicator fingerprint state (sampling level, budget, GPU resources).
 struct CommFp;
 
@@ -54,10 +66,19 @@ class Engine {
   CommFp* comm_init(uint64_t comm_hash, int nranks, int cuda_dev, shm::CommHeader* ring);
   void comm_fini(CommFp* c);
 
+  // GroupApi start of the outermost group (user thread, inside the NCCL API call). From here to
+  // on_group_end() on the same thread, the engine may enqueue GPU work that waits for buffer
+  // addresses, because on_group_end() is guaranteed to come on this thread and releases it.
+  // Threads that never call it (non-blocking communicators' launch threads) get no send
+  // fingerprints on the GPU (docs/fingerprint.md, "Engine").
+  void on_group_start();
+
   // KernelLaunch start (launching thread, current CUDA device = the communicator's, right before
   // NCCL's cuLaunchKernelEx). `stream` is descriptor kernelLaunch.stream. May enqueue work that
-  // must run before the NCCL kernel (send-buffer fingerprints).
-  void on_launch_start(CommFp* c, void* stream);
+  // must run before the NCCL kernel (send-buffer fingerprints). `send_bytes_hint`: the largest
+  // send buffer this plan may hold, if the event layer knows it from pending CollApi/P2pApi
+  // counts (sizes the GPU grid); 0 = unknown.
+  void on_launch_start(CommFp* c, void* stream, uint64_t send_bytes_hint = 0);
 
   // KernelLaunch stop (same thread, right after the launch).
   void on_launch_stop(CommFp* c, void* stream);
@@ -79,6 +100,12 @@ class Engine {
 
   // True when a CUDA driver and a device were found and the kernel loaded.
   bool gpu_available() const;
+
+  // GPU identity of CUDA device `cuda_dev` as "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (the
+  // form nvidia-smi -L prints) into out[0..cap). False (out = "") without a driver or device.
+  // For SegmentHeader::gpu when SCOUT_GPU is empty. Call from a thread where CUDA calls are
+  // allowed (communicator init).
+  bool gpu_uuid(int cuda_dev, char* out, unsigned cap) const;
 
  private:
   Engine() = default;

@@ -125,7 +125,9 @@ OpRecord* RingWriter::begin(uint64_t* index) {
   uint64_t old = rec->seq.load(std::memory_order_relaxed);
   if (old != 0 && (old & 1) == 0) {
     uint32_t st = rec->state.load(std::memory_order_relaxed);
-    if (st == kStateEnqueued || st == kStateRunning) {
+    // Records flagged kFlagNoKernelCh can never complete: their reuse loses nothing pending.
+    uint32_t flags = __atomic_load_n(&rec->flags, __ATOMIC_RELAXED);
+    if ((st == kStateEnqueued || st == kStateRunning) && !(flags & kFlagNoKernelCh)) {
       hdr_->overwritten_live.fetch_add(1, std::memory_order_relaxed);
     }
   }
@@ -178,6 +180,15 @@ std::unique_ptr<SegmentWriter> SegmentWriter::create(const std::string& dir,
   uint64_t bytes = segment_bytes(max_comms, ring_capacity);
 
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0 && errno == EEXIST) {
+    // This pid's segment already exists: ours from an earlier load cycle (NCCL dlopens the
+    // plugin again after the last communicator was destroyed, digest 1.2) is reopened and
+    // continues with fresh rings; a stale one of an earlier process with the same pid, or one
+    // whose geometry differs, is replaced.
+    if (auto w = reopen_own(path, max_comms, ring_capacity)) return w;
+    ::unlink(path.c_str());
+    fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  }
   if (fd < 0) return fail("cannot create " + path + ": " + std::strerror(errno));
   // Mode 0600 regardless of umask.
   (void)::fchmod(fd, 0600);
@@ -244,6 +255,60 @@ std::unique_ptr<SegmentWriter> SegmentWriter::create(const std::string& dir,
   }
   std::atomic_thread_fence(std::memory_order_release);
   __atomic_store_n(&h->magic, kSegmentMagic, __ATOMIC_RELEASE);
+  return w;
+}
+
+std::unique_ptr<SegmentWriter> SegmentWriter::reopen_own(const std::string& path,
+                                                         uint32_t max_comms,
+                                                         uint32_t ring_capacity) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return nullptr;
+  struct stat st;
+  uint64_t bytes = segment_bytes(max_comms, ring_capacity);
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || uint64_t(st.st_size) != bytes ||
+      st.st_uid != ::geteuid()) {
+    ::close(fd);
+    return nullptr;
+  }
+  void* mem = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (mem == MAP_FAILED) return nullptr;
+  auto* h = static_cast<SegmentHeader*>(mem);
+  int pid = static_cast<int>(::getpid());
+  bool ours = __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) == kSegmentMagic &&
+              h->layout_version == kLayoutVersion && h->header_bytes == kSegmentHeaderBytes &&
+              h->record_bytes == kRecordBytes && h->segment_bytes == bytes &&
+              h->max_comms == max_comms && h->ring_capacity == ring_capacity &&
+              h->rings_offset == kSegmentHeaderBytes &&
+              h->ring_stride == kCommHeaderBytes + uint64_t(ring_capacity) * kRecordBytes &&
+              h->owner_pid == pid && h->owner_start_ticks == process_start_ticks(pid);
+  std::unique_ptr<SegmentWriter> w;
+  if (ours) {
+    w.reset(new (std::nothrow) SegmentWriter());
+    if (w) {
+      try {
+        w->rings_.reserve(max_comms);
+      } catch (...) {
+        w.reset();
+      }
+    }
+  }
+  if (!w) {
+    ::munmap(mem, bytes);
+    return nullptr;
+  }
+  w->hdr_ = h;
+  w->bytes_ = bytes;
+  w->path_ = path;
+  char* base = static_cast<char*>(mem);
+  for (uint32_t r = 0; r < max_comms; ++r) {
+    char* ring = base + h->rings_offset + uint64_t(r) * h->ring_stride;
+    w->rings_.emplace_back(reinterpret_cast<CommHeader*>(ring),
+                           reinterpret_cast<OpRecord*>(ring + kCommHeaderBytes), ring_capacity, r);
+  }
+  w->next_ring_.store(std::min(h->n_comms.load(std::memory_order_acquire), max_comms),
+                      std::memory_order_relaxed);
+  h->closed_ns.store(0, std::memory_order_release);
   return w;
 }
 
@@ -429,6 +494,9 @@ bool SegmentReader::comm(uint32_t ring, CommSnapshot* out) const {
   c.fp_gpu_ns = ch->fp_gpu_ns.load(std::memory_order_relaxed);
   c.kernel_ns = ch->kernel_ns.load(std::memory_order_relaxed);
   c.disabled_reason = ch->disabled_reason.load(std::memory_order_relaxed);
+  c.kernelch_extra = ch->kernelch_extra.load(std::memory_order_relaxed);
+  c.ignored_events = ch->ignored_events.load(std::memory_order_relaxed);
+  c.late_matches = ch->late_matches.load(std::memory_order_relaxed);
   if (c.nranks < 0 || c.rank < 0 || (c.nranks > 0 && c.rank >= c.nranks)) return false;
   return true;
 }

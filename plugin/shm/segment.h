@@ -83,6 +83,10 @@ class SegmentWriter {
   // header. max_comms in [1, kMaxCommsLimit]; ring_capacity a power of two in
   // [kMinRingCapacity, kMaxRingCapacity]. On failure returns nullptr and sets *error to one line
   // naming the path and the reason; no file is left behind.
+  // If this pid's segment already exists and was created by this very process (same pid and
+  // start time, same geometry: the plugin was dlclosed and dlopened again), it is reopened:
+  // its records and counters stay, new communicators get the rings not used yet, closed_ns is
+  // cleared. Any other existing file of that name (pid reuse, other geometry) is replaced.
   static std::unique_ptr<SegmentWriter> create(const std::string& dir, const SegmentIdentity& id,
                                                uint32_t max_comms, uint32_t ring_capacity,
                                                std::string* error);
@@ -104,6 +108,8 @@ class SegmentWriter {
 
  private:
   SegmentWriter() = default;
+  static std::unique_ptr<SegmentWriter> reopen_own(const std::string& path, uint32_t max_comms,
+                                                   uint32_t ring_capacity);
   SegmentHeader* hdr_ = nullptr;
   uint64_t bytes_ = 0;
   std::string path_;
@@ -159,6 +165,7 @@ struct CommSnapshot {
   uint64_t fp_sampled = 0, fp_skipped = 0;
   uint32_t fp_level = 0;
   uint64_t fp_gpu_ns = 0, kernel_ns = 0, disabled_reason = 0;
+  uint64_t kernelch_extra = 0, ignored_events = 0, late_matches = 0;
 };
 
 // Plain copy of the segment header's identity and counters.

@@ -1,0 +1,295 @@
+#include "observer/store/reader.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <map>
+#include <unordered_set>
+
+#include "observer/store/schema.h"
+#include "observer/store/sqlite.h"
+
+namespace scout::store {
+namespace {
+
+constexpr int kBusyTimeoutMs = 5000;
+
+constexpr const char* kOpColumns =
+    "op_id, comm_hash, comm_name, nranks, kind, func, seq, datatype, count, bytes, algo, proto, "
+    "n_channels, ranks_reported, ranks_complete, first_arrival_ns, last_arrival_ns, last_rank, "
+    "end_ns, duration_ns, busbw_gbps, fp_verdict, meta_verdict";
+
+constexpr const char* kOpOrder = "first_arrival_ns, comm_hash, func, seq, kind";
+constexpr const char* kOpOrderDesc =
+    "first_arrival_ns DESC, comm_hash DESC, func DESC, seq DESC, kind DESC";
+
+OpRow op_from(const Stmt& s) {
+  OpRow r;
+  r.op_id = s.i64(0);
+  obs::OpSummary& o = r.op;
+  o.comm_hash = s.u64(1);
+  o.comm_name = s.str(2);
+  o.nranks = s.i32(3);
+  o.kind = s.str(4);
+  o.func = s.str(5);
+  o.seq = s.u64(6);
+  o.datatype = s.str(7);
+  o.count = s.u64(8);
+  o.bytes = s.u64(9);
+  o.algo = s.str(10);
+  o.proto = s.str(11);
+  o.n_channels = s.i32(12);
+  o.ranks_reported = s.i32(13);
+  o.ranks_complete = s.i32(14);
+  o.first_arrival_ns = s.i64(15);
+  o.last_arrival_ns = s.i64(16);
+  o.last_rank = s.i32(17);
+  o.end_ns = s.i64(18);
+  o.duration_ns = s.i64(19);
+  o.busbw_gbps = s.f64(20);
+  o.fp_verdict = s.str(21);
+  o.meta_verdict = s.str(22);
+  return r;
+}
+
+nlohmann::json parse_json(const std::string& text, nlohmann::json fallback) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return j.is_discarded() ? fallback : j;
+}
+
+}  // namespace
+
+std::unique_ptr<StoreReader> StoreReader::open(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) throw Error("no store at " + path);
+  if (!S_ISREG(st.st_mode)) throw Error(path + " is not a scout store");
+  auto db = std::make_unique<Db>(path, SQLITE_OPEN_READONLY);
+  sqlite3_busy_timeout(db->raw(), kBusyTimeoutMs);
+  try {
+    db->query_int("PRAGMA user_version");
+  } catch (const Error&) {
+    throw Error(path + " is not a scout store (not an SQLite database)");
+  }
+  check_schema(*db);
+  db->exec("BEGIN");
+  return std::unique_ptr<StoreReader>(new StoreReader(std::move(db)));
+}
+
+StoreReader::StoreReader(std::unique_ptr<Db> db) : db_(std::move(db)) {}
+
+StoreReader::~StoreReader() {
+  try {
+    db_->exec("COMMIT");
+  } catch (...) {
+  }
+}
+
+const std::string& StoreReader::path() const { return db_->path(); }
+
+void StoreReader::refresh() {
+  db_->exec("COMMIT");
+  db_->exec("BEGIN");
+}
+
+StoreMeta StoreReader::meta() {
+  StoreMeta m;
+  m.schema_version = static_cast<int>(db_->query_int("PRAGMA user_version"));
+  Stmt s(*db_, "SELECT key, value FROM meta");
+  while (s.step()) {
+    std::string k = s.str(0), v = s.str(1);
+    if (k == "created_by") m.created_by = v;
+    if (k == "created_ns") m.created_ns = std::strtoll(v.c_str(), nullptr, 10);
+    if (k == "ops_dropped") m.ops_dropped = std::strtoull(v.c_str(), nullptr, 10);
+  }
+  return m;
+}
+
+std::optional<obs::JobInfo> StoreReader::job() {
+  Stmt s(*db_,
+         "SELECT job, nodes, node_rank, started_ns, updated_ns, observer_version FROM job "
+         "WHERE id = 1");
+  if (!s.step()) return std::nullopt;
+  obs::JobInfo j;
+  j.job = s.str(0);
+  j.nodes = s.i32(1);
+  j.node_rank = s.i32(2);
+  j.started_ns = s.i64(3);
+  j.updated_ns = s.i64(4);
+  j.observer_version = s.str(5);
+  return j;
+}
+
+std::vector<obs::RankInfo> StoreReader::ranks() {
+  Stmt s(*db_,
+         "SELECT global_rank, local_rank, host, pid, gpu, cuda_dev, node_rank, segment, state, "
+         "first_seen_ns, last_event_ns FROM ranks ORDER BY global_rank, host, pid");
+  std::vector<obs::RankInfo> out;
+  while (s.step()) {
+    obs::RankInfo r;
+    r.global_rank = s.i32(0);
+    r.local_rank = s.i32(1);
+    r.host = s.str(2);
+    r.pid = s.i32(3);
+    r.gpu = s.str(4);
+    r.cuda_dev = s.i32(5);
+    r.node_rank = s.i32(6);
+    r.segment = s.str(7);
+    r.state = s.str(8);
+    r.first_seen_ns = s.i64(9);
+    r.last_event_ns = s.i64(10);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::vector<obs::CommInfo> StoreReader::comms() {
+  Stmt s(*db_,
+         "SELECT comm_hash, nranks, name, nnodes, global_ranks, ops_complete, last_seq_broadcast, "
+         "last_seq_reduce, last_seq_allgather, last_seq_reducescatter, last_seq_allreduce, "
+         "last_progress_ns, state FROM comms ORDER BY name, comm_hash, nranks");
+  std::vector<obs::CommInfo> out;
+  while (s.step()) {
+    obs::CommInfo c;
+    c.comm_hash = s.u64(0);
+    c.nranks = s.i32(1);
+    c.name = s.str(2);
+    c.nnodes = s.i32(3);
+    nlohmann::json ranks = parse_json(s.str(4), nlohmann::json::array());
+    if (ranks.is_array()) {
+      for (const auto& r : ranks) c.global_ranks.push_back(r.is_number_integer() ? r.get<int>() : -1);
+    }
+    c.ops_complete = s.u64(5);
+    for (int i = 0; i < 5; ++i) c.last_seq[i] = s.u64(6 + i);
+    c.last_progress_ns = s.i64(11);
+    c.state = s.str(12);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::vector<obs::Finding> StoreReader::findings(const FindingFilter& filter) {
+  return select_findings(filter.open_only, 0);
+}
+
+std::optional<obs::Finding> StoreReader::finding(int64_t id) {
+  std::vector<obs::Finding> one = select_findings(false, id);
+  if (one.empty()) return std::nullopt;
+  return std::move(one.front());
+}
+
+std::vector<obs::Finding> StoreReader::select_findings(bool open_only, int64_t only_id) {
+  std::string sql =
+      "SELECT id, dedup_key, kind, verdict, status, comm_hash, comm_name, comm_nranks, key_func, "
+      "key_seq, first_seen_ns, last_seen_ns, summary, evidence FROM findings WHERE 1";
+  if (open_only) sql += " AND status = 'open'";
+  if (only_id != 0) sql += " AND id = ?";
+  sql += " ORDER BY id";
+  Stmt s(*db_, sql);
+  if (only_id != 0) s.bind(1, only_id);
+  std::vector<obs::Finding> out;
+  std::map<int64_t, size_t> index;
+  while (s.step()) {
+    obs::Finding f;
+    f.id = s.i64(0);
+    f.dedup_key = s.str(1);
+    f.kind = obs::kind_from_string(s.str(2)).value_or(obs::FindingKind::kHang);
+    f.verdict = obs::verdict_from_string(s.str(3)).value_or(obs::Verdict::kInconclusive);
+    f.open = s.str(4) == "open";
+    f.comm_hash = s.u64(5);
+    f.comm_name = s.str(6);
+    f.comm_nranks = s.i32(7);
+    if (!s.is_null(8)) f.key = obs::OpKey{s.str(8), s.u64(9)};
+    f.first_seen_ns = s.i64(10);
+    f.last_seen_ns = s.i64(11);
+    f.summary = s.str(12);
+    f.evidence = parse_json(s.str(13), nlohmann::json::object());
+    index[f.id] = out.size();
+    out.push_back(std::move(f));
+  }
+  if (out.empty()) return out;
+  Stmt sus(*db_,
+           "SELECT finding_id, role, global_rank, host, pid, gpu, comm_rank FROM finding_suspects "
+           "WHERE finding_id BETWEEN ? AND ? ORDER BY finding_id, role DESC, idx");
+  sus.bind(1, out.front().id).bind(2, out.back().id);
+  while (sus.step()) {
+    auto it = index.find(sus.i64(0));
+    if (it == index.end()) continue;
+    obs::Suspect p;
+    p.global_rank = sus.i32(2);
+    p.host = sus.str(3);
+    p.pid = sus.i32(4);
+    p.gpu = sus.str(5);
+    p.comm_rank = sus.i32(6);
+    obs::Finding& f = out[it->second];
+    if (sus.str(1) == "peer") {
+      f.peer = p;
+    } else {
+      f.suspects.push_back(p);
+    }
+  }
+  return out;
+}
+
+std::vector<OpRow> StoreReader::ops(const OpFilter& filter) {
+  std::string where;
+  auto add = [&](const char* cond) { where += (where.empty() ? " WHERE " : " AND ") + std::string(cond); };
+  if (filter.comm_hash) add("comm_hash = ?");
+  if (filter.comm_name) add("comm_name = ?");
+  if (filter.global_rank) add("op_id IN (SELECT op_id FROM op_timings WHERE global_rank = ?)");
+  if (filter.func) add("func = ? COLLATE NOCASE");
+  std::string sql = std::string("SELECT ") + kOpColumns + " FROM ops" + where;
+  if (filter.last > 0) {
+    sql = std::string("SELECT * FROM (") + sql + " ORDER BY " + kOpOrderDesc + " LIMIT ?) ORDER BY " +
+          kOpOrder;
+  } else {
+    sql += std::string(" ORDER BY ") + kOpOrder;
+  }
+  Stmt s(*db_, sql);
+  int i = 1;
+  if (filter.comm_hash) s.bind(i++, *filter.comm_hash);
+  if (filter.comm_name) s.bind(i++, *filter.comm_name);
+  if (filter.global_rank) s.bind(i++, *filter.global_rank);
+  if (filter.func) s.bind(i++, *filter.func);
+  if (filter.last > 0) s.bind(i++, filter.last);
+  std::vector<OpRow> out;
+  while (s.step()) out.push_back(op_from(s));
+  return out;
+}
+
+std::vector<TimingRow> StoreReader::timings(const std::vector<int64_t>& op_ids) {
+  std::string sql =
+      "SELECT t.op_id, t.global_rank, t.comm_rank, t.api_ns, t.start_ns, t.end_ns, t.fp_recv, "
+      "t.fp_status, o.comm_hash, o.func, o.seq FROM op_timings t JOIN ops o ON o.op_id = t.op_id";
+  std::unordered_set<int64_t> wanted(op_ids.begin(), op_ids.end());
+  if (!op_ids.empty()) sql += " WHERE t.op_id BETWEEN ? AND ?";
+  sql += " ORDER BY t.op_id, t.global_rank";
+  Stmt s(*db_, sql);
+  if (!op_ids.empty()) {
+    auto [lo, hi] = std::minmax_element(op_ids.begin(), op_ids.end());
+    s.bind(1, *lo).bind(2, *hi);
+  }
+  std::vector<TimingRow> out;
+  while (s.step()) {
+    TimingRow r;
+    r.op_id = s.i64(0);
+    if (!wanted.empty() && !wanted.count(r.op_id)) continue;
+    r.t.global_rank = s.i32(1);
+    r.t.comm_rank = s.i32(2);
+    r.t.api_ns = s.i64(3);
+    r.t.start_ns = s.i64(4);
+    r.t.end_ns = s.i64(5);
+    r.t.fp_recv = s.u64(6);
+    r.t.fp_status = s.str(7);
+    r.t.comm_hash = s.u64(8);
+    r.t.func = s.str(9);
+    r.t.seq = s.u64(10);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+uint64_t StoreReader::op_count() {
+  return static_cast<uint64_t>(db_->query_int("SELECT count(*) FROM ops"));
+}
+
+}  // namespace scout::store

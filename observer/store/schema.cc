@@ -1,0 +1,164 @@
+#include "observer/store/schema.h"
+
+#include <string>
+
+#include "scout/version.h"
+
+namespace scout::store {
+namespace {
+
+// Version 1 (docs/store.md). Integers are SQLite INTEGER (signed 64-bit); times are ns of
+// CLOCK_REALTIME; commHash and fingerprints are uint64 stored with the same bits.
+constexpr const char* kSchemaV1 = R"sql(
+CREATE TABLE meta (
+  key   TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+);
+CREATE TABLE job (
+  id               INTEGER PRIMARY KEY CHECK (id = 1),
+  job              TEXT NOT NULL,
+  nodes            INTEGER NOT NULL,
+  node_rank        INTEGER NOT NULL,
+  started_ns       INTEGER NOT NULL,
+  updated_ns       INTEGER NOT NULL,
+  observer_version TEXT NOT NULL
+);
+CREATE TABLE ranks (
+  host          TEXT NOT NULL,
+  pid           INTEGER NOT NULL,
+  global_rank   INTEGER NOT NULL,
+  local_rank    INTEGER NOT NULL,
+  gpu           TEXT NOT NULL,
+  cuda_dev      INTEGER NOT NULL,
+  node_rank     INTEGER NOT NULL,
+  segment       TEXT NOT NULL,
+  state         TEXT NOT NULL,
+  first_seen_ns INTEGER NOT NULL,
+  last_event_ns INTEGER NOT NULL,
+  PRIMARY KEY (host, pid)
+);
+CREATE TABLE comms (
+  comm_hash              INTEGER NOT NULL,
+  nranks                 INTEGER NOT NULL,
+  name                   TEXT NOT NULL,
+  nnodes                 INTEGER NOT NULL,
+  global_ranks           TEXT NOT NULL,
+  ops_complete           INTEGER NOT NULL,
+  last_seq_broadcast     INTEGER NOT NULL,
+  last_seq_reduce        INTEGER NOT NULL,
+  last_seq_allgather     INTEGER NOT NULL,
+  last_seq_reducescatter INTEGER NOT NULL,
+  last_seq_allreduce     INTEGER NOT NULL,
+  last_progress_ns       INTEGER NOT NULL,
+  state                  TEXT NOT NULL,
+  PRIMARY KEY (comm_hash, nranks)
+);
+CREATE TABLE ops (
+  op_id            INTEGER PRIMARY KEY,
+  comm_hash        INTEGER NOT NULL,
+  kind             TEXT NOT NULL,
+  func             TEXT NOT NULL,
+  seq              INTEGER NOT NULL,
+  comm_name        TEXT NOT NULL,
+  nranks           INTEGER NOT NULL,
+  datatype         TEXT NOT NULL,
+  count            INTEGER NOT NULL,
+  bytes            INTEGER NOT NULL,
+  algo             TEXT NOT NULL,
+  proto            TEXT NOT NULL,
+  n_channels       INTEGER NOT NULL,
+  ranks_reported   INTEGER NOT NULL,
+  ranks_complete   INTEGER NOT NULL,
+  first_arrival_ns INTEGER NOT NULL,
+  last_arrival_ns  INTEGER NOT NULL,
+  last_rank        INTEGER NOT NULL,
+  end_ns           INTEGER NOT NULL,
+  duration_ns      INTEGER NOT NULL,
+  busbw_gbps       REAL NOT NULL,
+  fp_verdict       TEXT NOT NULL,
+  meta_verdict     TEXT NOT NULL,
+  UNIQUE (comm_hash, func, seq, kind)
+);
+CREATE INDEX ops_by_arrival ON ops (first_arrival_ns);
+CREATE TABLE op_timings (
+  op_id       INTEGER NOT NULL,
+  global_rank INTEGER NOT NULL,
+  comm_rank   INTEGER NOT NULL,
+  api_ns      INTEGER NOT NULL,
+  start_ns    INTEGER NOT NULL,
+  end_ns      INTEGER NOT NULL,
+  fp_recv     INTEGER NOT NULL,
+  fp_status   TEXT NOT NULL,
+  PRIMARY KEY (op_id, global_rank)
+) WITHOUT ROWID;
+CREATE INDEX op_timings_by_rank ON op_timings (global_rank, op_id);
+CREATE TABLE findings (
+  id            INTEGER PRIMARY KEY,
+  dedup_key     TEXT UNIQUE,
+  kind          TEXT NOT NULL,
+  verdict       TEXT NOT NULL,
+  status        TEXT NOT NULL,
+  comm_hash     INTEGER NOT NULL,
+  comm_name     TEXT NOT NULL,
+  comm_nranks   INTEGER NOT NULL,
+  key_func      TEXT,
+  key_seq       INTEGER,
+  first_seen_ns INTEGER NOT NULL,
+  last_seen_ns  INTEGER NOT NULL,
+  summary       TEXT NOT NULL,
+  evidence      TEXT NOT NULL
+);
+CREATE TABLE finding_suspects (
+  finding_id  INTEGER NOT NULL,
+  role        TEXT NOT NULL,
+  idx         INTEGER NOT NULL,
+  global_rank INTEGER NOT NULL,
+  host        TEXT NOT NULL,
+  pid         INTEGER NOT NULL,
+  gpu         TEXT NOT NULL,
+  comm_rank   INTEGER NOT NULL,
+  PRIMARY KEY (finding_id, role, idx)
+) WITHOUT ROWID;
+CREATE INDEX finding_suspects_by_rank ON finding_suspects (global_rank);
+)sql";
+
+constexpr const char* kFormat = "scout-store";
+
+}  // namespace
+
+bool is_empty(Db& db) { return db.query_int("SELECT count(*) FROM sqlite_schema") == 0; }
+
+void create_schema(Db& db, int64_t now_ns) {
+  db.exec(kSchemaV1);
+  Stmt put(db, "INSERT INTO meta (key, value) VALUES (?, ?)");
+  auto row = [&](const char* k, const std::string& v) {
+    put.bind(1, k).bind(2, v).run();
+    put.reset();
+  };
+  row("format", kFormat);
+  row("schema_version", std::to_string(kSchemaVersion));
+  row("created_ns", std::to_string(now_ns));
+  row("created_by", std::string("scout ") + kVersion);
+  row("ops_dropped", "0");
+  db.exec("PRAGMA application_id = " + std::to_string(kApplicationId) +
+          "; PRAGMA user_version = " + std::to_string(kSchemaVersion));
+}
+
+void check_schema(Db& db) {
+  const std::string& path = db.path();
+  int64_t version = db.query_int("PRAGMA user_version");
+  int64_t app = db.query_int("PRAGMA application_id");
+  if (app != kApplicationId || version == 0) {
+    throw Error(path + " is not a scout store");
+  }
+  if (version > kSchemaVersion) {
+    throw Error("store " + path + " has schema version " + std::to_string(version) +
+                "; this scout reads up to version " + std::to_string(kSchemaVersion) +
+                " (use a newer scout)");
+  }
+  if (version < 1) throw Error(path + " is not a scout store");
+  Stmt fmt(db, "SELECT value FROM meta WHERE key = 'format'");
+  if (!fmt.step() || fmt.str(0) != kFormat) throw Error(path + " is not a scout store");
+}
+
+}  // namespace scout::store

@@ -1,0 +1,31 @@
+// The store's schema (docs/store.md describes every table and column): creation for a new file
+// and the version check every opener runs.
+#pragma once
+
+#include <cstdint>
+
+#include "observer/store/sqlite.h"
+
+namespace scout::store {
+
+// Schema version, stored in PRAGMA user_version and in meta('schema_version'). Raise it with
+// every incompatible change and document the change in docs/store.md ("Versions").
+constexpr int kSchemaVersion = 1;
+
+// PRAGMA application_id of every scout store: "SCOT" in ASCII.
+constexpr int32_t kApplicationId = 0x53434f54;
+
+// Creates the schema in an empty database (inside the caller's transaction) and stamps
+// user_version, application_id and the meta rows (format, schema_version, created_ns,
+// created_by).
+void create_schema(Db& db, int64_t now_ns);
+
+// Returns true when `db` holds no table at all (a new file).
+bool is_empty(Db& db);
+
+// Checks that `db` is a scout store this build can read: application_id and meta.format match,
+// and user_version is between 1 and kSchemaVersion. Throws Error with one line otherwise, e.g.
+//   "store /x.db has schema version 2; this scout reads up to version 1 (use a newer scout)".
+void check_schema(Db& db);
+
+}  // namespace scout::store

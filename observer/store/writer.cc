@@ -1,0 +1,337 @@
+#include "observer/store/writer.h"
+
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "observer/store/schema.h"
+#include "observer/store/sqlite.h"
+#include "plugin/shm/segment.h"
+#include "scout/version.h"
+
+namespace scout::store {
+namespace {
+
+constexpr int kBusyTimeoutMs = 5000;
+
+std::string placeholder_kind(const std::string& func) {
+  if (func == "Send") return "send";
+  if (func == "Recv") return "recv";
+  return "coll";
+}
+
+// Runs `body` inside a savepoint: on failure only this call's writes are undone.
+template <typename F>
+void guarded(Db& db, F&& body) {
+  db.exec("SAVEPOINT sink_call");
+  try {
+    body();
+  } catch (...) {
+    try {
+      db.exec("ROLLBACK TO sink_call; RELEASE sink_call");
+    } catch (...) {
+    }
+    throw;
+  }
+  db.exec("RELEASE sink_call");
+}
+
+}  // namespace
+
+std::unique_ptr<StoreWriter> StoreWriter::open(const std::string& path,
+                                               const WriterOptions& options, std::string* error) {
+  try {
+    std::filesystem::path p(path);
+    if (p.has_parent_path()) {
+      std::error_code ec;
+      std::filesystem::create_directories(p.parent_path(), ec);
+      if (ec) throw Error("cannot create directory " + p.parent_path().string() + ": " + ec.message());
+    }
+    auto db = std::make_unique<Db>(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+    sqlite3_busy_timeout(db->raw(), kBusyTimeoutMs);
+    try {
+      db->query_int("PRAGMA user_version");
+    } catch (const Error&) {
+      throw Error(path + " is not a scout store (not an SQLite database)");
+    }
+    if (is_empty(*db)) {
+      db->exec("PRAGMA journal_mode = WAL");
+      db->exec("BEGIN IMMEDIATE");
+      try {
+        create_schema(*db, shm::wall_ns());
+        db->exec("COMMIT");
+      } catch (...) {
+        db->exec("ROLLBACK");
+        throw;
+      }
+    } else {
+      check_schema(*db);
+      db->exec("PRAGMA journal_mode = WAL");
+    }
+    db->exec("PRAGMA synchronous = NORMAL");
+    Stmt last(*db, "INSERT OR REPLACE INTO meta (key, value) VALUES ('last_writer', ?)");
+    last.bind(1, std::string("scout ") + kVersion).run();
+    return std::unique_ptr<StoreWriter>(new StoreWriter(std::move(db), options));
+  } catch (const Error& e) {
+    if (error) *error = e.what();
+    return nullptr;
+  }
+}
+
+StoreWriter::StoreWriter(std::unique_ptr<Db> db, const WriterOptions& options)
+    : db_(std::move(db)), options_(options) {
+  if (options_.max_ops < 1) options_.max_ops = 1;
+}
+
+StoreWriter::~StoreWriter() {
+  if (in_batch_) flush();
+}
+
+const std::string& StoreWriter::path() const { return db_->path(); }
+
+void StoreWriter::fail(const std::string& what) {
+  std::string line = "scout store: " + what;
+  if (options_.on_error) {
+    options_.on_error(line);
+  } else {
+    std::fprintf(stderr, "%s\n", line.c_str());
+  }
+}
+
+void StoreWriter::begin() {
+  if (in_batch_) return;
+  db_->exec("BEGIN IMMEDIATE");
+  in_batch_ = true;
+}
+
+void StoreWriter::put_job(const obs::JobInfo& job) {
+  try {
+    begin();
+    guarded(*db_, [&] {
+      Stmt st(*db_,
+              "INSERT OR REPLACE INTO job (id, job, nodes, node_rank, started_ns, updated_ns, "
+              "observer_version) VALUES (1, ?, ?, ?, ?, ?, ?)");
+      st.bind(1, job.job).bind(2, job.nodes).bind(3, job.node_rank).bind(4, job.started_ns)
+          .bind(5, job.updated_ns).bind(6, job.observer_version).run();
+    });
+  } catch (const Error& e) {
+    fail(std::string("put_job: ") + e.what());
+  }
+}
+
+void StoreWriter::put_ranks(const std::vector<obs::RankInfo>& ranks) {
+  try {
+    begin();
+    guarded(*db_, [&] {
+      Stmt st(*db_,
+              "INSERT OR REPLACE INTO ranks (host, pid, global_rank, local_rank, gpu, cuda_dev, "
+              "node_rank, segment, state, first_seen_ns, last_event_ns) "
+              "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      for (const obs::RankInfo& r : ranks) {
+        st.bind(1, r.host).bind(2, r.pid).bind(3, r.global_rank).bind(4, r.local_rank)
+            .bind(5, r.gpu).bind(6, r.cuda_dev).bind(7, r.node_rank).bind(8, r.segment)
+            .bind(9, r.state).bind(10, r.first_seen_ns).bind(11, r.last_event_ns).run();
+        st.reset();
+      }
+    });
+  } catch (const Error& e) {
+    fail(std::string("put_ranks: ") + e.what());
+  }
+}
+
+void StoreWriter::put_comms(const std::vector<obs::CommInfo>& comms) {
+  try {
+    begin();
+    guarded(*db_, [&] {
+      Stmt st(*db_,
+              "INSERT OR REPLACE INTO comms (comm_hash, nranks, name, nnodes, global_ranks, "
+              "ops_complete, last_seq_broadcast, last_seq_reduce, last_seq_allgather, "
+              "last_seq_reducescatter, last_seq_allreduce, last_progress_ns, state) "
+              "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      for (const obs::CommInfo& c : comms) {
+        nlohmann::json ranks = c.global_ranks;
+        st.bind(1, c.comm_hash).bind(2, c.nranks).bind(3, c.name).bind(4, c.nnodes)
+            .bind(5, ranks.dump()).bind(6, c.ops_complete);
+        for (int i = 0; i < 5; ++i) st.bind(7 + i, c.last_seq[i]);
+        st.bind(12, c.last_progress_ns).bind(13, c.state).run();
+        st.reset();
+      }
+    });
+  } catch (const Error& e) {
+    fail(std::string("put_comms: ") + e.what());
+  }
+}
+
+void StoreWriter::put_ops(const std::vector<obs::OpSummary>& ops,
+                          const std::vector<obs::OpRankTiming>& timings) {
+  try {
+    begin();
+    guarded(*db_, [&] {
+      Stmt st(*db_,
+              "INSERT INTO ops (comm_hash, kind, func, seq, comm_name, nranks, datatype, count, "
+              "bytes, algo, proto, n_channels, ranks_reported, ranks_complete, first_arrival_ns, "
+              "last_arrival_ns, last_rank, end_ns, duration_ns, busbw_gbps, fp_verdict, "
+              "meta_verdict) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+              "?, ?) ON CONFLICT (comm_hash, func, seq, kind) DO UPDATE SET "
+              "comm_name = excluded.comm_name, nranks = excluded.nranks, "
+              "datatype = excluded.datatype, count = excluded.count, bytes = excluded.bytes, "
+              "algo = excluded.algo, proto = excluded.proto, n_channels = excluded.n_channels, "
+              "ranks_reported = excluded.ranks_reported, ranks_complete = excluded.ranks_complete, "
+              "first_arrival_ns = excluded.first_arrival_ns, "
+              "last_arrival_ns = excluded.last_arrival_ns, last_rank = excluded.last_rank, "
+              "end_ns = excluded.end_ns, duration_ns = excluded.duration_ns, "
+              "busbw_gbps = excluded.busbw_gbps, fp_verdict = excluded.fp_verdict, "
+              "meta_verdict = excluded.meta_verdict");
+      for (const obs::OpSummary& o : ops) {
+        st.bind(1, o.comm_hash).bind(2, o.kind).bind(3, o.func).bind(4, o.seq)
+            .bind(5, o.comm_name).bind(6, o.nranks).bind(7, o.datatype).bind(8, o.count)
+            .bind(9, o.bytes).bind(10, o.algo).bind(11, o.proto).bind(12, o.n_channels)
+            .bind(13, o.ranks_reported).bind(14, o.ranks_complete).bind(15, o.first_arrival_ns)
+            .bind(16, o.last_arrival_ns).bind(17, o.last_rank).bind(18, o.end_ns)
+            .bind(19, o.duration_ns).bind(20, o.busbw_gbps).bind(21, o.fp_verdict)
+            .bind(22, o.meta_verdict).run();
+        st.reset();
+      }
+      Stmt tt(*db_,
+              "INSERT OR REPLACE INTO op_timings (op_id, global_rank, comm_rank, api_ns, "
+              "start_ns, end_ns, fp_recv, fp_status) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+      Stmt find(*db_,
+                "SELECT op_id FROM ops WHERE comm_hash = ? AND func = ? AND seq = ? "
+                "ORDER BY op_id DESC LIMIT 1");
+      Stmt add(*db_,
+               "INSERT INTO ops (comm_hash, kind, func, seq, comm_name, nranks, datatype, count, "
+               "bytes, algo, proto, n_channels, ranks_reported, ranks_complete, first_arrival_ns, "
+               "last_arrival_ns, last_rank, end_ns, duration_ns, busbw_gbps, fp_verdict, "
+               "meta_verdict) VALUES (?, ?, ?, ?, '', 0, '', 0, 0, '', '', 0, 0, 0, 0, 0, -1, 0, "
+               "0, 0.0, '', '')");
+      for (const obs::OpRankTiming& t : timings) {
+        int64_t op_id = 0;
+        find.bind(1, t.comm_hash).bind(2, t.func).bind(3, t.seq);
+        if (find.step()) {
+          op_id = find.i64(0);
+        } else {
+          add.bind(1, t.comm_hash).bind(2, placeholder_kind(t.func)).bind(3, t.func)
+              .bind(4, t.seq).run();
+          add.reset();
+          op_id = db_->last_insert_rowid();
+          ++stats_.placeholder_ops;
+        }
+        find.reset();
+        tt.bind(1, op_id).bind(2, t.global_rank).bind(3, t.comm_rank).bind(4, t.api_ns)
+            .bind(5, t.start_ns).bind(6, t.end_ns).bind(7, t.fp_recv).bind(8, t.fp_status).run();
+        tt.reset();
+      }
+    });
+  } catch (const Error& e) {
+    fail(std::string("put_ops: ") + e.what());
+  }
+}
+
+void StoreWriter::write_suspects(int64_t finding_id, const obs::Finding& f) {
+  Stmt del(*db_, "DELETE FROM finding_suspects WHERE finding_id = ?");
+  del.bind(1, finding_id).run();
+  Stmt st(*db_,
+          "INSERT INTO finding_suspects (finding_id, role, idx, global_rank, host, pid, gpu, "
+          "comm_rank) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+  auto put = [&](const char* role, int idx, const obs::Suspect& s) {
+    st.bind(1, finding_id).bind(2, role).bind(3, idx).bind(4, s.global_rank).bind(5, s.host)
+        .bind(6, s.pid).bind(7, s.gpu).bind(8, s.comm_rank).run();
+    st.reset();
+  };
+  for (size_t i = 0; i < f.suspects.size(); ++i) put("suspect", static_cast<int>(i), f.suspects[i]);
+  if (f.peer) put("peer", 0, *f.peer);
+}
+
+void StoreWriter::upsert_finding(obs::Finding* f) {
+  try {
+    begin();
+    guarded(*db_, [&] {
+      int64_t id = 0, first_seen = 0;
+      {
+        Stmt find(*db_, f->dedup_key.empty()
+                            ? "SELECT id, first_seen_ns FROM findings WHERE id = ?"
+                            : "SELECT id, first_seen_ns FROM findings WHERE dedup_key = ?");
+        if (f->dedup_key.empty()) {
+          find.bind(1, f->id);
+        } else {
+          find.bind(1, f->dedup_key);
+        }
+        if ((!f->dedup_key.empty() || f->id > 0) && find.step()) {
+          id = find.i64(0);
+          first_seen = find.i64(1);
+        }
+      }
+      std::string evidence = f->evidence.dump();
+      const char* status = f->open ? "open" : "closed";
+      if (id != 0) {
+        Stmt up(*db_,
+                "UPDATE findings SET verdict = ?, status = ?, last_seen_ns = ?, summary = ?, "
+                "evidence = ? WHERE id = ?");
+        up.bind(1, obs::to_string(f->verdict)).bind(2, status).bind(3, f->last_seen_ns)
+            .bind(4, f->summary).bind(5, evidence).bind(6, id).run();
+      } else {
+        Stmt ins(*db_,
+                 "INSERT INTO findings (dedup_key, kind, verdict, status, comm_hash, comm_name, "
+                 "comm_nranks, key_func, key_seq, first_seen_ns, last_seen_ns, summary, evidence) "
+                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+        if (f->dedup_key.empty()) {
+          ins.bind_null(1);
+        } else {
+          ins.bind(1, f->dedup_key);
+        }
+        ins.bind(2, obs::to_string(f->kind)).bind(3, obs::to_string(f->verdict)).bind(4, status)
+            .bind(5, f->comm_hash).bind(6, f->comm_name).bind(7, f->comm_nranks);
+        if (f->key) {
+          ins.bind(8, f->key->func).bind(9, f->key->seq);
+        } else {
+          ins.bind_null(8).bind_null(9);
+        }
+        ins.bind(10, f->first_seen_ns).bind(11, f->last_seen_ns).bind(12, f->summary)
+            .bind(13, evidence).run();
+        id = db_->last_insert_rowid();
+        first_seen = f->first_seen_ns;
+      }
+      write_suspects(id, *f);
+      f->id = id;
+      f->first_seen_ns = first_seen;
+    });
+  } catch (const Error& e) {
+    fail(std::string("upsert_finding: ") + e.what());
+  }
+}
+
+void StoreWriter::flush() {
+  if (!in_batch_) return;
+  try {
+    int64_t max_id = db_->query_int("SELECT max(op_id) FROM ops", 0);
+    int64_t cutoff = max_id - options_.max_ops;
+    if (cutoff > 0) {
+      Stmt dt(*db_, "DELETE FROM op_timings WHERE op_id <= ?");
+      dt.bind(1, cutoff).run();
+      Stmt dop(*db_, "DELETE FROM ops WHERE op_id <= ?");
+      dop.bind(1, cutoff).run();
+      int64_t n = db_->changes();
+      if (n > 0) {
+        Stmt m(*db_,
+               "UPDATE meta SET value = CAST(CAST(value AS INTEGER) + ? AS TEXT) "
+               "WHERE key = 'ops_dropped'");
+        m.bind(1, n).run();
+        stats_.ops_dropped += static_cast<uint64_t>(n);
+      }
+    }
+    db_->exec("COMMIT");
+    in_batch_ = false;
+    ++stats_.batches;
+  } catch (const Error& e) {
+    try {
+      db_->exec("ROLLBACK");
+    } catch (...) {
+    }
+    in_batch_ = false;
+    ++stats_.failed_batches;
+    fail(std::string("flush: ") + e.what());
+  }
+}
+
+}  // namespace scout::store

@@ -1,0 +1,79 @@
+// The observer's SQLite store: implements obs::Sink (observer/model/sink.h). One file per node
+// (default path: observer/store/paths.h), WAL mode so `scout` reads while the observer writes,
+// one transaction per flush(). Schema and units: docs/store.md.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "observer/model/sink.h"
+
+namespace scout::store {
+
+class Db;
+class Stmt;
+
+struct WriterOptions {
+  // Operations kept (OpSummary rows, each with its per-rank timings); when a flush leaves more,
+  // the oldest (first stored) are deleted and counted in meta('ops_dropped').
+  // Default: SCOUT_STORE_MAX_OPS.
+  int64_t max_ops = 100000;
+  // Receives one line per failed store operation (the batch in progress is rolled back; what
+  // earlier flushes committed stays). Default: stderr.
+  std::function<void(const std::string&)> on_error;
+};
+
+// What the writer has done since it was opened.
+struct WriterStats {
+  uint64_t batches = 0;         // flush() calls that committed
+  uint64_t failed_batches = 0;  // batches rolled back after an error
+  uint64_t ops_dropped = 0;     // operations deleted by the history bound
+  uint64_t placeholder_ops = 0; // timings that arrived without their summary (see put_ops)
+};
+
+class StoreWriter : public obs::Sink {
+ public:
+  // Opens or creates the store at `path` (its directory is created, mode 0700, if missing).
+  // Returns nullptr with *error (one line) when the file is not a scout store, was written by a
+  // newer schema, or cannot be opened/created.
+  static std::unique_ptr<StoreWriter> open(const std::string& path, const WriterOptions& options,
+                                           std::string* error);
+  ~StoreWriter() override;  // commits a pending batch
+
+  void put_job(const obs::JobInfo& job) override;
+  void put_ranks(const std::vector<obs::RankInfo>& ranks) override;
+  void put_comms(const std::vector<obs::CommInfo>& comms) override;
+  // Upserts by (comm_hash, func, seq, kind); the row keeps its place in the history (first
+  // store). A timing is attached to the operation with the same (comm_hash, func, seq); when
+  // none is stored, a placeholder operation row is created (kind from func: "send", "recv" or
+  // "coll"; other fields empty) so no timing is lost, and counted in placeholder_ops.
+  void put_ops(const std::vector<obs::OpSummary>& ops,
+               const std::vector<obs::OpRankTiming>& timings) override;
+  // Sink semantics: same non-empty dedup_key -> update verdict, status, suspects, peer,
+  // last_seen_ns, summary and evidence of the stored row (id, kind, comm, key and
+  // first_seen_ns kept; f->id and f->first_seen_ns are set from the stored row). Empty
+  // dedup_key and f->id naming a stored finding -> update that row the same way. Otherwise
+  // insert. Sets f->id.
+  void upsert_finding(obs::Finding* f) override;
+  // Applies the history bound and commits the batch (one transaction).
+  void flush() override;
+
+  const WriterStats& stats() const { return stats_; }
+  const std::string& path() const;
+
+ private:
+  StoreWriter(std::unique_ptr<Db> db, const WriterOptions& options);
+  void begin();
+  void fail(const std::string& what);
+  void write_suspects(int64_t finding_id, const obs::Finding& f);
+
+  std::unique_ptr<Db> db_;
+  WriterOptions options_;
+  WriterStats stats_;
+  bool in_batch_ = false;
+};
+
+}  // namespace scout::store

@@ -1,0 +1,363 @@
+// The event layer's entry points (events.h).
+#include "plugin/core/events.h"
+
+#include "plugin/core/api_state.h"
+#include "plugin/core/clock.h"
+#include "plugin/core/handle.h"
+#include "plugin/core/kernel_ch.h"
+#include "plugin/core/log.h"
+#include "plugin/core/names.h"
+#include "plugin/core/process.h"
+#include "plugin/core/records.h"
+#include "plugin/fingerprint/engine.h"
+
+namespace scout::core {
+namespace {
+
+// Inert handle payloads.
+constexpr uint64_t kInertIgnore = 0;     // untracked event: its children and stop are ignored
+constexpr uint64_t kInertUntracked = 1;  // API event without state: children recorded, no API
+
+// The communicator whose KernelCh events this thread delivered last (a proxy thread), to which
+// PXN ProxyOps of other processes seen on this thread are attributed. Trivially destructible.
+struct TlsLastComm {
+  uint16_t salt;
+  uint16_t ring;
+};
+thread_local TlsLastComm t_last_comm = {0, 0};
+
+inline void* handle_of(Process* p, HandleType t, uint64_t payload) {
+  return to_ptr(encode(p->salt, t, payload));
+}
+
+// The API parent of a Coll/P2p/CeColl: fills *api and returns true if it is usable; sets the
+// flags and counters for the other cases.
+bool resolve_api(Process* p, CommState* c, void* parent, int abi_version, ApiCopy* api,
+                 uint32_t* flags) {
+  Decoded par = decode(parent, p->salt);
+  if (par.type == HandleType::kApi) {
+    if (api_read(p, par.payload, api) && api->ring == c->ring_index) {
+      switch (api_claim(p, par.payload, *api)) {
+        case ClaimResult::kFirst:
+        case ClaimResult::kReplay: return true;
+        case ClaimResult::kLate:
+          c->hdr->late_matches.fetch_add(1, std::memory_order_relaxed);
+          log::info_once(log::Problem::kLateMatch,
+                         "an operation arrived after its API call was recorded as unmatched; "
+                         "both records kept, counted in late_matches");
+          return true;
+        case ClaimResult::kStale:
+        case ClaimResult::kGone: break;
+      }
+    }
+    *flags |= shm::kFlagNoApi;
+    count_bad_handle(p, c);  // stale (digest 3.10), reused, or another communicator's
+    return false;
+  }
+  *flags |= shm::kFlagNoApi;
+  if (par.type == HandleType::kInert && par.payload == kInertUntracked) return false;
+  if (abi_version == 4 && (par.type == HandleType::kGroup || parent == nullptr)) return false;
+  count_bad_handle(p, c);  // NULL, garbage, or a handle of the wrong kind
+  return false;
+}
+
+void start_op(Process* p, CommState* c, void** out, const abi::DescrV5& d, int abi_version) {
+  OpContext oc;
+  ApiCopy api;
+  oc.now = now_ns();
+  if (resolve_api(p, c, d.parentObj, abi_version, &api, &oc.flags)) oc.api = &api;
+  uint64_t index = 0;
+  bool ok = false;
+  if (d.type == abi::kEvColl) {
+    ok = write_coll(p, c, d.coll, oc, &index);
+  } else {
+    oc.nch_unknown = abi_version == 4;
+    ok = write_p2p(p, c, d.p2p, oc, &index);
+  }
+  if (oc.api != nullptr) c->enqueue_group.store(api.group, std::memory_order_release);
+  touch(p, oc.now);
+  *out = ok ? handle_of(p, HandleType::kOp, op_payload(c->ring_index, index))
+            : handle_of(p, HandleType::kInert, kInertIgnore);
+}
+
+void start_api(Process* p, CommState* c, void** out, const abi::DescrV5& d) {
+  bool is_p2p = d.type == abi::kEvP2pApi;
+  int64_t now = now_ns();
+  c->hdr->api_calls.fetch_add(1, std::memory_order_relaxed);
+  c->hdr->last_api_ns.store(now, std::memory_order_relaxed);
+  touch(p, now);
+  if (is_p2p && !p->p2p) {
+    *out = handle_of(p, HandleType::kInert, kInertIgnore);
+    return;
+  }
+  ThreadBlock* tb = my_block(p);
+  if (tb == nullptr) {
+    *out = handle_of(p, HandleType::kInert, kInertUntracked);
+    return;
+  }
+  uint64_t payload;
+  if (is_p2p) {
+    payload = api_begin(p, tb, c, true, func_id(d.p2pApi.func), datatype_id(d.p2pApi.datatype),
+                        d.p2pApi.count, -1, uintptr_t(d.p2pApi.stream), d.p2pApi.graphCaptured,
+                        now);
+  } else {
+    payload = api_begin(p, tb, c, false, func_id(d.collApi.func),
+                        datatype_id(d.collApi.datatype), d.collApi.count, d.collApi.root,
+                        uintptr_t(d.collApi.stream), d.collApi.graphCaptured, now);
+  }
+  *out = handle_of(p, HandleType::kApi, payload);
+}
+
+void start_launch(Process* p, CommState* c, void** out, const abi::DescrV5& d) {
+  Decoded g = decode(d.parentObj, p->salt);
+  uint64_t gid = g.type == HandleType::kGroupApi ? group_id(g.payload) : 0;
+  int64_t now = now_ns();
+  c->launch_ns.store(now, std::memory_order_relaxed);
+  c->launch_stream.store(uintptr_t(d.kernelLaunch.stream), std::memory_order_relaxed);
+  c->launch_tid.store(current_tid(), std::memory_order_relaxed);
+  c->launch_group.store(gid, std::memory_order_release);
+  touch(p, now);
+  uint64_t hint = c->send_hint.load(std::memory_order_relaxed);
+  if (hint != 0) c->send_hint.store(0, std::memory_order_relaxed);
+  if (p->engine != nullptr && c->fp != nullptr) {
+    p->engine->on_launch_start(c->fp, d.kernelLaunch.stream, hint);
+  }
+  *out = handle_of(p, HandleType::kKernelLaunch, ring_payload(c->ring_index));
+}
+
+// ProxyOp: under PXN, context and parentObj belong to another process (digest 3.9): they are
+// neither dereferenced nor decoded.
+void start_proxy_op(Process* p, void* ctx, void** out, const abi::DescrV5& d) {
+  if (d.proxyOp.pid != p->pid) {
+    CommState* c = nullptr;
+    if (t_last_comm.salt == p->salt) c = comm_at(p, t_last_comm.ring);
+    if (c != nullptr) {
+      c->hdr->foreign_proxy.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      p->seg_hdr->events_bad_handle.fetch_add(1, std::memory_order_relaxed);
+    }
+    log::info_once(log::Problem::kForeignProxy,
+                   "ignoring ProxyOp events of another process (PXN); counted in foreign_proxy");
+  } else if (CommState* c = comm_from_context(p, ctx)) {
+    c->hdr->ignored_events.fetch_add(1, std::memory_order_relaxed);
+  }
+  *out = handle_of(p, HandleType::kInert, kInertIgnore);
+}
+
+}  // namespace
+
+abi::Result init(void** ctx, uint64_t comm_hash, int* mask, const char* comm_name, int nnodes,
+                 int nranks, int rank, abi::Logger logfn, int abi_version) {
+  if (ctx == nullptr) return abi::kSuccess;
+  *ctx = nullptr;
+  log::set_logger(logfn);
+  lock_init();
+  Process* p = process_acquire(abi_version);
+  if (p == nullptr) {
+    unlock_init();
+    return abi::kSuccess;
+  }
+  shm::RingWriter* ring = p->seg->open_ring(comm_hash, nranks, rank, nnodes, comm_name, -1);
+  CommState* c = ring != nullptr ? comm_create(ring, comm_hash, nranks, rank, nnodes) : nullptr;
+  if (c == nullptr) {
+    if (ring == nullptr) {
+      log::warn_once(log::Problem::kCommsExhausted,
+                     "more than SCOUT_MAX_COMMS=%u communicators: communicator 0x%llx and later "
+                     "ones are not recorded (counted in comms_dropped)",
+                     p->max_comms, static_cast<unsigned long long>(comm_hash));
+    } else {
+      p->seg->close_ring(ring);
+      log::warn_once(log::Problem::kNoMemory, "out of memory at init: communicator not recorded");
+    }
+    if (p->live_contexts == 0) process_release(p);
+    unlock_init();
+    return abi::kSuccess;
+  }
+  if (p->engine != nullptr) {
+    // NCCL does not pass the device: -1 = the init thread's current CUDA device, which NCCL set
+    // to the communicator's (digest 1.3). The GPU identity comes from the driver unless
+    // SCOUT_GPU gave one.
+    c->fp = p->engine->comm_init(comm_hash, nranks, -1, c->hdr);
+    if (p->seg_hdr->gpu[0] == '\0') {
+      char uuid[64];
+      if (p->engine->gpu_uuid(-1, uuid, sizeof(uuid))) set_gpu_identity(uuid, -1);
+    }
+  }
+  c->live.store(kCommLiveActive, std::memory_order_release);
+  p->comms[c->ring_index].store(c, std::memory_order_release);
+  p->live_contexts++;
+  *ctx = handle_of(p, HandleType::kContext, ring_payload(c->ring_index));
+  if (mask != nullptr) *mask = kActivationMask;
+  unlock_init();
+  return abi::kSuccess;
+}
+
+void start_event(void* ctx, void** out, const abi::DescrV5* d, int abi_version) {
+  if (out == nullptr) return;
+  *out = nullptr;
+  Process* p = process();
+  if (p == nullptr || d == nullptr) return;
+  uint64_t type = d->type;
+  if (type == abi::kEvProxyOp) return start_proxy_op(p, ctx, out, *d);
+  if (type == abi::kEvGroupApi) {
+    // Per thread, not per communicator: opened even when ctx is a disabled communicator.
+    ThreadBlock* tb = my_block(p);
+    if (tb == nullptr) {
+      *out = handle_of(p, HandleType::kInert, kInertUntracked);
+      return;
+    }
+    bool captured = d->groupApi.graphCaptured;
+    uint64_t gid = group_begin(p, tb, captured, d->groupApi.groupDepth);
+    *out = handle_of(p, HandleType::kGroupApi,
+                     group_payload(gid, captured, d->groupApi.groupDepth > 1));
+    return;
+  }
+  CommState* c = comm_from_context(p, ctx);
+  if (type == abi::kEvKernelCh) {
+    if (c != nullptr) t_last_comm = {p->salt, uint16_t(c->ring_index)};
+    *out = kernelch_start(p, c, *d);
+    return;
+  }
+  if (c == nullptr) {
+    *out = handle_of(p, HandleType::kInert, kInertIgnore);
+    return;
+  }
+  switch (type) {
+    case abi::kEvCollApi:
+    case abi::kEvP2pApi: start_api(p, c, out, *d); return;
+    case abi::kEvKernelLaunch: start_launch(p, c, out, *d); return;
+    case abi::kEvGroup: *out = handle_of(p, HandleType::kGroup, ring_payload(c->ring_index)); return;
+    case abi::kEvColl: start_op(p, c, out, *d, abi_version); return;
+    case abi::kEvP2p:
+      if (!p->p2p) {
+        *out = handle_of(p, HandleType::kInert, kInertIgnore);
+        return;
+      }
+      start_op(p, c, out, *d, abi_version);
+      return;
+    case abi::kEvProxyStep:
+    case abi::kEvProxyCtrl:
+    case abi::kEvNetPlugin:
+      c->hdr->ignored_events.fetch_add(1, std::memory_order_relaxed);
+      *out = handle_of(p, HandleType::kInert, kInertIgnore);
+      return;
+    default:
+      count_unknown(p, type);
+      *out = handle_of(p, HandleType::kInert, kInertIgnore);
+      return;
+  }
+}
+
+void start_event_v6(void* ctx, void** out, const abi::DescrV6* d) {
+  if (out == nullptr) return;
+  *out = nullptr;
+  if (d == nullptr) return;
+  uint64_t type = d->type;
+  if (type != abi::kEvCeColl && type != abi::kEvCeSync && type != abi::kEvCeBatch) {
+    // Every v5 member has the same offsets in v6 (digest 2.5).
+    start_event(ctx, out, reinterpret_cast<const abi::DescrV5*>(d), 6);
+    return;
+  }
+  Process* p = process();
+  if (p == nullptr) return;
+  CommState* c = comm_from_context(p, ctx);
+  if (c == nullptr) {
+    *out = handle_of(p, HandleType::kInert, kInertIgnore);
+    return;
+  }
+  if (type != abi::kEvCeColl) {
+    c->hdr->ignored_events.fetch_add(1, std::memory_order_relaxed);
+    *out = handle_of(p, HandleType::kInert, kInertIgnore);
+    return;
+  }
+  OpContext oc;
+  ApiCopy api;
+  oc.now = now_ns();
+  if (resolve_api(p, c, d->parentObj, 6, &api, &oc.flags)) oc.api = &api;
+  uint64_t index = 0;
+  write_ce_coll(p, c, d->ceColl, oc, &index);
+  touch(p, oc.now);
+  *out = handle_of(p, HandleType::kOp, op_payload(c->ring_index, index));
+}
+
+void stop_event(void* handle) {
+  Process* p = process();
+  if (p == nullptr) return;
+  Decoded h = decode(handle, p->salt);
+  switch (h.type) {
+    case HandleType::kGroupApi: {
+      ThreadBlock* tb = my_block(p);
+      if (tb != nullptr && tb->group_open && tb->group_id == group_id(h.payload)) {
+        group_end(p, tb);
+      } else {
+        count_bad_handle(p, nullptr);  // not this thread's open group
+      }
+      return;
+    }
+    case HandleType::kKernelLaunch: {
+      CommState* c = comm_at(p, payload_ring(h.payload));
+      if (c != nullptr && p->engine != nullptr && c->fp != nullptr &&
+          c->live.load(std::memory_order_acquire) == kCommLiveActive) {
+        p->engine->on_launch_stop(
+            c->fp, reinterpret_cast<void*>(uintptr_t(c->launch_stream.load(std::memory_order_relaxed))));
+      }
+      return;
+    }
+    case HandleType::kKernelCh: kernelch_stop(p, h.payload); return;
+    case HandleType::kApi:     // CollApi/P2pApi stop: the call returned (nothing to record)
+    case HandleType::kGroup:   // legacy Group stop
+    case HandleType::kOp:      // Coll/P2p stop = enqueued, not completed (digest 3.3)
+    case HandleType::kInert: return;
+    case HandleType::kContext:
+    case HandleType::kInvalid: count_bad_handle(p, nullptr); return;
+  }
+}
+
+void record_state(void* handle, int state, const abi::StateArgs* args) {
+  Process* p = process();
+  if (p == nullptr) return;
+  Decoded h = decode(handle, p->salt);
+  switch (h.type) {
+    case HandleType::kGroupApi:
+      if (state == abi::kStateGroupStartApiStop || state == abi::kStateGroupEndApiStart) return;
+      count_unknown(p, uint64_t(state));
+      return;
+    case HandleType::kKernelCh:
+      if (state == abi::kStateKernelChStop) {
+        kernelch_stop_state(p, h.payload, args);
+      } else {
+        count_unknown(p, uint64_t(state));
+      }
+      return;
+    case HandleType::kInert: return;
+    case HandleType::kContext:
+    case HandleType::kInvalid: count_bad_handle(p, nullptr); return;
+    default: count_unknown(p, uint64_t(state)); return;
+  }
+}
+
+abi::Result finalize(void* ctx) {
+  lock_init();
+  Process* p = process();
+  if (p == nullptr) {
+    unlock_init();
+    return abi::kSuccess;
+  }
+  Decoded d = decode(ctx, p->salt);
+  CommState* c = d.type == HandleType::kContext ? comm_at(p, payload_ring(d.payload)) : nullptr;
+  if (c == nullptr || c->live.load(std::memory_order_acquire) != kCommLiveActive) {
+    if (ctx != nullptr) count_bad_handle(p, nullptr);
+    unlock_init();
+    return abi::kSuccess;
+  }
+  sweep_comm(p, c);
+  if (p->engine != nullptr && c->fp != nullptr) p->engine->comm_fini(c->fp);
+  c->fp = nullptr;
+  c->live.store(kCommLiveFinalized, std::memory_order_release);
+  p->seg->close_ring(c->ring);
+  if (--p->live_contexts == 0) process_release(p);
+  unlock_init();
+  return abi::kSuccess;
+}
+
+}  // namespace scout::core

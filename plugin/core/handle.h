@@ -1,0 +1,120 @@
+// Handles: the opaque values scout gives NCCL as contexts (init) and event handles (startEvent).
+//
+// NCCL never dereferences them; it stores them and passes them back as parentObj, to stopEvent
+// and to recordEventState, possibly long after the event ended (stale handles, digest 3.10), and
+// under PXN a handle of *another process* may come back (digest 3.9). So a handle is never a
+// pointer: it is an encoded 64-bit value that scout decodes and validates before any use.
+//
+//   bits 63..48  salt     per-process, per-load random value != 0 (so a handle is never NULL,
+//                         and handles of another process or an earlier load are rejected)
+//   bits 47..44  type     HandleType below
+//   bits 43..0   payload  type-specific, see the make_* functions
+//
+// Decoding checks salt and type; the payload's indices are then bounds-checked and its
+// generation/index compared with the live state it names (comm ring, API slot generation,
+// RingWriter::at(index)), so a stale or forged value is counted and ignored, never followed.
+#pragma once
+
+#include <cstdint>
+
+namespace scout::core {
+
+enum class HandleType : uint8_t {
+  kInvalid = 0,
+  kContext = 1,       // communicator context: ring index
+  kGroupApi = 2,      // outermost GroupApi: group id + captured + user-group bits
+  kApi = 3,           // CollApi / P2pApi: thread block, slot ring, slot counter
+  kKernelLaunch = 4,  // KernelLaunch: ring index
+  kGroup = 5,         // legacy Group event: ring index
+  kOp = 6,            // Coll / P2p / CeColl: ring index + record index (low 36 bits)
+  kKernelCh = 7,      // KernelCh: ring index + channel + record index (low 30 bits)
+  kInert = 8,         // an event scout chose not to track: its children and stop are ignored
+};
+
+constexpr int kSaltShift = 48;
+constexpr int kTypeShift = 44;
+constexpr uint64_t kPayloadMask = (1ull << kTypeShift) - 1;
+
+constexpr int kOpIndexBits = 36;
+constexpr int kChIndexBits = 30;
+constexpr int kApiCounterBits = 35;
+constexpr uint64_t kApiCounterMask = (1ull << kApiCounterBits) - 1;
+constexpr int kGroupIdBits = 42;
+constexpr uint64_t kGroupIdMask = (1ull << kGroupIdBits) - 1;
+
+constexpr uint64_t encode(uint16_t salt, HandleType t, uint64_t payload) {
+  return (uint64_t(salt) << kSaltShift) | (uint64_t(t) << kTypeShift) | (payload & kPayloadMask);
+}
+
+// A decoded handle: type kInvalid when the value is NULL or not one of this load's handles.
+struct Decoded {
+  HandleType type = HandleType::kInvalid;
+  uint64_t payload = 0;
+};
+
+inline Decoded decode(const void* h, uint16_t salt) {
+  uint64_t v = reinterpret_cast<uintptr_t>(h);
+  Decoded d;
+  if (v == 0 || salt == 0 || uint16_t(v >> kSaltShift) != salt) return d;
+  uint8_t t = uint8_t((v >> kTypeShift) & 0xf);
+  if (t == 0 || t > uint8_t(HandleType::kInert)) return d;
+  d.type = static_cast<HandleType>(t);
+  d.payload = v & kPayloadMask;
+  return d;
+}
+
+inline void* to_ptr(uint64_t v) { return reinterpret_cast<void*>(uintptr_t(v)); }
+
+// ---- payload layouts
+
+// Context / KernelLaunch / Group: the communicator's ring index.
+constexpr uint64_t ring_payload(uint32_t ring) { return ring & 0xff; }
+constexpr uint32_t payload_ring(uint64_t p) { return uint32_t(p & 0xff); }
+
+// Op: ring (8 bits) << 36 | record index & (2^36 - 1).
+constexpr uint64_t op_payload(uint32_t ring, uint64_t index) {
+  return (uint64_t(ring & 0xff) << kOpIndexBits) | (index & ((1ull << kOpIndexBits) - 1));
+}
+constexpr uint32_t op_ring(uint64_t p) { return uint32_t((p >> kOpIndexBits) & 0xff); }
+constexpr uint64_t op_index_low(uint64_t p) { return p & ((1ull << kOpIndexBits) - 1); }
+
+// KernelCh: ring (8) << 36 | channel (6) << 30 | record index & (2^30 - 1).
+constexpr uint64_t ch_payload(uint32_t ring, uint32_t channel, uint64_t index) {
+  return (uint64_t(ring & 0xff) << 36) | (uint64_t(channel & 0x3f) << kChIndexBits) |
+         (index & ((1ull << kChIndexBits) - 1));
+}
+constexpr uint32_t ch_ring(uint64_t p) { return uint32_t((p >> 36) & 0xff); }
+constexpr uint32_t ch_channel(uint64_t p) { return uint32_t((p >> kChIndexBits) & 0x3f); }
+constexpr uint64_t ch_index_low(uint64_t p) { return p & ((1ull << kChIndexBits) - 1); }
+
+// Api: thread block (8) << 36 | captured-ring bit << 35 | slot counter & (2^35 - 1).
+constexpr uint64_t api_payload(uint32_t block, bool captured_ring, uint64_t counter) {
+  return (uint64_t(block & 0xff) << 36) | (uint64_t(captured_ring) << 35) |
+         (counter & kApiCounterMask);
+}
+constexpr uint32_t api_block(uint64_t p) { return uint32_t((p >> 36) & 0xff); }
+constexpr bool api_captured_ring(uint64_t p) { return (p >> 35) & 1; }
+constexpr uint64_t api_counter(uint64_t p) { return p & kApiCounterMask; }
+
+// GroupApi: group id (42 bits) | captured << 42 | user group << 43.
+constexpr uint64_t group_payload(uint64_t group_id, bool captured, bool user_group) {
+  return (group_id & kGroupIdMask) | (uint64_t(captured) << 42) | (uint64_t(user_group) << 43);
+}
+constexpr uint64_t group_id(uint64_t p) { return p & kGroupIdMask; }
+constexpr bool group_captured(uint64_t p) { return (p >> 42) & 1; }
+constexpr bool group_user(uint64_t p) { return (p >> 43) & 1; }
+
+// The full record index whose low `bits` bits are `low`: the latest index below `head` with
+// those bits (records older than 2^bits are long overwritten). Returns false when head == 0 or
+// `low` names no index below head.
+inline bool full_index(uint64_t head, uint64_t low, int bits, uint64_t* out) {
+  if (head == 0) return false;
+  uint64_t mask = (1ull << bits) - 1;
+  uint64_t last = head - 1;
+  uint64_t back = (last - low) & mask;
+  if (back > last) return false;
+  *out = last - back;
+  return true;
+}
+
+}  // namespace scout::core

@@ -1,0 +1,168 @@
+// Process-wide state: creation at the first init, teardown at the last finalize (process.h).
+#include "plugin/core/process.h"
+
+#include <pthread.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <new>
+#include <string>
+
+#include "plugin/core/identity.h"
+#include "plugin/core/log.h"
+#include "plugin/fingerprint/engine.h"
+#include "scout/version.h"
+
+namespace scout::core {
+namespace {
+
+std::atomic<Process*> g_proc{nullptr};
+pthread_mutex_t g_init_mu = PTHREAD_MUTEX_INITIALIZER;
+uint16_t g_last_salt = 0;
+std::atomic<bool> g_gpu_set{false};
+
+uint16_t new_salt() {
+  uint16_t s = 0;
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    if (::getrandom(&s, sizeof(s), GRND_NONBLOCK) != sizeof(s)) {
+      uint64_t mix = uint64_t(now_ns()) ^ (uint64_t(::getpid()) << 17) ^ uint64_t(attempt) * 0x9E37u;
+      s = uint16_t(mix ^ (mix >> 16) ^ (mix >> 32));
+    }
+    if (s != 0 && s != g_last_salt) break;
+  }
+  if (s == 0 || s == g_last_salt) s = uint16_t(g_last_salt + 1 == 0 ? 1 : g_last_salt + 1);
+  g_last_salt = s;
+  return s;
+}
+
+uint32_t round_pow2(int64_t v) {
+  uint32_t r = shm::kMinRingCapacity;
+  while (r < uint64_t(v) && r < shm::kMaxRingCapacity) r <<= 1;
+  return r;
+}
+
+std::string one_line(std::string s) {
+  for (char& c : s) {
+    if (c == '\n') c = ' ';
+  }
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+Process* process() { return g_proc.load(std::memory_order_acquire); }
+
+void lock_init() { pthread_mutex_lock(&g_init_mu); }
+void unlock_init() { pthread_mutex_unlock(&g_init_mu); }
+
+Process* process_acquire(int abi_version) {
+  Process* p = g_proc.load(std::memory_order_relaxed);
+  if (p != nullptr) return p;
+
+  config::Config cfg = config::load({}, [](const std::string& m) { log::warn("%s", m.c_str()); });
+  if (!cfg.enable) {
+    log::info("SCOUT_ENABLE=0: loaded but recording nothing in this process");
+    return nullptr;
+  }
+  Identity id = identity_from_env(cfg, {}, [](const std::string& m) { log::warn("%s", m.c_str()); });
+  shm::SegmentIdentity sid;
+  sid.job = id.job;
+  sid.host = id.host;
+  sid.gpu = id.gpu;
+  sid.global_rank = id.global_rank;
+  sid.local_rank = id.local_rank;
+  sid.world_size = id.world_size;
+  sid.cuda_dev = -1;
+  sid.plugin_version = kVersion;
+  uint32_t max_comms = uint32_t(cfg.max_comms);
+  uint32_t slots = round_pow2(cfg.ring_slots);
+  std::string err;
+  auto seg = shm::SegmentWriter::create(cfg.shm_dir, sid, max_comms, slots, &err);
+  if (!seg) {
+    log::warn_once(log::Problem::kSegmentCreate,
+                   "cannot create the shared-memory segment (%s); recording nothing in this "
+                   "process, the job continues",
+                   err.c_str());
+    return nullptr;
+  }
+  p = new (std::nothrow) Process();
+  if (p == nullptr) {
+    log::warn_once(log::Problem::kNoMemory, "out of memory at init; recording nothing");
+    ::unlink(seg->path().c_str());
+    return nullptr;
+  }
+  p->salt = new_salt();
+  p->pid = ::getpid();
+  p->cfg = cfg;
+  p->p2p = cfg.p2p;
+  p->seg_hdr = seg->header();
+  p->seg_hdr->abi_version = uint32_t(abi_version);
+  p->max_comms = max_comms;
+  p->seg = std::move(seg);
+  g_gpu_set.store(!id.gpu.empty(), std::memory_order_relaxed);
+  p->engine = fp::Engine::create(cfg, log::logger());
+  log::info("recording to %s (ABI v%d, job %s, host %s, global rank %d); config: %s",
+            p->seg->path().c_str(), abi_version, id.job.c_str(), id.host.c_str(),
+            id.global_rank, one_line(config::describe(cfg)).c_str());
+  g_proc.store(p, std::memory_order_release);
+  return p;
+}
+
+void process_release(Process* p) {
+  if (p == nullptr) return;
+  g_proc.store(nullptr, std::memory_order_release);
+  if (p->engine != nullptr) fp::Engine::destroy(p->engine);
+  p->seg_hdr->closed_ns.store(now_ns(), std::memory_order_release);
+  for (auto& slot : p->comms) {
+    comm_free(slot.load(std::memory_order_relaxed));
+    slot.store(nullptr, std::memory_order_relaxed);
+  }
+  free_blocks(p);
+  delete p;  // unmaps the segment; the file stays for the observer
+}
+
+CommState* comm_from_context(Process* p, void* ctx) {
+  if (ctx == nullptr) return nullptr;  // a disabled communicator
+  Decoded d = decode(ctx, p->salt);
+  if (d.type == HandleType::kContext) {
+    CommState* c = comm_at(p, payload_ring(d.payload));
+    if (c != nullptr && c->live.load(std::memory_order_acquire) == kCommLiveActive) return c;
+  }
+  count_bad_handle(p, nullptr);
+  return nullptr;
+}
+
+void count_bad_handle(Process* p, CommState* c) {
+  if (c != nullptr) {
+    c->hdr->bad_handles.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    p->seg_hdr->events_bad_handle.fetch_add(1, std::memory_order_relaxed);
+  }
+  log::warn_once(log::Problem::kBadHandle,
+                 "ignored an invalid, stale or foreign handle from NCCL (counted in the segment; "
+                 "further ones are counted silently)");
+}
+
+void count_unknown(Process* p, uint64_t what) {
+  p->seg_hdr->events_unknown.fetch_add(1, std::memory_order_relaxed);
+  log::info_once(log::Problem::kUnknownEvent,
+                 "ignored an unknown event type or state (0x%llx); further ones are counted "
+                 "silently",
+                 static_cast<unsigned long long>(what));
+}
+
+void set_gpu_identity(const char* gpu, int cuda_dev) {
+  Process* p = process();
+  if (p == nullptr) return;
+  if (gpu != nullptr && gpu[0] != '\0' && !g_gpu_set.exchange(true, std::memory_order_acq_rel)) {
+    char* dst = p->seg_hdr->gpu;
+    size_t n = std::min(std::strlen(gpu), sizeof(p->seg_hdr->gpu) - 1);
+    std::memcpy(dst, gpu, n);
+    dst[n] = '\0';
+  }
+  if (cuda_dev >= 0 && p->seg_hdr->cuda_dev < 0) p->seg_hdr->cuda_dev = cuda_dev;
+}
+
+}  // namespace scout::core
