@@ -1,27 +1,20 @@
-// Names of the record format's enums as people and the store see them ("AllReduce", "float32",
-// "RING", "SIMPLE", "done"), and sizes of datatypes. One table for the observer and the CLI.
+// Names of the record format's enums as the observer, the store and people see them. Function,
+// algorithm and protocol names are NCCL's ("AllReduce", "RING", "SIMPLE"; the plugin's table in
+// plugin/core/names.h); datatypes use the short lower-case form of the store ("float32").
 #pragma once
 
 #include <cstdint>
-#include <optional>
-#include <string>
+
+#include "plugin/core/names.h"
 
 namespace scout::obs {
 
-// shm::Func -> "Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce", "Send", "Recv",
-// "AlltoAll", "Gather", "Scatter", "SendRecv"; "Unknown" otherwise.
-const char* func_name(uint8_t func);
-// Inverse of func_name (exact, case-insensitive); nullopt for an unknown name.
-std::optional<uint8_t> func_from_name(const std::string& name);
+inline const char* func_name(uint8_t func) { return core::func_name(func); }
+inline const char* algo_name(uint8_t algo) { return core::algo_name(algo); }
+inline const char* proto_name(uint8_t proto) { return core::proto_name(proto); }
 // shm::Datatype -> "int8", "uint8", "int32", "uint32", "int64", "uint64", "float16", "float32",
 // "float64", "bfloat16", "float8e4m3", "float8e5m2"; "unknown" otherwise.
 const char* datatype_name(uint8_t datatype);
-// Bytes per element of a datatype; 0 when unknown.
-int datatype_bytes(uint8_t datatype);
-// shm::Algo -> "RING", "TREE", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT".
-const char* algo_name(uint8_t algo);
-// shm::Proto -> "LL", "LL128", "SIMPLE".
-const char* proto_name(uint8_t proto);
 // shm::FpStatus -> "none", "pending", "done", "skipped-device", "skipped-captured",
 // "skipped-callback", "skipped-error", "timed-out".
 const char* fp_status_name(uint8_t status);

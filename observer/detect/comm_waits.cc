@@ -19,7 +19,7 @@ bool has_issued(const Comm& c, const OpId& id, int rank) {
   return false;
 }
 
-CommWaits analyze_waits(const Comm& c) {
+CommWaits analyze_waits(const Comm& c, const Model* m) {
   CommWaits w;
   const int n = int(c.ranks.size());
   w.ranks.resize(n);
@@ -44,10 +44,14 @@ CommWaits analyze_waits(const Comm& c) {
         int q = op.comm_rank(t);
         if (q == r) continue;
         const OpSlot* qs = op.slot(t);
+        int qproc = q >= 0 && q < n ? c.ranks[q].proc : -1;
+        bool dead = m && qproc >= 0 && m->proc(qproc).state == ProcState::kDead;
         if (!qs) {
           w.edges.push_back(WaitEdge{r, q, id, "absent"});
         } else if (qs->rec.state == shm::kStateEnqueued) {
           w.edges.push_back(WaitEdge{r, q, id, "not-started"});
+        } else if (dead && qs->rec.state != shm::kStateComplete) {
+          w.edges.push_back(WaitEdge{r, q, id, "dead"});
         }
       }
     }

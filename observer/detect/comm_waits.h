@@ -5,7 +5,8 @@
 // and cannot finish alone. It waits FOR each other participant of that operation that has not
 // arrived on the GPU:
 //   "absent"       the participant never enqueued the operation (no record);
-//   "not-started"  it enqueued it but its GPU has not started it (its stream is busy elsewhere).
+//   "not-started"  it enqueued it but its GPU has not started it (its stream is busy elsewhere);
+//   "dead"         its process died before completing it.
 // Classification of the communicator when some rank waits:
 //   absent    some waiting rank waits for a participant (edges above);
 //   stuck     every participant of the waited operations started it and none can finish;
@@ -48,8 +49,9 @@ struct CommWaits {
 // The ballot of a rank in no collective (mismatch vote).
 constexpr OpId kIdleOp{OpClass::kColl, 255, UINT64_MAX, -1, -1};
 
-// Analyses communicator `c` (its members need not all be known).
-CommWaits analyze_waits(const Comm& c);
+// Analyses communicator `c` (its members need not all be known). With `m`, a participant whose
+// process died without completing the operation is waited for as well (why "dead").
+CommWaits analyze_waits(const Comm& c, const Model* m = nullptr);
 
 // True when comm rank `rank` has issued operation `id` of `c` (a record is present, or the op is
 // no longer live and the rank's issued counter is past it).

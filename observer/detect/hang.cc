@@ -406,7 +406,7 @@ void HangDetector::pass(const Model& m, int64_t now_ns, FindingBoard& board) {
   for (const auto& [k, c] : m.comms()) {
     if (!c.members_known()) continue;
     for (int r = 0; r < int(c.ranks.size()); ++r) member_of_[c.ranks[r].proc].push_back(Membership{&c, r});
-    CommWaits w = analyze_waits(c);
+    CommWaits w = analyze_waits(c, &m);
     if (w.cls.empty()) continue;
     bool stalled = now_ns - c.last_progress_ns > cfg_.timeout_ns;
     for (const WaitEdge& e : w.edges) {

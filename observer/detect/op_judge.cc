@@ -12,10 +12,12 @@ namespace scout::obs {
 using namespace scout::shm;
 
 namespace {
-// A present slot that will not change any more, or that has waited long enough.
-bool settled(const OpSlot& s, bool timed_out) {
+// A present slot that will not change any more, or that has waited long enough. The records of
+// a process that is gone never change again.
+bool settled(const OpSlot& s, bool timed_out, bool owner_gone) {
   if (s.final) return true;
   if (!timed_out) return false;
+  if (owner_gone) return true;
   return s.rec.state == kStateComplete || s.rec.state == kStateApiOnly ||
          ((s.rec.flags & kFlagNoKernelCh) && s.rec.state >= kStateEnqueued);
 }
@@ -143,7 +145,10 @@ void OpJudge::pass(Model& m, int64_t now_ns, FindingBoard& board, JudgeOutput* o
       bool timed_out = now_ns - op.first_seen_ns > cfg_.settle_timeout_ns;
       bool all_settled = true;
       for (const OpSlot& s : op.slots) {
-        if (!settled(s, timed_out)) all_settled = false;
+        int r = op.comm_rank(s.index);
+        int proc = r >= 0 && r < int(c.ranks.size()) ? c.ranks[r].proc : -1;
+        bool gone = proc >= 0 && m.proc(proc).state != ProcState::kRunning;
+        if (!settled(s, timed_out, gone)) all_settled = false;
       }
       if (!known) {
         if (timed_out && all_settled) {

@@ -55,6 +55,7 @@ void RingCursor::poll(const shm::SegmentReader& rd, uint32_t ring, uint64_t head
     }
   }
   pending_.resize(keep);
+  if (owner_gone) pending_.clear();  // this was the last read: a dead writer updates nothing
 
   // New records.
   while (next_ < head) {

@@ -37,7 +37,8 @@ class RingCursor {
   // capacity is `capacity`. Calls on_record for each consistent copy of a new record or of a
   // record still in progress, on_lost for a record overwritten before it was final.
   // `owner_gone`: the writer is dead, so a half-written slot will never be published and is
-  // skipped at once (otherwise it is skipped after kAbandonPasses passes).
+  // skipped at once (otherwise it is skipped after kAbandonPasses passes), and records still in
+  // progress are read one last time and then no longer followed.
   void poll(const shm::SegmentReader& rd, uint32_t ring, uint64_t head, uint32_t capacity,
             bool owner_gone, const OnRecord& on_record, const OnLost& on_lost);
 

@@ -7,13 +7,15 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "plugin/core/names.h"
+
 namespace scout::testing {
 
 using namespace scout::shm;
 
 FakeJob::FakeJob(const std::string& dir, const std::string& job, int nprocs, const std::string& host,
-                 uint32_t ring_capacity, uint32_t max_comms)
-    : dead_(std::make_shared<std::set<int>>()) {
+                 uint32_t ring_capacity, uint32_t max_comms, int first_rank)
+    : dead_(std::make_shared<std::set<int>>()), first_rank_(first_rank) {
   std::string stage = dir + "/.stage";
   ::mkdir(stage.c_str(), 0700);
   for (int p = 0; p < nprocs; ++p) {
@@ -21,8 +23,8 @@ FakeJob::FakeJob(const std::string& dir, const std::string& job, int nprocs, con
     id.job = job;
     id.host = host;
     id.gpu = "GPU-" + std::to_string(p);
-    id.global_rank = p;
-    id.local_rank = p;
+    id.global_rank = first_rank + p;
+    id.local_rank = first_rank + p;
     id.world_size = nprocs;
     id.cuda_dev = p;
     id.plugin_version = "test";
@@ -72,11 +74,7 @@ FakeRec FakeJob::enqueue(int comm, int rank, const OpSpec& s) {
   o->peer = s.peer;
   o->count = s.count;
   o->api_count = s.count;
-  int bytes = 4;
-  if (s.datatype == kTypeFloat16 || s.datatype == kTypeBfloat16) bytes = 2;
-  if (s.datatype == kTypeInt8 || s.datatype == kTypeUint8) bytes = 1;
-  if (s.datatype == kTypeFloat64 || s.datatype == kTypeInt64 || s.datatype == kTypeUint64) bytes = 8;
-  o->bytes = s.count * bytes;
+  o->bytes = s.count * core::datatype_size(s.datatype);
   o->api_ns = s.enqueue_ns;
   o->launch_ns = s.enqueue_ns;
   o->enqueue_ns = s.enqueue_ns;

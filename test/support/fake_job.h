@@ -62,12 +62,14 @@ class FakeJob {
  public:
   // Creates `nprocs` segments in `dir` for job `job` on `host` (process p has global rank p,
   // GPU "GPU-p" and fake pid kPidBase + p).
+  // `first_rank` offsets global ranks and fake pids (a second FakeJob in the same directory can
+  // emulate processes that start later).
   FakeJob(const std::string& dir, const std::string& job, int nprocs, const std::string& host = "node0",
-          uint32_t ring_capacity = 256, uint32_t max_comms = 8);
+          uint32_t ring_capacity = 256, uint32_t max_comms = 8, int first_rank = 0);
   ~FakeJob();
 
   static constexpr int kPidBase = 3'000'000;
-  int pid(int proc) const { return kPidBase + proc; }
+  int pid(int proc) const { return kPidBase + first_rank_ + proc; }
   int nprocs() const { return int(segs_.size()); }
   const std::string& path(int proc) const { return paths_[proc]; }
   shm::SegmentHeader* header(int proc) const { return segs_[proc]->header(); }
@@ -112,6 +114,7 @@ class FakeJob {
   std::vector<std::string> paths_;
   std::vector<CommInfo> comms_;
   std::shared_ptr<std::set<int>> dead_;
+  int first_rank_ = 0;
 };
 
 }  // namespace scout::testing
