@@ -176,7 +176,8 @@ void HangDetector::report_stuck(const Model& m, const Comm& c, const WaitGraph& 
     if (std::find(comms.begin(), comms.end(), edges[t].comm) == comms.end()) comms.push_back(edges[t].comm);
   }
   nlohmann::json hang = {{"class", "stuck"},
-                         {"root", {{"reason", "stuck"}, {"comm", comm_json(c)}, {"op", op_json(w.op)}}},
+                         {"root", nlohmann::json::array({{{"reason", "stuck"}, {"comm", comm_json(c)},
+                                                          {"op", op_json(w.op)}}})},
                          {"stalled_ms", to_ms(now_ns - c.last_progress_ns)},
                          {"last_progress_ns", c.last_progress_ns},
                          {"timeout_ms", to_ms(cfg_.timeout_ns)},

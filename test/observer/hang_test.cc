@@ -104,6 +104,7 @@ TEST(Hang, StuckCollectiveIsInconclusive) {
   EXPECT_TRUE(f[0].suspects.empty());
   EXPECT_EQ(f[0].key->seq, 2u);
   EXPECT_EQ(f[0].evidence["class"], "stuck");
+  EXPECT_EQ(f[0].evidence["root"][0]["reason"], "stuck");
   EXPECT_EQ(f[0].evidence["waiting_ranks"], (nlohmann::json{0, 1, 2, 3}));
 }
 
@@ -232,6 +233,24 @@ TEST(Hang, DeadRankThatPeersWaitForIsACrashBeforeTheTimeout) {
   bool dead = false;
   for (const auto& r : h.sink.ranks()) dead |= r.global_rank == 3 && r.state == "dead";
   EXPECT_TRUE(dead);
+}
+
+TEST(Hang, RankThatDiesInsideTheCollectiveIsACrash) {
+  ObserverHarness h(4);
+  int dp = h.job.add_comm(0xd1, {0, 1, 2, 3}, "dp");
+  history(h.job, dp, 2);
+  for (int r = 0; r < 4; ++r) op(h.job, dp, r, shm::kFuncAllReduce, 2, kT0 + kSec);  // all started
+  h.job.kill(1);
+  h.pass(kT0 + 2 * kSec);
+  h.pass(kT0 + 4 * kSec);
+  auto f = h.findings();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, FindingKind::kCrash);
+  EXPECT_EQ(suspect_ranks(f[0]), std::vector<int>{1});
+  EXPECT_EQ(f[0].evidence["open_ops"][0]["state"], "running");
+  EXPECT_EQ(f[0].evidence["chain"][0]["why"], "dead");
+  h.pass(kT0 + 30 * kSec);  // not also a stuck hang
+  EXPECT_EQ(h.findings().size(), 1u);
 }
 
 TEST(Hang, ObserverStartedAfterACrashDecidesAtOnce) {
