@@ -1,6 +1,7 @@
 #include "observer/core/model.h"
 
 #include <algorithm>
+#include <iterator>
 #include <utility>
 
 #include "observer/core/names.h"
@@ -204,7 +205,9 @@ Op* Model::apply(Comm& c, int rank, const RecordSnapshot& r, int64_t now_ns) {
   if (id.cls == OpClass::kColl) rp.issued[id.func] = std::max(rp.issued[id.func], id.seq + 1);
   if (newly_complete && r.gpu_start_ns > 0 && r.gpu_end_ns >= r.gpu_start_ns && rp.proc >= 0) {
     auto& tl = procs_[rp.proc].timeline;
-    tl.emplace_back(r.gpu_start_ns, r.gpu_end_ns);
+    auto pos = tl.end();  // usually the newest: insert from the back, keeping ends ordered
+    while (pos != tl.begin() && std::prev(pos)->second > r.gpu_end_ns) --pos;
+    tl.insert(pos, {r.gpu_start_ns, r.gpu_end_ns});
     if (tl.size() > kTimelineLen) tl.pop_front();
   }
 

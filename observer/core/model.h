@@ -45,8 +45,8 @@ struct Proc {
   int64_t last_event_ns = 0;  // CPU time of the latest plugin callback (segment header)
   int64_t gone_ns = 0;        // observer time the owner was first seen gone; 0 while alive
   // Recent GPU intervals (start, end) of this process's completed operations on any
-  // communicator, in arrival order (bounded by kTimelineLen): the straggler detector uses them to
-  // tell a rank's own delay from time it spent blocked in another collective.
+  // communicator, ordered by end (bounded by kTimelineLen, oldest ends dropped): the straggler
+  // detector uses them to tell a rank's own delay from time it spent blocked elsewhere.
   std::deque<std::pair<int64_t, int64_t>> timeline;
 };
 constexpr size_t kTimelineLen = 256;

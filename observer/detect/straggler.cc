@@ -13,12 +13,14 @@ namespace {
 // End of the latest GPU interval of `proc` that ended at or before `arrival`, other than the
 // interval [arrival, own_end] itself; 0 if none is known.
 int64_t previous_end(const Proc& p, int64_t arrival, int64_t own_end) {
-  int64_t best = 0;
-  for (const auto& [s, e] : p.timeline) {
-    if (e > arrival || (s == arrival && e == own_end)) continue;
-    best = std::max(best, e);
+  // The timeline is ordered by end: the last interval ending at or before `arrival`.
+  auto it = std::upper_bound(p.timeline.begin(), p.timeline.end(), arrival,
+                             [](int64_t a, const std::pair<int64_t, int64_t>& iv) { return a < iv.second; });
+  while (it != p.timeline.begin()) {
+    --it;
+    if (!(it->first == arrival && it->second == own_end)) return it->second;
   }
-  return best;
+  return 0;
 }
 }  // namespace
 
