@@ -53,11 +53,11 @@ BENCH_LIBS := -lbenchmark
 CORE_DIRS := plugin observer replay
 ALL_CORE_CC := $(shell find $(CORE_DIRS) -name '*.cc' 2>/dev/null | sort)
 EXPORTS_CC := plugin/abi/exports.cc
-# (make patterns take one '%', so files under a bin/ folder are picked with findstring)
-in_bin = $(foreach f,$(1),$(if $(findstring /bin/,$(f)),$(f)))
-BIN_CC := $(call in_bin,$(ALL_CORE_CC)) $(shell find test/sim/bin -name '*.cc' 2>/dev/null | sort)
-CORE_CC := $(filter-out $(BIN_CC) $(EXPORTS_CC),$(ALL_CORE_CC))
-SIM_CC := $(shell find test/sim -maxdepth 1 -name '*.cc' 2>/dev/null | sort)
+# (make's filter honours only the first %, so bin/ sources are listed with find.)
+CORE_BIN_CC := $(shell find $(CORE_DIRS) -path '*/bin/*.cc' 2>/dev/null | sort)
+BIN_CC := $(CORE_BIN_CC) $(shell find test/sim/bin -name '*.cc' 2>/dev/null | sort)
+CORE_CC := $(filter-out $(CORE_BIN_CC) $(EXPORTS_CC),$(ALL_CORE_CC))
+SIM_CC := $(shell find test/sim -maxdepth 1 -name '*.cc' -not -name '*_test.cc' 2>/dev/null | sort)
 TEST_CC := $(shell find test -name '*_test.cc' -not -path 'test/fixtures/*' 2>/dev/null | sort)
 BENCH_CC := $(shell find test/bench -name '*_bench.cc' 2>/dev/null | sort)
 TEST_SUPPORT_CC := $(shell find test/support -name '*.cc' 2>/dev/null | sort)

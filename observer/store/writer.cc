@@ -4,10 +4,12 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <unordered_map>
 
 #include "observer/store/schema.h"
 #include "observer/store/sqlite.h"
 #include "plugin/shm/segment.h"
+#include "scout/config.h"
 #include "scout/version.h"
 
 namespace scout::store {
@@ -81,7 +83,7 @@ std::unique_ptr<StoreWriter> StoreWriter::open(const std::string& path,
 
 StoreWriter::StoreWriter(std::unique_ptr<Db> db, const WriterOptions& options)
     : db_(std::move(db)), options_(options) {
-  if (options_.max_ops < 1) options_.max_ops = 1;
+  if (options_.max_ops <= 0) options_.max_ops = config::load().store_max_ops;
 }
 
 StoreWriter::~StoreWriter() {
@@ -182,7 +184,12 @@ void StoreWriter::put_ops(const std::vector<obs::OpSummary>& ops,
               "last_arrival_ns = excluded.last_arrival_ns, last_rank = excluded.last_rank, "
               "end_ns = excluded.end_ns, duration_ns = excluded.duration_ns, "
               "busbw_gbps = excluded.busbw_gbps, fp_verdict = excluded.fp_verdict, "
-              "meta_verdict = excluded.meta_verdict");
+              "meta_verdict = excluded.meta_verdict RETURNING op_id");
+      // op_id of each operation of this batch, for its timings (saves a lookup per timing).
+      std::unordered_map<std::string, int64_t> batch_ids;
+      auto key_of = [](uint64_t hash, const std::string& func, uint64_t seq) {
+        return std::to_string(hash) + "/" + func + "/" + std::to_string(seq);
+      };
       for (const obs::OpSummary& o : ops) {
         st.bind(1, o.comm_hash).bind(2, o.kind).bind(3, o.func).bind(4, o.seq)
             .bind(5, o.comm_name).bind(6, o.nranks).bind(7, o.datatype).bind(8, o.count)
@@ -190,7 +197,9 @@ void StoreWriter::put_ops(const std::vector<obs::OpSummary>& ops,
             .bind(13, o.ranks_reported).bind(14, o.ranks_complete).bind(15, o.first_arrival_ns)
             .bind(16, o.last_arrival_ns).bind(17, o.last_rank).bind(18, o.end_ns)
             .bind(19, o.duration_ns).bind(20, o.busbw_gbps).bind(21, o.fp_verdict)
-            .bind(22, o.meta_verdict).run();
+            .bind(22, o.meta_verdict);
+        if (st.step()) batch_ids[key_of(o.comm_hash, o.func, o.seq)] = st.i64(0);
+        st.run();
         st.reset();
       }
       Stmt tt(*db_,
@@ -207,8 +216,11 @@ void StoreWriter::put_ops(const std::vector<obs::OpSummary>& ops,
                "0, 0.0, '', '')");
       for (const obs::OpRankTiming& t : timings) {
         int64_t op_id = 0;
+        auto known = batch_ids.find(key_of(t.comm_hash, t.func, t.seq));
         find.bind(1, t.comm_hash).bind(2, t.func).bind(3, t.seq);
-        if (find.step()) {
+        if (known != batch_ids.end()) {
+          op_id = known->second;
+        } else if (find.step()) {
           op_id = find.i64(0);
         } else {
           add.bind(1, t.comm_hash).bind(2, placeholder_kind(t.func)).bind(3, t.func)

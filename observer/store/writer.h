@@ -19,8 +19,8 @@ class Stmt;
 struct WriterOptions {
   // Operations kept (OpSummary rows, each with its per-rank timings); when a flush leaves more,
   // the oldest (first stored) are deleted and counted in meta('ops_dropped').
-  // Default: SCOUT_STORE_MAX_OPS.
-  int64_t max_ops = 100000;
+  // 0: SCOUT_STORE_MAX_OPS from the environment (config registry default when unset).
+  int64_t max_ops = 0;
   // Receives one line per failed store operation (the batch in progress is rolled back; what
   // earlier flushes committed stays). Default: stderr.
   std::function<void(const std::string&)> on_error;

@@ -1,0 +1,81 @@
+// Shared pieces of the scout CLI: the user-error type (exit code 2), finding the store, and the
+// option structs of each subcommand (parsed in observer/cli/main.cc, run by one file each).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "observer/store/reader.h"
+
+namespace scout::cli {
+
+// Exit codes (docs/cli.md): 0 success; 2 user error (bad flags, wrong store path, store of a
+// newer schema, unknown finding id), printed as one line "scout: <message>" on stderr.
+constexpr int kExitOk = 0;
+constexpr int kExitUsage = 2;
+
+// A user error: main() prints "scout: <what>" and exits kExitUsage.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Where to read: --store PATH, else --job ID (node --node K, default 0) through
+// store::default_store_path under SCOUT_STATE_DIR, else the job from the environment
+// (SCOUT_JOB_ID, TORCHELASTIC_RUN_ID, SLURM_JOB_ID; see store::resolve_job_id).
+struct StoreOptions {
+  std::string store;
+  std::string job;
+  int node = 0;
+};
+
+// The path StoreOptions names. Throws UsageError.
+std::string store_path(const StoreOptions& o);
+// Opens that store; store errors become UsageError with the store's one-line message.
+std::unique_ptr<store::StoreReader> open_store(const StoreOptions& o);
+
+struct StatusOptions {
+  bool json = false;
+};
+struct ReportOptions {
+  std::string comm;        // "" = all; "0x..." = commHash, else name
+  std::optional<int> rank;
+  std::string func;
+  int64_t last = 0;
+  bool json = false;
+};
+struct FindingsOptions {
+  bool open_only = false;
+  bool json = false;
+};
+struct ExportOptions {
+  std::string format;  // jsonl | prometheus | chrome-trace
+  std::string out;     // "" or "-" = stdout
+};
+struct RunOptions {
+  StoreOptions where;                   // job and store passed to the observer
+  std::vector<std::string> observer_args;  // forwarded flags
+  double stop_timeout_s = 30;           // SIGTERM -> SIGKILL grace for the observer
+  std::vector<std::string> command;
+};
+
+// Subcommands. Each writes to `out` and returns the exit code; user errors throw UsageError,
+// store failures throw store::Error.
+int cmd_status(store::StoreReader& rd, const StatusOptions& o, std::ostream& out);
+int cmd_report(store::StoreReader& rd, const ReportOptions& o, std::ostream& out);
+int cmd_findings(store::StoreReader& rd, const FindingsOptions& o, std::ostream& out);
+int cmd_explain(store::StoreReader& rd, int64_t id, bool json, std::ostream& out);
+int cmd_export(store::StoreReader& rd, const ExportOptions& o, std::ostream& out);
+int cmd_config(bool markdown, bool json, std::ostream& out);
+int cmd_hash(const std::string& path, std::ostream& out);
+int cmd_run(const RunOptions& o);
+
+// Entry point of build/bin/scout.
+int main(int argc, char** argv);
+
+}  // namespace scout::cli

@@ -1,0 +1,150 @@
+// Command-line parsing of build/bin/scout (CLI11) and dispatch to the subcommands, one file
+// each (observer/cli/*.cc). docs/cli.md documents every subcommand.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "observer/cli/common.h"
+#include "observer/store/sqlite.h"
+#include "scout/version.h"
+
+namespace scout::cli {
+namespace {
+
+// Upper bound of rank, node and count flags (keeps CLI11's range message readable).
+constexpr int kMaxCount = 1000000000;
+
+void add_store_flags(CLI::App* app, StoreOptions* w) {
+  app->add_option("--store", w->store, "Store file to read (default: the job's store, see --job)");
+  app->add_option("--job", w->job,
+                  "Job id: read <SCOUT_STATE_DIR>/<job>/node-<K>.db (default: SCOUT_JOB_ID, "
+                  "TORCHELASTIC_RUN_ID, SLURM_JOB_ID)");
+  app->add_option("--node", w->node, "Node rank K of the store to read with --job (default 0: the leader)")
+      ->check(CLI::Range(0, kMaxCount));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"scout: finds hangs, stragglers and silent data corruption in NCCL jobs", "scout"};
+  app.require_subcommand(0, 1);
+  app.set_version_flag("--version", std::string("scout ") + kVersion);
+
+  StoreOptions where;
+  StatusOptions status;
+  ReportOptions report;
+  FindingsOptions findings;
+  int64_t explain_id = 0;
+  bool explain_json = false;
+  ExportOptions exp;
+  RunOptions run;
+  bool cfg_markdown = false, cfg_json = false;
+
+  CLI::App* s_status = app.add_subcommand("status", "Job summary: nodes, ranks, communicators, open findings");
+  add_store_flags(s_status, &where);
+  s_status->add_flag("--json", status.json, "One JSON object instead of text");
+
+  CLI::App* s_report = app.add_subcommand("report", "Per-collective table");
+  add_store_flags(s_report, &where);
+  s_report->add_option("--comm", report.comm, "Communicator: commHash (0x...) or name");
+  s_report->add_option("--rank", report.rank, "Only operations with this global rank; adds its lateness")
+      ->check(CLI::Range(0, kMaxCount));
+  s_report->add_option("--func", report.func, "Only this function (AllReduce, AllGather, ...)");
+  s_report->add_option("--last", report.last, "Only the N latest operations")->check(CLI::Range(1, kMaxCount));
+  s_report->add_flag("--json", report.json, "JSON lines, one per operation");
+
+  CLI::App* s_findings = app.add_subcommand("findings", "Findings table (or JSON lines)");
+  add_store_flags(s_findings, &where);
+  s_findings->add_flag("--open", findings.open_only, "Only open findings");
+  s_findings->add_flag("--json", findings.json, "One JSON object per finding per line");
+
+  CLI::App* s_explain = app.add_subcommand("explain", "One finding with its evidence in words");
+  add_store_flags(s_explain, &where);
+  s_explain->add_option("id", explain_id, "Finding id (scout findings)")->required();
+  s_explain->add_flag("--json", explain_json, "The finding's JSON object");
+
+  CLI::App* s_export = app.add_subcommand("export", "Export the store: JSON lines, Prometheus, Chrome trace");
+  add_store_flags(s_export, &where);
+  s_export->add_option("--format", exp.format, "jsonl | prometheus | chrome-trace")->required();
+  s_export->add_option("--out", exp.out, "Output file (default stdout); written atomically");
+
+  CLI::App* s_run = app.add_subcommand("run", "Run COMMAND under scout: observer, plugin, status at the end");
+  add_store_flags(s_run, &run.where);
+  std::string nodes, node_rank, rdzv, hang_timeout, interval;
+  s_run->add_option("--nodes", nodes, "Observer: number of nodes (observers) in the job");
+  s_run->add_option("--node-rank", node_rank, "Observer: this node's rank (also selects the store)");
+  s_run->add_option("--rdzv", rdzv, "Observer: rendezvous, file:DIR or redis:HOST:PORT");
+  s_run->add_option("--hang-timeout", hang_timeout, "Observer: seconds without progress before a hang");
+  s_run->add_option("--interval", interval, "Observer: analysis interval in ms");
+  s_run->add_option("--observer-arg", run.observer_args, "Any other flag for scout-observer, one per use: --observer-arg=--once")
+      ->allow_extra_args(false);
+  s_run->add_option("--stop-timeout", run.stop_timeout_s, "Seconds the observer gets to flush after COMMAND ends")
+      ->check(CLI::Range(0.0, 3600.0));
+  s_run->add_option("command", run.command, "COMMAND and its arguments, after --")->required();
+
+  std::string hash_path;
+  CLI::App* s_hash = app.add_subcommand("hash", "Fingerprint of a file's bytes (16 hex digits)");
+  s_hash->add_option("file", hash_path, "File to fingerprint")->required();
+
+  CLI::App* s_config = app.add_subcommand("config", "Effective SCOUT_* configuration");
+  s_config->add_flag("--markdown", cfg_markdown, "The registry as the table of docs/configuration.md");
+  s_config->add_flag("--json", cfg_json, "JSON lines, one per variable");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "scout: " << e.what() << " (scout --help)\n";
+    return kExitUsage;
+  }
+
+  if (app.get_subcommands().empty()) {
+    std::cerr << "scout: no subcommand given (scout --help lists them)\n";
+    return kExitUsage;
+  }
+  try {
+    if (*s_config) return cmd_config(cfg_markdown, cfg_json, std::cout);
+    if (*s_hash) return cmd_hash(hash_path, std::cout);
+    if (*s_run) {
+      auto forward = [&](const char* flag, const std::string& v) {
+        if (v.empty()) return;
+        run.observer_args.insert(run.observer_args.begin(), {flag, v});
+      };
+      forward("--interval", interval);
+      forward("--hang-timeout", hang_timeout);
+      forward("--rdzv", rdzv);
+      forward("--node-rank", node_rank);
+      forward("--nodes", nodes);
+      if (!node_rank.empty()) {
+        try {
+          run.where.node = std::stoi(node_rank);
+        } catch (...) {
+          throw UsageError("--node-rank " + node_rank + ": not an integer");
+        }
+      }
+      return cmd_run(run);
+    }
+    auto rd = open_store(where);
+    if (*s_status) return cmd_status(*rd, status, std::cout);
+    if (*s_report) return cmd_report(*rd, report, std::cout);
+    if (*s_findings) return cmd_findings(*rd, findings, std::cout);
+    if (*s_explain) return cmd_explain(*rd, explain_id, explain_json, std::cout);
+    if (*s_export) return cmd_export(*rd, exp, std::cout);
+  } catch (const UsageError& e) {
+    std::cout.flush();
+    std::cerr << "scout: " << e.what() << "\n";
+    return kExitUsage;
+  } catch (const store::Error& e) {
+    std::cout.flush();
+    std::cerr << "scout: " << e.what() << "\n";
+    return kExitUsage;
+  }
+  return kExitUsage;
+}
+
+}  // namespace scout::cli

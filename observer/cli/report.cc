@@ -1,0 +1,119 @@
+// `scout report`: the per-collective table (issue 6): key, function, datatype, bytes,
+// algorithm/protocol, per-rank arrival spread, duration, bus bandwidth, fingerprint verdict.
+#include <cstdlib>
+#include <map>
+
+#include "observer/cli/common.h"
+#include "observer/cli/format.h"
+#include "observer/export/json.h"
+#include "observer/model/finding.h"
+
+namespace scout::cli {
+namespace {
+
+store::OpFilter make_filter(const ReportOptions& o) {
+  store::OpFilter f;
+  if (!o.comm.empty()) {
+    if (o.comm.size() > 2 && (o.comm.rfind("0x", 0) == 0 || o.comm.rfind("0X", 0) == 0)) {
+      char* end = nullptr;
+      uint64_t h = std::strtoull(o.comm.c_str() + 2, &end, 16);
+      if (*end != '\0' || o.comm.size() > 18) {
+        throw UsageError("--comm " + o.comm + ": not a commHash (0x + up to 16 hex digits)");
+      }
+      f.comm_hash = h;
+    } else {
+      f.comm_name = o.comm;
+    }
+  }
+  if (o.rank) f.global_rank = *o.rank;
+  if (!o.func.empty()) f.func = o.func;
+  f.last = o.last;
+  return f;
+}
+
+std::string dash_if_empty(const std::string& s) { return s.empty() ? "-" : s; }
+
+}  // namespace
+
+int cmd_report(store::StoreReader& rd, const ReportOptions& o, std::ostream& out) {
+  std::vector<store::OpRow> ops = rd.ops(make_filter(o));
+  // Timings of the chosen rank, for its lateness column.
+  std::map<int64_t, obs::OpRankTiming> mine;
+  if (o.rank && !ops.empty()) {
+    std::vector<int64_t> ids;
+    for (const auto& r : ops) ids.push_back(r.op_id);
+    for (const auto& t : rd.timings(ids)) {
+      if (t.t.global_rank == *o.rank) mine[t.op_id] = t.t;
+    }
+  }
+  auto lateness = [&](const store::OpRow& r) -> std::optional<int64_t> {
+    auto it = mine.find(r.op_id);
+    if (it == mine.end() || it->second.start_ns == 0 || r.op.first_arrival_ns == 0) {
+      return std::nullopt;
+    }
+    return it->second.start_ns - r.op.first_arrival_ns;
+  };
+
+  if (o.json) {
+    for (const auto& r : ops) {
+      nlohmann::json j = exporter::op_json(r.op);
+      if (o.rank) {
+        auto it = mine.find(r.op_id);
+        auto late = lateness(r);
+        j["rank"] = {{"global_rank", *o.rank},
+                     {"start_ns", it == mine.end() ? 0 : it->second.start_ns},
+                     {"end_ns", it == mine.end() ? 0 : it->second.end_ns},
+                     {"lateness_ns", late ? nlohmann::json(*late) : nlohmann::json(nullptr)}};
+      }
+      out << j.dump() << "\n";
+    }
+    return kExitOk;
+  }
+
+  if (ops.empty()) {
+    out << "no operations match (" << rd.op_count() << " stored)\n";
+    return kExitOk;
+  }
+  Table t;
+  t.headers = {"COMM", "FUNC", "SEQ", "DTYPE", "BYTES", "ALGO/PROTO", "RANKS", "SPREAD", "LAST",
+               "DURATION", "BUSBW GB/s", "FP", "META"};
+  t.right_align = {false, false, true, false, true, false, true, true, true, true, true, false,
+                   false};
+  if (o.rank) {
+    t.headers.push_back("LATE r" + std::to_string(*o.rank));
+    t.right_align.push_back(true);
+  }
+  for (const auto& r : ops) {
+    const obs::OpSummary& op = r.op;
+    // Spread and last arrival only mean something once every rank has arrived.
+    bool all_arrived = op.first_arrival_ns > 0 && op.ranks_reported >= op.nranks;
+    std::string algo = op.algo.empty() && op.proto.empty()
+                           ? "-"
+                           : dash_if_empty(op.algo) + "/" + dash_if_empty(op.proto);
+    std::vector<std::string> row = {
+        op.comm_name.empty() ? obs::hex64(op.comm_hash) : op.comm_name,
+        op.func,
+        std::to_string(op.seq),
+        dash_if_empty(op.datatype),
+        fmt_bytes(op.bytes),
+        algo,
+        std::to_string(op.ranks_complete) + "/" + std::to_string(op.nranks),
+        all_arrived ? fmt_duration(exporter::arrival_spread_ns(op)) : "-",
+        all_arrived && op.last_rank >= 0 ? "r" + std::to_string(op.last_rank) : "-",
+        op.duration_ns > 0 ? fmt_duration(op.duration_ns) : "-",
+        op.busbw_gbps > 0 ? fmt_fixed(op.busbw_gbps, 2) : "-",
+        dash_if_empty(op.fp_verdict),
+        dash_if_empty(op.meta_verdict)};
+    if (o.rank) {
+      auto late = lateness(r);
+      row.push_back(late ? fmt_duration(*late) : "-");
+    }
+    t.rows.push_back(std::move(row));
+  }
+  out << t.render();
+  out << ops.size() << (ops.size() == 1 ? " operation" : " operations") << " shown, "
+      << rd.op_count() << " stored\n";
+  return kExitOk;
+}
+
+}  // namespace scout::cli

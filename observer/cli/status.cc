@@ -1,0 +1,207 @@
+// `scout status`: the job on one screen, like NCCL RAS's summary (digest 7.2): nodes, ranks
+// alive and dead, communicators and their progress, open findings with their suspects.
+#include <algorithm>
+#include <map>
+
+#include "observer/cli/common.h"
+#include "observer/cli/format.h"
+#include "observer/cli/words.h"
+#include "observer/export/json.h"
+#include "observer/export/snapshot.h"
+
+namespace scout::cli {
+namespace {
+
+// Lists longer than these are cut, with a pointer to the full view, to keep one screen.
+constexpr size_t kMaxRankLines = 8;
+constexpr size_t kMaxCommLines = 12;
+constexpr size_t kMaxFindingLines = 10;
+constexpr size_t kMaxHostsListed = 4;
+
+int state_order(const std::string& s) {
+  if (s == "hung") return 0;
+  if (s == "stalled") return 1;
+  if (s == "active") return 2;
+  if (s == "finalized") return 3;
+  return 4;
+}
+
+std::string per_func(const obs::CommInfo& c) {
+  std::string out;
+  for (int i = 4; i >= 0; --i) {  // AllReduce first: the usual workhorse
+    if (c.last_seq[i] == 0) continue;
+    if (!out.empty()) out += " ";
+    out += std::string(exporter::kSeqFuncs[i]) + "=" + std::to_string(c.last_seq[i]);
+  }
+  return out.empty() ? "-" : out;
+}
+
+std::vector<obs::CommInfo> comms_by_severity(std::vector<obs::CommInfo> v) {
+  std::stable_sort(v.begin(), v.end(), [](const obs::CommInfo& a, const obs::CommInfo& b) {
+    return state_order(a.state) < state_order(b.state);
+  });
+  return v;
+}
+
+void print_json(const exporter::Snapshot& s, std::ostream& out) {
+  nlohmann::json j;
+  j["store"] = s.store_path;
+  j["schema_version"] = s.meta.schema_version;
+  j["job"] = s.job ? exporter::job_json(*s.job) : nlohmann::json(nullptr);
+  j["as_of_ns"] = s.as_of_ns();
+  std::map<std::string, int> states = {{"running", 0}, {"exited", 0}, {"dead", 0}};
+  std::map<std::string, std::vector<int>> hosts;
+  nlohmann::json not_running = nlohmann::json::array();
+  for (const auto& r : s.ranks) {
+    states[r.state]++;
+    hosts[r.host].push_back(r.global_rank);
+    if (r.state != "running") not_running.push_back(exporter::rank_json(r));
+  }
+  nlohmann::json host_json = nlohmann::json::object();
+  for (const auto& [h, rs] : hosts) host_json[h] = rs;
+  j["ranks"] = {{"total", s.ranks.size()}, {"by_state", states}, {"hosts", host_json},
+                {"not_running", not_running}};
+  nlohmann::json comms = nlohmann::json::array();
+  for (const auto& c : comms_by_severity(s.comms)) comms.push_back(exporter::comm_json(c));
+  j["comms"] = comms;
+  int open = 0, closed = 0;
+  nlohmann::json open_findings = nlohmann::json::array();
+  for (const auto& f : s.findings) {
+    if (f.open) {
+      ++open;
+      open_findings.push_back(obs::to_json(f));
+    } else {
+      ++closed;
+    }
+  }
+  j["findings"] = {{"open", open}, {"closed", closed}, {"open_findings", open_findings}};
+  out << j.dump() << "\n";
+}
+
+}  // namespace
+
+int cmd_status(store::StoreReader& rd, const StatusOptions& o, std::ostream& out) {
+  exporter::Snapshot s = exporter::load_snapshot(rd, /*with_ops=*/false);
+  if (o.json) {
+    print_json(s, out);
+    return kExitOk;
+  }
+  const int64_t now = s.as_of_ns();
+
+  // Job line.
+  if (s.job) {
+    const obs::JobInfo& j = *s.job;
+    out << "job " << j.job << ": node " << j.node_rank << " of " << j.nodes << ", as of "
+        << fmt_utc(now) << " (observer " << j.observer_version << ", up "
+        << fmt_duration(j.updated_ns - j.started_ns) << ")\n";
+  } else {
+    out << "job (no header yet): as of " << fmt_utc(now) << "\n";
+  }
+
+  // Ranks.
+  std::map<std::string, std::vector<int>> hosts;
+  std::map<std::string, int> states;
+  for (const auto& r : s.ranks) {
+    hosts[r.host].push_back(r.global_rank);
+    states[r.state]++;
+  }
+  out << "ranks: " << s.ranks.size() << " on " << hosts.size() << (hosts.size() == 1 ? " host" : " hosts");
+  if (!hosts.empty() && hosts.size() <= kMaxHostsListed) {
+    out << " (";
+    bool first = true;
+    for (const auto& [h, rs] : hosts) {
+      out << (first ? "" : "; ") << h << ": " << fmt_ranges(rs);
+      first = false;
+    }
+    out << ")";
+  }
+  out << "; " << states["running"] << " running, " << states["exited"] << " exited, "
+      << states["dead"] << " dead\n";
+  size_t listed = 0, not_running = 0;
+  for (const auto& r : s.ranks) {
+    if (r.state == "running") continue;
+    ++not_running;
+    if (listed >= kMaxRankLines) continue;
+    ++listed;
+    obs::Suspect who{r.global_rank, r.host, r.pid, r.gpu, -1};
+    out << "  " << r.state << ": " << suspect_words(who) << ", last event "
+        << fmt_ago(r.last_event_ns, now) << "\n";
+  }
+  if (not_running > listed) {
+    out << "  ... and " << (not_running - listed) << " more (scout status --json)\n";
+  }
+
+  // Communicators.
+  std::vector<obs::CommInfo> comms = comms_by_severity(s.comms);
+  std::map<int, std::pair<std::string, int>> by_state;
+  for (const auto& c : comms) {
+    auto& e = by_state[state_order(c.state)];
+    e.first = c.state;
+    e.second++;
+  }
+  out << "communicators: " << comms.size();
+  if (!comms.empty()) {
+    out << " (";
+    bool first = true;
+    for (const auto& [order, e] : by_state) {
+      out << (first ? "" : ", ") << e.second << " " << e.first;
+      first = false;
+    }
+    out << ")";
+  }
+  out << "\n";
+  if (!comms.empty()) {
+    Table t;
+    t.headers = {"NAME", "HASH", "RANKS", "NODES", "STATE", "OPS DONE", "LAST PROGRESS",
+                 "COMPLETED PER FUNCTION"};
+    t.right_align = {false, false, true, true, false, true, false, false};
+    for (size_t i = 0; i < comms.size() && i < kMaxCommLines; ++i) {
+      const auto& c = comms[i];
+      t.rows.push_back({c.name.empty() ? "-" : c.name, obs::hex64(c.comm_hash),
+                        std::to_string(c.nranks), std::to_string(c.nnodes), c.state,
+                        std::to_string(c.ops_complete), fmt_ago(c.last_progress_ns, now),
+                        per_func(c)});
+    }
+    out << t.render("  ");
+    if (comms.size() > kMaxCommLines) {
+      out << "  ... and " << (comms.size() - kMaxCommLines) << " more (scout status --json)\n";
+    }
+  }
+
+  // Findings.
+  size_t open = 0, closed = 0;
+  for (const auto& f : s.findings) (f.open ? open : closed)++;
+  out << "findings: " << open << " open, " << closed << " closed\n";
+  size_t shown = 0;
+  for (const auto& f : s.findings) {
+    if (!f.open) continue;
+    if (shown++ >= kMaxFindingLines) continue;
+    out << "  #" << f.id << " " << obs::to_string(f.kind) << " " << obs::to_string(f.verdict)
+        << ": ";
+    if (f.suspects.empty()) {
+      out << "no suspect named";
+    } else {
+      for (size_t i = 0; i < f.suspects.size(); ++i) {
+        if (i == 3) {
+          out << " and " << (f.suspects.size() - 3) << " more";
+          break;
+        }
+        out << (i ? ", " : "") << suspect_words(f.suspects[i]);
+      }
+    }
+    if (f.peer) out << " <-> " << suspect_words(*f.peer);
+    if (f.comm_hash != 0 || f.key) {
+      out << " in " << comm_words(f);
+      if (f.key) out << " " << key_words(f);
+    }
+    out << "\n";
+    if (!f.summary.empty()) out << "     " << f.summary << "\n";
+  }
+  if (shown > kMaxFindingLines) {
+    out << "  ... and " << (shown - kMaxFindingLines) << " more (scout findings --open)\n";
+  }
+  if (open > 0) out << "details: scout explain ID; per-collective table: scout report\n";
+  return kExitOk;
+}
+
+}  // namespace scout::cli

@@ -1,0 +1,82 @@
+#include "observer/export/json.h"
+
+#include "observer/model/finding.h"
+
+namespace scout::exporter {
+
+const char* const kSeqFuncs[5] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter",
+                                  "AllReduce"};
+
+nlohmann::json job_json(const obs::JobInfo& j) {
+  return {{"job", j.job},
+          {"nodes", j.nodes},
+          {"node_rank", j.node_rank},
+          {"started_ns", j.started_ns},
+          {"updated_ns", j.updated_ns},
+          {"observer_version", j.observer_version}};
+}
+
+nlohmann::json rank_json(const obs::RankInfo& r) {
+  return {{"global_rank", r.global_rank}, {"local_rank", r.local_rank},
+          {"host", r.host},               {"pid", r.pid},
+          {"gpu", r.gpu},                 {"cuda_dev", r.cuda_dev},
+          {"node_rank", r.node_rank},     {"segment", r.segment},
+          {"state", r.state},             {"first_seen_ns", r.first_seen_ns},
+          {"last_event_ns", r.last_event_ns}};
+}
+
+nlohmann::json comm_json(const obs::CommInfo& c) {
+  nlohmann::json seq = nlohmann::json::object();
+  for (int i = 0; i < 5; ++i) seq[kSeqFuncs[i]] = c.last_seq[i];
+  return {{"hash", obs::hex64(c.comm_hash)},
+          {"name", c.name},
+          {"nranks", c.nranks},
+          {"nnodes", c.nnodes},
+          {"global_ranks", c.global_ranks},
+          {"ops_complete", c.ops_complete},
+          {"last_seq", seq},
+          {"last_progress_ns", c.last_progress_ns},
+          {"state", c.state}};
+}
+
+int64_t arrival_spread_ns(const obs::OpSummary& o) {
+  if (o.first_arrival_ns == 0 || o.last_arrival_ns < o.first_arrival_ns) return 0;
+  return o.last_arrival_ns - o.first_arrival_ns;
+}
+
+nlohmann::json op_json(const obs::OpSummary& o) {
+  return {{"comm", {{"hash", obs::hex64(o.comm_hash)}, {"name", o.comm_name}}},
+          {"nranks", o.nranks},
+          {"kind", o.kind},
+          {"func", o.func},
+          {"seq", o.seq},
+          {"datatype", o.datatype},
+          {"count", o.count},
+          {"bytes", o.bytes},
+          {"algo", o.algo},
+          {"proto", o.proto},
+          {"n_channels", o.n_channels},
+          {"ranks_reported", o.ranks_reported},
+          {"ranks_complete", o.ranks_complete},
+          {"first_arrival_ns", o.first_arrival_ns},
+          {"last_arrival_ns", o.last_arrival_ns},
+          {"arrival_spread_ns", arrival_spread_ns(o)},
+          {"last_rank", o.last_rank},
+          {"end_ns", o.end_ns},
+          {"duration_ns", o.duration_ns},
+          {"busbw_gbps", o.busbw_gbps},
+          {"fp_verdict", o.fp_verdict},
+          {"meta_verdict", o.meta_verdict}};
+}
+
+nlohmann::json timing_json(const obs::OpRankTiming& t) {
+  return {{"global_rank", t.global_rank},
+          {"comm_rank", t.comm_rank},
+          {"api_ns", t.api_ns},
+          {"start_ns", t.start_ns},
+          {"end_ns", t.end_ns},
+          {"fp_recv", t.fp_recv ? nlohmann::json(obs::hex64(t.fp_recv)) : nlohmann::json(nullptr)},
+          {"fp_status", t.fp_status}};
+}
+
+}  // namespace scout::exporter

@@ -1,0 +1,18 @@
+// `scout export --format jsonl`: the store as JSON lines (docs/cli.md, "export jsonl").
+//   line 1: {"type":"header","format":"scout-jsonl","version":1,"schema_version":N,"job":{...}|null}
+//   then one line per rank ("type":"rank"), communicator ("comm"), finding ("finding": the keys
+//   of obs::to_json) and operation ("op": op_json keys plus "timings": [timing_json...]),
+//   in the Snapshot's orders.
+#pragma once
+
+#include <ostream>
+
+#include "observer/export/snapshot.h"
+
+namespace scout::exporter {
+
+constexpr int kJsonlVersion = 1;
+
+void write_jsonl(const Snapshot& s, std::ostream& out);
+
+}  // namespace scout::exporter

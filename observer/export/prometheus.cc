@@ -1,0 +1,254 @@
+#include "observer/export/prometheus.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <set>
+#include <tuple>
+#include <vector>
+
+#include "observer/model/finding.h"
+
+namespace scout::exporter {
+namespace {
+
+using Labels = std::vector<std::pair<std::string, std::string>>;
+
+// One metric family: HELP, TYPE, then its samples in insertion order.
+class Family {
+ public:
+  Family(std::ostream& out, const char* name, const char* type, const char* help) : out_(out), name_(name) {
+    out_ << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n";
+  }
+  void sample(const Labels& labels, double value) {
+    out_ << name_;
+    if (!labels.empty()) {
+      out_ << "{";
+      for (size_t i = 0; i < labels.size(); ++i) {
+        out_ << (i ? "," : "") << labels[i].first << "=\"" << prom_escape(labels[i].second) << "\"";
+      }
+      out_ << "}";
+    }
+    out_ << " " << fmt::format("{}", value) << "\n";
+  }
+
+ private:
+  std::ostream& out_;
+  std::string name_;
+};
+
+constexpr const char* kFindingKinds[] = {"hang", "deadlock", "desync", "straggler",
+                                         "slowlink", "sdc", "nan", "crash"};
+constexpr const char* kRankStates[] = {"running", "exited", "dead"};
+constexpr const char* kCommStates[] = {"active", "stalled", "hung", "finalized"};
+
+struct Agg {
+  uint64_t n = 0;
+  uint64_t n_done = 0;   // with a duration
+  double dur_sum = 0, dur_max = 0;
+  uint64_t n_bw = 0;
+  double bw_sum = 0;
+  uint64_t n_spread = 0;
+  double spread_sum = 0;
+};
+
+}  // namespace
+
+std::string prom_escape(const std::string& v) {
+  std::string o;
+  for (char c : v) {
+    if (c == '\\') {
+      o += "\\\\";
+    } else if (c == '"') {
+      o += "\\\"";
+    } else if (c == '\n') {
+      o += "\\n";
+    } else {
+      o += c;
+    }
+  }
+  return o;
+}
+
+void write_prometheus(const Snapshot& s, std::ostream& out) {
+  const std::string job = s.job_name();
+  {
+    Family f(out, "scout_info", "gauge",
+             "Identity of the store this file was exported from (always 1).");
+    f.sample({{"job", job},
+              {"node_rank", std::to_string(s.job ? s.job->node_rank : 0)},
+              {"nodes", std::to_string(s.job ? s.job->nodes : 0)},
+              {"schema_version", std::to_string(s.meta.schema_version)}},
+             1);
+  }
+  {
+    Family f(out, "scout_last_update_timestamp_seconds", "gauge",
+             "Time of the observer's last store update (Unix seconds).");
+    f.sample({{"job", job}}, static_cast<double>(s.as_of_ns()) / 1e9);
+  }
+  {
+    Family f(out, "scout_ranks", "gauge", "Training processes (ranks) by state.");
+    std::map<std::string, int> by_state;
+    for (const char* st : kRankStates) by_state[st] = 0;
+    for (const auto& r : s.ranks) by_state[r.state]++;
+    for (const auto& [st, n] : by_state) f.sample({{"job", job}, {"state", st}}, n);
+  }
+  {
+    Family f(out, "scout_rank_alive", "gauge",
+             "1 while the rank's process runs (state running), else 0.");
+    for (const auto& r : s.ranks) {
+      f.sample({{"job", job}, {"global_rank", std::to_string(r.global_rank)}, {"host", r.host},
+                {"gpu", r.gpu}},
+               r.state == "running" ? 1 : 0);
+    }
+  }
+  // Lateness per rank: GPU start minus the earliest start of the same operation.
+  {
+    std::map<int64_t, int64_t> first_arrival;
+    for (const auto& o : s.ops) first_arrival[o.op_id] = o.op.first_arrival_ns;
+    std::map<int, std::pair<double, uint64_t>> late;
+    for (const auto& t : s.timings) {
+      auto it = first_arrival.find(t.op_id);
+      if (it == first_arrival.end() || it->second == 0 || t.t.start_ns == 0) continue;
+      auto& [sum, n] = late[t.t.global_rank];
+      sum += static_cast<double>(t.t.start_ns - it->second) / 1e9;
+      ++n;
+    }
+    std::map<int, std::string> host;
+    for (const auto& r : s.ranks) host[r.global_rank] = r.host;
+    Family f(out, "scout_rank_lateness_seconds", "gauge",
+             "Mean lateness of the rank's GPU start behind the first rank, over stored operations.");
+    for (const auto& [rank, sn] : late) {
+      f.sample({{"job", job}, {"global_rank", std::to_string(rank)}, {"host", host[rank]}},
+               sn.first / static_cast<double>(sn.second));
+    }
+  }
+  auto comm_labels = [&](const obs::CommInfo& c) {
+    return Labels{{"job", job}, {"comm", c.name}, {"comm_hash", obs::hex64(c.comm_hash)}};
+  };
+  {
+    Family f(out, "scout_comm_ops_complete", "gauge",
+             "Operations complete on every rank of the communicator.");
+    for (const auto& c : s.comms) f.sample(comm_labels(c), static_cast<double>(c.ops_complete));
+  }
+  {
+    Family f(out, "scout_comm_last_progress_timestamp_seconds", "gauge",
+             "Last time any rank of the communicator completed an operation (Unix seconds).");
+    for (const auto& c : s.comms) {
+      f.sample(comm_labels(c), static_cast<double>(c.last_progress_ns) / 1e9);
+    }
+  }
+  {
+    Family f(out, "scout_comm_state", "gauge",
+             "1 for the communicator's current state (active, stalled, hung, finalized), else 0.");
+    for (const auto& c : s.comms) {
+      std::set<std::string> states(std::begin(kCommStates), std::end(kCommStates));
+      states.insert(c.state);
+      for (const auto& st : states) {
+        Labels l = comm_labels(c);
+        l.emplace_back("state", st);
+        f.sample(l, st == c.state ? 1 : 0);
+      }
+    }
+  }
+  {
+    std::map<std::string, std::pair<int, int>> by_kind;  // open, closed
+    for (const char* k : kFindingKinds) by_kind[k] = {0, 0};
+    for (const auto& fd : s.findings) {
+      auto& p = by_kind[obs::to_string(fd.kind)];
+      (fd.open ? p.first : p.second)++;
+    }
+    {
+      Family f(out, "scout_findings_open", "gauge", "Open findings by kind.");
+      for (const auto& [k, p] : by_kind) f.sample({{"job", job}, {"kind", k}}, p.first);
+    }
+    {
+      Family f(out, "scout_findings_closed", "gauge",
+               "Closed findings (failures that stopped) by kind.");
+      for (const auto& [k, p] : by_kind) f.sample({{"job", job}, {"kind", k}}, p.second);
+    }
+  }
+  {
+    Family f(out, "scout_finding_suspect", "gauge",
+             "1 for each suspect rank of each open finding.");
+    for (const auto& fd : s.findings) {
+      if (!fd.open) continue;
+      for (const auto& su : fd.suspects) {
+        f.sample({{"job", job}, {"id", std::to_string(fd.id)}, {"kind", obs::to_string(fd.kind)},
+                  {"verdict", obs::to_string(fd.verdict)},
+                  {"global_rank", std::to_string(su.global_rank)}, {"host", su.host},
+                  {"gpu", su.gpu}},
+                 1);
+      }
+    }
+  }
+  // Per (communicator, function) aggregates over the stored operations.
+  std::map<std::tuple<std::string, uint64_t, std::string>, Agg> aggs;
+  for (const auto& row : s.ops) {
+    const obs::OpSummary& o = row.op;
+    Agg& a = aggs[{o.comm_name, o.comm_hash, o.func}];
+    ++a.n;
+    if (o.duration_ns > 0) {
+      ++a.n_done;
+      double d = static_cast<double>(o.duration_ns) / 1e9;
+      a.dur_sum += d;
+      if (d > a.dur_max) a.dur_max = d;
+    }
+    if (o.busbw_gbps > 0) {
+      ++a.n_bw;
+      a.bw_sum += o.busbw_gbps;
+    }
+    if (o.first_arrival_ns > 0 && o.ranks_reported >= o.nranks &&
+        o.last_arrival_ns >= o.first_arrival_ns) {
+      ++a.n_spread;
+      a.spread_sum += static_cast<double>(o.last_arrival_ns - o.first_arrival_ns) / 1e9;
+    }
+  }
+  auto op_labels = [&](const auto& key) {
+    return Labels{{"job", job},
+                  {"comm", std::get<0>(key)},
+                  {"comm_hash", obs::hex64(std::get<1>(key))},
+                  {"func", std::get<2>(key)}};
+  };
+  {
+    Family f(out, "scout_collectives_stored", "gauge",
+             "Operations the store holds per communicator and function (the aggregates' sample).");
+    for (const auto& [k, a] : aggs) f.sample(op_labels(k), static_cast<double>(a.n));
+  }
+  {
+    Family f(out, "scout_collective_duration_seconds", "gauge",
+             "Mean duration (last arrival to end) of stored operations.");
+    for (const auto& [k, a] : aggs) {
+      if (a.n_done) f.sample(op_labels(k), a.dur_sum / static_cast<double>(a.n_done));
+    }
+  }
+  {
+    Family f(out, "scout_collective_duration_max_seconds", "gauge",
+             "Longest duration (last arrival to end) of stored operations.");
+    for (const auto& [k, a] : aggs) {
+      if (a.n_done) f.sample(op_labels(k), a.dur_max);
+    }
+  }
+  {
+    Family f(out, "scout_collective_arrival_spread_seconds", "gauge",
+             "Mean spread between the first and the last rank's GPU start (operations every rank "
+             "reached).");
+    for (const auto& [k, a] : aggs) {
+      if (a.n_spread) f.sample(op_labels(k), a.spread_sum / static_cast<double>(a.n_spread));
+    }
+  }
+  {
+    Family f(out, "scout_bus_bandwidth_gbps", "gauge",
+             "Mean bus bandwidth in GB/s (nccl-tests convention) of stored operations.");
+    for (const auto& [k, a] : aggs) {
+      if (a.n_bw) f.sample(op_labels(k), a.bw_sum / static_cast<double>(a.n_bw));
+    }
+  }
+  {
+    Family f(out, "scout_store_ops_dropped_total", "counter",
+             "Operations deleted from the store by its history bound (SCOUT_STORE_MAX_OPS).");
+    f.sample({{"job", job}}, static_cast<double>(s.meta.ops_dropped));
+  }
+}
+
+}  // namespace scout::exporter

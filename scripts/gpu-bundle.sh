@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Packs what scripts/gpu-check.sh needs on a machine without our build dependencies (the lent
+# GPU machine: CUDA and PyTorch, no Debian -dev packages, no network) into .gpu-bundle/:
+#   bin/    scout, scout-observer, scout-sim, scout-dump
+#   lib/    libnccl-profiler-scout.so
+#   bench/  fingerprint_bench
+#   test/   record_replay_test (fixture check), if built
+#   syslib/ the shared libraries those binaries need beyond glibc/libstdc++ (sqlite, gloo, ...)
+# Run here after `make all benches`; then carry `.gpu-bundle` with the device call.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${1:-build}
+DEST=.gpu-bundle
+rm -rf "$DEST"
+mkdir -p "$DEST"/{bin,lib,bench,test,syslib}
+grep -qx '/.gpu-bundle/' .git/info/exclude 2>/dev/null || echo '/.gpu-bundle/' >> .git/info/exclude
+
+cp "$BUILD"/lib/libnccl-profiler-scout.so "$DEST/lib/"
+for b in scout scout-observer scout-sim scout-dump; do
+  [ -x "$BUILD/bin/$b" ] && cp "$BUILD/bin/$b" "$DEST/bin/"
+done
+[ -x "$BUILD/bench/fingerprint_bench" ] && cp "$BUILD/bench/fingerprint_bench" "$DEST/bench/"
+[ -x "$BUILD/test/record_replay_test" ] && cp "$BUILD/test/record_replay_test" "$DEST/test/"
+
+# Shared libraries beyond what every Linux with a C++ runtime has.
+skip='^(linux-vdso|libc\.so|libm\.so|libdl\.so|librt\.so|libpthread\.so|libstdc\+\+\.so|libgcc_s\.so|ld-linux)'
+for f in "$DEST"/bin/* "$DEST"/bench/* "$DEST"/test/*; do
+  [ -f "$f" ] || continue
+  ldd "$f" | awk '/=>/ {print $1, $3}' | while read -r name path; do
+    [[ "$name" =~ $skip ]] && continue
+    [ -f "$path" ] && cp -n "$path" "$DEST/syslib/" 2>/dev/null || true
+  done
+done
+du -sh "$DEST"
+echo "gpu-bundle: ready; carry '.gpu-bundle' and run: scripts/gpu-check.sh"

@@ -1,0 +1,234 @@
+#!/usr/bin/env bash
+# scout on a real GPU under real NCCL (issue 7). One prepared script for a machine with one
+# NVIDIA GPU (CUDA 13, PyTorch with its own NCCL, no network, no package registry). Finishes in
+# under 8 minutes and writes everything under OUT (default $OUT, else ./gpu-check-out):
+#   OUT/summary.txt       one line per measured number / check, the lines to quote
+#   OUT/results.tar.gz    logs, findings, dumps, step times, and the recorded call streams
+#                         (fixtures/real-nccl/*.bin) for test/fixtures/real-nccl/
+# Without a GPU it runs its CPU-side steps, says which steps it skipped, and exits 0.
+#
+# Prepare on the build machine: make -j2 all benches tests && scripts/gpu-bundle.sh
+# then run there (carry .gpu-bundle):   scripts/gpu-check.sh
+#
+# Steps:
+#  1. fingerprint kernel vs CPU reference on random buffers; kernel GB/s vs DtoD copy
+#  2. a torchrun DDP job of 3 processes on the one GPU with the plugin loaded; which multi-rank
+#     method works: distinct NCCL_HOSTID per process, or NCCL_MULTI_RANK_GPU_ENABLE=1 (2.30+)
+#  3. the observer beside it; faults injected from the training script (straggler, nan, sdc,
+#     skip -> hang); findings compared with the truth
+#  4. step-time overhead: the same job without and with the plugin, in the same run
+#  5. recording mode (SCOUT_RECORD_CALLS) to bring the callback streams back as fixtures
+set -u
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+OUTDIR=${1:-${OUT:-$ROOT/gpu-check-out}}
+mkdir -p "$OUTDIR"
+WORK=$(mktemp -d /tmp/scout-gpu-check-XXXXXX)
+LOGS=$WORK/logs
+mkdir -p "$LOGS" "$WORK/fixtures/real-nccl"
+SUMMARY=$OUTDIR/summary.txt
+: > "$SUMMARY"
+T_START=$(date +%s)
+
+say() { echo "$*" | tee -a "$SUMMARY"; }
+elapsed() { echo $(( $(date +%s) - T_START )); }
+
+# What to run: the carried bundle if present, else the build tree.
+if [ -d .gpu-bundle ]; then
+  B=$ROOT/.gpu-bundle
+  export LD_LIBRARY_PATH=$B/syslib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+else
+  B=$ROOT/build
+fi
+PLUGIN=$B/lib/libnccl-profiler-scout.so
+SCOUT=$B/bin/scout
+OBSERVER=$B/bin/scout-observer
+DUMP=$B/bin/scout-dump
+FPBENCH=$B/bench/fingerprint_bench
+export SCOUT_SHM_DIR=$WORK/shm
+mkdir -p "$SCOUT_SHM_DIR"
+
+say "gpu-check: scout $(git describe --always --dirty 2>/dev/null || echo '?'), $(date -u +%FT%TZ), host $(hostname)"
+for f in "$PLUGIN" "$SCOUT" "$OBSERVER" "$DUMP"; do
+  [ -e "$f" ] || { say "gpu-check: missing $f (build with 'make all benches' and run scripts/gpu-bundle.sh)"; }
+done
+
+# ---------------------------------------------------------------- environment
+HAVE_GPU=0
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+  HAVE_GPU=1
+  say "gpu: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | head -1)"
+fi
+HAVE_TORCH=0
+if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
+  HAVE_TORCH=1
+  say "torch: $(python3 -c 'import torch; print(torch.__version__, "cuda", torch.version.cuda, "nccl", ".".join(map(str, torch.cuda.nccl.version())))' 2>/dev/null)"
+fi
+if [ $HAVE_GPU -eq 0 ]; then
+  say "gpu: none found (nvidia-smi): GPU steps 1-5 are skipped; running the CPU-side steps"
+fi
+
+# ---------------------------------------------------------------- step 1: fingerprint kernel
+echo "== step 1: fingerprint kernel"
+if [ -x "$FPBENCH" ]; then
+  if [ $HAVE_GPU -eq 1 ]; then
+    if command -v cuobjdump >/dev/null 2>&1; then
+      cuobjdump --list-elf "$PLUGIN" > "$LOGS/cuobjdump.txt" 2>&1
+      say "step1: cuobjdump --list-elf: $(grep -c sm_ "$LOGS/cuobjdump.txt") ELF entries ($(grep -o 'sm_[0-9]*' "$LOGS/cuobjdump.txt" | sort -u | tr '\n' ' '))"
+    fi
+    timeout 120 "$FPBENCH" --check > "$LOGS/fp-check.txt" 2>&1; rc=$?
+    say "step1: $(grep 'cases identical' "$LOGS/fp-check.txt" || echo "kernel check failed (exit $rc)")"
+    timeout 120 "$FPBENCH" > "$LOGS/fp-bench.txt" 2>&1
+    grep -E 'MiB|ratio|target' "$LOGS/fp-bench.txt" | sed 's/^/step1: /' | tee -a "$SUMMARY"
+  else
+    timeout 120 "$FPBENCH" > "$LOGS/fp-bench.txt" 2>&1
+    grep -E 'ratio|target|GPU' "$LOGS/fp-bench.txt" | sed 's/^/step1 (CPU only): /' | tee -a "$SUMMARY"
+  fi
+else
+  say "step1: skipped: $FPBENCH not built (make benches)"
+fi
+
+# ---------------------------------------------------------------- CPU-side pipeline check
+# The same pipeline the GPU steps use (plugin -> shared memory -> observer -> findings), driven
+# by scout-sim, so a broken bundle shows here before any GPU time is spent.
+echo "== CPU-side: scout-sim + observer"
+if [ -x "$B/bin/scout-sim" ] && [ -x "$OBSERVER" ]; then
+  job=cpucheck-$$
+  store=$WORK/$job.db
+  timeout 60 "$B/bin/scout-sim" --ranks 8 --tp 2 --pp 2 --steps 30 --job "$job" \
+      --fault straggler:rank=5,step=5,ms=30 --truth "$WORK/$job.truth.jsonl" > "$LOGS/$job.sim.txt" 2>&1
+  timeout 60 "$OBSERVER" --job "$job" --store "$store" --once > "$LOGS/$job.observer.txt" 2>&1
+  "$SCOUT" findings --json --store "$store" > "$WORK/$job.findings.jsonl" 2>>"$LOGS/$job.observer.txt"
+  if grep -q '"kind":"straggler"' "$WORK/$job.findings.jsonl" && grep -q '"global_rank":5' "$WORK/$job.findings.jsonl"; then
+    say "cpu-check: scout-sim straggler on rank 5 found by the observer: ok"
+  else
+    say "cpu-check: scout-sim straggler on rank 5 NOT found (see logs/$job.*)"
+  fi
+else
+  say "cpu-check: skipped: scout-sim or scout-observer missing"
+fi
+
+# ---------------------------------------------------------------- torchrun helpers
+# run_job NAME METHOD PLUGIN(0/1) STEPS FAULT [extra env...]: runs the DDP job; returns its status.
+NPROC=3
+run_job() {
+  local name=$1 method=$2 with_plugin=$3 steps=$4 fault=$5; shift 5
+  local env=(OMP_NUM_THREADS=1 TORCH_NCCL_ASYNC_ERROR_HANDLING=1 NCCL_DEBUG=WARN
+             SCOUT_JOB_ID="$name" TORCHELASTIC_RUN_ID="$name")
+  local args=(--steps "$steps" --truth "$WORK/$name.truth.jsonl" --times "$WORK/$name.times.json")
+  [ -n "$fault" ] && args+=(--fault "$fault")
+  if [ "$method" = hostid ]; then args+=(--hostid); else env+=(NCCL_MULTI_RANK_GPU_ENABLE=1); fi
+  if [ "$with_plugin" = 1 ]; then env+=(NCCL_PROFILER_PLUGIN="$PLUGIN"); else env+=(NCCL_PROFILER_PLUGIN=none); fi
+  env "${env[@]}" "$@" timeout -k 5 "${JOB_TIMEOUT:-120}" python3 -m torch.distributed.run \
+      --standalone --nproc_per_node=$NPROC scripts/gpu/ddp_job.py "${args[@]}" \
+      > "$LOGS/$name.log" 2>&1
+}
+
+median_step_ms() {  # median step time in ms, skipping the first 5 warm-up steps
+  python3 - "$1" <<'EOF'
+import json, statistics, sys
+d = json.load(open(sys.argv[1]))
+s = d["step_s"][5:] or d["step_s"]
+print(f"{statistics.median(s) * 1000:.2f}")
+EOF
+}
+
+if [ $HAVE_GPU -eq 1 ] && [ $HAVE_TORCH -eq 1 ]; then
+  # -------------------------------------------------------------- step 2: multi-rank method
+  echo "== step 2: DDP job with the plugin"
+  METHOD=""
+  for m in hostid multirank; do
+    run_job "method-$m" "$m" 1 20 ""; rc=$?
+    if [ $rc -eq 0 ]; then
+      METHOD=${METHOD:-$m}
+      say "step2: $NPROC ranks on one GPU with $( [ $m = hostid ] && echo 'a distinct NCCL_HOSTID per process (NET/Socket over lo)' || echo 'NCCL_MULTI_RANK_GPU_ENABLE=1' ): works"
+    else
+      say "step2: $( [ $m = hostid ] && echo 'distinct NCCL_HOSTID' || echo 'NCCL_MULTI_RANK_GPU_ENABLE=1' ): failed (exit $rc, logs/method-$m.log: $(grep -m1 -E 'WARN|Error' "$LOGS/method-$m.log" | cut -c1-160))"
+    fi
+  done
+  if [ -n "$METHOD" ]; then
+    segs=$(ls "$SCOUT_SHM_DIR" | grep -c "^scout.method-$METHOD\.")
+    "$DUMP" --job "method-$METHOD" --dir "$SCOUT_SHM_DIR" > "$WORK/method-$METHOD.dump.jsonl" 2>&1
+    python3 - "$WORK/method-$METHOD.dump.jsonl" <<'EOF' | tee -a "$SUMMARY"
+import json, sys, collections
+ops = [json.loads(l) for l in open(sys.argv[1]) if '"type":"op"' in l]
+abi = {json.loads(l).get("abi_version") for l in open(sys.argv[1]) if '"type":"segment"' in l}
+by_key = collections.defaultdict(dict)
+for o in ops:
+    if o.get("kind") == "coll":
+        by_key[(o.get("comm_hash"), o.get("func"), o.get("key"))][o.get("rank")] = o
+done = sum(1 for o in ops if o.get("fp_recv_status") == "done")
+complete = sum(1 for o in ops if o.get("state") == "complete")
+agree = disagree = 0
+for k, ranks in by_key.items():
+    fps = {r["fp_recv"] for r in ranks.values() if r.get("fp_recv_status") == "done"}
+    if len(fps) == 1 and len(ranks) > 1: agree += 1
+    elif len(fps) > 1: disagree += 1
+print(f"step2: plugin ABI {sorted(abi)}; {len(ops)} records, {complete} complete (KernelCh on all channels), "
+      f"{done} with GPU receive fingerprints; {agree} collectives with identical fingerprints on all ranks, {disagree} differing")
+EOF
+    say "step2: $segs segments written"
+  fi
+
+  # -------------------------------------------------------------- step 3: faults under the observer
+  echo "== step 3: faults"
+  if [ -n "$METHOD" ]; then
+    for spec in "straggler:rank=1,step=8,ms=150" "nan:rank=1,step=8" "sdc:rank=1,step=8" "skip:rank=1,step=8"; do
+      kind=${spec%%:*}
+      name=fault-$kind
+      store=$WORK/$name.db
+      "$OBSERVER" --job "$name" --store "$store" --interval 200 --hang-timeout 8 > "$LOGS/$name.observer.log" 2>&1 &
+      obs=$!
+      JOB_TIMEOUT=$([ "$kind" = skip ] && echo 45 || echo 120) run_job "$name" "$METHOD" 1 25 "$spec"; rc=$?
+      sleep 2
+      kill -TERM $obs 2>/dev/null; wait $obs 2>/dev/null
+      "$SCOUT" findings --json --store "$store" > "$WORK/$name.findings.jsonl" 2>&1
+      expect=$kind; [ "$kind" = skip ] && expect="hang|desync"; [ "$kind" = sdc ] && expect="sdc"
+      if grep -E -q "\"kind\":\"($expect)\"" "$WORK/$name.findings.jsonl" && grep -q '"global_rank":1' "$WORK/$name.findings.jsonl"; then
+        say "step3: $kind on rank 1: FOUND ($(grep -E -o "\"kind\":\"($expect)\"" "$WORK/$name.findings.jsonl" | head -1), rank 1 named; job exit $rc)"
+      else
+        note=""
+        [ "$kind" = sdc ] && note=" (expected: a post-collective flip of one rank's copy is invisible to output consensus, design brief section 4)"
+        say "step3: $kind on rank 1: not found$note; findings: $(cut -c1-200 "$WORK/$name.findings.jsonl" | head -3 | tr '\n' ' ')"
+      fi
+    done
+  else
+    say "step3: skipped: no multi-rank method worked in step 2"
+  fi
+
+  # -------------------------------------------------------------- step 4: overhead
+  echo "== step 4: overhead"
+  if [ -n "$METHOD" ]; then
+    run_job overhead-off "$METHOD" 0 60 ""; r1=$?
+    run_job overhead-on "$METHOD" 1 60 ""; r2=$?
+    run_job overhead-off2 "$METHOD" 0 60 ""; r3=$?
+    if [ $r1 -eq 0 ] && [ $r2 -eq 0 ] && [ $r3 -eq 0 ]; then
+      off=$(median_step_ms "$WORK/overhead-off.times.json"); on=$(median_step_ms "$WORK/overhead-on.times.json")
+      off2=$(median_step_ms "$WORK/overhead-off2.times.json")
+      say "step4: median step time without plugin ${off} ms / ${off2} ms (two runs), with plugin ${on} ms: overhead $(python3 -c "print(f'{(float($on)/((float($off)+float($off2))/2)-1)*100:.1f}')") % (run-to-run spread $(python3 -c "print(f'{abs(float($off)-float($off2))/float($off)*100:.1f}')") %)"
+    else
+      say "step4: overhead runs failed ($r1/$r2/$r3)"
+    fi
+  else
+    say "step4: skipped: no multi-rank method worked"
+  fi
+
+  # -------------------------------------------------------------- step 5: recordings
+  echo "== step 5: recording mode"
+  if [ -n "$METHOD" ]; then
+    run_job record "$METHOD" 1 6 "" SCOUT_RECORD_CALLS="$WORK/fixtures/real-nccl/ddp3"; rc=$?
+    for f in "$WORK"/fixtures/real-nccl/*.bin; do
+      [ -f "$f" ] && say "step5: fixture $(basename "$f"): $(stat -c %s "$f") bytes"
+    done
+    [ $rc -eq 0 ] || say "step5: recording job failed (exit $rc)"
+  else
+    say "step5: skipped: no multi-rank method worked"
+  fi
+else
+  say "steps 2-5: skipped: $( [ $HAVE_GPU -eq 0 ] && echo 'no GPU' || echo 'PyTorch cannot use the GPU' )"
+fi
+
+say "gpu-check: done in $(elapsed) s"
+tar -C "$WORK" -czf "$OUTDIR/results.tar.gz" . 2>/dev/null
+rm -rf "$WORK"
+exit 0

@@ -1,0 +1,197 @@
+// Export formats checked as formats: the Prometheus file passes `promtool check metrics` (Debian
+// package prometheus) and, always, a strict parser of the text exposition format 0.0.4; the
+// Chrome trace passes the schema check (exporter::check_chrome_trace), and the check itself
+// rejects broken traces. Perfetto's trace_processor is not packaged for Debian 12, so the
+// schema check stands in for it (docs/cli.md).
+#include <sys/wait.h>
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "observer/export/chrome_trace.h"
+#include "observer/export/prometheus.h"
+#include "observer/export/snapshot.h"
+#include "observer/store/reader.h"
+#include "test/support/cli_fixture.h"
+#include "test/support/tmpdir.h"
+
+namespace {
+
+using scout::testing::TempDir;
+
+scout::exporter::Snapshot demo_snapshot(const TempDir& dir) {
+  std::string path = dir.path() + "/demo.db";
+  scout::testing::write_demo_store(path);
+  auto rd = scout::store::StoreReader::open(path);
+  return scout::exporter::load_snapshot(*rd, true);
+}
+
+// Strict check of the Prometheus text format: every sample belongs to a family declared by
+// exactly one "# HELP" and one "# TYPE" line before it; families are contiguous; names and
+// label names are valid; label values are properly escaped; values parse as floats; no series
+// repeats. Returns "" or the first problem.
+std::string check_exposition(const std::string& text) {
+  static const std::regex kHelp(R"(^# HELP ([a-zA-Z_:][a-zA-Z0-9_:]*) (.+)$)");
+  static const std::regex kType(R"(^# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (counter|gauge|histogram|summary|untyped)$)");
+  static const std::regex kSample(R"(^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$)");
+  static const std::regex kLabel(R"re(^([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\\n]|\\[\\"n])*)"(,|$))re");
+  std::set<std::string> helped, typed, finished, series;
+  std::map<std::string, std::string> types;
+  std::string current;
+  std::istringstream in(text);
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    std::string where = "line " + std::to_string(n) + ": ";
+    std::smatch m;
+    if (line.rfind("# HELP ", 0) == 0) {
+      if (!std::regex_match(line, m, kHelp)) return where + "bad HELP";
+      if (!helped.insert(m[1]).second) return where + "second HELP for " + m[1].str();
+      if (!current.empty() && current != m[1]) finished.insert(current);
+      current = m[1];
+      if (finished.count(current)) return where + "family " + current + " split";
+    } else if (line.rfind("# TYPE ", 0) == 0) {
+      if (!std::regex_match(line, m, kType)) return where + "bad TYPE";
+      if (!typed.insert(m[1]).second) return where + "second TYPE for " + m[1].str();
+      if (m[1] != current) return where + "TYPE not after its HELP";
+      types[m[1]] = m[2];
+    } else if (std::regex_match(line, m, kSample)) {
+      std::string name = m[1];
+      if (name != current || !typed.count(name)) return where + "sample of undeclared family " + name;
+      if (types[name] == "counter" && (name.size() < 6 || name.substr(name.size() - 6) != "_total")) {
+        return where + "counter without _total";
+      }
+      std::string labels = m[3];
+      std::set<std::string> names;
+      while (!labels.empty()) {
+        std::smatch lm;
+        if (!std::regex_search(labels, lm, kLabel)) return where + "bad label syntax: " + labels;
+        if (!names.insert(lm[1]).second) return where + "label repeated";
+        labels = lm.suffix();
+      }
+      try {
+        size_t used = 0;
+        std::stod(m[4].str(), &used);
+        if (used != m[4].str().size()) return where + "bad value";
+      } catch (...) {
+        return where + "bad value";
+      }
+      if (!series.insert(name + "{" + m[3].str() + "}").second) return where + "duplicate series";
+    } else {
+      return where + "unparsable: " + line;
+    }
+  }
+  if (helped != typed) return "a family has HELP without TYPE or the reverse";
+  return "";
+}
+
+TEST(Prometheus, StrictParserAcceptsTheExport) {
+  TempDir dir;
+  std::ostringstream out;
+  scout::exporter::write_prometheus(demo_snapshot(dir), out);
+  EXPECT_EQ(check_exposition(out.str()), "");
+}
+
+TEST(Prometheus, StrictParserRejectsBrokenFiles) {
+  EXPECT_EQ(check_exposition("x 1\n"), "line 1: sample of undeclared family x");
+  EXPECT_EQ(check_exposition("# HELP x h\n# TYPE x gauge\nx{a=\"b} 1\n"),
+            "line 3: bad label syntax: a=\"b");
+  EXPECT_EQ(check_exposition("# HELP x h\n# TYPE x gauge\nx 1\nx 2\n"), "line 4: duplicate series");
+  EXPECT_EQ(check_exposition("# HELP x h\n# TYPE x gauge\nx one\n"), "line 3: bad value");
+  EXPECT_EQ(check_exposition("# HELP x_c h\n# TYPE x_c counter\nx_c 1\n"), "line 3: counter without _total");
+}
+
+TEST(Prometheus, LabelValuesAreEscaped) {
+  EXPECT_EQ(scout::exporter::prom_escape("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+  TempDir dir;
+  scout::exporter::Snapshot s = demo_snapshot(dir);
+  s.comms[0].name = "odd \"name\"\\\n";
+  std::ostringstream out;
+  scout::exporter::write_prometheus(s, out);
+  EXPECT_EQ(check_exposition(out.str()), "");
+  EXPECT_NE(out.str().find("comm=\"odd \\\"name\\\"\\\\\\n\""), std::string::npos);
+}
+
+TEST(Prometheus, PromtoolCheckMetrics) {
+  if (std::system("command -v promtool >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "promtool not installed (Debian package prometheus): only the strict parser "
+                    "test checks the format";
+  }
+  TempDir dir;
+  std::string file = dir.path() + "/scout.prom";
+  {
+    std::ofstream f(file);
+    scout::exporter::write_prometheus(demo_snapshot(dir), f);
+  }
+  std::string cmd = "promtool check metrics < " + file + " > " + dir.path() + "/promtool.log 2>&1";
+  int st = std::system(cmd.c_str());
+  std::ifstream log(dir.path() + "/promtool.log");
+  std::stringstream ss;
+  ss << log.rdbuf();
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << ss.str();
+  EXPECT_EQ(ss.str(), "");  // no lint complaints either
+}
+
+TEST(ChromeTrace, ExportPassesTheSchemaCheck) {
+  TempDir dir;
+  nlohmann::json t = scout::exporter::chrome_trace(demo_snapshot(dir));
+  EXPECT_EQ(scout::exporter::check_chrome_trace(t), "");
+  // Round trip through text: what Perfetto would read.
+  EXPECT_EQ(scout::exporter::check_chrome_trace(nlohmann::json::parse(t.dump())), "");
+}
+
+TEST(ChromeTrace, RunningOperationEndsAtTheLastUpdate) {
+  TempDir dir;
+  scout::exporter::Snapshot s = demo_snapshot(dir);
+  nlohmann::json t = scout::exporter::chrome_trace(s);
+  // dp3 AllReduce #7 on rank 3 started at T0+8.951s and never ended: its slice lasts until the
+  // store's last update (T0+12.5s), 3.549 s.
+  bool found = false;
+  for (const auto& e : t["traceEvents"]) {
+    if (e["ph"] == "X" && e["name"] == "AllReduce dp3") {
+      found = true;
+      EXPECT_EQ(e["tid"], 3);
+      EXPECT_DOUBLE_EQ(e["dur"].get<double>(), 3549000.0);
+      EXPECT_EQ(e["args"]["complete"], false);
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(ChromeTrace, SchemaCheckRejectsBrokenTraces) {
+  using scout::exporter::check_chrome_trace;
+  auto named = [](nlohmann::json events) {
+    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"ts", 0}, {"pid", 1}, {"tid", 0},
+                      {"args", {{"name", "h"}}}});
+    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"ts", 0}, {"pid", 1}, {"tid", 2},
+                      {"args", {{"name", "rank 2"}}}});
+    return nlohmann::json{{"traceEvents", events}};
+  };
+  nlohmann::json good = {{"name", "a"}, {"ph", "X"}, {"ts", 1}, {"dur", 2}, {"pid", 1}, {"tid", 2}};
+  EXPECT_EQ(check_chrome_trace(named({good})), "");
+  EXPECT_EQ(check_chrome_trace(nlohmann::json::array()), "top level is not an object");
+  EXPECT_EQ(check_chrome_trace({{"events", 1}}), "no traceEvents array");
+  nlohmann::json e = good;
+  e["dur"] = -1;
+  EXPECT_EQ(check_chrome_trace(named({e})), "event 0: X event without dur >= 0");
+  e = good;
+  e.erase("tid");
+  EXPECT_EQ(check_chrome_trace(named({e})), "event 0: no integer tid");
+  e = good;
+  e["ts"] = "1";
+  EXPECT_EQ(check_chrome_trace(named({e})), "event 0: no numeric ts");
+  e = good;
+  e["tid"] = 9;
+  EXPECT_EQ(check_chrome_trace(named({e})), "track pid 1 tid 9 has no thread_name");
+  e = good;
+  e["pid"] = 4;
+  EXPECT_EQ(check_chrome_trace(named({e})), "pid 4 has no process_name");
+}
+
+}  // namespace

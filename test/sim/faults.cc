@@ -1,0 +1,56 @@
+#include "test/sim/faults.h"
+
+#include <algorithm>
+
+namespace scout::sim {
+
+FaultPlan::FaultPlan(const std::vector<FaultSpec>& faults, int global_rank) : rank_(global_rank) {
+  for (const FaultSpec& f : faults) {
+    if (f.kind == FaultKind::kSlowlink) links_.push_back(f);
+    else if (f.rank == global_rank) mine_.push_back(f);
+  }
+}
+
+OpFaults FaultPlan::at_op(uint64_t op) const {
+  OpFaults r;
+  const int64_t o = static_cast<int64_t>(op);
+  for (const FaultSpec& f : mine_) {
+    switch (f.kind) {
+      case FaultKind::kHang: if (o == f.target_op) r.hang = &f; break;
+      case FaultKind::kCrash: if (o == f.target_op) r.crash = &f; break;
+      case FaultKind::kNan: if (o == f.target_op) r.nan = &f; break;
+      case FaultKind::kDesync: if (o == f.target_op) r.desync = &f; break;
+      case FaultKind::kSdc: if (o == f.target_op) r.sdc = &f; break;
+      case FaultKind::kStraggler:
+        if (o >= f.target_op && f.ms > r.straggle_ms) {
+          r.straggle_ms = f.ms;
+          r.straggler = &f;
+        }
+        break;
+      case FaultKind::kSlowlink: break;
+    }
+  }
+  return r;
+}
+
+int64_t FaultPlan::slowlink_coll_ms(const CommSpec& comm, int64_t step) const {
+  int64_t ms = 0;
+  for (const FaultSpec& f : links_)
+    if (step >= f.target_step && comm.rank_of(f.rank) >= 0 && comm.rank_of(f.peer) >= 0) ms = std::max(ms, f.ms);
+  return ms;
+}
+
+int64_t FaultPlan::slowlink_p2p_ms(int a, int b, int64_t step) const {
+  int64_t ms = 0;
+  for (const FaultSpec& f : links_)
+    if (step >= f.target_step && ((f.rank == a && f.peer == b) || (f.rank == b && f.peer == a))) ms = std::max(ms, f.ms);
+  return ms;
+}
+
+const FaultSpec* FaultPlan::slowlink_of_mine(const CommSpec& comm, int64_t step) const {
+  for (const FaultSpec& f : links_)
+    if (f.rank == rank_ && step >= f.target_step && comm.rank_of(f.peer) >= 0) return &f;
+  return nullptr;
+}
+
+}  // namespace scout::sim

@@ -1,0 +1,49 @@
+// Which faults act on which operation of this rank (docs/scout-sim.md, "Faults"). Built from the
+// resolved --fault specs (options.h); consulted by the API sequencer at each API call and by the
+// emulated kernels. Pure lookups: the injection itself happens where the fault acts.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "test/sim/layout.h"
+#include "test/sim/options.h"
+
+namespace scout::sim {
+
+// What happens to rank R's operation `op` (rank-local index).
+struct OpFaults {
+  const FaultSpec* hang = nullptr;    // R stops before issuing op (never calls the API)
+  const FaultSpec* crash = nullptr;   // R SIGKILLs itself once op's kernel started
+  const FaultSpec* nan = nullptr;     // a NaN in op's send buffer
+  const FaultSpec* desync = nullptr;  // R passes count - count/2 instead of count
+  const FaultSpec* sdc = nullptr;     // one bit of R's receive buffer flipped after the reduction
+  const FaultSpec* straggler = nullptr;
+  int64_t straggle_ms = 0;            // R arrives this late in op's kernel
+  bool any() const { return hang || crash || nan || desync || sdc || straggle_ms > 0; }
+};
+
+class FaultPlan {
+ public:
+  FaultPlan() = default;
+  FaultPlan(const std::vector<FaultSpec>& faults, int global_rank);
+
+  // Faults acting on this rank's operation `op`.
+  OpFaults at_op(uint64_t op) const;
+
+  // Extra delay (ms) of a collective in communicator `comm` during `step`: the largest slowlink
+  // whose two ranks are both members and whose step has come (0: none).
+  int64_t slowlink_coll_ms(const CommSpec& comm, int64_t step) const;
+  // Extra delay (ms) of a message between global ranks a and b during `step` (0: none).
+  int64_t slowlink_p2p_ms(int a, int b, int64_t step) const;
+  // The slowlink faults this rank is one end of, and whose other end is in `comm` (for the
+  // ground-truth line R writes on its first delayed operation). Null if none.
+  const FaultSpec* slowlink_of_mine(const CommSpec& comm, int64_t step) const;
+
+ private:
+  std::vector<FaultSpec> mine_;      // faults on this rank, except slowlink
+  std::vector<FaultSpec> links_;     // every slowlink of the job
+  int rank_ = -1;
+};
+
+}  // namespace scout::sim

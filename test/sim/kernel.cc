@@ -1,0 +1,259 @@
+// The emulated NCCL kernel: moves real bytes through the fabric (fabric.h protocols) on the
+// communicator's proxy thread and delivers KernelCh events around it, with pTimer = CLOCK_REALTIME
+// when this rank's kernel starts (arrives) and ends (digest 3.5).
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "plugin/shm/segment.h"
+#include "test/sim/communicator.h"
+#include "test/sim/data.h"
+#include "test/sim/futex.h"
+
+namespace scout::sim {
+namespace {
+
+// KernelCh events of one task (one per channel), delivered by the proxy thread.
+struct ChannelEvents {
+  void* handles[64] = {};
+  int n = 0;
+};
+
+void kernelch_start(Communicator& c, const KernelTask& t, int64_t t_ns, ChannelEvents* ev) {
+  ev->n = 0;
+  if (!(t.mask & gate::kKernelCh)) return;
+  for (int i = 0; i < t.n_channels && i < 64; ++i) {
+    abi::DescrV5 d;
+    std::memset(static_cast<void*>(&d), 0, sizeof(d));
+    d.type = abi::kEvKernelCh;
+    d.parentObj = t.handle;
+    d.rank = 0;  // NCCL leaves rank unset for KernelCh (digest 3.5)
+    d.kernelCh.channelId = static_cast<uint8_t>((t.channel_base + i) % 64);
+    d.kernelCh.pTimer = static_cast<uint64_t>(t_ns);
+    c.rc()->prof->start(c.context(), &ev->handles[i], d);
+    ev->n = i + 1;
+  }
+}
+
+void kernelch_stop(Communicator& c, ChannelEvents* ev, int64_t t_ns) {
+  for (int i = 0; i < ev->n; ++i) {
+    if (!ev->handles[i]) continue;
+    abi::StateArgs a;
+    std::memset(&a, 0, sizeof(a));
+    a.kernelCh.pTimer = static_cast<uint64_t>(t_ns);
+    c.rc()->prof->record(ev->handles[i], abi::kStateKernelChStop, &a);
+    c.rc()->prof->stop(ev->handles[i]);
+  }
+}
+
+TruthEvent truth_for(Communicator& c, const KernelTask& t, FaultKind kind) {
+  return truth_event(c, kind, t.func, t.key, t.peer, t.step, static_cast<int64_t>(t.op));
+}
+
+// Arrival: straggler delay, then the kernel "starts" on this rank.
+int64_t arrive(const KernelTask& t) {
+  if (t.straggle_ms > 0) sleep_ms(t.straggle_ms);
+  return shm::wall_ns();
+}
+
+// Crash fault: the process dies while the operation runs on its GPU (after KernelCh start).
+void maybe_crash(Communicator& c, const KernelTask& t) {
+  if (!t.crash) return;
+  TruthEvent e = truth_for(c, t, FaultKind::kCrash);
+  c.rc()->write_truth(e);
+  if (c.rc()->status) c.rc()->status->state.store(kRankCrashing, std::memory_order_release);
+  ::kill(::getpid(), SIGKILL);
+  for (;;) ::pause();
+}
+
+void note_slowlink_coll(Communicator& c, const KernelTask& t) {
+  const FaultSpec* f = c.rc()->faults.slowlink_of_mine(c.spec(), t.step);
+  if (!f || !c.rc()->first_time(f)) return;
+  TruthEvent e = truth_for(c, t, FaultKind::kSlowlink);
+  e.peer = f->peer;
+  e.ms = f->ms;
+  c.rc()->write_truth(e);
+}
+
+// SDC fault: one bit of this rank's received data flips after the reduction.
+void flip_bit(Communicator& c, const KernelTask& t, float* out, uint64_t out_n) {
+  if (!t.sdc || out_n == 0) return;
+  uint64_t element = (t.op * 2654435761ull) % out_n;
+  const int bit = 22;  // top mantissa bit: a visible but finite corruption
+  uint32_t u;
+  std::memcpy(&u, &out[element], 4);
+  u ^= 1u << bit;
+  std::memcpy(&out[element], &u, 4);
+  TruthEvent e = truth_for(c, t, FaultKind::kSdc);
+  e.detail = "\"element\":" + std::to_string(element) + ",\"bit\":" + std::to_string(bit);
+  c.rc()->write_truth(e);
+}
+
+void run_coll(Communicator& c, KernelTask& t) {
+  Fabric* fab = c.rc()->fabric;
+  const int n = c.nranks();
+  const int me = c.rank();
+  const int id = c.spec().id;
+  const int slot = static_cast<int>(t.ordinal % kSlotDepth);
+  const uint64_t round = t.ordinal / kSlotDepth;
+
+  const int64_t t0 = arrive(t);
+  ChannelEvents ev;
+  kernelch_start(c, t, t0, &ev);
+  maybe_crash(c, t);
+
+  CollSlotHdr* h = fab->coll_slot(id, slot);
+  uint64_t* counts = fab->slot_counts(id, slot);
+  // 1. the slot's previous use is over
+  wait_for(&h->epoch, [&] { return h->departed.load(std::memory_order_acquire) >= round * n; });
+  // 2. stage this rank's input
+  uint64_t in_elems = 0;
+  switch (t.func) {
+    case Func::kReduceScatter: in_elems = t.count * n; break;
+    case Func::kBroadcast: in_elems = me == t.peer ? t.count : 0; break;
+    default: in_elems = t.count; break;
+  }
+  const uint64_t stage_cap = fab->layout().comms[id].stage_bytes / kFloatBytes;
+  in_elems = std::min(in_elems, stage_cap);
+  if (in_elems) std::memcpy(fab->staging(id, slot, me), t.send, in_elems * kFloatBytes);
+  counts[me] = t.count;
+  // 3. arrive; the last rank reduces and releases everyone
+  const int64_t slow_ms = c.rc()->faults.slowlink_coll_ms(c.spec(), t.step);
+  if (slow_ms > 0) note_slowlink_coll(c, t);
+  uint64_t a = h->arrived.fetch_add(1, std::memory_order_acq_rel) + 1;
+  if (a == (round + 1) * n) {
+    if (t.func == Func::kAllReduce) {
+      uint64_t max_n = 0;
+      std::vector<const float*> in(n);
+      for (int j = 0; j < n; ++j) {
+        in[j] = reinterpret_cast<const float*>(fab->staging(id, slot, j));
+        max_n = std::max(max_n, counts[j]);
+      }
+      max_n = std::min<uint64_t>(max_n, fab->layout().comms[id].result_bytes / kFloatBytes);
+      reduce_sum(reinterpret_cast<float*>(fab->result(id, slot)), max_n, in.data(), counts, n, 0);
+    }
+    h->ready_ns.store(slow_ms > 0 ? shm::wall_ns() + slow_ms * 1000000 : 0, std::memory_order_relaxed);
+    h->ready_round.store(round + 1, std::memory_order_release);
+    publish(&h->epoch);
+  } else {
+    wait_for(&h->epoch, [&] { return h->ready_round.load(std::memory_order_acquire) >= round + 1; });
+  }
+  sleep_until_ns(h->ready_ns.load(std::memory_order_relaxed));
+  // 4. this rank's output
+  float* out = t.recv;
+  uint64_t out_n = 0;
+  switch (t.func) {
+    case Func::kAllReduce:
+      out_n = t.count;
+      copy_or_zero(out, out_n, reinterpret_cast<const float*>(fab->result(id, slot)), out_n);
+      break;
+    case Func::kReduceScatter: {
+      std::vector<const float*> in(n);
+      for (int j = 0; j < n; ++j) in[j] = reinterpret_cast<const float*>(fab->staging(id, slot, j));
+      out_n = t.count;
+      reduce_sum(out, out_n, in.data(), counts, n, static_cast<uint64_t>(me));
+      break;
+    }
+    case Func::kAllGather:
+      out_n = t.count * n;
+      for (int j = 0; j < n; ++j)
+        copy_or_zero(out + t.count * j, t.count, reinterpret_cast<const float*>(fab->staging(id, slot, j)),
+                     counts[j]);
+      break;
+    case Func::kBroadcast:
+      out_n = t.count;
+      copy_or_zero(out, out_n, reinterpret_cast<const float*>(fab->staging(id, slot, t.peer)), counts[t.peer]);
+      break;
+    default: break;
+  }
+  h->departed.fetch_add(1, std::memory_order_acq_rel);
+  publish(&h->epoch);
+  flip_bit(c, t, out, out_n);
+  kernelch_stop(c, &ev, shm::wall_ns());
+}
+
+// All point-to-point tasks of a plan run together: sends are posted first, then receives are
+// taken, then the sends wait for their receivers (so grouped send/recv pairs cannot deadlock).
+void run_p2p(Communicator& c, std::vector<KernelTask*>& tasks) {
+  if (tasks.empty()) return;
+  Fabric* fab = c.rc()->fabric;
+  const int id = c.spec().id;
+  const int me = c.rank();
+  const uint64_t slot_cap = fab->layout().comms[id].mbox_slot_bytes / kFloatBytes;
+  int64_t straggle = 0;
+  for (KernelTask* t : tasks) straggle = std::max(straggle, t->straggle_ms);
+  if (straggle > 0) sleep_ms(straggle);
+  const int64_t t0 = shm::wall_ns();
+  std::vector<ChannelEvents> ev(tasks.size());
+  std::vector<int64_t> t_end(tasks.size(), 0);
+  for (size_t i = 0; i < tasks.size(); ++i) kernelch_start(c, *tasks[i], t0, &ev[i]);
+  for (KernelTask* t : tasks) maybe_crash(c, *t);
+
+  for (KernelTask* t : tasks) {
+    if (t->func != Func::kSend) continue;
+    MailboxHdr* m = fab->mailbox(id, me, t->peer);
+    if (!m) continue;
+    const uint64_t k = t->ordinal;
+    const int slot = static_cast<int>(k % kSlotDepth);
+    wait_for(&m->epoch, [&] { return m->consumed.load(std::memory_order_acquire) + kSlotDepth >= k + 1; });
+    uint64_t nel = std::min(t->count, slot_cap);
+    std::memcpy(fab->mailbox_data(id, me, t->peer, slot), t->send, nel * kFloatBytes);
+    m->count[slot] = nel;
+    m->post_ns[slot] = t0;
+    m->posted.store(k + 1, std::memory_order_release);
+    publish(&m->epoch);
+  }
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    KernelTask* t = tasks[i];
+    if (t->func != Func::kRecv) continue;
+    MailboxHdr* m = fab->mailbox(id, t->peer, me);
+    if (!m) continue;
+    const uint64_t k = t->ordinal;
+    const int slot = static_cast<int>(k % kSlotDepth);
+    wait_for(&m->epoch, [&] { return m->posted.load(std::memory_order_acquire) >= k + 1; });
+    const int peer_g = c.spec().members[t->peer];
+    const int64_t slow_ms = c.rc()->faults.slowlink_p2p_ms(c.rc()->global_rank, peer_g, t->step);
+    if (slow_ms > 0) sleep_until_ns(std::max(m->post_ns[slot], t0) + slow_ms * 1000000);
+    copy_or_zero(t->recv, t->count, reinterpret_cast<const float*>(fab->mailbox_data(id, t->peer, me, slot)),
+                 m->count[slot]);
+    m->consumed.store(k + 1, std::memory_order_release);
+    publish(&m->epoch);
+    t_end[i] = shm::wall_ns();
+  }
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    KernelTask* t = tasks[i];
+    if (t->func != Func::kSend) continue;
+    MailboxHdr* m = fab->mailbox(id, me, t->peer);
+    if (m) wait_for(&m->epoch, [&] { return m->consumed.load(std::memory_order_acquire) >= t->ordinal + 1; });
+    t_end[i] = shm::wall_ns();
+  }
+  // Ground truth of a slowlink this rank is one end of.
+  for (KernelTask* t : tasks) {
+    const int peer_g = c.spec().members[t->peer];
+    for (const FaultSpec* f = c.rc()->faults.slowlink_of_mine(c.spec(), t->step); f; f = nullptr) {
+      if (f->peer != peer_g || !c.rc()->first_time(f)) continue;
+      TruthEvent e = truth_for(c, *t, FaultKind::kSlowlink);
+      e.peer = f->peer;
+      e.ms = f->ms;
+      c.rc()->write_truth(e);
+    }
+  }
+  for (size_t i = 0; i < tasks.size(); ++i) kernelch_stop(c, &ev[i], t_end[i]);
+}
+
+}  // namespace
+
+void run_kernel_plan(Communicator& c, KernelPlan& plan) {
+  std::vector<KernelTask*> p2p;
+  for (KernelTask& t : plan.tasks) {
+    if (is_collective(t.func)) run_coll(c, t);
+    else p2p.push_back(&t);
+  }
+  run_p2p(c, p2p);
+}
+
+}  // namespace scout::sim

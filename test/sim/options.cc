@@ -1,0 +1,269 @@
+#include "test/sim/options.h"
+
+#include <CLI/CLI.hpp>
+
+#include <charconv>
+#include <map>
+#include <sstream>
+
+#include "scout/config.h"
+#include "test/sim/layout.h"
+#include "test/sim/workload.h"
+
+namespace scout::sim {
+namespace {
+
+bool parse_u64(const std::string& s, uint64_t* out) {
+  if (s.empty()) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+std::string one_line(std::string s) {
+  for (char& c : s)
+    if (c == '\n' || c == '\r') c = ' ';
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  return s;
+}
+
+// Qualifies rank R's operation for the fault kinds that pick "the first suitable operation at or
+// after N" (options.h, FaultSpec::target_op).
+bool qualifies(FaultKind k, const Action& a, int nranks, bool is_root) {
+  switch (k) {
+    case FaultKind::kSdc:
+      return a.kind == ActionKind::kColl &&
+             (a.func == Func::kAllReduce || a.func == Func::kAllGather || a.func == Func::kBroadcast);
+    case FaultKind::kNan: return action_send_elems(a, nranks, is_root) > 0;
+    case FaultKind::kDesync: return a.kind == ActionKind::kColl;
+    default: return true;
+  }
+}
+
+// Range checks and resolution of one fault against the job shape. Returns "" or the error.
+std::string resolve_fault(FaultSpec* f, const Layout& L, const SimOptions& o) {
+  const int n = o.ranks;
+  if (f->rank >= n)
+    return "rank " + std::to_string(f->rank) + " is out of range (--ranks " + std::to_string(n) + ")";
+  if (f->kind == FaultKind::kSlowlink) {
+    if (f->peer >= n)
+      return "peer " + std::to_string(f->peer) + " is out of range (--ranks " + std::to_string(n) + ")";
+    if (f->peer == f->rank) return "peer must differ from rank";
+    if (!L.share_comm(f->rank, f->peer))
+      return "ranks " + std::to_string(f->rank) + " and " + std::to_string(f->peer) +
+             " share no communicator";
+  }
+  if (f->step >= o.steps)
+    return "step " + std::to_string(f->step) + " is beyond the run (--steps " + std::to_string(o.steps) + ")";
+  uint64_t total = total_ops(L, o, f->rank);
+  if (f->kind == FaultKind::kSlowlink) {
+    f->target_step = f->step;
+    return "";
+  }
+  uint64_t start = f->op >= 0 ? static_cast<uint64_t>(f->op) : first_op_of_step(L, o, f->rank, f->step);
+  if (start >= total)
+    return (f->op >= 0 ? "op " + std::to_string(f->op) : "step " + std::to_string(f->step)) +
+           " is beyond rank " + std::to_string(f->rank) + "'s last operation (" + std::to_string(total) +
+           " operations in " + std::to_string(o.steps) + " steps)";
+  int64_t step = 0;
+  Action a;
+  for (uint64_t op = start; op < total; ++op) {
+    if (!find_op(L, o, f->rank, op, &step, &a)) break;
+    const CommSpec* c = L.comm_of(f->rank, a.comm);
+    int nranks = c ? c->nranks() : 1;
+    bool is_root = c && a.peer == c->rank_of(f->rank);
+    if (qualifies(f->kind, a, nranks, is_root)) {
+      f->target_op = static_cast<int64_t>(op);
+      f->target_step = step;
+      return "";
+    }
+  }
+  const char* what = f->kind == FaultKind::kSdc   ? "AllReduce, AllGather or Broadcast"
+                     : f->kind == FaultKind::kNan ? "operation with a send buffer"
+                                                  : "collective";
+  return std::string("rank ") + std::to_string(f->rank) + " issues no " + what + " at or after operation " +
+         std::to_string(start);
+}
+
+}  // namespace
+
+const char* fault_kind_name(FaultKind k) {
+  switch (k) {
+    case FaultKind::kSdc: return "sdc";
+    case FaultKind::kStraggler: return "straggler";
+    case FaultKind::kHang: return "hang";
+    case FaultKind::kDesync: return "desync";
+    case FaultKind::kCrash: return "crash";
+    case FaultKind::kSlowlink: return "slowlink";
+    case FaultKind::kNan: return "nan";
+  }
+  return "?";
+}
+
+bool parse_fault_spec(const std::string& text, FaultSpec* out, std::string* error) {
+  static const std::map<std::string, FaultKind> kinds = {
+      {"sdc", FaultKind::kSdc},       {"straggler", FaultKind::kStraggler}, {"hang", FaultKind::kHang},
+      {"desync", FaultKind::kDesync}, {"crash", FaultKind::kCrash},         {"slowlink", FaultKind::kSlowlink},
+      {"nan", FaultKind::kNan}};
+  FaultSpec f;
+  f.text = text;
+  size_t colon = text.find(':');
+  std::string kind = text.substr(0, colon);
+  auto it = kinds.find(kind);
+  if (it == kinds.end()) {
+    *error = "fault '" + text + "': unknown fault kind '" + kind + "' (sdc, straggler, hang, desync, crash, slowlink, nan)";
+    return false;
+  }
+  f.kind = it->second;
+  if (colon == std::string::npos || colon + 1 == text.size()) {
+    *error = "fault '" + text + "': needs rank=R";
+    return false;
+  }
+  std::map<std::string, uint64_t> kv;
+  std::stringstream ss(text.substr(colon + 1));
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    size_t eq = item.find('=');
+    std::string key = item.substr(0, eq);
+    if (key != "rank" && key != "op" && key != "step" && key != "ms" && key != "peer") {
+      *error = "fault '" + text + "': unknown key '" + key + "' (rank, op, step, ms, peer)";
+      return false;
+    }
+    if (eq == std::string::npos || eq + 1 == item.size()) {
+      *error = "fault '" + text + "': missing value for " + key;
+      return false;
+    }
+    uint64_t v = 0;
+    std::string val = item.substr(eq + 1);
+    if (!parse_u64(val, &v) || v > (1ull << 40)) {
+      *error = "fault '" + text + "': " + key + "=" + val + " is not a non-negative integer";
+      return false;
+    }
+    if (kv.count(key)) {
+      *error = "fault '" + text + "': " + key + " given twice";
+      return false;
+    }
+    kv[key] = v;
+  }
+  const bool timed = f.kind == FaultKind::kStraggler || f.kind == FaultKind::kSlowlink;
+  auto fail = [&](const std::string& why) {
+    *error = "fault '" + text + "': " + why;
+    return false;
+  };
+  if (!kv.count("rank")) return fail("needs rank=R");
+  if (kv.count("op") && kv.count("step")) return fail("give op=N or step=N, not both");
+  if (f.kind == FaultKind::kSlowlink && kv.count("op"))
+    return fail("slowlink takes step=N (it acts on operations of both ranks)");
+  if (!timed && !kv.count("op") && !kv.count("step")) return fail(std::string(fault_kind_name(f.kind)) + " needs op=N or step=N");
+  if (timed && !kv.count("ms")) return fail(std::string(fault_kind_name(f.kind)) + " needs ms=M");
+  if (!timed && kv.count("ms")) return fail(std::string("ms applies to straggler and slowlink only"));
+  if (timed && (kv["ms"] == 0 || kv["ms"] > 3600 * 1000)) return fail("ms must be in 1..3600000");
+  if (f.kind == FaultKind::kSlowlink && !kv.count("peer")) return fail("slowlink needs peer=Q");
+  if (f.kind != FaultKind::kSlowlink && kv.count("peer")) return fail("peer applies to slowlink only");
+  f.rank = static_cast<int>(std::min<uint64_t>(kv["rank"], 1u << 30));
+  if (kv.count("op")) f.op = static_cast<int64_t>(kv["op"]);
+  if (kv.count("step")) f.step = static_cast<int64_t>(kv["step"]);
+  if (timed && f.op < 0 && f.step < 0) f.step = 0;
+  if (kv.count("ms")) f.ms = static_cast<int64_t>(kv["ms"]);
+  if (kv.count("peer")) f.peer = static_cast<int>(std::min<uint64_t>(kv["peer"], 1u << 30));
+  *out = f;
+  return true;
+}
+
+ParseStatus parse_options(int argc, const char* const* argv, SimOptions* out, std::string* message) {
+  SimOptions o;
+  std::string bytes_text = "256K";
+  std::vector<std::string> fault_texts;
+  CLI::App app{"scout-sim: an emulated multi-process NCCL training job that drives the profiler plugin "
+               "exactly as NCCL 2.28.9 does, with injectable faults (docs/scout-sim.md).",
+               "scout-sim"};
+  app.option_defaults()->always_capture_default();
+  app.add_option("--ranks", o.ranks, "world size N: one process per rank")->required();
+  app.add_option("--tp", o.tp, "tensor-parallel size T");
+  app.add_option("--pp", o.pp, "pipeline-parallel size P");
+  app.add_option("--ep", o.ep, "expert-parallel size E (divides DP = N/(T*P))");
+  app.add_option("--nodes", o.nodes, "emulated hosts M (SCOUT_HOST node0..node{M-1})");
+  app.add_option("--steps", o.steps, "training steps");
+  app.add_option("--bytes", bytes_text, "base message size B (bytes; K, M, G suffixes)");
+  app.add_option("--step-ms", o.step_ms, "compute time between steps, ms");
+  app.add_option("--job", o.job, "job id (SCOUT_JOB_ID); default sim-<pid>");
+  app.add_option("--seed", o.seed, "seed of data, unique id and channel choices");
+  app.add_option("--timeout", o.timeout_s, "end the job after S seconds, exit 3 (0: never)");
+  app.add_option("--fault", fault_texts, "KIND:rank=R[,op=N|,step=N][,ms=M][,peer=Q]; repeatable");
+  app.add_option("--truth", o.truth, "ground-truth file (JSON lines); default <job>.truth.jsonl");
+  app.add_option("--bcast-every", o.bcast_every, "world Broadcast every K steps (0: never)");
+  app.add_option("--worker-rank", o.worker_rank)->group("");
+  app.add_option("--fabric-fd", o.fabric_fd)->group("");
+  try {
+    app.parse(argc, const_cast<char**>(argv));
+  } catch (const CLI::CallForHelp&) {
+    *message = app.help();
+    return ParseStatus::kHelp;
+  } catch (const CLI::ParseError& e) {
+    *message = "scout-sim: " + one_line(e.what()) + " (see --help)";
+    return ParseStatus::kError;
+  }
+  auto fail = [&](const std::string& why) {
+    *message = "scout-sim: " + why;
+    return ParseStatus::kError;
+  };
+  std::string err;
+  double min_b = static_cast<double>(kMinBytes), max_b = static_cast<double>(kMaxBytes);
+  if (!config::parse_size(bytes_text, min_b, max_b, &o.bytes, &err)) return fail("--bytes: " + one_line(err));
+  if (o.ranks < 1 || o.ranks > kMaxRanks) return fail("--ranks must be in 1.." + std::to_string(kMaxRanks));
+  if (o.tp < 1 || o.pp < 1 || o.ep < 1 || o.nodes < 1) return fail("--tp, --pp, --ep and --nodes must be >= 1");
+  if (o.ranks % (o.tp * o.pp) != 0)
+    return fail("--tp " + std::to_string(o.tp) + " x --pp " + std::to_string(o.pp) + " does not divide --ranks " +
+                std::to_string(o.ranks));
+  if (o.dp() % o.ep != 0)
+    return fail("--ep " + std::to_string(o.ep) + " does not divide DP = " + std::to_string(o.dp()));
+  if (o.ranks % o.nodes != 0)
+    return fail("--nodes " + std::to_string(o.nodes) + " does not divide --ranks " + std::to_string(o.ranks));
+  if ((o.ranks / o.nodes) % o.tp != 0)
+    return fail("--nodes " + std::to_string(o.nodes) + " would split TP groups across hosts (" +
+                std::to_string(o.ranks / o.nodes) + " ranks per host, --tp " + std::to_string(o.tp) + ")");
+  if (o.steps < 1) return fail("--steps must be >= 1");
+  if (o.step_ms < 0) return fail("--step-ms must be >= 0");
+  if (o.timeout_s < 0) return fail("--timeout must be >= 0");
+  if (o.bcast_every < 0) return fail("--bcast-every must be >= 0");
+  if (o.job.find_first_of(" \t\n/") != std::string::npos) return fail("--job must not contain spaces or '/'");
+  Layout layout(o);
+  for (const std::string& t : fault_texts) {
+    FaultSpec f;
+    if (!parse_fault_spec(t, &f, &err)) return fail(err);
+    std::string why = resolve_fault(&f, layout, o);
+    if (!why.empty()) return fail("fault '" + t + "': " + why);
+    o.faults.push_back(f);
+  }
+  if (o.is_worker() && (o.worker_rank >= o.ranks || o.fabric_fd < 0)) return fail("bad worker arguments");
+  *out = o;
+  return ParseStatus::kOk;
+}
+
+std::vector<std::string> worker_argv(const std::string& exe, const SimOptions& o, int rank, int fabric_fd) {
+  std::vector<std::string> a = {exe,
+                                "--ranks", std::to_string(o.ranks),
+                                "--tp", std::to_string(o.tp),
+                                "--pp", std::to_string(o.pp),
+                                "--ep", std::to_string(o.ep),
+                                "--nodes", std::to_string(o.nodes),
+                                "--steps", std::to_string(o.steps),
+                                "--bytes", std::to_string(o.bytes),
+                                "--step-ms", std::to_string(o.step_ms),
+                                "--job", o.job,
+                                "--seed", std::to_string(o.seed),
+                                "--timeout", std::to_string(o.timeout_s),
+                                "--bcast-every", std::to_string(o.bcast_every),
+                                "--worker-rank", std::to_string(rank),
+                                "--fabric-fd", std::to_string(fabric_fd)};
+  if (!o.truth.empty()) {
+    a.push_back("--truth");
+    a.push_back(o.truth);
+  }
+  for (const FaultSpec& f : o.faults) {
+    a.push_back("--fault");
+    a.push_back(f.text);
+  }
+  return a;
+}
+
+}  // namespace scout::sim

@@ -1,0 +1,81 @@
+// scout-sim command line: the job shape, the workload size, and the faults to inject
+// (docs/scout-sim.md, "Usage" and "Faults").
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace scout::sim {
+
+enum class FaultKind { kSdc, kStraggler, kHang, kDesync, kCrash, kSlowlink, kNan };
+
+// "sdc", "straggler", ... (the spelling of --fault).
+const char* fault_kind_name(FaultKind k);
+
+// One --fault KIND:rank=R[,op=N|,step=N][,ms=M][,peer=Q].
+// `op` is rank R's operation index: the 0-based count of NCCL API operations R issued before
+// (every ncclAllReduce/AllGather/ReduceScatter/Broadcast/Send/Recv/AlltoAll call is one
+// operation; group calls are not). `step` means "the first operation of step N". Exactly one of
+// them is >= 0 after validation (straggler and slowlink default to step 0).
+struct FaultSpec {
+  FaultKind kind = FaultKind::kSdc;
+  int rank = -1;      // global rank R
+  int64_t op = -1;    // rank R's operation index, or -1
+  int64_t step = -1;  // training step, or -1
+  int64_t ms = 0;     // straggler / slowlink delay, milliseconds
+  int peer = -1;      // slowlink: the other end Q (global rank)
+  std::string text;   // the flag as given, for messages
+  // Resolved by parse_options (docs/scout-sim.md, "Faults"): rank R's operation the fault acts
+  // on first (sdc: first AllReduce/AllGather/Broadcast at or after N; nan: first operation with
+  // a float send buffer; desync: first collective; others: N itself), and its step. slowlink
+  // acts on every operation of R and Q together from `step` on; target_op is -1 for it.
+  int64_t target_op = -1;
+  int64_t target_step = -1;
+};
+
+// Everything scout-sim was asked to do. Defaults are the documented ones.
+struct SimOptions {
+  int ranks = 0;                 // N, required, 1..kMaxRanks
+  int tp = 1;                    // tensor-parallel size T
+  int pp = 1;                    // pipeline-parallel size P
+  int ep = 1;                    // expert-parallel size E (divides DP)
+  int nodes = 1;                 // emulated hosts M (divides N; whole TP groups per host)
+  int64_t steps = 20;            // training steps
+  uint64_t bytes = 256 * 1024;   // base message size B in bytes (TP AllReduce size)
+  int64_t step_ms = 0;           // compute time between steps, ms
+  std::string job;               // SCOUT_JOB_ID; empty: "sim-<launcher pid>"
+  uint64_t seed = 1;             // data, unique id and channel choices
+  double timeout_s = 600;        // launcher ends the job after this many seconds (0: never)
+  std::vector<FaultSpec> faults;
+  std::string truth;             // ground-truth file; empty: "<job>.truth.jsonl" if faults given
+  int bcast_every = 10;          // world Broadcast every this many steps (step % k == 0)
+  // Internal (set by the launcher for its workers, hidden from --help):
+  int worker_rank = -1;          // >= 0: run as this global rank
+  int fabric_fd = -1;            // the shared fabric (memfd) inherited from the launcher
+
+  int dp() const { return ranks / (tp * pp); }
+  bool is_worker() const { return worker_rank >= 0; }
+};
+
+constexpr int kMaxRanks = 1024;
+constexpr uint64_t kMinBytes = 4096;
+constexpr uint64_t kMaxBytes = 1ull << 30;
+
+enum class ParseStatus { kOk, kHelp, kError };
+
+// Parses and validates argv. kOk fills *out. kHelp puts the help text in *message (print it to
+// stdout, exit 0). kError puts exactly one line (no newline) in *message: print it to stderr
+// and exit 2. Checks: unknown options, missing or malformed values, T*P dividing N, E dividing
+// DP, M dividing N with whole TP groups per host, fault kinds, ranks and peers in range, keys
+// allowed per kind, steps and operations that exist in the run.
+ParseStatus parse_options(int argc, const char* const* argv, SimOptions* out, std::string* message);
+
+// Parses one fault spec (without range checks that need the job shape). False with *error.
+bool parse_fault_spec(const std::string& text, FaultSpec* out, std::string* error);
+
+// The argv a worker is started with: the launcher's options in canonical form plus the hidden
+// worker flags. argv[0] is `exe`.
+std::vector<std::string> worker_argv(const std::string& exe, const SimOptions& o, int rank, int fabric_fd);
+
+}  // namespace scout::sim

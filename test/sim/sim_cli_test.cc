@@ -1,0 +1,227 @@
+// scout-sim as a program: bad flags, the per-rank environment, the default plugin, exit codes of a
+// completed, hung, crashed and interrupted job, and the ground truth of hang and crash.
+#include <signal.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "test/sim/launcher.h"
+#include "test/sim/layout.h"
+#include "test/sim/workload.h"
+#include "test/support/subprocess.h"
+#include "test/support/tmpdir.h"
+
+namespace {
+
+using namespace scout::sim;
+using scout::testing::build_path;
+using scout::testing::ProcessResult;
+using scout::testing::run_process;
+using scout::testing::Subprocess;
+using scout::testing::TempDir;
+
+std::string sim() { return build_path("bin/scout-sim"); }
+
+std::vector<std::string> lines(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string l;
+  while (std::getline(ss, l)) out.push_back(l);
+  return out;
+}
+
+std::vector<nlohmann::json> read_truth(const std::string& path) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line))
+    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+class SimCli : public ::testing::Test {
+ protected:
+  std::map<std::string, std::string> env() const {
+    return {{"SCOUT_SHM_DIR", dir_.path()}, {"NCCL_DEBUG", ""}, {"NCCL_PROFILER_PLUGIN", ""}};
+  }
+  ProcessResult run(std::vector<std::string> args, double timeout_s = 60) {
+    args.insert(args.begin(), sim());
+    return run_process(args, env(), timeout_s);
+  }
+  TempDir dir_;
+};
+
+struct BadFlag {
+  std::vector<std::string> args;
+  std::string message;  // the exact line, without "scout-sim: "; empty: only check the shape
+};
+
+TEST_F(SimCli, BadFlagsGetOneLineAndExitCode2) {
+  const std::vector<BadFlag> cases = {
+      {{"--ranks", "8", "--fault", "bogus:rank=1,op=2"},
+       "fault 'bogus:rank=1,op=2': unknown fault kind 'bogus' (sdc, straggler, hang, desync, crash, slowlink, nan)"},
+      {{"--ranks", "8", "--fault", "sdc:rank=8,op=1"}, "fault 'sdc:rank=8,op=1': rank 8 is out of range (--ranks 8)"},
+      {{"--ranks", "8", "--tp", "3"}, "--tp 3 x --pp 1 does not divide --ranks 8"},
+      {{"--ranks", "8", "--tp", "2", "--pp", "2", "--ep", "3"}, "--ep 3 does not divide DP = 2"},
+      {{"--ranks", "8", "--nodes", "3"}, "--nodes 3 does not divide --ranks 8"},
+      {{"--ranks", "8", "--tp", "4", "--nodes", "4"},
+       "--nodes 4 would split TP groups across hosts (2 ranks per host, --tp 4)"},
+      {{"--ranks", "8", "--fault", "sdc:rank=1,op="}, "fault 'sdc:rank=1,op=': missing value for op"},
+      {{"--ranks", "8", "--fault", "slowlink:rank=1,ms=5"},
+       "fault 'slowlink:rank=1,ms=5': slowlink needs peer=Q"},
+      {{"--ranks", "8", "--fault", "straggler:rank=1,step=2"},
+       "fault 'straggler:rank=1,step=2': straggler needs ms=M"},
+      {{"--ranks", "8", "--steps", "2", "--fault", "hang:rank=1,op=100"},
+       "fault 'hang:rank=1,op=100': op 100 is beyond rank 1's last operation (9 operations in 2 steps)"},
+      {{"--ranks", "8", "--tp", "2", "--fault", "slowlink:rank=0,peer=0,ms=5"},
+       "fault 'slowlink:rank=0,peer=0,ms=5': peer must differ from rank"},
+      {{"--ranks", "8", "--bytes", "12Q"}, "--bytes: unknown size suffix 'Q' (use K, M, G or T)"},
+      {{"--ranks", "8", "--frobnicate"}, ""},
+      {{"--tp", "2"}, ""},
+      {{"--ranks", "abc"}, ""},
+      {{"--ranks", "8", "--fault"}, ""},
+  };
+  for (const BadFlag& c : cases) {
+    std::string joined;
+    for (auto& a : c.args) joined += a + " ";
+    SCOPED_TRACE(joined);
+    ProcessResult r = run(c.args);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.out, "");
+    std::vector<std::string> l = lines(r.err);
+    ASSERT_EQ(l.size(), 1u) << r.err;
+    EXPECT_EQ(l[0].rfind("scout-sim: ", 0), 0u) << l[0];
+    if (!c.message.empty()) {
+      EXPECT_EQ(l[0], "scout-sim: " + c.message);
+    }
+  }
+}
+
+TEST_F(SimCli, HelpExitsZero) {
+  ProcessResult r = run({"--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("--fault"), std::string::npos);
+  EXPECT_EQ(r.out.find("--worker-rank"), std::string::npos);  // internal flags are hidden
+}
+
+TEST_F(SimCli, CompletedJobPrintsItsShapeAndSummaryAndSetsEachRanksEnvironment) {
+  std::map<std::string, std::string> e = env();
+  e["NCCL_DEBUG"] = "INFO";
+  e["NCCL_DEBUG_SUBSYS"] = "ENV";
+  ProcessResult r = run_process({sim(), "--ranks", "8", "--tp", "2", "--pp", "2", "--nodes", "2", "--steps", "3",
+                                 "--bytes", "16K", "--job", "cli-env"},
+                                e, 60);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::vector<std::string> out = lines(r.out);
+  ASSERT_EQ(out.size(), 2u) << r.out;
+  char plugin[PATH_MAX];
+  ASSERT_NE(::realpath(build_path("lib/libnccl-profiler-scout.so").c_str(), plugin), nullptr);
+  EXPECT_EQ(out[0], "scout-sim: job cli-env: 8 ranks (tp 2, pp 2, dp 2, ep 1) on 2 hosts, 3 steps, 16384-byte "
+                    "messages, plugin " + std::string(plugin));
+  // Total operations as the workload defines them.
+  SimOptions o;
+  o.ranks = 8;
+  o.tp = 2;
+  o.pp = 2;
+  o.nodes = 2;
+  o.steps = 3;
+  o.bytes = 16384;
+  Layout L(o);
+  uint64_t ops = 0;
+  for (int g = 0; g < 8; ++g) ops += total_ops(L, o, g);
+  EXPECT_EQ(ops, 8u * 31u);
+  std::regex summary("scout-sim: job cli-env: 8 ranks, 3/3 steps, " + std::to_string(ops) +
+                     " ops, [0-9.]+ s, completed, exit 0");
+  EXPECT_TRUE(std::regex_match(out[1], summary)) << out[1];
+  // torchrun's variables, the job id, and one host per 4 ranks.
+  for (int g = 0; g < 8; ++g) {
+    std::string host = g < 4 ? "node0" : "node1";
+    std::string want = "scout-sim rank " + std::to_string(g) + ": RANK=" + std::to_string(g) +
+                       " LOCAL_RANK=" + std::to_string(g % 4) + " WORLD_SIZE=8 LOCAL_WORLD_SIZE=4 SCOUT_JOB_ID=cli-env " +
+                       "SCOUT_HOST=" + host;
+    EXPECT_NE(r.err.find(want), std::string::npos) << want;
+    EXPECT_NE(r.err.find("NCCL_PROFILER_PLUGIN set by environment to " + std::string(plugin)), std::string::npos);
+  }
+}
+
+TEST_F(SimCli, OneNodeLeavesScoutHostUnsetAndUserPluginChoiceIsKept) {
+  std::map<std::string, std::string> e = env();
+  e["NCCL_DEBUG"] = "INFO";
+  e["NCCL_DEBUG_SUBSYS"] = "ENV";
+  e["NCCL_PROFILER_PLUGIN"] = "none";
+  e["SCOUT_HOST"] = "";
+  ProcessResult r = run_process({sim(), "--ranks", "2", "--steps", "1", "--bytes", "4K", "--job", "j1"}, e, 60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("plugin none"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("SCOUT_JOB_ID=j1 SCOUT_HOST=(unset)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("NCCL_PROFILER_PLUGIN set by environment to none"), std::string::npos);
+}
+
+TEST_F(SimCli, HangIsEndedByTheTimeoutWithExitCode3) {
+  std::string truth = dir_.path() + "/hang.jsonl";
+  // Rank 1's op 7 is the first DP AllReduce of step 0 (PPF none: pp=1; TP AR, AG, RS, AR = ops
+  // 0-3, then the DP bucket group 4-7... op 7 is the last bucket of step 0).
+  ProcessResult r = run({"--ranks", "4", "--tp", "2", "--steps", "50", "--bytes", "8K", "--fault",
+                         "hang:rank=1,op=7", "--timeout", "2", "--truth", truth, "--job", "hang1"},
+                        30);
+  EXPECT_EQ(r.exit_code, kExitTimedOut) << r.out << r.err;
+  EXPECT_GE(r.seconds, 2.0);
+  EXPECT_LT(r.seconds, 15.0);
+  EXPECT_NE(r.out.find("timed out after 2 s; hung (fault): rank 1; killed while running: rank 0,2-3, exit 3"),
+            std::string::npos)
+      << r.out;
+  auto t = read_truth(truth);
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_EQ(t[0]["kind"], "hang");
+  EXPECT_EQ(t[0]["global_rank"], 1);
+  EXPECT_EQ(t[0]["op"], 7);
+  EXPECT_EQ(t[0]["step"], 0);
+  EXPECT_EQ(t[0]["comm"]["name"], "dp1");
+  EXPECT_EQ(t[0]["key"]["func"], "AllReduce");
+  EXPECT_EQ(t[0]["key"]["seq"], 3);
+}
+
+TEST_F(SimCli, CrashKillsTheRankAndTheOthersBlockUntilTheTimeout) {
+  std::string truth = dir_.path() + "/crash.jsonl";
+  ProcessResult r = run({"--ranks", "4", "--tp", "2", "--steps", "50", "--bytes", "8K", "--fault",
+                         "crash:rank=2,op=1", "--timeout", "2", "--truth", truth, "--job", "crash1"},
+                        30);
+  EXPECT_EQ(r.exit_code, kExitTimedOut) << r.out << r.err;
+  EXPECT_NE(r.out.find("crashed (fault): rank 2; killed while running: rank 0-1,3, exit 3"), std::string::npos)
+      << r.out;
+  auto t = read_truth(truth);
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_EQ(t[0]["kind"], "crash");
+  EXPECT_EQ(t[0]["global_rank"], 2);
+  EXPECT_EQ(t[0]["op"], 1);
+  EXPECT_EQ(t[0]["comm"]["name"], "tp1");
+  EXPECT_EQ(t[0]["key"]["func"], "AllGather");
+  EXPECT_EQ(t[0]["key"]["seq"], 0);
+}
+
+TEST_F(SimCli, SigtermEndsTheJobWithExitCode4) {
+  Subprocess p({sim(), "--ranks", "2", "--steps", "100000", "--bytes", "4K", "--step-ms", "5", "--job", "sig1"},
+               env());
+  // Wait for the start line, then a little work.
+  for (int i = 0; i < 500 && p.out_so_far().find("scout-sim: job sig1") == std::string::npos; ++i) ::usleep(10000);
+  ::usleep(300000);
+  p.signal(SIGTERM);
+  ProcessResult r = p.wait(20);
+  EXPECT_EQ(r.exit_code, kExitInterrupted) << r.out << r.err;
+  EXPECT_NE(r.out.find("interrupted by SIGTERM; killed while running: rank 0-1, exit 4"), std::string::npos) << r.out;
+}
+
+TEST(RankRanges, CompressesRuns) {
+  EXPECT_EQ(rank_ranges({}), "");
+  EXPECT_EQ(rank_ranges({3}), "3");
+  EXPECT_EQ(rank_ranges({0, 1, 2, 4, 6, 7}), "0-2,4,6-7");
+}
+
+}  // namespace

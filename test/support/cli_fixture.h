@@ -1,0 +1,19 @@
+// A small, fully deterministic store for CLI golden tests (test/fixtures/cli/): job "demo",
+// 8 ranks on 2 hosts (rank 7 dead), communicators world (8 ranks), tp0 (2) and dp3 (2, hung),
+// 5 operations with per-rank timings, and 3 findings (sdc on rank 5 open, straggler on rank 3
+// closed, hang on rank 7 open). Times are fixed: the job starts at kFixtureT0.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace scout::testing {
+
+// 2025-01-01 00:00:00 UTC in ns.
+constexpr int64_t kFixtureT0 = 1735689600000000000;
+
+// Writes the demo store at `path` through StoreWriter (the observer's Sink). Throws
+// std::runtime_error when the store cannot be written.
+void write_demo_store(const std::string& path);
+
+}  // namespace scout::testing

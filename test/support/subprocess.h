@@ -1,0 +1,48 @@
+// Test helper: runs a program with extra environment variables, capturing stdout and stderr,
+// in the foreground (run_process) or the background (Subprocess).
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace scout::testing {
+
+struct ProcessResult {
+  int exit_code = -1;     // exit status, or 128 + signal if it was killed
+  std::string out, err;   // everything it wrote to stdout / stderr
+  double seconds = 0;     // wall time
+};
+
+// A child process started with argv[0] as the program; `env` entries are added to (or replace
+// those of) this process's environment; an empty value removes the variable.
+class Subprocess {
+ public:
+  Subprocess(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env = {});
+  ~Subprocess();  // kills (SIGKILL) and reaps the child if it still runs
+  Subprocess(const Subprocess&) = delete;
+  Subprocess& operator=(const Subprocess&) = delete;
+
+  pid_t pid() const { return pid_; }
+  bool running();
+  void signal(int sig);
+  // Waits up to `timeout_s` (then SIGKILLs it) and returns what it did.
+  ProcessResult wait(double timeout_s);
+  // What it has written to stdout so far.
+  std::string out_so_far() const;
+
+ private:
+  pid_t pid_ = -1;
+  std::string out_path_, err_path_, dir_;
+  double start_ = 0;
+  bool reaped_ = false;
+  int status_ = 0;
+};
+
+// Runs to completion (or `timeout_s`, then SIGKILL).
+ProcessResult run_process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env = {},
+                          double timeout_s = 60);
+
+}  // namespace scout::testing
