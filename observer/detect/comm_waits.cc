@@ -44,8 +44,13 @@ CommWaits analyze_waits(const Comm& c, const Model* m) {
         int q = op.comm_rank(t);
         if (q == r) continue;
         const OpSlot* qs = op.slot(t);
+        // A dead participant is waited for only if it died before the waiter (a job torn down
+        // after a hang kills everyone; the earlier death is the cause, the later ones are not).
         int qproc = q >= 0 && q < n ? c.ranks[q].proc : -1;
-        bool dead = m && qproc >= 0 && m->proc(qproc).state == ProcState::kDead;
+        int rproc = c.ranks[r].proc;
+        bool dead = m && qproc >= 0 && m->proc(qproc).state == ProcState::kDead &&
+                    (rproc < 0 || m->proc(rproc).state == ProcState::kRunning ||
+                     m->proc(qproc).gone_ns < m->proc(rproc).gone_ns);
         if (!qs) {
           w.edges.push_back(WaitEdge{r, q, id, "absent"});
         } else if (qs->rec.state == shm::kStateEnqueued) {

@@ -50,7 +50,8 @@ struct CommWaits {
 constexpr OpId kIdleOp{OpClass::kColl, 255, UINT64_MAX, -1, -1};
 
 // Analyses communicator `c` (its members need not all be known). With `m`, a participant whose
-// process died without completing the operation is waited for as well (why "dead").
+// process died without completing the operation is waited for as well (why "dead"), by ranks
+// that are alive or were seen gone later than it.
 CommWaits analyze_waits(const Comm& c, const Model* m = nullptr);
 
 // True when comm rank `rank` has issued operation `id` of `c` (a record is present, or the op is

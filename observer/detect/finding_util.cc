@@ -46,7 +46,10 @@ void set_comm(Finding& f, const Comm& c) {
   f.comm_nranks = c.key.nranks;
 }
 
-OpKey op_key(const OpId& id) { return OpKey{func_name(id.func), id.seq}; }
+OpKey op_key(const OpId& id, int rank) {
+  if (id.cls == OpClass::kP2p && rank >= 0 && rank == id.dst) return OpKey{"Recv", id.seq};
+  return OpKey{func_name(id.func), id.seq};
+}
 
 nlohmann::json comm_json(const Comm& c) {
   return {{"hash", hex64(c.key.hash)}, {"name", c.name}, {"nranks", c.key.nranks}};

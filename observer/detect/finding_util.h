@@ -26,8 +26,9 @@ std::string comm_label(const Comm& c);
 
 // Sets comm_hash, comm_name and comm_nranks of `f` from `c`.
 void set_comm(Finding& f, const Comm& c);
-// The issue-6 key of an operation: {func name, seq}; p2p ops are named "Send".
-OpKey op_key(const OpId& id);
+// The issue-6 key of an operation: {func name, seq}. A p2p pair is named "Send", or "Recv" when
+// the finding is about its receiving side (`rank` = the receiver's comm rank).
+OpKey op_key(const OpId& id, int rank = -1);
 // {"hash": "0x...", "name": ..., "nranks": n}
 nlohmann::json comm_json(const Comm& c);
 // {"func": ..., "seq": n} (+ "src"/"dst" comm ranks for p2p)

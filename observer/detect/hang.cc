@@ -15,6 +15,25 @@ constexpr int kMaxRanksListed = 64;    // per communicator in evidence
 
 std::string what_op(const Comm& c, const OpId& id) { return describe(id) + " of " + comm_label(c); }
 
+// When the first participant enqueued `id` (INT64_MAX if unknown): of the operations a root is
+// missing from, the one its peers reached first is the one it stopped before.
+int64_t first_enqueue(const Comm& c, const OpId& id) {
+  auto it = c.ops.find(id);
+  int64_t t = INT64_MAX;
+  if (it == c.ops.end()) return t;
+  for (const OpSlot& s : it->second.slots) {
+    if (s.rec.enqueue_ns > 0) t = std::min(t, s.rec.enqueue_ns);
+  }
+  return t;
+}
+
+// Orders candidate primary edges: earliest enqueued operation, then earliest stalled communicator.
+bool earlier(const Comm& a, const OpId& ia, const Comm& b, const OpId& ib) {
+  int64_t ta = first_enqueue(a, ia), tb = first_enqueue(b, ib);
+  if (ta != tb) return ta < tb;
+  return a.last_progress_ns < b.last_progress_ns;
+}
+
 std::string seconds(int64_t ns) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.1f s", double(ns) / 1e9);
@@ -299,7 +318,7 @@ void HangDetector::report_root(const Model& m, const std::vector<int>& roots, co
   f.kind = FindingKind::kHang;
   f.verdict = Verdict::kAttributed;
   set_comm(f, c);
-  f.key = op_key(primary.e.op);
+  f.key = op_key(primary.e.op, primary.e.to);
   f.dedup_key = key;
   f.first_seen_ns = c.last_progress_ns;
   f.last_seen_ns = now_ns;
@@ -359,7 +378,7 @@ void HangDetector::report_crash(const Model& m, int proc, const ProcEdge& primar
   }
   f.suspects.push_back(suspect_of(m, proc, comm_rank));
   set_comm(f, c);
-  f.key = op_key(primary.e.op);
+  f.key = op_key(primary.e.op, primary.e.to);
   f.dedup_key = "crash:" + p.host + ":" + std::to_string(p.pid);
   f.first_seen_ns = p.last_event_ns > 0 ? p.last_event_ns : now_ns;
   f.last_seen_ns = now_ns;
@@ -402,8 +421,10 @@ void HangDetector::pass(const Model& m, int64_t now_ns, FindingBoard& board) {
   stalled_.clear();
   member_of_.clear();
   reported_.clear();
-  std::vector<ProcEdge> all, stalled_edges;
-  WaitGraph g, g_all;
+  // Every current wait edge; which of them belong to stalled communicators.
+  std::vector<ProcEdge> edges;
+  std::vector<bool> stalled_edge;
+  WaitGraph g;
   for (const auto& [k, c] : m.comms()) {
     if (!c.members_known()) continue;
     for (int r = 0; r < int(c.ranks.size()); ++r) member_of_[c.ranks[r].proc].push_back(Membership{&c, r});
@@ -411,64 +432,68 @@ void HangDetector::pass(const Model& m, int64_t now_ns, FindingBoard& board) {
     if (w.cls.empty()) continue;
     bool stalled = now_ns - c.last_progress_ns > cfg_.timeout_ns;
     for (const WaitEdge& e : w.edges) {
-      ProcEdge pe{c.ranks[e.from].proc, c.ranks[e.to].proc, &c, e};
-      g_all.add(pe.from, pe.to, int(all.size()));
-      all.push_back(pe);
-      if (stalled) {
-        g.add(pe.from, pe.to, int(stalled_edges.size()));
-        stalled_edges.push_back(pe);
-      }
+      g.add(c.ranks[e.from].proc, c.ranks[e.to].proc, int(edges.size()));
+      edges.push_back(ProcEdge{c.ranks[e.from].proc, c.ranks[e.to].proc, &c, e});
+      stalled_edge.push_back(stalled);
     }
     if (stalled) stalled_.insert(k);
     waits_.emplace(k, std::move(w));
   }
 
-  // Deadlocks.
+  // Deadlocks: cycles whose every edge is in a stalled communicator (a cycle seen in a single
+  // snapshot could be an artefact of reading ranks at slightly different moments).
   std::set<int> in_cycle;
   for (const auto& cyc : g.cycles()) {
-    report_deadlock(m, cyc, g, stalled_edges, now_ns, board);
+    bool all_stalled = true;
+    for (int t : g.edges_within(cyc)) all_stalled = all_stalled && stalled_edge[t];
+    if (!all_stalled) continue;
+    report_deadlock(m, cyc, g, edges, now_ns, board);
     in_cycle.insert(cyc.begin(), cyc.end());
   }
-  // Communicators that are roots by themselves.
+  // Stalled communicators that are roots by themselves.
   for (const CommKey& k : stalled_) {
     const CommWaits& w = waits_.at(k);
     const Comm& c = m.comms().at(k);
-    if (w.cls == "stuck") report_stuck(m, c, g, stalled_edges, now_ns, board);
-    if (w.cls == "mismatch") report_mismatch(m, c, g, stalled_edges, now_ns, board);
+    if (w.cls == "stuck") report_stuck(m, c, g, edges, now_ns, board);
+    if (w.cls == "mismatch") report_mismatch(m, c, g, edges, now_ns, board);
   }
-  // Ranks others wait for and that wait for nobody, grouped by the operation they are missing
-  // from (the one whose communicator stalled first).
+  // Roots: ranks downstream of a stalled wait that wait for nobody. Grouped by the operation they
+  // are missing from (the one whose communicator stalled first).
+  std::set<int> roots;
+  for (size_t t = 0; t < edges.size(); ++t) {
+    if (!stalled_edge[t]) continue;
+    for (int v : g.downstream_nodes(edges[t].from)) {
+      if (!g.waits(v) && !in_cycle.count(v)) roots.insert(v);
+    }
+  }
   std::map<std::string, std::pair<int, std::vector<int>>> groups;  // key -> (primary edge, roots)
-  for (int s : g.sinks()) {
-    if (in_cycle.count(s)) continue;
+  for (int s : roots) {
     std::string detail;
     std::string reason = root_reason(m, s, &detail);
     if (reason == "stuck" || reason == "desync") continue;  // reported with their communicator
     int best = -1;
-    for (size_t t = 0; t < stalled_edges.size(); ++t) {
-      const ProcEdge& e = stalled_edges[t];
-      if (e.to != s) continue;
-      if (best < 0 || e.comm->last_progress_ns < stalled_edges[best].comm->last_progress_ns) best = int(t);
+    for (size_t t = 0; t < edges.size(); ++t) {
+      if (edges[t].to != s) continue;
+      if (best < 0 || earlier(*edges[t].comm, edges[t].e.op, *edges[best].comm, edges[best].e.op)) best = int(t);
     }
     if (best < 0) continue;
-    std::string key = hang_key(*stalled_edges[best].comm, stalled_edges[best].e.op);
+    std::string key = hang_key(*edges[best].comm, edges[best].e.op);
     auto& grp = groups[key];
     if (grp.second.empty()) grp.first = best;
     grp.second.push_back(s);
   }
-  for (const auto& [key, grp] : groups) {
-    report_root(m, grp.second, stalled_edges[grp.first], g, stalled_edges, now_ns, board);
-  }
-  // Dead processes that peers wait for: crash after the grace period, no hang timeout needed.
+  for (const auto& [key, grp] : groups) report_root(m, grp.second, edges[grp.first], g, edges, now_ns, board);
+
+  // Dead processes that peers wait for and that wait for nobody: a crash after the grace period,
+  // without waiting for the hang timeout.
   for (const Proc& p : m.procs()) {
-    if (p.state != ProcState::kDead) {
-      blocking_since_.erase(p.id);
-      continue;
-    }
     int primary = -1;
-    for (size_t t = 0; t < all.size(); ++t) {
-      if (all[t].to == p.id && (primary < 0 || all[t].comm->last_progress_ns < all[primary].comm->last_progress_ns)) {
-        primary = int(t);
+    if (p.state == ProcState::kDead && !g.waits(p.id)) {
+      for (size_t t = 0; t < edges.size(); ++t) {
+        if (edges[t].to == p.id &&
+            (primary < 0 || earlier(*edges[t].comm, edges[t].e.op, *edges[primary].comm, edges[primary].e.op))) {
+          primary = int(t);
+        }
       }
     }
     if (primary < 0) {
@@ -476,12 +501,10 @@ void HangDetector::pass(const Model& m, int64_t now_ns, FindingBoard& board) {
       continue;
     }
     auto [it, added] = blocking_since_.try_emplace(p.id, now_ns);
-    bool hang_open = board.is_open(hang_key(*all[primary].comm, all[primary].e.op));
+    bool hang_open = board.is_open(hang_key(*edges[primary].comm, edges[primary].e.op));
     bool grace = now_ns - it->second >= cfg_.crash_grace_ns ||
                  (p.last_event_ns > 0 && now_ns - p.last_event_ns >= cfg_.crash_grace_ns);
-    if (!hang_open && (crashed_.count(p.id) || grace)) {
-      report_crash(m, p.id, all[primary], g_all, all, now_ns, board);
-    }
+    if (!hang_open && (crashed_.count(p.id) || grace)) report_crash(m, p.id, edges[primary], g, edges, now_ns, board);
   }
   // Hangs and deadlocks that are over.
   for (const std::string& k : open_) {

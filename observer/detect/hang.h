@@ -13,7 +13,8 @@
 //   - every other root (a rank that others wait for and that waits for nobody) is a hang finding
 //     naming it: it never entered the operation ("idle"), its GPU never started it
 //     ("gpu-blocked"), or it is busy in a communicator that still progresses ("running").
-//     Roots absent from the same operation share one finding.
+//     Roots absent from the same operation share one finding; of the operations a root is missing
+//     from, the finding names the one its peers enqueued first (the one it stopped before).
 // A root whose process died without closing its segment is a crash finding instead. A dead
 // process that peers wait for is reported as a crash without waiting for the hang timeout, once
 // crash_grace has passed since it was first seen blocking them or since its last event (the

@@ -25,6 +25,16 @@ std::string size_words(int bucket) {
   return std::to_string(1ull << (bucket - 10 * u)) + " " + units[u];
 }
 
+// "tp3" -> "tp", "dp_12" -> "dp", "" -> "": communicators named alike play the same role.
+std::string name_stem(const std::string& name) {
+  size_t n = name.size();
+  while (n > 0 && ((name[n - 1] >= '0' && name[n - 1] <= '9') || name[n - 1] == '_' || name[n - 1] == '-' ||
+                   name[n - 1] == '.')) {
+    --n;
+  }
+  return name.substr(0, n);
+}
+
 std::string ms_words(double ns) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.2f ms", ns / 1e6);
@@ -49,6 +59,7 @@ void SlowLinkDetector::observe(const Model& m, const JudgedOp& op) {
     ch.b = std::max(op.id.src, op.id.dst);
   }
   auto& w = samples_[ch];
+  runs_[ch].total++;
   w.push_back(Sample{std::max<int64_t>(0, last_end - last_start), op.id});
   while (int(w.size()) > cfg_.window) w.pop_front();
   if (!procs_.count(ch)) {
@@ -82,7 +93,8 @@ void SlowLinkDetector::evaluate(const Model& m, int64_t now_ns, FindingBoard& bo
   struct ClassKey {
     bool p2p;
     uint8_t func;
-    int bucket, nranks;
+    int bucket, nranks, nnodes;
+    std::string stem;
     auto operator<=>(const ClassKey&) const = default;
   };
   std::map<ClassKey, std::vector<Judged>> classes;
@@ -95,7 +107,10 @@ void SlowLinkDetector::evaluate(const Model& m, int64_t now_ns, FindingBoard& bo
     for (const Sample& s : w) d.push_back(s.dur_ns);
     j.median_ns = median(d);
     j.samples = int(w.size());
-    classes[ClassKey{ch.a >= 0, ch.func, ch.bucket, ch.a >= 0 ? 2 : ch.comm.nranks}].push_back(j);
+    auto cit = m.comms().find(ch.comm);
+    int nnodes = cit != m.comms().end() ? cit->second.nnodes : 0;
+    std::string stem = cit != m.comms().end() ? name_stem(cit->second.name) : "";
+    classes[ClassKey{ch.a >= 0, ch.func, ch.bucket, ch.a >= 0 ? 2 : ch.comm.nranks, nnodes, stem}].push_back(j);
   }
   std::vector<Judged> judged;
   for (auto& [ck, chans] : classes) {
@@ -109,6 +124,10 @@ void SlowLinkDetector::evaluate(const Model& m, int64_t now_ns, FindingBoard& bo
       j.peer_ns = median(others);
       j.peers = int(others.size());
       j.slow = j.median_ns >= cfg_.factor * j.peer_ns && j.median_ns - j.peer_ns >= double(cfg_.min_ns);
+      Run& run = runs_[j.ch];
+      run.slow_for = j.slow ? run.slow_for + (run.total - run.seen) : 0;
+      run.seen = run.total;
+      if (j.slow && run.slow_for < uint64_t(cfg_.confirm)) continue;  // not yet persistent
       if (j.slow) {
         for (const Sample& s : samples_[j.ch]) {
           if (double(s.dur_ns) >= cfg_.factor * j.peer_ns) {

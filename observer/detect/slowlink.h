@@ -5,11 +5,15 @@
 //     D = latest GPU end - latest GPU start
 // (the time the operation took once every participant had arrived, so stragglers do not count).
 // Channels are compared with their peers: channels of the same class (collective or p2p, function,
-// message size rounded down to a power of two, number of ranks), e.g. every TP group's AllReduce
-// of 8 MiB. Each channel keeps the last `window` durations per class; with at least
+// message size rounded down to a power of two, number of ranks, number of nodes the communicator
+// spans, and the stem of its name: "tp3" -> "tp"), e.g. every TP group's AllReduce of 8 MiB, not
+// the DP pairs' (which cross nodes and run at network speed). Each channel keeps the last `window` durations per class; with at least
 // `min_samples` of them its median m is compared with the median of its peers' medians r:
 //     slow when m >= factor * r and m - r >= min_ms.
-// At least two channels with samples are needed in a class.
+// At least two channels with samples are needed in a class. A channel counts as slow only once it
+// has stayed slow while `confirm` more of its operations completed (persistence: a burst of
+// scheduling noise on a busy host moves a median briefly, a bad link keeps it there); a channel
+// that is slow but not yet confirmed neither accuses nor clears anyone.
 //
 // Intersection names the culprit:
 //   endpoint  a rank all of whose compared channels (at least two) are slow;
@@ -38,6 +42,7 @@ struct SlowLinkConfig {
   int min_samples = 4;          // samples a channel needs before it is compared
   double factor = 2.0;          // SCOUT_OBSERVER_SLOW_FACTOR
   int64_t min_ns = 1'000'000;   // SCOUT_OBSERVER_SLOW_MIN_MS
+  int confirm = 8;              // operations a channel must stay slow (window / 2)
 };
 
 class SlowLinkDetector {
@@ -70,7 +75,13 @@ class SlowLinkDetector {
   nlohmann::json channel_json(const Model& m, const Judged& j) const;
 
   SlowLinkConfig cfg_;
+  struct Run {
+    uint64_t total = 0;       // samples ever observed
+    uint64_t seen = 0;        // total at the previous evaluation
+    uint64_t slow_for = 0;    // samples observed while continuously slow
+  };
   std::map<Channel, std::deque<Sample>> samples_;
+  std::map<Channel, Run> runs_;
   std::map<Channel, std::vector<int>> procs_;
   std::set<std::string> open_;
 };

@@ -108,6 +108,21 @@ std::vector<int> WaitGraph::upstream_nodes(int node) const {
   return std::vector<int>(seen.begin(), seen.end());
 }
 
+std::vector<int> WaitGraph::downstream_nodes(int node) const {
+  std::set<int> seen{node};
+  std::deque<int> q{node};
+  while (!q.empty()) {
+    int v = q.front();
+    q.pop_front();
+    auto it = out_.find(v);
+    if (it == out_.end()) continue;
+    for (int e : it->second) {
+      if (seen.insert(edges_[e].to).second) q.push_back(edges_[e].to);
+    }
+  }
+  return std::vector<int>(seen.begin(), seen.end());
+}
+
 std::vector<int> WaitGraph::edges_within(const std::vector<int>& component) const {
   std::set<int> in(component.begin(), component.end());
   std::vector<int> tags;

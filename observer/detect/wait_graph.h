@@ -24,6 +24,10 @@ class WaitGraph {
   std::vector<int> upstream_nodes(int node) const;
   // Tags of the edges between nodes of `component`.
   std::vector<int> edges_within(const std::vector<int>& component) const;
+  // True when `node` waits for someone (has an outgoing edge).
+  bool waits(int node) const { return out_.count(node) > 0; }
+  // Nodes `node` waits for, directly or transitively, and `node` itself; ascending.
+  std::vector<int> downstream_nodes(int node) const;
 
  private:
   struct Edge {

@@ -326,7 +326,7 @@ TEST(Hang, PointToPointReceiverThatNeverPostsIsTheRoot) {
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].kind, FindingKind::kHang);
   EXPECT_EQ(suspect_ranks(f[0]), std::vector<int>{1});
-  EXPECT_EQ(f[0].key->func, "Send");
+  EXPECT_EQ(f[0].key->func, "Recv");  // the receive it never posted
   EXPECT_EQ(f[0].key->seq, 4u);
 }
 
