@@ -65,7 +65,7 @@ ParseResult parse_command_line(int argc, const char* const* argv, const config::
       ->check(CLI::Range(0.1, 86400.0));
   app.add_option("--interval", interval_ms, "milliseconds between passes")->check(CLI::Range(int64_t(10), int64_t(60000)));
   app.add_flag("--once", cl.once, "one pass: read, judge, write the store, exit");
-  app.add_option("--host", host, "host whose segments to read (default: SCOUT_HOST, else the hostname)");
+  app.add_option("--host", host, "host whose segments to read (default: SCOUT_HOST, else the hostname; '*': every host)");
   app.add_option("--shm-dir", shm_dir, "directory of the segments (default: SCOUT_SHM_DIR)");
   app.add_option("--equiv", equiv_file, "file declaring equivalent communicators (docs/observer.md)");
   app.add_flag("--quiet", cl.quiet, "print only errors");
@@ -94,6 +94,7 @@ ParseResult parse_command_line(int argc, const char* const* argv, const config::
   }
   cl.opt.job = !job.empty() ? job : store::resolve_job_id(cfg.job_id, getenv_fn);
   cl.opt.host = !host.empty() ? host : !cfg.host.empty() ? cfg.host : !hostname.empty() ? hostname : local_hostname();
+  if (cl.opt.host == "*") cl.opt.host.clear();  // every host's segments in the directory
   if (!shm_dir.empty()) cl.opt.shm_dir = shm_dir;
   cl.opt.nodes = nodes;
   cl.opt.node_rank = node_rank;

@@ -7,7 +7,8 @@
 // Precedence: flag, then the SCOUT_* variable, then the built-in default (docs/observer.md).
 //   --job       SCOUT_JOB_ID, then TORCHELASTIC_RUN_ID, SLURM_JOB_ID, "default" (as the plugin)
 //   --store     <SCOUT_STATE_DIR>/<job>/node-<K>.db (observer/store/paths.h)
-//   --host      SCOUT_HOST, then gethostname()
+//   --host      SCOUT_HOST, then gethostname(); "*" reads the segments of every host in --shm-dir
+//               (several emulated hosts on one machine)
 //   --shm-dir   SCOUT_SHM_DIR
 //   --hang-timeout, --interval: SCOUT_OBSERVER_HANG_TIMEOUT_S, SCOUT_OBSERVER_INTERVAL_MS
 //   --equiv     groups added to those of SCOUT_EQUIV

@@ -63,6 +63,8 @@ TEST(CommandLine, FlagsOverrideVariables) {
   Parsed s = parse({}, {{"SCOUT_JOB_ID", "env-job"}, {"SCOUT_HOST", "h1"}});
   EXPECT_EQ(s.cl.opt.job, "env-job");
   EXPECT_EQ(s.cl.opt.host, "h1");
+  Parsed all = parse({"--host", "*"});
+  EXPECT_EQ(all.cl.opt.host, "");  // every host
 }
 
 TEST(CommandLine, MistakesAreOneLine) {
