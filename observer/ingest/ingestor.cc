@@ -23,8 +23,7 @@ void Ingestor::log(const std::string& line) const {
   if (opt_.log) opt_.log(line);
 }
 
-void Ingestor::attach_new(int64_t now_ns) {
-  (void)now_ns;
+void Ingestor::attach_new() {
   for (const std::string& path : shm::list_segments(opt_.shm_dir, opt_.job, opt_.host)) {
     if (segs_.count(path) || dropped_.count(path)) continue;
     std::string err;
@@ -113,7 +112,7 @@ Ingestor::ReadResult Ingestor::read_segment(Segment& s, Model& model, int64_t no
 }
 
 void Ingestor::pass(Model& model, int64_t now_ns) {
-  attach_new(now_ns);
+  attach_new();
   for (auto it = segs_.begin(); it != segs_.end();) {
     Segment& s = *it->second;
     ReadResult rr = read_segment(s, model, now_ns);

@@ -32,7 +32,7 @@ struct IngestOptions {
 // Totals over the segments attached so far (rejections included).
 struct IngestStats {
   uint64_t segments_attached = 0;
-  uint64_t segments_rejected = 0;  // files whose header failed validation (distinct paths)
+  uint64_t segments_rejected = 0;  // files whose header fails validation now (retried each pass)
   uint64_t segments_faulted = 0;   // dropped after a SIGBUS (file shrank while mapped)
   uint64_t segments_reclaimed = 0;
   uint64_t rings_rejected = 0;     // ring headers with impossible values
@@ -87,7 +87,7 @@ class Ingestor {
     int64_t gone_ns = 0;
     std::vector<Ring> rings;
   };
-  void attach_new(int64_t now_ns);
+  void attach_new();
   enum class ReadResult { kOk, kFault, kForeign };
   // Reads one segment; kFault (SIGBUS) and kForeign (another job's header) drop it.
   ReadResult read_segment(Segment& s, Model& model, int64_t now_ns);
