@@ -79,6 +79,20 @@ TEST(SlowLink, RankWhoseEveryCommunicatorIsSlowIsTheEndpoint) {
   EXPECT_EQ(f[0].evidence["slow"].size(), 2u);
 }
 
+TEST(SlowLink, SlowGroupThatNoRankExplainsIsInconclusive) {
+  Job8 j;
+  // dp1 = {1,3,5,7} is slow, but each of its ranks has a normal TP pair: no endpoint, no single
+  // link can be named from communicator timings.
+  for (int s = 0; s < 10; ++s) j.step(s, {kMs, kMs, kMs, kMs}, {2 * kMs, 8 * kMs});
+  auto f = j.h.findings();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, FindingKind::kSlowLink);
+  EXPECT_EQ(f[0].verdict, Verdict::kInconclusive);
+  EXPECT_TRUE(f[0].suspects.empty());
+  EXPECT_EQ(f[0].comm_hash, 0xd1u);
+  EXPECT_EQ(f[0].evidence["class"], "comm");
+}
+
 TEST(SlowLink, HealthyChannelsGiveNothing) {
   Job8 j;
   for (int s = 0; s < 12; ++s) {
