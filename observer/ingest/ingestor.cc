@@ -1,5 +1,6 @@
 #include "observer/ingest/ingestor.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -25,7 +26,9 @@ void Ingestor::log(const std::string& line) const {
 
 void Ingestor::attach_new() {
   for (const std::string& path : shm::list_segments(opt_.shm_dir, opt_.job, opt_.host)) {
-    if (segs_.count(path) || dropped_.count(path)) continue;
+    if (segs_.count(path)) continue;
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0 || dropped_.count({path, uint64_t(st.st_ino)})) continue;
     std::string err;
     auto rd = shm::SegmentReader::open(path, &err);
     if (!rd) {
@@ -38,6 +41,9 @@ void Ingestor::attach_new() {
     auto s = std::make_unique<Segment>();
     s->path = path;
     s->reader = std::move(rd);
+    shm::SegmentInfo info = s->reader->info();
+    s->bytes = shm::segment_bytes(info.max_comms, info.ring_capacity);
+    s->inode = uint64_t(st.st_ino);
     segs_.emplace(path, std::move(s));
     stats_.segments_attached++;
   }
@@ -45,11 +51,30 @@ void Ingestor::attach_new() {
 }
 
 Ingestor::ReadResult Ingestor::read_segment(Segment& s, Model& model, int64_t now_ns) {
+  // A file that shrank would raise SIGBUS when read: look first. (A file that was unlinked keeps
+  // its pages while mapped and is read to the end.)
+  struct stat st;
+  if (::stat(s.path.c_str(), &st) == 0 && uint64_t(st.st_ino) == s.inode && uint64_t(st.st_size) < s.bytes) {
+    return ReadResult::kShrunk;
+  }
+  // What the record callbacks need, behind one pointer (no allocation inside the guard).
+  struct Ctx {
+    Model* model;
+    Comm* comm = nullptr;
+    int rank = -1;
+    int64_t now_ns;
+  } ctx{&model, nullptr, -1, now_ns};
+  const RingCursor::OnRecord on_record = [p = &ctx](const shm::RecordSnapshot& rec) {
+    p->model->apply(*p->comm, p->rank, rec, p->now_ns);
+  };
+  const RingCursor::OnLost on_lost = [p = &ctx](uint64_t idx) { p->model->lost(*p->comm, p->rank, idx); };
+
   SigbusGuard guard;
-  if (SIGBUS_GUARD_ENTER(guard)) return ReadResult::kFault;  // the file shrank under the mapping
+  if (SIGBUS_GUARD_ENTER(guard)) return ReadResult::kFault;  // shrank between the check and the read
 
   const shm::SegmentReader& rd = *s.reader;
-  shm::SegmentInfo info = rd.info();
+  s.info = rd.info();
+  const shm::SegmentInfo& info = s.info;
   if (s.proc < 0) {
     if (shm::sanitize_component(info.job) != shm::sanitize_component(opt_.job)) {
       guard.leave();
@@ -82,7 +107,7 @@ Ingestor::ReadResult Ingestor::read_segment(Segment& s, Model& model, int64_t no
   uint32_t n = rd.n_rings();
   if (s.rings.size() < n) s.rings.resize(n);
   for (uint32_t r = 0; r < n; ++r) {
-    shm::CommSnapshot cs;
+    shm::CommSnapshot& cs = s.cs;
     if (!rd.comm(r, &cs)) continue;  // initialising, or impossible rank values
     Ring& ring = s.rings[r];
     if (cs.nranks <= 0 || cs.nranks > kMaxRanks) {
@@ -99,13 +124,10 @@ Ingestor::ReadResult Ingestor::read_segment(Segment& s, Model& model, int64_t no
     ring.key = key;
     ring.rank = cs.rank;
     ring.head = cs.head;
-    Comm& c = model.upsert_comm(key, cs.name, cs.nnodes);
-    model.set_member(c, cs.rank, s.proc, cs.init_ns, cs.state == shm::kCommFinalized);
-    int rank = cs.rank;
-    ring.cursor.poll(
-        rd, r, cs.head, info.ring_capacity, s.owner_gone,
-        [&](const shm::RecordSnapshot& rec) { model.apply(c, rank, rec, now_ns); },
-        [&](uint64_t idx) { model.lost(c, rank, idx); });
+    ctx.comm = &model.upsert_comm(key, cs.name, cs.nnodes);
+    ctx.rank = cs.rank;
+    model.set_member(*ctx.comm, cs.rank, s.proc, cs.init_ns, cs.state == shm::kCommFinalized);
+    ring.cursor.poll(rd, r, cs.head, info.ring_capacity, s.owner_gone, on_record, on_lost);
   }
   guard.leave();
   return ReadResult::kOk;
@@ -117,12 +139,13 @@ void Ingestor::pass(Model& model, int64_t now_ns) {
     Segment& s = *it->second;
     ReadResult rr = read_segment(s, model, now_ns);
     if (rr != ReadResult::kOk) {
-      if (rr == ReadResult::kFault) {
+      if (rr == ReadResult::kFault || rr == ReadResult::kShrunk) {
         stats_.segments_faulted++;
-        log("segment " + s.path + " dropped: the file shrank while mapped (SIGBUS caught)");
+        log("segment " + s.path + " dropped: the file shrank while mapped" +
+            (rr == ReadResult::kFault ? " (SIGBUS caught)" : ""));
       }
       for (const Ring& r : s.rings) stats_.records += r.cursor.counters();
-      dropped_.insert(s.path);
+      dropped_.insert({s.path, s.inode});
       it = segs_.erase(it);
       continue;
     }

@@ -33,7 +33,7 @@ struct IngestOptions {
 struct IngestStats {
   uint64_t segments_attached = 0;
   uint64_t segments_rejected = 0;  // files whose header fails validation now (retried each pass)
-  uint64_t segments_faulted = 0;   // dropped after a SIGBUS (file shrank while mapped)
+  uint64_t segments_faulted = 0;   // dropped because the file shrank (seen before reading, or SIGBUS)
   uint64_t segments_reclaimed = 0;
   uint64_t rings_rejected = 0;     // ring headers with impossible values
   RingCounters records;
@@ -80,6 +80,12 @@ class Ingestor {
   struct Segment {
     std::string path;
     std::unique_ptr<shm::SegmentReader> reader;
+    uint64_t bytes = 0;   // file size the header promised when attached
+    uint64_t inode = 0;   // file identity when attached
+    // Scratch copies filled inside the SIGBUS-guarded region: members, not locals, so a fault
+    // (which skips destructors) leaks nothing.
+    shm::SegmentInfo info;
+    shm::CommSnapshot cs;
     int proc = -1;
     bool owner_gone = false;
     bool closed = false;
@@ -88,15 +94,16 @@ class Ingestor {
     std::vector<Ring> rings;
   };
   void attach_new();
-  enum class ReadResult { kOk, kFault, kForeign };
-  // Reads one segment; kFault (SIGBUS) and kForeign (another job's header) drop it.
+  enum class ReadResult { kOk, kFault, kShrunk, kForeign };
+  // Reads one segment; kFault (SIGBUS), kShrunk (the file no longer has the size its header
+  // promised) and kForeign (another job's header) drop it.
   ReadResult read_segment(Segment& s, Model& model, int64_t now_ns);
   void log(const std::string& line) const;
 
   IngestOptions opt_;
   std::map<std::string, std::unique_ptr<Segment>> segs_;
   std::map<std::string, std::string> rejected_;  // path -> last error (retried each pass)
-  std::set<std::string> dropped_;                // faulted or reclaimed: never reattached
+  std::set<std::pair<std::string, uint64_t>> dropped_;  // (path, inode) dropped: not reattached
   IngestStats stats_;  // records: counters of detached segments only
 };
 
