@@ -64,6 +64,13 @@ nlohmann::json op_json(const OpId& id) {
   return j;
 }
 
+int rank_of(const Comm& c, int proc) {
+  for (int r = 0; r < int(c.ranks.size()); ++r) {
+    if (c.ranks[r].proc == proc) return r;
+  }
+  return -1;
+}
+
 std::vector<int> global_ranks(const Model& m, const Comm& c, const std::vector<int>& ranks) {
   std::vector<int> out;
   for (int r : ranks) {

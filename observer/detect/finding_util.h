@@ -33,6 +33,8 @@ OpKey op_key(const OpId& id, int rank = -1);
 nlohmann::json comm_json(const Comm& c);
 // {"func": ..., "seq": n} (+ "src"/"dst" comm ranks for p2p)
 nlohmann::json op_json(const OpId& id);
+// Comm rank of process `proc` in `c`, -1 if it is not a member.
+int rank_of(const Comm& c, int proc);
 // Global ranks of comm ranks `ranks` of `c` (-1 where unknown), in the same order.
 std::vector<int> global_ranks(const Model& m, const Comm& c, const std::vector<int>& ranks);
 // "0x" + 16 hex digits (same as hex64, for fingerprints).

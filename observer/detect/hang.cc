@@ -331,12 +331,7 @@ void HangDetector::report_root(const Model& m, const std::vector<int>& roots, co
       first_reason = reason;
       first_detail = detail;
     }
-    f.suspects.push_back(suspect_of(m, p, c.ranks.empty() ? -1 : [&] {
-      for (int r = 0; r < int(c.ranks.size()); ++r) {
-        if (c.ranks[r].proc == p) return r;
-      }
-      return -1;
-    }()));
+    f.suspects.push_back(suspect_of(m, p, rank_of(c, p)));
     root.push_back({{"global_rank", m.proc(p).global_rank}, {"reason", reason},
                     {"detail", detail}, {"process", to_string(m.proc(p).state)}});
     names += (names.empty() ? "" : ", ") + who(m, p);
@@ -372,11 +367,7 @@ void HangDetector::report_crash(const Model& m, int proc, const ProcEdge& primar
   Finding f;
   f.kind = FindingKind::kCrash;
   f.verdict = Verdict::kAttributed;
-  int comm_rank = -1;
-  for (int r = 0; r < int(c.ranks.size()); ++r) {
-    if (c.ranks[r].proc == proc) comm_rank = r;
-  }
-  f.suspects.push_back(suspect_of(m, proc, comm_rank));
+  f.suspects.push_back(suspect_of(m, proc, rank_of(c, proc)));
   set_comm(f, c);
   f.key = op_key(primary.e.op, primary.e.to);
   f.dedup_key = "crash:" + p.host + ":" + std::to_string(p.pid);

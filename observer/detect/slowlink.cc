@@ -159,11 +159,7 @@ void SlowLinkDetector::evaluate(const Model& m, int64_t now_ns, FindingBoard& bo
   };
   auto comm_rank_of = [&](const CommKey& k, int proc) {
     auto it = m.comms().find(k);
-    if (it == m.comms().end()) return -1;
-    for (int r = 0; r < int(it->second.ranks.size()); ++r) {
-      if (it->second.ranks[r].proc == proc) return r;
-    }
-    return -1;
+    return it == m.comms().end() ? -1 : rank_of(it->second, proc);
   };
   auto where = [&](const Judged& j) {
     auto it = m.comms().find(j.ch.comm);
