@@ -117,7 +117,7 @@ $(FATBIN):
 endif
 $(BUILD)/obj/gen/fatbin_blob.o: $(FATBIN)
 	@mkdir -p $(dir $@)
-	printf '%s\n' '.section .nv_fatbin,"a"' '.balign 16' '.globl scout_fatbin_begin' \
+	printf '%s\n' '.section .nv_fatbin,"aR"' '.balign 16' '.globl scout_fatbin_begin' \
 	  '.hidden scout_fatbin_begin' 'scout_fatbin_begin:' '.incbin "$(FATBIN)"' \
 	  '.globl scout_fatbin_end' '.hidden scout_fatbin_end' 'scout_fatbin_end:' \
 	  '.section .note.GNU-stack,"",@progbits' > $(BUILD)/obj/gen/fatbin_blob.s
@@ -144,6 +144,7 @@ $(PLUGIN): $(EXPORTS_OBJ) $(CORE_LIB) plugin/abi/exports.map
 	@mkdir -p $(dir $@)
 	$(CXX) -shared -o $@ $(EXPORTS_OBJ) $(CORE_LIB) $(LDFLAGS) \
 	  -Wl,--version-script=plugin/abi/exports.map -Wl,--no-undefined -Wl,--gc-sections \
+	  -Wl,-u,scout_fatbin_begin \
 	  -static-libgcc
 
 $(BUILD)/bin/%: $(CORE_LIB) $(SIM_LIB)

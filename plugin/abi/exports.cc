@@ -29,37 +29,25 @@ void caught(Problem p, const char* where) noexcept {
   }
 }
 
-// Runs `call` and, when recording, appends what it did with `append` under the recorder's lock.
-template <typename Call, typename Append>
-void run(Call call, Append append) {
-  rec::Recorder* r = abi_hook::recorder();
-  if (r == nullptr) {
-    call();
-    return;
-  }
-  std::lock_guard<std::mutex> lk(r->mutex());
-  call();
-  append(r);
-}
-
 abi::Result init_any(int abi_version, void** ctx, uint64_t hash, int* mask, const char* name,
                      int nnodes, int nranks, int rank, abi::Logger logfn) noexcept {
   try {
     core::log::set_logger(logfn);
     abi_hook::recording_on_init();
     int mask_in = mask != nullptr ? *mask : 0;
-    run([&] {
-          if (abi_version == 4) {
-            core::init_v4(ctx, mask, name, hash, nnodes, nranks, rank, logfn);
-          } else {
-            core::init(ctx, hash, mask, name, nnodes, nranks, rank, logfn, abi_version);
-          }
-        },
-        [&](rec::Recorder* r) {
-          r->init(abi_version, ctx != nullptr ? *ctx : nullptr, hash, name, nnodes, nranks, rank,
-                  mask_in, mask != nullptr ? *mask : 0, abi::kSuccess);
-          r->flush();
-        });
+    rec::Recorder* r = abi_hook::recorder();
+    std::unique_lock<std::mutex> lk;
+    if (r != nullptr) lk = std::unique_lock<std::mutex>(r->mutex());
+    if (abi_version == 4) {
+      core::init_v4(ctx, mask, name, hash, nnodes, nranks, rank, logfn);
+    } else {
+      core::init(ctx, hash, mask, name, nnodes, nranks, rank, logfn, abi_version);
+    }
+    if (r != nullptr) {
+      r->init(abi_version, ctx != nullptr ? *ctx : nullptr, hash, name, nnodes, nranks, rank,
+              mask_in, mask != nullptr ? *mask : 0, abi::kSuccess);
+      r->flush();
+    }
   } catch (...) {
     if (ctx != nullptr) *ctx = nullptr;
     caught(Problem::kExceptionInit, "init");
@@ -80,10 +68,48 @@ abi::Result init_v5v6(void** ctx, uint64_t hash, int* mask, const char* name, in
 
 void* out_of(void** handle) { return handle != nullptr ? *handle : nullptr; }
 
+// The recording variants of the event entry points: the callback and its append under the
+// recorder's lock. Out of line, so that the entry points' usual path (not recording) is a load,
+// a test and a call.
+__attribute__((noinline)) void start_v4_rec(rec::Recorder* r, void* ctx, void** h, abi::DescrV4* d) {
+  std::lock_guard<std::mutex> lk(r->mutex());
+  core::start_event_v4(ctx, h, d);
+  r->start_v4(ctx, out_of(h), d, abi::kSuccess);
+}
+__attribute__((noinline)) void start_v5_rec(rec::Recorder* r, void* ctx, void** h, abi::DescrV5* d) {
+  std::lock_guard<std::mutex> lk(r->mutex());
+  core::start_event(ctx, h, d, 5);
+  r->start_v5(5, ctx, out_of(h), d, abi::kSuccess);
+}
+__attribute__((noinline)) void start_v6_rec(rec::Recorder* r, void* ctx, void** h, abi::DescrV6* d) {
+  std::lock_guard<std::mutex> lk(r->mutex());
+  core::start_event_v6(ctx, h, d);
+  r->start_v6(ctx, out_of(h), d, abi::kSuccess);
+}
+__attribute__((noinline)) void stop_rec(rec::Recorder* r, int v, void* h) {
+  std::lock_guard<std::mutex> lk(r->mutex());
+  core::stop_event(h);
+  r->stop(v, h, abi::kSuccess);
+}
+__attribute__((noinline)) void record_rec(rec::Recorder* r, int v, void* h, int st,
+                                          abi::StateArgs* a) {
+  std::lock_guard<std::mutex> lk(r->mutex());
+  core::record_state(h, st, a);
+  r->state(v, h, st, a, abi::kSuccess);
+}
+__attribute__((noinline)) void fini_rec(rec::Recorder* r, int v, void* ctx) {
+  std::lock_guard<std::mutex> lk(r->mutex());
+  core::finalize(ctx);
+  r->finalize(v, ctx, abi::kSuccess);
+}
+
 abi::Result start_v4(void* ctx, void** handle, abi::DescrV4* d) noexcept {
   try {
-    run([&] { core::start_event_v4(ctx, handle, d); },
-        [&](rec::Recorder* r) { r->start_v4(ctx, out_of(handle), d, abi::kSuccess); });
+    if (rec::Recorder* r = abi_hook::recorder(); __builtin_expect(r != nullptr, 0)) {
+      start_v4_rec(r, ctx, handle, d);
+    } else {
+      core::start_event_v4(ctx, handle, d);
+    }
   } catch (...) {
     if (handle != nullptr) *handle = nullptr;
     caught(Problem::kExceptionEvent, "startEvent");
@@ -93,8 +119,11 @@ abi::Result start_v4(void* ctx, void** handle, abi::DescrV4* d) noexcept {
 
 abi::Result start_v5(void* ctx, void** handle, abi::DescrV5* d) noexcept {
   try {
-    run([&] { core::start_event(ctx, handle, d, 5); },
-        [&](rec::Recorder* r) { r->start_v5(5, ctx, out_of(handle), d, abi::kSuccess); });
+    if (rec::Recorder* r = abi_hook::recorder(); __builtin_expect(r != nullptr, 0)) {
+      start_v5_rec(r, ctx, handle, d);
+    } else {
+      core::start_event(ctx, handle, d, 5);
+    }
   } catch (...) {
     if (handle != nullptr) *handle = nullptr;
     caught(Problem::kExceptionEvent, "startEvent");
@@ -104,8 +133,11 @@ abi::Result start_v5(void* ctx, void** handle, abi::DescrV5* d) noexcept {
 
 abi::Result start_v6(void* ctx, void** handle, abi::DescrV6* d) noexcept {
   try {
-    run([&] { core::start_event_v6(ctx, handle, d); },
-        [&](rec::Recorder* r) { r->start_v6(ctx, out_of(handle), d, abi::kSuccess); });
+    if (rec::Recorder* r = abi_hook::recorder(); __builtin_expect(r != nullptr, 0)) {
+      start_v6_rec(r, ctx, handle, d);
+    } else {
+      core::start_event_v6(ctx, handle, d);
+    }
   } catch (...) {
     if (handle != nullptr) *handle = nullptr;
     caught(Problem::kExceptionEvent, "startEvent");
@@ -116,8 +148,11 @@ abi::Result start_v6(void* ctx, void** handle, abi::DescrV6* d) noexcept {
 template <int kVersion>
 abi::Result stop(void* handle) noexcept {
   try {
-    run([&] { core::stop_event(handle); },
-        [&](rec::Recorder* r) { r->stop(kVersion, handle, abi::kSuccess); });
+    if (rec::Recorder* r = abi_hook::recorder(); __builtin_expect(r != nullptr, 0)) {
+      stop_rec(r, kVersion, handle);
+    } else {
+      core::stop_event(handle);
+    }
   } catch (...) {
     caught(Problem::kExceptionEvent, "stopEvent");
   }
@@ -127,8 +162,11 @@ abi::Result stop(void* handle) noexcept {
 template <int kVersion>
 abi::Result record(void* handle, int state, abi::StateArgs* args) noexcept {
   try {
-    run([&] { core::record_state(handle, state, args); },
-        [&](rec::Recorder* r) { r->state(kVersion, handle, state, args, abi::kSuccess); });
+    if (rec::Recorder* r = abi_hook::recorder(); __builtin_expect(r != nullptr, 0)) {
+      record_rec(r, kVersion, handle, state, args);
+    } else {
+      core::record_state(handle, state, args);
+    }
   } catch (...) {
     caught(Problem::kExceptionEvent, "recordEventState");
   }
@@ -138,8 +176,11 @@ abi::Result record(void* handle, int state, abi::StateArgs* args) noexcept {
 template <int kVersion>
 abi::Result fini(void* ctx) noexcept {
   try {
-    run([&] { core::finalize(ctx); },
-        [&](rec::Recorder* r) { r->finalize(kVersion, ctx, abi::kSuccess); });
+    if (rec::Recorder* r = abi_hook::recorder()) {
+      fini_rec(r, kVersion, ctx);
+    } else {
+      core::finalize(ctx);
+    }
     abi_hook::recording_on_finalize();
   } catch (...) {
     caught(Problem::kExceptionFinalize, "finalize");

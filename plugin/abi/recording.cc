@@ -12,12 +12,11 @@
 #include "plugin/record/recorder.h"
 
 namespace scout::abi_hook {
-namespace {
 std::atomic<rec::Recorder*> g_recorder{nullptr};
+
+namespace {
 pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 }  // namespace
-
-rec::Recorder* recorder() { return g_recorder.load(std::memory_order_acquire); }
 
 void recording_on_init() {
   const char* prefix = std::getenv("SCOUT_RECORD_CALLS");

@@ -3,6 +3,8 @@
 // the recorder's mutex, so the file order is a valid global order.
 #pragma once
 
+#include <atomic>
+
 namespace scout::rec {
 class Recorder;
 }
@@ -10,7 +12,8 @@ class Recorder;
 namespace scout::abi_hook {
 
 // The open recorder, or nullptr (recording off). One acquire load.
-rec::Recorder* recorder();
+extern std::atomic<rec::Recorder*> g_recorder;
+inline rec::Recorder* recorder() { return g_recorder.load(std::memory_order_acquire); }
 
 // Called by every init before the event layer's init: opens PATH.<pid>.bin when
 // SCOUT_RECORD_CALLS=PATH is set and no recorder is open in this load (a failure is said once

@@ -2,6 +2,7 @@
 #include "plugin/core/api_state.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -12,20 +13,14 @@
 #include "plugin/core/names.h"
 #include "plugin/core/process.h"
 #include "plugin/core/records.h"
+#include "plugin/core/thread_cache.h"
 #include "plugin/fingerprint/engine.h"
+#include "plugin/shm/fence.h"
 
 namespace scout::core {
 namespace {
 
 constexpr uint64_t kGroupIdBatch = 64;
-
-// The calling thread's cached block (trivially destructible: the .so may be dlclosed). A cache
-// from an earlier load cycle has another salt and is ignored.
-struct TlsBlock {
-  uint16_t salt;
-  ThreadBlock* tb;
-};
-thread_local TlsBlock t_block = {0, nullptr};
 
 template <typename T>
 inline T ld(const T& f) { return __atomic_load_n(&f, __ATOMIC_RELAXED); }
@@ -60,7 +55,7 @@ bool copy_slot(const ApiSlot* s, uint64_t counter, bool low_bits_only, ApiCopy* 
   out->dtype = ld(s->dtype);
   out->is_p2p = ld(s->is_p2p);
   out->flags = ld(s->flags);
-  std::atomic_thread_fence(std::memory_order_acquire);
+  scout::acquire_fence();
   uint64_t w2 = __atomic_load_n(&s->word, __ATOMIC_RELAXED);
   if (word_counter(w2) != c1) return false;
   out->state = word_state(w2);
@@ -87,13 +82,15 @@ void emit_if_pending(Process* p, ApiSlot* s) {
 }
 
 ThreadBlock* new_block(uint32_t index, uint32_t tid) {
+  // Populated at once (the thread's first NCCL call), not page by page over its next calls.
   void* mem = ::mmap(nullptr, sizeof(ThreadBlock), PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
   if (mem == MAP_FAILED) return nullptr;
-  auto* tb = static_cast<ThreadBlock*>(mem);  // zero pages: every slot word is 0 (invalid)
+  auto* tb = static_cast<ThreadBlock*>(mem);  // zeroed: every slot word is 0 (invalid)
   tb->index = index;
   tb->next_counter[0] = 1;
   tb->next_counter[1] = 1;
+  __atomic_store_n(&tb->owner_self, uint64_t(::pthread_self()), __ATOMIC_RELAXED);
   __atomic_store_n(&tb->owner_tid, tid, __ATOMIC_RELEASE);
   return tb;
 }
@@ -131,6 +128,7 @@ ThreadBlock* acquire_block(Process* p) {
           b->group_first = b->group_first_cap = 0;
           b->deferred_first = b->deferred_end = 0;
           b->gid_next = b->gid_end = 0;
+          __atomic_store_n(&b->owner_self, uint64_t(::pthread_self()), __ATOMIC_RELAXED);
           tb = b;
         }
       }
@@ -143,8 +141,9 @@ ThreadBlock* acquire_block(Process* p) {
                    kMaxThreadBlocks);
     return nullptr;
   }
-  t_block.salt = p->salt;
-  t_block.tb = tb;
+  if (t_cache.salt != p->salt) t_cache.last_ring = 0;
+  t_cache.salt = p->salt;
+  t_cache.tb = tb;
   return tb;
 }
 
@@ -161,8 +160,17 @@ void extend_deferred(ThreadBlock* tb, uint64_t counter) {
 }  // namespace
 
 ThreadBlock* my_block(Process* p) {
-  if (t_block.salt == p->salt && t_block.tb != nullptr) return t_block.tb;
+  // A cache from an earlier load cycle has another salt and is ignored.
+  if (t_cache.salt == p->salt && t_cache.tb != nullptr) return t_cache.tb;
   return acquire_block(p);
+}
+
+ThreadBlock* group_block_of(Process* p, uint64_t payload) {
+  uint32_t b = group_block(payload);
+  if (b >= kMaxThreadBlocks) return nullptr;
+  ThreadBlock* tb = p->blocks[b].load(std::memory_order_acquire);
+  if (tb == nullptr || !tb->group_open || tb->group_id != group_id(payload)) return nullptr;
+  return tb;
 }
 
 void free_blocks(Process* p) {
@@ -180,13 +188,14 @@ uint64_t group_begin(Process* p, ThreadBlock* tb, bool captured, int depth) {
     tb->gid_next = p->next_group.fetch_add(kGroupIdBatch, std::memory_order_relaxed);
     tb->gid_end = tb->gid_next + kGroupIdBatch;
   }
-  tb->group_id = tb->gid_next++;
+  tb->group_id = tb->gid_next++ & kGroupIdMask;  // as carried by GroupApi handles (handle.h)
+  if (tb->group_id == 0) tb->group_id = tb->gid_next++ & kGroupIdMask;
   tb->group_first = tb->next_counter[0];
   tb->group_first_cap = tb->next_counter[1];
   tb->group_captured = captured;
   tb->group_user = depth > 1;
   tb->group_open = 1;
-  if (p->engine != nullptr) p->engine->on_group_start();
+  if (p->fp_any.load(std::memory_order_relaxed)) p->engine->on_group_start();
   return tb->group_id;
 }
 
@@ -235,7 +244,7 @@ void group_end(Process* p, ThreadBlock* tb) {
     transition(s, k, kSlotOpen, !p->p2p && ld(s->is_p2p) ? kSlotIgnored : kSlotPending);
   }
   tb->group_open = 0;
-  if (p->engine != nullptr) p->engine->on_group_end();
+  if (p->fp_any.load(std::memory_order_relaxed)) p->engine->on_group_end();
 }
 
 uint64_t api_begin(Process* p, ThreadBlock* tb, CommState* c, bool is_p2p, uint8_t func,
@@ -243,26 +252,30 @@ uint64_t api_begin(Process* p, ThreadBlock* tb, CommState* c, bool is_p2p, uint8
                    int64_t now) {
   uint64_t counter = tb->next_counter[captured]++;
   ApiSlot* s = slot_at(tb, captured, counter);
+  __builtin_prefetch(slot_at(tb, captured, counter + 1), 1, 3);  // the next call's line
   // Retire the previous call in this slot: a pending (deferred or captured) call that nothing
   // claimed is recorded as unmatched before its slot is reused.
   if (word_state(__atomic_load_n(&s->word, __ATOMIC_ACQUIRE)) == kSlotPending) {
     emit_if_pending(p, s);
   }
   __atomic_store_n(&s->word, make_word(counter, kSlotWriting), __ATOMIC_RELAXED);
-  std::atomic_thread_fence(std::memory_order_release);
+  scout::release_fence();
   // The largest send buffer since the communicator's last launch: a sizing hint for the
   // fingerprint engine at KernelLaunch start (engine.h).
-  uint64_t send_bytes = 0;
-  fp::op_bytes(func, count, datatype_size(dtype), c->nranks, c->rank, root, &send_bytes, nullptr);
-  if (send_bytes > c->send_hint.load(std::memory_order_relaxed)) {
-    c->send_hint.store(send_bytes, std::memory_order_relaxed);
+  if (c->fp != nullptr) {
+    uint64_t send_bytes = 0;
+    fp::op_bytes(func, count, datatype_size(dtype), c->nranks, c->rank, root, &send_bytes,
+                 nullptr);
+    if (send_bytes > c->send_hint.load(std::memory_order_relaxed)) {
+      c->send_hint.store(send_bytes, std::memory_order_relaxed);
+    }
   }
   st(s->count, count);
   st(s->stream, stream);
   st(s->group, tb->group_open ? tb->group_id : uint64_t(0));
   st(s->api_ns, now);
   st(s->root, root);
-  st(s->tid, current_tid());
+  st(s->tid, __atomic_load_n(&tb->owner_tid, __ATOMIC_RELAXED));  // this thread
   st(s->ring, uint16_t(c->ring_index));
   st(s->func, func);
   st(s->dtype, dtype);
@@ -280,22 +293,21 @@ uint64_t api_begin(Process* p, ThreadBlock* tb, CommState* c, bool is_p2p, uint8
   return api_payload(tb->index, captured, counter);
 }
 
-bool api_read(Process* p, uint64_t payload, ApiCopy* out) {
-  uint32_t b = api_block(payload);
-  if (b >= kMaxThreadBlocks) return false;
-  ThreadBlock* tb = p->blocks[b].load(std::memory_order_acquire);
-  if (tb == nullptr) return false;
-  uint64_t counter = api_counter(payload);
-  if (counter == 0) return false;
-  const ApiSlot* s = slot_at(tb, api_captured_ring(payload), counter);
-  return copy_slot(s, counter, true, out);
-}
+namespace {
 
-ClaimResult api_claim(Process* p, uint64_t payload, const ApiCopy& copy) {
-  ThreadBlock* tb = p->blocks[api_block(payload)].load(std::memory_order_acquire);
-  if (tb == nullptr) return ClaimResult::kGone;
-  ApiSlot* s = slot_at(tb, api_captured_ring(payload), copy.counter);
+ClaimResult claim_slot(ThreadBlock* tb, ApiSlot* s, const ApiCopy& copy) {
   bool captured = (copy.flags & shm::kFlagGraphCaptured) != 0;
+  // On the thread that made the call (the blocking path: Coll start right after the launch,
+  // inside the same NCCL call), nobody else changes an Open slot: a plain store suffices.
+  // pthread_self() identifies the thread without a thread-local lookup (a call in a shared
+  // object); a descriptor reused by a new thread means the owner has exited: also safe.
+  if (uint64_t(::pthread_self()) == __atomic_load_n(&tb->owner_self, __ATOMIC_RELAXED)) {
+    uint64_t w = __atomic_load_n(&s->word, __ATOMIC_ACQUIRE);
+    if (word_counter(w) == copy.counter && word_state(w) == kSlotOpen) {
+      __atomic_store_n(&s->word, make_word(copy.counter, kSlotMatched), __ATOMIC_RELEASE);
+      return ClaimResult::kFirst;
+    }
+  }
   for (;;) {
     uint64_t w = __atomic_load_n(&s->word, __ATOMIC_ACQUIRE);
     if (word_counter(w) != copy.counter) return ClaimResult::kGone;
@@ -310,6 +322,19 @@ ClaimResult api_claim(Process* p, uint64_t payload, const ApiCopy& copy) {
       default: return ClaimResult::kGone;
     }
   }
+}
+
+}  // namespace
+
+ClaimResult api_take(Process* p, uint64_t payload, uint32_t ring, ApiCopy* out) {
+  uint32_t b = api_block(payload);
+  uint64_t counter = api_counter(payload);
+  if (b >= kMaxThreadBlocks || counter == 0) return ClaimResult::kGone;
+  ThreadBlock* tb = p->blocks[b].load(std::memory_order_acquire);
+  if (tb == nullptr) return ClaimResult::kGone;
+  ApiSlot* s = slot_at(tb, api_captured_ring(payload), counter);
+  if (!copy_slot(s, counter, true, out) || out->ring != ring) return ClaimResult::kGone;
+  return claim_slot(tb, s, *out);
 }
 
 void sweep_comm(Process* p, CommState* c) {

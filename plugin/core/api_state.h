@@ -61,8 +61,9 @@ struct ApiSlot {
   uint8_t dtype;    // shm::Datatype
   uint8_t is_p2p;
   uint8_t flags;    // shm::kFlagGraphCaptured | shm::kFlagUserGroup
-  uint8_t pad[2];
+  uint8_t pad[10];  // one cache line per slot
 };
+static_assert(sizeof(ApiSlot) == 64);
 
 // A validated copy of a slot.
 struct ApiCopy {
@@ -79,6 +80,7 @@ struct ApiCopy {
 struct ThreadBlock {
   uint32_t owner_tid;  // 0: free (atomic builtins)
   uint32_t index;
+  uint64_t owner_self; // pthread_self() of the owner (atomic builtins)
   // Owner-only state.
   uint64_t next_counter[2];  // per ring; counters start at 1
   uint64_t group_id;         // open outermost group (0: none)
@@ -95,6 +97,10 @@ struct ThreadBlock {
 // reused). nullptr when all kMaxThreadBlocks are taken by live threads.
 ThreadBlock* my_block(Process* p);
 
+// The block named by a GroupApi handle payload if that block's open group is the handle's
+// group (then the caller is its owner thread: NCCL's API state is thread-local); else nullptr.
+ThreadBlock* group_block_of(Process* p, uint64_t group_payload);
+
 // Frees every block (process state teardown).
 void free_blocks(Process* p);
 
@@ -110,10 +116,6 @@ uint64_t api_begin(Process* p, ThreadBlock* tb, CommState* c, bool is_p2p, uint8
                    uint8_t dtype, uint64_t count, int32_t root, uint64_t stream, bool captured,
                    int64_t now);
 
-// Copies the slot named by an Api handle payload; false if the handle names no live slot (bad
-// block, reused slot, being written).
-bool api_read(Process* p, uint64_t payload, ApiCopy* out);
-
 enum class ClaimResult {
   kFirst,     // first claim: use the API information
   kReplay,    // captured call claimed again (graph replay): use it
@@ -121,8 +123,11 @@ enum class ClaimResult {
   kStale,     // already claimed by another Coll/P2p and not captured (digest 3.10): ignore it
   kGone,      // slot reused meanwhile
 };
-// Marks the API call as claimed by a Coll/P2p/CeColl (CAS on the slot word).
-ClaimResult api_claim(Process* p, uint64_t payload, const ApiCopy& copy);
+// The Coll/P2p/CeColl start path: copies the API call named by an Api handle payload into
+// *out (a seqlock copy), checks that it was made on communicator `ring`, and marks it claimed
+// (a plain store on its own thread, else a CAS on the slot word). kGone when the handle names no
+// live slot of that ring (bad block, reused slot, being written, another communicator).
+ClaimResult api_take(Process* p, uint64_t payload, uint32_t ring, ApiCopy* out);
 
 // Emits every still-unclaimed call of communicator `c` (finalize of `c`).
 void sweep_comm(Process* p, CommState* c);

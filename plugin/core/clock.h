@@ -1,28 +1,19 @@
 // CPU clocks, thread ids, and the GPU-clock to wall-clock conversion of KernelCh timestamps.
 #pragma once
 
-#include <time.h>
-
 #include <atomic>
 #include <cstdint>
 
+#include "plugin/core/wall_clock.h"  // now_ns(): CLOCK_REALTIME in ns
+
 namespace scout::core {
-
-// CLOCK_REALTIME in ns (vDSO, no system call).
-inline int64_t now_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
-// Linux tid of the calling thread, cached per thread after the first call.
-uint32_t current_tid();
 
 // Estimates the offset between NCCL's KernelCh timestamps (pTimer: the GPU's %globaltimer in
 // ns, digest 3.5) and CLOCK_REALTIME, so that wall_ns = pTimer + offset.
 //
-// Method: every KernelCh start callback is delivered by the proxy thread some time d >= 0 after
-// the GPU wrote pTimer, so (cpu_now - pTimer) = offset + d is an upper bound of the offset. The
+// Method: a KernelCh callback is delivered by the proxy thread some time d >= 0 after the GPU
+// wrote the timestamp it carries (the start time at KernelCh start, the stop times at the last
+// channel's stop), so (cpu_now - that timestamp) = offset + d is an upper bound of the offset. The
 // estimate is the minimum of these samples over the current and the previous window of
 // kWindow samples (a sliding minimum, so it follows slow drift of either clock). Its error is
 // the smallest proxy-callback delay seen in the window (typically the proxy polling latency,
@@ -36,10 +27,18 @@ class ClockOffset {
   int64_t sample(int64_t cpu_now_ns, uint64_t gpu_ns);
 
   // The current estimate; `valid` false (and 0 returned) before the first sample.
-  int64_t estimate(bool* valid = nullptr) const;
+  int64_t estimate(bool* valid = nullptr) const {
+    int64_t e = est_.load(std::memory_order_relaxed);
+    if (valid) *valid = e != kNone;
+    return e == kNone ? 0 : e;
+  }
 
   // Converts a GPU timestamp with the current estimate; 0 when no estimate or gpu_ns == 0.
-  int64_t to_wall(uint64_t gpu_ns) const;
+  int64_t to_wall(uint64_t gpu_ns) const {
+    int64_t e = est_.load(std::memory_order_relaxed);
+    if (e == kNone || gpu_ns == 0) return 0;
+    return int64_t(gpu_ns) + e;
+  }
 
   void reset();
 

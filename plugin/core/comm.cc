@@ -11,6 +11,7 @@ CommState* comm_create(shm::RingWriter* ring, uint64_t comm_hash, int nranks, in
   if (c == nullptr) return nullptr;
   c->ring_index = ring->ring_index();
   c->ring = ring;
+  c->rw = *ring;
   c->hdr = ring->header();
   c->comm_hash = comm_hash;
   c->nranks = nranks;

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "plugin/core/clock.h"
+#include "plugin/core/names.h"
 #include "plugin/shm/segment.h"
 
 namespace scout::fp {
@@ -19,7 +20,8 @@ struct CommFp;
 namespace scout::core {
 
 // KernelCh bookkeeping of one ring slot (process memory, indexed like the ring): which channels
-// started and stopped (bit = NCCL channel id 0..63) and the latest raw GPU stop time.
+// started and stopped (bit = NCCL channel id 0..63; their counts are the record's ch_started and
+// ch_stopped) and the latest raw GPU stop time.
 struct SlotChannels {
   std::atomic<uint64_t> started;
   std::atomic<uint64_t> stopped;
@@ -31,7 +33,8 @@ enum CommLive : uint32_t { kCommLiveFree = 0, kCommLiveActive = 1, kCommLiveFina
 struct CommState {
   uint32_t ring_index = 0;
   std::atomic<uint32_t> live{kCommLiveFree};
-  shm::RingWriter* ring = nullptr;
+  shm::RingWriter* ring = nullptr;        // the segment's writer of this ring
+  shm::RingWriter rw{nullptr, nullptr, 1, 0};  // a copy of it, one indirection less
   shm::CommHeader* hdr = nullptr;
   uint64_t comm_hash = 0;
   int nranks = 0, rank = 0, nnodes = 0;
@@ -41,6 +44,9 @@ struct CommState {
   SlotChannels* channels = nullptr;       // [ring capacity]
   uint32_t slot_mask = 0;                 // ring capacity - 1
   std::atomic<uint64_t> fallback_key{0};  // keys of unmatched records
+
+  // Last strings seen in this communicator's descriptors (names.h).
+  NameMemo api_func, api_dtype, op_func, op_dtype, op_algo, op_proto;
 
   // Latest KernelLaunch on this communicator (written by the launching thread).
   alignas(64) std::atomic<int64_t> launch_ns{0};

@@ -22,10 +22,10 @@ namespace scout::core {
 enum class HandleType : uint8_t {
   kInvalid = 0,
   kContext = 1,       // communicator context: ring index
-  kGroupApi = 2,      // outermost GroupApi: group id + captured + user-group bits
+  kGroupApi = 2,      // outermost GroupApi: thread block, group id, captured, user group
   kApi = 3,           // CollApi / P2pApi: thread block, slot ring, slot counter
   kKernelLaunch = 4,  // KernelLaunch: ring index
-  kGroup = 5,         // legacy Group event: ring index
+  kGroup = 5,         // legacy Group event (payload 0)
   kOp = 6,            // Coll / P2p / CeColl: ring index + record index (low 36 bits)
   kKernelCh = 7,      // KernelCh: ring index + channel + record index (low 30 bits)
   kInert = 8,         // an event scout chose not to track: its children and stop are ignored
@@ -39,7 +39,7 @@ constexpr int kOpIndexBits = 36;
 constexpr int kChIndexBits = 30;
 constexpr int kApiCounterBits = 35;
 constexpr uint64_t kApiCounterMask = (1ull << kApiCounterBits) - 1;
-constexpr int kGroupIdBits = 42;
+constexpr int kGroupIdBits = 34;
 constexpr uint64_t kGroupIdMask = (1ull << kGroupIdBits) - 1;
 
 constexpr uint64_t encode(uint16_t salt, HandleType t, uint64_t payload) {
@@ -55,9 +55,9 @@ struct Decoded {
 inline Decoded decode(const void* h, uint16_t salt) {
   uint64_t v = reinterpret_cast<uintptr_t>(h);
   Decoded d;
-  if (v == 0 || salt == 0 || uint16_t(v >> kSaltShift) != salt) return d;
-  uint8_t t = uint8_t((v >> kTypeShift) & 0xf);
-  if (t == 0 || t > uint8_t(HandleType::kInert)) return d;
+  // NULL never matches: salts are never 0. Type 0 and types above kInert are rejected.
+  uint32_t t = uint32_t(v >> kTypeShift) & 0xf;
+  if (uint16_t(v >> kSaltShift) != salt || t - 1u >= uint32_t(HandleType::kInert)) return d;
   d.type = static_cast<HandleType>(t);
   d.payload = v & kPayloadMask;
   return d;
@@ -67,7 +67,7 @@ inline void* to_ptr(uint64_t v) { return reinterpret_cast<void*>(uintptr_t(v)); 
 
 // ---- payload layouts
 
-// Context / KernelLaunch / Group: the communicator's ring index.
+// Context / KernelLaunch: the communicator's ring index.
 constexpr uint64_t ring_payload(uint32_t ring) { return ring & 0xff; }
 constexpr uint32_t payload_ring(uint64_t p) { return uint32_t(p & 0xff); }
 
@@ -96,13 +96,19 @@ constexpr uint32_t api_block(uint64_t p) { return uint32_t((p >> 36) & 0xff); }
 constexpr bool api_captured_ring(uint64_t p) { return (p >> 35) & 1; }
 constexpr uint64_t api_counter(uint64_t p) { return p & kApiCounterMask; }
 
-// GroupApi: group id (42 bits) | captured << 42 | user group << 43.
-constexpr uint64_t group_payload(uint64_t group_id, bool captured, bool user_group) {
-  return (group_id & kGroupIdMask) | (uint64_t(captured) << 42) | (uint64_t(user_group) << 43);
+// GroupApi: thread block (8) << 36 | user group << 35 | captured << 34 | group id (34 bits).
+// The block lets CollApi/P2pApi (same thread, parentObj = this handle) and the GroupApi stop find
+// the thread's API state without a thread-local lookup; it is trusted only while that block's
+// open group has this id.
+constexpr uint64_t group_payload(uint32_t block, uint64_t group_id, bool captured,
+                                 bool user_group) {
+  return (uint64_t(block & 0xff) << 36) | (uint64_t(user_group) << 35) |
+         (uint64_t(captured) << 34) | (group_id & kGroupIdMask);
 }
 constexpr uint64_t group_id(uint64_t p) { return p & kGroupIdMask; }
-constexpr bool group_captured(uint64_t p) { return (p >> 42) & 1; }
-constexpr bool group_user(uint64_t p) { return (p >> 43) & 1; }
+constexpr bool group_captured(uint64_t p) { return (p >> 34) & 1; }
+constexpr bool group_user(uint64_t p) { return (p >> 35) & 1; }
+constexpr uint32_t group_block(uint64_t p) { return uint32_t((p >> 36) & 0xff); }
 
 // The full record index whose low `bits` bits are `low`: the latest index below `head` with
 // those bits (records older than 2^bits are long overwritten). Returns false when head == 0 or

@@ -1,10 +1,20 @@
 // KernelCh handling and completion (kernel_ch.h).
+//
+// Threads: every KernelCh event of one operation comes from its communicator's proxy progress
+// thread (digest 1.4: one per proxy state), so the per-operation channel masks, counters and
+// min/max times are updated with plain loads and stores, no locked instruction. (Should NCCL
+// ever deliver one operation's channels from two threads at once, the cost would be a miscount
+// of that operation, never a crash or an unbounded counter: every value is derived from masks
+// of at most 64 bits.) The CPU clock is read once per operation, at completion; that read is
+// also the clock offset sample (and the first operation of a communicator takes one at its
+// first channel start, so that its start time converts).
 #include "plugin/core/kernel_ch.h"
 
 #include "plugin/core/clock.h"
 #include "plugin/core/handle.h"
 #include "plugin/core/log.h"
 #include "plugin/core/process.h"
+#include "plugin/core/thread_cache.h"
 #include "plugin/fingerprint/engine.h"
 
 namespace scout::core {
@@ -12,7 +22,7 @@ namespace {
 
 constexpr uint32_t kMaxChannels = 64;
 
-void* inert(Process* p) { return to_ptr(encode(p->salt, HandleType::kInert, 0)); }
+inline void* inert(Process* p) { return to_ptr(encode(p->salt, HandleType::kInert, 0)); }
 
 void count_orphan(CommState* c) {
   c->hdr->kernelch_orphans.fetch_add(1, std::memory_order_relaxed);
@@ -28,46 +38,68 @@ void count_extra(CommState* c) {
 }
 
 // The record named by (ring, low index bits); nullptr (counted) when it is gone.
-shm::OpRecord* find_record(Process* p, uint32_t ring, uint64_t low, int bits, CommState** comm,
-                           uint64_t* index) {
+inline shm::OpRecord* find_record(Process* p, uint32_t ring, uint64_t low, int bits,
+                                  CommState** comm, uint64_t* index) {
   CommState* c = comm_at(p, ring);
   *comm = c;
   if (c == nullptr) {
     count_bad_handle(p, nullptr);
     return nullptr;
   }
-  uint64_t i = 0;
-  shm::OpRecord* r = nullptr;
-  if (full_index(c->hdr->head.load(std::memory_order_acquire), low, bits, &i)) r = c->ring->at(i);
-  if (r == nullptr) {
-    count_orphan(c);
-    return nullptr;
-  }
-  *index = i;
+  shm::OpRecord* r = c->rw.find(low, bits, index);
+  if (r == nullptr) count_orphan(c);
   return r;
 }
 
-template <typename T>
-void store_min(std::atomic<T>& a, T v) {
-  T cur = a.load(std::memory_order_relaxed);
-  while ((cur == 0 || v < cur) && !a.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
+// One clock offset sample: (CPU time of a KernelCh callback) - (the GPU time it reports).
+inline void sample_clock(CommState* c, int64_t cpu_ns, uint64_t gpu_ns) {
+  int64_t off = c->clock.sample(cpu_ns, gpu_ns);
+  if (c->hdr->gpu_clock_offset_ns.load(std::memory_order_relaxed) != off) {
+    c->hdr->gpu_clock_offset_ns.store(off, std::memory_order_relaxed);
   }
 }
 
-template <typename T>
-void store_max(std::atomic<T>& a, T v) {
-  T cur = a.load(std::memory_order_relaxed);
-  while (v > cur && !a.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
+// The last channel stopped: the operation completed on this rank (out of line: once per
+// operation, and its register use would otherwise weigh on every channel's stop).
+__attribute__((noinline)) void complete(Process* p, CommState* c, shm::OpRecord* r,
+                                        uint64_t index, SlotChannels& sc) {
+  // The CPU time of this callback is also a clock offset sample: it came after every
+  // channel's stop time, the latest of which is end_raw.
+  int64_t now = now_ns();
+  uint64_t start = r->gpu_start_raw.load(std::memory_order_relaxed);
+  uint64_t end = sc.end_raw.load(std::memory_order_relaxed);
+  if (end != 0) sample_clock(c, now, end);
+  // Converted with the freshest offset (it may have improved since the starts were converted).
+  int64_t ws = c->clock.to_wall(start), we = c->clock.to_wall(end);
+  if (ws != 0) r->gpu_start_ns.store(ws, std::memory_order_relaxed);
+  if (we != 0) r->gpu_end_ns.store(we, std::memory_order_relaxed);
+  // This proxy thread's communicator, for attributing PXN ProxyOps (events.cc); refreshed
+  // every 64th operation (a thread-local access is a call in a shared object).
+  uint16_t ring1 = uint16_t(c->ring_index + 1);
+  if ((index & 63) == 0 && (t_cache.salt != p->salt || t_cache.last_ring != ring1)) {
+    if (t_cache.salt != p->salt) t_cache.tb = nullptr;
+    t_cache.salt = p->salt;
+    t_cache.last_ring = ring1;
+  }
+  uint64_t kernel_ns = start != 0 && end > start ? end - start : 0;
+  r->complete_ns.store(now, std::memory_order_relaxed);
+  r->state.store(shm::kStateComplete, std::memory_order_release);
+  touch(p, now);
+  if (p->engine != nullptr && c->fp != nullptr) {
+    p->engine->on_op_complete(c->fp, r, index, kernel_ns);  // adds kernel_ns to the header
+  } else if (kernel_ns != 0) {
+    // Completions of one communicator come from its proxy thread: a plain add.
+    c->hdr->kernel_ns.store(c->hdr->kernel_ns.load(std::memory_order_relaxed) + kernel_ns,
+                            std::memory_order_relaxed);
   }
 }
 
 }  // namespace
 
-void* kernelch_start(Process* p, CommState* ctx_comm, const abi::DescrV5& d) {
+void* kernelch_start(Process* p, void* ctx, const abi::DescrV5& d) {
   Decoded par = decode(d.parentObj, p->salt);
-  if (par.type == HandleType::kInert) return inert(p);
   if (par.type != HandleType::kOp) {
-    count_bad_handle(p, ctx_comm);
+    if (par.type != HandleType::kInert) count_bad_handle(p, comm_from_context(p, ctx));
     return inert(p);
   }
   CommState* c = nullptr;
@@ -76,36 +108,43 @@ void* kernelch_start(Process* p, CommState* ctx_comm, const abi::DescrV5& d) {
                                  &c, &index);
   if (r == nullptr) return inert(p);
   uint32_t ch = d.kernelCh.channelId;
-  uint32_t nch = r->n_channels;
   if (ch >= kMaxChannels) {
     count_extra(c);
     return inert(p);
   }
+  uint32_t nch = r->n_channels;
   SlotChannels& sc = slot_channels(c, index);
   uint64_t bit = 1ull << ch;
-  uint64_t old = sc.started.fetch_or(bit, std::memory_order_relaxed);
-  if ((old & bit) != 0 || (nch != 0 && uint32_t(__builtin_popcountll(old)) >= nch)) {
+  uint64_t old = sc.started.load(std::memory_order_relaxed);
+  uint32_t seen = r->ch_started.load(std::memory_order_relaxed);
+  if ((old & bit) != 0 || (nch != 0 && seen >= nch)) {
     count_extra(c);
     return inert(p);
   }
-  r->ch_started.fetch_add(1, std::memory_order_relaxed);
-  int64_t now = now_ns();
+  sc.started.store(old | bit, std::memory_order_relaxed);
+  r->ch_started.store(uint16_t(seen + 1), std::memory_order_relaxed);
   uint64_t ptimer = d.kernelCh.pTimer;
-  if (ptimer != 0) {
-    int64_t off = c->clock.sample(now, ptimer);
-    if (c->hdr->gpu_clock_offset_ns.load(std::memory_order_relaxed) != off) {
-      c->hdr->gpu_clock_offset_ns.store(off, std::memory_order_relaxed);
+  if (old == 0) {
+    // First channel of the operation: it runs on the GPU now. After publication only this
+    // thread changes the state (Enqueued -> Running -> Complete).
+    if (r->state.load(std::memory_order_relaxed) == shm::kStateEnqueued) {
+      r->state.store(shm::kStateRunning, std::memory_order_release);
     }
-    uint64_t cur = r->gpu_start_raw.load(std::memory_order_relaxed);
-    while ((cur == 0 || ptimer < cur) &&
-           !r->gpu_start_raw.compare_exchange_weak(cur, ptimer, std::memory_order_relaxed)) {
-    }
-    if (cur == 0 || ptimer < cur) store_min(r->gpu_start_ns, int64_t(ptimer) + off);
+    // Before the communicator's first completion there is no clock offset yet: take one sample
+    // here so that this operation's start converts.
+    bool have = false;
+    c->clock.estimate(&have);
+    if (!have && ptimer != 0) sample_clock(c, now_ns(), ptimer);
   }
-  uint32_t st = shm::kStateEnqueued;
-  r->state.compare_exchange_strong(st, shm::kStateRunning, std::memory_order_release,
-                                   std::memory_order_relaxed);
-  touch(p, now);
+  if (ptimer != 0) {
+    // The earliest start: gpu_start_raw at once; gpu_start_ns converted at the first channel
+    // (the kernel is seen running) and again, with the freshest offset, at completion.
+    uint64_t cur = r->gpu_start_raw.load(std::memory_order_relaxed);
+    if (cur == 0 || ptimer < cur) {
+      r->gpu_start_raw.store(ptimer, std::memory_order_relaxed);
+      if (old == 0) r->gpu_start_ns.store(c->clock.to_wall(ptimer), std::memory_order_relaxed);
+    }
+  }
   return to_ptr(encode(p->salt, HandleType::kKernelCh, ch_payload(c->ring_index, ch, index)));
 }
 
@@ -115,10 +154,10 @@ void kernelch_stop_state(Process* p, uint64_t payload, const abi::StateArgs* arg
   shm::OpRecord* r =
       find_record(p, ch_ring(payload), ch_index_low(payload), kChIndexBits, &c, &index);
   if (r == nullptr || args == nullptr || args->kernelCh.pTimer == 0) return;
+  // The latest stop time; converted into gpu_end_ns when the operation completes.
   uint64_t raw = args->kernelCh.pTimer;
-  store_max(slot_channels(c, index).end_raw, raw);
-  int64_t wall = c->clock.to_wall(raw);
-  if (wall != 0) store_max(r->gpu_end_ns, wall);
+  SlotChannels& sc = slot_channels(c, index);
+  if (raw > sc.end_raw.load(std::memory_order_relaxed)) sc.end_raw.store(raw, std::memory_order_relaxed);
 }
 
 void kernelch_stop(Process* p, uint64_t payload) {
@@ -129,26 +168,17 @@ void kernelch_stop(Process* p, uint64_t payload) {
   if (r == nullptr) return;
   SlotChannels& sc = slot_channels(c, index);
   uint64_t bit = 1ull << ch_channel(payload);
-  if ((sc.stopped.fetch_or(bit, std::memory_order_relaxed) & bit) != 0) {
+  uint64_t old = sc.stopped.load(std::memory_order_relaxed);
+  if ((old & bit) != 0) {
     count_extra(c);
     return;
   }
-  uint32_t stopped = uint32_t(r->ch_stopped.fetch_add(1, std::memory_order_relaxed)) + 1;
+  sc.stopped.store(old | bit, std::memory_order_relaxed);
+  uint32_t stopped = uint32_t(r->ch_stopped.load(std::memory_order_relaxed)) + 1;
+  r->ch_stopped.store(uint16_t(stopped), std::memory_order_relaxed);
   uint32_t nch = r->n_channels;
   if (nch == 0 || stopped != nch) return;
-  // The last channel: the operation completed on this rank.
-  int64_t now = now_ns();
-  uint64_t start = r->gpu_start_raw.load(std::memory_order_relaxed);
-  uint64_t end = sc.end_raw.load(std::memory_order_relaxed);
-  uint64_t kernel_ns = start != 0 && end > start ? end - start : 0;
-  r->complete_ns.store(now, std::memory_order_relaxed);
-  r->state.store(shm::kStateComplete, std::memory_order_release);
-  touch(p, now);
-  if (p->engine != nullptr && c->fp != nullptr) {
-    p->engine->on_op_complete(c->fp, r, index, kernel_ns);  // adds kernel_ns to the header
-  } else if (kernel_ns != 0) {
-    c->hdr->kernel_ns.fetch_add(kernel_ns, std::memory_order_relaxed);
-  }
+  complete(p, c, r, index, sc);
 }
 
 }  // namespace scout::core

@@ -12,8 +12,9 @@
 // counters never pass nChannels); state goes Enqueued -> Running at the first start; the stop of
 // the last of nChannels channels sets complete_ns then state Complete (release) and calls the
 // fingerprint engine's on_op_complete exactly once (design brief section 2: completion =
-// KernelCh stopped on all channels). gpu_start_ns = earliest start, gpu_end_ns = latest stop,
-// both converted with the communicator's ClockOffset (clock.h).
+// KernelCh stopped on all channels). gpu_start_ns = earliest start (set when the first channel
+// starts), gpu_end_ns = latest stop (set at completion), both converted with the
+// communicator's ClockOffset (clock.h) and re-converted at completion with the freshest offset.
 #pragma once
 
 #include <cstdint>
@@ -25,9 +26,9 @@ namespace scout::core {
 struct Process;
 struct CommState;
 
-// KernelCh start. `ctx_comm` is the communicator of the callback's context (for counting; may
-// be null). Returns the handle to give NCCL (never null).
-void* kernelch_start(Process* p, CommState* ctx_comm, const abi::DescrV5& d);
+// KernelCh start. `ctx` is the callback's context (only decoded to count a bad parent against
+// its communicator). Returns the handle to give NCCL (never null).
+void* kernelch_start(Process* p, void* ctx, const abi::DescrV5& d);
 
 // recordEventState(KernelChStop) on a KernelCh handle payload; `args` may be null.
 void kernelch_stop_state(Process* p, uint64_t payload, const abi::StateArgs* args);

@@ -2,7 +2,6 @@
 #include "plugin/core/names.h"
 
 #include <atomic>
-#include <cstring>
 
 namespace scout::core {
 namespace {
@@ -60,24 +59,38 @@ struct Cache {
 
 Cache g_func_cache, g_type_cache, g_algo_cache, g_proto_cache;
 
+// strcmp(a, b) == 0 for the short names here, inline (no library call on the hot path).
+inline bool same(const char* a, const char* b) {
+  for (;; ++a, ++b) {
+    if (*a != *b) return false;
+    if (*a == '\0') return true;
+  }
+}
+
 template <size_t N>
 uint8_t lookup(const char* s, const Name (&table)[N], Cache& cache, uint8_t unknown) {
   if (s == nullptr) return unknown;
+  // A pointer seen before maps to the same name: NCCL's strings are static literals (digest
+  // 2.5). The first character is checked too, so a caller reusing one buffer for different
+  // names is caught in most cases (then the scan below decides).
   for (int i = 0; i < kCacheEntries; ++i) {
     const char* p = cache.ptr[i].load(std::memory_order_acquire);
     if (p == nullptr) break;
     if (p == s) {
       uint8_t pos = cache.pos[i].load(std::memory_order_relaxed);
-      if (pos < N && std::strcmp(s, table[pos].text) == 0) return table[pos].id;
-      break;  // same address, other text: fall back to the scan
+      if (pos < N && s[0] == table[pos].text[0]) return table[pos].id;
+      break;
     }
   }
   for (size_t k = 0; k < N; ++k) {
-    if (std::strcmp(s, table[k].text) == 0) {
+    if (same(s, table[k].text)) {
       // Insert into the first free entry (pos first, then the pointer that publishes it).
       for (int i = 0; i < kCacheEntries; ++i) {
         const char* cur = cache.ptr[i].load(std::memory_order_acquire);
-        if (cur == s) break;
+        if (cur == s) {
+          cache.pos[i].store(uint8_t(k), std::memory_order_relaxed);  // the buffer was reused
+          break;
+        }
         if (cur != nullptr) continue;
         cache.pos[i].store(uint8_t(k), std::memory_order_relaxed);
         const char* expect = nullptr;

@@ -17,7 +17,6 @@
 namespace scout::core {
 namespace {
 
-std::atomic<Process*> g_proc{nullptr};
 pthread_mutex_t g_init_mu = PTHREAD_MUTEX_INITIALIZER;
 uint16_t g_last_salt = 0;
 std::atomic<bool> g_gpu_set{false};
@@ -52,15 +51,16 @@ std::string one_line(std::string s) {
 
 }  // namespace
 
-Process* process() { return g_proc.load(std::memory_order_acquire); }
+std::atomic<Process*> g_process{nullptr};
 
 void lock_init() { pthread_mutex_lock(&g_init_mu); }
 void unlock_init() { pthread_mutex_unlock(&g_init_mu); }
 
 Process* process_acquire(int abi_version) {
-  Process* p = g_proc.load(std::memory_order_relaxed);
+  Process* p = g_process.load(std::memory_order_relaxed);
   if (p != nullptr) return p;
 
+  wall_clock_init();
   config::Config cfg = config::load({}, [](const std::string& m) { log::warn("%s", m.c_str()); });
   if (!cfg.enable) {
     log::info("SCOUT_ENABLE=0: loaded but recording nothing in this process");
@@ -106,13 +106,13 @@ Process* process_acquire(int abi_version) {
   log::info("recording to %s (ABI v%d, job %s, host %s, global rank %d); config: %s",
             p->seg->path().c_str(), abi_version, id.job.c_str(), id.host.c_str(),
             id.global_rank, one_line(config::describe(cfg)).c_str());
-  g_proc.store(p, std::memory_order_release);
+  g_process.store(p, std::memory_order_release);
   return p;
 }
 
 void process_release(Process* p) {
   if (p == nullptr) return;
-  g_proc.store(nullptr, std::memory_order_release);
+  g_process.store(nullptr, std::memory_order_release);
   if (p->engine != nullptr) fp::Engine::destroy(p->engine);
   p->seg_hdr->closed_ns.store(now_ns(), std::memory_order_release);
   for (auto& slot : p->comms) {
@@ -123,14 +123,8 @@ void process_release(Process* p) {
   delete p;  // unmaps the segment; the file stays for the observer
 }
 
-CommState* comm_from_context(Process* p, void* ctx) {
-  if (ctx == nullptr) return nullptr;  // a disabled communicator
-  Decoded d = decode(ctx, p->salt);
-  if (d.type == HandleType::kContext) {
-    CommState* c = comm_at(p, payload_ring(d.payload));
-    if (c != nullptr && c->live.load(std::memory_order_acquire) == kCommLiveActive) return c;
-  }
-  count_bad_handle(p, nullptr);
+CommState* comm_from_context_slow(Process* p, void* ctx) {
+  if (ctx != nullptr) count_bad_handle(p, nullptr);  // NULL: a disabled communicator
   return nullptr;
 }
 

@@ -32,6 +32,7 @@ struct Process {
   std::unique_ptr<shm::SegmentWriter> seg;
   shm::SegmentHeader* seg_hdr = nullptr;
   fp::Engine* engine = nullptr;
+  std::atomic<bool> fp_any{false};  // some communicator has fingerprints (group hooks needed)
   uint32_t max_comms = 0;
   int live_contexts = 0;       // guarded by the init mutex
   std::atomic<CommState*> comms[shm::kMaxCommsLimit] = {};
@@ -41,7 +42,8 @@ struct Process {
 };
 
 // The live process state, or nullptr (no communicator enabled). Hot path: one acquire load.
-Process* process();
+extern std::atomic<Process*> g_process;
+inline Process* process() { return g_process.load(std::memory_order_acquire); }
 
 // Creates the process state if there is none (first init of a load cycle). Reads the SCOUT_*
 // configuration (bad values reported once each through NCCL's logger), the identity, creates
@@ -66,7 +68,18 @@ inline CommState* comm_at(Process* p, uint32_t ring) {
 
 // The active communicator named by an init context, or nullptr. A non-null context that is not
 // one of this load's handles is counted (events_bad_handle) and logged once.
-CommState* comm_from_context(Process* p, void* ctx);
+CommState* comm_from_context_slow(Process* p, void* ctx);
+inline CommState* comm_from_context(Process* p, void* ctx) {
+  Decoded d = decode(ctx, p->salt);
+  if (d.type == HandleType::kContext) {
+    uint32_t ring = payload_ring(d.payload);
+    if (ring < p->max_comms) {
+      CommState* c = p->comms[ring].load(std::memory_order_acquire);
+      if (c != nullptr && c->live.load(std::memory_order_relaxed) == kCommLiveActive) return c;
+    }
+  }
+  return comm_from_context_slow(p, ctx);
+}
 
 // Counts one bad handle: on the communicator when known, else on the segment header.
 void count_bad_handle(Process* p, CommState* c);

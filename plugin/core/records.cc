@@ -2,6 +2,7 @@
 #include "plugin/core/records.h"
 
 #include "plugin/core/clock.h"
+#include "plugin/core/thread_cache.h"
 #include "plugin/core/names.h"
 #include "plugin/core/process.h"
 #include "plugin/fingerprint/engine.h"
@@ -10,6 +11,13 @@ namespace scout::core {
 namespace {
 
 constexpr uint32_t kMaxChannels = 64;
+
+// n_coll / n_p2p: Coll/P2p starts of one communicator come from its launching thread one at a
+// time (NCCL does not launch a communicator's plans concurrently), so a plain increment avoids a
+// locked instruction per operation. These counters are informative; the ring head is exact.
+inline void bump(std::atomic<uint64_t>& a) {
+  a.store(a.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
 
 // Fields every kind of record takes from the API call and the communicator's latest launch.
 void fill_api(CommState* c, shm::OpRecord* r, const OpContext& ctx) {
@@ -70,15 +78,15 @@ void notify_engine(Process* p, CommState* c, shm::OpRecord* r, uint64_t index, c
 bool write_coll(Process* p, CommState* c, const abi::CollV5& d, const OpContext& ctx,
                 uint64_t* index) {
   uint64_t i = 0;
-  shm::OpRecord* r = c->ring->begin(&i);
-  uint8_t func = func_id(d.func);
+  shm::OpRecord* r = c->rw.begin(&i);
+  uint8_t func = c->op_func.map(d.func, func_id);
   bool numbered = func < shm::kNumNumberedFuncs;
   r->kind = numbered ? shm::kKindColl : shm::kKindUnmatched;
   r->key = numbered ? d.seqNumber : c->fallback_key.fetch_add(1, std::memory_order_relaxed);
   r->func = func;
-  r->datatype = datatype_id(d.datatype);
-  r->algo = algo_id(d.algo);
-  r->proto = proto_id(d.proto);
+  r->datatype = c->op_dtype.map(d.datatype, datatype_id);
+  r->algo = c->op_algo.map(d.algo, algo_id);
+  r->proto = c->op_proto.map(d.proto, proto_id);
   r->n_warps = d.nWarps;
   r->flags = ctx.flags | (numbered ? 0u : uint32_t(shm::kFlagUnmatched));
   if (d.nChannels == 0 || d.nChannels > kMaxChannels) {
@@ -96,7 +104,11 @@ bool write_coll(Process* p, CommState* c, const abi::CollV5& d, const OpContext&
   r->state.store(shm::kStateEnqueued, std::memory_order_relaxed);
   reset_channels(c, i);
   shm::RingWriter::publish(r, i);
-  (numbered ? c->hdr->n_coll : c->hdr->n_unmatched).fetch_add(1, std::memory_order_relaxed);
+  if (numbered) {
+    bump(c->hdr->n_coll);
+  } else {
+    c->hdr->n_unmatched.fetch_add(1, std::memory_order_relaxed);
+  }
   notify_engine(p, c, r, i, d.sendBuff, d.recvBuff, ctx);
   *index = i;
   return true;
@@ -105,8 +117,8 @@ bool write_coll(Process* p, CommState* c, const abi::CollV5& d, const OpContext&
 bool write_p2p(Process* p, CommState* c, const abi::P2pV5& d, const OpContext& ctx,
                uint64_t* index) {
   uint64_t i = 0;
-  shm::OpRecord* r = c->ring->begin(&i);
-  uint8_t func = func_id(d.func);
+  shm::OpRecord* r = c->rw.begin(&i);
+  uint8_t func = c->op_func.map(d.func, func_id);
   bool peer_ok = d.peer >= 0 && d.peer < c->nranks;
   uint32_t flags = ctx.flags;
   if ((func == shm::kFuncSend || func == shm::kFuncRecv) && peer_ok) {
@@ -119,7 +131,7 @@ bool write_p2p(Process* p, CommState* c, const abi::P2pV5& d, const OpContext& c
     flags |= shm::kFlagUnmatched;
   }
   r->func = func;
-  r->datatype = datatype_id(d.datatype);
+  r->datatype = c->op_dtype.map(d.datatype, datatype_id);
   r->algo = shm::kAlgoUnknown;
   r->proto = shm::kProtoUnknown;
   if (ctx.nch_unknown || d.nChannels == 0 || d.nChannels > kMaxChannels) {
@@ -140,8 +152,11 @@ bool write_p2p(Process* p, CommState* c, const abi::P2pV5& d, const OpContext& c
   r->state.store(shm::kStateEnqueued, std::memory_order_relaxed);
   reset_channels(c, i);
   shm::RingWriter::publish(r, i);
-  (r->kind == shm::kKindUnmatched ? c->hdr->n_unmatched : c->hdr->n_p2p)
-      .fetch_add(1, std::memory_order_relaxed);
+  if (r->kind == shm::kKindUnmatched) {
+    c->hdr->n_unmatched.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    bump(c->hdr->n_p2p);
+  }
   notify_engine(p, c, r, i, func == shm::kFuncRecv ? nullptr : d.buff,
                 func == shm::kFuncRecv ? d.buff : nullptr, ctx);
   *index = i;
@@ -152,7 +167,7 @@ bool write_ce_coll(Process* p, CommState* c, const abi::CeCollDescr& d, const Op
                    uint64_t* index) {
   (void)p;
   uint64_t i = 0;
-  shm::OpRecord* r = c->ring->begin(&i);
+  shm::OpRecord* r = c->rw.begin(&i);
   r->kind = shm::kKindCeColl;
   r->key = d.seqNumber;
   r->func = func_id(d.func);
@@ -179,7 +194,7 @@ bool write_ce_coll(Process* p, CommState* c, const abi::CeCollDescr& d, const Op
 void write_unmatched(Process* p, CommState* c, const ApiCopy& api) {
   (void)p;
   uint64_t i = 0;
-  shm::OpRecord* r = c->ring->begin(&i);
+  shm::OpRecord* r = c->rw.begin(&i);
   r->kind = shm::kKindUnmatched;
   r->key = c->fallback_key.fetch_add(1, std::memory_order_relaxed);
   r->func = api.func;

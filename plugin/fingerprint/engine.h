@@ -11,12 +11,16 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "scout/config.h"
 #include "scout/nccl_profiler_abi.h"
 #include "scout/shm_format.h"
 
 namespace scout::fp {
+namespace gpu {
+class Backend;
+}
 
 // What the event layer knows about one operation when NCCL hands it over (Coll/P2p start).
 struct OpInfo {
@@ -58,6 +62,10 @@ class Engine {
   // skipped (kFpSkippedDevice). `log` may be null. Never fails: on any error the engine runs in
   // CPU-only mode and says so once through `log`.
   static Engine* create(const config::Config& cfg, abi::Logger log);
+  // The same with a given GPU backend (tests: a fake; nullptr: CPU only). Never fails but for
+  // memory exhaustion (nullptr).
+  static Engine* create_with_backend(const config::Config& cfg, abi::Logger log,
+                                     std::unique_ptr<gpu::Backend> backend);
   static void destroy(Engine* e);
 
   // Communicator lifetime (init / finalize threads). `ring` is the communicator's CommHeader in
@@ -101,8 +109,9 @@ class Engine {
   // True when a CUDA driver and a device were found and the kernel loaded.
   bool gpu_available() const;
 
-  // GPU identity of CUDA device `cuda_dev` as "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (the
-  // form nvidia-smi -L prints) into out[0..cap). False (out = "") without a driver or device.
+  // GPU identity of CUDA device `cuda_dev` (< 0: the device of the calling thread's current
+  // context) as "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (the form nvidia-smi -L prints) into
+  // out[0..cap). False (out = "") without a driver, device or (for -1) current context.
   // For SegmentHeader::gpu when SCOUT_GPU is empty. Call from a thread where CUDA calls are
   // allowed (communicator init).
   bool gpu_uuid(int cuda_dev, char* out, unsigned cap) const;

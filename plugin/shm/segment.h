@@ -63,6 +63,20 @@ class RingWriter {
   // was overwritten (or never written).
   OpRecord* at(uint64_t index) const;
 
+  // The published record whose ring index has the low `bits` bits `low` (what a handle
+  // carries), with *index set to its full index; nullptr when the slot now holds a record with
+  // other low bits (overwritten) or is being written. One load of the slot's seq: the ring head
+  // (written by other threads) is not read. Requires capacity() <= 2^bits.
+  OpRecord* find(uint64_t low, int bits, uint64_t* index) const {
+    OpRecord* rec = &slots_[low & mask_];
+    uint64_t s = rec->seq.load(std::memory_order_acquire);
+    if (s < 2 || (s & 1) != 0) return nullptr;
+    uint64_t i = s / 2 - 1;
+    if ((i & ((uint64_t(1) << bits) - 1)) != low) return nullptr;
+    *index = i;
+    return rec;
+  }
+
   CommHeader* header() const { return hdr_; }
   uint32_t capacity() const { return mask_ + 1; }
   uint32_t ring_index() const { return ring_index_; }

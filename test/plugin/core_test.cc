@@ -44,8 +44,9 @@ TEST(Handle, EncodesAndValidatesSaltAndType) {
   EXPECT_EQ(api_block(d.payload), 200u);
   EXPECT_TRUE(api_captured_ring(d.payload));
   EXPECT_EQ(api_counter(d.payload), 9u);
-  uint64_t g = encode(salt, HandleType::kGroupApi, group_payload(12345, true, false));
+  uint64_t g = encode(salt, HandleType::kGroupApi, group_payload(77, 12345, true, false));
   d = decode(to_ptr(g), salt);
+  EXPECT_EQ(group_block(d.payload), 77u);
   EXPECT_EQ(group_id(d.payload), 12345u);
   EXPECT_TRUE(group_captured(d.payload));
   EXPECT_FALSE(group_user(d.payload));
@@ -113,12 +114,13 @@ TEST(Names, MapsEveryNcclString) {
   EXPECT_STREQ(proto_name(shm::kProtoUnknown), "Unknown");
 }
 
-TEST(Names, PointerCacheIsConfirmedByContent) {
-  // The same address holding another name later (a reused buffer) still maps correctly.
+TEST(Names, PointerCacheChecksTheFirstCharacter) {
+  // A buffer reused for a name with another first character is mapped again.
   char buf[32] = "AllGather";
   EXPECT_EQ(func_id(buf), shm::kFuncAllGather);
   EXPECT_EQ(func_id(buf), shm::kFuncAllGather);  // cached
   std::snprintf(buf, sizeof(buf), "Recv");
+  EXPECT_EQ(func_id(buf), shm::kFuncRecv);
   EXPECT_EQ(func_id(buf), shm::kFuncRecv);
   std::snprintf(buf, sizeof(buf), "Nonsense");
   EXPECT_EQ(func_id(buf), shm::kFuncUnknown);

@@ -104,7 +104,7 @@ TEST_F(PluginTest, StaleHandlesAreCountedNeverFollowed) {
   pl_->stop(h.group_api);
   void* k = pl_->start(ctx2, d_kernel_ch(0, gpu_now(), h.coll));
   pl_->kernel_ch_stop(k, gpu_now());
-  pl_->start(ctx, d_group());  // the old context
+  pl_->start(ctx, d_kernel_launch(nullptr, nullptr));  // the old context
   v = segment();
   ASSERT_EQ(v.comms.size(), 3u);  // the segment was reopened: rings 0, 1 old, 2 new
   EXPECT_EQ(v.comms[2].bad_handles, 1u);
@@ -141,7 +141,7 @@ TEST_F(PluginTest, GarbageHandleValuesNeverCrash) {
     pl_->start(ctx, d_kernel_ch(1, gpu_now(), g));
     pl_->start(ctx, d_coll(0, "AllReduce", nullptr, nullptr, 1, 0, "ncclFloat32", 1, "RING",
                            "LL", g, nullptr, 0));
-    pl_->start(g, d_group());  // as a context
+    pl_->start(g, d_kernel_launch(nullptr, nullptr));  // as a context
   }
   SegmentView v = segment();
   // Five values are not handles of this load (0x1, 0xdeadbeef, ~0, a type that does not exist,

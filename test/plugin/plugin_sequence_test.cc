@@ -1,8 +1,10 @@
 // The built plugin driven with the exact call sequences NCCL makes, on the threads it makes
 // them (digest sections 1.4, 3.1-3.5, 3.8, 3.9), records checked field by field from the
 // segment through SegmentReader.
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -10,6 +12,7 @@
 #include <limits>
 
 #include "scout/fingerprint.h"
+#include "test/support/call_replay.h"
 #include "test/plugin/plugin_fixture.h"
 
 namespace scout::testing {
@@ -44,8 +47,17 @@ TEST_F(PluginTest, SingleCollectiveOutsideGroupIsRecordedAndCompletes) {
   ASSERT_EQ(v.records[0].size(), 1u);
   EXPECT_EQ(v.records[0][0].state, uint32_t(shm::kStateEnqueued));
 
-  uint64_t t0 = gpu_now(), t1 = t0 + 50000;
-  std::thread proxy([&] { run_kernel_ch(*pl_, ctx, h.coll, 4, t0, t1); });
+  // The proxy thread: channel starts at GPU time t0 (+ channel), stops at t1 (+ channel), each
+  // callback after the GPU time it reports, as on a real GPU.
+  uint64_t t0 = 0, t1 = 0;
+  std::thread proxy([&] {
+    t0 = gpu_now();
+    void* k[4];
+    for (int ch = 0; ch < 4; ++ch) k[ch] = pl_->start(ctx, d_kernel_ch(uint8_t(ch), t0 + ch, h.coll));
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+    t1 = gpu_now();
+    for (int ch = 0; ch < 4; ++ch) pl_->kernel_ch_stop(k[ch], t1 + ch);
+  });
   proxy.join();
 
   v = segment();
@@ -71,8 +83,9 @@ TEST_F(PluginTest, SingleCollectiveOutsideGroupIsRecordedAndCompletes) {
   EXPECT_EQ(c.bad_handles, 0u);
   EXPECT_EQ(c.n_unmatched, 0u);
   EXPECT_EQ(c.kernelch_extra, 0u);
-  // Offset estimate: an upper bound of the true 1000 s, by at most the callback delay.
-  EXPECT_GE(c.gpu_clock_offset_ns, kGpuBehindNs);
+  // Offset estimate: an upper bound of the true 1000 s, by at most the callback delay (less a
+  // possible microsecond of difference between the plugin's TSC clock and clock_gettime).
+  EXPECT_GE(c.gpu_clock_offset_ns, kGpuBehindNs - 1000);
   EXPECT_LT(c.gpu_clock_offset_ns, kGpuBehindNs + 1000000000);
   EXPECT_EQ(c.kernel_ns, (t1 + 3) - t0);
 
@@ -764,6 +777,70 @@ TEST_F(PluginTest, FingerprintHooksSeeTheRightBuffersAndSizes) {
   EXPECT_GT(v.comms[0].kernel_ns, 0u);
   EXPECT_EQ(v.comms[0].kernel_ns, 3u * (100u + 1u));  // counted once (by the engine)
   pl_->finalize(ctx);
+}
+
+
+// SCOUT_RECORD_CALLS: the ABI layer appends every callback to PATH.<pid>.bin (issue 7); replaying
+// that file into a fresh load of the plugin gives the same records.
+TEST_F(PluginTest, RecordedCallsReplayToTheSameRecords) {
+  std::string a = dir_.path() + "/a", b = dir_.path() + "/b", prefix = dir_.path() + "/calls";
+  ASSERT_EQ(::mkdir(a.c_str(), 0700), 0);
+  ASSERT_EQ(::mkdir(b.c_str(), 0700), 0);
+  env_.set("SCOUT_SHM_DIR", a);
+  env_.set("SCOUT_RECORD_CALLS", prefix);
+  load();
+  void* ctx = pl_->init(kHashA, 2, 0, "rec");
+  for (uint64_t k = 0; k < 3; ++k) {
+    OpSpec op;
+    op.seq = k;
+    op.func = k == 1 ? "AllGather" : "AllReduce";
+    CollHandles h = nccl_single_coll(*pl_, ctx, op);
+    std::thread proxy([&] { run_kernel_ch(*pl_, ctx, h.coll, 4, gpu_now(), gpu_now() + 5); });
+    proxy.join();
+  }
+  OpSpec send;
+  send.func = "Send";
+  send.root = 1;
+  nccl_single_coll(*pl_, ctx, send);
+  pl_->finalize(ctx);
+  TearDown();
+  SegmentView va = read_segment(a);
+  ASSERT_TRUE(va.ok) << va.error;
+
+  std::string path = prefix + "." + std::to_string(::getpid()) + ".bin";
+  std::string err;
+  EXPECT_EQ(recording_abi(path, &err), 5) << err;
+  env_.unset("SCOUT_RECORD_CALLS");
+  env_.set("SCOUT_SHM_DIR", b);
+  load();
+  ReplayStats stats;
+  ASSERT_TRUE(replay_calls(path, lp_, &stats, &err)) << err;
+  EXPECT_EQ(stats.inits, 1u);
+  EXPECT_EQ(stats.unmapped, 0u);
+  EXPECT_GE(stats.threads, 2u);  // the user thread and the proxy thread
+  TearDown();
+  SegmentView vb = read_segment(b);
+  ASSERT_TRUE(vb.ok) << vb.error;
+  ASSERT_EQ(va.records.size(), 1u);
+  ASSERT_EQ(vb.records.size(), 1u);
+  ASSERT_EQ(va.records[0].size(), 4u);
+  ASSERT_EQ(vb.records[0].size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    const RecordSnapshot& x = va.records[0][i];
+    const RecordSnapshot& y = vb.records[0][i];
+    EXPECT_EQ(x.kind, y.kind) << i;
+    EXPECT_EQ(x.key, y.key) << i;
+    EXPECT_EQ(x.func, y.func) << i;
+    EXPECT_EQ(x.count, y.count) << i;
+    EXPECT_EQ(x.api_count, y.api_count) << i;
+    EXPECT_EQ(x.n_channels, y.n_channels) << i;
+    EXPECT_EQ(x.state, y.state) << i;
+    EXPECT_EQ(x.ch_stopped, y.ch_stopped) << i;
+    EXPECT_EQ(x.gpu_start_raw, y.gpu_start_raw) << i;
+  }
+  EXPECT_EQ(vb.records[0][1].func, shm::kFuncAllGather);
+  EXPECT_EQ(vb.records[0][3].kind, shm::kKindSend);
+  EXPECT_EQ(vb.comms[0].name, "rec");
 }
 
 }  // namespace

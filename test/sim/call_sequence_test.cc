@@ -491,4 +491,84 @@ TEST_F(CallSequence, FinalizeAfterProxyStopsAndOnlyForNonNullContexts) {
   EXPECT_EQ(finals, 4);  // world and dp0 on two ranks
 }
 
+// A v4-only plugin: what NCCL 2.28.9's v4 adapter hands it (digest 2.5, "v4 caveats").
+struct V4Call {
+  std::string what;
+  uint8_t type = 0;
+  void* parent = nullptr;
+  void* handle = nullptr;
+  int state = -1;
+};
+std::mutex g_v4_mu;
+std::vector<V4Call> g_v4;
+std::vector<int*> g_v4_masks;
+uintptr_t g_v4_next = 1;
+
+abi::Result v4_init(void** ctx, int* mask, const char*, uint64_t, int, int, int, abi::Logger) {
+  std::lock_guard<std::mutex> lock(g_v4_mu);
+  *ctx = reinterpret_cast<void*>(0x500000 + 16 * g_v4_next++);
+  *mask = 0xFFF;
+  g_v4_masks.push_back(mask);
+  return abi::kSuccess;
+}
+abi::Result v4_start(void*, void** h, abi::DescrV4* d) {
+  std::lock_guard<std::mutex> lock(g_v4_mu);
+  *h = reinterpret_cast<void*>(0x600000 + 16 * g_v4_next++);
+  g_v4.push_back({"start", d->type, d->parentObj, *h, -1});
+  return abi::kSuccess;
+}
+abi::Result v4_stop(void* h) {
+  std::lock_guard<std::mutex> lock(g_v4_mu);
+  g_v4.push_back({"stop", 0, nullptr, h, -1});
+  return abi::kSuccess;
+}
+abi::Result v4_record(void* h, int state, abi::StateArgs*) {
+  std::lock_guard<std::mutex> lock(g_v4_mu);
+  g_v4.push_back({"record", 0, nullptr, h, state});
+  return abi::kSuccess;
+}
+abi::Result v4_fini(void*) { return abi::kSuccess; }
+const abi::ProfilerV4 kV4Table = {"v4-recorder", v4_init, v4_start, v4_stop, v4_record, v4_fini};
+
+TEST(CallSequenceV4, V4PluginGetsOnlyLegacyEventsWithGroupParents) {
+  LoadedPlugin lp;
+  lp.version = 4;
+  lp.v4 = &kV4Table;
+  ProfilerDriver prof(lp);
+  SimOptions o = opts(2);
+  InProcJob job(o, &prof);
+  job.run([&](RankJob& r, int) {
+    std::vector<float> b(1024, 1.0f);
+    r.api().all_reduce(b.data(), b.data(), 1024, *r.comm(CommKind::kDp));
+    r.api().synchronize();
+  });
+  std::lock_guard<std::mutex> lock(g_v4_mu);
+  ASSERT_EQ(g_v4_masks.size(), 4u);  // world and dp0 on two ranks: the mask pointer is 2nd
+  std::map<void*, uint8_t> type_of;
+  std::map<void*, void*> group_of_rank;
+  int groups = 0, colls = 0, kernelch = 0;
+  for (const V4Call& c : g_v4) {
+    if (c.what == "start") {
+      type_of[c.handle] = c.type;
+      EXPECT_TRUE(c.type == abi::kEvGroup || c.type == abi::kEvColl || c.type == abi::kEvKernelCh) << int(c.type);
+      if (c.type == abi::kEvGroup) ++groups;
+      if (c.type == abi::kEvColl) {
+        ++colls;
+        ASSERT_TRUE(type_of.count(c.parent));
+        EXPECT_EQ(type_of[c.parent], abi::kEvGroup);  // the adapter's parent is the legacy Group
+      }
+      if (c.type == abi::kEvKernelCh) {
+        ++kernelch;
+        EXPECT_EQ(type_of[c.parent], abi::kEvColl);
+      }
+    }
+    if (c.what == "record") {
+      EXPECT_EQ(c.state, abi::kStateKernelChStop);  // no GroupApi states
+    }
+  }
+  EXPECT_EQ(groups, 2);
+  EXPECT_EQ(colls, 2);
+  EXPECT_EQ(kernelch, 2 * tune_coll(Func::kAllReduce, 4096, 1).n_channels);
+}
+
 }  // namespace

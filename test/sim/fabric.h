@@ -42,7 +42,6 @@ enum RankState : uint32_t {
   kRankDone = 2,     // finished every step and finalized
   kRankHung = 3,     // stopped by a hang fault
   kRankCrashing = 4, // about to SIGKILL itself (crash fault)
-  kRankFailed = 5,   // setup error (message on its stderr)
 };
 
 struct alignas(64) RankStatus {

@@ -47,10 +47,11 @@ int64_t FaultPlan::slowlink_p2p_ms(int a, int b, int64_t step) const {
   return ms;
 }
 
-const FaultSpec* FaultPlan::slowlink_of_mine(const CommSpec& comm, int64_t step) const {
+std::vector<const FaultSpec*> FaultPlan::slowlinks_of_mine(const CommSpec& comm, int64_t step) const {
+  std::vector<const FaultSpec*> out;
   for (const FaultSpec& f : links_)
-    if (f.rank == rank_ && step >= f.target_step && comm.rank_of(f.peer) >= 0) return &f;
-  return nullptr;
+    if (f.rank == rank_ && step >= f.target_step && comm.rank_of(f.peer) >= 0) out.push_back(&f);
+  return out;
 }
 
 }  // namespace scout::sim

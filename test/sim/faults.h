@@ -36,9 +36,9 @@ class FaultPlan {
   int64_t slowlink_coll_ms(const CommSpec& comm, int64_t step) const;
   // Extra delay (ms) of a message between global ranks a and b during `step` (0: none).
   int64_t slowlink_p2p_ms(int a, int b, int64_t step) const;
-  // The slowlink faults this rank is one end of, and whose other end is in `comm` (for the
-  // ground-truth line R writes on its first delayed operation). Null if none.
-  const FaultSpec* slowlink_of_mine(const CommSpec& comm, int64_t step) const;
+  // The slowlink faults this rank is the `rank=` end of, active at `step`, whose other end is a
+  // member of `comm` (for the ground-truth line R writes on its first delayed operation).
+  std::vector<const FaultSpec*> slowlinks_of_mine(const CommSpec& comm, int64_t step) const;
 
  private:
   std::vector<FaultSpec> mine_;      // faults on this rank, except slowlink

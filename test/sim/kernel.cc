@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -70,13 +69,16 @@ void maybe_crash(Communicator& c, const KernelTask& t) {
   for (;;) ::pause();
 }
 
-void note_slowlink_coll(Communicator& c, const KernelTask& t) {
-  const FaultSpec* f = c.rc()->faults.slowlink_of_mine(c.spec(), t.step);
-  if (!f || !c.rc()->first_time(f)) return;
-  TruthEvent e = truth_for(c, t, FaultKind::kSlowlink);
-  e.peer = f->peer;
-  e.ms = f->ms;
-  c.rc()->write_truth(e);
+// Ground truth of the slowlinks this rank is the first end of, at the first operation they delay
+// (`peer_g` >= 0: a message to or from that global rank only).
+void note_slowlinks(Communicator& c, const KernelTask& t, int peer_g) {
+  for (const FaultSpec* f : c.rc()->faults.slowlinks_of_mine(c.spec(), t.step)) {
+    if ((peer_g >= 0 && f->peer != peer_g) || !c.rc()->first_time(f)) continue;
+    TruthEvent e = truth_for(c, t, FaultKind::kSlowlink);
+    e.peer = f->peer;
+    e.ms = f->ms;
+    c.rc()->write_truth(e);
+  }
 }
 
 // SDC fault: one bit of this rank's received data flips after the reduction.
@@ -123,7 +125,7 @@ void run_coll(Communicator& c, KernelTask& t) {
   counts[me] = t.count;
   // 3. arrive; the last rank reduces and releases everyone
   const int64_t slow_ms = c.rc()->faults.slowlink_coll_ms(c.spec(), t.step);
-  if (slow_ms > 0) note_slowlink_coll(c, t);
+  if (slow_ms > 0) note_slowlinks(c, t, -1);
   uint64_t a = h->arrived.fetch_add(1, std::memory_order_acq_rel) + 1;
   if (a == (round + 1) * n) {
     if (t.func == Func::kAllReduce) {
@@ -232,16 +234,7 @@ void run_p2p(Communicator& c, std::vector<KernelTask*>& tasks) {
     t_end[i] = shm::wall_ns();
   }
   // Ground truth of a slowlink this rank is one end of.
-  for (KernelTask* t : tasks) {
-    const int peer_g = c.spec().members[t->peer];
-    for (const FaultSpec* f = c.rc()->faults.slowlink_of_mine(c.spec(), t->step); f; f = nullptr) {
-      if (f->peer != peer_g || !c.rc()->first_time(f)) continue;
-      TruthEvent e = truth_for(c, *t, FaultKind::kSlowlink);
-      e.peer = f->peer;
-      e.ms = f->ms;
-      c.rc()->write_truth(e);
-    }
-  }
+  for (KernelTask* t : tasks) note_slowlinks(c, *t, c.spec().members[t->peer]);
   for (size_t i = 0; i < tasks.size(); ++i) kernelch_stop(c, &ev[i], t_end[i]);
 }
 

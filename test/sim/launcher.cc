@@ -90,7 +90,10 @@ std::string rank_ranges(const std::vector<int>& ranks) {
 
 int launch(SimOptions o, const std::string& exe) {
   const int64_t t_start = shm::wall_ns();
-  if (o.job.empty()) o.job = "sim-" + std::to_string(::getpid());
+  if (o.job.empty()) {  // under `scout run` (or any launcher that names the job) keep its id
+    const char* env_job = std::getenv("SCOUT_JOB_ID");
+    o.job = env_job && *env_job ? env_job : "sim-" + std::to_string(::getpid());
+  }
   if (o.truth.empty() && !o.faults.empty()) o.truth = o.job + ".truth.jsonl";
   if (!o.truth.empty()) {
     o.truth = absolute(o.truth);
@@ -160,6 +163,9 @@ int launch(SimOptions o, const std::string& exe) {
     if (pid == 0) {
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // the job dies with its launcher
       if (::getppid() != launcher) ::_exit(127);
+      // Own process group: a terminal's Ctrl-C reaches the launcher only, which ends the job
+      // (exit code 4) instead of ranks dying one by one.
+      ::setpgid(0, 0);
       ::sigprocmask(SIG_SETMASK, &old_set, nullptr);
       ::execve(exe.c_str(), av.data(), ev.data());
       ::_exit(127);

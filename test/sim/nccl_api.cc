@@ -1,10 +1,8 @@
 #include "test/sim/nccl_api.h"
 
-#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <limits>
 
@@ -98,7 +96,6 @@ void NcclApi::coll(Func f, const float* send, float* recv, uint64_t count, int r
   group_start_internal();
   group_api_begin(comm);
   Task t;
-  t.api_count = count;
   void* started = nullptr;
   if (rc_->prof->loaded() && (api_mask_ & gate::kCollApi)) {
     abi::DescrV5 d = descr(abi::kEvCollApi, group_api_, comm.rank());
@@ -133,7 +130,6 @@ void NcclApi::coll(Func f, const float* send, float* recv, uint64_t count, int r
 void NcclApi::p2p_task(Func f, float* buf, uint64_t count, int peer, Communicator& comm, const OpFaults& faults) {
   group_api_begin(comm);
   Task t;
-  t.api_count = count;
   if (rc_->prof->loaded() && (api_mask_ & gate::kP2pApi)) {
     abi::DescrV5 d = descr(abi::kEvP2pApi, group_api_, comm.rank());
     d.p2pApi.func = func_name(f);

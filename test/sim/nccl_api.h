@@ -18,7 +18,6 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <vector>
 
 #include "test/sim/communicator.h"
@@ -57,7 +56,6 @@ class NcclApi {
     KernelTask k;
     void* api_handle = nullptr;        // CollApi/P2pApi handle
     void* group_api_handle = nullptr;  // GroupApi handle at append time
-    uint64_t api_count = 0;            // count as given to the API
   };
   struct Pending {
     Communicator* comm;

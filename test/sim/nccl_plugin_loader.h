@@ -31,7 +31,10 @@ struct LoadedPlugin {
 //   "none" (any case)                -> nothing loaded, error "disabled";
 //   unset or empty                   -> dlopen("libnccl-profiler.so");
 //   X                                -> dlopen(X); if that fails and X has no '/' and is not
-//                                       "lib*.so", dlopen("libnccl-profiler-X.so").
+//                                       "lib*.so", dlopen("libnccl-profiler-X.so");
+//   a case-insensitive prefix of "STATIC_PLUGIN" -> dlopen(NULL): the executable itself.
+// NCCL's last resort, searching an already loaded external net plugin (digest 1.1 item 5), does
+// not apply: scout-sim loads no net plugin.
 // Then dlsym in the order of `lookup`. Returns the first table found; a library without any of
 // the symbols is closed and reported ("unsupported").
 LoadedPlugin load_profiler_plugin(const char* env_value, NcclLookup lookup = NcclLookup::k2_28);

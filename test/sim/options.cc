@@ -185,7 +185,7 @@ ParseStatus parse_options(int argc, const char* const* argv, SimOptions* out, st
   app.add_option("--steps", o.steps, "training steps");
   app.add_option("--bytes", bytes_text, "base message size B (bytes; K, M, G suffixes)");
   app.add_option("--step-ms", o.step_ms, "compute time between steps, ms");
-  app.add_option("--job", o.job, "job id (SCOUT_JOB_ID); default sim-<pid>");
+  app.add_option("--job", o.job, "job id (exported as SCOUT_JOB_ID); default $SCOUT_JOB_ID, else sim-<pid>");
   app.add_option("--seed", o.seed, "seed of data, unique id and channel choices");
   app.add_option("--timeout", o.timeout_s, "end the job after S seconds, exit 3 (0: never)");
   app.add_option("--fault", fault_texts, "KIND:rank=R[,op=N|,step=N][,ms=M][,peer=Q]; repeatable");

@@ -44,7 +44,7 @@ struct SimOptions {
   int64_t steps = 20;            // training steps
   uint64_t bytes = 256 * 1024;   // base message size B in bytes (TP AllReduce size)
   int64_t step_ms = 0;           // compute time between steps, ms
-  std::string job;               // SCOUT_JOB_ID; empty: "sim-<launcher pid>"
+  std::string job;               // SCOUT_JOB_ID; empty: $SCOUT_JOB_ID, else "sim-<launcher pid>"
   uint64_t seed = 1;             // data, unique id and channel choices
   double timeout_s = 600;        // launcher ends the job after this many seconds (0: never)
   std::vector<FaultSpec> faults;

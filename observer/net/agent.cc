@@ -1,0 +1,147 @@
+#include "observer/net/agent.h"
+
+#include <algorithm>
+
+namespace scout::net {
+
+NetAgent::NetAgent(const AgentOptions& opts, Connect connect, LatestEpoch latest, LocalView& view,
+                   Judge& judge, const Clock& clock)
+    : opts_(opts), connect_(std::move(connect)), latest_(std::move(latest)), view_(view), judge_(judge),
+      clock_(clock) {}
+
+NetAgent::~NetAgent() { stop(); }
+
+void NetAgent::start() {
+  if (thread_.joinable()) return;
+  stopping_ = false;
+  thread_ = std::thread([this] { run(); });
+}
+
+void NetAgent::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    if (current_) current_->abort();
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void NetAgent::submit(std::vector<obs::Finding> findings) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& f : findings) outbox_.push_back(std::move(f));
+}
+
+NetAgent::Harvest NetAgent::take() {
+  std::lock_guard<std::mutex> lock(mu_);
+  Harvest h = std::move(harvest_);
+  harvest_ = Harvest{};
+  return h;
+}
+
+NetAgent::Status NetAgent::status() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Status s = status_;
+  if (current_) s.traffic = current_->traffic();
+  return s;
+}
+
+bool NetAgent::sleep_for(std::chrono::milliseconds d) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, d, [this] { return stopping_.load(); });
+  return !stopping_;
+}
+
+void NetAgent::run() {
+  uint64_t epoch = 0;
+  while (!stopping_) {
+    // ---- form a channel: a restarted observer joins the latest epoch
+    try {
+      epoch = std::max(epoch, latest_());
+    } catch (const ChannelError& e) {
+      std::lock_guard<std::mutex> lock(mu_);
+      status_.last_error = e.what();
+    }
+    std::unique_ptr<Channel> ch;
+    try {
+      ch = connect_(epoch, stopping_);
+    } catch (const RendezvousTimeout& e) {
+      std::lock_guard<std::mutex> lock(mu_);
+      status_.failures++;
+      status_.last_error = e.what();
+    } catch (const ChannelError& e) {
+      std::lock_guard<std::mutex> lock(mu_);
+      status_.failures++;
+      status_.last_error = e.what();
+      ++epoch;  // the attempt may have half-written this epoch: the next one is clean
+    }
+    if (!ch) {
+      if (!sleep_for(opts_.retry)) return;
+      continue;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      current_ = ch.get();
+      status_.connected = true;
+      status_.epoch = epoch;
+      if (stopping_) ch->abort();
+    }
+
+    // ---- rounds on this channel, until it fails or the agent stops
+    DigestExchange exchange(ch.get(), &judge_, opts_.digest);
+    ClockEstimate clock;
+    uint64_t n = 0;
+    auto next = std::chrono::steady_clock::now();
+    try {
+      while (!stopping_) {
+        if (n % uint64_t(std::max(1, opts_.clock_sync_rounds)) == 0) {
+          clock = sync_clocks(*ch, clock_, opts_.clock_samples);
+          std::lock_guard<std::mutex> lock(mu_);
+          status_.clock = clock;
+        }
+        std::vector<obs::Finding> out;
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          out.swap(outbox_);
+        }
+        RoundResult r;
+        try {
+          r = exchange.round(view_, clock_.now_ns(), clock, out);
+        } catch (...) {
+          // Not sent: keep them for the next channel.
+          std::lock_guard<std::mutex> lock(mu_);
+          outbox_.insert(outbox_.begin(), out.begin(), out.end());
+          throw;
+        }
+        ++n;
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          status_.rounds++;
+          status_.partitions = r.partitions;
+          for (auto& f : r.findings) harvest_.findings.push_back(std::move(f));
+          for (auto& t : r.timings) harvest_.timings.push_back(std::move(t));
+          for (auto& s : r.stalls) harvest_.stalls.push_back(std::move(s));
+        }
+        next += opts_.interval;
+        const auto now = std::chrono::steady_clock::now();
+        if (next < now) next = now;  // fell behind: do not burst
+        if (!sleep_for(std::chrono::duration_cast<std::chrono::milliseconds>(next - now))) break;
+      }
+    } catch (const std::exception& e) {
+      std::lock_guard<std::mutex> lock(mu_);
+      status_.failures++;
+      status_.last_error = e.what();
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      current_ = nullptr;
+      status_.connected = false;
+    }
+    ch.reset();
+    if (stopping_) break;
+    ++epoch;  // survivors move on; a restarted observer finds this epoch as the latest
+    if (!sleep_for(opts_.retry)) break;
+  }
+}
+
+}  // namespace scout::net

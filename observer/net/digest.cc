@@ -1,0 +1,369 @@
+#include "observer/net/digest.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+namespace scout::net {
+
+namespace {
+
+constexpr uint64_t kNeutral = ~0ull;
+constexpr uint64_t kTopBit = 1ull << 63;
+constexpr size_t kHeaderWords = 4;
+constexpr size_t kStreamWords = 8;
+constexpr size_t kTimingWords = 5;
+constexpr uint64_t kMaxPartitions = 1ull << 20;
+constexpr int kMaxProbes = 8;  // stream slot placement: linear probing bound
+
+// Times travel as unsigned words in an order-preserving encoding (sign bit flipped), so MIN
+// and MAX order them correctly even before 1970 or with large negative offsets.
+uint64_t enc_time(int64_t t) { return uint64_t(t) ^ kTopBit; }
+int64_t dec_time(uint64_t w) { return int64_t(w ^ kTopBit); }
+
+// Hash of a few words; never 0 and never has the top bit (so ~x is never the neutral value and
+// every real value sorts below the neutral one).
+uint64_t hash_words(std::initializer_list<uint64_t> words, uint64_t seed) {
+  uint64_t buf[8];
+  size_t n = 0;
+  for (uint64_t w : words) buf[n++] = w;
+  return (XXH64(buf, n * sizeof(uint64_t), seed) & ~kTopBit) | 1;
+}
+
+uint64_t hash_vector(const std::vector<uint64_t>& words, uint64_t seed) {
+  return (XXH64(words.data(), words.size() * sizeof(uint64_t), seed) & ~kTopBit) | 1;
+}
+
+// The value a node contributes for one operation: the same on every node when all ranks agree.
+uint64_t node_value(std::vector<RankOpView>& ranks, size_t expected) {
+  std::sort(ranks.begin(), ranks.end(),
+            [](const RankOpView& a, const RankOpView& b) { return a.comm_rank < b.comm_rank; });
+  bool agree = !ranks.empty() && ranks.size() == expected;
+  for (size_t i = 1; agree && i < ranks.size(); ++i) {
+    agree = ranks[i].meta == ranks[0].meta && ranks[i].fp_recv == ranks[0].fp_recv;
+  }
+  if (agree) return hash_words({1, ranks[0].meta, ranks[0].fp_recv}, 0);
+  std::vector<uint64_t> w = {2};
+  for (const RankOpView& r : ranks) {
+    w.push_back(uint64_t(uint32_t(r.comm_rank)));
+    w.push_back(r.meta);
+    w.push_back(r.fp_recv);
+  }
+  return hash_vector(w, 0);
+}
+
+}  // namespace
+
+uint64_t DigestExchange::stream_key(uint64_t comm_hash, uint8_t func) {
+  return hash_words({comm_hash, func}, 0x5c07);
+}
+
+DigestExchange::DigestExchange(Channel* ch, Judge* judge, const DigestConfig& cfg)
+    : ch_(ch), judge_(judge), cfg_(cfg) {
+  if (cfg_.stream_slots < 1 || cfg_.timing_slots < 1 || cfg_.timing_ops < 0 || cfg_.max_range_ops < 1) {
+    throw std::invalid_argument("observer network: digest slots and range must be positive");
+  }
+  config_key_ = hash_words({1 /* protocol version */, uint64_t(cfg_.stream_slots),
+                            uint64_t(cfg_.timing_slots), uint64_t(cfg_.timing_ops),
+                            cfg_.max_range_ops, uint64_t(cfg_.stall_ns),
+                            uint64_t(cfg_.drill_repeat_rounds)},
+                           0xc0f1);
+}
+
+RoundResult DigestExchange::round(LocalView& local, int64_t now_ns, const ClockEstimate& clock,
+                                  const std::vector<obs::Finding>& node_findings) {
+  RoundResult res;
+  res.round = round_;
+  const size_t K = size_t(cfg_.stream_slots), T = size_t(cfg_.timing_slots);
+  const size_t stream0 = kHeaderWords, timing0 = kHeaderWords + kStreamWords * K;
+  std::vector<uint64_t> v(cfg_.words(), kNeutral);
+  auto put_min = [&](size_t i, uint64_t x) { v[i] = std::min(v[i], x); };
+  auto put_max = [&](size_t i, uint64_t x) { v[i] = std::min(v[i], ~x); };
+
+  const std::vector<StreamView> streams = local.streams();
+
+  // Stall drill-downs decided last round go out this round.
+  std::vector<std::pair<const StreamView*, uint64_t>> stall_reports;
+  for (const StreamView& s : streams) {
+    auto it = state_.find(stream_key(s.comm_hash, s.func));
+    if (it != state_.end() && it->second.stall_drill_pending) {
+      stall_reports.emplace_back(&s, it->second.stall_completed);
+      it->second.stall_drill_pending = false;
+    }
+  }
+  const bool flag = (!ch_->is_leader() && !node_findings.empty()) || !stall_reports.empty();
+
+  put_min(0, config_key_);
+  put_max(1, config_key_);
+  put_max(2, enc_time(clock.to_leader(now_ns)));
+  if (flag) put_max(3, 1);
+
+  // ---- contributions of the local streams that take part this round
+  struct TimingSample {
+    size_t slot;
+    uint64_t key;
+    uint64_t comm_hash;
+    uint8_t func;
+    uint64_t seq;
+    std::vector<std::pair<int, int64_t>> arrivals;  // (global rank, leader clock)
+  };
+  std::vector<Placed> placed;
+  std::vector<TimingSample> samples;
+  placed.reserve(streams.size());
+  std::vector<RankOpView> ranks;
+  std::vector<uint64_t> values;
+  for (const StreamView& s : streams) {
+    const uint64_t key = stream_key(s.comm_hash, s.func);
+    if (partitions_ > 1 && hash_words({key}, 0x9a27) % partitions_ != round_ % partitions_) continue;
+    // Linear probing over the slots this node already filled: nodes with the same streams
+    // place them identically (no collision at all); nodes with different sets may not, which
+    // shows as two keys in one slot (void, retried) and is never taken for agreement.
+    size_t slot = hash_words({key, round_}, 0x510b) % K;
+    int probes = 0;
+    while (v[stream0 + kStreamWords * slot] != kNeutral && probes < kMaxProbes) {
+      slot = (slot + 1) % K;
+      ++probes;
+    }
+    StreamState& st = state_[key];
+    Placed p{&s, &st, slot};
+    const size_t b = stream0 + kStreamWords * p.slot;
+    put_min(b + 0, key);
+    put_max(b + 1, key);
+    put_min(b + 2, s.completed);
+    put_max(b + 3, s.enqueued);
+    if (st.have_from && st.have_w && st.w > st.from) {
+      const uint64_t to = st.w, from = to - std::min(to - st.from, cfg_.max_range_ops);
+      values.clear();
+      bool retained = true;
+      for (uint64_t seq = from; seq < to && retained; ++seq) {
+        ranks.clear();
+        retained = local.op(s.comm_hash, s.func, seq, &ranks);
+        if (retained) values.push_back(node_value(ranks, s.ranks.size()));
+      }
+      if (retained) {
+        const uint64_t range = hash_words({from, to}, 0x7a9e);
+        const uint64_t digest = hash_vector(values, 0xd16e);
+        put_min(b + 4, range);
+        put_max(b + 5, range);
+        put_min(b + 6, digest);
+        put_max(b + 7, digest);
+        p.digested = true;
+        p.from = from;
+        p.to = to;
+        for (uint64_t seq = to - std::min<uint64_t>(to - from, uint64_t(cfg_.timing_ops)); seq < to; ++seq) {
+          ranks.clear();
+          if (!local.op(s.comm_hash, s.func, seq, &ranks)) continue;
+          TimingSample ts{0, hash_words({s.comm_hash, s.func, seq}, 0x71e5), s.comm_hash, s.func, seq, {}};
+          ts.slot = hash_words({ts.key, round_}, 0x2c4d) % T;
+          const size_t tb = timing0 + kTimingWords * ts.slot;
+          for (const RankOpView& r : ranks) {
+            if (r.arrival_ns == 0) continue;
+            const int64_t a = clock.to_leader(r.arrival_ns);
+            ts.arrivals.emplace_back(r.global_rank, a);
+            put_min(tb + 2, enc_time(a));
+            put_max(tb + 3, enc_time(a));
+            if (r.end_ns != 0) put_max(tb + 4, enc_time(clock.to_leader(r.end_ns)));
+          }
+          if (ts.arrivals.empty()) continue;
+          put_min(tb + 0, ts.key);
+          put_max(tb + 1, ts.key);
+          samples.push_back(std::move(ts));
+        }
+      } else {
+        res.digest_gaps++;
+      }
+    }
+    placed.push_back(p);
+  }
+  res.streams_placed = static_cast<int>(placed.size());
+
+  ch_->allreduce(v, ReduceOp::kMin);
+
+  // ---- what everyone learns
+  if (v[0] != config_key_ || ~v[1] != config_key_) {
+    throw std::runtime_error(
+        "observer network: observers run different digest settings (stream/timing slots, "
+        "timing ops, range, stall time): give every observer the same SCOUT_NET_* values");
+  }
+  res.round_time_ns = dec_time(~v[2]);
+  const bool any_flag = ~v[3] != 0;
+  bool any_disagreement = false;
+  size_t occupied = 0;
+  for (size_t slot = 0; slot < K; ++slot) {
+    const size_t b = stream0 + kStreamWords * slot;
+    if (v[b] == kNeutral) continue;
+    ++occupied;
+    if (v[b] != ~v[b + 1] || v[b + 4] == kNeutral || v[b + 4] != ~v[b + 5]) continue;
+    if (v[b + 6] != ~v[b + 7]) any_disagreement = true;
+  }
+
+  std::vector<const Placed*> drills;
+  for (Placed& p : placed) {
+    const size_t b = stream0 + kStreamWords * p.slot;
+    if (v[b] != ~v[b + 1]) {
+      res.collisions++;
+      continue;
+    }
+    StreamState& st = *p.state;
+    const uint64_t completed = v[b + 2], enqueued = ~v[b + 3];
+    if (p.digested) {
+      if (v[b + 4] != ~v[b + 5]) {
+        res.range_mismatches++;
+      } else {
+        res.streams_compared++;
+        if (v[b + 6] != ~v[b + 7]) {
+          res.streams_disagreeing++;
+          // A lasting failure (every operation of a rank corrupted) is drilled again only every
+          // drill_repeat_rounds: its finding exists and is kept up to date, the leader is spared.
+          if (round_ >= st.next_digest_drill) {
+            drills.push_back(&p);
+            st.next_digest_drill = round_ + uint64_t(std::max(1, cfg_.drill_repeat_rounds));
+          }
+        }
+      }
+    }
+    // The next digest covers what became complete everywhere since the previous watermark.
+    if (st.have_w) {
+      st.from = st.w;
+      st.have_from = true;
+    }
+    st.w = std::max(completed, st.have_w ? st.w : 0);
+    st.have_w = true;
+    if (completed != st.last_completed) {
+      st.last_completed = completed;
+      st.changed_at = res.round_time_ns;
+      st.stalled = false;
+    } else if (enqueued > completed && res.round_time_ns - st.changed_at >= cfg_.stall_ns) {
+      res.stalls.push_back({p.view->comm_hash, p.view->func, completed, enqueued, st.changed_at});
+      if (!st.stalled || round_ >= st.next_stall_drill) {
+        st.stall_drill_pending = true;
+        st.stall_completed = completed;
+        st.next_stall_drill = round_ + uint64_t(std::max(1, cfg_.drill_repeat_rounds));
+      }
+      st.stalled = true;
+    }
+  }
+
+  for (const TimingSample& ts : samples) {
+    const size_t tb = timing0 + kTimingWords * ts.slot;
+    if (v[tb] != ts.key || ~v[tb + 1] != ts.key) continue;  // collision: no cross-node view
+    CrossNodeTiming t{ts.comm_hash, ts.func, ts.seq, dec_time(v[tb + 2]), dec_time(~v[tb + 3]),
+                      v[tb + 4] == kNeutral ? 0 : dec_time(~v[tb + 4]), {}};
+    for (const auto& [gr, a] : ts.arrivals) t.lateness.emplace_back(gr, a - t.earliest_arrival_ns);
+    res.timings.push_back(std::move(t));
+  }
+
+  // Partitions: the streams in this round's slots, summed over a whole
+  // cycle of P rounds (each stream takes part once per cycle), estimates the job's stream count;
+  // at the end of a cycle P becomes the power of two that keeps about K/4 streams per round
+  // (shrinking only when half of P would do). Every node computes the same from the same
+  // vectors, so participation stays consistent. Overload within a cycle only costs collisions
+  // (void slots, retried), never a wrong comparison.
+  {
+    const double k = double(K);
+    // Probing gives every stream of a round its own slot, so occupancy counts them, up to K.
+    const double est = occupied >= K ? 4.0 * k : double(occupied);
+    cycle_streams_ += est;
+    if (++cycle_rounds_ >= partitions_) {
+      const uint64_t want = std::max<uint64_t>(
+          1, uint64_t(std::ceil(cycle_streams_ / std::max(1.0, k / 4.0))));
+      if (want > partitions_ || want * 2 <= partitions_) {
+        partitions_ = std::min(kMaxPartitions, std::bit_ceil(want));
+      }
+      cycle_streams_ = 0;
+      cycle_rounds_ = 0;
+    }
+  }
+  res.partitions = partitions_;
+
+  // ---- drill-down and findings to the leader
+  if (any_flag || any_disagreement) {
+    NodeReport rep;
+    std::set<int> mentioned;
+    if (!ch_->is_leader()) {
+      for (obs::Finding f : node_findings) {
+        if (f.first_seen_ns) f.first_seen_ns = clock.to_leader(f.first_seen_ns);
+        if (f.last_seen_ns) f.last_seen_ns = clock.to_leader(f.last_seen_ns);
+        rep.findings.push_back(std::move(f));
+      }
+    }
+    for (const Placed* p : drills) {
+      const StreamView& s = *p->view;
+      NodeStreamOps d;
+      d.stream = {s.comm_hash, s.func, s.nranks, s.comm_name};
+      d.from = p->from;
+      d.to = p->to;
+      for (const RankProgressView& r : s.ranks) {
+        d.ranks.emplace_back(r.comm_rank, r.global_rank);
+        mentioned.insert(r.global_rank);
+      }
+      std::sort(d.ranks.begin(), d.ranks.end());
+      for (uint64_t seq = p->from; seq < p->to; ++seq) {
+        ranks.clear();
+        NodeOpValues op;
+        op.seq = seq;
+        local.op(s.comm_hash, s.func, seq, &ranks);
+        bool agree = ranks.size() == d.ranks.size() && !ranks.empty();
+        for (size_t i = 1; agree && i < ranks.size(); ++i) {
+          agree = ranks[i].meta == ranks[0].meta && ranks[i].fp_recv == ranks[0].fp_recv;
+        }
+        if (agree) {
+          op.agree = true;
+          op.meta = ranks[0].meta;
+          op.fp = ranks[0].fp_recv;
+        } else {
+          for (const auto& [cr, gr] : d.ranks) {
+            NodeOpValues::Value val;
+            for (const RankOpView& r : ranks) {
+              if (r.comm_rank == cr) val = {true, r.meta, r.fp_recv};
+            }
+            op.per_rank.push_back(val);
+          }
+        }
+        d.ops.push_back(std::move(op));
+      }
+      rep.digests.push_back(std::move(d));
+    }
+    for (const auto& [s, completed] : stall_reports) {
+      NodeStall ns;
+      ns.stream = {s->comm_hash, s->func, s->nranks, s->comm_name};
+      ns.completed = completed;
+      for (RankProgressView r : s->ranks) {
+        if (r.last_event_ns) r.last_event_ns = clock.to_leader(r.last_event_ns);
+        ns.ranks.push_back(r);
+        mentioned.insert(r.global_rank);
+      }
+      rep.stalls.push_back(std::move(ns));
+    }
+    for (int gr : mentioned) rep.identities.push_back(local.identity(gr));
+    const bool empty = rep.findings.empty() && rep.digests.empty() && rep.stalls.empty();
+    const std::vector<uint8_t> bytes = empty ? std::vector<uint8_t>{} : encode_report(rep);
+    std::vector<Contribution> got = ch_->gather_to_leader(bytes);
+    res.gathered = true;
+
+    if (ch_->is_leader()) {
+      LeaderInbox in = collect_reports(got);
+      res.bad_reports = in.bad_reports;
+      res.bad_report_error = in.first_error;
+      for (obs::Finding& f : in.findings) res.findings.push_back(std::move(f));
+      if (judge_) {
+        for (const DigestDrill& d : in.digests) {
+          for (obs::Finding& f : judge_->judge_digest(d, in.identities, res.round_time_ns)) res.findings.push_back(std::move(f));
+        }
+        for (const StallDrill& sd : in.stalls) {
+          for (obs::Finding& f : judge_->judge_stall(sd, in.identities, res.round_time_ns)) res.findings.push_back(std::move(f));
+        }
+      }
+    }
+  }
+  ++round_;
+  return res;
+}
+
+}  // namespace scout::net

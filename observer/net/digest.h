@@ -1,0 +1,152 @@
+// The digest protocol of the observer network (design brief section 7; the full specification
+// with sizes and costs is docs/observer-network.md, "Digest round").
+//
+// Once per interval every observer calls DigestExchange::round(). In healthy operation a round is
+// ONE allreduce (element-wise MIN) of a fixed-size vector of uint64 words; a MAX is carried as
+// the MIN of the complement (max(x) = ~min(~x)), so one call does both. The vector:
+//   header  4 words: protocol-configuration key (MIN and ~MAX: every observer must run the same
+//           settings), ~round time (leader clock, MAX), ~"I have something for the leader" flag.
+//   stream slots  K x 8 words, one per (communicator, function) stream that has ranks on more than
+//           one node and takes part this round (slot = hash(commHash, func, round) mod K):
+//             key MIN, ~key (MAX)        min == max: one stream in the slot; else a collision,
+//                                        both void this round, retried with another salt
+//             completed MIN              job-wide: every rank finished the ops below this seqNumber
+//             ~enqueued (MAX)            some rank enqueued up to here (ops pending if > completed)
+//             range MIN, ~range (MAX)    which seqNumber range [from, to) the digest covers
+//             digest MIN, ~digest (MAX)  hash of the per-operation values of that range on this
+//                                        node: metadata and received fingerprint of every local
+//                                        rank, with "all local ranks agree" folded in; min == max
+//                                        means every contributing node saw the same values
+//   timing slots  T x 5 words, one per sampled operation (the last `timing_ops` of each digested
+//           range): key MIN, ~key, earliest arrival MIN, ~latest arrival (MAX), ~latest end
+//           (MAX), on the leader's clock: cross-node lateness = arrival - earliest arrival.
+// Nodes without a stream leave its slot at the neutral all-ones value.
+//
+// A stream takes part in a round when hash(stream) mod P == round mod P; P (a power of two) is
+// recomputed by every node from the slot occupancy of a whole cycle of P rounds so that about
+// K/4 streams share the K slots per round: the vector stays the same size however many streams the job has, and each stream is
+// compared every P rounds. The range a node digests is fixed by job-wide results of earlier
+// rounds (from = the completed watermark of the stream's previous round, to = of its last one),
+// so every node digests the same operations without any extra message.
+//
+// Disagreement drills down: a slot whose digests differ, a stream whose job-wide completed count
+// stands still while operations are pending for longer than `stall_ns`, or a node with findings
+// (flag in the header) makes every node that has something send one NodeReport to the leader
+// (Channel::gather_to_leader: a 1-word SUM allreduce, then only the senders send). The leader
+// decides with the Judge and returns the findings; node findings travel the same way.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "observer/model/finding.h"
+#include "observer/net/channel.h"
+#include "observer/net/clock_sync.h"
+#include "observer/net/drill.h"
+#include "observer/net/local_view.h"
+
+namespace scout::net {
+
+struct DigestConfig {
+  int stream_slots = 128;   // K: stream slots (8 words each)
+  int timing_slots = 128;   // T: timing slots (5 words each)
+  int timing_ops = 2;       // operations per digested range sampled for cross-node arrival
+  uint64_t max_range_ops = 1024;  // digest covers at most the last this-many ops of its range
+  int64_t stall_ns = 30000000000;  // job-wide no progress with ops pending this long: hang drill-down
+  int drill_repeat_rounds = 10;    // drill a lasting disagreement or stall again after this many rounds
+  // Words in the vector: 4 + 8 K + 5 T.
+  size_t words() const { return 4 + 8 * size_t(stream_slots) + 5 * size_t(timing_slots); }
+};
+
+// Cross-node timing of one operation of a local stream (leader clock).
+struct CrossNodeTiming {
+  uint64_t comm_hash = 0;
+  uint8_t func = 0;
+  uint64_t seq = 0;
+  int64_t earliest_arrival_ns = 0;  // first rank to start, job-wide
+  int64_t latest_arrival_ns = 0;
+  int64_t latest_end_ns = 0;
+  // Local ranks: (global rank, lateness ns = its arrival - earliest arrival).
+  std::vector<std::pair<int, int64_t>> lateness;
+};
+
+// A local stream that stands still job-wide.
+struct StalledStream {
+  uint64_t comm_hash = 0;
+  uint8_t func = 0;
+  uint64_t completed = 0;      // job-wide watermark
+  uint64_t enqueued_max = 0;   // some rank enqueued up to here
+  int64_t since_ns = 0;        // leader clock: last progress
+};
+
+struct RoundResult {
+  uint64_t round = 0;
+  int64_t round_time_ns = 0;     // leader clock (latest "now" of all observers)
+  int streams_placed = 0;        // local streams in the vector this round
+  int streams_compared = 0;      // ... whose digests were compared (2+ nodes or 1: agree)
+  int streams_disagreeing = 0;   // ... whose digests differed: drilled down
+  int collisions = 0;            // ... voided by a slot collision (retried next time)
+  int range_mismatches = 0;      // ... whose contributors disagreed on the range (not compared)
+  int digest_gaps = 0;           // ... whose range was no longer retained here
+  uint64_t partitions = 1;       // P for the next round
+  bool gathered = false;         // a drill-down / findings gather ran
+  std::vector<CrossNodeTiming> timings;
+  std::vector<StalledStream> stalls;
+  // Leader only: findings decided by drill-down plus those other nodes sent (leader clock).
+  std::vector<obs::Finding> findings;
+  int bad_reports = 0;           // leader: node messages that did not decode (counted, skipped)
+  std::string bad_report_error;  // the first such error
+};
+
+class DigestExchange {
+ public:
+  // `ch` and `judge` (used on the leader) must outlive this object. A new channel (after a
+  // failure) needs a new DigestExchange: the state is per channel.
+  DigestExchange(Channel* ch, Judge* judge, const DigestConfig& cfg = {});
+
+  // One round (collective: every observer calls it once per interval). `now_ns` is the local
+  // clock; `clock` converts local times to the leader's; `node_findings` are this node's new or
+  // updated findings since its last round (they reach the leader's result). Throws ChannelError
+  // when the channel fails and std::runtime_error when observers run different configurations.
+  RoundResult round(LocalView& local, int64_t now_ns, const ClockEstimate& clock,
+                    const std::vector<obs::Finding>& node_findings);
+
+  const DigestConfig& config() const { return cfg_; }
+  uint64_t rounds() const { return round_; }
+  uint64_t partitions() const { return partitions_; }
+
+ private:
+  struct StreamState {
+    bool have_w = false, have_from = false;
+    uint64_t from = 0, w = 0;         // digest range [from, w) for the next participation
+    uint64_t last_completed = ~0ull;  // job-wide watermark last seen
+    int64_t changed_at = 0;           // round time it last moved
+    bool stalled = false;
+    uint64_t next_stall_drill = 0;    // round from which a lasting stall is drilled again
+    uint64_t next_digest_drill = 0;   // same for a lasting digest disagreement
+    bool stall_drill_pending = false; // decided last round, sent this round
+    uint64_t stall_completed = 0;
+  };
+  struct Placed {
+    const StreamView* view;
+    StreamState* state;
+    size_t slot;
+    bool digested = false;
+    uint64_t from = 0, to = 0;  // digested range
+  };
+  static uint64_t stream_key(uint64_t comm_hash, uint8_t func);
+
+  Channel* ch_;
+  Judge* judge_;
+  DigestConfig cfg_;
+  uint64_t config_key_;
+  uint64_t round_ = 0;
+  uint64_t partitions_ = 1;
+  double cycle_streams_ = 0;   // estimated streams seen in the current cycle of P rounds
+  uint64_t cycle_rounds_ = 0;  // rounds of the current cycle so far
+  std::unordered_map<uint64_t, StreamState> state_;
+};
+
+}  // namespace scout::net

@@ -1,0 +1,95 @@
+// Byte encoding of the observers' drill-down and finding messages: little-endian integers,
+// length-prefixed strings, bounds-checked reading (a short or hostile message sets an error
+// instead of reading past its end). docs/observer-network.md lists the message layouts.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace scout::net {
+
+class WireWriter {
+ public:
+  void u8(uint8_t v) { buf_.push_back(v); }
+  void u32(uint32_t v) { raw(&v, 4); }
+  void u64(uint64_t v) { raw(&v, 8); }
+  void i32(int32_t v) { raw(&v, 4); }
+  void i64(int64_t v) { raw(&v, 8); }
+  void str(const std::string& s) {
+    u32(static_cast<uint32_t>(s.size()));
+    raw(s.data(), s.size());
+  }
+  const std::vector<uint8_t>& bytes() const { return buf_; }
+  std::vector<uint8_t> take() { return std::move(buf_); }
+
+ private:
+  void raw(const void* p, size_t n) {
+    const auto* b = static_cast<const uint8_t*>(p);
+    buf_.insert(buf_.end(), b, b + n);
+  }
+  std::vector<uint8_t> buf_;
+};
+
+// Reads what WireWriter wrote. After the first out-of-bounds read every read returns 0 / "" and
+// ok() is false. Counts read by u32() used as element counts are checked with fits(n, size).
+class WireReader {
+ public:
+  explicit WireReader(std::span<const uint8_t> b) : b_(b) {}
+  uint8_t u8() {
+    uint8_t v = 0;
+    raw(&v, 1);
+    return v;
+  }
+  uint32_t u32() {
+    uint32_t v = 0;
+    raw(&v, 4);
+    return v;
+  }
+  uint64_t u64() {
+    uint64_t v = 0;
+    raw(&v, 8);
+    return v;
+  }
+  int32_t i32() {
+    int32_t v = 0;
+    raw(&v, 4);
+    return v;
+  }
+  int64_t i64() {
+    int64_t v = 0;
+    raw(&v, 8);
+    return v;
+  }
+  std::string str() {
+    const uint32_t n = u32();
+    if (!fits(n, 1)) return {};
+    std::string s(reinterpret_cast<const char*>(b_.data() + pos_), n);
+    pos_ += n;
+    return s;
+  }
+  // True if `count` elements of at least `min_bytes` each can still follow; else sets the error.
+  bool fits(uint64_t count, uint64_t min_bytes) {
+    if (!ok_ || count > (b_.size() - pos_) / (min_bytes ? min_bytes : 1)) ok_ = false;
+    return ok_;
+  }
+  bool ok() const { return ok_; }
+  bool at_end() const { return pos_ == b_.size(); }
+
+ private:
+  void raw(void* p, size_t n) {
+    if (!ok_ || b_.size() - pos_ < n) {
+      ok_ = false;
+      return;
+    }
+    std::memcpy(p, b_.data() + pos_, n);
+    pos_ += n;
+  }
+  std::span<const uint8_t> b_;
+  size_t pos_ = 0;
+  bool ok_ = true;
+};
+
+}  // namespace scout::net

@@ -1,0 +1,375 @@
+// The digest protocol on the in-process channel with a synthetic job (test/support/net_workload):
+// healthy rounds are one allreduce and no drill-down; one corrupted fingerprint, a desync, a
+// stopped rank and node findings reach the leader naming the right global rank; collisions,
+// lateness across clock offsets, configuration mismatch, report decoding.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <memory>
+#include <random>
+#include <thread>
+
+#include "observer/net/digest.h"
+#include "observer/net/inproc_channel.h"
+#include "test/support/net_workload.h"
+
+namespace scout::net {
+namespace {
+
+using scout::testing::NetWorkload;
+constexpr int64_t kSecond = 1000000000;
+
+int64_t clock_offset(int node) { return int64_t(node) * 3 * kSecond - 5 * kSecond + node * 777; }
+
+// N observers over one synthetic job; round(t) runs one digest round on every node, in threads.
+struct Cluster {
+  Cluster(int nodes, int ranks_per_node, DigestConfig cfg = {}, int funcs = 2)
+      : job(nodes, ranks_per_node, funcs), net(nodes) {
+    for (int n = 0; n < nodes; ++n) {
+      views.push_back(std::make_unique<NetWorkload::Node>(&job, n, clock_offset(n)));
+      ClockEstimate e;
+      e.offset_ns = clock_offset(n) - clock_offset(0);
+      clocks.push_back(e);
+      net.endpoint(n).set_timeout(std::chrono::milliseconds(10000));
+      exchanges.push_back(std::make_unique<DigestExchange>(&net.endpoint(n), &judge, cfg));
+    }
+  }
+  std::vector<RoundResult> round(int64_t t, const std::map<int, std::vector<obs::Finding>>& findings = {}) {
+    const int n = job.nodes();
+    std::vector<RoundResult> res(n);
+    std::vector<std::string> errors(n);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < n; ++i) {
+      threads.emplace_back([&, i] {
+        try {
+          views[i]->set_time(t);
+          auto it = findings.find(i);
+          res[i] = exchanges[i]->round(*views[i], t + clock_offset(i), clocks[i],
+                                       it == findings.end() ? std::vector<obs::Finding>{} : it->second);
+        } catch (const std::exception& e) {
+          errors[i] = e.what();
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    for (int i = 0; i < n; ++i) {
+      if (!errors[i].empty()) throw std::runtime_error("node " + std::to_string(i) + ": " + errors[i]);
+    }
+    return res;
+  }
+  NetWorkload job;
+  InprocNetwork net;
+  MajorityJudge judge;
+  std::vector<std::unique_ptr<NetWorkload::Node>> views;
+  std::vector<ClockEstimate> clocks;
+  std::vector<std::unique_ptr<DigestExchange>> exchanges;
+};
+
+TEST(Digest, HealthyJobIsOneAllreducePerRoundAndNoDrillDown) {
+  Cluster c(4, 8);  // 8 DP communicators x 2 functions = 16 cross-node streams on every node
+  for (int r = 0; r < 6; ++r) {
+    std::vector<Traffic> before;
+    for (int n = 0; n < 4; ++n) before.push_back(c.net.endpoint(n).traffic());
+    auto res = c.round((r + 1) * kSecond);
+    for (int n = 0; n < 4; ++n) {
+      EXPECT_FALSE(res[n].gathered) << "round " << r;
+      EXPECT_EQ(res[n].streams_placed, 16);
+      EXPECT_EQ(res[n].collisions + res[n].streams_disagreeing + res[n].range_mismatches, 0);
+      EXPECT_TRUE(res[n].findings.empty());
+      // Digests start once two job-wide watermarks are known (the third round).
+      EXPECT_EQ(res[n].streams_compared, r >= 2 ? 16 : 0) << "round " << r;
+      const Traffic t = c.net.endpoint(n).traffic() - before[n];
+      // One allreduce of 4 + 8*128 + 5*128 words = 13344 bytes: 2 log2(4) messages, 2*3/4 of it.
+      EXPECT_EQ(t.messages_sent, 4u);
+      EXPECT_EQ(t.payload_sent, 20016u);
+    }
+  }
+}
+
+TEST(Digest, OneDifferingFingerprintOnOneNodeDrillsDownToThatRank) {
+  Cluster c(4, 8);
+  const int guilty = 3 * 8 + 5;  // node 3, local index 5: DP communicator dp5
+  c.job.corrupt_fp(guilty, 120);
+  std::vector<obs::Finding> found;
+  for (int r = 0; r < 5; ++r) {
+    auto res = c.round((r + 1) * kSecond);
+    // The range [100, 150) holding seq 120 is digested in round 3 (0-based).
+    EXPECT_EQ(res[0].gathered, r >= 3) << "round " << r;
+    for (auto& f : res[0].findings) found.push_back(f);
+    for (int n = 1; n < 4; ++n) EXPECT_TRUE(res[n].findings.empty());
+    if (r == 3) {
+      for (int n = 0; n < 4; ++n) EXPECT_EQ(res[n].streams_disagreeing, 2) << "node " << n;
+    }
+  }
+  ASSERT_FALSE(found.empty());
+  for (const auto& f : found) {
+    EXPECT_EQ(f.kind, obs::FindingKind::kSdc);
+    EXPECT_EQ(f.verdict, obs::Verdict::kAttributed);
+    ASSERT_EQ(f.suspects.size(), 1u) << f.summary;
+    EXPECT_EQ(f.suspects[0].global_rank, guilty);
+    EXPECT_EQ(f.suspects[0].host, "node3");
+    EXPECT_EQ(f.suspects[0].pid, 1000 + guilty);
+    EXPECT_EQ(f.comm_name, "dp5");
+    EXPECT_EQ(f.comm_hash, c.job.comm_hash(5));
+    ASSERT_TRUE(f.key.has_value());
+    EXPECT_EQ(f.evidence["source"], "cross-node drill-down");
+  }
+  // One drill-down (round 3) names the first corrupted operation of each of the two streams; the
+  // lasting disagreement is not drilled again before drill_repeat_rounds.
+  ASSERT_EQ(found.size(), 2u);
+  EXPECT_EQ(found[0].key->seq, 120u);
+  EXPECT_EQ(found[1].key->seq, 120u);
+  EXPECT_NE(found[0].key->func, found[1].key->func);
+}
+
+TEST(Digest, DesyncOnOneRankIsAttributedToIt) {
+  Cluster c(5, 4);  // 5 nodes: allreduce with a folded endpoint
+  const int guilty = 2 * 4 + 1;
+  c.job.desync(guilty, 160);
+  std::vector<obs::Finding> found;
+  for (int r = 0; r < 5; ++r) {
+    const auto res = c.round((r + 1) * kSecond);
+    for (const auto& f : res[0].findings) found.push_back(f);
+  }
+  ASSERT_EQ(found.size(), 2u);  // AllReduce and AllGather of dp1, first seen at seq 160
+  for (const auto& f : found) {
+    EXPECT_EQ(f.kind, obs::FindingKind::kDesync);
+    ASSERT_EQ(f.suspects.size(), 1u);
+    EXPECT_EQ(f.suspects[0].global_rank, guilty);
+    EXPECT_EQ(f.key->seq, 160u);
+  }
+}
+
+TEST(Digest, StoppedRankOnAnotherNodeIsNamedAsTheHangRoot) {
+  DigestConfig cfg;
+  cfg.stall_ns = 3 * kSecond;
+  Cluster c(4, 8, cfg, 1);
+  const int absent = 3 * 8 + 2;
+  c.job.stop(absent, 200);  // progress of dp2 stops at seq 200 (t = 4 s)
+  std::vector<obs::Finding> found;
+  int first_stall_round = -1;
+  for (int r = 0; r < 12; ++r) {
+    auto res = c.round((r + 1) * kSecond);
+    if (first_stall_round < 0 && !res[1].stalls.empty()) first_stall_round = r;
+    for (auto& f : res[0].findings) found.push_back(f);
+  }
+  // Watermark 200 first seen at round 3 (t = 4 s); 3 s later (round 6) it is a stall.
+  EXPECT_EQ(first_stall_round, 6);
+  ASSERT_FALSE(found.empty());
+  const obs::Finding& f = found[0];
+  EXPECT_EQ(f.kind, obs::FindingKind::kHang);
+  EXPECT_EQ(f.verdict, obs::Verdict::kAttributed);
+  ASSERT_EQ(f.suspects.size(), 1u);
+  EXPECT_EQ(f.suspects[0].global_rank, absent);
+  EXPECT_EQ(f.suspects[0].host, "node3");
+  EXPECT_EQ(f.comm_name, "dp2");
+  EXPECT_EQ(f.key->func, "AllReduce");
+  EXPECT_EQ(f.key->seq, 200u);
+  EXPECT_EQ(f.evidence["waiting"].size(), 3u);
+  EXPECT_NE(f.summary.find("never entered AllReduce #200 of dp2"), std::string::npos) << f.summary;
+  // Drilled once, then again every drill_repeat_rounds (10): one finding in 12 rounds.
+  EXPECT_EQ(found.size(), 1u);
+}
+
+TEST(Digest, NodeFindingsReachTheLeaderOnTheLeadersClock) {
+  Cluster c(4, 2);
+  obs::Finding f;
+  f.kind = obs::FindingKind::kStraggler;
+  f.suspects.push_back({21, "node2", 4242, "GPU-x", 0});
+  f.first_seen_ns = 5 * kSecond + clock_offset(2);  // node 2's clock
+  f.last_seen_ns = 6 * kSecond + clock_offset(2);
+  f.summary = "rank 21 is late";
+  f.dedup_key = "straggler:21";
+  auto res = c.round(kSecond);
+  EXPECT_FALSE(res[0].gathered);
+  std::vector<Traffic> before;
+  for (int n = 0; n < 4; ++n) before.push_back(c.net.endpoint(n).traffic());
+  res = c.round(2 * kSecond, {{2, {f}}});
+  EXPECT_TRUE(res[0].gathered);
+  ASSERT_EQ(res[0].findings.size(), 1u);
+  const obs::Finding& g = res[0].findings[0];
+  EXPECT_EQ(g.summary, "rank 21 is late");
+  EXPECT_EQ(g.dedup_key, "straggler:21");
+  EXPECT_EQ(g.suspects[0].global_rank, 21);
+  EXPECT_EQ(g.first_seen_ns, 5 * kSecond + clock_offset(0));
+  EXPECT_EQ(g.last_seen_ns, 6 * kSecond + clock_offset(0));
+  // Only node 2 sent its report; the others only took part in the count (one word).
+  for (int n : {1, 3}) {
+    const Traffic t = c.net.endpoint(n).traffic() - before[n];
+    EXPECT_LE(t.payload_sent, 20016u + 16u) << "node " << n;
+  }
+  const Traffic t2 = c.net.endpoint(2).traffic() - before[2];
+  EXPECT_GT(t2.payload_sent, 20016u + 8u + 8u + 100u);
+  res = c.round(3 * kSecond);
+  EXPECT_FALSE(res[0].gathered);
+  EXPECT_TRUE(res[0].findings.empty());
+}
+
+TEST(Digest, FewSlotsManyStreamsPartitionsWithoutFalseFindings) {
+  DigestConfig cfg;
+  cfg.stream_slots = 16;
+  cfg.timing_slots = 16;
+  Cluster c(4, 16, cfg, 4);  // 16 DP communicators x 4 functions = 64 streams, 16 slots
+  int compared = 0;
+  for (int r = 0; r < 60; ++r) {
+    auto res = c.round((r + 1) * kSecond);
+    for (int n = 0; n < 4; ++n) {
+      EXPECT_FALSE(res[n].gathered) << "round " << r;
+      EXPECT_EQ(res[n].streams_disagreeing, 0);
+      EXPECT_EQ(res[n].partitions, res[0].partitions);
+    }
+    compared += res[1].streams_compared;
+  }
+  // About K/4 = 4 streams per round: 64 streams need 16 partitions.
+  EXPECT_EQ(c.exchanges[0]->partitions(), 16u);
+  EXPECT_GE(compared, 32);
+  EXPECT_EQ(cfg.words(), 4u + 8 * 16 + 5 * 16);  // the same vector whatever the stream count
+}
+
+TEST(Digest, FewSlotsStillFindTheCorruption) {
+  DigestConfig cfg;
+  cfg.stream_slots = 16;
+  cfg.timing_slots = 16;
+  Cluster c(4, 16, cfg, 4);
+  const int guilty = 1 * 16 + 6;
+  c.job.corrupt_fp(guilty, 100);
+  bool found = false;
+  for (int r = 0; r < 80 && !found; ++r) {
+    const auto res = c.round((r + 1) * kSecond);
+    for (const auto& f : res[0].findings) {
+      EXPECT_EQ(f.kind, obs::FindingKind::kSdc);
+      ASSERT_EQ(f.suspects.size(), 1u);
+      EXPECT_EQ(f.suspects[0].global_rank, guilty);
+      found = true;
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(Digest, CrossNodeLatenessUsesTheLeadersClock) {
+  Cluster c(4, 2);
+  const int late = 3 * 2 + 1;  // node 3, dp1
+  c.job.delay(late, 5000000);  // 5 ms
+  std::vector<RoundResult> res;
+  for (int r = 0; r < 4; ++r) res = c.round((r + 1) * kSecond);
+  // Node 3's view of dp1 samples: its rank is 5 ms late although its clock is 4 s ahead.
+  int seen = 0;
+  for (const CrossNodeTiming& t : res[3].timings) {
+    ASSERT_EQ(t.lateness.size(), 1u);
+    if (t.comm_hash == c.job.comm_hash(1)) {
+      EXPECT_EQ(t.lateness[0].first, late);
+      EXPECT_EQ(t.lateness[0].second, 5000000);
+      EXPECT_EQ(t.latest_arrival_ns - t.earliest_arrival_ns, 5000000);
+      ++seen;
+    } else {
+      EXPECT_EQ(t.lateness[0].second, 0);
+    }
+  }
+  EXPECT_EQ(seen, 2 * 2);  // 2 functions x timing_ops 2
+  for (const CrossNodeTiming& t : res[1].timings) EXPECT_EQ(t.lateness[0].second, 0);
+}
+
+TEST(Digest, ObserversWithDifferentSettingsFailClearly) {
+  InprocNetwork net(2);
+  MajorityJudge judge;
+  NetWorkload job(2, 1);
+  std::vector<std::string> err(2);
+  std::vector<std::thread> th;
+  for (int n = 0; n < 2; ++n) {
+    th.emplace_back([&, n] {
+      DigestConfig cfg;
+      if (n == 1) cfg.stall_ns = 5 * kSecond;
+      DigestExchange ex(&net.endpoint(n), &judge, cfg);
+      NetWorkload::Node view(&job, n, 0);
+      try {
+        ex.round(view, kSecond, ClockEstimate{}, {});
+      } catch (const std::exception& e) {
+        err[n] = e.what();
+      }
+    });
+  }
+  for (auto& t : th) t.join();
+  for (int n = 0; n < 2; ++n) EXPECT_NE(err[n].find("different digest settings"), std::string::npos) << err[n];
+}
+
+TEST(Digest, DeadObserverMakesTheRoundFail) {
+  Cluster c(4, 2);
+  c.round(kSecond);
+  c.net.kill(2);
+  EXPECT_THROW(c.round(2 * kSecond), std::runtime_error);
+}
+
+NodeReport sample_report() {
+  NodeReport r;
+  obs::Finding f;
+  f.kind = obs::FindingKind::kNan;
+  f.summary = "nan";
+  f.dedup_key = "k";
+  f.suspects.push_back({3, "h", 1, "g", 0});
+  r.findings.push_back(f);
+  NodeStreamOps d;
+  d.stream = {0xabc, 4, 8, "dp"};
+  d.from = 10;
+  d.to = 12;
+  d.ranks = {{0, 0}, {1, 8}};
+  NodeOpValues a;
+  a.seq = 10;
+  a.agree = true;
+  a.meta = 5;
+  a.fp = 6;
+  NodeOpValues b;
+  b.seq = 11;
+  b.per_rank = {{true, 5, 6}, {false, 0, 0}};
+  d.ops = {a, b};
+  r.digests.push_back(d);
+  NodeStall s;
+  s.stream = {0xabc, 2, 8, "dp"};
+  s.completed = 7;
+  s.ranks.push_back({1, 8, 8, 8, 7, 123});
+  r.stalls.push_back(s);
+  r.identities.push_back({8, "node1", 99, "GPU-8"});
+  return r;
+}
+
+TEST(Digest, ReportRoundTrip) {
+  const auto bytes = encode_report(sample_report());
+  NodeReport back;
+  std::string err;
+  ASSERT_TRUE(decode_report(bytes, &back, &err)) << err;
+  ASSERT_EQ(back.findings.size(), 1u);
+  EXPECT_EQ(back.findings[0].dedup_key, "k");
+  EXPECT_EQ(back.findings[0].kind, obs::FindingKind::kNan);
+  ASSERT_EQ(back.digests.size(), 1u);
+  EXPECT_EQ(back.digests[0].ranks[1].second, 8);
+  EXPECT_TRUE(back.digests[0].ops[0].agree);
+  EXPECT_FALSE(back.digests[0].ops[1].per_rank[1].present);
+  EXPECT_EQ(back.digests[0].ops[1].per_rank[0].fp, 6u);
+  ASSERT_EQ(back.stalls.size(), 1u);
+  EXPECT_EQ(back.stalls[0].ranks[0].last_event_ns, 123);
+  EXPECT_EQ(back.identities[0].host, "node1");
+}
+
+TEST(Digest, TruncatedOrHostileReportsAreRejectedNotTrusted) {
+  const auto bytes = encode_report(sample_report());
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    NodeReport r;
+    std::string err;
+    EXPECT_FALSE(decode_report(std::span<const uint8_t>(bytes.data(), n), &r, &err)) << n;
+    EXPECT_FALSE(err.empty());
+  }
+  std::mt19937 g(7);
+  for (int i = 0; i < 2000; ++i) {
+    std::vector<uint8_t> b = bytes;
+    for (int k = 0; k < 4; ++k) b[g() % b.size()] = uint8_t(g());
+    NodeReport r;
+    std::string err;
+    decode_report(b, &r, &err);  // any outcome but a crash or a huge allocation
+  }
+  std::vector<uint8_t> huge = {1, 0xff, 0xff, 0xff, 0xff};  // 4 billion findings announced
+  NodeReport r;
+  std::string err;
+  EXPECT_FALSE(decode_report(huge, &r, &err));
+}
+
+}  // namespace
+}  // namespace scout::net

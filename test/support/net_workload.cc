@@ -1,0 +1,111 @@
+#include "test/support/net_workload.h"
+
+#include <algorithm>
+#include <string>
+
+namespace scout::testing {
+
+namespace {
+uint64_t mix(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  x ^= x >> 33;
+  return x | 1;
+}
+// NCCL function ids (scout::shm::Func): AllReduce, AllGather, ReduceScatter, Broadcast, Reduce.
+constexpr uint8_t kFuncs[] = {4, 2, 3, 0, 1};
+}  // namespace
+
+NetWorkload::NetWorkload(int nodes, int ranks_per_node, int funcs, int64_t period_ns)
+    : nodes_(nodes), ranks_per_node_(ranks_per_node), funcs_(std::clamp(funcs, 1, 5)), period_(period_ns) {}
+
+uint64_t NetWorkload::comm_hash(int l) const { return mix(0xd9000000ull + uint64_t(l)); }
+uint8_t NetWorkload::func_at(int i) const { return kFuncs[i]; }
+
+uint64_t NetWorkload::meta_of(uint64_t comm, uint8_t func, uint64_t seq) const {
+  return mix(comm ^ (uint64_t(func) << 56) ^ (seq % 7));  // a few op shapes repeat
+}
+uint64_t NetWorkload::fp_of(uint64_t comm, uint8_t func, uint64_t seq) const {
+  return mix(comm * 31 + func * 7 + seq * 1000003);
+}
+
+uint64_t NetWorkload::comm_completed(int l, int64_t t) const {
+  uint64_t c = progress_at(t);
+  for (const auto& [g, seq] : stop_) {
+    if (g % ranks_per_node_ == l) c = std::min(c, seq);
+  }
+  return c;
+}
+
+uint64_t NetWorkload::rank_enqueued(int g, int64_t t) const {
+  const int l = g % ranks_per_node_;
+  uint64_t completed = comm_completed(l, t);
+  auto it = stop_.find(g);
+  if (it != stop_.end()) return std::min(progress_at(t), it->second);
+  // A rank waiting in a stopped communicator has enqueued the op it waits in.
+  return completed < progress_at(t) ? completed + 1 : completed;
+}
+
+NetWorkload::Node::Node(const NetWorkload* job, int node, int64_t offset)
+    : job_(job), node_(node), offset_(offset) {}
+
+std::vector<net::StreamView> NetWorkload::Node::streams() {
+  const int64_t now = t_.load();
+  std::vector<net::StreamView> out;
+  if (job_->nodes_ < 2) return out;  // one node: nothing crosses the network
+  for (int l = 0; l < job_->ranks_per_node_; ++l) {
+    const int g = node_ * job_->ranks_per_node_ + l;
+    for (int f = 0; f < job_->funcs_; ++f) {
+      net::StreamView s;
+      s.comm_hash = job_->comm_hash(l);
+      s.func = kFuncs[f];
+      s.nranks = job_->nodes_;
+      s.comm_name = "dp" + std::to_string(l);
+      s.completed = job_->comm_completed(l, now);
+      s.enqueued = job_->rank_enqueued(g, now);
+      net::RankProgressView p;
+      p.comm_rank = node_;
+      p.global_rank = g;
+      p.enqueued = s.enqueued;
+      p.started = s.enqueued;
+      p.completed = s.completed;
+      p.last_event_ns = now + offset_;
+      s.ranks.push_back(p);
+      out.push_back(std::move(s));
+    }
+  }
+  return out;
+}
+
+bool NetWorkload::Node::op(uint64_t comm, uint8_t func, uint64_t seq, std::vector<net::RankOpView>* out) {
+  const int64_t now = t_.load();
+  for (int l = 0; l < job_->ranks_per_node_; ++l) {
+    if (job_->comm_hash(l) != comm) continue;
+    const uint64_t done = job_->comm_completed(l, now);
+    if (seq >= done || seq + job_->retain_ < done) return false;
+    const int g = node_ * job_->ranks_per_node_ + l;
+    net::RankOpView r;
+    r.comm_rank = node_;
+    r.global_rank = g;
+    r.meta = job_->meta_of(comm, func, seq);
+    r.fp_recv = job_->fp_of(comm, func, seq);
+    if (auto it = job_->meta_fault_.find(g); it != job_->meta_fault_.end() && seq >= it->second) r.meta ^= 0x40;
+    if (auto it = job_->fp_fault_.find(g); it != job_->fp_fault_.end() && seq >= it->second) r.fp_recv ^= 0x1000;
+    const int64_t start = int64_t(seq) * job_->period_ - job_->period_ / 2;
+    int64_t late = 0;
+    if (auto it = job_->delay_.find(g); it != job_->delay_.end()) late = it->second;
+    r.arrival_ns = start + late + offset_;
+    r.end_ns = int64_t(seq + 1) * job_->period_ - 1000 + offset_;
+    out->push_back(r);
+    return true;
+  }
+  return false;
+}
+
+net::RankIdentity NetWorkload::Node::identity(int g) {
+  return {g, "node" + std::to_string(g / job_->ranks_per_node_), 1000 + g, "GPU-" + std::to_string(g)};
+}
+
+}  // namespace scout::testing
