@@ -202,7 +202,11 @@ Op* Model::apply(Comm& c, int rank, const RecordSnapshot& r, int64_t now_ns) {
     int64_t end = r.gpu_end_ns > 0 ? r.gpu_end_ns : r.complete_ns;
     if (!rp.last_completed.valid || end >= rp.last_completed.ns) rp.last_completed = OpMark{id, end, true};
   }
-  if (id.cls == OpClass::kColl) rp.issued[id.func] = std::max(rp.issued[id.func], id.seq + 1);
+  if (id.cls == OpClass::kColl) {
+    rp.issued[id.func] = std::max(rp.issued[id.func], id.seq + 1);
+    if (r.state == kStateRunning || r.state == kStateComplete) rp.started[id.func] = std::max(rp.started[id.func], id.seq + 1);
+    if (r.state == kStateComplete) rp.completed[id.func] = std::max(rp.completed[id.func], id.seq + 1);
+  }
   if (newly_complete && r.gpu_start_ns > 0 && r.gpu_end_ns >= r.gpu_start_ns && rp.proc >= 0) {
     auto& tl = procs_[rp.proc].timeline;
     auto pos = tl.end();  // usually the newest: insert from the back, keeping ends ordered

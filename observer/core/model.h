@@ -119,7 +119,9 @@ struct RankProgress {
   bool finalized = false;
   std::map<uint64_t, OpId> inflight;  // ring index -> matched op enqueued or running, not complete
   OpMark last_enqueued, last_started, last_completed;
-  uint64_t issued[shm::kNumNumberedFuncs] = {};  // highest collective seqNumber issued + 1 per func
+  uint64_t issued[shm::kNumNumberedFuncs] = {};     // highest collective seqNumber enqueued + 1 per func
+  uint64_t started[shm::kNumNumberedFuncs] = {};    // ... started on the GPU + 1
+  uint64_t completed[shm::kNumNumberedFuncs] = {};  // ... complete + 1
 };
 
 struct Comm {

@@ -28,6 +28,7 @@ Observer::Observer(ObserverOptions opt, Sink* sink)
       hang_(opt_.hang) {}
 
 void Observer::pass(int64_t now_ns) {
+  std::lock_guard<std::mutex> lock(mu_);
   if (started_ns_ == 0) started_ns_ = now_ns;
   passes_++;
   ingest_.pass(model_, now_ns);

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 
 #include "observer/core/finding_board.h"
 #include "observer/core/model.h"
@@ -45,6 +46,10 @@ class Observer {
   using CrossNodeStep = std::function<void(Model& model, int64_t now_ns)>;
   void set_cross_node_step(CrossNodeStep step) { cross_node_ = std::move(step); }
 
+  // Held for the duration of every pass: another thread (the network agent, through ModelView
+  // in observer/core/model_view.h) reads the Model under it.
+  std::mutex& mutex() { return mu_; }
+
   const Model& model() const { return model_; }
   const FindingBoard& findings() const { return board_; }
   IngestStats ingest_stats() const { return ingest_.stats(); }
@@ -71,6 +76,7 @@ class Observer {
   CrossNodeStep cross_node_;
   int64_t started_ns_ = 0;
   uint64_t passes_ = 0;
+  std::mutex mu_;
 };
 
 }  // namespace scout::obs

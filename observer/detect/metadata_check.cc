@@ -13,21 +13,22 @@ nlohmann::json to_json(const MetaValue& v) {
   return {{"datatype", datatype_name(v.datatype)}, {"count", v.count}, {"root", v.root}};
 }
 
+MetaValue meta_value(const RecordSnapshot& r, bool api) {
+  MetaValue v;
+  v.datatype = api ? r.api_datatype : r.datatype;
+  v.count = api ? r.api_count : r.count;
+  v.root = r.kind == kKindColl && (r.func == kFuncBroadcast || r.func == kFuncReduce) ? r.peer : -1;
+  return v;
+}
+
 MetaOutcome check_metadata(const Op& op) {
   MetaOutcome out;
   out.api_fields = true;
   for (const OpSlot& s : op.slots) {
     if (s.rec.api_count == 0) out.api_fields = false;
   }
-  bool rooted = op.id.cls == OpClass::kColl && (op.id.func == kFuncBroadcast || op.id.func == kFuncReduce);
   std::vector<std::pair<int, MetaValue>> ballots;
-  for (const OpSlot& s : op.slots) {
-    MetaValue v;
-    v.datatype = out.api_fields ? s.rec.api_datatype : s.rec.datatype;
-    v.count = out.api_fields ? s.rec.api_count : s.rec.count;
-    v.root = rooted ? s.rec.peer : -1;
-    ballots.emplace_back(op.comm_rank(s.index), v);
-  }
+  for (const OpSlot& s : op.slots) ballots.emplace_back(op.comm_rank(s.index), meta_value(s.rec, out.api_fields));
   out.partial = int(ballots.size()) < op.n;
   out.vote = strict_majority(ballots, op.n);
   return out;

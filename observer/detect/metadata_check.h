@@ -30,6 +30,10 @@ struct MetaValue {
 // {"datatype": "float32", "count": 1024, "root": -1}
 nlohmann::json to_json(const MetaValue& v);
 
+// What record `r` of an operation of function `func` says must agree: the API's datatype and
+// count when `api` (else the task's), the root for Broadcast and Reduce.
+MetaValue meta_value(const shm::RecordSnapshot& r, bool api);
+
 struct MetaOutcome {
   VoteResult<MetaValue> vote;  // voters are comm ranks
   bool api_fields = false;     // compared the API's datatype/count (else the task's)

@@ -43,12 +43,15 @@ FakeJob::FakeJob(const std::string& dir, const std::string& job, int nprocs, con
 
 FakeJob::~FakeJob() = default;
 
-int FakeJob::add_comm(uint64_t hash, const std::vector<int>& members, const std::string& name) {
+int FakeJob::add_comm(uint64_t hash, const std::vector<int>& members, const std::string& name, int nranks,
+                      const std::vector<int>& comm_ranks, int nnodes) {
   CommInfo c;
   c.hash = hash;
   c.members = members;
+  int n = nranks > 0 ? nranks : int(members.size());
   for (int r = 0; r < int(members.size()); ++r) {
-    RingWriter* ring = segs_[members[r]]->open_ring(hash, int(members.size()), r, 1, name.c_str(), members[r]);
+    int rank = comm_ranks.empty() ? r : comm_ranks[r];
+    RingWriter* ring = segs_[members[r]]->open_ring(hash, n, rank, nnodes, name.c_str(), members[r]);
     if (!ring) throw std::runtime_error("FakeJob: no free ring");
     c.rings.push_back(ring);
   }

@@ -74,8 +74,11 @@ class FakeJob {
   const std::string& path(int proc) const { return paths_[proc]; }
   shm::SegmentHeader* header(int proc) const { return segs_[proc]->header(); }
 
-  // Adds a communicator: comm rank i is process members[i]. Returns its index.
-  int add_comm(uint64_t hash, const std::vector<int>& members, const std::string& name);
+  // Adds a communicator: comm rank i is process members[i]. Returns its index. For a communicator
+  // with ranks elsewhere (other nodes), give `nranks` (> members.size()), the comm ranks of the
+  // local members and NCCL's `nnodes`; records are then written per member index.
+  int add_comm(uint64_t hash, const std::vector<int>& members, const std::string& name, int nranks = 0,
+               const std::vector<int>& comm_ranks = {}, int nnodes = 1);
   uint64_t hash(int comm) const { return comms_[comm].hash; }
   int nranks(int comm) const { return int(comms_[comm].members.size()); }
   shm::RingWriter* ring(int comm, int rank) const { return comms_[comm].rings[rank]; }
