@@ -1,0 +1,101 @@
+// scout-observer: one per node, beside the training processes. Reads every scout segment of
+// the job on this node, judges (consensus, hangs, stragglers, slow links) and writes the SQLite
+// store the `scout` CLI reads. Usage and defaults: observer/core/command_line.h,
+// docs/observer.md.
+//
+// Exit status: 0 after --once, or after SIGINT/SIGTERM (a final pass is written first);
+// 2 for a usage error or a store that cannot be opened (one line on stderr).
+#include <signal.h>
+#include <time.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+
+#include "observer/core/command_line.h"
+#include "observer/core/observer.h"
+#include "observer/store/writer.h"
+#include "plugin/shm/segment.h"
+#include "scout/version.h"
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+void on_signal(int) { g_stop.store(true); }
+
+void say(const std::string& line) { std::fprintf(stderr, "scout-observer: %s\n", line.c_str()); }
+
+// Prints findings that are new or changed open/closed since the last call.
+void announce(const scout::obs::FindingBoard& board, std::map<std::string, bool>* seen) {
+  for (const scout::obs::Finding* f : board.all()) {
+    auto it = seen->find(f->dedup_key);
+    if (it != seen->end() && it->second == f->open) continue;
+    say(std::string(f->open ? "finding " : "closed ") + std::to_string(f->id) + " " + to_string(f->kind) +
+        " (" + to_string(f->verdict) + "): " + f->summary);
+    (*seen)[f->dedup_key] = f->open;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> warnings;
+  scout::config::Config cfg = scout::config::load({}, [&](const std::string& m) { warnings.push_back(m); });
+  scout::obs::CommandLine cl;
+  std::string msg;
+  switch (scout::obs::parse_command_line(argc, argv, cfg, &cl, &msg)) {
+    case scout::obs::ParseResult::kHelp:
+      std::fputs(msg.c_str(), stdout);
+      return 0;
+    case scout::obs::ParseResult::kError:
+      say(msg);
+      return 2;
+    case scout::obs::ParseResult::kOk:
+      break;
+  }
+  for (const auto& w : warnings) say(w);
+  if (!cl.quiet) cl.opt.log = say;
+
+  scout::store::WriterOptions wo;
+  wo.max_ops = cfg.store_max_ops;
+  wo.on_error = say;
+  std::string err;
+  auto store = scout::store::StoreWriter::open(cl.store, wo, &err);
+  if (!store) {
+    say(err);
+    return 2;
+  }
+
+  struct sigaction sa = {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+
+  if (!cl.quiet) {
+    char line[512];
+    std::snprintf(line, sizeof(line),
+                  "scout %s: job %s, node %d of %d, host %s, segments in %s, store %s, hang timeout %.1f s, "
+                  "interval %lld ms%s",
+                  scout::kVersion, cl.opt.job.c_str(), cl.opt.node_rank, cl.opt.nodes, cl.opt.host.c_str(),
+                  cl.opt.shm_dir.c_str(), cl.store.c_str(), double(cl.opt.hang.timeout_ns) / 1e9,
+                  static_cast<long long>(cl.opt.interval_ns / 1'000'000), cl.once ? ", one pass" : "");
+    say(line);
+  }
+
+  scout::obs::Observer observer(cl.opt, store.get());
+  std::map<std::string, bool> seen;
+  while (true) {
+    observer.pass(scout::shm::wall_ns());
+    if (!cl.quiet) announce(observer.findings(), &seen);
+    if (cl.once) break;
+    if (g_stop.load()) break;  // the pass above was the final one
+    timespec ts{time_t(cl.opt.interval_ns / 1'000'000'000), long(cl.opt.interval_ns % 1'000'000'000)};
+    nanosleep(&ts, nullptr);  // a signal ends the sleep early; the next pass is the final one
+  }
+  if (!cl.quiet) say(observer.stats_line());
+  return 0;
+}

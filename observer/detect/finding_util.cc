@@ -1,0 +1,87 @@
+#include "observer/detect/finding_util.h"
+
+#include <cmath>
+
+#include "observer/core/names.h"
+
+namespace scout::obs {
+
+Suspect suspect_of(const Model& m, int proc, int comm_rank) {
+  Suspect s;
+  s.comm_rank = comm_rank;
+  if (proc < 0 || proc >= int(m.procs().size())) return s;
+  const Proc& p = m.proc(proc);
+  s.global_rank = p.global_rank;
+  s.host = p.host;
+  s.pid = p.pid;
+  s.gpu = p.gpu;
+  return s;
+}
+
+Suspect suspect_of(const Model& m, const Comm& c, int rank) {
+  int proc = rank >= 0 && rank < int(c.ranks.size()) ? c.ranks[rank].proc : -1;
+  return suspect_of(m, proc, rank);
+}
+
+std::string who(const Model& m, int proc) {
+  if (proc < 0 || proc >= int(m.procs().size())) return "an unknown process";
+  const Proc& p = m.proc(proc);
+  std::string r = p.global_rank >= 0 ? "rank " + std::to_string(p.global_rank) : "a process";
+  return r + " (" + p.host + ", pid " + std::to_string(p.pid) + ")";
+}
+
+std::string who(const Model& m, const Comm& c, int rank) {
+  int proc = rank >= 0 && rank < int(c.ranks.size()) ? c.ranks[rank].proc : -1;
+  if (proc >= 0) return who(m, proc);
+  return "comm rank " + std::to_string(rank) + " of " + comm_label(c) + " (unknown process)";
+}
+
+std::string comm_label(const Comm& c) {
+  return c.name.empty() ? hex64(c.key.hash) : c.name + " (" + hex64(c.key.hash) + ")";
+}
+
+void set_comm(Finding& f, const Comm& c) {
+  f.comm_hash = c.key.hash;
+  f.comm_name = c.name;
+  f.comm_nranks = c.key.nranks;
+}
+
+OpKey op_key(const OpId& id, int rank) {
+  if (id.cls == OpClass::kP2p && rank >= 0 && rank == id.dst) return OpKey{"Recv", id.seq};
+  return OpKey{func_name(id.func), id.seq};
+}
+
+nlohmann::json comm_json(const Comm& c) {
+  return {{"hash", hex64(c.key.hash)}, {"name", c.name}, {"nranks", c.key.nranks}};
+}
+
+nlohmann::json op_json(const OpId& id) {
+  nlohmann::json j = {{"func", func_name(id.func)}, {"seq", id.seq}};
+  if (id.cls == OpClass::kP2p) {
+    j["src"] = id.src;
+    j["dst"] = id.dst;
+  }
+  return j;
+}
+
+int rank_of(const Comm& c, int proc) {
+  for (int r = 0; r < int(c.ranks.size()); ++r) {
+    if (c.ranks[r].proc == proc) return r;
+  }
+  return -1;
+}
+
+std::vector<int> global_ranks(const Model& m, const Comm& c, const std::vector<int>& ranks) {
+  std::vector<int> out;
+  for (int r : ranks) {
+    int proc = r >= 0 && r < int(c.ranks.size()) ? c.ranks[r].proc : -1;
+    out.push_back(proc >= 0 ? m.proc(proc).global_rank : -1);
+  }
+  return out;
+}
+
+std::string fp_hex(uint64_t v) { return hex64(v); }
+
+double to_ms(int64_t ns) { return std::round(double(ns) / 1e3) / 1e3; }
+
+}  // namespace scout::obs

@@ -1,0 +1,507 @@
+#include "observer/detect/hang.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "observer/core/names.h"
+#include "observer/detect/finding_util.h"
+#include "observer/detect/metadata_check.h"
+
+namespace scout::obs {
+
+namespace {
+constexpr size_t kMaxChain = 256;      // edges listed in evidence
+constexpr int kMaxRanksListed = 64;    // per communicator in evidence
+
+std::string what_op(const Comm& c, const OpId& id) { return describe(id) + " of " + comm_label(c); }
+
+// When the first participant enqueued `id` (INT64_MAX if unknown): of the operations a root is
+// missing from, the one its peers reached first is the one it stopped before.
+int64_t first_enqueue(const Comm& c, const OpId& id) {
+  auto it = c.ops.find(id);
+  int64_t t = INT64_MAX;
+  if (it == c.ops.end()) return t;
+  for (const OpSlot& s : it->second.slots) {
+    if (s.rec.enqueue_ns > 0) t = std::min(t, s.rec.enqueue_ns);
+  }
+  return t;
+}
+
+// Orders candidate primary edges: earliest enqueued operation, then earliest stalled communicator.
+bool earlier(const Comm& a, const OpId& ia, const Comm& b, const OpId& ib) {
+  int64_t ta = first_enqueue(a, ia), tb = first_enqueue(b, ib);
+  if (ta != tb) return ta < tb;
+  return a.last_progress_ns < b.last_progress_ns;
+}
+
+std::string seconds(int64_t ns) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f s", double(ns) / 1e9);
+  return buf;
+}
+}  // namespace
+
+std::string hang_key(const Comm& c, const OpId& id) {
+  std::string k = "hang:" + hex64(c.key.hash) + ":" + std::to_string(c.key.nranks) + ":" +
+                  func_name(id.func) + ":" + std::to_string(id.seq);
+  if (id.cls == OpClass::kP2p) k += ":" + std::to_string(id.src) + ">" + std::to_string(id.dst);
+  return k;
+}
+
+std::string HangDetector::comm_state(const Comm& c, int64_t now_ns) const {
+  if (c.finalized()) return "finalized";
+  auto it = waits_.find(c.key);
+  if (it == waits_.end() || it->second.cls.empty()) return "active";
+  int64_t idle = now_ns - c.last_progress_ns;
+  if (idle > cfg_.timeout_ns) return "hung";
+  if (idle > cfg_.timeout_ns / 2) return "stalled";
+  return "active";
+}
+
+std::string HangDetector::root_reason(const Model& m, int proc, std::string* detail) const {
+  if (m.proc(proc).state == ProcState::kDead) return "dead";
+  auto mit = member_of_.find(proc);
+  std::string reason = "idle";
+  if (mit == member_of_.end()) return reason;
+  for (const Membership& mb : mit->second) {
+    auto w = waits_.find(mb.comm->key);
+    if (w == waits_.end()) continue;
+    const CommWaits& cw = w->second;
+    bool stalled = stalled_.count(mb.comm->key) > 0;
+    bool waiting = std::binary_search(cw.waiting.begin(), cw.waiting.end(), mb.rank);
+    if (stalled && cw.cls == "stuck" && waiting) {
+      *detail = what_op(*mb.comm, cw.op);
+      return "stuck";
+    }
+    if (stalled && cw.cls == "mismatch" &&
+        std::binary_search(cw.frontier_vote.dissenters.begin(), cw.frontier_vote.dissenters.end(), mb.rank)) {
+      *detail = what_op(*mb.comm, cw.op);
+      return "desync";
+    }
+    const RankWaitState& rs = cw.ranks[mb.rank];
+    if (rs.state == "running") {
+      reason = "running";
+      *detail = what_op(*mb.comm, rs.op);
+    } else if (rs.state == "enqueued" && reason == "idle") {
+      reason = "gpu-blocked";
+      *detail = what_op(*mb.comm, rs.op);
+    }
+  }
+  return reason;
+}
+
+nlohmann::json HangDetector::chain_json(const Model& m, const std::vector<ProcEdge>& edges,
+                                        const std::vector<int>& tags) const {
+  nlohmann::json out = nlohmann::json::array();
+  for (int t : tags) {
+    if (out.size() >= kMaxChain) break;
+    const ProcEdge& e = edges[t];
+    out.push_back({{"rank", m.proc(e.from).global_rank},
+                   {"waits_for", m.proc(e.to).global_rank},
+                   {"comm", comm_json(*e.comm)},
+                   {"op", op_json(e.e.op)},
+                   {"why", e.e.why}});
+  }
+  return out;
+}
+
+nlohmann::json HangDetector::comms_json(const Model& m, const std::vector<const Comm*>& comms,
+                                        int64_t now_ns) const {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Comm* c : comms) {
+    auto it = waits_.find(c->key);
+    if (it == waits_.end()) continue;
+    const CommWaits& w = it->second;
+    nlohmann::json ranks = nlohmann::json::array();
+    int listed = 0, waiting_in_op = 0;
+    for (int r = 0; r < int(w.ranks.size()); ++r) {
+      const RankWaitState& rs = w.ranks[r];
+      bool usual = rs.state == "running" && rs.op == w.op;
+      waiting_in_op += usual;
+      if (int(w.ranks.size()) > kMaxRanksListed && usual) continue;  // large comms: list the odd ones
+      if (listed++ >= kMaxRanksListed) continue;
+      int proc = c->ranks[r].proc;
+      nlohmann::json j = {{"global_rank", proc >= 0 ? m.proc(proc).global_rank : -1},
+                          {"comm_rank", r},
+                          {"state", rs.state}};
+      if (rs.state != "idle") j["op"] = op_json(rs.op);
+      bool issued = has_issued(*c, w.op, r);
+      if (!issued) j["state"] = rs.state == "idle" ? "absent" : rs.state;
+      const OpMark& lc = c->ranks[r].last_completed;
+      j["last_completed"] = lc.valid ? op_json(lc.id) : nlohmann::json(nullptr);
+      ranks.push_back(j);
+    }
+    out.push_back({{"comm", comm_json(*c)},
+                   {"class", w.cls},
+                   {"op", op_json(w.op)},
+                   {"stalled_ms", to_ms(now_ns - c->last_progress_ns)},
+                   {"waiting_in_op", waiting_in_op},
+                   {"ranks", ranks}});
+  }
+  return out;
+}
+
+void HangDetector::report_deadlock(const Model& m, const std::vector<int>& cycle, const WaitGraph& g,
+                                   const std::vector<ProcEdge>& edges, int64_t now_ns, FindingBoard& board) {
+  std::vector<int> tags = g.edges_within(cycle);
+  Finding f;
+  f.kind = FindingKind::kDeadlock;
+  f.verdict = Verdict::kAttributed;
+  std::string ranks;
+  for (int p : cycle) {
+    f.suspects.push_back(suspect_of(m, p));
+    ranks += (ranks.empty() ? "" : ",") + std::to_string(m.proc(p).global_rank);
+  }
+  std::vector<const Comm*> comms;
+  int64_t since = now_ns;
+  std::string words;
+  for (int t : tags) {
+    const ProcEdge& e = edges[t];
+    if (std::find(comms.begin(), comms.end(), e.comm) == comms.end()) comms.push_back(e.comm);
+    since = std::min(since, e.comm->last_progress_ns);
+    if (!words.empty()) words += "; ";
+    words += who(m, e.from) + " waits for rank " + std::to_string(m.proc(e.to).global_rank) + " in " +
+             what_op(*e.comm, e.e.op);
+  }
+  const ProcEdge& first = edges[tags.front()];
+  set_comm(f, *first.comm);
+  f.key = op_key(first.e.op);
+  std::string ops;
+  for (const Comm* c : comms) ops += ":" + hex64(c->key.hash);
+  f.dedup_key = "deadlock:" + ranks + ops;
+  f.first_seen_ns = since;
+  f.last_seen_ns = now_ns;
+  f.evidence = {{"cycle", chain_json(m, edges, tags)},
+                {"comms", comms_json(m, comms, now_ns)},
+                {"stalled_ms", to_ms(now_ns - since)},
+                {"timeout_ms", to_ms(cfg_.timeout_ns)}};
+  f.summary = "deadlock across " + std::to_string(comms.size()) + " communicators: " + words;
+  board.report(f);
+  reported_.insert(f.dedup_key);
+}
+
+void HangDetector::report_stuck(const Model& m, const Comm& c, const WaitGraph& g,
+                                const std::vector<ProcEdge>& edges, int64_t now_ns, FindingBoard& board) {
+  const CommWaits& w = waits_.at(c.key);
+  std::set<int> upstream;
+  std::vector<int> tags;
+  for (int r : w.waiting) {
+    int p = c.ranks[r].proc;
+    for (int u : g.upstream_nodes(p)) upstream.insert(u);
+    for (int t : g.upstream_edges(p)) tags.push_back(t);
+  }
+  std::vector<const Comm*> comms{&c};
+  for (int t : tags) {
+    if (std::find(comms.begin(), comms.end(), edges[t].comm) == comms.end()) comms.push_back(edges[t].comm);
+  }
+  nlohmann::json hang = {{"class", "stuck"},
+                         {"root", nlohmann::json::array({{{"reason", "stuck"}, {"comm", comm_json(c)},
+                                                          {"op", op_json(w.op)}}})},
+                         {"stalled_ms", to_ms(now_ns - c.last_progress_ns)},
+                         {"last_progress_ns", c.last_progress_ns},
+                         {"timeout_ms", to_ms(cfg_.timeout_ns)},
+                         {"waiting_ranks", global_ranks(m, c, w.waiting)},
+                         {"blocked_elsewhere", nlohmann::json::array()},
+                         {"chain", chain_json(m, edges, tags)},
+                         {"comms", comms_json(m, comms, now_ns)}};
+  for (int p : upstream) hang["blocked_elsewhere"].push_back(m.proc(p).global_rank);
+
+  if (w.meta_disagrees) {
+    // Ranks entered the same collective with different arguments: the desync is the cause.
+    auto it = c.ops.find(w.op);
+    if (it == c.ops.end()) return;
+    MetaOutcome meta = check_metadata(it->second);
+    auto f = desync_finding(m, c, it->second, meta, now_ns);
+    if (!f) return;
+    if (const Finding* old = board.find(f->dedup_key)) f->evidence = old->evidence;
+    f->evidence["hang"] = hang;
+    f->summary += "; the collective is stuck for " + seconds(now_ns - c.last_progress_ns);
+    board.report(*f);
+    return;
+  }
+  Finding f;
+  f.kind = FindingKind::kHang;
+  f.verdict = Verdict::kInconclusive;
+  set_comm(f, c);
+  f.key = op_key(w.op);
+  f.dedup_key = hang_key(c, w.op);
+  f.first_seen_ns = c.last_progress_ns;
+  f.last_seen_ns = now_ns;
+  f.evidence = hang;
+  f.summary = what_op(c, w.op) + " is stuck: " + std::to_string(w.waiting.size()) +
+              " ranks started it and none completed for " + seconds(now_ns - c.last_progress_ns);
+  if (!upstream.empty()) f.summary += "; " + std::to_string(upstream.size()) + " more ranks wait on them";
+  board.report(f);
+  reported_.insert(f.dedup_key);
+}
+
+void HangDetector::report_mismatch(const Model& m, const Comm& c, const WaitGraph& g,
+                                   const std::vector<ProcEdge>& edges, int64_t now_ns, FindingBoard& board) {
+  const CommWaits& w = waits_.at(c.key);
+  const VoteResult<OpId>& v = w.frontier_vote;
+  Finding f;
+  f.kind = FindingKind::kDesync;
+  f.verdict = v.verdict == VoteVerdict::kAttributed ? Verdict::kAttributed : Verdict::kInconclusive;
+  set_comm(f, c);
+  f.key = op_key(w.op);
+  f.dedup_key = desync_key(c, w.op);
+  f.first_seen_ns = c.last_progress_ns;
+  f.last_seen_ns = now_ns;
+  nlohmann::json votes = nlohmann::json::array();
+  for (const auto& grp : v.groups) {
+    votes.push_back({{"value", grp.value == kIdleOp ? nlohmann::json(nullptr) : op_json(grp.value)},
+                     {"ranks", global_ranks(m, c, grp.voters)},
+                     {"comm_ranks", grp.voters}});
+  }
+  std::vector<int> tags;
+  for (int d : v.dissenters) {
+    for (int t : g.upstream_edges(c.ranks[d].proc)) tags.push_back(t);
+  }
+  std::vector<const Comm*> comms{&c};
+  for (int t : tags) {
+    if (std::find(comms.begin(), comms.end(), edges[t].comm) == comms.end()) comms.push_back(edges[t].comm);
+  }
+  nlohmann::json hang = {{"class", "mismatch"},
+                         {"stalled_ms", to_ms(now_ns - c.last_progress_ns)},
+                         {"last_progress_ns", c.last_progress_ns},
+                         {"timeout_ms", to_ms(cfg_.timeout_ns)},
+                         {"chain", chain_json(m, edges, tags)},
+                         {"comms", comms_json(m, comms, now_ns)}};
+  if (const Finding* old = board.find(f.dedup_key)) {
+    f.evidence = old->evidence;
+  } else {
+    f.evidence = {{"source", "hang"}, {"op", op_json(w.op)}};
+  }
+  f.evidence["frontier_votes"] = votes;
+  f.evidence["hang"] = hang;
+  if (f.verdict == Verdict::kAttributed) {
+    std::string names;
+    for (int d : v.dissenters) {
+      f.suspects.push_back(suspect_of(m, c, d));
+      const RankWaitState& rs = w.ranks[d];
+      names += (names.empty() ? "" : "; ") + who(m, c, d) +
+               (rs.state == "idle" ? " is in no collective" : " is in " + describe(rs.op));
+    }
+    f.summary = names + " while " + std::to_string(v.groups[0].voters.size()) + " ranks wait in " +
+                what_op(c, w.op) + " (ranks disagree on the next collective; stuck for " +
+                seconds(now_ns - c.last_progress_ns) + ")";
+  } else {
+    f.summary = "ranks of " + comm_label(c) + " wait in different collectives with no majority (" +
+                std::to_string(v.groups.size()) + " different ones; stuck for " +
+                seconds(now_ns - c.last_progress_ns) + ")";
+  }
+  board.report(f);
+}
+
+void HangDetector::report_root(const Model& m, const std::vector<int>& roots, const ProcEdge& primary,
+                               const WaitGraph& g, const std::vector<ProcEdge>& edges, int64_t now_ns,
+                               FindingBoard& board) {
+  const Comm& c = *primary.comm;
+  std::string key = hang_key(c, primary.e.op);
+  bool all_dead = true;
+  for (int p : roots) all_dead &= m.proc(p).state == ProcState::kDead;
+  if (all_dead && !board.is_open(key)) {
+    for (int p : roots) report_crash(m, p, primary, g, edges, now_ns, board);
+    return;
+  }
+  std::set<int> upstream;
+  std::vector<int> tags;
+  for (int p : roots) {
+    for (int u : g.upstream_nodes(p)) upstream.insert(u);
+    for (int t : g.upstream_edges(p)) tags.push_back(t);
+  }
+  std::vector<const Comm*> comms{&c};
+  for (int t : tags) {
+    if (std::find(comms.begin(), comms.end(), edges[t].comm) == comms.end()) comms.push_back(edges[t].comm);
+  }
+  Finding f;
+  f.kind = FindingKind::kHang;
+  f.verdict = Verdict::kAttributed;
+  set_comm(f, c);
+  f.key = op_key(primary.e.op, primary.e.to);
+  f.dedup_key = key;
+  f.first_seen_ns = c.last_progress_ns;
+  f.last_seen_ns = now_ns;
+  nlohmann::json root = nlohmann::json::array();
+  std::string names, first_reason, first_detail;
+  for (int p : roots) {
+    std::string detail;
+    std::string reason = root_reason(m, p, &detail);
+    if (first_reason.empty()) {
+      first_reason = reason;
+      first_detail = detail;
+    }
+    f.suspects.push_back(suspect_of(m, p, rank_of(c, p)));
+    root.push_back({{"global_rank", m.proc(p).global_rank}, {"reason", reason},
+                    {"detail", detail}, {"process", to_string(m.proc(p).state)}});
+    names += (names.empty() ? "" : ", ") + who(m, p);
+  }
+  f.evidence = {{"class", "absent"},
+                {"root", root},
+                {"stalled_ms", to_ms(now_ns - c.last_progress_ns)},
+                {"last_progress_ns", c.last_progress_ns},
+                {"timeout_ms", to_ms(cfg_.timeout_ns)},
+                {"waiting_ranks", nlohmann::json::array()},
+                {"chain", chain_json(m, edges, tags)},
+                {"comms", comms_json(m, comms, now_ns)}};
+  for (int p : upstream) f.evidence["waiting_ranks"].push_back(m.proc(p).global_rank);
+  std::string op = what_op(c, primary.e.op);
+  std::string waiters = std::to_string(upstream.size()) + (upstream.size() == 1 ? " rank waits" : " ranks wait");
+  if (comms.size() > 1) waiters += " (through " + std::to_string(comms.size()) + " communicators)";
+  if (first_reason == "gpu-blocked") {
+    f.summary = names + " enqueued " + op + " but the GPU never started it; " + waiters + " for it";
+  } else if (first_reason == "running") {
+    f.summary = names + " never joined " + op + " (busy in " + first_detail + "); " + waiters + " for it";
+  } else {
+    f.summary = names + " never entered " + op + "; " + waiters + " for it";
+  }
+  if (all_dead) f.summary += " (the process has since exited)";
+  board.report(f);
+  reported_.insert(f.dedup_key);
+}
+
+void HangDetector::report_crash(const Model& m, int proc, const ProcEdge& primary, const WaitGraph& g,
+                                const std::vector<ProcEdge>& edges, int64_t now_ns, FindingBoard& board) {
+  const Proc& p = m.proc(proc);
+  const Comm& c = *primary.comm;
+  Finding f;
+  f.kind = FindingKind::kCrash;
+  f.verdict = Verdict::kAttributed;
+  f.suspects.push_back(suspect_of(m, proc, rank_of(c, proc)));
+  set_comm(f, c);
+  f.key = op_key(primary.e.op, primary.e.to);
+  f.dedup_key = "crash:" + p.host + ":" + std::to_string(p.pid);
+  f.first_seen_ns = p.last_event_ns > 0 ? p.last_event_ns : now_ns;
+  f.last_seen_ns = now_ns;
+  nlohmann::json open_ops = nlohmann::json::array();
+  auto mit = member_of_.find(proc);
+  if (mit != member_of_.end()) {
+    for (const Membership& mb : mit->second) {
+      for (const auto& [idx, id] : mb.comm->ranks[mb.rank].inflight) {
+        auto it = mb.comm->ops.find(id);
+        std::string state = "unknown";
+        if (it != mb.comm->ops.end()) {
+          if (const OpSlot* s = it->second.slot(it->second.index_of(mb.rank))) {
+            state = op_state_name(s->rec.state);
+          }
+        }
+        open_ops.push_back({{"comm", comm_json(*mb.comm)}, {"op", op_json(id)}, {"state", state}});
+      }
+    }
+  }
+  std::vector<int> upstream = g.upstream_nodes(proc);
+  std::vector<int> tags = g.upstream_edges(proc);
+  nlohmann::json waiting = nlohmann::json::array();
+  for (int u : upstream) waiting.push_back(m.proc(u).global_rank);
+  f.evidence = {{"pid", p.pid},
+                {"host", p.host},
+                {"finalized", false},
+                {"last_event_ns", p.last_event_ns},
+                {"gone_ns", p.gone_ns},
+                {"open_ops", open_ops},
+                {"waiting_ranks", waiting},
+                {"chain", chain_json(m, edges, tags)}};
+  f.summary = who(m, proc) + " died without finalizing NCCL; " + std::to_string(upstream.size()) +
+              (upstream.size() == 1 ? " rank waits" : " ranks wait") + " for it in " + what_op(c, primary.e.op);
+  board.report(f);
+  crashed_.insert(proc);
+}
+
+void HangDetector::pass(const Model& m, int64_t now_ns, FindingBoard& board) {
+  waits_.clear();
+  stalled_.clear();
+  member_of_.clear();
+  reported_.clear();
+  // Every current wait edge; which of them belong to stalled communicators.
+  std::vector<ProcEdge> edges;
+  std::vector<bool> stalled_edge;
+  WaitGraph g;
+  for (const auto& [k, c] : m.comms()) {
+    if (!c.members_known()) continue;
+    for (int r = 0; r < int(c.ranks.size()); ++r) member_of_[c.ranks[r].proc].push_back(Membership{&c, r});
+    CommWaits w = analyze_waits(c, &m);
+    if (w.cls.empty()) continue;
+    bool stalled = now_ns - c.last_progress_ns > cfg_.timeout_ns;
+    for (const WaitEdge& e : w.edges) {
+      g.add(c.ranks[e.from].proc, c.ranks[e.to].proc, int(edges.size()));
+      edges.push_back(ProcEdge{c.ranks[e.from].proc, c.ranks[e.to].proc, &c, e});
+      stalled_edge.push_back(stalled);
+    }
+    if (stalled) stalled_.insert(k);
+    waits_.emplace(k, std::move(w));
+  }
+
+  // Deadlocks: cycles whose every edge is in a stalled communicator (a cycle seen in a single
+  // snapshot could be an artefact of reading ranks at slightly different moments).
+  std::set<int> in_cycle;
+  for (const auto& cyc : g.cycles()) {
+    bool all_stalled = true;
+    for (int t : g.edges_within(cyc)) all_stalled = all_stalled && stalled_edge[t];
+    if (!all_stalled) continue;
+    report_deadlock(m, cyc, g, edges, now_ns, board);
+    in_cycle.insert(cyc.begin(), cyc.end());
+  }
+  // Stalled communicators that are roots by themselves.
+  for (const CommKey& k : stalled_) {
+    const CommWaits& w = waits_.at(k);
+    const Comm& c = m.comms().at(k);
+    if (w.cls == "stuck") report_stuck(m, c, g, edges, now_ns, board);
+    if (w.cls == "mismatch") report_mismatch(m, c, g, edges, now_ns, board);
+  }
+  // Roots: ranks downstream of a stalled wait that wait for nobody. Grouped by the operation they
+  // are missing from (the one whose communicator stalled first).
+  std::set<int> roots;
+  for (size_t t = 0; t < edges.size(); ++t) {
+    if (!stalled_edge[t]) continue;
+    for (int v : g.downstream_nodes(edges[t].from)) {
+      if (!g.waits(v) && !in_cycle.count(v)) roots.insert(v);
+    }
+  }
+  std::map<std::string, std::pair<int, std::vector<int>>> groups;  // key -> (primary edge, roots)
+  for (int s : roots) {
+    std::string detail;
+    std::string reason = root_reason(m, s, &detail);
+    if (reason == "stuck" || reason == "desync") continue;  // reported with their communicator
+    int best = -1;
+    for (size_t t = 0; t < edges.size(); ++t) {
+      if (edges[t].to != s) continue;
+      if (best < 0 || earlier(*edges[t].comm, edges[t].e.op, *edges[best].comm, edges[best].e.op)) best = int(t);
+    }
+    if (best < 0) continue;
+    std::string key = hang_key(*edges[best].comm, edges[best].e.op);
+    auto& grp = groups[key];
+    if (grp.second.empty()) grp.first = best;
+    grp.second.push_back(s);
+  }
+  for (const auto& [key, grp] : groups) report_root(m, grp.second, edges[grp.first], g, edges, now_ns, board);
+
+  // Dead processes that peers wait for and that wait for nobody: a crash after the grace period,
+  // without waiting for the hang timeout.
+  for (const Proc& p : m.procs()) {
+    int primary = -1;
+    if (p.state == ProcState::kDead && !g.waits(p.id)) {
+      for (size_t t = 0; t < edges.size(); ++t) {
+        if (edges[t].to == p.id &&
+            (primary < 0 || earlier(*edges[t].comm, edges[t].e.op, *edges[primary].comm, edges[primary].e.op))) {
+          primary = int(t);
+        }
+      }
+    }
+    if (primary < 0) {
+      blocking_since_.erase(p.id);
+      continue;
+    }
+    auto [it, added] = blocking_since_.try_emplace(p.id, now_ns);
+    bool hang_open = board.is_open(hang_key(*edges[primary].comm, edges[primary].e.op));
+    bool grace = now_ns - it->second >= cfg_.crash_grace_ns ||
+                 (p.last_event_ns > 0 && now_ns - p.last_event_ns >= cfg_.crash_grace_ns);
+    if (!hang_open && (crashed_.count(p.id) || grace)) report_crash(m, p.id, edges[primary], g, edges, now_ns, board);
+  }
+  // Hangs and deadlocks that are over.
+  for (const std::string& k : open_) {
+    if (!reported_.count(k)) board.close(k, now_ns);
+  }
+  open_ = reported_;
+}
+
+}  // namespace scout::obs

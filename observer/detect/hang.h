@@ -1,0 +1,92 @@
+// Hangs, deadlocks and crashes (design brief section 5).
+//
+// Each pass, every communicator whose members are all known is analysed (comm_waits.h). A
+// communicator is stalled when some rank waits in it and it has shown no progress (no record
+// enqueued, started, completed or fingerprinted) for longer than the hang timeout: time AND
+// progress, so a slow communicator that keeps completing operations is never hung. The edges of
+// stalled communicators form the wait-for graph across communicators (wait_graph.h):
+//   - each cycle is a deadlock finding (suspects: the ranks of the cycle);
+//   - a stalled communicator whose ranks all started the operation and none can finish is a
+//     "stuck" hang (inconclusive: scout cannot see which transfer never arrived), unless the
+//     ranks disagree on the operation's metadata, which makes it a desync;
+//   - a "mismatch" communicator is a desync finding (the majority's collective vs the others');
+//   - every other root (a rank that others wait for and that waits for nobody) is a hang finding
+//     naming it: it never entered the operation ("idle"), its GPU never started it
+//     ("gpu-blocked"), or it is busy in a communicator that still progresses ("running").
+//     Roots absent from the same operation share one finding; of the operations a root is missing
+//     from, the finding names the one its peers enqueued first (the one it stopped before).
+// A root whose process died without closing its segment is a crash finding instead. A dead
+// process that peers wait for is reported as a crash without waiting for the hang timeout, once
+// crash_grace has passed since it was first seen blocking them or since its last event (the
+// latter lets an observer started after the fact decide at once). Hang and deadlock findings
+// close when the communicators progress again.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+
+#include "observer/core/finding_board.h"
+#include "observer/core/model.h"
+#include "observer/detect/comm_waits.h"
+#include "observer/detect/wait_graph.h"
+
+namespace scout::obs {
+
+struct HangConfig {
+  int64_t timeout_ns = 60'000'000'000;    // --hang-timeout / SCOUT_OBSERVER_HANG_TIMEOUT_S
+  int64_t crash_grace_ns = 1'000'000'000;  // SCOUT_OBSERVER_CRASH_GRACE_MS
+};
+
+class HangDetector {
+ public:
+  explicit HangDetector(HangConfig cfg) : cfg_(cfg) {}
+  void pass(const Model& m, int64_t now_ns, FindingBoard& board);
+  // CommInfo::state of a communicator after the last pass: "hung" (stalled past the timeout),
+  // "stalled" (waiting ranks, no progress for half the timeout), "finalized" or "active".
+  std::string comm_state(const Comm& c, int64_t now_ns) const;
+  // True while peers wait for dead process `proc` and no crash finding names it yet (its
+  // segment must not be reclaimed before the decision).
+  bool holds_evidence(int proc) const { return blocking_since_.count(proc) && !crashed_.count(proc); }
+
+ private:
+  struct ProcEdge {
+    int from = -1, to = -1;  // procs
+    const Comm* comm = nullptr;
+    WaitEdge e;
+  };
+  struct Membership {
+    const Comm* comm;
+    int rank;
+  };
+  std::string root_reason(const Model& m, int proc, std::string* detail) const;
+  nlohmann::json chain_json(const Model& m, const std::vector<ProcEdge>& edges,
+                            const std::vector<int>& tags) const;
+  nlohmann::json comms_json(const Model& m, const std::vector<const Comm*>& comms, int64_t now_ns) const;
+  void report_deadlock(const Model& m, const std::vector<int>& cycle, const WaitGraph& g,
+                       const std::vector<ProcEdge>& edges, int64_t now_ns, FindingBoard& board);
+  void report_stuck(const Model& m, const Comm& c, const WaitGraph& g,
+                    const std::vector<ProcEdge>& edges, int64_t now_ns, FindingBoard& board);
+  void report_mismatch(const Model& m, const Comm& c, const WaitGraph& g,
+                       const std::vector<ProcEdge>& edges, int64_t now_ns, FindingBoard& board);
+  void report_root(const Model& m, const std::vector<int>& roots, const ProcEdge& primary,
+                   const WaitGraph& g, const std::vector<ProcEdge>& edges, int64_t now_ns,
+                   FindingBoard& board);
+  void report_crash(const Model& m, int proc, const ProcEdge& primary, const WaitGraph& g,
+                    const std::vector<ProcEdge>& edges, int64_t now_ns, FindingBoard& board);
+
+  HangConfig cfg_;
+  std::map<CommKey, CommWaits> waits_;
+  std::set<CommKey> stalled_;
+  std::map<int, std::vector<Membership>> member_of_;  // proc -> its communicators
+  std::set<std::string> open_;                        // hang/deadlock keys reported last pass
+  std::set<std::string> reported_;                    // ... this pass
+  std::map<int, int64_t> blocking_since_;             // dead proc -> first seen blocking peers
+  std::set<int> crashed_;                             // procs with a crash finding
+};
+
+// Dedup key of the hang finding about operation `id` of `c`.
+std::string hang_key(const Comm& c, const OpId& id);
+
+}  // namespace scout::obs

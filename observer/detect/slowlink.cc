@@ -1,0 +1,246 @@
+#include "observer/detect/slowlink.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "observer/core/names.h"
+#include "observer/detect/finding_util.h"
+#include "observer/detect/stats.h"
+
+namespace scout::obs {
+
+namespace {
+int log2_bucket(uint64_t bytes) {
+  int b = 0;
+  while (bytes > 1) {
+    bytes >>= 1;
+    ++b;
+  }
+  return b;
+}
+
+std::string size_words(int bucket) {
+  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = std::min(bucket / 10, 4);
+  return std::to_string(1ull << (bucket - 10 * u)) + " " + units[u];
+}
+
+// "tp3" -> "tp", "dp_12" -> "dp", "" -> "": communicators named alike play the same role.
+std::string name_stem(const std::string& name) {
+  size_t n = name.size();
+  while (n > 0 && ((name[n - 1] >= '0' && name[n - 1] <= '9') || name[n - 1] == '_' || name[n - 1] == '-' ||
+                   name[n - 1] == '.')) {
+    --n;
+  }
+  return name.substr(0, n);
+}
+
+std::string ms_words(double ns) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.2f ms", ns / 1e6);
+  return buf;
+}
+}  // namespace
+
+void SlowLinkDetector::observe(const Model& m, const JudgedOp& op) {
+  (void)m;
+  if (!op.complete || op.parts.size() < 2) return;
+  int64_t last_start = 0, last_end = 0;
+  for (const auto& p : op.parts) {
+    last_start = std::max(last_start, p.start_ns);
+    last_end = std::max(last_end, p.end_ns);
+  }
+  Channel ch;
+  ch.comm = op.comm;
+  ch.func = op.id.func;
+  ch.bucket = log2_bucket(op.bytes);
+  if (op.id.cls == OpClass::kP2p) {
+    ch.a = std::min(op.id.src, op.id.dst);
+    ch.b = std::max(op.id.src, op.id.dst);
+  }
+  auto& w = samples_[ch];
+  runs_[ch].total++;
+  w.push_back(Sample{std::max<int64_t>(0, last_end - last_start), op.id});
+  while (int(w.size()) > cfg_.window) w.pop_front();
+  if (!procs_.count(ch)) {
+    std::vector<int> procs;
+    for (const auto& p : op.parts) procs.push_back(p.proc);
+    std::sort(procs.begin(), procs.end());
+    procs_[ch] = procs;
+  }
+}
+
+nlohmann::json SlowLinkDetector::channel_json(const Model& m, const Judged& j) const {
+  nlohmann::json ranks = nlohmann::json::array();
+  for (int p : j.procs) ranks.push_back(p >= 0 ? m.proc(p).global_rank : -1);
+  nlohmann::json comm = nullptr;
+  auto it = m.comms().find(j.ch.comm);
+  if (it != m.comms().end()) comm = comm_json(it->second);
+  return {{"comm", comm},
+          {"kind", j.ch.a >= 0 ? "p2p" : "coll"},
+          {"func", func_name(j.ch.func)},
+          {"bytes_bucket", 1ull << j.ch.bucket},
+          {"ranks", ranks},
+          {"median_ms", to_ms(int64_t(j.median_ns))},
+          {"peer_median_ms", to_ms(int64_t(j.peer_ns))},
+          {"ratio", j.peer_ns > 0 ? j.median_ns / j.peer_ns : 0},
+          {"samples", j.samples},
+          {"peers", j.peers}};
+}
+
+void SlowLinkDetector::evaluate(const Model& m, int64_t now_ns, FindingBoard& board) {
+  // Medians per channel, grouped by class.
+  struct ClassKey {
+    bool p2p;
+    uint8_t func;
+    int bucket, nranks, nnodes;
+    std::string stem;
+    auto operator<=>(const ClassKey&) const = default;
+  };
+  std::map<ClassKey, std::vector<Judged>> classes;
+  for (const auto& [ch, w] : samples_) {
+    if (int(w.size()) < cfg_.min_samples) continue;
+    Judged j;
+    j.ch = ch;
+    j.procs = procs_[ch];
+    std::vector<int64_t> d;
+    for (const Sample& s : w) d.push_back(s.dur_ns);
+    j.median_ns = median(d);
+    j.samples = int(w.size());
+    auto cit = m.comms().find(ch.comm);
+    int nnodes = cit != m.comms().end() ? cit->second.nnodes : 0;
+    std::string stem = cit != m.comms().end() ? name_stem(cit->second.name) : "";
+    classes[ClassKey{ch.a >= 0, ch.func, ch.bucket, ch.a >= 0 ? 2 : ch.comm.nranks, nnodes, stem}].push_back(j);
+  }
+  std::vector<Judged> judged;
+  for (auto& [ck, chans] : classes) {
+    if (chans.size() < 2) continue;
+    for (size_t i = 0; i < chans.size(); ++i) {
+      std::vector<double> others;
+      for (size_t k = 0; k < chans.size(); ++k) {
+        if (k != i) others.push_back(chans[k].median_ns);
+      }
+      Judged& j = chans[i];
+      j.peer_ns = median(others);
+      j.peers = int(others.size());
+      j.slow = j.median_ns >= cfg_.factor * j.peer_ns && j.median_ns - j.peer_ns >= double(cfg_.min_ns);
+      Run& run = runs_[j.ch];
+      run.slow_for = j.slow ? run.slow_for + (run.total - run.seen) : 0;
+      run.seen = run.total;
+      if (j.slow && run.slow_for < uint64_t(cfg_.confirm)) continue;  // not yet persistent
+      if (j.slow) {
+        for (const Sample& s : samples_[j.ch]) {
+          if (double(s.dur_ns) >= cfg_.factor * j.peer_ns) {
+            j.first_slow = s.id;
+            break;
+          }
+        }
+      }
+      judged.push_back(j);
+    }
+  }
+  // Intersection.
+  std::map<int, int> slow_n, normal_n;
+  for (const Judged& j : judged) {
+    for (int p : j.procs) (j.slow ? slow_n : normal_n)[p]++;
+  }
+  std::set<int> endpoints;
+  for (const auto& [p, n] : slow_n) {
+    if (n >= 2 && !normal_n.count(p)) endpoints.insert(p);
+  }
+  std::set<std::string> reported;
+  auto base = [&](const Judged& j, Finding& f) {
+    f.kind = FindingKind::kSlowLink;
+    auto it = m.comms().find(j.ch.comm);
+    if (it != m.comms().end()) set_comm(f, it->second);
+    f.key = op_key(j.first_slow);
+    f.first_seen_ns = now_ns;
+    f.last_seen_ns = now_ns;
+  };
+  auto comm_rank_of = [&](const CommKey& k, int proc) {
+    auto it = m.comms().find(k);
+    return it == m.comms().end() ? -1 : rank_of(it->second, proc);
+  };
+  auto where = [&](const Judged& j) {
+    auto it = m.comms().find(j.ch.comm);
+    std::string c = it != m.comms().end() ? comm_label(it->second) : hex64(j.ch.comm.hash);
+    return std::string(j.ch.a >= 0 ? "send/recv" : func_name(j.ch.func)) + " of " + size_words(j.ch.bucket) +
+           " on " + c + " takes " + ms_words(j.median_ns) + " (median) vs " + ms_words(j.peer_ns) + " on " +
+           std::to_string(j.peers) + " peer " + (j.peers == 1 ? "channel" : "channels");
+  };
+
+  for (int p : endpoints) {
+    Finding f;
+    nlohmann::json slow = nlohmann::json::array();
+    const Judged* first = nullptr;
+    for (const Judged& j : judged) {
+      if (!j.slow || !std::binary_search(j.procs.begin(), j.procs.end(), p)) continue;
+      if (!first) first = &j;
+      slow.push_back(channel_json(m, j));
+    }
+    base(*first, f);
+    f.verdict = Verdict::kAttributed;
+    f.suspects.push_back(suspect_of(m, p, comm_rank_of(first->ch.comm, p)));
+    f.dedup_key = "slowlink:endpoint:" + m.proc(p).host + ":" + std::to_string(m.proc(p).pid);
+    f.evidence = {{"class", "endpoint"}, {"slow", slow}, {"normal", nlohmann::json::array()},
+                  {"thresholds", {{"factor", cfg_.factor}, {"min_ms", to_ms(cfg_.min_ns)}, {"window", cfg_.window}}}};
+    f.summary = who(m, p) + " is a slow endpoint: all " + std::to_string(slow.size()) +
+                " of its compared channels are slow (" + where(*first) + ")";
+    board.report(f);
+    reported.insert(f.dedup_key);
+  }
+  for (const Judged& j : judged) {
+    if (!j.slow) continue;
+    bool explained = false;
+    for (int p : j.procs) explained |= endpoints.count(p) > 0;
+    if (explained) continue;
+    std::vector<int> cand;
+    if (j.procs.size() == 2) {
+      cand = j.procs;
+    } else {
+      for (int p : j.procs) {
+        if (!normal_n.count(p)) cand.push_back(p);
+      }
+    }
+    Finding f;
+    base(j, f);
+    nlohmann::json normal = nlohmann::json::array();
+    for (const Judged& o : judged) {
+      if (o.slow || normal.size() >= 8) continue;
+      bool shares = false;
+      for (int p : cand) shares |= std::binary_search(o.procs.begin(), o.procs.end(), p);
+      if (shares) normal.push_back(channel_json(m, o));
+    }
+    nlohmann::json thresholds = {{"factor", cfg_.factor}, {"min_ms", to_ms(cfg_.min_ns)}, {"window", cfg_.window}};
+    if (cand.size() == 2) {
+      f.verdict = Verdict::kAttributed;
+      f.suspects.push_back(suspect_of(m, cand[0], comm_rank_of(j.ch.comm, cand[0])));
+      f.peer = suspect_of(m, cand[1], comm_rank_of(j.ch.comm, cand[1]));
+      f.dedup_key = "slowlink:link:" + m.proc(cand[0]).host + ":" + std::to_string(m.proc(cand[0]).pid) + ":" +
+                    m.proc(cand[1]).host + ":" + std::to_string(m.proc(cand[1]).pid);
+      f.evidence = {{"class", "link"}, {"slow", {channel_json(m, j)}}, {"normal", normal}, {"thresholds", thresholds}};
+      f.summary = "the link between " + who(m, cand[0]) + " and " + who(m, cand[1]) + " is slow: " + where(j);
+    } else if (cand.size() == 1) {
+      f.verdict = Verdict::kAttributed;
+      f.suspects.push_back(suspect_of(m, cand[0], comm_rank_of(j.ch.comm, cand[0])));
+      f.dedup_key = "slowlink:endpoint:" + m.proc(cand[0]).host + ":" + std::to_string(m.proc(cand[0]).pid);
+      f.evidence = {{"class", "endpoint"}, {"slow", {channel_json(m, j)}}, {"normal", normal}, {"thresholds", thresholds}};
+      f.summary = who(m, cand[0]) + " is the only rank of a slow communicator with no normal channel: " + where(j);
+    } else {
+      f.verdict = Verdict::kInconclusive;
+      f.dedup_key = "slowlink:comm:" + hex64(j.ch.comm.hash) + ":" + std::to_string(j.ch.comm.nranks) + ":" +
+                    std::to_string(j.ch.a) + ":" + std::to_string(j.ch.b);
+      f.evidence = {{"class", "comm"}, {"slow", {channel_json(m, j)}}, {"normal", normal}, {"thresholds", thresholds}};
+      f.summary = "slow communication that no single rank or link explains: " + where(j);
+    }
+    if (reported.count(f.dedup_key)) continue;
+    board.report(f);
+    reported.insert(f.dedup_key);
+  }
+  for (const std::string& k : open_) {
+    if (!reported.count(k)) board.close(k, now_ns);
+  }
+  open_ = reported;
+}
+
+}  // namespace scout::obs

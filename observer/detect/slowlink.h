@@ -1,0 +1,89 @@
+// Communication-slow communicators and links (design brief section 6).
+//
+// A "channel" is a communicator (for its collectives) or a point-to-point pair inside one (for
+// its send/recv). For each completed operation the transfer time is
+//     D = latest GPU end - latest GPU start
+// (the time the operation took once every participant had arrived, so stragglers do not count).
+// Channels are compared with their peers: channels of the same class (collective or p2p, function,
+// message size rounded down to a power of two, number of ranks, number of nodes the communicator
+// spans, and the stem of its name: "tp3" -> "tp"), e.g. every TP group's AllReduce of 8 MiB, not
+// the DP pairs' (which cross nodes and run at network speed). Each channel keeps the last `window` durations per class; with at least
+// `min_samples` of them its median m is compared with the median of its peers' medians r:
+//     slow when m >= factor * r and m - r >= min_ms.
+// At least two channels with samples are needed in a class. A channel counts as slow only once it
+// has stayed slow while `confirm` more of its operations completed (persistence: a burst of
+// scheduling noise on a busy host moves a median briefly, a bad link keeps it there); a channel
+// that is slow but not yet confirmed neither accuses nor clears anyone.
+//
+// Intersection names the culprit:
+//   endpoint  a rank all of whose compared channels (at least two) are slow;
+//   link      a slow two-rank channel (TP pair, p2p pair) not explained by an endpoint, or a slow
+//             larger communicator where exactly two members have no normal channel elsewhere;
+//   comm      a slow communicator that no rank or pair explains (inconclusive).
+// Findings stay open while the channels are slow and close when they are not.
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "observer/core/finding_board.h"
+#include "observer/core/model.h"
+#include "observer/detect/judged_op.h"
+
+namespace scout::obs {
+
+struct SlowLinkConfig {
+  int window = 16;              // SCOUT_OBSERVER_SLOW_WINDOW
+  int min_samples = 4;          // samples a channel needs before it is compared
+  double factor = 2.0;          // SCOUT_OBSERVER_SLOW_FACTOR
+  int64_t min_ns = 1'000'000;   // SCOUT_OBSERVER_SLOW_MIN_MS
+  int confirm = 8;              // operations a channel must stay slow (window / 2)
+};
+
+class SlowLinkDetector {
+ public:
+  explicit SlowLinkDetector(SlowLinkConfig cfg) : cfg_(cfg) {}
+  void observe(const Model& m, const JudgedOp& op);
+  void evaluate(const Model& m, int64_t now_ns, FindingBoard& board);
+
+  struct Channel {
+    CommKey comm;
+    int a = -1, b = -1;   // p2p: comm ranks (a < b); collective: -1
+    uint8_t func = 0;
+    int bucket = 0;       // floor(log2(bytes))
+    auto operator<=>(const Channel&) const = default;
+  };
+
+ private:
+  struct Sample {
+    int64_t dur_ns;
+    OpId id;
+  };
+  struct Judged {
+    Channel ch;
+    std::vector<int> procs;
+    double median_ns = 0, peer_ns = 0;
+    int samples = 0, peers = 0;
+    bool slow = false;
+    OpId first_slow;
+  };
+  nlohmann::json channel_json(const Model& m, const Judged& j) const;
+
+  SlowLinkConfig cfg_;
+  struct Run {
+    uint64_t total = 0;       // samples ever observed
+    uint64_t seen = 0;        // total at the previous evaluation
+    uint64_t slow_for = 0;    // samples observed while continuously slow
+  };
+  std::map<Channel, std::deque<Sample>> samples_;
+  std::map<Channel, Run> runs_;
+  std::map<Channel, std::vector<int>> procs_;
+  std::set<std::string> open_;
+};
+
+}  // namespace scout::obs

@@ -1,0 +1,204 @@
+#include "observer/detect/straggler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "observer/detect/finding_util.h"
+#include "observer/detect/stats.h"
+
+namespace scout::obs {
+
+namespace {
+// End of the latest GPU interval of `proc` that ended at or before `arrival`, other than the
+// interval [arrival, own_end] itself; 0 if none is known.
+int64_t previous_end(const Proc& p, int64_t arrival, int64_t own_end) {
+  // The timeline is ordered by end: the last interval ending at or before `arrival`.
+  auto it = std::upper_bound(p.timeline.begin(), p.timeline.end(), arrival,
+                             [](int64_t a, const std::pair<int64_t, int64_t>& iv) { return a < iv.second; });
+  while (it != p.timeline.begin()) {
+    --it;
+    if (!(it->first == arrival && it->second == own_end)) return it->second;
+  }
+  return 0;
+}
+}  // namespace
+
+StragglerDetector::Entry StragglerDetector::score(const Model& m, const JudgedOp& op,
+                                                  const StragglerConfig& cfg) {
+  Entry e;
+  e.id = op.id;
+  const int n = int(op.parts.size());
+  std::vector<int64_t> a(n), gap(n, -1);
+  int64_t amin = INT64_MAX;
+  for (int i = 0; i < n; ++i) {
+    a[i] = op.parts[i].start_ns;
+    amin = std::min(amin, a[i]);
+    e.procs.push_back(op.parts[i].proc);
+    if (op.parts[i].proc >= 0) {
+      int64_t prev = previous_end(m.proc(op.parts[i].proc), a[i], op.parts[i].end_ns);
+      if (prev > 0) gap[i] = a[i] - prev;
+    }
+  }
+  e.first_arrival_ns = amin;
+  e.signal.resize(n);
+  e.lateness.resize(n);
+  e.late.resize(n);
+  for (int i = 0; i < n; ++i) {
+    int64_t L = a[i] - amin;
+    e.lateness[i] = L;
+    int64_t S = L;
+    std::vector<int64_t> other_gaps, other_late;
+    for (int j = 0; j < n; ++j) {
+      if (j == i) continue;
+      other_late.push_back(a[j] - amin);
+      if (gap[j] >= 0) other_gaps.push_back(gap[j]);
+    }
+    if (gap[i] >= 0 && !other_gaps.empty()) {
+      double excess = double(gap[i]) - median(other_gaps);
+      S = std::min<int64_t>(L, std::max<int64_t>(0, int64_t(excess)));
+    }
+    e.signal[i] = S;
+    bool late = S >= cfg.min_ns && double(S) >= cfg.rel * median(other_late);
+    e.late[i] = late;
+    e.any |= late;
+  }
+  return e;
+}
+
+void StragglerDetector::observe(const Model& m, const JudgedOp& op) {
+  if (op.id.cls != OpClass::kColl || !op.complete || op.parts.size() < 2) return;
+  Entry e = score(m, op, cfg_);
+  for (size_t i = 0; i < e.procs.size(); ++i) {
+    if (e.procs[i] < 0) continue;
+    auto& w = procs_[e.procs[i]];
+    w.push_back(Agg{bool(e.late[i]), e.any});
+    while (int(w.size()) > cfg_.window) w.pop_front();
+  }
+  auto& w = comms_[op.comm];
+  w.push_back(std::move(e));
+  while (int(w.size()) > cfg_.window) w.pop_front();
+}
+
+StragglerDetector::Count StragglerDetector::comm_count(const std::deque<Entry>& w, int rank) const {
+  Count c;
+  for (const Entry& e : w) {
+    if (rank >= int(e.late.size())) continue;
+    c.ops++;
+    c.late += e.late[rank];
+    c.any += e.any;
+  }
+  return c;
+}
+
+bool StragglerDetector::persistent(const Count& c) const {
+  return c.late >= cfg_.min_late && double(c.late) >= cfg_.persist * double(c.any);
+}
+
+void StragglerDetector::evaluate(const Model& m, int64_t now_ns, FindingBoard& board) {
+  for (const Proc& p : m.procs()) {
+    // Aggregated window.
+    Count agg;
+    auto pit = procs_.find(p.id);
+    if (pit != procs_.end()) {
+      for (const Agg& a : pit->second) {
+        agg.ops++;
+        agg.late += a.late;
+        agg.any += a.any;
+      }
+    }
+    // Per communicator windows of this process.
+    struct CommHit {
+      const Comm* comm;
+      int rank;
+      Count count;
+    };
+    std::vector<CommHit> hits;
+    bool flagged = persistent(agg);
+    for (const auto& [key, w] : comms_) {
+      auto cit = m.comms().find(key);
+      if (cit == m.comms().end()) continue;
+      const Comm& c = cit->second;
+      for (int r = 0; r < int(c.ranks.size()); ++r) {
+        if (c.ranks[r].proc != p.id) continue;
+        Count cnt = comm_count(w, r);
+        if (cnt.late > 0) hits.push_back(CommHit{&c, r, cnt});
+        flagged |= persistent(cnt);
+      }
+    }
+    auto oit = open_.find(p.id);
+    if (!flagged) {
+      if (oit == open_.end()) continue;
+      if (agg.late <= cfg_.min_late / 2) {  // recovered
+        board.close(oit->second.key, now_ns);
+        open_.erase(oit);
+        continue;
+      }
+      // Between the open and close thresholds: still open (hysteresis), keep it up to date.
+    }
+    if (hits.empty()) continue;
+    std::sort(hits.begin(), hits.end(), [](const CommHit& a, const CommHit& b) { return a.count.late > b.count.late; });
+    const CommHit& main = hits.front();
+    const auto& mw = comms_.at(main.comm->key);
+    if (oit == open_.end()) {
+      Episode ep;
+      for (const Entry& e : mw) {
+        if (main.rank < int(e.late.size()) && e.late[main.rank]) {
+          ep.first_ns = e.first_arrival_ns + e.lateness[main.rank];
+          ep.first_op = e.id;
+          break;
+        }
+      }
+      ep.comm = main.comm->key;
+      ep.key = "straggler:" + p.host + ":" + std::to_string(p.pid) + ":" + std::to_string(ep.first_ns);
+      oit = open_.emplace(p.id, ep).first;
+    }
+    const Episode& ep = oit->second;
+    Finding f;
+    f.kind = FindingKind::kStraggler;
+    f.verdict = Verdict::kAttributed;
+    f.dedup_key = ep.key;
+    f.suspects.push_back(suspect_of(m, p.id, main.rank));
+    set_comm(f, *main.comm);
+    f.key = op_key(ep.first_op);
+    f.first_seen_ns = ep.first_ns > 0 ? ep.first_ns : now_ns;
+    f.last_seen_ns = now_ns;
+    nlohmann::json comms = nlohmann::json::array();
+    std::vector<int64_t> late_signals;
+    for (const CommHit& h : hits) {
+      const auto& w = comms_.at(h.comm->key);
+      nlohmann::json series = nlohmann::json::array(), lateness = nlohmann::json::array();
+      std::vector<int64_t> mine;
+      size_t skip = w.size() > 32 ? w.size() - 32 : 0;
+      for (size_t i = 0; i < w.size(); ++i) {
+        const Entry& e = w[i];
+        if (h.rank >= int(e.signal.size())) continue;
+        if (e.late[h.rank]) mine.push_back(e.signal[h.rank]);
+        if (i < skip) continue;
+        series.push_back(to_ms(e.signal[h.rank]));
+        lateness.push_back(to_ms(e.lateness[h.rank]));
+      }
+      late_signals.insert(late_signals.end(), mine.begin(), mine.end());
+      comms.push_back({{"comm", comm_json(*h.comm)},
+                       {"comm_rank", h.rank},
+                       {"window_ops", h.count.ops},
+                       {"late_ops", h.count.late},
+                       {"late_events", h.count.any},
+                       {"median_late_ms", to_ms(int64_t(median(mine)))},
+                       {"series_ms", series},
+                       {"lateness_ms", lateness}});
+    }
+    f.evidence = {{"comms", comms},
+                  {"aggregate", {{"window_ops", agg.ops}, {"late_ops", agg.late}, {"late_events", agg.any}}},
+                  {"thresholds", {{"min_ms", to_ms(cfg_.min_ns)}, {"rel", cfg_.rel}, {"persist", cfg_.persist},
+                                  {"min_late", cfg_.min_late}, {"window", cfg_.window}}}};
+    char ms[32];
+    std::snprintf(ms, sizeof(ms), "%.1f ms", median(late_signals) / 1e6);
+    f.summary = who(m, p.id) + " arrives late by " + ms + " (median, beyond the time it waited for others) in " +
+                std::to_string(main.count.late) + " of the last " + std::to_string(main.count.ops) +
+                " collectives of " + comm_label(*main.comm);
+    board.report(f);
+  }
+}
+
+}  // namespace scout::obs

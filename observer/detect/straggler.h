@@ -1,0 +1,85 @@
+// Compute-side stragglers (design brief section 6).
+//
+// For each completed collective, rank r's arrival a_r is the GPU start of its kernel, and its
+// lateness L_r = a_r - min_s a_s. Lateness alone blames victims: a rank that waited for a
+// straggler in one communicator arrives late at its next collective in another. So the signal is
+// the part of the lateness the rank caused itself:
+//   g_r = a_r - e_r   (its "gap": time since its previous GPU operation on any communicator
+//                      ended, i.e. its own compute and input time before arriving)
+//   X_r = g_r - median of the others' gaps
+//   S_r = min(L_r, max(X_r, 0))      (S_r = L_r when gaps are unknown)
+// A rank is LATE in that operation when
+//   S_r >= min_ms                                  (absolute threshold) and
+//   S_r >= rel * median of the other ranks' L      (relative to the communicator's noise).
+// Per communicator a window of the last `window` completed collectives is kept; a rank is a
+// straggler when it is late in at least min_late of them AND in at least `persist` of the
+// window's late events (operations where anyone was late): stragglers own the late events,
+// jitter spreads them. The same rule also runs on a per-rank window across all its communicators
+// (aggregated). The finding stays open while the rule holds and closes when the rank's late
+// operations in its aggregated window drop to min_late / 2 or fewer.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "observer/core/finding_board.h"
+#include "observer/core/model.h"
+#include "observer/detect/judged_op.h"
+
+namespace scout::obs {
+
+struct StragglerConfig {
+  int window = 64;                 // SCOUT_OBSERVER_STRAGGLER_WINDOW (operations)
+  int64_t min_ns = 5'000'000;      // SCOUT_OBSERVER_STRAGGLER_MIN_MS
+  double rel = 3.0;                // SCOUT_OBSERVER_STRAGGLER_REL
+  double persist = 0.6;            // SCOUT_OBSERVER_STRAGGLER_PERSIST
+  int min_late = 4;                // SCOUT_OBSERVER_STRAGGLER_MIN_LATE
+};
+
+class StragglerDetector {
+ public:
+  explicit StragglerDetector(StragglerConfig cfg) : cfg_(cfg) {}
+  // Adds a judged operation (only complete collectives of 2+ ranks count).
+  void observe(const Model& m, const JudgedOp& op);
+  // Opens, updates and closes straggler findings.
+  void evaluate(const Model& m, int64_t now_ns, FindingBoard& board);
+
+  // One operation in a communicator window: per comm rank the signal and lateness (ns) and
+  // whether the rank was late.
+  struct Entry {
+    OpId id;
+    int64_t first_arrival_ns = 0;
+    std::vector<int> procs;
+    std::vector<int64_t> signal, lateness;
+    std::vector<uint8_t> late;
+    bool any = false;
+  };
+  // Lateness signal of each part of a complete collective (exposed for tests).
+  static Entry score(const Model& m, const JudgedOp& op, const StragglerConfig& cfg);
+
+ private:
+  struct Agg {
+    bool late = false, any = false;
+  };
+  struct Episode {
+    std::string key;
+    int64_t first_ns = 0;
+    CommKey comm;
+    OpId first_op;
+  };
+  struct Count {
+    int late = 0, any = 0, ops = 0;
+  };
+  Count comm_count(const std::deque<Entry>& w, int rank) const;
+  bool persistent(const Count& c) const;
+
+  StragglerConfig cfg_;
+  std::map<CommKey, std::deque<Entry>> comms_;
+  std::map<int, std::deque<Agg>> procs_;
+  std::map<int, Episode> open_;  // proc -> open episode
+};
+
+}  // namespace scout::obs

@@ -1,0 +1,196 @@
+#include "observer/ingest/ingestor.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "observer/ingest/sigbus_guard.h"
+
+namespace scout::obs {
+
+namespace {
+constexpr int kMaxRanks = 1 << 18;  // a ring claiming more ranks than this is rejected (memory bound)
+}
+
+Ingestor::Ingestor(IngestOptions opt) : opt_(std::move(opt)) {
+  if (!opt_.liveness) opt_.liveness = owner_running;
+}
+
+Ingestor::~Ingestor() = default;
+
+void Ingestor::log(const std::string& line) const {
+  if (opt_.log) opt_.log(line);
+}
+
+void Ingestor::attach_new() {
+  for (const std::string& path : shm::list_segments(opt_.shm_dir, opt_.job, opt_.host)) {
+    if (segs_.count(path)) continue;
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0 || dropped_.count({path, uint64_t(st.st_ino)})) continue;
+    std::string err;
+    auto rd = shm::SegmentReader::open(path, &err);
+    if (!rd) {
+      auto it = rejected_.find(path);
+      if (it == rejected_.end() || it->second != err) log("segment rejected: " + err);
+      rejected_[path] = err;  // retried next pass: it may still be being created
+      continue;
+    }
+    rejected_.erase(path);
+    auto s = std::make_unique<Segment>();
+    s->path = path;
+    s->reader = std::move(rd);
+    shm::SegmentInfo info = s->reader->info();
+    s->bytes = shm::segment_bytes(info.max_comms, info.ring_capacity);
+    s->inode = uint64_t(st.st_ino);
+    segs_.emplace(path, std::move(s));
+    stats_.segments_attached++;
+  }
+  stats_.segments_rejected = rejected_.size();
+}
+
+Ingestor::ReadResult Ingestor::read_segment(Segment& s, Model& model, int64_t now_ns) {
+  // A file that shrank would raise SIGBUS when read: look first. (A file that was unlinked keeps
+  // its pages while mapped and is read to the end.)
+  struct stat st;
+  if (::stat(s.path.c_str(), &st) == 0 && uint64_t(st.st_ino) == s.inode && uint64_t(st.st_size) < s.bytes) {
+    return ReadResult::kShrunk;
+  }
+  // What the record callbacks need, behind one pointer (no allocation inside the guard).
+  struct Ctx {
+    Model* model;
+    Comm* comm = nullptr;
+    int rank = -1;
+    int64_t now_ns;
+  } ctx{&model, nullptr, -1, now_ns};
+  const RingCursor::OnRecord on_record = [p = &ctx](const shm::RecordSnapshot& rec) {
+    p->model->apply(*p->comm, p->rank, rec, p->now_ns);
+  };
+  const RingCursor::OnLost on_lost = [p = &ctx](uint64_t idx) { p->model->lost(*p->comm, p->rank, idx); };
+
+  SigbusGuard guard;
+  if (SIGBUS_GUARD_ENTER(guard)) return ReadResult::kFault;  // shrank between the check and the read
+
+  const shm::SegmentReader& rd = *s.reader;
+  s.info = rd.info();
+  const shm::SegmentInfo& info = s.info;
+  if (s.proc < 0) {
+    if (shm::sanitize_component(info.job) != shm::sanitize_component(opt_.job)) {
+      guard.leave();
+      log("segment " + s.path + " belongs to job '" + info.job + "', not '" + opt_.job + "': ignored");
+      return ReadResult::kForeign;
+    }
+    Proc p;
+    p.global_rank = info.global_rank;
+    p.local_rank = info.local_rank;
+    p.host = info.host;
+    p.pid = info.owner_pid;
+    p.gpu = info.gpu;
+    p.cuda_dev = info.cuda_dev;
+    p.node_rank = opt_.node_rank;
+    p.segment = s.path;
+    s.proc = model.upsert_proc(p, now_ns);
+  }
+  // Liveness before reading: once the owner is gone, this pass reads everything it wrote.
+  if (!s.owner_gone && !opt_.liveness(info.owner_pid, info.owner_start_ticks)) {
+    s.owner_gone = true;
+    s.gone_ns = now_ns;
+  }
+  s.closed = info.closed_ns != 0;
+  s.last_event_ns = info.last_event_ns;
+  Proc& proc = model.proc(s.proc);
+  proc.last_event_ns = info.last_event_ns;
+  proc.gone_ns = s.gone_ns;
+  proc.state = !s.owner_gone ? ProcState::kRunning : s.closed ? ProcState::kExited : ProcState::kDead;
+
+  uint32_t n = rd.n_rings();
+  if (s.rings.size() < n) s.rings.resize(n);
+  for (uint32_t r = 0; r < n; ++r) {
+    shm::CommSnapshot& cs = s.cs;
+    if (!rd.comm(r, &cs)) continue;  // initialising, or impossible rank values
+    Ring& ring = s.rings[r];
+    if (cs.nranks <= 0 || cs.nranks > kMaxRanks) {
+      if (!ring.known) stats_.rings_rejected++;
+      ring.known = false;
+      continue;
+    }
+    CommKey key{cs.comm_hash, cs.nranks};
+    if (ring.known && (ring.generation != cs.generation || ring.key != key || ring.rank != cs.rank)) {
+      ring.cursor.reset();
+    }
+    ring.known = true;
+    ring.generation = cs.generation;
+    ring.key = key;
+    ring.rank = cs.rank;
+    ring.head = cs.head;
+    ctx.comm = &model.upsert_comm(key, cs.name, cs.nnodes);
+    ctx.rank = cs.rank;
+    model.set_member(*ctx.comm, cs.rank, s.proc, cs.init_ns, cs.state == shm::kCommFinalized);
+    ring.cursor.poll(rd, r, cs.head, info.ring_capacity, s.owner_gone, on_record, on_lost);
+  }
+  guard.leave();
+  return ReadResult::kOk;
+}
+
+void Ingestor::pass(Model& model, int64_t now_ns) {
+  attach_new();
+  for (auto it = segs_.begin(); it != segs_.end();) {
+    Segment& s = *it->second;
+    ReadResult rr = read_segment(s, model, now_ns);
+    if (rr != ReadResult::kOk) {
+      if (rr == ReadResult::kFault || rr == ReadResult::kShrunk) {
+        stats_.segments_faulted++;
+        log("segment " + s.path + " dropped: the file shrank while mapped" +
+            (rr == ReadResult::kFault ? " (SIGBUS caught)" : ""));
+      }
+      for (const Ring& r : s.rings) stats_.records += r.cursor.counters();
+      dropped_.insert({s.path, s.inode});
+      it = segs_.erase(it);
+      continue;
+    }
+    ++it;
+  }
+}
+
+std::vector<Ingestor::SegmentView> Ingestor::segments() const {
+  std::vector<SegmentView> out;
+  for (const auto& [path, s] : segs_) {
+    SegmentView v;
+    v.path = path;
+    v.proc = s->proc;
+    v.owner_gone = s->owner_gone;
+    v.closed = s->closed;
+    v.last_event_ns = s->last_event_ns;
+    v.gone_ns = s->gone_ns;
+    v.drained = true;
+    for (const Ring& r : s->rings) {
+      if (r.known && !r.cursor.drained(r.head)) v.drained = false;
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+IngestStats Ingestor::stats() const {
+  IngestStats s = stats_;
+  for (const auto& [path, seg] : segs_) {
+    for (const Ring& r : seg->rings) s.records += r.cursor.counters();
+  }
+  return s;
+}
+
+bool Ingestor::reclaim(const std::string& path) {
+  auto it = segs_.find(path);
+  if (it == segs_.end()) return false;
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+    log("cannot reclaim " + path + ": " + std::strerror(errno));
+    return false;
+  }
+  for (const Ring& r : it->second->rings) stats_.records += r.cursor.counters();
+  segs_.erase(it);
+  stats_.segments_reclaimed++;
+  return true;
+}
+
+}  // namespace scout::obs

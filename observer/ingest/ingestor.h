@@ -1,0 +1,110 @@
+// Node-local ingestion: finds every segment of the job on this host (including ones created
+// after start: the directory is rescanned each pass), attaches read-only, validates, and feeds
+// every record into the Model. Segments that break (bad header, SIGBUS because the file shrank)
+// are counted and dropped, never fatal. Reclaim (unlink) of segments whose owner is gone is
+// decided by the caller (Observer), which knows when their evidence is judged and stored.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "observer/core/model.h"
+#include "observer/ingest/liveness.h"
+#include "observer/ingest/ring_cursor.h"
+#include "plugin/shm/segment.h"
+
+namespace scout::obs {
+
+struct IngestOptions {
+  std::string shm_dir = "/dev/shm";
+  std::string job;
+  std::string host;              // only segments of this host ("" = every host in shm_dir)
+  int node_rank = 0;
+  LivenessFn liveness;           // default: owner_running
+  std::function<void(const std::string&)> log;  // one line per notable event (may be empty)
+};
+
+// Totals over the segments attached so far (rejections included).
+struct IngestStats {
+  uint64_t segments_attached = 0;
+  uint64_t segments_rejected = 0;  // files whose header fails validation now (retried each pass)
+  uint64_t segments_faulted = 0;   // dropped because the file shrank (seen before reading, or SIGBUS)
+  uint64_t segments_reclaimed = 0;
+  uint64_t rings_rejected = 0;     // ring headers with impossible values
+  RingCounters records;
+};
+
+class Ingestor {
+ public:
+  explicit Ingestor(IngestOptions opt);
+  ~Ingestor();
+
+  // One pass: rescan the directory, attach new segments, refresh liveness, read every ring and
+  // apply the records to `model`. `now_ns` is the observer clock.
+  void pass(Model& model, int64_t now_ns);
+
+  // A segment attached now or earlier, as the reclaim decision needs it.
+  struct SegmentView {
+    std::string path;
+    int proc = -1;
+    bool owner_gone = false;
+    bool closed = false;     // the writer set closed_ns (every communicator finalized)
+    bool drained = false;    // every record claimed so far read and final
+    int64_t last_event_ns = 0;
+    int64_t gone_ns = 0;     // observer time the owner was first seen gone
+  };
+  std::vector<SegmentView> segments() const;
+
+  // Unlinks `path` (a segment listed by segments()) and detaches from it. Returns false with a
+  // log line if unlink fails (e.g. permissions); the segment is then left alone.
+  bool reclaim(const std::string& path);
+
+  // Totals so far (record counters of attached and detached segments).
+  IngestStats stats() const;
+  size_t attached() const { return segs_.size(); }
+
+ private:
+  struct Ring {
+    bool known = false;
+    uint32_t generation = 0;
+    CommKey key;
+    int rank = -1;
+    uint64_t head = 0;
+    RingCursor cursor;
+  };
+  struct Segment {
+    std::string path;
+    std::unique_ptr<shm::SegmentReader> reader;
+    uint64_t bytes = 0;   // file size the header promised when attached
+    uint64_t inode = 0;   // file identity when attached
+    // Scratch copies filled inside the SIGBUS-guarded region: members, not locals, so a fault
+    // (which skips destructors) leaks nothing.
+    shm::SegmentInfo info;
+    shm::CommSnapshot cs;
+    int proc = -1;
+    bool owner_gone = false;
+    bool closed = false;
+    int64_t last_event_ns = 0;
+    int64_t gone_ns = 0;
+    std::vector<Ring> rings;
+  };
+  void attach_new();
+  enum class ReadResult { kOk, kFault, kShrunk, kForeign };
+  // Reads one segment; kFault (SIGBUS), kShrunk (the file no longer has the size its header
+  // promised) and kForeign (another job's header) drop it.
+  ReadResult read_segment(Segment& s, Model& model, int64_t now_ns);
+  void log(const std::string& line) const;
+
+  IngestOptions opt_;
+  std::map<std::string, std::unique_ptr<Segment>> segs_;
+  std::map<std::string, std::string> rejected_;  // path -> last error (retried each pass)
+  std::set<std::pair<std::string, uint64_t>> dropped_;  // (path, inode) dropped: not reattached
+  IngestStats stats_;  // records: counters of detached segments only
+};
+
+}  // namespace scout::obs

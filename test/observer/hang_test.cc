@@ -1,0 +1,333 @@
+// Hangs (design brief section 5): absent rank, stuck collective, mismatch, the wait-for chain
+// across communicators to the root, deadlock cycles, crashes, and "slow but progressing is not
+// hung". The hang timeout of the harness is 10 s.
+#include <gtest/gtest.h>
+
+#include "test/support/observer_harness.h"
+
+namespace {
+
+using namespace scout::testing;
+using scout::obs::Finding;
+using scout::obs::FindingKind;
+using scout::obs::Verdict;
+namespace shm = scout::shm;
+
+// Completes AllReduce #0..n-1 on `comm`, 10 ms apart from kT0.
+void history(FakeJob& job, int comm, int n) {
+  for (int s = 0; s < n; ++s) {
+    FakeColl c;
+    c.seq = uint64_t(s);
+    c.t0 = kT0 + s * 10 * kMs;
+    job.collective(comm, c);
+  }
+}
+
+// Enqueues (and optionally starts) an operation on one rank at time t.
+FakeRec op(FakeJob& job, int comm, int rank, uint8_t func, uint64_t seq, int64_t t, bool started = true) {
+  OpSpec s;
+  s.func = func;
+  s.key = seq;
+  s.enqueue_ns = t;
+  FakeRec r = job.enqueue(comm, rank, s);
+  if (started) FakeJob::start(r, t + 10'000);
+  return r;
+}
+
+TEST(Hang, AbsentRankIsNamedAfterTheTimeoutAndClosesWhenItJoins) {
+  ObserverHarness h(4);
+  int dp = h.job.add_comm(0xd1, {0, 1, 2, 3}, "dp");
+  history(h.job, dp, 5);
+  int64_t t = kT0 + 100 * kMs;
+  std::vector<FakeRec> w;
+  for (int r = 0; r < 3; ++r) w.push_back(op(h.job, dp, r, shm::kFuncAllReduce, 5, t));
+  h.pass(kT0 + 5 * kSec);
+  EXPECT_TRUE(h.findings().empty());  // waiting, but not for longer than the timeout
+  h.pass(t + 10 * kSec + kMs);
+  auto f = h.findings();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, FindingKind::kHang);
+  EXPECT_EQ(f[0].verdict, Verdict::kAttributed);
+  EXPECT_TRUE(f[0].open);
+  EXPECT_EQ(suspect_ranks(f[0]), std::vector<int>{3});
+  EXPECT_EQ(f[0].suspects[0].comm_rank, 3);
+  EXPECT_EQ(f[0].comm_hash, 0xd1u);
+  EXPECT_EQ(f[0].key->func, "AllReduce");
+  EXPECT_EQ(f[0].key->seq, 5u);
+  EXPECT_EQ(f[0].evidence["class"], "absent");
+  EXPECT_EQ(f[0].evidence["root"][0]["reason"], "idle");
+  EXPECT_EQ(f[0].evidence["waiting_ranks"], (nlohmann::json{0, 1, 2}));
+  EXPECT_EQ(f[0].evidence["chain"].size(), 3u);
+  EXPECT_EQ(f[0].summary, "rank 3 (node0, pid 3000003) never entered AllReduce #5 of dp (0x00000000000000d1); 3 ranks wait for it");
+  auto comms = h.sink.comms();
+  ASSERT_EQ(comms.size(), 1u);
+  EXPECT_EQ(comms[0].state, "hung");
+
+  // Rank 3 finally joins and everyone completes: the hang closes.
+  FakeRec late = op(h.job, dp, 3, shm::kFuncAllReduce, 5, t + 11 * kSec);
+  for (auto& r : w) FakeJob::complete(r, t + 11 * kSec + kMs);
+  FakeJob::complete(late, t + 11 * kSec + kMs);
+  h.pass(t + 12 * kSec);
+  f = h.findings();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_FALSE(f[0].open);
+  EXPECT_EQ(h.sink.comms()[0].state, "active");
+}
+
+TEST(Hang, SlowButProgressingIsNotHung) {
+  ObserverHarness h(2);
+  int tp = h.job.add_comm(0x71, {0, 1}, "tp");
+  // Each AllReduce takes 6 s (more than half the timeout); 8 of them back to back: 48 s of a
+  // communicator that always has ranks waiting inside a collective.
+  std::vector<FakeRec> cur;
+  for (int s = 0; s < 8; ++s) {
+    int64_t t = kT0 + s * 6 * kSec;
+    for (auto& r : cur) FakeJob::complete(r, t);
+    cur.clear();
+    for (int r = 0; r < 2; ++r) cur.push_back(op(h.job, tp, r, shm::kFuncAllReduce, uint64_t(s), t));
+    for (int64_t p = 0; p < 6; ++p) h.pass(t + p * kSec + 500 * kMs);
+  }
+  EXPECT_TRUE(h.findings().empty());
+  EXPECT_EQ(h.sink.comms()[0].state, "stalled");  // 5.5 s into a 6 s operation: slow, not hung
+}
+
+TEST(Hang, StuckCollectiveIsInconclusive) {
+  ObserverHarness h(4);
+  int dp = h.job.add_comm(0xd1, {0, 1, 2, 3}, "dp");
+  history(h.job, dp, 2);
+  for (int r = 0; r < 4; ++r) op(h.job, dp, r, shm::kFuncAllReduce, 2, kT0 + kSec);
+  h.pass(kT0 + 20 * kSec);
+  auto f = h.findings();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, FindingKind::kHang);
+  EXPECT_EQ(f[0].verdict, Verdict::kInconclusive);
+  EXPECT_TRUE(f[0].suspects.empty());
+  EXPECT_EQ(f[0].key->seq, 2u);
+  EXPECT_EQ(f[0].evidence["class"], "stuck");
+  EXPECT_EQ(f[0].evidence["root"][0]["reason"], "stuck");
+  EXPECT_EQ(f[0].evidence["waiting_ranks"], (nlohmann::json{0, 1, 2, 3}));
+}
+
+TEST(Hang, RanksInDifferentCollectivesAreADesync) {
+  ObserverHarness h(4);
+  int dp = h.job.add_comm(0xd1, {0, 1, 2, 3}, "dp");
+  history(h.job, dp, 3);
+  for (int r = 0; r < 3; ++r) op(h.job, dp, r, shm::kFuncAllReduce, 3, kT0 + kSec);
+  op(h.job, dp, 3, shm::kFuncAllGather, 0, kT0 + kSec);  // rank 3 called AllGather instead
+  h.pass(kT0 + 20 * kSec);
+  auto f = h.findings();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, FindingKind::kDesync);
+  EXPECT_EQ(f[0].verdict, Verdict::kAttributed);
+  EXPECT_EQ(suspect_ranks(f[0]), std::vector<int>{3});
+  EXPECT_EQ(f[0].key->func, "AllReduce");
+  EXPECT_EQ(f[0].key->seq, 3u);
+  EXPECT_EQ(f[0].evidence["source"], "hang");
+  EXPECT_EQ(f[0].evidence["hang"]["class"], "mismatch");
+  EXPECT_EQ(f[0].evidence["frontier_votes"][1]["value"]["func"], "AllGather");
+}
+
+TEST(Hang, TwoRanksInDifferentCollectivesAreInconclusive) {
+  ObserverHarness h(2);
+  int tp = h.job.add_comm(0x71, {0, 1}, "tp");
+  op(h.job, tp, 0, shm::kFuncAllReduce, 0, kT0);
+  op(h.job, tp, 1, shm::kFuncBroadcast, 0, kT0);
+  h.pass(kT0 + 20 * kSec);
+  auto f = h.findings();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, FindingKind::kDesync);
+  EXPECT_EQ(f[0].verdict, Verdict::kInconclusive);
+  EXPECT_TRUE(f[0].suspects.empty());
+}
+
+TEST(Hang, WaitForChainAcrossThreeCommunicatorsEndsAtTheRoot) {
+  ObserverHarness h(4);
+  int a = h.job.add_comm(0xa, {0, 1}, "a");
+  int b = h.job.add_comm(0xb, {1, 2}, "b");
+  int c = h.job.add_comm(0xc, {2, 3}, "c");
+  // Rank 3 stopped issuing. Rank 2 waits for it in c; rank 1 waits for rank 2 in b (rank 2 never
+  // got there); rank 0 waits for rank 1 in a.
+  op(h.job, c, 0, shm::kFuncAllReduce, 0, kT0);          // comm rank 0 of c = rank 2
+  op(h.job, b, 0, shm::kFuncAllReduce, 0, kT0 + kMs);    // comm rank 0 of b = rank 1
+  op(h.job, a, 0, shm::kFuncAllReduce, 0, kT0 + 2 * kMs);  // comm rank 0 of a = rank 0
+  h.pass(kT0 + 20 * kSec);
+  auto f = h.findings();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, FindingKind::kHang);
+  EXPECT_EQ(suspect_ranks(f[0]), std::vector<int>{3});
+  EXPECT_EQ(f[0].comm_hash, 0xcu);
+  EXPECT_EQ(f[0].evidence["waiting_ranks"], (nlohmann::json{0, 1, 2}));
+  const auto& chain = f[0].evidence["chain"];
+  ASSERT_EQ(chain.size(), 3u);
+  EXPECT_EQ(chain[0]["rank"], 2);
+  EXPECT_EQ(chain[0]["waits_for"], 3);
+  EXPECT_EQ(chain[0]["comm"]["name"], "c");
+  EXPECT_EQ(chain[1]["rank"], 1);
+  EXPECT_EQ(chain[1]["waits_for"], 2);
+  EXPECT_EQ(chain[1]["comm"]["name"], "b");
+  EXPECT_EQ(chain[2]["rank"], 0);
+  EXPECT_EQ(chain[2]["waits_for"], 1);
+  EXPECT_EQ(chain[2]["why"], "absent");
+  EXPECT_EQ(f[0].evidence["comms"].size(), 3u);
+  EXPECT_NE(f[0].summary.find("3 ranks wait (through 3 communicators) for it"), std::string::npos) << f[0].summary;
+}
+
+TEST(Hang, ChainThroughARankWhoseGpuIsBusyElsewhere) {
+  ObserverHarness h(3);
+  int x = h.job.add_comm(0x10, {0, 1}, "x");
+  int y = h.job.add_comm(0x20, {1, 2}, "y");
+  // Rank 1 enqueued x#0 but its GPU is inside y#0, where it waits for rank 2 (absent).
+  op(h.job, x, 0, shm::kFuncAllReduce, 0, kT0);
+  op(h.job, y, 0, shm::kFuncAllReduce, 0, kT0);
+  op(h.job, x, 1, shm::kFuncAllReduce, 0, kT0 + kMs, /*started=*/false);
+  h.pass(kT0 + 20 * kSec);
+  auto f = h.findings();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(suspect_ranks(f[0]), std::vector<int>{2});
+  EXPECT_EQ(f[0].comm_hash, 0x20u);
+  EXPECT_EQ(f[0].evidence["waiting_ranks"], (nlohmann::json{0, 1}));
+  EXPECT_EQ(f[0].evidence["chain"][1]["why"], "not-started");
+}
+
+TEST(Hang, CycleAcrossTwoCommunicatorsIsADeadlock) {
+  ObserverHarness h(2);
+  int x = h.job.add_comm(0x10, {0, 1}, "x");
+  int y = h.job.add_comm(0x20, {0, 1}, "y");
+  // Rank 0 runs x#0 then y#0; rank 1 runs y#0 then x#0, on one stream each.
+  op(h.job, x, 0, shm::kFuncAllReduce, 0, kT0);
+  op(h.job, y, 0, shm::kFuncAllReduce, 0, kT0 + kMs, false);
+  op(h.job, y, 1, shm::kFuncAllReduce, 0, kT0);
+  op(h.job, x, 1, shm::kFuncAllReduce, 0, kT0 + kMs, false);
+  h.pass(kT0 + 20 * kSec);
+  auto f = h.findings();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, FindingKind::kDeadlock);
+  EXPECT_EQ(suspect_ranks(f[0]), (std::vector<int>{0, 1}));
+  EXPECT_EQ(f[0].evidence["cycle"].size(), 2u);
+  EXPECT_EQ(f[0].evidence["cycle"][0]["why"], "not-started");
+}
+
+TEST(Hang, DeadRankThatPeersWaitForIsACrashBeforeTheTimeout) {
+  ObserverHarness h(4);
+  int dp = h.job.add_comm(0xd1, {0, 1, 2, 3}, "dp");
+  history(h.job, dp, 5);
+  int64_t t = kT0 + kSec;
+  for (int r = 0; r < 3; ++r) op(h.job, dp, r, shm::kFuncAllReduce, 5, t);
+  h.job.kill(3);  // died without finalizing
+  h.pass(t + 100 * kMs);
+  EXPECT_TRUE(h.findings().empty());  // within the crash grace
+  h.pass(t + 1200 * kMs);
+  auto f = h.findings();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, FindingKind::kCrash);
+  EXPECT_EQ(f[0].verdict, Verdict::kAttributed);
+  EXPECT_EQ(suspect_ranks(f[0]), std::vector<int>{3});
+  EXPECT_EQ(f[0].key->seq, 5u);
+  EXPECT_EQ(f[0].evidence["waiting_ranks"], (nlohmann::json{0, 1, 2}));
+  EXPECT_EQ(f[0].evidence["finalized"], false);
+  // Past the hang timeout it is still one crash finding, not a crash plus a hang.
+  h.pass(t + 30 * kSec);
+  f = h.findings();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, FindingKind::kCrash);
+  bool dead = false;
+  for (const auto& r : h.sink.ranks()) dead |= r.global_rank == 3 && r.state == "dead";
+  EXPECT_TRUE(dead);
+}
+
+TEST(Hang, RankThatDiesInsideTheCollectiveIsACrash) {
+  ObserverHarness h(4);
+  int dp = h.job.add_comm(0xd1, {0, 1, 2, 3}, "dp");
+  history(h.job, dp, 2);
+  for (int r = 0; r < 4; ++r) op(h.job, dp, r, shm::kFuncAllReduce, 2, kT0 + kSec);  // all started
+  h.job.kill(1);
+  h.pass(kT0 + 2 * kSec);
+  h.pass(kT0 + 4 * kSec);
+  auto f = h.findings();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, FindingKind::kCrash);
+  EXPECT_EQ(suspect_ranks(f[0]), std::vector<int>{1});
+  EXPECT_EQ(f[0].evidence["open_ops"][0]["state"], "running");
+  EXPECT_EQ(f[0].evidence["chain"][0]["why"], "dead");
+  h.pass(kT0 + 30 * kSec);  // not also a stuck hang
+  EXPECT_EQ(h.findings().size(), 1u);
+}
+
+TEST(Hang, ObserverStartedAfterACrashDecidesAtOnce) {
+  ObserverHarness h(2);
+  int tp = h.job.add_comm(0x71, {0, 1}, "tp");
+  op(h.job, tp, 0, shm::kFuncAllReduce, 0, kT0);
+  h.job.header(1)->last_event_ns.store(kT0, std::memory_order_relaxed);
+  h.job.kill(1);
+  h.pass(kT0 + 3 * kSec);
+  auto f = h.findings();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, FindingKind::kCrash);
+  EXPECT_EQ(suspect_ranks(f[0]), std::vector<int>{1});
+}
+
+TEST(Hang, ExitWithNobodyWaitingIsNoFinding) {
+  ObserverHarness h(4);
+  int dp = h.job.add_comm(0xd1, {0, 1, 2, 3}, "dp");
+  history(h.job, dp, 5);
+  h.job.kill(2);                    // exited without destroying communicators
+  h.job.kill(3, /*finalized=*/true);  // clean exit
+  h.pass(kT0 + 30 * kSec);
+  EXPECT_TRUE(h.findings().empty());
+  std::map<int, std::string> state;
+  for (const auto& r : h.sink.ranks()) state[r.global_rank] = r.state;
+  EXPECT_EQ(state[1], "running");
+  EXPECT_EQ(state[2], "dead");
+  EXPECT_EQ(state[3], "exited");
+}
+
+TEST(Hang, RootThatDiesAfterTheHangWasReportedStaysOneHangFinding) {
+  ObserverHarness h(2);
+  int tp = h.job.add_comm(0x71, {0, 1}, "tp");
+  op(h.job, tp, 0, shm::kFuncAllReduce, 0, kT0);
+  h.pass(kT0 + 11 * kSec);
+  ASSERT_EQ(h.findings().size(), 1u);
+  EXPECT_EQ(h.findings()[0].kind, FindingKind::kHang);
+  h.job.kill(1);  // the launcher kills the stopped rank
+  h.pass(kT0 + 15 * kSec);
+  h.pass(kT0 + 17 * kSec);
+  auto f = h.findings();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, FindingKind::kHang);
+  EXPECT_TRUE(f[0].open);
+  EXPECT_NE(f[0].summary.find("(the process has since exited)"), std::string::npos) << f[0].summary;
+}
+
+TEST(Hang, TwoIndependentHangsAreTwoFindings) {
+  ObserverHarness h(4);
+  int a = h.job.add_comm(0xa, {0, 1}, "a");
+  int b = h.job.add_comm(0xb, {2, 3}, "b");
+  op(h.job, a, 0, shm::kFuncAllReduce, 0, kT0);
+  op(h.job, b, 1, shm::kFuncAllGather, 0, kT0);
+  h.pass(kT0 + 20 * kSec);
+  auto f = h.findings();
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_EQ(suspect_ranks(f[0]), std::vector<int>{1});
+  EXPECT_EQ(suspect_ranks(f[1]), std::vector<int>{2});
+}
+
+TEST(Hang, PointToPointReceiverThatNeverPostsIsTheRoot) {
+  ObserverHarness h(2);
+  int pp = h.job.add_comm(0x99, {0, 1}, "pp");
+  OpSpec s;
+  s.kind = shm::kKindSend;
+  s.func = shm::kFuncSend;
+  s.key = 4;
+  s.peer = 1;
+  s.enqueue_ns = kT0;
+  FakeJob::start(h.job.enqueue(pp, 0, s), kT0 + 10);
+  h.pass(kT0 + 20 * kSec);
+  auto f = h.findings();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, FindingKind::kHang);
+  EXPECT_EQ(suspect_ranks(f[0]), std::vector<int>{1});
+  EXPECT_EQ(f[0].key->func, "Recv");  // the receive it never posted
+  EXPECT_EQ(f[0].key->seq, 4u);
+}
+
+}  // namespace
