@@ -51,6 +51,10 @@ std::vector<std::string> worker_env(const SimOptions& o, const Layout& L, int ra
   if (o.nodes > 1) set["SCOUT_HOST"] = Layout::host_name(c.node);
   if (!std::getenv("SCOUT_GPU"))
     set["SCOUT_GPU"] = "GPU-sim-" + Layout::host_name(c.node) + "-" + std::to_string(c.local_rank);
+  // Emulated kernels are far faster than hashing on a CPU, so the adaptive budget would raise
+  // each rank's sampling level at its own pace and leave operations with partial votes. The
+  // drill wants every sampled operation judged: budget off unless the user set one.
+  if (!std::getenv("SCOUT_FP_BUDGET")) set["SCOUT_FP_BUDGET"] = "0";
   if (!plugin.empty()) set["NCCL_PROFILER_PLUGIN"] = plugin;
   std::vector<std::string> env;
   for (char** e = environ; e && *e; ++e) {
