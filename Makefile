@@ -88,7 +88,7 @@ NVCC_FLAGS := -std=c++17 -O3 -Iinclude -I. $(NVCC_GENCODE)
 .DEFAULT_GOAL := all
 
 all: $(PLUGIN) $(BINS)
-tests: all $(TESTS)
+tests: all $(TESTS) $(BENCHES)
 benches: all $(BENCHES)
 
 # ---------------------------------------------------------------- rules

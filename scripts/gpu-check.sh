@@ -65,7 +65,7 @@ if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1
   say "torch: $(python3 -c 'import torch; print(torch.__version__, "cuda", torch.version.cuda, "nccl", ".".join(map(str, torch.cuda.nccl.version())))' 2>/dev/null)"
 fi
 if [ $HAVE_GPU -eq 0 ]; then
-  say "gpu: none found (nvidia-smi): GPU steps 1-5 are skipped; running the CPU-side steps"
+  say "gpu: none found (nvidia-smi): skipping the GPU parts of step 1 and steps 2-5; running the CPU-side steps"
 fi
 
 # ---------------------------------------------------------------- step 1: fingerprint kernel
@@ -82,7 +82,7 @@ if [ -x "$FPBENCH" ]; then
     grep -E 'MiB|ratio|target' "$LOGS/fp-bench.txt" | sed 's/^/step1: /' | tee -a "$SUMMARY"
   else
     timeout 120 "$FPBENCH" > "$LOGS/fp-bench.txt" 2>&1
-    grep -E 'ratio|target|GPU' "$LOGS/fp-bench.txt" | sed 's/^/step1 (CPU only): /' | tee -a "$SUMMARY"
+    grep -E 'KiB|MiB|ratio|target|GPU' "$LOGS/fp-bench.txt" | sed 's/^/step1 (CPU only): /' | tee -a "$SUMMARY"
   fi
 else
   say "step1: skipped: $FPBENCH not built (make benches)"
@@ -96,7 +96,7 @@ if [ -x "$B/bin/scout-sim" ] && [ -x "$OBSERVER" ]; then
   job=cpucheck-$$
   store=$WORK/$job.db
   timeout 60 "$B/bin/scout-sim" --ranks 8 --tp 2 --pp 2 --steps 30 --job "$job" \
-      --fault straggler:rank=5,step=5,ms=30 --truth "$WORK/$job.truth.jsonl" > "$LOGS/$job.sim.txt" 2>&1
+      --fault straggler:rank=5,step=5,ms=100 --truth "$WORK/$job.truth.jsonl" > "$LOGS/$job.sim.txt" 2>&1
   timeout 60 "$OBSERVER" --job "$job" --store "$store" --once > "$LOGS/$job.observer.txt" 2>&1
   "$SCOUT" findings --json --store "$store" > "$WORK/$job.findings.jsonl" 2>>"$LOGS/$job.observer.txt"
   if grep -q '"kind":"straggler"' "$WORK/$job.findings.jsonl" && grep -q '"global_rank":5' "$WORK/$job.findings.jsonl"; then
