@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <algorithm>
@@ -295,59 +296,16 @@ void Recorder::start_v6(void* context, void* handle_out, const abi::DescrV6* d, 
 }
 
 void Recorder::start_v4(void* context, void* handle_out, const abi::DescrV4* d, int result) {
-  StartEntry e{};
-  switch (d->type) {
-    case abi::kEvColl:
-      e.u64[0] = d->coll.seqNumber;
-      e.str[0] = string_id(d->coll.func);
-      e.ptr[0] = raw(d->coll.sendBuff);
-      e.ptr[1] = raw(d->coll.recvBuff);
-      e.u64[1] = d->coll.count;
-      e.i32[0] = d->coll.root;
-      e.str[1] = string_id(d->coll.datatype);
-      e.u8[0] = d->coll.nChannels;
-      e.u8[1] = d->coll.nWarps;
-      e.str[2] = string_id(d->coll.algo);
-      e.str[3] = string_id(d->coll.proto);
-      break;
-    case abi::kEvP2p:
-      e.str[0] = string_id(d->p2p.func);
-      e.ptr[0] = raw(d->p2p.buff);
-      e.str[1] = string_id(d->p2p.datatype);
-      e.u64[1] = d->p2p.count;
-      e.i32[0] = d->p2p.peer;
-      e.u8[0] = d->p2p.nChannels;
-      break;
-    case abi::kEvProxyOp:
-      e.i32[0] = d->proxyOp.peer;
-      e.i32[1] = d->proxyOp.isSend;
-      e.i32[2] = d->proxyOp.pid;
-      e.i32[3] = d->proxyOp.channelId;
-      e.i32[4] = d->proxyOp.nSteps;
-      e.i32[5] = d->proxyOp.chunkSize;
-      break;
-    case abi::kEvProxyStep:
-      e.i32[0] = d->proxyStep.step;
-      break;
-    case abi::kEvKernelCh:
-      e.i32[3] = d->kernelCh.channelId;
-      e.u64[2] = d->kernelCh.pTimer;
-      break;
-    case abi::kEvNetPlugin:
-      e.u64[0] = static_cast<uint64_t>(d->netPlugin.id);
-      e.ptr[0] = raw(d->netPlugin.data);
-      break;
-    default:
-      break;
-  }
-  header(&e.h, kEntryStart, 4, sizeof(e));
-  e.context = raw(context);
-  e.handle_out = raw(handle_out);
-  e.type = d->type;
-  e.parent = raw(d->parentObj);
-  e.rank = d->rank;
-  e.result = result;
-  append(&e, sizeof(e));
+  // v4's union members (coll, p2p, proxyOp, proxyStep, kernelCh, netPlugin) have the same
+  // offsets as v5's (digest 2.5), and v4 never carries the v5-only types: view it as v5.
+  abi::DescrV5 v5{};
+  v5.type = d->type;
+  v5.parentObj = d->parentObj;
+  v5.rank = d->rank;
+  std::memcpy(reinterpret_cast<char*>(&v5) + offsetof(abi::DescrV5, coll),
+              reinterpret_cast<const char*>(d) + offsetof(abi::DescrV4, coll),
+              sizeof(abi::DescrV4) - offsetof(abi::DescrV4, coll));
+  start_v5(4, context, handle_out, &v5, result);
 }
 
 void Recorder::stop(int abi, void* handle, int result) {
