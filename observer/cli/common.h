@@ -79,6 +79,7 @@ struct RunOptions {
   std::vector<std::string> observer_args;  // forwarded flags
   double start_timeout_s = 30;             // wait for the observer's first pass before COMMAND
   double stop_timeout_s = 30;              // SIGTERM -> SIGKILL grace for the observer
+  bool keep_segments = false;              // keep the job's segments after the final pass
   std::vector<std::string> command;
 };
 

@@ -82,6 +82,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 3600.0));
   s_run->add_option("--stop-timeout", run.stop_timeout_s, "Seconds the observer gets to flush after COMMAND ends")
       ->check(CLI::Range(0.0, 3600.0));
+  s_run->add_flag("--keep-segments", run.keep_segments,
+                  "Keep the job's shared-memory segments after the observer's final pass (for scout dump)");
   s_run->add_option("command", run.command, "COMMAND and its arguments, after --")->required();
 
   DumpOptions dump;

@@ -21,6 +21,7 @@
 #include "observer/cli/common.h"
 #include "observer/store/paths.h"
 #include "observer/store/sqlite.h"
+#include "plugin/shm/segment.h"
 #include "scout/config.h"
 
 namespace scout::cli {
@@ -176,6 +177,22 @@ Ready wait_ready(pid_t pid, const std::string& store, int64_t since_ns, double t
   }
 }
 
+// After the observer's final pass: unlinks the job's segments in `dir` whose owner process is
+// gone (everything in them has been read, judged and stored), as the observer itself would after
+// SCOUT_OBSERVER_RECLAIM_S, so runs do not fill /dev/shm. Segments of live processes and files
+// that are not scout segments are left alone. Returns how many were removed.
+int reclaim_segments(const std::string& dir, const std::string& job) {
+  int removed = 0;
+  for (const auto& path : shm::list_segments(dir, job)) {
+    std::string err;
+    auto seg = shm::SegmentReader::open(path, &err);
+    if (!seg || seg->owner_alive()) continue;
+    seg.reset();
+    if (::unlink(path.c_str()) == 0) ++removed;
+  }
+  return removed;
+}
+
 int64_t wall_now_ns() {
   struct timespec ts;
   ::clock_gettime(CLOCK_REALTIME, &ts);
@@ -271,6 +288,12 @@ int cmd_run(const RunOptions& o) {
     int st = stop_observer(obs_pid, o.stop_timeout_s);
     if (st >= 0 && exit_code(st) != 0) {
       std::cerr << "scout: " << kObserverName << " exited with status " << exit_code(st) << "\n";
+    }
+    // Its final pass is in the store: the segments of the job's finished processes have served.
+    // Kept when the observer did not finish cleanly (a later `scout-observer --once` can still
+    // read them), with --keep-segments, and with SCOUT_OBSERVER_RECLAIM_S=-1.
+    if (st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 && !o.keep_segments && cfg.observer_reclaim_s >= 0) {
+      reclaim_segments(cfg.shm_dir, job);
     }
   }
 

@@ -14,7 +14,7 @@ namespace {
 
 // Lists longer than these are cut, with a pointer to the full view, to keep one screen.
 constexpr size_t kMaxRankLines = 8;
-constexpr size_t kMaxCommLines = 12;
+constexpr size_t kMaxCommLines = 16;
 constexpr size_t kMaxFindingLines = 10;
 constexpr size_t kMaxHostsListed = 4;
 
