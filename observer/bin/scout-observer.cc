@@ -89,10 +89,14 @@ int main(int argc, char** argv) {
   scout::obs::Observer observer(cl.opt, store.get());
   std::map<std::string, bool> seen;
   while (true) {
+    // The final pass must begin after the stop request: a pass already under way when SIGTERM
+    // arrives may have read the segments before the job's last records (e.g. `scout run` stops
+    // the observer right after COMMAND exits), so one more pass follows it.
+    const bool final_pass = g_stop.load();
     observer.pass(scout::shm::wall_ns());
     if (!cl.quiet) announce(observer.findings(), &seen);
-    if (cl.once) break;
-    if (g_stop.load()) break;  // the pass above was the final one
+    if (cl.once || final_pass) break;
+    if (g_stop.load()) continue;  // requested during the pass: the final pass now
     timespec ts{time_t(cl.opt.interval_ns / 1'000'000'000), long(cl.opt.interval_ns % 1'000'000'000)};
     nanosleep(&ts, nullptr);  // a signal ends the sleep early; the next pass is the final one
   }

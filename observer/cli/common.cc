@@ -1,10 +1,34 @@
 #include "observer/cli/common.h"
 
+#include <cctype>
+#include <cstring>
+
 #include "observer/store/paths.h"
 #include "observer/store/sqlite.h"
 #include "scout/config.h"
 
 namespace scout::cli {
+namespace {
+
+// `s` as one shell word: unchanged when it holds only safe characters, else in single quotes.
+std::string shell_word(const std::string& s) {
+  bool safe = !s.empty();
+  for (char c : s) {
+    safe = safe && (std::isalnum(static_cast<unsigned char>(c)) || (c != 0 && std::strchr("@%_+=:,./-", c) != nullptr));
+  }
+  if (safe) return s;
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+}  // namespace
+
+std::string store_selector(const StoreOptions& o) {
+  if (!o.store.empty()) return "--store " + shell_word(o.store);
+  if (o.job.empty()) return "";
+  return "--job " + shell_word(o.job) + (o.node != 0 ? " --node " + std::to_string(o.node) : "");
+}
 
 std::string store_path(const StoreOptions& o) {
   if (!o.store.empty()) return o.store;

@@ -34,6 +34,9 @@ struct StoreOptions {
   int node = 0;
 };
 
+// The flags that name this store on a command line ("--store PATH", "--job ID [--node K]", or ""
+// when the store comes from the environment), quoted for a POSIX shell where needed.
+std::string store_selector(const StoreOptions& o);
 // The path StoreOptions names. Throws UsageError.
 std::string store_path(const StoreOptions& o);
 // Opens that store; store errors become UsageError with the store's one-line message.
@@ -41,6 +44,9 @@ std::unique_ptr<store::StoreReader> open_store(const StoreOptions& o);
 
 struct StatusOptions {
   bool json = false;
+  // How the user named the store ("--job demo", "--store /x.db", or "" for the environment's
+  // job), repeated in the hints at the end of the text so they can be pasted as printed.
+  std::string selector;
 };
 struct ReportOptions {
   std::string comm;        // "" = all; "0x..." = commHash, else name
@@ -57,10 +63,23 @@ struct ExportOptions {
   std::string format;  // jsonl | prometheus | chrome-trace
   std::string out;     // "" or "-" = stdout
 };
+// `scout dump`: segment paths, or the segments of a job in a directory (default: the job from
+// the environment, SCOUT_SHM_DIR), optionally of one host.
+struct DumpOptions {
+  std::vector<std::string> paths;
+  std::string job, dir, host;
+  bool no_ops = false;  // segment and comm lines only
+  int64_t ring = -1;    // >= 0: only this ring
+};
+// `scout run`. The job is --job, else the environment's (SCOUT_JOB_ID, TORCHELASTIC_RUN_ID,
+// SLURM_JOB_ID), else a fresh "run-<YYYYmmdd-HHMMSS>-<pid>".
 struct RunOptions {
-  StoreOptions where;                   // job and store passed to the observer
+  StoreOptions where;                      // job and store passed to the observer
+  int nodes = 1;                           // observers in the job (--nodes, also forwarded)
   std::vector<std::string> observer_args;  // forwarded flags
-  double stop_timeout_s = 30;           // SIGTERM -> SIGKILL grace for the observer
+  double start_timeout_s = 30;             // wait for the observer's first pass before COMMAND
+  double stop_timeout_s = 30;              // SIGTERM -> SIGKILL grace for the observer
+  bool keep_segments = false;              // keep the job's segments after the final pass
   std::vector<std::string> command;
 };
 
@@ -74,6 +93,10 @@ int cmd_export(store::StoreReader& rd, const ExportOptions& o, std::ostream& out
 int cmd_config(bool markdown, bool json, std::ostream& out);
 int cmd_hash(const std::string& path, std::ostream& out);
 int cmd_run(const RunOptions& o);
+// Dumps every segment it can read; a path that is not a readable segment prints one line
+// "scout: <why>" on stderr and the command goes on, then returns kExitUsage. Throws UsageError
+// when --job finds no segment.
+int cmd_dump(const DumpOptions& o, std::ostream& out);
 
 // Entry point of build/bin/scout.
 int main(int argc, char** argv);

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "observer/cli/evidence_kinds.h"
 #include "observer/cli/format.h"
 
 namespace scout::cli {
@@ -192,11 +193,37 @@ std::string render_json_generic(const nlohmann::json& j, int64_t origin_ns, cons
   return out;
 }
 
+std::string render_generic_entry(const std::string& key, const nlohmann::json& value, int64_t origin_ns,
+                                 const std::string& indent) {
+  std::string out;
+  render_entry(key, value, origin_ns, indent, &out);
+  return out;
+}
+
 std::string render_evidence(const obs::Finding& f, int64_t origin_ns, const std::string& indent) {
-  if (f.evidence.is_null() || (f.evidence.is_object() && f.evidence.empty())) {
-    return indent + "(no evidence recorded)\n";
+  const nlohmann::json& e = f.evidence;
+  if (e.is_null() || (e.is_object() && e.empty())) return indent + "(no evidence recorded)\n";
+  // Evidence of the node-local detectors (docs/findings.md); anything else (the observer
+  // network's drill-down, another kind) is rendered by shape.
+  if (!e.is_object() || (e.contains("source") && e["source"] == "cross-node drill-down")) {
+    return render_json_generic(e, origin_ns, indent);
   }
-  return render_json_generic(f.evidence, origin_ns, indent);
+  using K = obs::FindingKind;
+  void (*kind)(const obs::Finding&, ev::EvidenceText&) = nullptr;
+  switch (f.kind) {
+    case K::kHang: kind = e.contains("root") ? ev::hang : nullptr; break;
+    case K::kDeadlock: kind = e.contains("cycle") ? ev::deadlock : nullptr; break;
+    case K::kCrash: kind = e.contains("pid") ? ev::crash : nullptr; break;
+    case K::kDesync: kind = e.contains("source") ? ev::desync : nullptr; break;
+    case K::kSdc: kind = e.contains("check") ? ev::sdc : nullptr; break;
+    case K::kNan: kind = e.contains("origin") ? ev::nan : nullptr; break;
+    case K::kStraggler: kind = e.contains("comms") ? ev::straggler : nullptr; break;
+    case K::kSlowLink: kind = e.contains("slow") ? ev::slowlink : nullptr; break;
+  }
+  if (!kind) return render_json_generic(e, origin_ns, indent);
+  ev::EvidenceText t(e, origin_ns, indent);
+  kind(f, t);
+  return t.finish();
 }
 
 }  // namespace scout::cli

@@ -22,8 +22,13 @@ int cmd_explain(store::StoreReader& rd, int64_t id, bool json, std::ostream& out
       << obs::to_string(f->verdict) << ", " << (f->open ? "open" : "closed") << "\n";
   if (!f->summary.empty()) out << "summary: " << f->summary << "\n";
   if (f->suspects.empty()) {
+    // Why nobody is named (docs/findings.md): votes without a strict majority, or a failure the
+    // records cannot pin on a rank (a stuck collective, a slow communicator).
+    const bool vote = f->kind == obs::FindingKind::kSdc || f->kind == obs::FindingKind::kDesync;
     out << "suspects: none named"
-        << (f->verdict == obs::Verdict::kInconclusive ? " (inconclusive: no strict majority)" : "")
+        << (f->verdict != obs::Verdict::kInconclusive ? ""
+            : vote                                   ? " (inconclusive: no strict majority)"
+                                                     : " (inconclusive: see the evidence)")
         << "\n";
   } else {
     out << (f->suspects.size() == 1 ? "suspect:" : "suspects:") << "\n";

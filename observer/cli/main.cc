@@ -78,9 +78,22 @@ int main(int argc, char** argv) {
   s_run->add_option("--interval", interval, "Observer: analysis interval in ms");
   s_run->add_option("--observer-arg", run.observer_args, "Any other flag for scout-observer, one per use: --observer-arg=--once")
       ->allow_extra_args(false);
+  s_run->add_option("--start-timeout", run.start_timeout_s, "Seconds to wait for the observer's first pass before COMMAND starts")
+      ->check(CLI::Range(0.0, 3600.0));
   s_run->add_option("--stop-timeout", run.stop_timeout_s, "Seconds the observer gets to flush after COMMAND ends")
       ->check(CLI::Range(0.0, 3600.0));
+  s_run->add_flag("--keep-segments", run.keep_segments,
+                  "Keep the job's shared-memory segments after the observer's final pass (for scout dump)");
   s_run->add_option("command", run.command, "COMMAND and its arguments, after --")->required();
+
+  DumpOptions dump;
+  CLI::App* s_dump = app.add_subcommand("dump", "Records of shared-memory segments as JSON lines");
+  s_dump->add_option("paths", dump.paths, "Segment files (default: the segments of --job in --dir)");
+  s_dump->add_option("--job", dump.job, "Job whose segments to dump (default: SCOUT_JOB_ID, TORCHELASTIC_RUN_ID, SLURM_JOB_ID)");
+  s_dump->add_option("--dir", dump.dir, "Directory of the segments (default: SCOUT_SHM_DIR, /dev/shm)");
+  s_dump->add_option("--host", dump.host, "Only segments of this host (default: every host)");
+  s_dump->add_flag("--no-ops", dump.no_ops, "Segment and communicator lines only");
+  s_dump->add_option("--ring", dump.ring, "Only this ring (communicator slot)")->check(CLI::Range(0, kMaxCount));
 
   std::string hash_path;
   CLI::App* s_hash = app.add_subcommand("hash", "Fingerprint of a file's bytes (16 hex digits)");
@@ -110,6 +123,7 @@ int main(int argc, char** argv) {
   try {
     if (*s_config) return cmd_config(cfg_markdown, cfg_json, std::cout);
     if (*s_hash) return cmd_hash(hash_path, std::cout);
+    if (*s_dump) return cmd_dump(dump, std::cout);
     if (*s_run) {
       auto forward = [&](const char* flag, const std::string& v) {
         if (v.empty()) return;
@@ -120,6 +134,13 @@ int main(int argc, char** argv) {
       forward("--rdzv", rdzv);
       forward("--node-rank", node_rank);
       forward("--nodes", nodes);
+      if (!nodes.empty()) {
+        try {
+          run.nodes = std::stoi(nodes);
+        } catch (...) {
+          throw UsageError("--nodes " + nodes + ": not an integer");
+        }
+      }
       if (!node_rank.empty()) {
         try {
           run.where.node = std::stoi(node_rank);
@@ -130,6 +151,7 @@ int main(int argc, char** argv) {
       return cmd_run(run);
     }
     auto rd = open_store(where);
+    status.selector = store_selector(where);
     if (*s_status) return cmd_status(*rd, status, std::cout);
     if (*s_report) return cmd_report(*rd, report, std::cout);
     if (*s_findings) return cmd_findings(*rd, findings, std::cout);

@@ -1,7 +1,8 @@
 // `scout run [--job ID] [--store PATH] [observer flags] -- COMMAND...`: runs COMMAND (e.g.
-// torchrun ...) under scout: starts scout-observer for the job, sets NCCL_PROFILER_PLUGIN and
-// SCOUT_JOB_ID for COMMAND, waits for it, stops the observer with SIGTERM (it makes a final
-// pass and flushes the store), prints `scout status`, and exits with COMMAND's exit status.
+// torchrun ...) under scout: starts scout-observer for the job and waits for its first pass, sets
+// NCCL_PROFILER_PLUGIN and SCOUT_JOB_ID for COMMAND, waits for it, stops the observer with SIGTERM
+// (it makes a final pass and flushes the store), prints `scout status`, and exits with COMMAND's
+// exit status. docs/cli.md, "scout run".
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
@@ -14,11 +15,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <ctime>
 #include <thread>
 
 #include "observer/cli/common.h"
 #include "observer/store/paths.h"
 #include "observer/store/sqlite.h"
+#include "plugin/shm/segment.h"
 #include "scout/config.h"
 
 namespace scout::cli {
@@ -126,12 +129,87 @@ int stop_observer(pid_t pid, double timeout_s) {
   }
 }
 
+// "run-20250131-120005-4242": a job id of this run alone, so running a demo again never mixes
+// its findings with the previous run's.
+std::string fresh_job_id() {
+  time_t now = ::time(nullptr);
+  struct tm tm;
+  ::localtime_r(&now, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof(buf), "run-%Y%m%d-%H%M%S", &tm);
+  return std::string(buf) + "-" + std::to_string(::getpid());
+}
+
+// The job: --job, else the job of the environment (SCOUT_JOB_ID, TORCHELASTIC_RUN_ID,
+// SLURM_JOB_ID: the same on every node of a job), else a fresh id.
+std::string run_job_id(const RunOptions& o, const config::Config& cfg, bool* fresh) {
+  *fresh = false;
+  if (!o.where.job.empty()) return o.where.job;
+  std::string env_job = store::resolve_job_id(cfg.job_id);
+  if (env_job != "default" || !cfg.job_id.empty()) return env_job;
+  *fresh = true;
+  return fresh_job_id();
+}
+
+enum class Ready { kReady, kExited, kTimeout };
+
+// Waits until the observer has committed its first pass to `store` (the job header's started_ns
+// is at or after `since_ns`: this observer, not an earlier run appending to the same store), or
+// it exited (*status set), or `timeout_s` passed. COMMAND starts only then, so the observer sees
+// the job from its first record and a SIGTERM at the end always finds its handler in place.
+Ready wait_ready(pid_t pid, const std::string& store, int64_t since_ns, double timeout_s, int* status) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (true) {
+    pid_t r = ::waitpid(pid, status, WNOHANG);
+    if (r == pid) return Ready::kExited;
+    struct stat st;
+    if (::stat(store.c_str(), &st) == 0) {
+      try {
+        auto rd = store::StoreReader::open(store);
+        std::optional<obs::JobInfo> job = rd->job();
+        if (job && job->started_ns >= since_ns) return Ready::kReady;
+      } catch (const std::exception&) {
+        // Being created: not a complete store yet.
+      }
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return Ready::kTimeout;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+// After the observer's final pass: unlinks the job's segments in `dir` whose owner process is
+// gone (everything in them has been read, judged and stored), as the observer itself would after
+// SCOUT_OBSERVER_RECLAIM_S, so runs do not fill /dev/shm. Segments of live processes and files
+// that are not scout segments are left alone. Returns how many were removed.
+int reclaim_segments(const std::string& dir, const std::string& job) {
+  int removed = 0;
+  for (const auto& path : shm::list_segments(dir, job)) {
+    std::string err;
+    auto seg = shm::SegmentReader::open(path, &err);
+    if (!seg || seg->owner_alive()) continue;
+    seg.reset();
+    if (::unlink(path.c_str()) == 0) ++removed;
+  }
+  return removed;
+}
+
+int64_t wall_now_ns() {
+  struct timespec ts;
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
 }  // namespace
 
 int cmd_run(const RunOptions& o) {
   if (o.command.empty()) throw UsageError("scout run: no COMMAND given (scout run [flags] -- COMMAND...)");
   config::Config cfg = config::load();
-  const std::string job = o.where.job.empty() ? store::resolve_job_id(cfg.job_id) : o.where.job;
+  bool fresh = false;
+  const std::string job = run_job_id(o, cfg, &fresh);
+  if (fresh && o.nodes > 1) {
+    throw UsageError("--nodes " + std::to_string(o.nodes) +
+                     ": every node's observer needs the same job id; give --job ID (or set SCOUT_JOB_ID)");
+  }
   StoreOptions where = o.where;
   where.job = job;
   const std::string store = store_path(where);
@@ -142,11 +220,34 @@ int cmd_run(const RunOptions& o) {
   ::setenv("SCOUT_JOB_ID", job.c_str(), 1);
   ::setenv("NCCL_PROFILER_PLUGIN", plugin.c_str(), 1);
 
+  std::cerr << "scout: job " << job << ", store " << store << "\n";
+
   std::vector<std::string> obs_argv = {observer, "--job", job, "--store", store};
   obs_argv.insert(obs_argv.end(), o.observer_args.begin(), o.observer_args.end());
   // The observer runs in its own process group: a Ctrl-C meant for COMMAND must not stop it
   // before its final pass.
+  const int64_t since = wall_now_ns();
   pid_t obs_pid = spawn(obs_argv, /*own_group=*/true);
+
+  int obs_status = 0;
+  bool observer_reaped = false;
+  switch (wait_ready(obs_pid, store, since, o.start_timeout_s, &obs_status)) {
+    case Ready::kReady:
+      break;
+    case Ready::kExited:
+      observer_reaped = true;
+      if (exit_code(obs_status) == kExitUsage) {
+        // Its own line on stderr says what is wrong (a bad flag, a store it cannot open).
+        throw UsageError(std::string(kObserverName) + " refused to start (see its message above); COMMAND not run");
+      }
+      std::cerr << "scout: " << kObserverName << " exited before its first pass (status " << exit_code(obs_status)
+                << "); COMMAND runs without it\n";
+      break;
+    case Ready::kTimeout:
+      std::cerr << "scout: " << kObserverName << " has not written its store within " << o.start_timeout_s
+                << " s; starting COMMAND anyway\n";
+      break;
+  }
 
   // Ctrl-C reaches COMMAND through the terminal's process group; SIGTERM/SIGHUP sent to scout
   // (e.g. by a batch system) are forwarded to it.
@@ -161,7 +262,6 @@ int cmd_run(const RunOptions& o) {
   g_child = cmd_pid;
 
   int command_status = 0;
-  bool observer_reaped = false;
   while (true) {
     int st = 0;
     pid_t r = ::waitpid(-1, &st, 0);
@@ -183,9 +283,17 @@ int cmd_run(const RunOptions& o) {
   ::signal(SIGINT, SIG_DFL);
 
   if (!observer_reaped) {
+    // SIGTERM: the observer makes one final pass over everything COMMAND left in its segments
+    // and commits it before exiting.
     int st = stop_observer(obs_pid, o.stop_timeout_s);
     if (st >= 0 && exit_code(st) != 0) {
       std::cerr << "scout: " << kObserverName << " exited with status " << exit_code(st) << "\n";
+    }
+    // Its final pass is in the store: the segments of the job's finished processes have served.
+    // Kept when the observer did not finish cleanly (a later `scout-observer --once` can still
+    // read them), with --keep-segments, and with SCOUT_OBSERVER_RECLAIM_S=-1.
+    if (st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 && !o.keep_segments && cfg.observer_reclaim_s >= 0) {
+      reclaim_segments(cfg.shm_dir, job);
     }
   }
 
@@ -194,7 +302,9 @@ int cmd_run(const RunOptions& o) {
     StoreOptions read;
     read.store = store;
     auto rd = open_store(read);
-    cmd_status(*rd, StatusOptions{}, std::cout);
+    StatusOptions so;
+    so.selector = store_selector(o.where.store.empty() ? where : o.where);
+    cmd_status(*rd, so, std::cout);
   } catch (const std::exception& e) {
     std::cerr << "scout: " << e.what() << "\n";
   }

@@ -14,7 +14,7 @@ namespace {
 
 // Lists longer than these are cut, with a pointer to the full view, to keep one screen.
 constexpr size_t kMaxRankLines = 8;
-constexpr size_t kMaxCommLines = 12;
+constexpr size_t kMaxCommLines = 16;
 constexpr size_t kMaxFindingLines = 10;
 constexpr size_t kMaxHostsListed = 4;
 
@@ -36,9 +36,14 @@ std::string per_func(const obs::CommInfo& c) {
   return out.empty() ? "-" : out;
 }
 
+// Hung and stalled first; then the largest communicators (world before its splits), then by
+// name and hash.
 std::vector<obs::CommInfo> comms_by_severity(std::vector<obs::CommInfo> v) {
   std::stable_sort(v.begin(), v.end(), [](const obs::CommInfo& a, const obs::CommInfo& b) {
-    return state_order(a.state) < state_order(b.state);
+    if (state_order(a.state) != state_order(b.state)) return state_order(a.state) < state_order(b.state);
+    if (a.nranks != b.nranks) return a.nranks > b.nranks;
+    if (a.name != b.name) return a.name < b.name;
+    return a.comm_hash < b.comm_hash;
   });
   return v;
 }
@@ -117,18 +122,26 @@ int cmd_status(store::StoreReader& rd, const StatusOptions& o, std::ostream& out
   }
   out << "; " << states["running"] << " running, " << states["exited"] << " exited, "
       << states["dead"] << " dead\n";
-  size_t listed = 0, not_running = 0;
+  // Ranks that exited (finalized) on one line; dead ranks (gone without finalizing) one by one.
+  std::vector<int> exited;
   for (const auto& r : s.ranks) {
-    if (r.state == "running") continue;
-    ++not_running;
+    if (r.state == "exited") exited.push_back(r.global_rank);
+  }
+  if (!exited.empty()) {
+    out << "  exited: " << (exited.size() == 1 ? "rank " : "ranks ") << fmt_ranges(exited) << "\n";
+  }
+  size_t listed = 0, dead = 0;
+  for (const auto& r : s.ranks) {
+    if (r.state == "running" || r.state == "exited") continue;
+    ++dead;
     if (listed >= kMaxRankLines) continue;
     ++listed;
     obs::Suspect who{r.global_rank, r.host, r.pid, r.gpu, -1};
     out << "  " << r.state << ": " << suspect_words(who) << ", last event "
         << fmt_ago(r.last_event_ns, now) << "\n";
   }
-  if (not_running > listed) {
-    out << "  ... and " << (not_running - listed) << " more (scout status --json)\n";
+  if (dead > listed) {
+    out << "  ... and " << (dead - listed) << " more (scout status --json)\n";
   }
 
   // Communicators.
@@ -200,7 +213,10 @@ int cmd_status(store::StoreReader& rd, const StatusOptions& o, std::ostream& out
   if (shown > kMaxFindingLines) {
     out << "  ... and " << (shown - kMaxFindingLines) << " more (scout findings --open)\n";
   }
-  if (open > 0) out << "details: scout explain ID; per-collective table: scout report\n";
+  if (open > 0) {
+    const std::string sel = o.selector.empty() ? "" : " " + o.selector;
+    out << "details: scout explain" << sel << " ID; per-collective table: scout report" << sel << "\n";
+  }
   return kExitOk;
 }
 

@@ -178,7 +178,9 @@ TEST_F(Cli, JobFindsTheDefaultStore) {
   std::string env = "SCOUT_STATE_DIR=" + dir_.path() + "/state";
   Result r = scout(dir_.path(), "status --job demo", env);
   EXPECT_EQ(r.rc, 0) << r.err;
-  EXPECT_EQ(r.out, ok("status"));
+  // The same text; its hints name the store as the user did.
+  EXPECT_EQ(r.out, replace_all(ok("status"), "--store " + store_, "--job demo"));
+  EXPECT_NE(r.out.find("details: scout explain --job demo ID"), std::string::npos) << r.out;
   // SCOUT_JOB_ID names the job when --job is absent.
   r = scout(dir_.path(), "findings", env + " SCOUT_JOB_ID=demo");
   EXPECT_EQ(r.out, ok("findings"));

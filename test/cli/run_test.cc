@@ -1,8 +1,9 @@
 // `scout run`: with a stand-in scout-observer next to a copy of the scout binary, checks what a
-// launch script relies on: the observer gets --job/--store and the forwarded flags, COMMAND gets
-// SCOUT_JOB_ID and NCCL_PROFILER_PLUGIN (<bindir>/../lib/libnccl-profiler-scout.so), the observer
-// is stopped with SIGTERM after COMMAND ends, `scout status` of the store is printed, and scout
-// exits with COMMAND's exit status.
+// launch script relies on: the job id (given, from the environment, or fresh), the observer gets
+// --job/--store and the forwarded flags, COMMAND starts once the observer's first pass is in the
+// store and gets SCOUT_JOB_ID and NCCL_PROFILER_PLUGIN (<bindir>/../lib/libnccl-profiler-scout.so),
+// the observer is stopped with SIGTERM after COMMAND ends, `scout status` of the store is printed,
+// and scout exits with COMMAND's exit status. (test/cli/real_run_test.cc runs the real observer.)
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -11,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include "test/support/cli_fixture.h"
@@ -29,14 +31,21 @@ std::string slurp(const std::string& path) {
   return ss.str();
 }
 
-// The stand-in observer: records its arguments, says it is ready, and on SIGTERM copies the
-// demo store to its --store path (as the real one flushes its last batch) and exits 0.
+// The stand-in observer: records its arguments, writes the demo store to its --store path with
+// the job's started_ns set to now (what the real one's first pass commits: `scout run` waits for
+// it before starting COMMAND), says it is ready, and exits 0 on SIGTERM. With FAKE_OBSERVER_EXIT
+// set it exits with that status at once instead.
 constexpr const char* kFakeObserver = R"sh(#!/bin/bash
 dir=$(dirname "$0")/..
 printf '%s\n' "$@" > "$dir/observer.args"
+[ -n "$FAKE_OBSERVER_EXIT" ] && exit "$FAKE_OBSERVER_EXIT"
 store=""
 while [ $# -gt 0 ]; do [ "$1" = --store ] && store=$2; shift; done
-trap 'mkdir -p "$(dirname "$store")"; cp "$dir/demo.db" "$store"; echo stopped > "$dir/observer.stopped"; exit 0' TERM
+trap 'echo stopped > "$dir/observer.stopped"; exit 0' TERM
+mkdir -p "$(dirname "$store")"
+cp "$dir/demo.db" "$store.tmp"
+sqlite3 "$store.tmp" "UPDATE job SET started_ns = $(date +%s%N)"
+mv "$store.tmp" "$store"
 touch "$dir/observer.ready"
 while true; do sleep 0.05; done
 )sh";
@@ -56,8 +65,9 @@ class Run : public ::testing::Test {
 
   // Runs `<root>/bin/scout ARGS`; returns the exit code, stdout and stderr in out/err.
   int scout(const std::string& args, std::string* out, std::string* err) {
-    std::string cmd = "env -u NCCL_PROFILER_PLUGIN SCOUT_STATE_DIR=" + root_ + "/state " + root_ +
-                      "/bin/scout " + args + " >" + root_ + "/stdout 2>" + root_ + "/stderr";
+    std::string cmd = "env -u NCCL_PROFILER_PLUGIN -u SCOUT_JOB_ID -u TORCHELASTIC_RUN_ID -u SLURM_JOB_ID " + env_ +
+                      " SCOUT_STATE_DIR=" + root_ + "/state " + root_ + "/bin/scout " + args + " >" + root_ +
+                      "/stdout 2>" + root_ + "/stderr";
     int st = std::system(cmd.c_str());
     *out = slurp(root_ + "/stdout");
     *err = slurp(root_ + "/stderr");
@@ -66,36 +76,86 @@ class Run : public ::testing::Test {
 
   TempDir dir_;
   std::string root_;
+  std::string env_;  // extra VAR=value words for the next scout() calls
 };
 
 TEST_F(Run, StartsObserverSetsEnvironmentStopsObserverAndKeepsExitStatus) {
-  // COMMAND waits for the observer to be ready (so its TERM trap is set), records what it was
-  // given, and exits 3.
-  std::string command = "bash -c 'while [ ! -e " + root_ + "/observer.ready ]; do sleep 0.02; done; "
-                        "echo \"$SCOUT_JOB_ID $NCCL_PROFILER_PLUGIN\" > " + root_ + "/command.env; exit 3'";
+  // COMMAND records what it was given and whether the observer was ready, and exits 3.
+  std::string command = "bash -c 'test -e " + root_ + "/observer.ready && echo ready > " + root_ +
+                        "/command.ready; echo \"$SCOUT_JOB_ID $NCCL_PROFILER_PLUGIN\" > " + root_ +
+                        "/command.env; exit 3'";
   std::string out, err;
   int rc = scout("run --job demo --hang-timeout 5 --observer-arg --once -- " + command, &out, &err);
   EXPECT_EQ(rc, 3) << err;
-  EXPECT_EQ(err, "");
+  EXPECT_EQ(err, "scout: job demo, store " + root_ + "/state/demo/node-0.db\n");
+  EXPECT_EQ(slurp(root_ + "/command.ready"), "ready\n");  // COMMAND started after the first pass
   EXPECT_EQ(slurp(root_ + "/command.env"),
             "demo " + fs::canonical(root_ + "/lib/libnccl-profiler-scout.so").string() + "\n");
   EXPECT_EQ(slurp(root_ + "/observer.args"),
             "--job\ndemo\n--store\n" + root_ + "/state/demo/node-0.db\n--hang-timeout\n5\n--once\n");
   EXPECT_EQ(slurp(root_ + "/observer.stopped"), "stopped\n");
-  // The status of the store the observer wrote, exactly as `scout status` prints it.
+  // The status of the store the observer wrote, exactly as `scout status --job demo` prints it.
   std::string status, status_err;
-  ASSERT_EQ(scout("status --store " + root_ + "/demo.db", &status, &status_err), 0);
+  ASSERT_EQ(scout("status --job demo", &status, &status_err), 0) << status_err;
   EXPECT_EQ(out, status);
+  EXPECT_NE(out.find("details: scout explain --job demo ID; per-collective table: scout report --job demo\n"),
+            std::string::npos)
+      << out;
 }
 
 TEST_F(Run, ExplicitStoreAndSignalExit) {
   std::string store = root_ + "/elsewhere/s.db";
-  std::string command = "bash -c 'while [ ! -e " + root_ + "/observer.ready ]; do sleep 0.02; done; kill -TERM $$'";
   std::string out, err;
-  int rc = scout("run --job j2 --store " + store + " -- " + command, &out, &err);
+  int rc = scout("run --job j2 --store " + store + " -- bash -c 'kill -TERM $$'", &out, &err);
   EXPECT_EQ(rc, 128 + 15);  // killed by SIGTERM, as a shell reports it
   EXPECT_TRUE(fs::exists(store));
   EXPECT_NE(out.find("job demo: node 0 of 2"), std::string::npos) << out;
+  EXPECT_NE(out.find("details: scout explain --store " + store + " ID"), std::string::npos) << out;
+}
+
+// Without --job nor a job in the environment, each run gets its own job (and store); with
+// SCOUT_JOB_ID set, that job is used (every node of a job agrees on it).
+TEST_F(Run, JobIdIsFreshUnlessGivenOrInTheEnvironment) {
+  std::string out, err;
+  ASSERT_EQ(scout("run -- true", &out, &err), 0) << err;
+  std::string args = slurp(root_ + "/observer.args");
+  std::string job = args.substr(args.find('\n') + 1);
+  job = job.substr(0, job.find('\n'));
+  EXPECT_TRUE(std::regex_match(job, std::regex("run-[0-9]{8}-[0-9]{6}-[0-9]+"))) << job;
+  EXPECT_EQ(err, "scout: job " + job + ", store " + root_ + "/state/" + job + "/node-0.db\n");
+  EXPECT_TRUE(fs::exists(root_ + "/state/" + job + "/node-0.db"));
+  EXPECT_NE(out.find("scout explain --job " + job + " ID"), std::string::npos) << out;
+
+  env_ = "SCOUT_JOB_ID=fromenv";
+  ASSERT_EQ(scout("run -- true", &out, &err), 0) << err;
+  EXPECT_EQ(err, "scout: job fromenv, store " + root_ + "/state/fromenv/node-0.db\n");
+}
+
+TEST_F(Run, SeveralNodesNeedAJobId) {
+  std::string out, err;
+  EXPECT_EQ(scout("run --nodes 2 --node-rank 1 --rdzv file:" + root_ + "/rdzv -- true", &out, &err), 2);
+  EXPECT_EQ(err, "scout: --nodes 2: every node's observer needs the same job id; give --job ID (or set SCOUT_JOB_ID)\n");
+  EXPECT_FALSE(fs::exists(root_ + "/observer.args"));
+  // With a job, the flags reach the observer and --node-rank picks the store.
+  EXPECT_EQ(scout("run --job j --nodes 2 --node-rank 1 --rdzv file:" + root_ + "/rdzv -- true", &out, &err), 0) << err;
+  EXPECT_EQ(slurp(root_ + "/observer.args"), "--job\nj\n--store\n" + root_ + "/state/j/node-1.db\n--nodes\n2\n"
+                                             "--node-rank\n1\n--rdzv\nfile:" + root_ + "/rdzv\n");
+}
+
+TEST_F(Run, ObserverThatRefusesToStartStopsTheRun) {
+  std::string out, err;
+  env_ = "FAKE_OBSERVER_EXIT=2";
+  EXPECT_EQ(scout("run --job demo -- touch " + root_ + "/command.ran", &out, &err), 2);
+  EXPECT_FALSE(fs::exists(root_ + "/command.ran"));
+  EXPECT_EQ(err, "scout: job demo, store " + root_ + "/state/demo/node-0.db\n"
+                 "scout: scout-observer refused to start (see its message above); COMMAND not run\n");
+  // Any other early exit: COMMAND still runs (training must not depend on the observer).
+  env_ = "FAKE_OBSERVER_EXIT=1";
+  EXPECT_EQ(scout("run --job demo -- touch " + root_ + "/command.ran", &out, &err), 0);
+  EXPECT_TRUE(fs::exists(root_ + "/command.ran"));
+  EXPECT_NE(err.find("scout: scout-observer exited before its first pass (status 1); COMMAND runs without it\n"),
+            std::string::npos)
+      << err;
 }
 
 TEST_F(Run, MissingObserverOrCommandIsAUsageError) {
@@ -114,9 +174,8 @@ TEST_F(Run, CommandThatCannotStartExits127) {
   std::string out, err;
   int rc = scout("run --job demo -- /nonexistent/prog", &out, &err);
   EXPECT_EQ(rc, 127);
-  // The first line names the problem (the stand-in observer, stopped at once, may add more).
-  EXPECT_EQ(err.substr(0, err.find('\n') + 1),
-            "scout: cannot run /nonexistent/prog: No such file or directory\n");
+  EXPECT_EQ(err, "scout: job demo, store " + root_ + "/state/demo/node-0.db\n"
+                 "scout: cannot run /nonexistent/prog: No such file or directory\n");
 }
 
 }  // namespace

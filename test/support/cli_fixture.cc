@@ -251,6 +251,8 @@ void write_demo_store(const std::string& path) {
       {"voters", 8},
       {"nranks", 8},
       {"partial", false},
+      {"fp_bytes", 4 << 20},
+      {"fp_version", 1},
       {"bytes", 4 << 20},
       {"datatype", "float32"}};
   sdc.dedup_key = "sdc:recv:world:40";
@@ -267,13 +269,24 @@ void write_demo_store(const std::string& path) {
   slow.key = obs::OpKey{"AllReduce", 38};
   slow.first_seen_ns = ops[0].end_ns;
   slow.last_seen_ns = ops[1].end_ns;
-  slow.summary = "rank 3 (node0, pid 1003) started AllReduce of world 2.09 ms after the first rank "
-                 "on average over 2 operations";
-  slow.evidence = {{"window_ops", 2},
-                   {"lateness_ns", {2100000, 2080000}},
-                   {"mean_lateness_ns", 2090000},
-                   {"threshold_abs_ns", 1000000},
-                   {"threshold_rel", 0.5}};
+  slow.summary = "rank 3 (node0, pid 1003) arrives late by 2.09 ms (median, beyond the time it waited for "
+                 "others) in 2 of the last 2 collectives of world (0x1111aaaa2222bbbb)";
+  // Evidence shapes of docs/findings.md.
+  const nlohmann::json world_j = {{"hash", "0x1111aaaa2222bbbb"}, {"name", "world"}, {"nranks", 8}};
+  const nlohmann::json dp3_j = {{"hash", "0xd3d3d3d3d3d3d3d3"}, {"name", "dp3"}, {"nranks", 2}};
+  const nlohmann::json ar7 = {{"func", "AllReduce"}, {"seq", 7}};
+  slow.evidence = {
+      {"comms", nlohmann::json::array({nlohmann::json{{"comm", world_j},
+                                                      {"comm_rank", 3},
+                                                      {"window_ops", 2},
+                                                      {"late_ops", 2},
+                                                      {"late_events", 2},
+                                                      {"median_late_ms", 2.09},
+                                                      {"series_ms", {2.1, 2.08}},
+                                                      {"lateness_ms", {2.1, 2.08}}}})},
+      {"aggregate", nlohmann::json{{"window_ops", 2}, {"late_ops", 2}, {"late_events", 2}}},
+      {"thresholds",
+       nlohmann::json{{"min_ms", 1.0}, {"rel", 3.0}, {"persist", 0.6}, {"min_late", 2}, {"window", 64}}}};
   slow.dedup_key = "straggler:world:3";
   w->upsert_finding(&slow);
 
@@ -287,12 +300,23 @@ void write_demo_store(const std::string& path) {
   hang.key = obs::OpKey{"AllReduce", 7};
   hang.first_seen_ns = t0 + 11 * kS;
   hang.last_seen_ns = t0 + 12 * kS + 500 * kMs;
-  hang.summary = "rank 7 (node1, pid 1007) never entered AllReduce #7 of dp3; 1 rank waits in it";
+  hang.summary = "rank 7 (node1, pid 1007) never entered AllReduce #7 of dp3; 1 rank waits for it (the process "
+                 "has since exited)";
+  const nlohmann::json ar6 = {{"func", "AllReduce"}, {"seq", 6}};
+  nlohmann::json rank3 = {{"global_rank", 3}, {"comm_rank", 0}, {"state", "running"}, {"op", ar7}, {"last_completed", ar6}};
+  nlohmann::json rank7 = {{"global_rank", 7}, {"comm_rank", 1}, {"state", "absent"}, {"last_completed", ar6}};
+  nlohmann::json dp3_state = {{"comm", dp3_j},         {"class", "absent"},     {"op", ar7},
+                              {"stalled_ms", 3550.0}, {"waiting_in_op", 1},    {"ranks", {rank3, rank7}}};
+  nlohmann::json root7 = {{"global_rank", 7}, {"reason", "idle"}, {"detail", ""}, {"process", "dead"}};
+  nlohmann::json edge = {{"rank", 3}, {"waits_for", 7}, {"comm", dp3_j}, {"op", ar7}, {"why", "absent"}};
   hang.evidence = {{"class", "absent"},
-                   {"stalled_ns", 3550000000},
-                   {"absent_ranks", {7}},
+                   {"root", nlohmann::json::array({root7})},
+                   {"stalled_ms", 3550.0},
+                   {"last_progress_ns", t0 + 8 * kS + 950 * kMs},
+                   {"timeout_ms", 3000.0},
                    {"waiting_ranks", {3}},
-                   {"chain", {{{"rank", 3}, {"comm", "dp3"}, {"op", "AllReduce #7"}, {"waits_for", 7}}}}};
+                   {"chain", nlohmann::json::array({edge})},
+                   {"comms", nlohmann::json::array({dp3_state})}};
   hang.dedup_key = "hang:dp3:7";
   w->upsert_finding(&hang);
   w->flush();

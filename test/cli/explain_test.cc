@@ -1,0 +1,383 @@
+// `scout explain` on findings of every kind produced by the real detectors: each scenario writes
+// records for an emulated job (test/support/fake_job.h, every time chosen by the test), runs
+// observer passes on a synthetic clock into a real store, and compares the explanation of each
+// finding with test/fixtures/cli/explain_kinds.txt. The evidence is therefore exactly what the
+// observer writes (docs/findings.md), and the words are checked for every kind and class.
+//
+// To regenerate the golden file after an intended change: SCOUT_UPDATE_GOLDEN=1
+// build/test/explain_test, then review `git diff test/fixtures/cli`.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+#include "observer/cli/common.h"
+#include "observer/cli/evidence.h"
+#include "observer/detect/equiv.h"
+#include "observer/store/reader.h"
+#include "observer/store/writer.h"
+#include "test/support/observer_harness.h"
+
+namespace {
+
+using namespace scout::testing;
+namespace shm = scout::shm;
+namespace obs = scout::obs;
+
+// An emulated job whose observer writes into a real store.
+struct Scenario {
+  explicit Scenario(int nprocs) : h(nprocs) { store_path = h.dir.path() + "/store.db"; }
+
+  void pass(int64_t now) {
+    if (!h.observer) {
+      std::string err;
+      scout::store::WriterOptions wo;
+      wo.on_error = [](const std::string& e) { ADD_FAILURE() << e; };
+      writer = scout::store::StoreWriter::open(store_path, wo, &err);
+      ASSERT_TRUE(writer) << err;
+      h.observer = std::make_unique<obs::Observer>(h.opt, writer.get());
+    }
+    h.observer->pass(now);
+  }
+
+  // `scout explain` of every finding, in id order.
+  std::string explain_all() {
+    writer.reset();
+    auto rd = scout::store::StoreReader::open(store_path);
+    std::string out;
+    for (const auto& f : rd->findings()) {
+      std::ostringstream s;
+      scout::cli::cmd_explain(*rd, f.id, false, s);
+      out += s.str();
+    }
+    return out;
+  }
+  // The evidence objects, for reading when a scenario changes.
+  std::string evidence_json() {
+    writer.reset();
+    auto rd = scout::store::StoreReader::open(store_path);
+    std::string out;
+    for (const auto& f : rd->findings()) out += obs::to_json(f).dump() + "\n";
+    return out;
+  }
+
+  ObserverHarness h;
+  std::string store_path;
+  std::unique_ptr<scout::store::StoreWriter> writer;
+};
+
+// Enqueues (and optionally starts) an operation on one comm rank at time t.
+FakeRec op(FakeJob& job, int comm, int rank, uint8_t func, uint64_t seq, int64_t t, bool started = true) {
+  OpSpec s;
+  s.func = func;
+  s.key = seq;
+  s.enqueue_ns = t;
+  FakeRec r = job.enqueue(comm, rank, s);
+  if (started) FakeJob::start(r, t + 10'000);
+  return r;
+}
+
+// Completes AllReduce #0..n-1 on `comm`, 10 ms apart from kT0.
+void history(FakeJob& job, int comm, int n) {
+  for (int s = 0; s < n; ++s) {
+    FakeColl c;
+    c.seq = uint64_t(s);
+    c.t0 = kT0 + s * 10 * kMs;
+    job.collective(comm, c);
+  }
+}
+
+constexpr uint64_t kA = 0xaaaa000000000001ull, kB = 0xbbbb000000000002ull;
+
+FakeColl ar(uint64_t seq, std::vector<uint64_t> fp) {
+  FakeColl c;
+  c.seq = seq;
+  c.t0 = kT0 + int64_t(seq) * 10 * kMs;
+  c.fp_recv = std::move(fp);
+  return c;
+}
+
+// ---------------------------------------------------------------- scenarios, one per kind/class
+
+// Rank 3 stopped issuing; rank 2 waits for it in c, rank 1 for rank 2 in b, rank 0 for rank 1 in a.
+std::string hang_chain(bool json) {
+  Scenario s(4);
+  auto& j = s.h.job;
+  int a = j.add_comm(0xa, {0, 1}, "a");
+  int b = j.add_comm(0xb, {1, 2}, "b");
+  int c = j.add_comm(0xc, {2, 3}, "c");
+  op(j, c, 0, shm::kFuncAllReduce, 0, kT0);
+  op(j, b, 0, shm::kFuncAllReduce, 0, kT0 + kMs);
+  op(j, a, 0, shm::kFuncAllReduce, 0, kT0 + 2 * kMs);
+  s.pass(kT0 + 20 * kSec);
+  return json ? s.evidence_json() : s.explain_all();
+}
+
+// Every rank is inside AllReduce #2 and none finishes.
+std::string hang_stuck(bool json) {
+  Scenario s(4);
+  auto& j = s.h.job;
+  int dp = j.add_comm(0xd1, {0, 1, 2, 3}, "dp");
+  history(j, dp, 2);
+  for (int r = 0; r < 4; ++r) op(j, dp, r, shm::kFuncAllReduce, 2, kT0 + kSec);
+  s.pass(kT0 + 20 * kSec);
+  return json ? s.evidence_json() : s.explain_all();
+}
+
+// Ranks 0 and 1 use communicators x and y in opposite orders on one stream each.
+std::string deadlock(bool json) {
+  Scenario s(2);
+  auto& j = s.h.job;
+  int x = j.add_comm(0x10, {0, 1}, "x");
+  int y = j.add_comm(0x20, {0, 1}, "y");
+  op(j, x, 0, shm::kFuncAllReduce, 0, kT0);
+  op(j, y, 0, shm::kFuncAllReduce, 0, kT0 + kMs, false);
+  op(j, y, 1, shm::kFuncAllReduce, 0, kT0);
+  op(j, x, 1, shm::kFuncAllReduce, 0, kT0 + kMs, false);
+  s.pass(kT0 + 20 * kSec);
+  return json ? s.evidence_json() : s.explain_all();
+}
+
+// Rank 1 dies inside AllReduce #2 of dp while the others wait in it.
+std::string crash(bool json) {
+  Scenario s(4);
+  auto& j = s.h.job;
+  int dp = j.add_comm(0xd1, {0, 1, 2, 3}, "dp");
+  history(j, dp, 2);
+  for (int r = 0; r < 4; ++r) op(j, dp, r, shm::kFuncAllReduce, 2, kT0 + kSec);
+  j.header(1)->last_event_ns.store(kT0 + kSec + 20'000, std::memory_order_relaxed);
+  j.kill(1);
+  s.pass(kT0 + 2 * kSec);
+  s.pass(kT0 + 4 * kSec);
+  return json ? s.evidence_json() : s.explain_all();
+}
+
+// Rank 2 passes count 1000 where the others pass 1024.
+std::string desync_metadata(bool json) {
+  Scenario s(4);
+  auto& j = s.h.job;
+  int dp = j.add_comm(0xd1, {0, 1, 2, 3}, "dp");
+  FakeColl c = ar(7, {});
+  c.counts = {1024, 1024, 1000, 1024};
+  j.collective(dp, c);
+  s.pass(kT0 + kSec);
+  return json ? s.evidence_json() : s.explain_all();
+}
+
+// The communicator hangs with rank 3 in AllGather while the others are in AllReduce #3.
+std::string desync_hang(bool json) {
+  Scenario s(4);
+  auto& j = s.h.job;
+  int dp = j.add_comm(0xd1, {0, 1, 2, 3}, "dp");
+  history(j, dp, 3);
+  for (int r = 0; r < 3; ++r) op(j, dp, r, shm::kFuncAllReduce, 3, kT0 + kSec);
+  op(j, dp, 3, shm::kFuncAllGather, 0, kT0 + kSec);
+  s.pass(kT0 + 20 * kSec);
+  return json ? s.evidence_json() : s.explain_all();
+}
+
+// Rank 2 of 4 receives different bytes in AllReduce #1; then a pair that disagrees.
+std::string sdc(bool json) {
+  Scenario s(6);
+  auto& j = s.h.job;
+  int dp = j.add_comm(0xd1, {0, 1, 2, 3}, "dp");
+  int tp = j.add_comm(0x71, {4, 5}, "tp");
+  j.collective(dp, ar(0, {kA, kA, kA, kA}));
+  j.collective(dp, ar(1, {kA, kA, kB, kA}));
+  j.collective(tp, ar(0, {kA, kB}));
+  s.pass(kT0 + kSec);
+  return json ? s.evidence_json() : s.explain_all();
+}
+
+// Three replicas declared equivalent; shard2's AllGather differs.
+std::string sdc_equiv(bool json) {
+  Scenario s(6);
+  std::string err;
+  EXPECT_TRUE(obs::parse_equiv("recv: shard0, shard1 0xa3", ';', &s.h.opt.equiv, &err)) << err;
+  auto& j = s.h.job;
+  int c0 = j.add_comm(0xa1, {0, 1}, "shard0");
+  int c1 = j.add_comm(0xa2, {2, 3}, "shard1");
+  int c2 = j.add_comm(0xa3, {4, 5}, "shard2");
+  for (int c : {c0, c1, c2}) {
+    FakeColl g = ar(0, {});
+    g.func = shm::kFuncAllGather;
+    uint64_t v = c == c2 ? kB : kA;
+    g.fp_recv = {v, v};
+    j.collective(c, g);
+  }
+  s.pass(kT0 + kSec);
+  return json ? s.evidence_json() : s.explain_all();
+}
+
+// Rank 2's send buffer carries NaN in AllReduce #1; from #2 on every rank does.
+std::string nan(bool json) {
+  Scenario s(4);
+  auto& j = s.h.job;
+  int dp = j.add_comm(0xd1, {0, 1, 2, 3}, "dp");
+  FakeColl c0 = ar(0, {});
+  c0.send_nan = {0, 0, 0, 0};
+  j.collective(dp, c0);
+  FakeColl c1 = ar(1, {});
+  c1.send_nan = {0, 0, 3, 0};
+  j.collective(dp, c1);
+  FakeColl c2 = ar(2, {});
+  c2.send_nan = {4, 4, 4, 4};
+  j.collective(dp, c2);
+  s.pass(kT0 + kSec);
+  return json ? s.evidence_json() : s.explain_all();
+}
+
+// 4 ranks: TP pairs {0,1} {2,3}, DP pairs {0,2} {1,3}; rank 2 computes 30 ms longer from step 5.
+std::string straggler(bool json) {
+  Scenario s(4);
+  auto& j = s.h.job;
+  s.h.opt.straggler.window = 16;
+  int tp0 = j.add_comm(0x70, {0, 1}, "tp0");
+  int tp1 = j.add_comm(0x71, {2, 3}, "tp1");
+  int dp0 = j.add_comm(0xd0, {0, 2}, "dp0");
+  int dp1 = j.add_comm(0xd1, {1, 3}, "dp1");
+  for (int st = 0; st < 10; ++st) {
+    int64_t base = kT0 + int64_t(st) * 100 * kMs;
+    auto coll = [&](int comm, int64_t a0, int64_t a1) {
+      FakeColl c;
+      c.seq = uint64_t(st);
+      c.t0 = base;
+      c.start = {a0, a1};
+      c.duration_ns = kMs;
+      j.collective(comm, c);
+      return std::max(a0, a1) + kMs;
+    };
+    std::vector<int64_t> a(4);
+    for (int r = 0; r < 4; ++r) a[r] = base + 20 * kMs + (r == 2 && st >= 5 ? 30 * kMs : 0);
+    int64_t e0 = coll(tp0, a[0], a[1]);
+    int64_t e1 = coll(tp1, a[2], a[3]);
+    coll(dp0, e0 + 10 * kMs, e1 + 10 * kMs);
+    coll(dp1, e0 + 10 * kMs, e1 + 10 * kMs);
+    s.pass(base + 90 * kMs);
+  }
+  return json ? s.evidence_json() : s.explain_all();
+}
+
+// 8 ranks: TP pairs {0,1} {2,3} {4,5} {6,7}, DP groups {0,2,4,6} {1,3,5,7}, with the given
+// transfer times per TP pair and DP group.
+std::string slowlink(const std::vector<int64_t>& tp_ns, const std::vector<int64_t>& dp_ns, bool json) {
+  Scenario s(8);
+  auto& j = s.h.job;
+  std::vector<int> tp, dp;
+  for (int p = 0; p < 4; ++p) tp.push_back(j.add_comm(0x70 + p, {2 * p, 2 * p + 1}, "tp" + std::to_string(p)));
+  dp.push_back(j.add_comm(0xd0, {0, 2, 4, 6}, "dp0"));
+  dp.push_back(j.add_comm(0xd1, {1, 3, 5, 7}, "dp1"));
+  for (int st = 0; st < 10; ++st) {
+    int64_t base = kT0 + int64_t(st) * 100 * kMs;
+    for (int p = 0; p < 4; ++p) {
+      FakeColl c;
+      c.seq = uint64_t(st);
+      c.t0 = base;
+      c.count = 1 << 20;
+      c.duration_ns = tp_ns[p];
+      j.collective(tp[p], c);
+    }
+    for (int d = 0; d < 2; ++d) {
+      FakeColl c;
+      c.seq = uint64_t(st);
+      c.t0 = base + 20 * kMs;
+      c.count = 1 << 22;
+      c.duration_ns = dp_ns[d];
+      j.collective(dp[d], c);
+    }
+    s.pass(base + 90 * kMs);
+  }
+  return json ? s.evidence_json() : s.explain_all();
+}
+
+struct Case {
+  const char* name;
+  std::function<std::string(bool)> run;
+};
+
+const std::vector<Case>& cases() {
+  static const std::vector<Case> v = {
+      {"hang: wait-for chain across three communicators", hang_chain},
+      {"hang: stuck collective", hang_stuck},
+      {"deadlock", deadlock},
+      {"crash: rank dies inside a collective", crash},
+      {"desync: metadata", desync_metadata},
+      {"desync: ranks hung in different collectives", desync_hang},
+      {"sdc: receive fingerprints (attributed, then a pair)", sdc},
+      {"sdc: equivalent communicators", sdc_equiv},
+      {"nan", nan},
+      {"straggler", straggler},
+      {"slowlink: link", [](bool j) { return slowlink({kMs, 5 * kMs, kMs, kMs}, {2 * kMs, 2 * kMs}, j); }},
+      {"slowlink: endpoint", [](bool j) { return slowlink({kMs, kMs, 5 * kMs, kMs}, {2 * kMs, 6 * kMs}, j); }},
+      {"slowlink: communicator", [](bool j) { return slowlink({kMs, kMs, kMs, kMs}, {2 * kMs, 8 * kMs}, j); }},
+  };
+  return v;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+TEST(Explain, EveryKindInWords) {
+  std::string all;
+  for (const auto& c : cases()) {
+    if (std::getenv("SCOUT_PRINT_EVIDENCE")) std::cout << "== " << c.name << "\n" << c.run(true);
+    all += std::string("==== ") + c.name + "\n" + c.run(false);
+  }
+  std::string path = source_path("test/fixtures/cli/explain_kinds.txt");
+  if (std::getenv("SCOUT_UPDATE_GOLDEN")) {
+    std::ofstream(path, std::ios::binary) << all;
+    return;
+  }
+  EXPECT_EQ(all, slurp(path)) << "output differs from " << path;
+}
+
+// Keys a kind's renderer does not know are still shown (generically, after the words), and
+// evidence of another shape -- the observer network's drill-down -- is rendered by shape.
+TEST(Explain, UnknownKeysAndOtherShapesAreRenderedGenerically) {
+  obs::Finding f;
+  f.kind = obs::FindingKind::kNan;
+  f.key = obs::OpKey{"AllReduce", 1};
+  f.evidence = nlohmann::json::parse(R"({
+    "origin": {"comm": {"hash": "0x00000000000000d1", "name": "dp", "nranks": 4},
+               "op": {"func": "AllReduce", "seq": 1}, "time_ns": 1700000000010000000,
+               "carriers": [{"global_rank": 2, "comm_rank": 2, "send_nan": 3, "send_inf": 0}]},
+    "ops_with_nonfinite": 2, "ranks_with_nonfinite": [2, 0, 1, 3],
+    "first_step_ns": 1700000000500000000, "layer": "mlp.3"})");
+  EXPECT_EQ(scout::cli::render_evidence(f, kT0, "  "),
+            "  first operation with non-finite sends: dp (0x00000000000000d1) AllReduce #1, called at +0.010s\n"
+            "    rank 2 (comm rank 2): 3 NaN, 0 Inf in its send buffer\n"
+            "  operations with non-finite sends in this episode: 2\n"
+            "  ranks that carried non-finite values: 0-3 (4)\n"
+            "  first_step_ns: 1700000000500000000 (+0.500s)\n"
+            "  layer: mlp.3\n");
+
+  obs::Finding d;
+  d.kind = obs::FindingKind::kSdc;
+  d.evidence = nlohmann::json::parse(R"({
+    "source": "cross-node drill-down", "field": "fingerprint", "seq": 12,
+    "groups": [{"value": "0x00000000000000aa", "ranks": [0, 1, 2, 4, 5, 6, 7]},
+               {"value": "0x00000000000000bb", "ranks": [3]}],
+    "ranks_reporting": 8, "nranks": 8, "majority": "0x00000000000000aa"})");
+  EXPECT_EQ(scout::cli::render_evidence(d, kT0, "  "),
+            "  field: fingerprint\n"
+            "  groups:\n"
+            "    ranks 0-2,4-7 (7): 0x00000000000000aa\n"
+            "    rank 3 (1): 0x00000000000000bb\n"
+            "  majority: 0x00000000000000aa\n"
+            "  nranks: 8\n"
+            "  ranks_reporting: 8\n"
+            "  seq: 12\n"
+            "  source: cross-node drill-down\n");
+
+  obs::Finding none;
+  none.kind = obs::FindingKind::kCrash;
+  EXPECT_EQ(scout::cli::render_evidence(none, kT0, "  "), "  (no evidence recorded)\n");
+}
+
+}  // namespace
