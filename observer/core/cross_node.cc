@@ -120,6 +120,15 @@ std::string CrossNode::status_line() const {
                 static_cast<unsigned long long>(s.traffic.messages_sent), double(s.round_cpu_ns) / rounds / 1e3,
                 double(s.round_wall_ns) / rounds / 1e3);
   std::string out = buf;
+  std::snprintf(buf, sizeof(buf),
+                ", digests %llu compared / %llu disagreeing / %llu not compared (%llu slot collisions, %llu range "
+                "mismatches, %llu not retained)",
+                static_cast<unsigned long long>(s.compared), static_cast<unsigned long long>(s.disagreeing),
+                static_cast<unsigned long long>(s.collisions + s.range_mismatches + s.digest_gaps),
+                static_cast<unsigned long long>(s.collisions), static_cast<unsigned long long>(s.range_mismatches),
+                static_cast<unsigned long long>(s.digest_gaps));
+  out += buf;
+  if (s.bad_reports) out += ", " + std::to_string(s.bad_reports) + " malformed node reports";
   if (!s.last_error.empty()) out += "; last error: " + s.last_error;
   return out;
 }

@@ -135,6 +135,13 @@ void NetAgent::run() {
                                                 std::chrono::steady_clock::now() - wall0)
                                                 .count());
           status_.gathers += r.gathered;
+          status_.compared += uint64_t(r.streams_compared);
+          status_.disagreeing += uint64_t(r.streams_disagreeing);
+          status_.collisions += uint64_t(r.collisions);
+          status_.range_mismatches += uint64_t(r.range_mismatches);
+          status_.digest_gaps += uint64_t(r.digest_gaps);
+          status_.bad_reports += uint64_t(r.bad_reports);
+          if (r.bad_reports && status_.last_error.empty()) status_.last_error = r.bad_report_error;
           for (auto& f : r.findings) harvest_.findings.push_back(std::move(f));
           for (auto& f : r.decided) harvest_.decided.push_back(std::move(f));
           for (auto& t : r.timings) harvest_.timings.push_back(std::move(t));

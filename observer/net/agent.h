@@ -77,6 +77,10 @@ class NetAgent {
     uint64_t round_cpu_ns = 0;
     uint64_t round_wall_ns = 0;
     uint64_t gathers = 0;     // rounds that gathered to the leader (drill-down or findings)
+    // Digest outcomes summed over rounds (RoundResult): streams compared, of which disagreeing;
+    // not compared because of a slot collision, a range mismatch or operations no longer retained.
+    uint64_t compared = 0, disagreeing = 0, collisions = 0, range_mismatches = 0, digest_gaps = 0;
+    uint64_t bad_reports = 0;  // leader: node messages that did not decode
   };
   Status status() const;
 

@@ -17,7 +17,7 @@ namespace {
 constexpr uint64_t kNeutral = ~0ull;
 constexpr uint64_t kTopBit = 1ull << 63;
 constexpr size_t kHeaderWords = 6;
-constexpr size_t kStreamWords = 8;
+constexpr size_t kStreamWords = 10;
 constexpr size_t kTimingWords = 6;
 // Header words.
 constexpr size_t kConfigMin = 0, kConfigMax = 1, kRoundTime = 2, kHasFindings = 3, kWantWaits = 4,
@@ -37,6 +37,12 @@ uint64_t hash_words(std::initializer_list<uint64_t> words, uint64_t seed) {
   size_t n = 0;
   for (uint64_t w : words) buf[n++] = w;
   return (XXH64(buf, n * sizeof(uint64_t), seed) & ~kTopBit) | 1;
+}
+
+// A stream slot's range words: some node digested the slot and every digesting node covered the
+// same seqNumber range [from, to) (from MIN == from MAX, to MIN == to MAX).
+bool same_range(const std::vector<uint64_t>& v, size_t b) {
+  return v[b + 4] != kNeutral && v[b + 4] == ~v[b + 5] && v[b + 6] == ~v[b + 7];
 }
 
 uint64_t hash_vector(const std::vector<uint64_t>& words, uint64_t seed) {
@@ -143,14 +149,14 @@ RoundResult DigestExchange::round(LocalView& local, int64_t now_ns, const ClockE
       slot = (slot + 1) % K;
       ++probes;
     }
-    StreamState& st = state_[key];
+    StreamState& st = state_[key];  // a new stream starts at seqNumber 0 (see the update below)
     Placed p{&s, &st, slot};
     const size_t b = stream0 + kStreamWords * p.slot;
     put_min(b + 0, key);
     put_max(b + 1, key);
     put_min(b + 2, s.completed);
     put_max(b + 3, s.enqueued);
-    if (st.have_from && st.have_w && st.w > st.from) {
+    if (st.have_w && st.w > st.from) {
       const uint64_t to = st.w, from = to - std::min(to - st.from, cfg_.max_range_ops);
       values.clear();
       bool retained = true;
@@ -160,12 +166,13 @@ RoundResult DigestExchange::round(LocalView& local, int64_t now_ns, const ClockE
         if (retained) values.push_back(node_value(ranks, s.ranks.size()));
       }
       if (retained) {
-        const uint64_t range = hash_words({from, to}, 0x7a9e);
         const uint64_t digest = hash_vector(values, 0xd16e);
-        put_min(b + 4, range);
-        put_max(b + 5, range);
-        put_min(b + 6, digest);
-        put_max(b + 7, digest);
+        put_min(b + 4, from);
+        put_max(b + 5, from);
+        put_min(b + 6, to);
+        put_max(b + 7, to);
+        put_min(b + 8, digest);
+        put_max(b + 9, digest);
         p.digested = true;
         p.from = from;
         p.to = to;
@@ -215,8 +222,8 @@ RoundResult DigestExchange::round(LocalView& local, int64_t now_ns, const ClockE
     const size_t b = stream0 + kStreamWords * slot;
     if (v[b] == kNeutral) continue;
     ++occupied;
-    if (v[b] != ~v[b + 1] || v[b + 4] == kNeutral || v[b + 4] != ~v[b + 5]) continue;
-    if (v[b + 6] != ~v[b + 7]) any_disagreement = true;
+    if (v[b] != ~v[b + 1] || !same_range(v, b)) continue;
+    if (v[b + 8] != ~v[b + 9]) any_disagreement = true;
   }
 
   std::vector<const Placed*> drills;
@@ -228,26 +235,35 @@ RoundResult DigestExchange::round(LocalView& local, int64_t now_ns, const ClockE
     }
     StreamState& st = *p.state;
     const uint64_t completed = v[b + 2], enqueued = ~v[b + 3];
-    if (p.digested) {
-      if (v[b + 4] != ~v[b + 5]) {
-        res.range_mismatches++;
-      } else {
-        res.streams_compared++;
-        if (v[b + 6] != ~v[b + 7]) {
-          res.streams_disagreeing++;
-          // A lasting failure (every operation of a rank corrupted) is drilled again only every
-          // drill_repeat_rounds: its finding exists and is kept up to date, the leader is spared.
-          if (round_ >= st.next_digest_drill) {
-            drills.push_back(&p);
-            st.next_digest_drill = round_ + uint64_t(std::max(1, cfg_.drill_repeat_rounds));
-          }
+    if (p.digested && !same_range(v, b)) {
+      res.range_mismatches++;
+    } else if (same_range(v, b)) {
+      if (p.digested) res.streams_compared++;
+      if (v[b + 8] != ~v[b + 9]) {
+        if (p.digested) res.streams_disagreeing++;
+        // Every node holding the stream sends its records of the range, also one that did not
+        // digest it this round (it saw the stream a round later than the others, or no longer
+        // retains all of it): the leader needs every rank's vote for a strict majority.
+        p.from = v[b + 4];
+        p.to = ~v[b + 7];
+        // A lasting failure (every operation of a rank corrupted) is drilled again only every
+        // drill_repeat_rounds: its finding exists and is kept up to date, the leader is spared.
+        if (round_ >= st.next_digest_drill) {
+          drills.push_back(&p);
+          st.next_digest_drill = round_ + uint64_t(std::max(1, cfg_.drill_repeat_rounds));
         }
       }
     }
-    // The next digest covers what became complete everywhere since the previous watermark.
-    if (st.have_w) {
+    // The next digest covers what became complete everywhere since the previous watermark. A
+    // stream starts at seqNumber 0 on every node (its first digest covers the operations completed
+    // before the observers saw it, capped to the newest max_range_ops). A node that saw the stream
+    // later than the others proposes a range from 0 while they propose [previous w, w): the ranges
+    // differ, nothing is compared, and every node restarts at the smallest proposed start, known to
+    // all from the vector, so the next range covers the skipped operations for everyone.
+    if (v[b + 4] != kNeutral && !same_range(v, b)) {
+      st.from = v[b + 4];
+    } else if (st.have_w) {
       st.from = st.w;
-      st.have_from = true;
     }
     st.w = std::max(completed, st.have_w ? st.w : 0);
     st.have_w = true;

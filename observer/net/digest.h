@@ -7,13 +7,15 @@
 //   header  6 words: protocol-configuration key (MIN and ~MAX: every observer must run the same
 //           settings), ~round time (leader clock, MAX), ~"I have findings for the leader",
 //           ~"hang drill-down wanted", ~"something is stalled here" (flags, MAX).
-//   stream slots  K x 8 words, one per (communicator, function) stream that has ranks on more than
+//   stream slots  K x 10 words, one per (communicator, function) stream that has ranks on more than
 //           one node and takes part this round (slot = hash(commHash, func, round) mod K):
 //             key MIN, ~key (MAX)        min == max: one stream in the slot; else a collision,
 //                                        both void this round, retried with another salt
 //             completed MIN              job-wide: every rank finished the ops below this seqNumber
 //             ~enqueued (MAX)            some rank enqueued up to here (ops pending if > completed)
-//             range MIN, ~range (MAX)    which seqNumber range [from, to) the digest covers
+//             from MIN, ~from (MAX),     which seqNumber range [from, to) the digest covers; in
+//             to MIN, ~to (MAX)          the clear, so a node that did not digest the stream this
+//                                        round still knows which records a drill-down needs
 //             digest MIN, ~digest (MAX)  hash of the per-operation values of that range on this
 //                                        node: metadata and received fingerprint of every local
 //                                        rank, with "all local ranks agree" folded in; min == max
@@ -29,10 +31,12 @@
 // K/4 streams share the K slots per round: the vector stays the same size however many streams the job has, and each stream is
 // compared every P rounds. The range a node digests is fixed by job-wide results of earlier
 // rounds (from = the completed watermark of the stream's previous round, to = of its last one),
-// so every node digests the same operations without any extra message.
+// so every node digests the same operations without any extra message. A stream's first range
+// starts at seqNumber 0 (capped to the newest max_range_ops); when nodes propose different ranges
+// (one saw the stream a round later) the slot is void and all restart at the smallest start.
 //
-// Disagreement drills down: a slot whose digests differ makes every node that contributed to it
-// send the records of the range to the leader; a hang drill-down (a stream whose job-wide
+// Disagreement drills down: a slot whose digests differ makes every node that holds the stream
+// send its records of the range to the leader; a hang drill-down (a stream whose job-wide
 // completed count stands still while operations are pending for longer than `stall_ns`, or a
 // node whose own hang detector sees a hung communicator) makes every node send a snapshot of what
 // its ranks wait in; node findings (flag in the header) travel the same way. Each node with
@@ -54,14 +58,14 @@
 namespace scout::net {
 
 struct DigestConfig {
-  int stream_slots = 128;   // K: stream slots (8 words each)
+  int stream_slots = 128;   // K: stream slots (10 words each)
   int timing_slots = 128;   // T: timing slots (5 words each)
   int timing_ops = 2;       // operations per digested range sampled for cross-node arrival
   uint64_t max_range_ops = 1024;  // digest covers at most the last this-many ops of its range
   int64_t stall_ns = 30000000000;  // job-wide no progress with ops pending this long: hang drill-down
   int drill_repeat_rounds = 10;    // drill a lasting disagreement or stall again after this many rounds
-  // Words in the vector: 6 + 8 K + 6 T.
-  size_t words() const { return 6 + 8 * size_t(stream_slots) + 6 * size_t(timing_slots); }
+  // Words in the vector: 6 + 10 K + 6 T.
+  size_t words() const { return 6 + 10 * size_t(stream_slots) + 6 * size_t(timing_slots); }
 };
 
 // Cross-node timing of one operation of a local stream (times on the leader's clock).
@@ -134,7 +138,7 @@ class DigestExchange {
 
  private:
   struct StreamState {
-    bool have_w = false, have_from = false;
+    bool have_w = false;
     uint64_t from = 0, w = 0;         // digest range [from, w) for the next participation
     uint64_t last_completed = ~0ull;  // job-wide watermark last seen
     int64_t changed_at = 0;           // round time it last moved

@@ -101,7 +101,7 @@ TEST(NetAgent, RoundsFlowAndFindingsReachTheLeader) {
     const auto s = a->status();
     EXPECT_TRUE(s.connected);
     EXPECT_EQ(s.failures, 0u) << s.last_error;
-    EXPECT_GT(s.rounds, 2u);
+    EXPECT_GE(s.rounds, 2u);
     EXPECT_GT(s.traffic.messages_sent, 0u);
   }
   for (auto& a : agents) a->stop();

@@ -80,12 +80,13 @@ TEST(Digest, HealthyJobIsOneAllreducePerRoundAndNoDrillDown) {
       EXPECT_EQ(res[n].collisions + res[n].streams_disagreeing + res[n].range_mismatches, 0);
       EXPECT_TRUE(res[n].findings.empty());
       EXPECT_TRUE(res[n].decided.empty());
-      // Digests start once two job-wide watermarks are known (the third round).
-      EXPECT_EQ(res[n].streams_compared, r >= 2 ? 16 : 0) << "round " << r;
+      // Streams present in the channel's first round are digested from seqNumber 0 once the
+      // first job-wide watermark is known (the second round).
+      EXPECT_EQ(res[n].streams_compared, r >= 1 ? 16 : 0) << "round " << r;
       const Traffic t = c.net.endpoint(n).traffic() - before[n];
-      // One allreduce of 6 + 8*128 + 6*128 words = 14384 bytes: 2 log2(4) messages, 2*3/4 of it.
+      // One allreduce of 6 + 10*128 + 6*128 words = 16432 bytes: 2 log2(4) messages, 2*3/4 of it.
       EXPECT_EQ(t.messages_sent, 4u);
-      EXPECT_EQ(t.payload_sent, 21576u);
+      EXPECT_EQ(t.payload_sent, 24648u);
     }
   }
 }
@@ -129,6 +130,95 @@ TEST(Digest, OneDifferingFingerprintOnOneNodeDrillsDownToThatRank) {
   EXPECT_EQ(ops.size(), 60u);
   EXPECT_EQ(ops.begin()->second, 120u);
   EXPECT_EQ(ops.rbegin()->second, 149u);
+}
+
+// Findings of the leader over `rounds` rounds at t = 1 s, 2 s, ...; res_at(r) sees each round.
+template <typename F>
+std::vector<obs::Finding> run_rounds(Cluster& c, int rounds, F res_at) {
+  std::vector<obs::Finding> found;
+  for (int r = 0; r < rounds; ++r) {
+    auto res = c.round((r + 1) * kSecond);
+    res_at(r, res);
+    for (auto& f : res[0].decided) found.push_back(f);
+  }
+  return found;
+}
+
+void expect_attributed_with_every_vote(const std::vector<obs::Finding>& found, int guilty, uint64_t first_seq) {
+  ASSERT_FALSE(found.empty());
+  for (const auto& f : found) {
+    EXPECT_EQ(f.kind, obs::FindingKind::kSdc);
+    EXPECT_EQ(f.verdict, obs::Verdict::kAttributed) << f.summary;
+    ASSERT_EQ(f.suspects.size(), 1u) << f.summary;
+    EXPECT_EQ(f.suspects[0].global_rank, guilty);
+    EXPECT_EQ(f.evidence["voters"], 4) << f.evidence.dump();
+  }
+  ASSERT_TRUE(found.front().key.has_value());
+  EXPECT_EQ(found.front().key->seq, first_seq);
+}
+
+TEST(Digest, NodeWithoutADigestThisRoundStillVotesInTheDrillDown) {
+  // Node 0 (the leader) lists its streams from round 1 on, so in round 1 it has no watermark and
+  // digests nothing, while nodes 1-3 compare [0, 50) and disagree (seq 10 of rank 5). Node 0 must
+  // still send its records of that range: with 3 of 4 votes (2 against 1) there is no strict
+  // majority of the communicator's 4 ranks and the finding would be inconclusive.
+  Cluster c(4, 2);
+  const int guilty = 2 * 2 + 1;  // node 2, local index 1: dp1
+  c.views[0]->hide_streams_until(2 * kSecond);
+  c.job.corrupt_fp(guilty, 10);
+  auto found = run_rounds(c, 2, [](int r, const std::vector<RoundResult>& res) {
+    if (r == 1) {
+      EXPECT_EQ(res[0].streams_compared, 0);
+      EXPECT_EQ(res[1].streams_compared, 4);
+      EXPECT_EQ(res[1].streams_disagreeing, 2);
+      EXPECT_TRUE(res[0].gathered);
+    }
+  });
+  expect_attributed_with_every_vote(found, guilty, 10);
+}
+
+TEST(Digest, NodeThatSawTheStreamLateMakesTheOthersRecoverTheRange) {
+  // Node 0 sees its streams one round late and proposes [0, 100) in round 2 while the others
+  // propose [50, 100): the ranges differ, nothing is compared, and every node restarts at 0, so
+  // round 3 compares [0, 150) everywhere and the corruption at seq 60 is found with every vote.
+  Cluster c(4, 2);
+  const int guilty = 3 * 2 + 1;  // node 3, local index 1: dp1
+  c.views[0]->hide_streams_until(2 * kSecond);
+  c.job.corrupt_fp(guilty, 60);
+  auto found = run_rounds(c, 4, [](int r, const std::vector<RoundResult>& res) {
+    if (r == 2) {
+      for (int n = 0; n < 4; ++n) {
+        EXPECT_EQ(res[n].range_mismatches, 4) << "node " << n;
+        EXPECT_EQ(res[n].streams_compared, 0) << "node " << n;
+      }
+      EXPECT_FALSE(res[0].gathered);
+    }
+    if (r == 3) {
+      for (int n = 0; n < 4; ++n) EXPECT_EQ(res[n].streams_disagreeing, 2) << "node " << n;
+      EXPECT_TRUE(res[0].gathered);
+    }
+  });
+  expect_attributed_with_every_vote(found, guilty, 60);
+}
+
+TEST(Digest, OperationsCompletedBeforeTheObserversMetAreCompared) {
+  // The observers form their channel at t = 3 s, when 150 operations of every stream are done;
+  // the corruption is in operation 10. The first range of a stream present in the first round
+  // starts at seqNumber 0, so it is compared (the second round), not skipped.
+  Cluster c(4, 2);
+  const int guilty = 2 * 2 + 0;  // node 2, local index 0: dp0
+  c.job.corrupt_fp(guilty, 10);
+  std::vector<obs::Finding> found;
+  for (int r = 0; r < 2; ++r) {
+    auto res = c.round((r + 3) * kSecond);
+    for (auto& f : res[0].decided) found.push_back(f);
+  }
+  ASSERT_FALSE(found.empty());
+  EXPECT_EQ(found.front().kind, obs::FindingKind::kSdc);
+  ASSERT_TRUE(found.front().key.has_value());
+  EXPECT_EQ(found.front().key->seq, 10u);
+  ASSERT_EQ(found.front().suspects.size(), 1u);
+  EXPECT_EQ(found.front().suspects[0].global_rank, guilty);
 }
 
 TEST(Digest, DesyncOnOneRankIsAttributedToIt) {
@@ -219,10 +309,10 @@ TEST(Digest, NodeFindingsReachTheLeaderOnTheLeadersClock) {
   // Only node 2 sent its report; the others only took part in the count (one word).
   for (int n : {1, 3}) {
     const Traffic t = c.net.endpoint(n).traffic() - before[n];
-    EXPECT_LE(t.payload_sent, 21576u + 16u) << "node " << n;
+    EXPECT_LE(t.payload_sent, 24648u + 16u) << "node " << n;
   }
   const Traffic t2 = c.net.endpoint(2).traffic() - before[2];
-  EXPECT_GT(t2.payload_sent, 21576u + 8u + 8u + 100u);
+  EXPECT_GT(t2.payload_sent, 24648u + 8u + 8u + 100u);
   res = c.round(3 * kSecond);
   EXPECT_FALSE(res[0].gathered);
   EXPECT_TRUE(res[0].findings.empty());
@@ -246,7 +336,7 @@ TEST(Digest, FewSlotsManyStreamsPartitionsWithoutFalseFindings) {
   // About K/4 = 4 streams per round: 64 streams need 16 partitions.
   EXPECT_EQ(c.exchanges[0]->partitions(), 16u);
   EXPECT_GE(compared, 32);
-  EXPECT_EQ(cfg.words(), 6u + 8 * 16 + 6 * 16);  // the same vector whatever the stream count
+  EXPECT_EQ(cfg.words(), 6u + 10 * 16 + 6 * 16);  // the same vector whatever the stream count
 }
 
 TEST(Digest, FewSlotsStillFindTheCorruption) {

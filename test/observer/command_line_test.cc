@@ -104,7 +104,7 @@ TEST(CommandLine, SeveralNodesFormTheNetworkAndDeferCrossNodeRoots) {
   EXPECT_EQ(r.cl.opt.node_rank, 3);
   EXPECT_EQ(r.cl.rdzv, "file:/shared/rdzv");
   EXPECT_TRUE(r.cl.opt.hang.defer_cross_node);
-  EXPECT_EQ(r.cl.store.substr(r.cl.store.size() - 10), "node-3.db");
+  EXPECT_EQ(r.cl.store.substr(r.cl.store.size() - 10), "/node-3.db");
   Parsed one = parse({"--job", "j"});
   ASSERT_EQ(one.result, ParseResult::kOk) << one.message;
   EXPECT_FALSE(one.cl.opt.hang.defer_cross_node);

@@ -60,6 +60,7 @@ std::vector<net::StreamView> NetWorkload::Node::streams() {
   const int64_t now = t_.load();
   std::vector<net::StreamView> out;
   if (job_->nodes_ < 2) return out;  // one node: nothing crosses the network
+  if (now < hidden_until_) return out;
   for (int l = 0; l < job_->ranks_per_node_; ++l) {
     const int g = node_ * job_->ranks_per_node_ + l;
     for (int f = 0; f < job_->funcs_; ++f) {

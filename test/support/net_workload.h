@@ -51,6 +51,9 @@ class NetWorkload {
     Node(const NetWorkload* job, int node, int64_t clock_offset_ns);
     // The job has progressed to true time t (any thread).
     void set_time(int64_t t_ns) { t_.store(t_ns); }
+    // This observer lists no stream before true time t (its ranks created their communicators
+    // late, or it attached their segments late); op() still answers (set before the rounds).
+    void hide_streams_until(int64_t t_ns) { hidden_until_ = t_ns; }
     std::vector<net::StreamView> streams() override;
     bool op(uint64_t comm_hash, uint8_t func, uint64_t seq, std::vector<net::RankOpView>* out) override;
     net::RankIdentity identity(int global_rank) override;
@@ -63,6 +66,7 @@ class NetWorkload {
     int node_;
     int64_t offset_;
     std::atomic<int64_t> t_{0};
+    int64_t hidden_until_ = 0;
   };
 
   // Expected values (shared by all healthy ranks) for tests.
