@@ -12,10 +12,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <string>
 
 #include "observer/core/command_line.h"
+#include "observer/core/cross_node.h"
 #include "observer/core/observer.h"
+#include "observer/net/clock_sync.h"
 #include "observer/store/writer.h"
 #include "plugin/shm/segment.h"
 #include "scout/version.h"
@@ -87,6 +90,19 @@ int main(int argc, char** argv) {
   }
 
   scout::obs::Observer observer(cl.opt, store.get());
+  // Several nodes: the observer network runs beside the passes (docs/observer-network.md).
+  scout::net::RealtimeClock clock;
+  std::unique_ptr<scout::obs::CrossNode> network;
+  if (cl.opt.nodes > 1) {
+    scout::obs::CrossNodeOptions no = scout::obs::cross_node_options(cfg, cl.opt, cl.rdzv);
+    if (!cl.quiet) {
+      say("network: node-rank " + std::to_string(cl.opt.node_rank) + " of " + std::to_string(cl.opt.nodes) +
+          (cl.opt.node_rank == 0 ? " (leader: its store holds the job-wide findings)" : "") + ", rendezvous " +
+          cl.rdzv + ", digest round every " + std::to_string(cfg.net_interval_ms) + " ms");
+    }
+    network = std::make_unique<scout::obs::CrossNode>(observer, no, clock);
+    network->start();
+  }
   std::map<std::string, bool> seen;
   while (true) {
     // The final pass must begin after the stop request: a pass already under way when SIGTERM
@@ -99,6 +115,10 @@ int main(int argc, char** argv) {
     if (g_stop.load()) continue;  // requested during the pass: the final pass now
     timespec ts{time_t(cl.opt.interval_ns / 1'000'000'000), long(cl.opt.interval_ns % 1'000'000'000)};
     nanosleep(&ts, nullptr);  // a signal ends the sleep early; the next pass is the final one
+  }
+  if (network) {
+    network->stop();
+    if (!cl.quiet) say(network->status_line());
   }
   if (!cl.quiet) say(observer.stats_line());
   return 0;

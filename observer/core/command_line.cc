@@ -87,9 +87,9 @@ ParseResult parse_command_line(int argc, const char* const* argv, const config::
     *message = "--rdzv " + cl.rdzv + ": expected file:DIR or redis:HOST:PORT";
     return ParseResult::kError;
   }
-  if (nodes > 1) {
+  if (nodes > 1 && cl.rdzv.empty()) {
     *message = "--nodes " + std::to_string(nodes) +
-               ": several nodes are not yet supported (the observer network is not in this build); run with --nodes 1";
+               " needs --rdzv file:DIR (a directory every node reaches) or redis:HOST:PORT";
     return ParseResult::kError;
   }
   cl.opt.job = !job.empty() ? job : store::resolve_job_id(cfg.job_id, getenv_fn);
@@ -99,6 +99,7 @@ ParseResult parse_command_line(int argc, const char* const* argv, const config::
   cl.opt.nodes = nodes;
   cl.opt.node_rank = node_rank;
   cl.opt.hang.timeout_ns = int64_t(std::llround(hang_timeout * 1e9));
+  cl.opt.hang.defer_cross_node = nodes > 1;  // the leader's job-wide analysis names those roots
   cl.opt.interval_ns = interval_ms * 1'000'000;
   if (!equiv_file.empty() && !load_equiv_file(equiv_file, &cl.opt.equiv, &err)) {
     *message = err;

@@ -12,8 +12,8 @@
 //   --shm-dir   SCOUT_SHM_DIR
 //   --hang-timeout, --interval: SCOUT_OBSERVER_HANG_TIMEOUT_S, SCOUT_OBSERVER_INTERVAL_MS
 //   --equiv     groups added to those of SCOUT_EQUIV
-// Several nodes (--nodes > 1) need the observer network, which this build does not have yet:
-// that is a usage error.
+// Several nodes (--nodes N > 1) form the observer network (docs/observer-network.md) and need
+// --rdzv; node-rank 0 is the leader.
 #pragma once
 
 #include <functional>

@@ -32,7 +32,10 @@ void Observer::pass(int64_t now_ns) {
   if (started_ns_ == 0) started_ns_ = now_ns;
   passes_++;
   ingest_.pass(model_, now_ns);
-  if (cross_node_) cross_node_(model_, now_ns);
+  if (cross_node_) {
+    CrossNodeIo io{model_, board_, straggler_, now_ns, hung_};
+    cross_node_(io);
+  }
   JudgeOutput out;
   judge_.pass(model_, now_ns, board_, &out);
   for (const JudgedOp& j : out.judged) {
@@ -77,6 +80,7 @@ void Observer::write(int64_t now_ns, JudgeOutput& out) {
   sink_->put_ranks(ranks);
 
   std::vector<CommInfo> comms;
+  hung_ = false;
   for (const auto& [k, c] : model_.comms()) {
     CommInfo ci;
     ci.comm_hash = k.hash;
@@ -88,6 +92,7 @@ void Observer::write(int64_t now_ns, JudgeOutput& out) {
     for (int f = 0; f < shm::kNumNumberedFuncs; ++f) ci.last_seq[f] = c.last_seq[f];
     ci.last_progress_ns = c.last_progress_ns;
     ci.state = hang_.comm_state(c, now_ns);
+    hung_ |= ci.state == "hung";
     comms.push_back(ci);
   }
   sink_->put_comms(comms);

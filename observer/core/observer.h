@@ -4,9 +4,10 @@
 //
 // A pass, in order:
 //   1. ingest        discover segments of the job on this node, read every ring into the Model;
-//   2. cross-node    optional step (set_cross_node_step): a network layer may add remote ranks'
-//                    records to the Model (and align clocks) so that communicators spanning
-//                    nodes have all their members before anything is judged;
+//   2. cross-node    optional step (set_cross_node_step): the observer network
+//                    (observer/core/cross_node.h) captures what it compares across nodes, hands
+//                    this node's findings to the network and applies what came back: the
+//                    leader's job-wide findings, cross-node lateness for the straggler windows;
 //   3. judge         metadata and fingerprint consensus of finished operations (desync, sdc),
 //                    summaries for the store; judged operations leave the Model;
 //   4. windows       NaN origin, equivalent communicators, straggler and slow-link windows;
@@ -42,8 +43,15 @@ class Observer {
   // One pass at observer time `now_ns` (CLOCK_REALTIME ns in production).
   void pass(int64_t now_ns);
 
-  // Step 2 of the pass; receives the Model after local ingestion.
-  using CrossNodeStep = std::function<void(Model& model, int64_t now_ns)>;
+  // Step 2 of the pass, after local ingestion: what it may read and update.
+  struct CrossNodeIo {
+    Model& model;
+    FindingBoard& board;
+    StragglerDetector& straggler;
+    int64_t now_ns;
+    bool hung;  // the previous pass left a communicator of this node hung (hang timeout passed)
+  };
+  using CrossNodeStep = std::function<void(CrossNodeIo& io)>;
   void set_cross_node_step(CrossNodeStep step) { cross_node_ = std::move(step); }
 
   // Held for the duration of every pass: another thread (the network agent, through ModelView
@@ -76,6 +84,7 @@ class Observer {
   CrossNodeStep cross_node_;
   int64_t started_ns_ = 0;
   uint64_t passes_ = 0;
+  bool hung_ = false;  // some communicator's state was "hung" at the last write
   std::mutex mu_;
 };
 

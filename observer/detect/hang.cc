@@ -58,6 +58,16 @@ std::string HangDetector::comm_state(const Comm& c, int64_t now_ns) const {
   return "active";
 }
 
+bool HangDetector::waits_elsewhere(const Model& m, int proc) {
+  for (const auto& [k, c] : m.comms()) {
+    if (c.members_known()) continue;
+    for (const RankProgress& r : c.ranks) {
+      if (r.proc == proc && !r.inflight.empty()) return true;
+    }
+  }
+  return false;
+}
+
 std::string HangDetector::root_reason(const Model& m, int proc, std::string* detail) const {
   if (m.proc(proc).state == ProcState::kDead) return "dead";
   auto mit = member_of_.find(proc);
@@ -462,6 +472,7 @@ void HangDetector::pass(const Model& m, int64_t now_ns, FindingBoard& board) {
     std::string detail;
     std::string reason = root_reason(m, s, &detail);
     if (reason == "stuck" || reason == "desync") continue;  // reported with their communicator
+    if (cfg_.defer_cross_node && waits_elsewhere(m, s)) continue;  // the leader decides
     int best = -1;
     for (size_t t = 0; t < edges.size(); ++t) {
       if (edges[t].to != s) continue;

@@ -37,6 +37,11 @@ namespace scout::obs {
 struct HangConfig {
   int64_t timeout_ns = 60'000'000'000;    // --hang-timeout / SCOUT_OBSERVER_HANG_TIMEOUT_S
   int64_t crash_grace_ns = 1'000'000'000;  // SCOUT_OBSERVER_CRASH_GRACE_MS
+  // Observer network on (several nodes): a rank with an operation in flight in a communicator
+  // whose members this observer does not all see is not named as a root here. It waits for
+  // something on another node; the job-wide analysis on the leader, which sees every node's
+  // waits, names the root instead (docs/observer-network.md, "Hangs across nodes").
+  bool defer_cross_node = false;
 };
 
 class HangDetector {
@@ -61,6 +66,8 @@ class HangDetector {
     int rank;
   };
   std::string root_reason(const Model& m, int proc, std::string* detail) const;
+  // True when `proc` has an operation in flight in a communicator with members not all known.
+  static bool waits_elsewhere(const Model& m, int proc);
   nlohmann::json chain_json(const Model& m, const std::vector<ProcEdge>& edges,
                             const std::vector<int>& tags) const;
   nlohmann::json comms_json(const Model& m, const std::vector<const Comm*>& comms, int64_t now_ns) const;

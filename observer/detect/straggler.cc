@@ -9,20 +9,16 @@
 
 namespace scout::obs {
 
-namespace {
-// End of the latest GPU interval of `proc` that ended at or before `arrival`, other than the
-// interval [arrival, own_end] itself; 0 if none is known.
-int64_t previous_end(const Proc& p, int64_t arrival, int64_t own_end) {
+int64_t gap_before(const Proc& p, int64_t arrival, int64_t own_end) {
   // The timeline is ordered by end: the last interval ending at or before `arrival`.
   auto it = std::upper_bound(p.timeline.begin(), p.timeline.end(), arrival,
                              [](int64_t a, const std::pair<int64_t, int64_t>& iv) { return a < iv.second; });
   while (it != p.timeline.begin()) {
     --it;
-    if (!(it->first == arrival && it->second == own_end)) return it->second;
+    if (!(it->first == arrival && it->second == own_end)) return it->second > 0 ? arrival - it->second : -1;
   }
-  return 0;
+  return -1;
 }
-}  // namespace
 
 StragglerDetector::Entry StragglerDetector::score(const Model& m, const JudgedOp& op,
                                                   const StragglerConfig& cfg) {
@@ -35,10 +31,7 @@ StragglerDetector::Entry StragglerDetector::score(const Model& m, const JudgedOp
     a[i] = op.parts[i].start_ns;
     amin = std::min(amin, a[i]);
     e.procs.push_back(op.parts[i].proc);
-    if (op.parts[i].proc >= 0) {
-      int64_t prev = previous_end(m.proc(op.parts[i].proc), a[i], op.parts[i].end_ns);
-      if (prev > 0) gap[i] = a[i] - prev;
-    }
+    if (op.parts[i].proc >= 0) gap[i] = gap_before(m.proc(op.parts[i].proc), a[i], op.parts[i].end_ns);
   }
   e.first_arrival_ns = amin;
   e.signal.resize(n);
@@ -66,16 +59,52 @@ StragglerDetector::Entry StragglerDetector::score(const Model& m, const JudgedOp
   return e;
 }
 
+StragglerDetector::Entry StragglerDetector::score(const CrossNodeArrivals& op, int nranks,
+                                                  const StragglerConfig& cfg) {
+  Entry e;
+  e.id = op.id;
+  e.first_arrival_ns = op.first_arrival_ns;
+  e.procs.assign(nranks, -1);
+  e.signal.assign(nranks, 0);
+  e.lateness.assign(nranks, 0);
+  e.late.assign(nranks, 0);
+  for (const auto& r : op.ranks) {
+    if (r.comm_rank < 0 || r.comm_rank >= nranks) continue;
+    int64_t S = r.lateness_ns;
+    if (r.gap_ns >= 0 && op.min_gap_ns >= 0) S = std::min<int64_t>(S, std::max<int64_t>(0, r.gap_ns - op.min_gap_ns));
+    std::vector<int64_t> other_late;
+    for (const auto& o : op.ranks) {
+      if (&o != &r) other_late.push_back(o.lateness_ns);
+    }
+    const int i = r.comm_rank;
+    e.procs[i] = r.proc;
+    e.signal[i] = S;
+    e.lateness[i] = r.lateness_ns;
+    e.late[i] = S >= cfg.min_ns && double(S) >= cfg.rel * median(other_late);
+    e.any |= e.late[i] != 0;
+  }
+  e.any |= op.spread_ns >= cfg.min_ns;
+  return e;
+}
+
+void StragglerDetector::observe_cross_node(const CrossNodeArrivals& op) {
+  if (op.id.cls != OpClass::kColl || op.comm.nranks < 2 || op.ranks.empty()) return;
+  add(op.comm, score(op, op.comm.nranks, cfg_));
+}
+
 void StragglerDetector::observe(const Model& m, const JudgedOp& op) {
   if (op.id.cls != OpClass::kColl || !op.complete || op.parts.size() < 2) return;
-  Entry e = score(m, op, cfg_);
+  add(op.comm, score(m, op, cfg_));
+}
+
+void StragglerDetector::add(const CommKey& comm, Entry e) {
   for (size_t i = 0; i < e.procs.size(); ++i) {
     if (e.procs[i] < 0) continue;
     auto& w = procs_[e.procs[i]];
     w.push_back(Agg{bool(e.late[i]), e.any});
     while (int(w.size()) > cfg_.window) w.pop_front();
   }
-  auto& w = comms_[op.comm];
+  auto& w = comms_[comm];
   w.push_back(std::move(e));
   while (int(w.size()) > cfg_.window) w.pop_front();
 }

@@ -39,11 +39,38 @@ struct StragglerConfig {
   int min_late = 4;                // SCOUT_OBSERVER_STRAGGLER_MIN_LATE
 };
 
+// g_r above: time from the end of `p`'s latest GPU interval that ended at or before `arrival`
+// (other than [arrival, own_end] itself) to `arrival`; -1 if no such interval is known.
+int64_t gap_before(const Proc& p, int64_t arrival, int64_t own_end);
+
+// One collective of a communicator with ranks on other nodes, as the observer network sees it
+// (docs/observer-network.md, "Cross-node lateness"): the job-wide earliest and latest arrival and
+// smallest gap, and per local rank its lateness and gap. Durations only (no clock).
+struct CrossNodeArrivals {
+  CommKey comm;
+  OpId id;
+  int64_t first_arrival_ns = 0;  // this observer's clock
+  int64_t spread_ns = 0;         // latest - earliest arrival, job-wide
+  int64_t min_gap_ns = -1;       // smallest gap of any rank, job-wide; -1 unknown
+  struct Local {
+    int comm_rank = -1;
+    int proc = -1;
+    int64_t lateness_ns = 0;     // arrival - earliest arrival (clock offsets applied)
+    int64_t gap_ns = -1;
+  };
+  std::vector<Local> ranks;
+};
+
 class StragglerDetector {
  public:
   explicit StragglerDetector(StragglerConfig cfg) : cfg_(cfg) {}
   // Adds a judged operation (only complete collectives of 2+ ranks count).
   void observe(const Model& m, const JudgedOp& op);
+  // Adds a cross-node collective: the local ranks are scored with the rule above, the others'
+  // gaps summarised by the job-wide smallest gap: S_r = min(L_r, max(0, g_r - min gap)); the
+  // relative threshold uses the other local ranks' lateness when there are any. The operation is
+  // a late event when some local rank is late or the job-wide arrival spread reaches min_ms.
+  void observe_cross_node(const CrossNodeArrivals& op);
   // Opens, updates and closes straggler findings.
   void evaluate(const Model& m, int64_t now_ns, FindingBoard& board);
 
@@ -59,6 +86,9 @@ class StragglerDetector {
   };
   // Lateness signal of each part of a complete collective (exposed for tests).
   static Entry score(const Model& m, const JudgedOp& op, const StragglerConfig& cfg);
+  // The same for a cross-node collective (entries indexed by comm rank; ranks of other nodes
+  // carry no signal).
+  static Entry score(const CrossNodeArrivals& op, int nranks, const StragglerConfig& cfg);
 
  private:
   struct Agg {
@@ -73,6 +103,7 @@ class StragglerDetector {
   struct Count {
     int late = 0, any = 0, ops = 0;
   };
+  void add(const CommKey& comm, Entry e);
   Count comm_count(const std::deque<Entry>& w, int rank) const;
   bool persistent(const Count& c) const;
 

@@ -1,8 +1,18 @@
 #include "observer/net/agent.h"
 
+#include <time.h>
+
 #include <algorithm>
 
 namespace scout::net {
+
+namespace {
+uint64_t thread_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+}  // namespace
 
 NetAgent::NetAgent(const AgentOptions& opts, Connect connect, LatestEpoch latest, LocalView& view,
                    Judge& judge, const Clock& clock)
@@ -105,6 +115,8 @@ void NetAgent::run() {
           out.swap(outbox_);
         }
         RoundResult r;
+        const uint64_t cpu0 = thread_cpu_ns();
+        const auto wall0 = std::chrono::steady_clock::now();
         try {
           r = exchange.round(view_, clock_.now_ns(), clock, out);
         } catch (...) {
@@ -118,7 +130,20 @@ void NetAgent::run() {
           std::lock_guard<std::mutex> lock(mu_);
           status_.rounds++;
           status_.partitions = r.partitions;
+          status_.round_cpu_ns += thread_cpu_ns() - cpu0;
+          status_.round_wall_ns += uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                std::chrono::steady_clock::now() - wall0)
+                                                .count());
+          status_.gathers += r.gathered;
+          status_.compared += uint64_t(r.streams_compared);
+          status_.disagreeing += uint64_t(r.streams_disagreeing);
+          status_.collisions += uint64_t(r.collisions);
+          status_.range_mismatches += uint64_t(r.range_mismatches);
+          status_.digest_gaps += uint64_t(r.digest_gaps);
+          status_.bad_reports += uint64_t(r.bad_reports);
+          if (r.bad_reports && status_.last_error.empty()) status_.last_error = r.bad_report_error;
           for (auto& f : r.findings) harvest_.findings.push_back(std::move(f));
+          for (auto& f : r.decided) harvest_.decided.push_back(std::move(f));
           for (auto& t : r.timings) harvest_.timings.push_back(std::move(t));
           for (auto& s : r.stalls) harvest_.stalls.push_back(std::move(s));
         }

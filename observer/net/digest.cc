@@ -16,9 +16,12 @@ namespace {
 
 constexpr uint64_t kNeutral = ~0ull;
 constexpr uint64_t kTopBit = 1ull << 63;
-constexpr size_t kHeaderWords = 4;
-constexpr size_t kStreamWords = 8;
-constexpr size_t kTimingWords = 5;
+constexpr size_t kHeaderWords = 6;
+constexpr size_t kStreamWords = 10;
+constexpr size_t kTimingWords = 6;
+// Header words.
+constexpr size_t kConfigMin = 0, kConfigMax = 1, kRoundTime = 2, kHasFindings = 3, kWantWaits = 4,
+                 kStalled = 5;
 constexpr uint64_t kMaxPartitions = 1ull << 20;
 constexpr int kMaxProbes = 8;  // stream slot placement: linear probing bound
 
@@ -34,6 +37,12 @@ uint64_t hash_words(std::initializer_list<uint64_t> words, uint64_t seed) {
   size_t n = 0;
   for (uint64_t w : words) buf[n++] = w;
   return (XXH64(buf, n * sizeof(uint64_t), seed) & ~kTopBit) | 1;
+}
+
+// A stream slot's range words: some node digested the slot and every digesting node covered the
+// same seqNumber range [from, to) (from MIN == from MAX, to MIN == to MAX).
+bool same_range(const std::vector<uint64_t>& v, size_t b) {
+  return v[b + 4] != kNeutral && v[b + 4] == ~v[b + 5] && v[b + 6] == ~v[b + 7];
 }
 
 uint64_t hash_vector(const std::vector<uint64_t>& words, uint64_t seed) {
@@ -69,7 +78,7 @@ DigestExchange::DigestExchange(Channel* ch, Judge* judge, const DigestConfig& cf
   if (cfg_.stream_slots < 1 || cfg_.timing_slots < 1 || cfg_.timing_ops < 0 || cfg_.max_range_ops < 1) {
     throw std::invalid_argument("observer network: digest slots and range must be positive");
   }
-  config_key_ = hash_words({1 /* protocol version */, uint64_t(cfg_.stream_slots),
+  config_key_ = hash_words({2 /* protocol version */, uint64_t(cfg_.stream_slots),
                             uint64_t(cfg_.timing_slots), uint64_t(cfg_.timing_ops),
                             cfg_.max_range_ops, uint64_t(cfg_.stall_ns),
                             uint64_t(cfg_.drill_repeat_rounds)},
@@ -88,21 +97,30 @@ RoundResult DigestExchange::round(LocalView& local, int64_t now_ns, const ClockE
 
   const std::vector<StreamView> streams = local.streams();
 
-  // Stall drill-downs decided last round go out this round.
-  std::vector<std::pair<const StreamView*, uint64_t>> stall_reports;
+  // Hang drill-downs: a stream found stalled last round, or a communicator this node's own
+  // hang detector holds hung (asked again every drill_repeat_rounds while it lasts).
+  bool want_waits = false, stalled_here = false;
   for (const StreamView& s : streams) {
     auto it = state_.find(stream_key(s.comm_hash, s.func));
-    if (it != state_.end() && it->second.stall_drill_pending) {
-      stall_reports.emplace_back(&s, it->second.stall_completed);
-      it->second.stall_drill_pending = false;
+    if (it == state_.end()) continue;
+    stalled_here |= it->second.stalled;
+    if (it->second.stall_drill_pending) want_waits = true;
+    it->second.stall_drill_pending = false;
+  }
+  if (local.locally_stalled()) {
+    stalled_here = true;
+    if (round_ >= next_local_drill_) {
+      want_waits = true;
+      next_local_drill_ = round_ + uint64_t(std::max(1, cfg_.drill_repeat_rounds));
     }
   }
-  const bool flag = (!ch_->is_leader() && !node_findings.empty()) || !stall_reports.empty();
 
-  put_min(0, config_key_);
-  put_max(1, config_key_);
-  put_max(2, enc_time(clock.to_leader(now_ns)));
-  if (flag) put_max(3, 1);
+  put_min(kConfigMin, config_key_);
+  put_max(kConfigMax, config_key_);
+  put_max(kRoundTime, enc_time(clock.to_leader(now_ns)));
+  if (!ch_->is_leader() && !node_findings.empty()) put_max(kHasFindings, 1);
+  if (want_waits) put_max(kWantWaits, 1);
+  if (stalled_here) put_max(kStalled, 1);
 
   // ---- contributions of the local streams that take part this round
   struct TimingSample {
@@ -111,7 +129,8 @@ RoundResult DigestExchange::round(LocalView& local, int64_t now_ns, const ClockE
     uint64_t comm_hash;
     uint8_t func;
     uint64_t seq;
-    std::vector<std::pair<int, int64_t>> arrivals;  // (global rank, leader clock)
+    int nranks;
+    std::vector<CrossNodeTiming::Local> arrivals;  // lateness_ns holds the arrival (leader clock)
   };
   std::vector<Placed> placed;
   std::vector<TimingSample> samples;
@@ -130,14 +149,14 @@ RoundResult DigestExchange::round(LocalView& local, int64_t now_ns, const ClockE
       slot = (slot + 1) % K;
       ++probes;
     }
-    StreamState& st = state_[key];
+    StreamState& st = state_[key];  // a new stream starts at seqNumber 0 (see the update below)
     Placed p{&s, &st, slot};
     const size_t b = stream0 + kStreamWords * p.slot;
     put_min(b + 0, key);
     put_max(b + 1, key);
     put_min(b + 2, s.completed);
     put_max(b + 3, s.enqueued);
-    if (st.have_from && st.have_w && st.w > st.from) {
+    if (st.have_w && st.w > st.from) {
       const uint64_t to = st.w, from = to - std::min(to - st.from, cfg_.max_range_ops);
       values.clear();
       bool retained = true;
@@ -147,28 +166,30 @@ RoundResult DigestExchange::round(LocalView& local, int64_t now_ns, const ClockE
         if (retained) values.push_back(node_value(ranks, s.ranks.size()));
       }
       if (retained) {
-        const uint64_t range = hash_words({from, to}, 0x7a9e);
         const uint64_t digest = hash_vector(values, 0xd16e);
-        put_min(b + 4, range);
-        put_max(b + 5, range);
-        put_min(b + 6, digest);
-        put_max(b + 7, digest);
+        put_min(b + 4, from);
+        put_max(b + 5, from);
+        put_min(b + 6, to);
+        put_max(b + 7, to);
+        put_min(b + 8, digest);
+        put_max(b + 9, digest);
         p.digested = true;
         p.from = from;
         p.to = to;
         for (uint64_t seq = to - std::min<uint64_t>(to - from, uint64_t(cfg_.timing_ops)); seq < to; ++seq) {
           ranks.clear();
           if (!local.op(s.comm_hash, s.func, seq, &ranks)) continue;
-          TimingSample ts{0, hash_words({s.comm_hash, s.func, seq}, 0x71e5), s.comm_hash, s.func, seq, {}};
+          TimingSample ts{0, hash_words({s.comm_hash, s.func, seq}, 0x71e5), s.comm_hash, s.func, seq, s.nranks, {}};
           ts.slot = hash_words({ts.key, round_}, 0x2c4d) % T;
           const size_t tb = timing0 + kTimingWords * ts.slot;
           for (const RankOpView& r : ranks) {
             if (r.arrival_ns == 0) continue;
             const int64_t a = clock.to_leader(r.arrival_ns);
-            ts.arrivals.emplace_back(r.global_rank, a);
+            ts.arrivals.push_back({r.comm_rank, r.global_rank, a, r.gap_ns});
             put_min(tb + 2, enc_time(a));
             put_max(tb + 3, enc_time(a));
             if (r.end_ns != 0) put_max(tb + 4, enc_time(clock.to_leader(r.end_ns)));
+            if (r.gap_ns >= 0) put_min(tb + 5, uint64_t(r.gap_ns));
           }
           if (ts.arrivals.empty()) continue;
           put_min(tb + 0, ts.key);
@@ -186,21 +207,23 @@ RoundResult DigestExchange::round(LocalView& local, int64_t now_ns, const ClockE
   ch_->allreduce(v, ReduceOp::kMin);
 
   // ---- what everyone learns
-  if (v[0] != config_key_ || ~v[1] != config_key_) {
+  if (v[kConfigMin] != config_key_ || ~v[kConfigMax] != config_key_) {
     throw std::runtime_error(
         "observer network: observers run different digest settings (stream/timing slots, "
         "timing ops, range, stall time): give every observer the same SCOUT_NET_* values");
   }
-  res.round_time_ns = dec_time(~v[2]);
-  const bool any_flag = ~v[3] != 0;
+  res.round_time_ns = dec_time(~v[kRoundTime]);
+  const bool any_findings = ~v[kHasFindings] != 0;
+  const bool waits_wanted = ~v[kWantWaits] != 0;
+  res.stalled_anywhere = ~v[kStalled] != 0;
   bool any_disagreement = false;
   size_t occupied = 0;
   for (size_t slot = 0; slot < K; ++slot) {
     const size_t b = stream0 + kStreamWords * slot;
     if (v[b] == kNeutral) continue;
     ++occupied;
-    if (v[b] != ~v[b + 1] || v[b + 4] == kNeutral || v[b + 4] != ~v[b + 5]) continue;
-    if (v[b + 6] != ~v[b + 7]) any_disagreement = true;
+    if (v[b] != ~v[b + 1] || !same_range(v, b)) continue;
+    if (v[b + 8] != ~v[b + 9]) any_disagreement = true;
   }
 
   std::vector<const Placed*> drills;
@@ -212,26 +235,35 @@ RoundResult DigestExchange::round(LocalView& local, int64_t now_ns, const ClockE
     }
     StreamState& st = *p.state;
     const uint64_t completed = v[b + 2], enqueued = ~v[b + 3];
-    if (p.digested) {
-      if (v[b + 4] != ~v[b + 5]) {
-        res.range_mismatches++;
-      } else {
-        res.streams_compared++;
-        if (v[b + 6] != ~v[b + 7]) {
-          res.streams_disagreeing++;
-          // A lasting failure (every operation of a rank corrupted) is drilled again only every
-          // drill_repeat_rounds: its finding exists and is kept up to date, the leader is spared.
-          if (round_ >= st.next_digest_drill) {
-            drills.push_back(&p);
-            st.next_digest_drill = round_ + uint64_t(std::max(1, cfg_.drill_repeat_rounds));
-          }
+    if (p.digested && !same_range(v, b)) {
+      res.range_mismatches++;
+    } else if (same_range(v, b)) {
+      if (p.digested) res.streams_compared++;
+      if (v[b + 8] != ~v[b + 9]) {
+        if (p.digested) res.streams_disagreeing++;
+        // Every node holding the stream sends its records of the range, also one that did not
+        // digest it this round (it saw the stream a round later than the others, or no longer
+        // retains all of it): the leader needs every rank's vote for a strict majority.
+        p.from = v[b + 4];
+        p.to = ~v[b + 7];
+        // A lasting failure (every operation of a rank corrupted) is drilled again only every
+        // drill_repeat_rounds: its finding exists and is kept up to date, the leader is spared.
+        if (round_ >= st.next_digest_drill) {
+          drills.push_back(&p);
+          st.next_digest_drill = round_ + uint64_t(std::max(1, cfg_.drill_repeat_rounds));
         }
       }
     }
-    // The next digest covers what became complete everywhere since the previous watermark.
-    if (st.have_w) {
+    // The next digest covers what became complete everywhere since the previous watermark. A
+    // stream starts at seqNumber 0 on every node (its first digest covers the operations completed
+    // before the observers saw it, capped to the newest max_range_ops). A node that saw the stream
+    // later than the others proposes a range from 0 while they propose [previous w, w): the ranges
+    // differ, nothing is compared, and every node restarts at the smallest proposed start, known to
+    // all from the vector, so the next range covers the skipped operations for everyone.
+    if (v[b + 4] != kNeutral && !same_range(v, b)) {
+      st.from = v[b + 4];
+    } else if (st.have_w) {
       st.from = st.w;
-      st.have_from = true;
     }
     st.w = std::max(completed, st.have_w ? st.w : 0);
     st.have_w = true;
@@ -243,7 +275,6 @@ RoundResult DigestExchange::round(LocalView& local, int64_t now_ns, const ClockE
       res.stalls.push_back({p.view->comm_hash, p.view->func, completed, enqueued, st.changed_at});
       if (!st.stalled || round_ >= st.next_stall_drill) {
         st.stall_drill_pending = true;
-        st.stall_completed = completed;
         st.next_stall_drill = round_ + uint64_t(std::max(1, cfg_.drill_repeat_rounds));
       }
       st.stalled = true;
@@ -253,9 +284,19 @@ RoundResult DigestExchange::round(LocalView& local, int64_t now_ns, const ClockE
   for (const TimingSample& ts : samples) {
     const size_t tb = timing0 + kTimingWords * ts.slot;
     if (v[tb] != ts.key || ~v[tb + 1] != ts.key) continue;  // collision: no cross-node view
-    CrossNodeTiming t{ts.comm_hash, ts.func, ts.seq, dec_time(v[tb + 2]), dec_time(~v[tb + 3]),
-                      v[tb + 4] == kNeutral ? 0 : dec_time(~v[tb + 4]), {}};
-    for (const auto& [gr, a] : ts.arrivals) t.lateness.emplace_back(gr, a - t.earliest_arrival_ns);
+    CrossNodeTiming t;
+    t.comm_hash = ts.comm_hash;
+    t.func = ts.func;
+    t.nranks = ts.nranks;
+    t.seq = ts.seq;
+    t.earliest_arrival_ns = dec_time(v[tb + 2]);
+    t.latest_arrival_ns = dec_time(~v[tb + 3]);
+    t.latest_end_ns = v[tb + 4] == kNeutral ? 0 : dec_time(~v[tb + 4]);
+    t.min_gap_ns = v[tb + 5] == kNeutral ? -1 : int64_t(v[tb + 5]);
+    for (CrossNodeTiming::Local l : ts.arrivals) {
+      l.lateness_ns -= t.earliest_arrival_ns;
+      t.ranks.push_back(l);
+    }
     res.timings.push_back(std::move(t));
   }
 
@@ -283,7 +324,7 @@ RoundResult DigestExchange::round(LocalView& local, int64_t now_ns, const ClockE
   res.partitions = partitions_;
 
   // ---- drill-down and findings to the leader
-  if (any_flag || any_disagreement) {
+  if (any_findings || any_disagreement || waits_wanted) {
     NodeReport rep;
     std::set<int> mentioned;
     if (!ch_->is_leader()) {
@@ -309,19 +350,19 @@ RoundResult DigestExchange::round(LocalView& local, int64_t now_ns, const ClockE
         NodeOpValues op;
         op.seq = seq;
         local.op(s.comm_hash, s.func, seq, &ranks);
+        for (RankOpView& r : ranks) shift_times(&r.rec, clock.offset_ns);
         bool agree = ranks.size() == d.ranks.size() && !ranks.empty();
         for (size_t i = 1; agree && i < ranks.size(); ++i) {
           agree = ranks[i].meta == ranks[0].meta && ranks[i].fp_recv == ranks[0].fp_recv;
         }
         if (agree) {
           op.agree = true;
-          op.meta = ranks[0].meta;
-          op.fp = ranks[0].fp_recv;
+          op.rec = ranks[0].rec;
         } else {
           for (const auto& [cr, gr] : d.ranks) {
             NodeOpValues::Value val;
             for (const RankOpView& r : ranks) {
-              if (r.comm_rank == cr) val = {true, r.meta, r.fp_recv};
+              if (r.comm_rank == cr) val = {true, r.rec};
             }
             op.per_rank.push_back(val);
           }
@@ -330,19 +371,13 @@ RoundResult DigestExchange::round(LocalView& local, int64_t now_ns, const ClockE
       }
       rep.digests.push_back(std::move(d));
     }
-    for (const auto& [s, completed] : stall_reports) {
-      NodeStall ns;
-      ns.stream = {s->comm_hash, s->func, s->nranks, s->comm_name};
-      ns.completed = completed;
-      for (RankProgressView r : s->ranks) {
-        if (r.last_event_ns) r.last_event_ns = clock.to_leader(r.last_event_ns);
-        ns.ranks.push_back(r);
-        mentioned.insert(r.global_rank);
-      }
-      rep.stalls.push_back(std::move(ns));
+    if (waits_wanted) {
+      rep.waits = local.wait_snapshot();
+      shift_times(&rep.waits, clock.offset_ns);
+      res.waits_sent = !rep.waits.empty();
     }
     for (int gr : mentioned) rep.identities.push_back(local.identity(gr));
-    const bool empty = rep.findings.empty() && rep.digests.empty() && rep.stalls.empty();
+    const bool empty = rep.findings.empty() && rep.digests.empty() && rep.waits.empty();
     const std::vector<uint8_t> bytes = empty ? std::vector<uint8_t>{} : encode_report(rep);
     std::vector<Contribution> got = ch_->gather_to_leader(bytes);
     res.gathered = true;
@@ -351,16 +386,19 @@ RoundResult DigestExchange::round(LocalView& local, int64_t now_ns, const ClockE
       LeaderInbox in = collect_reports(got);
       res.bad_reports = in.bad_reports;
       res.bad_report_error = in.first_error;
-      for (obs::Finding& f : in.findings) res.findings.push_back(std::move(f));
+      res.findings = std::move(in.findings);
       if (judge_) {
         for (const DigestDrill& d : in.digests) {
-          for (obs::Finding& f : judge_->judge_digest(d, in.identities, res.round_time_ns)) res.findings.push_back(std::move(f));
+          for (obs::Finding& f : judge_->judge_digest(d, in.identities, res.round_time_ns)) res.decided.push_back(std::move(f));
         }
-        for (const StallDrill& sd : in.stalls) {
-          for (obs::Finding& f : judge_->judge_stall(sd, in.identities, res.round_time_ns)) res.findings.push_back(std::move(f));
+        if (!in.waits.empty()) {
+          for (obs::Finding& f : judge_->judge_waits(in.waits, res.round_time_ns)) res.decided.push_back(std::move(f));
         }
       }
     }
+  }
+  if (ch_->is_leader() && judge_ && !res.stalled_anywhere) {
+    for (obs::Finding& f : judge_->all_clear(res.round_time_ns)) res.decided.push_back(std::move(f));
   }
   ++round_;
   return res;

@@ -4,22 +4,26 @@
 // Once per interval every observer calls DigestExchange::round(). In healthy operation a round is
 // ONE allreduce (element-wise MIN) of a fixed-size vector of uint64 words; a MAX is carried as
 // the MIN of the complement (max(x) = ~min(~x)), so one call does both. The vector:
-//   header  4 words: protocol-configuration key (MIN and ~MAX: every observer must run the same
-//           settings), ~round time (leader clock, MAX), ~"I have something for the leader" flag.
-//   stream slots  K x 8 words, one per (communicator, function) stream that has ranks on more than
+//   header  6 words: protocol-configuration key (MIN and ~MAX: every observer must run the same
+//           settings), ~round time (leader clock, MAX), ~"I have findings for the leader",
+//           ~"hang drill-down wanted", ~"something is stalled here" (flags, MAX).
+//   stream slots  K x 10 words, one per (communicator, function) stream that has ranks on more than
 //           one node and takes part this round (slot = hash(commHash, func, round) mod K):
 //             key MIN, ~key (MAX)        min == max: one stream in the slot; else a collision,
 //                                        both void this round, retried with another salt
 //             completed MIN              job-wide: every rank finished the ops below this seqNumber
 //             ~enqueued (MAX)            some rank enqueued up to here (ops pending if > completed)
-//             range MIN, ~range (MAX)    which seqNumber range [from, to) the digest covers
+//             from MIN, ~from (MAX),     which seqNumber range [from, to) the digest covers; in
+//             to MIN, ~to (MAX)          the clear, so a node that did not digest the stream this
+//                                        round still knows which records a drill-down needs
 //             digest MIN, ~digest (MAX)  hash of the per-operation values of that range on this
 //                                        node: metadata and received fingerprint of every local
 //                                        rank, with "all local ranks agree" folded in; min == max
 //                                        means every contributing node saw the same values
-//   timing slots  T x 5 words, one per sampled operation (the last `timing_ops` of each digested
+//   timing slots  T x 6 words, one per sampled operation (the last `timing_ops` of each digested
 //           range): key MIN, ~key, earliest arrival MIN, ~latest arrival (MAX), ~latest end
-//           (MAX), on the leader's clock: cross-node lateness = arrival - earliest arrival.
+//           (MAX), on the leader's clock, and the smallest gap MIN (a duration: no clock): cross-
+//           node lateness = arrival - earliest arrival.
 // Nodes without a stream leave its slot at the neutral all-ones value.
 //
 // A stream takes part in a round when hash(stream) mod P == round mod P; P (a power of two) is
@@ -27,13 +31,17 @@
 // K/4 streams share the K slots per round: the vector stays the same size however many streams the job has, and each stream is
 // compared every P rounds. The range a node digests is fixed by job-wide results of earlier
 // rounds (from = the completed watermark of the stream's previous round, to = of its last one),
-// so every node digests the same operations without any extra message.
+// so every node digests the same operations without any extra message. A stream's first range
+// starts at seqNumber 0 (capped to the newest max_range_ops); when nodes propose different ranges
+// (one saw the stream a round later) the slot is void and all restart at the smallest start.
 //
-// Disagreement drills down: a slot whose digests differ, a stream whose job-wide completed count
-// stands still while operations are pending for longer than `stall_ns`, or a node with findings
-// (flag in the header) makes every node that has something send one NodeReport to the leader
-// (Channel::gather_to_leader: a 1-word SUM allreduce, then only the senders send). The leader
-// decides with the Judge and returns the findings; node findings travel the same way.
+// Disagreement drills down: a slot whose digests differ makes every node that holds the stream
+// send its records of the range to the leader; a hang drill-down (a stream whose job-wide
+// completed count stands still while operations are pending for longer than `stall_ns`, or a
+// node whose own hang detector sees a hung communicator) makes every node send a snapshot of what
+// its ranks wait in; node findings (flag in the header) travel the same way. Each node with
+// something to say sends one NodeReport to the leader (Channel::gather_to_leader: a 1-word SUM
+// allreduce, then only the senders send). The leader decides with the Judge.
 #pragma once
 
 #include <cstdint>
@@ -50,26 +58,33 @@
 namespace scout::net {
 
 struct DigestConfig {
-  int stream_slots = 128;   // K: stream slots (8 words each)
+  int stream_slots = 128;   // K: stream slots (10 words each)
   int timing_slots = 128;   // T: timing slots (5 words each)
   int timing_ops = 2;       // operations per digested range sampled for cross-node arrival
   uint64_t max_range_ops = 1024;  // digest covers at most the last this-many ops of its range
   int64_t stall_ns = 30000000000;  // job-wide no progress with ops pending this long: hang drill-down
   int drill_repeat_rounds = 10;    // drill a lasting disagreement or stall again after this many rounds
-  // Words in the vector: 4 + 8 K + 5 T.
-  size_t words() const { return 4 + 8 * size_t(stream_slots) + 5 * size_t(timing_slots); }
+  // Words in the vector: 6 + 10 K + 6 T.
+  size_t words() const { return 6 + 10 * size_t(stream_slots) + 6 * size_t(timing_slots); }
 };
 
-// Cross-node timing of one operation of a local stream (leader clock).
+// Cross-node timing of one operation of a local stream (times on the leader's clock).
 struct CrossNodeTiming {
   uint64_t comm_hash = 0;
   uint8_t func = 0;
+  int nranks = 0;
   uint64_t seq = 0;
   int64_t earliest_arrival_ns = 0;  // first rank to start, job-wide
   int64_t latest_arrival_ns = 0;
   int64_t latest_end_ns = 0;
-  // Local ranks: (global rank, lateness ns = its arrival - earliest arrival).
-  std::vector<std::pair<int, int64_t>> lateness;
+  int64_t min_gap_ns = -1;          // smallest gap of any rank, job-wide (-1: none known)
+  struct Local {
+    int comm_rank = -1;
+    int global_rank = -1;
+    int64_t lateness_ns = 0;  // its arrival - earliest arrival
+    int64_t gap_ns = -1;      // RankOpView::gap_ns
+  };
+  std::vector<Local> ranks;  // the local ranks
 };
 
 // A local stream that stands still job-wide.
@@ -92,10 +107,14 @@ struct RoundResult {
   int digest_gaps = 0;           // ... whose range was no longer retained here
   uint64_t partitions = 1;       // P for the next round
   bool gathered = false;         // a drill-down / findings gather ran
+  bool waits_sent = false;        // this node sent a wait snapshot (hang drill-down)
   std::vector<CrossNodeTiming> timings;
   std::vector<StalledStream> stalls;
-  // Leader only: findings decided by drill-down plus those other nodes sent (leader clock).
+  // Leader only (leader clock): findings other nodes sent ...
   std::vector<obs::Finding> findings;
+  // ... and what the Judge decided from drill-downs (new, updated and closed).
+  std::vector<obs::Finding> decided;
+  bool stalled_anywhere = false; // some observer reports a stalled stream or communicator
   int bad_reports = 0;           // leader: node messages that did not decode (counted, skipped)
   std::string bad_report_error;  // the first such error
 };
@@ -119,15 +138,14 @@ class DigestExchange {
 
  private:
   struct StreamState {
-    bool have_w = false, have_from = false;
+    bool have_w = false;
     uint64_t from = 0, w = 0;         // digest range [from, w) for the next participation
     uint64_t last_completed = ~0ull;  // job-wide watermark last seen
     int64_t changed_at = 0;           // round time it last moved
     bool stalled = false;
     uint64_t next_stall_drill = 0;    // round from which a lasting stall is drilled again
     uint64_t next_digest_drill = 0;   // same for a lasting digest disagreement
-    bool stall_drill_pending = false; // decided last round, sent this round
-    uint64_t stall_completed = 0;
+    bool stall_drill_pending = false; // decided last round, asked for this round
   };
   struct Placed {
     const StreamView* view;
@@ -146,6 +164,7 @@ class DigestExchange {
   uint64_t partitions_ = 1;
   double cycle_streams_ = 0;   // estimated streams seen in the current cycle of P rounds
   uint64_t cycle_rounds_ = 0;  // rounds of the current cycle so far
+  uint64_t next_local_drill_ = 0;  // round from which a local stall asks for a drill-down again
   std::unordered_map<uint64_t, StreamState> state_;
 };
 

@@ -10,8 +10,10 @@ namespace scout::net {
 
 namespace {
 
-constexpr uint8_t kReportVersion = 1;
+constexpr uint8_t kReportVersion = 2;
 constexpr uint32_t kMaxFindingBytes = 1u << 20;
+// Smallest encodings, for the element-count checks of the decoder.
+constexpr uint64_t kStreamBytes = 8 + 1 + 4 + 4;
 
 void put_stream(WireWriter& w, const StreamKeyInfo& s) {
   w.u64(s.comm_hash);
@@ -27,107 +29,230 @@ void get_stream(WireReader& r, StreamKeyInfo* s) {
   s->comm_name = r.str();
 }
 
-obs::Suspect suspect_of(int global_rank, int comm_rank, const Identities& ids) {
-  obs::Suspect s;
-  s.global_rank = global_rank;
-  s.comm_rank = comm_rank;
-  if (auto it = ids.find(global_rank); it != ids.end()) {
-    s.host = it->second.host;
-    s.pid = it->second.pid;
-    s.gpu = it->second.gpu;
+// The fields of a record the detectors read (identity, metadata, progress, GPU times,
+// fingerprints); buffers, stream, thread and tuning choices do not travel.
+void put_record(WireWriter& w, const shm::RecordSnapshot& r) {
+  w.u64(r.index);
+  w.u64(r.key);
+  w.u8(r.kind);
+  w.u8(r.func);
+  w.u8(r.datatype);
+  w.u8(r.api_datatype);
+  w.u32(r.flags);
+  w.i32(r.peer);
+  w.u64(r.count);
+  w.u64(r.api_count);
+  w.u64(r.bytes);
+  w.i64(r.api_ns);
+  w.i64(r.enqueue_ns);
+  w.u32(r.state);
+  w.u8(r.n_channels);
+  w.u8(0);
+  w.u16(r.ch_started);
+  w.u16(r.ch_stopped);
+  w.i64(r.gpu_start_ns);
+  w.i64(r.gpu_end_ns);
+  w.i64(r.complete_ns);
+  w.u8(r.fp_send_status);
+  w.u8(r.fp_recv_status);
+  w.u64(r.fp_send);
+  w.u64(r.fp_recv);
+  w.u32(r.send_nan);
+  w.u32(r.send_inf);
+  w.u64(r.fp_bytes);
+  w.u32(r.fp_version);
+}
+
+void get_record(WireReader& w, shm::RecordSnapshot* r) {
+  r->index = w.u64();
+  r->key = w.u64();
+  r->kind = w.u8();
+  r->func = w.u8();
+  r->datatype = w.u8();
+  r->api_datatype = w.u8();
+  r->flags = w.u32();
+  r->peer = w.i32();
+  r->count = w.u64();
+  r->api_count = w.u64();
+  r->bytes = w.u64();
+  r->api_ns = w.i64();
+  r->enqueue_ns = w.i64();
+  r->state = w.u32();
+  r->n_channels = w.u8();
+  w.u8();
+  r->ch_started = w.u16();
+  r->ch_stopped = w.u16();
+  r->gpu_start_ns = w.i64();
+  r->gpu_end_ns = w.i64();
+  r->complete_ns = w.i64();
+  const uint8_t fs = w.u8(), fr = w.u8();
+  r->fp_send_status = fs <= shm::kFpDone ? static_cast<shm::FpStatus>(fs) : shm::kFpNone;
+  r->fp_recv_status = fr <= shm::kFpDone ? static_cast<shm::FpStatus>(fr) : shm::kFpNone;
+  r->fp_send = w.u64();
+  r->fp_recv = w.u64();
+  r->send_nan = w.u32();
+  r->send_inf = w.u32();
+  r->fp_bytes = w.u64();
+  r->fp_version = w.u32();
+}
+
+// Bytes of one encoded record (every record has the same size).
+const uint64_t kRecordBytes = [] {
+  WireWriter w;
+  put_record(w, shm::RecordSnapshot{});
+  return uint64_t(w.bytes().size());
+}();
+
+void put_mark(WireWriter& w, const MarkView& m) {
+  w.u8(m.valid ? 1 : 0);
+  w.u8(m.cls);
+  w.u8(m.func);
+  w.u64(m.seq);
+  w.i32(m.src);
+  w.i32(m.dst);
+  w.i64(m.ns);
+}
+
+void get_mark(WireReader& r, MarkView* m) {
+  m->valid = r.u8() != 0;
+  m->cls = r.u8();
+  m->func = r.u8();
+  m->seq = r.u64();
+  m->src = r.i32();
+  m->dst = r.i32();
+  m->ns = r.i64();
+}
+
+void put_waits(WireWriter& w, const WaitSnapshot& s) {
+  w.u32(static_cast<uint32_t>(s.procs.size()));
+  for (const ProcView& p : s.procs) {
+    w.i32(p.global_rank);
+    w.i32(p.local_rank);
+    w.str(p.host);
+    w.i32(p.pid);
+    w.str(p.gpu);
+    w.i32(p.cuda_dev);
+    w.u8(p.state);
+    w.i64(p.last_event_ns);
+    w.i64(p.gone_ns);
   }
-  return s;
-}
-
-std::string rank_words(const std::vector<obs::Suspect>& s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (i) out += ", ";
-    out += "rank " + std::to_string(s[i].global_rank);
-    if (!s[i].host.empty()) out += " (" + s[i].host + (s[i].pid ? ", pid " + std::to_string(s[i].pid) : "") + ")";
-  }
-  return out;
-}
-
-std::string rank_key(const std::vector<obs::Suspect>& s) {
-  std::string out;
-  for (const auto& x : s) out += (out.empty() ? "" : ",") + std::to_string(x.global_rank);
-  return out;
-}
-
-obs::Finding base_finding(const StreamKeyInfo& st, uint64_t seq, int64_t now_ns) {
-  obs::Finding f;
-  f.comm_hash = st.comm_hash;
-  f.comm_name = st.comm_name;
-  f.comm_nranks = st.nranks;
-  f.key = obs::OpKey{func_name(st.func), seq};
-  f.first_seen_ns = now_ns;
-  f.last_seen_ns = now_ns;
-  return f;
-}
-
-// Consensus over one field of the votes of one operation. Returns nothing when every vote
-// agrees. `value(v)` == 0 means "no vote" (e.g. no fingerprint).
-template <typename F>
-std::optional<obs::Finding> decide(const std::vector<RankVote>& votes, F value, obs::FindingKind kind,
-                                   const char* field, const StreamKeyInfo& st, uint64_t seq,
-                                   const Identities& ids, int64_t now_ns) {
-  std::map<uint64_t, std::vector<const RankVote*>> groups;
-  for (const RankVote& v : votes) {
-    if (value(v) != 0) groups[value(v)].push_back(&v);
-  }
-  if (groups.size() <= 1) return std::nullopt;
-  const int nranks = std::max<int>(st.nranks, static_cast<int>(votes.size()));
-  const std::vector<const RankVote*>* majority = nullptr;
-  uint64_t majority_value = 0;
-  for (const auto& [val, g] : groups) {
-    if (2 * static_cast<int>(g.size()) > nranks) {
-      majority = &g;
-      majority_value = val;
+  w.u32(static_cast<uint32_t>(s.comms.size()));
+  for (const CommWaitView& c : s.comms) {
+    w.u64(c.comm_hash);
+    w.i32(c.nranks);
+    w.str(c.name);
+    w.i32(c.nnodes);
+    w.i64(c.last_progress_ns);
+    w.u32(static_cast<uint32_t>(c.members.size()));
+    for (const MemberView& m : c.members) {
+      w.i32(m.comm_rank);
+      w.i32(m.proc);
+      w.i64(m.init_ns);
+      w.u8(m.finalized ? 1 : 0);
+      for (int f = 0; f < 5; ++f) {
+        w.u64(m.issued[f]);
+        w.u64(m.started[f]);
+        w.u64(m.completed[f]);
+      }
+      put_mark(w, m.last_enqueued);
+      put_mark(w, m.last_started);
+      put_mark(w, m.last_completed);
+      w.u32(static_cast<uint32_t>(m.records.size()));
+      for (const shm::RecordSnapshot& r : m.records) put_record(w, r);
     }
   }
-  obs::Finding f = base_finding(st, seq, now_ns);
-  f.kind = kind;
-  nlohmann::json jgroups = nlohmann::json::array();
-  for (const auto& [val, g] : groups) {
-    nlohmann::json ranks = nlohmann::json::array();
-    for (const RankVote* v : g) ranks.push_back(v->global_rank);
-    jgroups.push_back({{"value", obs::hex64(val)}, {"ranks", ranks}});
-  }
-  f.evidence = {{"source", "cross-node drill-down"}, {"field", field}, {"seq", seq},
-                {"groups", jgroups}, {"ranks_reporting", votes.size()}, {"nranks", st.nranks}};
-  const std::string what = std::string(field) == "metadata" ? "metadata (func, datatype, count, root, op)"
-                                                             : "received data (fingerprint)";
-  const std::string op = func_name(st.func) + " #" + std::to_string(seq) + " of " +
-                         (st.comm_name.empty() ? obs::hex64(st.comm_hash) : st.comm_name);
-  if (majority) {
-    f.verdict = obs::Verdict::kAttributed;
-    for (const auto& [val, g] : groups) {
-      if (val == majority_value) continue;
-      for (const RankVote* v : g) f.suspects.push_back(suspect_of(v->global_rank, v->comm_rank, ids));
-    }
-    std::sort(f.suspects.begin(), f.suspects.end(),
-              [](const obs::Suspect& a, const obs::Suspect& b) { return a.global_rank < b.global_rank; });
-    f.summary = rank_words(f.suspects) + " disagree" + (f.suspects.size() == 1 ? "s" : "") +
-                " with the majority (" + std::to_string(majority->size()) + " of " +
-                std::to_string(nranks) + " ranks) on the " + what + " of " + op;
-    f.evidence["majority"] = obs::hex64(majority_value);
-  } else {
-    f.verdict = obs::Verdict::kInconclusive;
-    f.summary = "ranks disagree on the " + what + " of " + op + " without a strict majority (" +
-                std::to_string(groups.size()) + " different values)";
-  }
-  f.dedup_key = std::string("net:") + obs::to_string(kind) + ":" + obs::hex64(st.comm_hash) + ":" +
-                std::to_string(st.func) + ":" +
-                (majority ? rank_key(f.suspects) : "inconclusive:" + std::to_string(seq));
-  return f;
 }
+
+bool get_waits(WireReader& r, WaitSnapshot* s, std::string* why) {
+  auto fail = [&](const char* m) {
+    *why = m;
+    return false;
+  };
+  const uint32_t np = r.u32();
+  if (!r.fits(np, 4 + 4 + 4 + 4 + 4 + 4 + 1 + 16)) return fail("truncated processes");
+  for (uint32_t i = 0; i < np; ++i) {
+    ProcView p;
+    p.global_rank = r.i32();
+    p.local_rank = r.i32();
+    p.host = r.str();
+    p.pid = r.i32();
+    p.gpu = r.str();
+    p.cuda_dev = r.i32();
+    p.state = r.u8();
+    p.last_event_ns = r.i64();
+    p.gone_ns = r.i64();
+    s->procs.push_back(std::move(p));
+  }
+  const uint32_t nc = r.u32();
+  if (!r.fits(nc, 8 + 4 + 4 + 4 + 8 + 4)) return fail("truncated communicators");
+  for (uint32_t i = 0; i < nc; ++i) {
+    CommWaitView c;
+    c.comm_hash = r.u64();
+    c.nranks = r.i32();
+    c.name = r.str();
+    c.nnodes = r.i32();
+    c.last_progress_ns = r.i64();
+    const uint32_t nm = r.u32();
+    if (!r.fits(nm, 4 + 4 + 8 + 1 + 120 + 3 * 27 + 4)) return fail("truncated members");
+    for (uint32_t k = 0; k < nm; ++k) {
+      MemberView m;
+      m.comm_rank = r.i32();
+      m.proc = r.i32();
+      if (m.proc < -1 || m.proc >= int(s->procs.size()) || m.comm_rank < 0 || m.comm_rank >= c.nranks) {
+        return fail("member out of range");
+      }
+      m.init_ns = r.i64();
+      m.finalized = r.u8() != 0;
+      for (int f = 0; f < 5; ++f) {
+        m.issued[f] = r.u64();
+        m.started[f] = r.u64();
+        m.completed[f] = r.u64();
+      }
+      get_mark(r, &m.last_enqueued);
+      get_mark(r, &m.last_started);
+      get_mark(r, &m.last_completed);
+      const uint32_t nr = r.u32();
+      if (!r.fits(nr, kRecordBytes)) return fail("truncated records");
+      m.records.resize(nr);
+      for (auto& rec : m.records) get_record(r, &rec);
+      c.members.push_back(std::move(m));
+    }
+    s->comms.push_back(std::move(c));
+  }
+  return r.ok() || fail("truncated wait snapshot");
+}
+
+int64_t shifted(int64_t t, int64_t offset) { return t ? t - offset : 0; }
 
 }  // namespace
 
 std::string func_name(uint8_t func) {
   static const char* const kNames[] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce"};
   return func < 5 ? kNames[func] : "func" + std::to_string(func);
+}
+
+void shift_times(shm::RecordSnapshot* r, int64_t offset) {
+  r->api_ns = shifted(r->api_ns, offset);
+  r->launch_ns = shifted(r->launch_ns, offset);
+  r->enqueue_ns = shifted(r->enqueue_ns, offset);
+  r->gpu_start_ns = shifted(r->gpu_start_ns, offset);
+  r->gpu_end_ns = shifted(r->gpu_end_ns, offset);
+  r->complete_ns = shifted(r->complete_ns, offset);
+}
+
+void shift_times(WaitSnapshot* w, int64_t offset) {
+  for (ProcView& p : w->procs) {
+    p.last_event_ns = shifted(p.last_event_ns, offset);
+    p.gone_ns = shifted(p.gone_ns, offset);
+  }
+  for (CommWaitView& c : w->comms) {
+    c.last_progress_ns = shifted(c.last_progress_ns, offset);
+    for (MemberView& m : c.members) {
+      m.init_ns = shifted(m.init_ns, offset);
+      for (MarkView* k : {&m.last_enqueued, &m.last_started, &m.last_completed}) k->ns = shifted(k->ns, offset);
+      for (shm::RecordSnapshot& r : m.records) shift_times(&r, offset);
+    }
+  }
 }
 
 std::vector<uint8_t> encode_report(const NodeReport& r) {
@@ -137,6 +262,7 @@ std::vector<uint8_t> encode_report(const NodeReport& r) {
   for (const obs::Finding& f : r.findings) {
     nlohmann::json j = obs::to_json(f);
     j["dedup_key"] = f.dedup_key;
+    j["open"] = f.open;
     w.str(j.dump());
   }
   w.u32(static_cast<uint32_t>(r.digests.size()));
@@ -154,32 +280,17 @@ std::vector<uint8_t> encode_report(const NodeReport& r) {
       w.u64(op.seq);
       w.u8(op.agree ? 1 : 0);
       if (op.agree) {
-        w.u64(op.meta);
-        w.u64(op.fp);
+        put_record(w, op.rec);
       } else {
         for (size_t i = 0; i < d.ranks.size(); ++i) {
-          const NodeOpValues::Value v = i < op.per_rank.size() ? op.per_rank[i] : NodeOpValues::Value{};
-          w.u8(v.present ? 1 : 0);
-          w.u64(v.meta);
-          w.u64(v.fp);
+          const bool present = i < op.per_rank.size() && op.per_rank[i].present;
+          w.u8(present ? 1 : 0);
+          if (present) put_record(w, op.per_rank[i].rec);
         }
       }
     }
   }
-  w.u32(static_cast<uint32_t>(r.stalls.size()));
-  for (const NodeStall& s : r.stalls) {
-    put_stream(w, s.stream);
-    w.u64(s.completed);
-    w.u32(static_cast<uint32_t>(s.ranks.size()));
-    for (const RankProgressView& p : s.ranks) {
-      w.i32(p.comm_rank);
-      w.i32(p.global_rank);
-      w.u64(p.enqueued);
-      w.u64(p.started);
-      w.u64(p.completed);
-      w.i64(p.last_event_ns);
-    }
-  }
+  put_waits(w, r.waits);
   w.u32(static_cast<uint32_t>(r.identities.size()));
   for (const RankIdentity& id : r.identities) {
     w.i32(id.global_rank);
@@ -206,7 +317,11 @@ bool decode_report(std::span<const uint8_t> bytes, NodeReport* out, std::string*
     obs::Finding f;
     std::string why;
     try {
-      if (!obs::from_json(nlohmann::json::parse(text), &f, &why)) return fail("bad finding: " + why);
+      const nlohmann::json j = nlohmann::json::parse(text);
+      if (!obs::from_json(j, &f, &why)) return fail("bad finding: " + why);
+      if (!j.contains("dedup_key") || !j["dedup_key"].is_string()) return fail("bad finding: no dedup_key");
+      f.dedup_key = j["dedup_key"].get<std::string>();
+      if (j.contains("open") && j["open"].is_boolean()) f.open = j["open"].get<bool>();
     } catch (const std::exception& e) {
       return fail(std::string("bad finding: ") + e.what());
     }
@@ -214,7 +329,7 @@ bool decode_report(std::span<const uint8_t> bytes, NodeReport* out, std::string*
     rep.findings.push_back(std::move(f));
   }
   const uint32_t nd = r.u32();
-  if (!r.fits(nd, 13 + 4 + 16 + 8)) return fail("truncated digest drill-down");
+  if (!r.fits(nd, kStreamBytes + 16 + 8)) return fail("truncated digest drill-down");
   for (uint32_t i = 0; i < nd; ++i) {
     NodeStreamOps d;
     get_stream(r, &d.stream);
@@ -233,15 +348,13 @@ bool decode_report(std::span<const uint8_t> bytes, NodeReport* out, std::string*
       op.seq = r.u64();
       op.agree = r.u8() != 0;
       if (op.agree) {
-        op.meta = r.u64();
-        op.fp = r.u64();
+        get_record(r, &op.rec);
       } else {
-        if (!r.fits(nr, 17)) return fail("truncated per-rank values");
+        if (!r.fits(nr, 1)) return fail("truncated per-rank records");
         for (uint32_t q = 0; q < nr; ++q) {
           NodeOpValues::Value v;
           v.present = r.u8() != 0;
-          v.meta = r.u64();
-          v.fp = r.u64();
+          if (v.present) get_record(r, &v.rec);
           op.per_rank.push_back(v);
         }
       }
@@ -250,26 +363,8 @@ bool decode_report(std::span<const uint8_t> bytes, NodeReport* out, std::string*
     }
     rep.digests.push_back(std::move(d));
   }
-  const uint32_t ns = r.u32();
-  if (!r.fits(ns, 13 + 8 + 4)) return fail("truncated stall drill-down");
-  for (uint32_t i = 0; i < ns; ++i) {
-    NodeStall s;
-    get_stream(r, &s.stream);
-    s.completed = r.u64();
-    const uint32_t nr = r.u32();
-    if (!r.fits(nr, 40)) return fail("truncated stall ranks");
-    for (uint32_t k = 0; k < nr; ++k) {
-      RankProgressView p;
-      p.comm_rank = r.i32();
-      p.global_rank = r.i32();
-      p.enqueued = r.u64();
-      p.started = r.u64();
-      p.completed = r.u64();
-      p.last_event_ns = r.i64();
-      s.ranks.push_back(p);
-    }
-    rep.stalls.push_back(std::move(s));
-  }
+  std::string why;
+  if (!get_waits(r, &rep.waits, &why)) return fail(why);
   const uint32_t ni = r.u32();
   if (!r.fits(ni, 16)) return fail("truncated identities");
   for (uint32_t i = 0; i < ni; ++i) {
@@ -289,7 +384,6 @@ bool decode_report(std::span<const uint8_t> bytes, NodeReport* out, std::string*
 LeaderInbox collect_reports(const std::vector<Contribution>& got) {
   LeaderInbox in;
   std::map<std::tuple<uint64_t, uint8_t, uint64_t, uint64_t>, DigestDrill> digests;
-  std::map<std::pair<uint64_t, uint8_t>, StallDrill> stalls;
   for (const Contribution& c : got) {
     NodeReport r;
     std::string why;
@@ -298,6 +392,9 @@ LeaderInbox collect_reports(const std::vector<Contribution>& got) {
       continue;
     }
     for (const RankIdentity& id : r.identities) in.identities[id.global_rank] = id;
+    for (const ProcView& p : r.waits.procs) {
+      if (!in.identities.count(p.global_rank)) in.identities[p.global_rank] = {p.global_rank, p.host, p.pid, p.gpu};
+    }
     for (obs::Finding& f : r.findings) in.findings.push_back(std::move(f));
     for (const NodeStreamOps& d : r.digests) {
       DigestDrill& dd = digests[{d.stream.comm_hash, d.stream.func, d.from, d.to}];
@@ -307,82 +404,19 @@ LeaderInbox collect_reports(const std::vector<Contribution>& got) {
       for (const NodeOpValues& op : d.ops) {
         auto& votes = dd.votes[op.seq];
         for (size_t i = 0; i < d.ranks.size(); ++i) {
-          RankVote rv{d.ranks[i].first, d.ranks[i].second, c.rank, op.meta, op.fp};
+          RankVote rv{d.ranks[i].first, d.ranks[i].second, c.rank, op.rec};
           if (!op.agree) {
             if (i >= op.per_rank.size() || !op.per_rank[i].present) continue;
-            rv.meta = op.per_rank[i].meta;
-            rv.fp = op.per_rank[i].fp;
+            rv.rec = op.per_rank[i].rec;
           }
           votes.push_back(rv);
         }
       }
     }
-    for (const NodeStall& s : r.stalls) {
-      StallDrill& sd = stalls[{s.stream.comm_hash, s.stream.func}];
-      sd.stream = s.stream;
-      sd.completed = s.completed;
-      for (const RankProgressView& p : s.ranks) sd.ranks.emplace_back(c.rank, p);
-    }
+    if (!r.waits.empty()) in.waits.push_back({c.rank, std::move(r.waits)});
   }
   for (auto& [k, d] : digests) in.digests.push_back(std::move(d));
-  for (auto& [k, s] : stalls) in.stalls.push_back(std::move(s));
   return in;
-}
-
-std::vector<obs::Finding> MajorityJudge::judge_digest(const DigestDrill& d, const Identities& ids,
-                                                      int64_t now_ns) {
-  for (const auto& [seq, votes] : d.votes) {
-    if (auto f = decide(votes, [](const RankVote& v) { return v.meta; }, obs::FindingKind::kDesync,
-                        "metadata", d.stream, seq, ids, now_ns)) {
-      return {*f};
-    }
-    if (auto f = decide(votes, [](const RankVote& v) { return v.fp; }, obs::FindingKind::kSdc,
-                        "fingerprint", d.stream, seq, ids, now_ns)) {
-      return {*f};
-    }
-  }
-  return {};
-}
-
-std::vector<obs::Finding> MajorityJudge::judge_stall(const StallDrill& d, const Identities& ids,
-                                                     int64_t now_ns) {
-  const uint64_t next = d.completed;  // the operation nobody completed
-  std::vector<const std::pair<int, RankProgressView>*> absent, inside;
-  for (const auto& e : d.ranks) {
-    (e.second.enqueued <= next ? absent : inside).push_back(&e);
-  }
-  if (inside.empty()) return {};  // nobody waits: idle, not hung
-  obs::Finding f = base_finding(d.stream, next, now_ns);
-  f.kind = obs::FindingKind::kHang;
-  int64_t since = 0;
-  for (const auto* e : inside) since = std::max(since, e->second.last_event_ns);
-  const std::string op = func_name(d.stream.func) + " #" + std::to_string(next) + " of " +
-                         (d.stream.comm_name.empty() ? obs::hex64(d.stream.comm_hash) : d.stream.comm_name);
-  nlohmann::json waiting = nlohmann::json::array(), missing = nlohmann::json::array();
-  for (const auto* e : inside) waiting.push_back(e->second.global_rank);
-  for (const auto* e : absent) missing.push_back(e->second.global_rank);
-  f.evidence = {{"source", "cross-node drill-down"}, {"seq", next}, {"waiting", waiting},
-                {"absent", missing}, {"ranks_reporting", d.ranks.size()}, {"nranks", d.stream.nranks}};
-  if (!absent.empty()) {
-    f.verdict = obs::Verdict::kAttributed;
-    f.evidence["class"] = "absent rank";
-    for (const auto* e : absent) f.suspects.push_back(suspect_of(e->second.global_rank, e->second.comm_rank, ids));
-    std::sort(f.suspects.begin(), f.suspects.end(),
-              [](const obs::Suspect& a, const obs::Suspect& b) { return a.global_rank < b.global_rank; });
-    f.summary = rank_words(f.suspects) + " never entered " + op + "; " + std::to_string(inside.size()) +
-                " rank" + (inside.size() == 1 ? "" : "s") + " wait in it";
-  } else {
-    f.verdict = obs::Verdict::kInconclusive;
-    f.evidence["class"] = "stuck in the collective";
-    f.summary = "every reporting rank entered " + op + " and none completed it";
-  }
-  if (static_cast<int>(d.ranks.size()) < d.stream.nranks) {
-    f.summary += " (" + std::to_string(d.ranks.size()) + " of " + std::to_string(d.stream.nranks) +
-                 " ranks reported)";
-  }
-  f.dedup_key = "net:hang:" + obs::hex64(d.stream.comm_hash) + ":" + std::to_string(d.stream.func) + ":" +
-                std::to_string(next);
-  return {f};
 }
 
 }  // namespace scout::net

@@ -1,7 +1,8 @@
-// Drill-down: what a node sends the leader when the digests say something is wrong, and how the
-// leader decides (docs/observer-network.md, "Drill-down"). One message per node per round at
-// most, carrying: new or updated findings of the node, per-operation values of every disagreeing
-// stream it contributed to, and per-rank progress of every stalled stream it takes part in.
+// Drill-down: what a node sends the leader when the digests say something is wrong, and what the
+// leader hands its Judge (docs/observer-network.md, "Drill-down"). One message per node per round
+// at most, carrying: new or updated findings of the node, the records of every operation of each
+// disagreeing stream it contributed to, and, when a hang drill-down is asked for, a snapshot of
+// what its ranks wait in.
 #pragma once
 
 #include <cstdint>
@@ -17,18 +18,17 @@
 
 namespace scout::net {
 
-// Per-operation values of one node for a disagreeing stream. When every local rank agreed, one
-// (meta, fp) pair stands for all of them (`agree`), else one per local rank (`per_rank`, in the
-// order of NodeStreamOps::ranks; `present` false where the rank's record was missing).
+// Records of one operation on one node for a disagreeing stream. When every local rank agreed
+// (same metadata hash and receive fingerprint), one record stands for all of them (`agree`),
+// else one per local rank (`per_rank`, in the order of NodeStreamOps::ranks; `present` false
+// where the rank's record was missing).
 struct NodeOpValues {
   uint64_t seq = 0;
   bool agree = false;
-  uint64_t meta = 0;
-  uint64_t fp = 0;
+  shm::RecordSnapshot rec;
   struct Value {
     bool present = false;
-    uint64_t meta = 0;
-    uint64_t fp = 0;
+    shm::RecordSnapshot rec;
   };
   std::vector<Value> per_rank;
 };
@@ -47,18 +47,12 @@ struct NodeStreamOps {
   std::vector<NodeOpValues> ops;
 };
 
-struct NodeStall {
-  StreamKeyInfo stream;
-  uint64_t completed = 0;  // job-wide: every rank completed the ops below this seqNumber
-  std::vector<RankProgressView> ranks;  // last_event_ns on the leader's clock
-};
-
-// One node's drill-down message.
+// One node's drill-down message. Every time in it is on the leader's clock.
 struct NodeReport {
   int node = -1;  // filled by the leader from the sender
   std::vector<obs::Finding> findings;
   std::vector<NodeStreamOps> digests;
-  std::vector<NodeStall> stalls;
+  WaitSnapshot waits;  // empty unless a hang drill-down was asked for
   std::vector<RankIdentity> identities;
 };
 
@@ -67,66 +61,60 @@ std::vector<uint8_t> encode_report(const NodeReport& r);
 // Inverse; false with *error on a malformed or truncated message (never reads past the end).
 bool decode_report(std::span<const uint8_t> bytes, NodeReport* out, std::string* error);
 
-// Everything the leader received about one disagreeing stream: per seqNumber, one vote per rank.
+// Everything the leader received about one disagreeing stream: per seqNumber, one record per rank.
 struct RankVote {
   int comm_rank = -1;
   int global_rank = -1;
   int node = -1;
-  uint64_t meta = 0;
-  uint64_t fp = 0;  // 0: no fingerprint
+  shm::RecordSnapshot rec;
 };
 struct DigestDrill {
   StreamKeyInfo stream;
   uint64_t from = 0, to = 0;
   std::map<uint64_t, std::vector<RankVote>> votes;  // by seqNumber
 };
-struct StallDrill {
-  StreamKeyInfo stream;
-  uint64_t completed = 0;
-  std::vector<std::pair<int, RankProgressView>> ranks;  // (node, progress)
+// One node's wait snapshot as the leader received it.
+struct NodeWaits {
+  int node = -1;
+  WaitSnapshot waits;
 };
 
 // Identity lookup for suspects: global rank -> identity (empty fields if unknown).
 using Identities = std::map<int, RankIdentity>;
 
 // What the leader received in one round, merged: node findings, one DigestDrill per (stream,
-// range) with every node's votes, one StallDrill per stream, identities of the ranks mentioned.
+// range) with every node's records, the wait snapshots, identities of the ranks mentioned.
 struct LeaderInbox {
   std::vector<obs::Finding> findings;
   std::vector<DigestDrill> digests;
-  std::vector<StallDrill> stalls;
+  std::vector<NodeWaits> waits;
   Identities identities;
   int bad_reports = 0;      // contributions that did not decode (skipped)
   std::string first_error;  // "node-rank K: why" of the first one
 };
 LeaderInbox collect_reports(const std::vector<Contribution>& got);
 
-// Decides findings from drill-downs on the leader. The node-local core's consensus and hang
-// detectors implement it in the observer; MajorityJudge is the network layer's own.
+// Decides findings from drill-downs on the leader. The observer's implementation is
+// obs::CoreJudge (observer/core/core_judge.h): the node-local core's own consensus and hang
+// detectors run over what the nodes sent, so each rule has one implementation.
 class Judge {
  public:
   virtual ~Judge() = default;
+  // Consensus over the records of a disagreeing stream (desync, sdc). `now_ns`: leader clock.
   virtual std::vector<obs::Finding> judge_digest(const DigestDrill& d, const Identities& ids,
                                                  int64_t now_ns) = 0;
-  virtual std::vector<obs::Finding> judge_stall(const StallDrill& d, const Identities& ids,
-                                                int64_t now_ns) = 0;
-};
-
-// Strict-majority consensus (design brief section 4) over the drilled values, first operation
-// of the range that disagrees: metadata first (kind desync), then receive fingerprints (kind
-// sdc). Attributed when a value holds a strict majority of the communicator's ranks (the others
-// are the suspects), inconclusive otherwise. Stalls (section 5): ranks that never enqueued the
-// next operation while others did are absent (hang, attributed); if every rank enqueued it and
-// none completed it, the hang is inconclusive (stuck in the collective).
-class MajorityJudge : public Judge {
- public:
-  std::vector<obs::Finding> judge_digest(const DigestDrill& d, const Identities& ids,
-                                         int64_t now_ns) override;
-  std::vector<obs::Finding> judge_stall(const StallDrill& d, const Identities& ids,
-                                        int64_t now_ns) override;
+  // Job-wide wait-for analysis over the snapshots of every node (hang, deadlock, crash);
+  // returns new, updated and closed findings.
+  virtual std::vector<obs::Finding> judge_waits(const std::vector<NodeWaits>& waits, int64_t now_ns) = 0;
+  // No observer reports a stalled communicator any more: close what judge_waits holds open.
+  virtual std::vector<obs::Finding> all_clear(int64_t now_ns) = 0;
 };
 
 // "AllReduce", ... for scout::shm::Func values 0..4; "func<N>" otherwise.
 std::string func_name(uint8_t func);
+
+// Converts every time in `w` from the local clock to the leader's (`offset_ns` = local - leader).
+void shift_times(WaitSnapshot* w, int64_t offset_ns);
+void shift_times(shm::RecordSnapshot* r, int64_t offset_ns);
 
 }  // namespace scout::net

@@ -14,6 +14,7 @@ namespace scout::net {
 class WireWriter {
  public:
   void u8(uint8_t v) { buf_.push_back(v); }
+  void u16(uint16_t v) { raw(&v, 2); }
   void u32(uint32_t v) { raw(&v, 4); }
   void u64(uint64_t v) { raw(&v, 8); }
   void i32(int32_t v) { raw(&v, 4); }
@@ -41,6 +42,11 @@ class WireReader {
   uint8_t u8() {
     uint8_t v = 0;
     raw(&v, 1);
+    return v;
+  }
+  uint16_t u16() {
+    uint16_t v = 0;
+    raw(&v, 2);
     return v;
   }
   uint32_t u32() {

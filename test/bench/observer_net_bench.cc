@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "observer/core/core_judge.h"
 #include "observer/net/digest.h"
 #include "observer/net/gloo_channel.h"
 #include "observer/net/inproc_channel.h"
@@ -30,6 +31,7 @@
 namespace {
 
 using namespace scout::net;
+namespace obs = scout::obs;
 using scout::testing::NetWorkload;
 
 constexpr int64_t kSecond = 1000000000;
@@ -117,7 +119,7 @@ PerObserver observe(Channel& ch, NetWorkload::Node& view, DigestExchange& ex, cl
 Row run_inproc(int nodes) {
   NetWorkload job(nodes, kRanksPerNode);
   InprocNetwork net(nodes);
-  MajorityJudge judge;
+  obs::CoreJudge judge(obs::HangConfig{});
   std::vector<PerObserver> per(nodes);
   std::vector<std::thread> threads;
   threads.reserve(nodes);
@@ -147,7 +149,7 @@ Row run_gloo(int nodes) {
     auto ch = GlooChannel::connect(o);
     NetWorkload job(nodes, kRanksPerNode);
     NetWorkload::Node view(&job, n, 0);
-    MajorityJudge judge;
+    obs::CoreJudge judge(obs::HangConfig{});
     DigestExchange ex(ch.get(), &judge);
     PerObserver p = observe(*ch, view, ex, CLOCK_THREAD_CPUTIME_ID);
     std::ostringstream out;
@@ -174,7 +176,7 @@ void drill_cost(int nodes) {
   NetWorkload job(nodes, kRanksPerNode);
   job.corrupt_fp((nodes - 1) * kRanksPerNode + 3, 4 * 50);  // digested in round 5
   InprocNetwork net(nodes);
-  MajorityJudge judge;
+  obs::CoreJudge judge(obs::HangConfig{});
   std::vector<Traffic> before(nodes), after(nodes);
   std::vector<int> findings(nodes, 0);
   std::vector<std::thread> threads;
@@ -188,7 +190,7 @@ void drill_cost(int nodes) {
         if (r == 5) before[n] = ch.traffic();
         view.set_time((r + 1) * kSecond);
         auto res = ex.round(view, (r + 1) * kSecond, ClockEstimate{}, {});
-        if (r == 5) findings[n] = int(res.findings.size());
+        if (r == 5) findings[n] = int(res.decided.size());
       }
       after[n] = ch.traffic();
     });

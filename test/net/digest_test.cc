@@ -1,14 +1,17 @@
 // The digest protocol on the in-process channel with a synthetic job (test/support/net_workload):
 // healthy rounds are one allreduce and no drill-down; one corrupted fingerprint, a desync, a
-// stopped rank and node findings reach the leader naming the right global rank; collisions,
-// lateness across clock offsets, configuration mismatch, report decoding.
+// stopped rank and node findings reach the leader naming the right global rank (decided by the
+// core's own detectors, obs::CoreJudge); collisions, lateness across clock offsets,
+// configuration mismatch, report decoding.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <memory>
 #include <random>
+#include <set>
 #include <thread>
 
+#include "observer/core/core_judge.h"
 #include "observer/net/digest.h"
 #include "observer/net/inproc_channel.h"
 #include "test/support/net_workload.h"
@@ -24,7 +27,7 @@ int64_t clock_offset(int node) { return int64_t(node) * 3 * kSecond - 5 * kSecon
 // N observers over one synthetic job; round(t) runs one digest round on every node, in threads.
 struct Cluster {
   Cluster(int nodes, int ranks_per_node, DigestConfig cfg = {}, int funcs = 2)
-      : job(nodes, ranks_per_node, funcs), net(nodes) {
+      : job(nodes, ranks_per_node, funcs), net(nodes), judge(obs::HangConfig{cfg.stall_ns, 1000000000, true}) {
     for (int n = 0; n < nodes; ++n) {
       views.push_back(std::make_unique<NetWorkload::Node>(&job, n, clock_offset(n)));
       ClockEstimate e;
@@ -59,7 +62,7 @@ struct Cluster {
   }
   NetWorkload job;
   InprocNetwork net;
-  MajorityJudge judge;
+  obs::CoreJudge judge;
   std::vector<std::unique_ptr<NetWorkload::Node>> views;
   std::vector<ClockEstimate> clocks;
   std::vector<std::unique_ptr<DigestExchange>> exchanges;
@@ -76,12 +79,14 @@ TEST(Digest, HealthyJobIsOneAllreducePerRoundAndNoDrillDown) {
       EXPECT_EQ(res[n].streams_placed, 16);
       EXPECT_EQ(res[n].collisions + res[n].streams_disagreeing + res[n].range_mismatches, 0);
       EXPECT_TRUE(res[n].findings.empty());
-      // Digests start once two job-wide watermarks are known (the third round).
-      EXPECT_EQ(res[n].streams_compared, r >= 2 ? 16 : 0) << "round " << r;
+      EXPECT_TRUE(res[n].decided.empty());
+      // Streams present in the channel's first round are digested from seqNumber 0 once the
+      // first job-wide watermark is known (the second round).
+      EXPECT_EQ(res[n].streams_compared, r >= 1 ? 16 : 0) << "round " << r;
       const Traffic t = c.net.endpoint(n).traffic() - before[n];
-      // One allreduce of 4 + 8*128 + 5*128 words = 13344 bytes: 2 log2(4) messages, 2*3/4 of it.
+      // One allreduce of 6 + 10*128 + 6*128 words = 16432 bytes: 2 log2(4) messages, 2*3/4 of it.
       EXPECT_EQ(t.messages_sent, 4u);
-      EXPECT_EQ(t.payload_sent, 20016u);
+      EXPECT_EQ(t.payload_sent, 24648u);
     }
   }
 }
@@ -95,13 +100,16 @@ TEST(Digest, OneDifferingFingerprintOnOneNodeDrillsDownToThatRank) {
     auto res = c.round((r + 1) * kSecond);
     // The range [100, 150) holding seq 120 is digested in round 3 (0-based).
     EXPECT_EQ(res[0].gathered, r >= 3) << "round " << r;
-    for (auto& f : res[0].findings) found.push_back(f);
-    for (int n = 1; n < 4; ++n) EXPECT_TRUE(res[n].findings.empty());
+    for (auto& f : res[0].decided) found.push_back(f);
+    for (int n = 1; n < 4; ++n) EXPECT_TRUE(res[n].decided.empty());
     if (r == 3) {
       for (int n = 0; n < 4; ++n) EXPECT_EQ(res[n].streams_disagreeing, 2) << "node " << n;
     }
   }
-  ASSERT_FALSE(found.empty());
+  // One drill-down (round 3) of the range [100, 150) of both streams; the core's fingerprint
+  // check names every corrupted operation (120..149, as for a node-local communicator); the
+  // lasting disagreement is not drilled again before drill_repeat_rounds.
+  std::set<std::pair<std::string, uint64_t>> ops;
   for (const auto& f : found) {
     EXPECT_EQ(f.kind, obs::FindingKind::kSdc);
     EXPECT_EQ(f.verdict, obs::Verdict::kAttributed);
@@ -109,17 +117,108 @@ TEST(Digest, OneDifferingFingerprintOnOneNodeDrillsDownToThatRank) {
     EXPECT_EQ(f.suspects[0].global_rank, guilty);
     EXPECT_EQ(f.suspects[0].host, "node3");
     EXPECT_EQ(f.suspects[0].pid, 1000 + guilty);
+    EXPECT_EQ(f.suspects[0].comm_rank, 3);
     EXPECT_EQ(f.comm_name, "dp5");
     EXPECT_EQ(f.comm_hash, c.job.comm_hash(5));
     ASSERT_TRUE(f.key.has_value());
-    EXPECT_EQ(f.evidence["source"], "cross-node drill-down");
+    EXPECT_EQ(f.evidence["check"], "recv");
+    EXPECT_EQ(f.evidence["votes"][0]["ranks"].size(), 3u);
+    EXPECT_EQ(f.dedup_key.rfind("sdc:recv:", 0), 0u);
+    ops.insert({f.key->func, f.key->seq});
   }
-  // One drill-down (round 3) names the first corrupted operation of each of the two streams; the
-  // lasting disagreement is not drilled again before drill_repeat_rounds.
-  ASSERT_EQ(found.size(), 2u);
-  EXPECT_EQ(found[0].key->seq, 120u);
-  EXPECT_EQ(found[1].key->seq, 120u);
-  EXPECT_NE(found[0].key->func, found[1].key->func);
+  ASSERT_EQ(found.size(), 60u);
+  EXPECT_EQ(ops.size(), 60u);
+  EXPECT_EQ(ops.begin()->second, 120u);
+  EXPECT_EQ(ops.rbegin()->second, 149u);
+}
+
+// Findings of the leader over `rounds` rounds at t = 1 s, 2 s, ...; res_at(r) sees each round.
+template <typename F>
+std::vector<obs::Finding> run_rounds(Cluster& c, int rounds, F res_at) {
+  std::vector<obs::Finding> found;
+  for (int r = 0; r < rounds; ++r) {
+    auto res = c.round((r + 1) * kSecond);
+    res_at(r, res);
+    for (auto& f : res[0].decided) found.push_back(f);
+  }
+  return found;
+}
+
+void expect_attributed_with_every_vote(const std::vector<obs::Finding>& found, int guilty, uint64_t first_seq) {
+  ASSERT_FALSE(found.empty());
+  for (const auto& f : found) {
+    EXPECT_EQ(f.kind, obs::FindingKind::kSdc);
+    EXPECT_EQ(f.verdict, obs::Verdict::kAttributed) << f.summary;
+    ASSERT_EQ(f.suspects.size(), 1u) << f.summary;
+    EXPECT_EQ(f.suspects[0].global_rank, guilty);
+    EXPECT_EQ(f.evidence["voters"], 4) << f.evidence.dump();
+  }
+  ASSERT_TRUE(found.front().key.has_value());
+  EXPECT_EQ(found.front().key->seq, first_seq);
+}
+
+TEST(Digest, NodeWithoutADigestThisRoundStillVotesInTheDrillDown) {
+  // Node 0 (the leader) lists its streams from round 1 on, so in round 1 it has no watermark and
+  // digests nothing, while nodes 1-3 compare [0, 50) and disagree (seq 10 of rank 5). Node 0 must
+  // still send its records of that range: with 3 of 4 votes (2 against 1) there is no strict
+  // majority of the communicator's 4 ranks and the finding would be inconclusive.
+  Cluster c(4, 2);
+  const int guilty = 2 * 2 + 1;  // node 2, local index 1: dp1
+  c.views[0]->hide_streams_until(2 * kSecond);
+  c.job.corrupt_fp(guilty, 10);
+  auto found = run_rounds(c, 2, [](int r, const std::vector<RoundResult>& res) {
+    if (r == 1) {
+      EXPECT_EQ(res[0].streams_compared, 0);
+      EXPECT_EQ(res[1].streams_compared, 4);
+      EXPECT_EQ(res[1].streams_disagreeing, 2);
+      EXPECT_TRUE(res[0].gathered);
+    }
+  });
+  expect_attributed_with_every_vote(found, guilty, 10);
+}
+
+TEST(Digest, NodeThatSawTheStreamLateMakesTheOthersRecoverTheRange) {
+  // Node 0 sees its streams one round late and proposes [0, 100) in round 2 while the others
+  // propose [50, 100): the ranges differ, nothing is compared, and every node restarts at 0, so
+  // round 3 compares [0, 150) everywhere and the corruption at seq 60 is found with every vote.
+  Cluster c(4, 2);
+  const int guilty = 3 * 2 + 1;  // node 3, local index 1: dp1
+  c.views[0]->hide_streams_until(2 * kSecond);
+  c.job.corrupt_fp(guilty, 60);
+  auto found = run_rounds(c, 4, [](int r, const std::vector<RoundResult>& res) {
+    if (r == 2) {
+      for (int n = 0; n < 4; ++n) {
+        EXPECT_EQ(res[n].range_mismatches, 4) << "node " << n;
+        EXPECT_EQ(res[n].streams_compared, 0) << "node " << n;
+      }
+      EXPECT_FALSE(res[0].gathered);
+    }
+    if (r == 3) {
+      for (int n = 0; n < 4; ++n) EXPECT_EQ(res[n].streams_disagreeing, 2) << "node " << n;
+      EXPECT_TRUE(res[0].gathered);
+    }
+  });
+  expect_attributed_with_every_vote(found, guilty, 60);
+}
+
+TEST(Digest, OperationsCompletedBeforeTheObserversMetAreCompared) {
+  // The observers form their channel at t = 3 s, when 150 operations of every stream are done;
+  // the corruption is in operation 10. The first range of a stream present in the first round
+  // starts at seqNumber 0, so it is compared (the second round), not skipped.
+  Cluster c(4, 2);
+  const int guilty = 2 * 2 + 0;  // node 2, local index 0: dp0
+  c.job.corrupt_fp(guilty, 10);
+  std::vector<obs::Finding> found;
+  for (int r = 0; r < 2; ++r) {
+    auto res = c.round((r + 3) * kSecond);
+    for (auto& f : res[0].decided) found.push_back(f);
+  }
+  ASSERT_FALSE(found.empty());
+  EXPECT_EQ(found.front().kind, obs::FindingKind::kSdc);
+  ASSERT_TRUE(found.front().key.has_value());
+  EXPECT_EQ(found.front().key->seq, 10u);
+  ASSERT_EQ(found.front().suspects.size(), 1u);
+  EXPECT_EQ(found.front().suspects[0].global_rank, guilty);
 }
 
 TEST(Digest, DesyncOnOneRankIsAttributedToIt) {
@@ -129,15 +228,19 @@ TEST(Digest, DesyncOnOneRankIsAttributedToIt) {
   std::vector<obs::Finding> found;
   for (int r = 0; r < 5; ++r) {
     const auto res = c.round((r + 1) * kSecond);
-    for (const auto& f : res[0].findings) found.push_back(f);
+    for (const auto& f : res[0].decided) found.push_back(f);
   }
-  ASSERT_EQ(found.size(), 2u);  // AllReduce and AllGather of dp1, first seen at seq 160
+  // Range [150, 200) of dp1's AllReduce and AllGather: every operation from 160 on.
+  ASSERT_EQ(found.size(), 80u);
+  uint64_t first = ~0ull;
   for (const auto& f : found) {
     EXPECT_EQ(f.kind, obs::FindingKind::kDesync);
     ASSERT_EQ(f.suspects.size(), 1u);
     EXPECT_EQ(f.suspects[0].global_rank, guilty);
-    EXPECT_EQ(f.key->seq, 160u);
+    EXPECT_EQ(f.evidence["source"], "metadata");
+    first = std::min(first, f.key->seq);
   }
+  EXPECT_EQ(first, 160u);
 }
 
 TEST(Digest, StoppedRankOnAnotherNodeIsNamedAsTheHangRoot) {
@@ -151,7 +254,7 @@ TEST(Digest, StoppedRankOnAnotherNodeIsNamedAsTheHangRoot) {
   for (int r = 0; r < 12; ++r) {
     auto res = c.round((r + 1) * kSecond);
     if (first_stall_round < 0 && !res[1].stalls.empty()) first_stall_round = r;
-    for (auto& f : res[0].findings) found.push_back(f);
+    for (auto& f : res[0].decided) found.push_back(f);
   }
   // Watermark 200 first seen at round 3 (t = 4 s); 3 s later (round 6) it is a stall.
   EXPECT_EQ(first_stall_round, 6);
@@ -165,7 +268,17 @@ TEST(Digest, StoppedRankOnAnotherNodeIsNamedAsTheHangRoot) {
   EXPECT_EQ(f.comm_name, "dp2");
   EXPECT_EQ(f.key->func, "AllReduce");
   EXPECT_EQ(f.key->seq, 200u);
-  EXPECT_EQ(f.evidence["waiting"].size(), 3u);
+  // The core's hang detector on the job-wide Model: absent rank, the three waiting ranks of the
+  // other nodes, each waiting for it in dp2.
+  EXPECT_EQ(f.evidence["class"], "absent");
+  EXPECT_EQ(f.evidence["root"][0]["reason"], "idle");
+  EXPECT_EQ(f.evidence["waiting_ranks"], nlohmann::json({2, 10, 18}));
+  ASSERT_EQ(f.evidence["chain"].size(), 3u);
+  for (const auto& e : f.evidence["chain"]) {
+    EXPECT_EQ(e["waits_for"], absent);
+    EXPECT_EQ(e["why"], "absent");
+    EXPECT_EQ(e["comm"]["name"], "dp2");
+  }
   EXPECT_NE(f.summary.find("never entered AllReduce #200 of dp2"), std::string::npos) << f.summary;
   // Drilled once, then again every drill_repeat_rounds (10): one finding in 12 rounds.
   EXPECT_EQ(found.size(), 1u);
@@ -196,10 +309,10 @@ TEST(Digest, NodeFindingsReachTheLeaderOnTheLeadersClock) {
   // Only node 2 sent its report; the others only took part in the count (one word).
   for (int n : {1, 3}) {
     const Traffic t = c.net.endpoint(n).traffic() - before[n];
-    EXPECT_LE(t.payload_sent, 20016u + 16u) << "node " << n;
+    EXPECT_LE(t.payload_sent, 24648u + 16u) << "node " << n;
   }
   const Traffic t2 = c.net.endpoint(2).traffic() - before[2];
-  EXPECT_GT(t2.payload_sent, 20016u + 8u + 8u + 100u);
+  EXPECT_GT(t2.payload_sent, 24648u + 8u + 8u + 100u);
   res = c.round(3 * kSecond);
   EXPECT_FALSE(res[0].gathered);
   EXPECT_TRUE(res[0].findings.empty());
@@ -223,7 +336,7 @@ TEST(Digest, FewSlotsManyStreamsPartitionsWithoutFalseFindings) {
   // About K/4 = 4 streams per round: 64 streams need 16 partitions.
   EXPECT_EQ(c.exchanges[0]->partitions(), 16u);
   EXPECT_GE(compared, 32);
-  EXPECT_EQ(cfg.words(), 4u + 8 * 16 + 5 * 16);  // the same vector whatever the stream count
+  EXPECT_EQ(cfg.words(), 6u + 10 * 16 + 6 * 16);  // the same vector whatever the stream count
 }
 
 TEST(Digest, FewSlotsStillFindTheCorruption) {
@@ -236,7 +349,7 @@ TEST(Digest, FewSlotsStillFindTheCorruption) {
   bool found = false;
   for (int r = 0; r < 80 && !found; ++r) {
     const auto res = c.round((r + 1) * kSecond);
-    for (const auto& f : res[0].findings) {
+    for (const auto& f : res[0].decided) {
       EXPECT_EQ(f.kind, obs::FindingKind::kSdc);
       ASSERT_EQ(f.suspects.size(), 1u);
       EXPECT_EQ(f.suspects[0].global_rank, guilty);
@@ -255,23 +368,27 @@ TEST(Digest, CrossNodeLatenessUsesTheLeadersClock) {
   // Node 3's view of dp1 samples: its rank is 5 ms late although its clock is 4 s ahead.
   int seen = 0;
   for (const CrossNodeTiming& t : res[3].timings) {
-    ASSERT_EQ(t.lateness.size(), 1u);
+    ASSERT_EQ(t.ranks.size(), 1u);
+    EXPECT_EQ(t.nranks, 4);
+    EXPECT_EQ(t.ranks[0].comm_rank, 3);
     if (t.comm_hash == c.job.comm_hash(1)) {
-      EXPECT_EQ(t.lateness[0].first, late);
-      EXPECT_EQ(t.lateness[0].second, 5000000);
+      EXPECT_EQ(t.ranks[0].global_rank, late);
+      EXPECT_EQ(t.ranks[0].lateness_ns, 5000000);
+      EXPECT_EQ(t.ranks[0].gap_ns, 10000000 + 5000000);
       EXPECT_EQ(t.latest_arrival_ns - t.earliest_arrival_ns, 5000000);
+      EXPECT_EQ(t.min_gap_ns, 10000000);  // the punctual ranks' gap: half a period
       ++seen;
     } else {
-      EXPECT_EQ(t.lateness[0].second, 0);
+      EXPECT_EQ(t.ranks[0].lateness_ns, 0);
     }
   }
   EXPECT_EQ(seen, 2 * 2);  // 2 functions x timing_ops 2
-  for (const CrossNodeTiming& t : res[1].timings) EXPECT_EQ(t.lateness[0].second, 0);
+  for (const CrossNodeTiming& t : res[1].timings) EXPECT_EQ(t.ranks[0].lateness_ns, 0);
 }
 
 TEST(Digest, ObserversWithDifferentSettingsFailClearly) {
   InprocNetwork net(2);
-  MajorityJudge judge;
+  obs::CoreJudge judge(obs::HangConfig{});
   NetWorkload job(2, 1);
   std::vector<std::string> err(2);
   std::vector<std::thread> th;
@@ -299,12 +416,34 @@ TEST(Digest, DeadObserverMakesTheRoundFail) {
   EXPECT_THROW(c.round(2 * kSecond), std::runtime_error);
 }
 
+shm::RecordSnapshot sample_record(uint64_t seq, uint64_t fp) {
+  shm::RecordSnapshot r;
+  r.index = seq + 100;
+  r.key = seq;
+  r.kind = shm::kKindColl;
+  r.func = shm::kFuncAllReduce;
+  r.datatype = r.api_datatype = shm::kTypeFloat32;
+  r.count = r.api_count = 1024;
+  r.bytes = 4096;
+  r.enqueue_ns = 1000 + int64_t(seq);
+  r.state = shm::kStateComplete;
+  r.ch_started = r.ch_stopped = 2;
+  r.gpu_start_ns = 2000;
+  r.gpu_end_ns = r.complete_ns = 3000;
+  r.fp_recv_status = shm::kFpDone;
+  r.fp_recv = fp;
+  r.fp_bytes = 4096;
+  r.fp_version = 1;
+  return r;
+}
+
 NodeReport sample_report() {
   NodeReport r;
   obs::Finding f;
   f.kind = obs::FindingKind::kNan;
   f.summary = "nan";
   f.dedup_key = "k";
+  f.open = false;
   f.suspects.push_back({3, "h", 1, "g", 0});
   r.findings.push_back(f);
   NodeStreamOps d;
@@ -315,18 +454,31 @@ NodeReport sample_report() {
   NodeOpValues a;
   a.seq = 10;
   a.agree = true;
-  a.meta = 5;
-  a.fp = 6;
+  a.rec = sample_record(10, 6);
   NodeOpValues b;
   b.seq = 11;
-  b.per_rank = {{true, 5, 6}, {false, 0, 0}};
+  b.per_rank = {{true, sample_record(11, 7)}, {false, {}}};
   d.ops = {a, b};
   r.digests.push_back(d);
-  NodeStall s;
-  s.stream = {0xabc, 2, 8, "dp"};
-  s.completed = 7;
-  s.ranks.push_back({1, 8, 8, 8, 7, 123});
-  r.stalls.push_back(s);
+  r.waits.procs.push_back({8, 1, "node1", 99, "GPU-8", 1, 2, 123, 456});
+  CommWaitView c;
+  c.comm_hash = 0xabc;
+  c.nranks = 8;
+  c.name = "dp";
+  c.nnodes = 4;
+  c.last_progress_ns = 789;
+  MemberView m;
+  m.comm_rank = 1;
+  m.proc = 0;
+  m.issued[4] = 13;
+  m.completed[4] = 12;
+  m.last_completed = {true, 0, 4, 11, -1, -1, 3000};
+  shm::RecordSnapshot running = sample_record(12, 0);
+  running.state = shm::kStateRunning;
+  running.fp_recv_status = shm::kFpPending;
+  m.records.push_back(running);
+  c.members.push_back(m);
+  r.waits.comms.push_back(c);
   r.identities.push_back({8, "node1", 99, "GPU-8"});
   return r;
 }
@@ -339,14 +491,49 @@ TEST(Digest, ReportRoundTrip) {
   ASSERT_EQ(back.findings.size(), 1u);
   EXPECT_EQ(back.findings[0].dedup_key, "k");
   EXPECT_EQ(back.findings[0].kind, obs::FindingKind::kNan);
+  EXPECT_FALSE(back.findings[0].open);
   ASSERT_EQ(back.digests.size(), 1u);
   EXPECT_EQ(back.digests[0].ranks[1].second, 8);
   EXPECT_TRUE(back.digests[0].ops[0].agree);
+  EXPECT_EQ(back.digests[0].ops[0].rec.fp_recv, 6u);
+  EXPECT_EQ(back.digests[0].ops[0].rec.count, 1024u);
   EXPECT_FALSE(back.digests[0].ops[1].per_rank[1].present);
-  EXPECT_EQ(back.digests[0].ops[1].per_rank[0].fp, 6u);
-  ASSERT_EQ(back.stalls.size(), 1u);
-  EXPECT_EQ(back.stalls[0].ranks[0].last_event_ns, 123);
+  const shm::RecordSnapshot& r = back.digests[0].ops[1].per_rank[0].rec;
+  const shm::RecordSnapshot want = sample_record(11, 7);
+  EXPECT_EQ(r.index, want.index);
+  EXPECT_EQ(r.key, 11u);
+  EXPECT_EQ(r.enqueue_ns, want.enqueue_ns);
+  EXPECT_EQ(r.fp_recv, 7u);
+  EXPECT_EQ(r.fp_recv_status, shm::kFpDone);
+  EXPECT_EQ(r.ch_stopped, 2);
+  EXPECT_EQ(r.fp_version, 1u);
+  ASSERT_EQ(back.waits.procs.size(), 1u);
+  EXPECT_EQ(back.waits.procs[0].host, "node1");
+  EXPECT_EQ(back.waits.procs[0].state, 2);
+  EXPECT_EQ(back.waits.procs[0].gone_ns, 456);
+  ASSERT_EQ(back.waits.comms.size(), 1u);
+  EXPECT_EQ(back.waits.comms[0].last_progress_ns, 789);
+  ASSERT_EQ(back.waits.comms[0].members.size(), 1u);
+  const MemberView& mb = back.waits.comms[0].members[0];
+  EXPECT_EQ(mb.issued[4], 13u);
+  EXPECT_EQ(mb.completed[4], 12u);
+  EXPECT_TRUE(mb.last_completed.valid);
+  EXPECT_EQ(mb.last_completed.seq, 11u);
+  ASSERT_EQ(mb.records.size(), 1u);
+  EXPECT_EQ(mb.records[0].state, shm::kStateRunning);
+  EXPECT_EQ(mb.records[0].fp_recv_status, shm::kFpPending);
   EXPECT_EQ(back.identities[0].host, "node1");
+}
+
+TEST(Digest, TimesShiftToTheLeadersClock) {
+  NodeReport r = sample_report();
+  shift_times(&r.waits, 100);
+  EXPECT_EQ(r.waits.procs[0].last_event_ns, 23);
+  EXPECT_EQ(r.waits.comms[0].last_progress_ns, 689);
+  EXPECT_EQ(r.waits.comms[0].members[0].last_completed.ns, 2900);
+  EXPECT_EQ(r.waits.comms[0].members[0].records[0].gpu_start_ns, 1900);
+  EXPECT_EQ(r.waits.comms[0].members[0].records[0].gpu_end_ns, 2900);
+  EXPECT_EQ(r.waits.comms[0].members[0].init_ns, 0);  // unknown stays unknown
 }
 
 TEST(Digest, TruncatedOrHostileReportsAreRejectedNotTrusted) {
@@ -365,7 +552,7 @@ TEST(Digest, TruncatedOrHostileReportsAreRejectedNotTrusted) {
     std::string err;
     decode_report(b, &r, &err);  // any outcome but a crash or a huge allocation
   }
-  std::vector<uint8_t> huge = {1, 0xff, 0xff, 0xff, 0xff};  // 4 billion findings announced
+  std::vector<uint8_t> huge = {2, 0xff, 0xff, 0xff, 0xff};  // 4 billion findings announced
   NodeReport r;
   std::string err;
   EXPECT_FALSE(decode_report(huge, &r, &err));

@@ -38,7 +38,7 @@ TEST(NetConfig, EnvironmentValuesReachTheStructs) {
   EXPECT_EQ(d.stream_slots, 64);
   EXPECT_EQ(d.drill_repeat_rounds, 3);
   EXPECT_EQ(d.stall_ns, 7000000000);
-  EXPECT_EQ(d.words(), 4u + 8 * 64 + 5 * 128);
+  EXPECT_EQ(d.words(), 6u + 10 * 64 + 6 * 128);
   GlooOptions g;
   apply_config(c, &g);
   EXPECT_EQ(g.timeout.count(), 2500);

@@ -74,7 +74,8 @@ TEST(CommandLine, MistakesAreOneLine) {
   } cases[] = {
       {{"--bogus"}, "The following argument was not expected: --bogus"},
       {{"--nodes", "4", "--node-rank", "1"},
-       "--nodes 4: several nodes are not yet supported (the observer network is not in this build); run with --nodes 1"},
+       "--nodes 4 needs --rdzv file:DIR (a directory every node reaches) or redis:HOST:PORT"},
+      {{"--nodes", "4", "--node-rank", "4", "--rdzv", "file:/tmp/r"}, "--node-rank 4 is not below --nodes 4"},
       {{"--node-rank", "3"}, "--node-rank 3 is not below --nodes 1"},
       {{"--rdzv", "redis:host"}, "--rdzv redis:host: expected file:DIR or redis:HOST:PORT"},
       {{"--rdzv", "tcp:x"}, "--rdzv tcp:x: expected file:DIR or redis:HOST:PORT"},
@@ -94,6 +95,19 @@ TEST(CommandLine, MistakesAreOneLine) {
   Parsed e = parse({}, {{"SCOUT_EQUIV", "recv: lonely"}});
   EXPECT_EQ(e.result, ParseResult::kError);
   EXPECT_EQ(e.message, "SCOUT_EQUIV: equivalence group 'recv: lonely' needs at least two members");
+}
+
+TEST(CommandLine, SeveralNodesFormTheNetworkAndDeferCrossNodeRoots) {
+  Parsed r = parse({"--job", "j", "--nodes", "4", "--node-rank", "3", "--rdzv", "file:/shared/rdzv"});
+  ASSERT_EQ(r.result, ParseResult::kOk) << r.message;
+  EXPECT_EQ(r.cl.opt.nodes, 4);
+  EXPECT_EQ(r.cl.opt.node_rank, 3);
+  EXPECT_EQ(r.cl.rdzv, "file:/shared/rdzv");
+  EXPECT_TRUE(r.cl.opt.hang.defer_cross_node);
+  EXPECT_EQ(r.cl.store.substr(r.cl.store.size() - 10), "/node-3.db");
+  Parsed one = parse({"--job", "j"});
+  ASSERT_EQ(one.result, ParseResult::kOk) << one.message;
+  EXPECT_FALSE(one.cl.opt.hang.defer_cross_node);
 }
 
 TEST(CommandLine, EquivFileAddsToTheVariable) {

@@ -22,8 +22,10 @@ mkdir -p "$TMP/shm"
 
 "$OBS" --job j --bogus 2>"$TMP/err"; check "unknown flag" 2 $?
 one_line "unknown flag" "$TMP/err" "^scout-observer: The following argument was not expected: --bogus$"
-"$OBS" --job j --nodes 3 --node-rank 1 --rdzv "file:$TMP/rdzv" 2>"$TMP/err"; check "several nodes" 2 $?
-one_line "several nodes" "$TMP/err" "several nodes are not yet supported"
+"$OBS" --job j --nodes 3 --node-rank 1 2>"$TMP/err"; check "several nodes without rendezvous" 2 $?
+one_line "several nodes without rendezvous" "$TMP/err" "^scout-observer: --nodes 3 needs --rdzv file:DIR"
+"$OBS" --job j --nodes 3 --node-rank 3 --rdzv "file:$TMP/rdzv" 2>"$TMP/err"; check "node rank out of range" 2 $?
+one_line "node rank out of range" "$TMP/err" "^scout-observer: --node-rank 3 is not below --nodes 3$"
 "$OBS" --job j --rdzv "redis:nohost" 2>"$TMP/err"; check "bad rendezvous" 2 $?
 one_line "bad rendezvous" "$TMP/err" "expected file:DIR or redis:HOST:PORT"
 "$OBS" --job j --hang-timeout 0 2>"$TMP/err"; check "hang timeout out of range" 2 $?

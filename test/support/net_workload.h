@@ -7,7 +7,9 @@
 // node), so each node has `ranks_per_node` cross-node communicators with one local rank each.
 // Each DP communicator runs `funcs` streams (AllReduce, then AllGather, ReduceScatter ...).
 // Operation seq of every stream completes at time seq * period_ns (true time); a rank arrives
-// `extra_lateness(rank)` late. Faults are injected with the setters.
+// `extra_lateness(rank)` late. Faults are injected with the setters. Records: float32 of
+// 1024 + 256 (seq % 7) elements (a desynchronized rank passes half), receive fingerprints done
+// for AllReduce, AllGather and Broadcast (0 for the others, as the observer reports them).
 #pragma once
 
 #include <atomic>
@@ -49,18 +51,26 @@ class NetWorkload {
     Node(const NetWorkload* job, int node, int64_t clock_offset_ns);
     // The job has progressed to true time t (any thread).
     void set_time(int64_t t_ns) { t_.store(t_ns); }
+    // This observer lists no stream before true time t (its ranks created their communicators
+    // late, or it attached their segments late); op() still answers (set before the rounds).
+    void hide_streams_until(int64_t t_ns) { hidden_until_ = t_ns; }
     std::vector<net::StreamView> streams() override;
     bool op(uint64_t comm_hash, uint8_t func, uint64_t seq, std::vector<net::RankOpView>* out) override;
     net::RankIdentity identity(int global_rank) override;
+    // Every DP communicator of the node: each local rank's counters, and the operation it waits
+    // in (Running) while its communicator is held by a stopped rank.
+    net::WaitSnapshot wait_snapshot() override;
 
    private:
     const NetWorkload* job_;
     int node_;
     int64_t offset_;
     std::atomic<int64_t> t_{0};
+    int64_t hidden_until_ = 0;
   };
 
   // Expected values (shared by all healthy ranks) for tests.
+  uint64_t count_of(uint64_t seq) const { return 1024 + 256 * (seq % 7); }  // a few op shapes repeat
   uint64_t meta_of(uint64_t comm_hash, uint8_t func, uint64_t seq) const;
   uint64_t fp_of(uint64_t comm_hash, uint8_t func, uint64_t seq) const;
   uint8_t func_at(int i) const;

@@ -1,0 +1,192 @@
+// End to end across nodes on one machine: scout-sim runs an 8-rank job on 4 emulated hosts
+// (--nodes 4: host node<k> holds global ranks 2k and 2k+1; TP groups inside a host, DP groups
+// {0,2,4,6} and {1,3,5,7} across all four), while 4 scout-observer processes, one per host
+// (--host node<k> --node-rank k), form the observer network through a rendezvous of their own:
+// Gloo's FileStore in a temporary directory, then once more Gloo's RedisStore against a
+// redis-server this test starts on a free port. Two faults on rank 7 (node 3): a corrupted
+// receive buffer in a DP AllReduce (cross-node: only the digests can see it), then it stops before
+// a later DP AllReduce (a hang whose waiters are on every node). The leader's store, read with
+// `scout findings --json --store`, must name exactly what the sim's ground-truth file says
+// (kind and global rank), and the other nodes' stores must hold nothing the leader lacks.
+#include <signal.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "test/net/proc_util.h"
+#include "test/support/subprocess.h"
+#include "test/support/tmpdir.h"
+
+namespace {
+
+using scout::testing::build_path;
+using scout::testing::ProcessResult;
+using scout::testing::Subprocess;
+using scout::testing::TempDir;
+
+constexpr int kNodes = 4;
+
+struct Named {
+  std::string kind;
+  std::set<int> ranks;
+  auto operator<=>(const Named&) const = default;
+};
+
+std::string show(const std::multiset<Named>& v) {
+  std::string s;
+  for (const Named& n : v) {
+    s += " " + n.kind + "{";
+    for (int r : n.ranks) s += std::to_string(r) + ",";
+    s += "}";
+  }
+  return s.empty() ? " (none)" : s;
+}
+
+std::multiset<Named> read_truth(const std::string& path) {
+  std::multiset<Named> out;
+  std::ifstream f(path);
+  std::string line;
+  while (std::getline(f, line)) {
+    auto j = nlohmann::json::parse(line);
+    out.insert(Named{j["kind"].get<std::string>(), {j["global_rank"].get<int>()}});
+  }
+  return out;
+}
+
+// `scout findings --json --store PATH`: one JSON object per line.
+std::vector<nlohmann::json> findings(const std::string& store) {
+  ProcessResult r = scout::testing::run_process({build_path("bin/scout"), "findings", "--json", "--store", store}, {}, 30);
+  std::vector<nlohmann::json> out;
+  if (r.exit_code != 0) return out;
+  std::istringstream in(r.out);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
+  }
+  return out;
+}
+
+std::multiset<Named> named(const std::vector<nlohmann::json>& fs) {
+  std::multiset<Named> out;
+  for (const auto& f : fs) {
+    Named n{f["kind"].get<std::string>(), {}};
+    for (const auto& s : f["suspects"]) n.ranks.insert(s["global_rank"].get<int>());
+    out.insert(n);
+  }
+  return out;
+}
+
+struct Outcome {
+  std::multiset<Named> truth, found;
+  std::vector<nlohmann::json> leader;
+  std::vector<std::vector<nlohmann::json>> others;
+  std::string logs;
+};
+
+Outcome run(const std::string& job, const std::string& rdzv, const TempDir& dir) {
+  const std::map<std::string, std::string> env = {
+      {"SCOUT_SHM_DIR", dir.path() + "/shm"},
+      {"SCOUT_FP_BUDGET", "0"},
+      {"SCOUT_NET_HOST", "127.0.0.1"},
+      {"SCOUT_NET_INTERVAL_MS", "100"},
+      {"SCOUT_NET_DRILL_REPEAT", "5"},
+      {"SCOUT_NET_TIMEOUT_MS", "10000"},
+      {"SCOUT_NET_JOIN_TIMEOUT_MS", "30000"},
+      {"SCOUT_OBSERVER_FP_TIMEOUT_S", "2"},
+      {"SCOUT_OBSERVER_STRAGGLER_MIN_MS", "20"},
+      {"SCOUT_OBSERVER_SLOW_MIN_MS", "20"},
+      {"SCOUT_OBSERVER_SLOW_FACTOR", "3"},
+  };
+  std::filesystem::create_directories(dir.path() + "/shm");
+  auto store = [&](int k) { return dir.path() + "/node-" + std::to_string(k) + ".db"; };
+  std::vector<std::unique_ptr<Subprocess>> observers;
+  for (int k = 0; k < kNodes; ++k) {
+    observers.push_back(std::make_unique<Subprocess>(
+        std::vector<std::string>{build_path("bin/scout-observer"), "--job", job, "--nodes", std::to_string(kNodes),
+                                 "--node-rank", std::to_string(k), "--rdzv", rdzv, "--host", "node" + std::to_string(k),
+                                 "--hang-timeout", "1.5", "--interval", "50", "--store", store(k)},
+        env));
+  }
+  // Rank 7 (node 3): operation 21 is the first DP AllReduce of step 2 (dp1, seqNumber 8), whose
+  // receive buffer it corrupts; operation 45 opens the DP AllReduce group of step 5, which it never
+  // enters. The job then stands still until the test ends it.
+  Subprocess sim({build_path("bin/scout-sim"), "--ranks", "8", "--tp", "2", "--nodes", "4", "--steps", "12",
+                  "--step-ms", "20", "--job", job, "--truth", dir.path() + "/truth.jsonl", "--timeout", "60",
+                  "--fault", "sdc:rank=7,op=21", "--fault", "hang:rank=7,op=45"},
+                 env);
+  Outcome o;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (std::filesystem::exists(store(0)) && findings(store(0)).size() >= 2) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));  // a few more rounds: nothing else may come
+  for (auto& p : observers) p->signal(SIGTERM);
+  for (int k = 0; k < kNodes; ++k) {
+    ProcessResult r = observers[k]->wait(90);  // seconds from its start
+    EXPECT_EQ(r.exit_code, 0) << "observer " << k << ": " << r.err;
+    o.logs += "--- observer " + std::to_string(k) + "\n" + r.err;
+  }
+  sim.signal(SIGTERM);
+  ProcessResult s = sim.wait(90);
+  o.logs += "--- sim\n" + s.out + s.err;
+  o.leader = findings(store(0));
+  o.found = named(o.leader);
+  for (int k = 1; k < kNodes; ++k) o.others.push_back(findings(store(k)));
+  o.truth = read_truth(dir.path() + "/truth.jsonl");
+  return o;
+}
+
+void check(const Outcome& o) {
+  ASSERT_EQ(o.truth.size(), 2u) << o.logs;
+  EXPECT_EQ(o.found, o.truth) << "leader found:" << show(o.found) << "\ntruth:" << show(o.truth) << "\n" << o.logs;
+  for (const auto& f : o.leader) {
+    EXPECT_EQ(f["verdict"], "attributed") << f.dump();
+    ASSERT_EQ(f["suspects"].size(), 1u) << f.dump();
+    EXPECT_EQ(f["suspects"][0]["host"], "node3") << f.dump();
+    if (f["kind"] == "sdc") {
+      EXPECT_EQ(f["comm"]["name"], "dp1");
+      EXPECT_EQ(f["key"]["func"], "AllReduce");
+      EXPECT_EQ(f["key"]["seq"], 8);
+    }
+    if (f["kind"] == "hang") {
+      // Decided on the leader from every node's waits: rank 7 absent, ranks on all four nodes
+      // waiting for it, directly (dp1, tp3) or through their TP peer.
+      EXPECT_EQ(f["evidence"]["class"], "absent");
+      EXPECT_EQ(f["evidence"]["waiting_ranks"], nlohmann::json({0, 1, 2, 3, 4, 5, 6})) << f.dump();
+      EXPECT_EQ(f["evidence"]["chain"].size(), 7u) << f.dump();
+    }
+  }
+  // Other nodes: nothing the leader does not hold (node 3 names rank 7 through tp3 itself).
+  for (size_t k = 0; k < o.others.size(); ++k) {
+    for (const auto& f : o.others[k]) {
+      ASSERT_FALSE(f["suspects"].empty()) << "node " << k + 1 << ": " << f.dump();
+      EXPECT_TRUE(o.found.count(Named{f["kind"].get<std::string>(), {f["suspects"][0]["global_rank"].get<int>()}}))
+          << "node " << k + 1 << ": " << f.dump();
+    }
+  }
+}
+
+TEST(MultiNodeEndToEnd, FourObserversFileRendezvousLeaderNamesTheFaultsOfNodeThree) {
+  TempDir dir;
+  Outcome o = run("mnfile", "file:" + dir.path() + "/rdzv", dir);
+  check(o);
+}
+
+TEST(MultiNodeEndToEnd, FourObserversRedisRendezvous) {
+  TempDir dir;
+  scout::net::testing::RedisServer redis(dir.path());
+  if (!redis.ok()) GTEST_SKIP() << "redis rendezvous not tested: " << redis.why();
+  Outcome o = run("mnredis", "redis:127.0.0.1:" + std::to_string(redis.port()), dir);
+  check(o);
+}
+
+}  // namespace
