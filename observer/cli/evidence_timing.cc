@@ -6,16 +6,6 @@
 namespace scout::cli::ev {
 namespace {
 
-const nlohmann::json kNull;
-
-const nlohmann::json& at(const nlohmann::json& o, const char* key) {
-  if (!o.is_object()) return kNull;
-  auto it = o.find(key);
-  return it == o.end() ? kNull : *it;
-}
-
-std::string str(const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : text(v); }
-
 // A series of milliseconds, oldest first: "0 0 30 30.5".
 std::string series(const nlohmann::json& v) {
   if (!v.is_array()) return text(v);

@@ -7,16 +7,6 @@
 namespace scout::cli::ev {
 namespace {
 
-const nlohmann::json kNull;
-
-const nlohmann::json& at(const nlohmann::json& o, const char* key) {
-  if (!o.is_object()) return kNull;
-  auto it = o.find(key);
-  return it == o.end() ? kNull : *it;
-}
-
-std::string str(const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : text(v); }
-
 // The value of a metadata vote {datatype, count, root}: "count 1000 of float32, root 1".
 std::string meta_value(const nlohmann::json& v) {
   if (!v.is_object()) return text(v);

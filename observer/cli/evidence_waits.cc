@@ -6,16 +6,6 @@
 namespace scout::cli::ev {
 namespace {
 
-const nlohmann::json kNull;
-
-const nlohmann::json& at(const nlohmann::json& o, const char* key) {
-  if (!o.is_object()) return kNull;
-  auto it = o.find(key);
-  return it == o.end() ? kNull : *it;
-}
-
-std::string str(const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : text(v); }
-
 // One root of a hang: {global_rank, reason, detail, process} or {reason: "stuck", comm, op}.
 std::string root_words(const nlohmann::json& r) {
   const std::string reason = str(at(r, "reason"));

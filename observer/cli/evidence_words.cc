@@ -16,6 +16,14 @@ bool is_int(const nlohmann::json& v) { return v.is_number_integer() && std::llab
 
 }  // namespace
 
+const nlohmann::json& at(const nlohmann::json& o, const char* key) {
+  if (!o.is_object()) return kNull;
+  auto it = o.find(key);
+  return it == o.end() ? kNull : *it;
+}
+
+std::string str(const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : text(v); }
+
 std::string text(const nlohmann::json& v) {
   if (v.is_string()) return v.get<std::string>();
   if (v.is_null()) return "-";

@@ -33,6 +33,10 @@ std::string ms(const nlohmann::json& v);
 std::string num(const nlohmann::json& v);
 // Any scalar as text ("-" for null); objects and arrays as compact JSON.
 std::string text(const nlohmann::json& v);
+// The member `key` of an object; a null value when `o` is not an object or lacks it.
+const nlohmann::json& at(const nlohmann::json& o, const char* key);
+// A string value as is, anything else as text().
+std::string str(const nlohmann::json& v);
 // "1 rank" / "3 ranks" (the noun in singular or plural after n).
 std::string plural(size_t n, const char* one, const char* many);
 

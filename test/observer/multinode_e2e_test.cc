@@ -24,6 +24,7 @@
 #include "test/net/proc_util.h"
 #include "test/support/subprocess.h"
 #include "test/support/tmpdir.h"
+#include "test/support/truth.h"
 
 namespace {
 
@@ -31,35 +32,11 @@ using scout::testing::build_path;
 using scout::testing::ProcessResult;
 using scout::testing::Subprocess;
 using scout::testing::TempDir;
+using scout::testing::Named;
+using scout::testing::read_truth;
+using scout::testing::show;
 
 constexpr int kNodes = 4;
-
-struct Named {
-  std::string kind;
-  std::set<int> ranks;
-  auto operator<=>(const Named&) const = default;
-};
-
-std::string show(const std::multiset<Named>& v) {
-  std::string s;
-  for (const Named& n : v) {
-    s += " " + n.kind + "{";
-    for (int r : n.ranks) s += std::to_string(r) + ",";
-    s += "}";
-  }
-  return s.empty() ? " (none)" : s;
-}
-
-std::multiset<Named> read_truth(const std::string& path) {
-  std::multiset<Named> out;
-  std::ifstream f(path);
-  std::string line;
-  while (std::getline(f, line)) {
-    auto j = nlohmann::json::parse(line);
-    out.insert(Named{j["kind"].get<std::string>(), {j["global_rank"].get<int>()}});
-  }
-  return out;
-}
 
 // `scout findings --json --store PATH`: one JSON object per line.
 std::vector<nlohmann::json> findings(const std::string& store) {

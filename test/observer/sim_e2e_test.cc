@@ -22,6 +22,7 @@
 #include "observer/store/reader.h"
 #include "test/support/subprocess.h"
 #include "test/support/tmpdir.h"
+#include "test/support/truth.h"
 
 namespace {
 
@@ -29,23 +30,9 @@ using scout::testing::build_path;
 using scout::testing::ProcessResult;
 using scout::testing::Subprocess;
 using scout::testing::TempDir;
-
-// What a finding or a ground-truth line says: kind and the ranks it names (suspects + peer).
-struct Named {
-  std::string kind;
-  std::set<int> ranks;
-  auto operator<=>(const Named&) const = default;
-};
-
-std::string show(const std::multiset<Named>& v) {
-  std::string s;
-  for (const Named& n : v) {
-    s += " " + n.kind + "{";
-    for (int r : n.ranks) s += std::to_string(r) + ",";
-    s += "}";
-  }
-  return s.empty() ? " (none)" : s;
-}
+using scout::testing::Named;
+using scout::testing::read_truth;
+using scout::testing::show;
 
 struct Outcome {
   std::multiset<Named> truth, found;
@@ -53,19 +40,6 @@ struct Outcome {
   ProcessResult sim;
   std::string observer_err;
 };
-
-std::multiset<Named> read_truth(const std::string& path) {
-  std::multiset<Named> out;
-  std::ifstream f(path);
-  std::string line;
-  while (std::getline(f, line)) {
-    auto j = nlohmann::json::parse(line);
-    Named n{j["kind"].get<std::string>(), {j["global_rank"].get<int>()}};
-    if (j.contains("peer") && j["peer"].is_number_integer()) n.ranks.insert(j["peer"].get<int>());
-    out.insert(n);
-  }
-  return out;
-}
 
 std::multiset<Named> named(const std::vector<scout::obs::Finding>& fs) {
   std::multiset<Named> out;

@@ -1,0 +1,33 @@
+#include "test/support/truth.h"
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+namespace scout::testing {
+
+std::string show(const std::multiset<Named>& v) {
+  std::string s;
+  for (const Named& n : v) {
+    s += " " + n.kind + "{";
+    for (int r : n.ranks) s += std::to_string(r) + ",";
+    s += "}";
+  }
+  return s.empty() ? " (none)" : s;
+}
+
+std::multiset<Named> read_truth(const std::string& path) {
+  std::multiset<Named> out;
+  std::ifstream f(path);
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.empty()) continue;
+    auto j = nlohmann::json::parse(line);
+    Named n{j["kind"].get<std::string>(), {j["global_rank"].get<int>()}};
+    if (j.contains("peer") && j["peer"].is_number_integer()) n.ranks.insert(j["peer"].get<int>());
+    out.insert(n);
+  }
+  return out;
+}
+
+}  // namespace scout::testing
