@@ -60,7 +60,16 @@ int main(int argc, char** argv) {
 
   CLI::App* s_explain = app.add_subcommand("explain", "One finding with its evidence in words");
   add_store_flags(s_explain, &where);
-  s_explain->add_option("id", explain_id, "Finding id (scout findings)")->required();
+  s_explain->add_option("id", explain_id, "Finding id (scout findings)")
+      ->required()
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            if (v.empty() || v.size() > 18 || v.find_first_not_of("0123456789") != std::string::npos) {
+              return "finding id '" + v + "' is not a finding number (see scout findings)";
+            }
+            return "";
+          },
+          "ID", "finding number"));
   s_explain->add_flag("--json", explain_json, "The finding's JSON object");
 
   CLI::App* s_export = app.add_subcommand("export", "Export the store: JSON lines, Prometheus, Chrome trace");

@@ -298,6 +298,11 @@ int cmd_run(const RunOptions& o) {
   }
 
   int rc = exit_code(command_status);
+  if (rc != 0) {
+    std::cerr << "scout: COMMAND " << (WIFSIGNALED(command_status) ? "was killed by signal " + std::to_string(WTERMSIG(command_status))
+                                                                  : "exited with status " + std::to_string(rc))
+              << "; scout run exits with " << rc << "\n";
+  }
   try {
     StoreOptions read;
     read.store = store;

@@ -2,6 +2,7 @@
 // alive and dead, communicators and their progress, open findings with their suspects.
 #include <algorithm>
 #include <map>
+#include <vector>
 
 #include "observer/cli/common.h"
 #include "observer/cli/format.h"
@@ -185,12 +186,21 @@ int cmd_status(store::StoreReader& rd, const StatusOptions& o, std::ostream& out
   size_t open = 0, closed = 0;
   for (const auto& f : s.findings) (f.open ? open : closed)++;
   out << "findings: " << open << " open, " << closed << " closed\n";
+  // Open findings first, then closed ones (a finished job's closed hang or NaN episode still
+  // names its rank), within one budget of lines.
   size_t shown = 0;
+  std::vector<const obs::Finding*> order;
   for (const auto& f : s.findings) {
-    if (!f.open) continue;
+    if (f.open) order.push_back(&f);
+  }
+  for (const auto& f : s.findings) {
+    if (!f.open) order.push_back(&f);
+  }
+  for (const obs::Finding* fp : order) {
+    const obs::Finding& f = *fp;
     if (shown++ >= kMaxFindingLines) continue;
     out << "  #" << f.id << " " << obs::to_string(f.kind) << " " << obs::to_string(f.verdict)
-        << ": ";
+        << (f.open ? "" : " (closed)") << ": ";
     if (f.suspects.empty()) {
       out << "no suspect named";
     } else {
@@ -211,9 +221,9 @@ int cmd_status(store::StoreReader& rd, const StatusOptions& o, std::ostream& out
     if (!f.summary.empty()) out << "     " << f.summary << "\n";
   }
   if (shown > kMaxFindingLines) {
-    out << "  ... and " << (shown - kMaxFindingLines) << " more (scout findings --open)\n";
+    out << "  ... and " << (shown - kMaxFindingLines) << " more (scout findings)\n";
   }
-  if (open > 0) {
+  if (open + closed > 0) {
     const std::string sel = o.selector.empty() ? "" : " " + o.selector;
     out << "details: scout explain" << sel << " ID; per-collective table: scout report" << sel << "\n";
   }

@@ -71,7 +71,9 @@ std::optional<Finding> sdc_finding(const Model& m, const Comm& c, const Op& op, 
   for (const OpSlot& s : op.slots) {
     done = std::max({done, s.rec.complete_ns, s.rec.gpu_end_ns});
     bytes = s.rec.bytes;
-    dtype = s.rec.datatype;
+    // The user's datatype when the record has it (NCCL describes AllGather and Broadcast tasks
+    // in bytes of int8; the report shows the API's, and so does this evidence).
+    dtype = s.rec.api_count ? s.rec.api_datatype : s.rec.datatype;
   }
   f.first_seen_ns = done > 0 ? done : now_ns;
   f.last_seen_ns = now_ns;

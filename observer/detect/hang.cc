@@ -39,6 +39,16 @@ std::string seconds(int64_t ns) {
   std::snprintf(buf, sizeof(buf), "%.1f s", double(ns) / 1e9);
   return buf;
 }
+// Latest completion of any operation by any rank of `c` (ns; 0 when none): moves only when the
+// communicator makes progress.
+int64_t progress_mark(const Comm& c) {
+  int64_t t = 0;
+  for (const RankProgress& r : c.ranks) {
+    if (r.last_completed.valid) t = std::max(t, r.last_completed.ns);
+  }
+  return t;
+}
+
 }  // namespace
 
 std::string hang_key(const Comm& c, const OpId& id) {
@@ -188,6 +198,7 @@ void HangDetector::report_deadlock(const Model& m, const std::vector<int>& cycle
   f.summary = "deadlock across " + std::to_string(comms.size()) + " communicators: " + words;
   board.report(f);
   reported_.insert(f.dedup_key);
+  track(f.dedup_key, comms);
 }
 
 void HangDetector::report_stuck(const Model& m, const Comm& c, const WaitGraph& g,
@@ -243,6 +254,7 @@ void HangDetector::report_stuck(const Model& m, const Comm& c, const WaitGraph& 
   if (!upstream.empty()) f.summary += "; " + std::to_string(upstream.size()) + " more ranks wait on them";
   board.report(f);
   reported_.insert(f.dedup_key);
+  track(f.dedup_key, {&c});
 }
 
 void HangDetector::report_mismatch(const Model& m, const Comm& c, const WaitGraph& g,
@@ -368,6 +380,7 @@ void HangDetector::report_root(const Model& m, const std::vector<int>& roots, co
   if (all_dead) f.summary += " (the process has since exited)";
   board.report(f);
   reported_.insert(f.dedup_key);
+  track(f.dedup_key, {primary.comm});
 }
 
 void HangDetector::report_crash(const Model& m, int proc, const ProcEdge& primary, const WaitGraph& g,
@@ -508,11 +521,35 @@ void HangDetector::pass(const Model& m, int64_t now_ns, FindingBoard& board) {
                  (p.last_event_ns > 0 && now_ns - p.last_event_ns >= cfg_.crash_grace_ns);
     if (!hang_open && (crashed_.count(p.id) || grace)) report_crash(m, p.id, edges[primary], g, edges, now_ns, board);
   }
-  // Hangs and deadlocks that are over.
+  // Hangs and deadlocks that are over: one of their communicators completed an operation since,
+  // finalized, or left the model. One whose waiters vanished without progress (the job was killed
+  // while hung) stays open: the failure was never resolved (docs/findings.md, "hang").
   for (const std::string& k : open_) {
-    if (!reported_.count(k)) board.close(k, now_ns);
+    if (reported_.count(k)) continue;
+    bool over = true;
+    if (auto it = involved_.find(k); it != involved_.end()) {
+      over = false;
+      for (const auto& [key, mark] : it->second) {
+        auto c = m.comms().find(key);
+        over = over || c == m.comms().end() || c->second.finalized() || progress_mark(c->second) > mark;
+      }
+    }
+    if (over) {
+      board.close(k, now_ns);
+      involved_.erase(k);
+    } else {
+      reported_.insert(k);
+    }
   }
   open_ = reported_;
+}
+
+void HangDetector::track(const std::string& key, const std::vector<const Comm*>& comms) {
+  auto [it, added] = involved_.try_emplace(key);
+  if (!added) return;
+  for (const Comm* c : comms) {
+    if (c) it->second.emplace_back(c->key, progress_mark(*c));
+  }
 }
 
 }  // namespace scout::obs

@@ -89,6 +89,11 @@ class HangDetector {
   std::map<int, std::vector<Membership>> member_of_;  // proc -> its communicators
   std::set<std::string> open_;                        // hang/deadlock keys reported last pass
   std::set<std::string> reported_;                    // ... this pass
+  // Communicators of each open hang/deadlock and their progress mark when it was first reported:
+  // a hang closes only when one of them progressed, finalized or is gone, not when its waiters
+  // merely stopped waiting (killed with the job).
+  std::map<std::string, std::vector<std::pair<CommKey, int64_t>>> involved_;
+  void track(const std::string& key, const std::vector<const Comm*>& comms);
   std::map<int, int64_t> blocking_since_;             // dead proc -> first seen blocking peers
   std::set<int> crashed_;                             // procs with a crash finding
 };

@@ -245,7 +245,7 @@ TEST_F(Cli, UnknownFindingAndBadFlags) {
   EXPECT_EQ(fails("explain 42 --store " + store_),
             "scout: no finding with id 42 in <DIR>/state/demo/node-0.db\n");
   EXPECT_EQ(fails("explain abc --store " + store_),
-            "scout: Could not convert: id = abc (scout --help)\n");
+            "scout: id: finding id 'abc' is not a finding number (see scout findings) (scout --help)\n");
   EXPECT_EQ(fails("report --last 0 --store " + store_),
             "scout: --last: Value 0 not in range 1 to 1000000000 (scout --help)\n");
   EXPECT_EQ(fails("report --rank -1 --store " + store_),

@@ -87,7 +87,8 @@ TEST_F(Run, StartsObserverSetsEnvironmentStopsObserverAndKeepsExitStatus) {
   std::string out, err;
   int rc = scout("run --job demo --hang-timeout 5 --observer-arg --once -- " + command, &out, &err);
   EXPECT_EQ(rc, 3) << err;
-  EXPECT_EQ(err, "scout: job demo, store " + root_ + "/state/demo/node-0.db\n");
+  EXPECT_EQ(err, "scout: job demo, store " + root_ + "/state/demo/node-0.db\n"
+                 "scout: COMMAND exited with status 3; scout run exits with 3\n");
   EXPECT_EQ(slurp(root_ + "/command.ready"), "ready\n");  // COMMAND started after the first pass
   EXPECT_EQ(slurp(root_ + "/command.env"),
             "demo " + fs::canonical(root_ + "/lib/libnccl-profiler-scout.so").string() + "\n");
@@ -175,7 +176,8 @@ TEST_F(Run, CommandThatCannotStartExits127) {
   int rc = scout("run --job demo -- /nonexistent/prog", &out, &err);
   EXPECT_EQ(rc, 127);
   EXPECT_EQ(err, "scout: job demo, store " + root_ + "/state/demo/node-0.db\n"
-                 "scout: cannot run /nonexistent/prog: No such file or directory\n");
+                 "scout: cannot run /nonexistent/prog: No such file or directory\n"
+                 "scout: COMMAND exited with status 127; scout run exits with 127\n");
 }
 
 }  // namespace

@@ -298,6 +298,27 @@ TEST(Hang, RootThatDiesAfterTheHangWasReportedStaysOneHangFinding) {
   EXPECT_NE(f[0].summary.find("(the process has since exited)"), std::string::npos) << f[0].summary;
 }
 
+TEST(Hang, JobKilledWhileHungLeavesTheHangOpen) {
+  // The launcher kills every rank of a hung job (a timeout, scancel): nobody waits any more, but
+  // nothing completed either. The hang is not over; it stays open and names its root.
+  ObserverHarness h(4);
+  int dp = h.job.add_comm(0xd1, {0, 1, 2, 3}, "dp");
+  history(h.job, dp, 5);
+  const int64_t t = kT0 + kSec;
+  for (int r = 0; r < 3; ++r) op(h.job, dp, r, shm::kFuncAllReduce, 5, t);
+  h.pass(t + 11 * kSec);
+  ASSERT_EQ(h.findings().size(), 1u);
+  ASSERT_TRUE(h.findings()[0].open);
+  for (int r = 0; r < 4; ++r) h.job.kill(r);
+  h.pass(t + 13 * kSec);
+  h.pass(t + 20 * kSec);
+  auto f = h.findings();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, FindingKind::kHang);
+  EXPECT_TRUE(f[0].open);
+  EXPECT_EQ(suspect_ranks(f[0]), std::vector<int>{3});
+}
+
 TEST(Hang, TwoIndependentHangsAreTwoFindings) {
   ObserverHarness h(4);
   int a = h.job.add_comm(0xa, {0, 1}, "a");
