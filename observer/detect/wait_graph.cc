@@ -75,51 +75,38 @@ std::vector<int> WaitGraph::sinks() const {
   return out;
 }
 
-std::vector<int> WaitGraph::upstream_edges(int node) const {
-  std::vector<int> tags;
+std::set<int> WaitGraph::walk(int node, bool upstream, std::vector<int>* tags) const {
+  const auto& adj = upstream ? in_ : out_;
   std::set<int> seen{node};
   std::deque<int> q{node};
   while (!q.empty()) {
     int v = q.front();
     q.pop_front();
-    auto it = in_.find(v);
-    if (it == in_.end()) continue;
+    auto it = adj.find(v);
+    if (it == adj.end()) continue;
     for (int e : it->second) {
-      tags.push_back(edges_[e].tag);
-      if (seen.insert(edges_[e].from).second) q.push_back(edges_[e].from);
+      if (tags) tags->push_back(edges_[e].tag);
+      const int next = upstream ? edges_[e].from : edges_[e].to;
+      if (seen.insert(next).second) q.push_back(next);
     }
   }
+  return seen;
+}
+
+std::vector<int> WaitGraph::upstream_edges(int node) const {
+  std::vector<int> tags;
+  walk(node, true, &tags);
   return tags;
 }
 
 std::vector<int> WaitGraph::upstream_nodes(int node) const {
-  std::set<int> seen{node};
-  std::deque<int> q{node};
-  while (!q.empty()) {
-    int v = q.front();
-    q.pop_front();
-    auto it = in_.find(v);
-    if (it == in_.end()) continue;
-    for (int e : it->second) {
-      if (seen.insert(edges_[e].from).second) q.push_back(edges_[e].from);
-    }
-  }
+  std::set<int> seen = walk(node, true, nullptr);
   seen.erase(node);
   return std::vector<int>(seen.begin(), seen.end());
 }
 
 std::vector<int> WaitGraph::downstream_nodes(int node) const {
-  std::set<int> seen{node};
-  std::deque<int> q{node};
-  while (!q.empty()) {
-    int v = q.front();
-    q.pop_front();
-    auto it = out_.find(v);
-    if (it == out_.end()) continue;
-    for (int e : it->second) {
-      if (seen.insert(edges_[e].to).second) q.push_back(edges_[e].to);
-    }
-  }
+  std::set<int> seen = walk(node, false, nullptr);
   return std::vector<int>(seen.begin(), seen.end());
 }
 

@@ -33,6 +33,9 @@ class WaitGraph {
   struct Edge {
     int from, to, tag;
   };
+  // Breadth-first walk from `node` along `in_` (upstream) or `out_` (downstream): the nodes
+  // reached, `node` included, and the tags of the edges followed, closest first.
+  std::set<int> walk(int node, bool upstream, std::vector<int>* tags) const;
   std::vector<Edge> edges_;
   std::map<int, std::vector<int>> out_, in_;  // node -> edge indexes
   std::set<int> nodes_;
