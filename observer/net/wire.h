@@ -39,36 +39,12 @@ class WireWriter {
 class WireReader {
  public:
   explicit WireReader(std::span<const uint8_t> b) : b_(b) {}
-  uint8_t u8() {
-    uint8_t v = 0;
-    raw(&v, 1);
-    return v;
-  }
-  uint16_t u16() {
-    uint16_t v = 0;
-    raw(&v, 2);
-    return v;
-  }
-  uint32_t u32() {
-    uint32_t v = 0;
-    raw(&v, 4);
-    return v;
-  }
-  uint64_t u64() {
-    uint64_t v = 0;
-    raw(&v, 8);
-    return v;
-  }
-  int32_t i32() {
-    int32_t v = 0;
-    raw(&v, 4);
-    return v;
-  }
-  int64_t i64() {
-    int64_t v = 0;
-    raw(&v, 8);
-    return v;
-  }
+  uint8_t u8() { return get<uint8_t>(); }
+  uint16_t u16() { return get<uint16_t>(); }
+  uint32_t u32() { return get<uint32_t>(); }
+  uint64_t u64() { return get<uint64_t>(); }
+  int32_t i32() { return get<int32_t>(); }
+  int64_t i64() { return get<int64_t>(); }
   std::string str() {
     const uint32_t n = u32();
     if (!fits(n, 1)) return {};
@@ -85,6 +61,13 @@ class WireReader {
   bool at_end() const { return pos_ == b_.size(); }
 
  private:
+  // One fixed-size integer; 0 once the message is exhausted.
+  template <typename T>
+  T get() {
+    T v = 0;
+    raw(&v, sizeof(T));
+    return v;
+  }
   void raw(void* p, size_t n) {
     if (!ok_ || b_.size() - pos_ < n) {
       ok_ = false;
