@@ -22,8 +22,10 @@ int cmd_config(bool markdown, bool json, std::ostream& out) {
   std::vector<std::string> warnings;
   config::Config cfg = config::load({}, [&](const std::string& m) {
     warnings.push_back(m);
+    // The loader's warnings start with NAME="value" (plugin/config/config.cc): match the whole
+    // name, so SCOUT_FP_BUDGET's warning does not mark SCOUT_FP.
     for (const auto& v : config::registry()) {
-      if (m.find(v.name) != std::string::npos) rejected.insert(v.name);
+      if (m.rfind(std::string(v.name) + "=\"", 0) == 0) rejected.insert(v.name);
     }
   });
   // describe() gives "NAME=value" lines in registry order.
@@ -43,6 +45,7 @@ int cmd_config(bool markdown, bool json, std::ostream& out) {
     if (!env || !*env) return "default";
     return rejected.count(name) ? "default (environment value rejected)" : "environment";
   };
+  for (const auto& w : warnings) std::cerr << "scout: " << w << "\n";
   if (json) {
     for (const auto& v : config::registry()) {
       out << nlohmann::json{{"name", v.name}, {"value", value[v.name]}, {"source", source(v.name)},
@@ -59,7 +62,6 @@ int cmd_config(bool markdown, bool json, std::ostream& out) {
     t.rows.push_back({v.name, val.empty() ? "(empty)" : val, source(v.name), v.section});
   }
   out << t.render();
-  for (const auto& w : warnings) std::cerr << "scout: " << w << "\n";
   return kExitOk;
 }
 

@@ -189,7 +189,7 @@ TEST_F(Cli, JobFindsTheDefaultStore) {
 TEST_F(Cli, ConfigMarkdownIsTheDocsTable) {
   std::string out = scout(dir_.path(), "config --markdown").out;
   EXPECT_NE(slurp(source_path("docs/configuration.md")).find(out), std::string::npos);
-  Result r = scout(dir_.path(), "config", "SCOUT_STORE_MAX_OPS=500 SCOUT_FP_BUDGET=7");
+  Result r = scout(dir_.path(), "config", "SCOUT_STORE_MAX_OPS=500 SCOUT_FP=1 SCOUT_FP_BUDGET=7");
   EXPECT_EQ(r.rc, 0);
   // The row of a variable, with runs of spaces squeezed.
   auto row = [&](const std::string& name) {
@@ -207,8 +207,17 @@ TEST_F(Cli, ConfigMarkdownIsTheDocsTable) {
   };
   EXPECT_EQ(row("SCOUT_STORE_MAX_OPS"), "SCOUT_STORE_MAX_OPS 500 environment observer");
   EXPECT_EQ(row("SCOUT_FP_BUDGET"), "SCOUT_FP_BUDGET 0.01 default (environment value rejected) plugin");
+  EXPECT_EQ(row("SCOUT_FP"), "SCOUT_FP 1 environment plugin");  // not marked by SCOUT_FP_BUDGET's warning
   EXPECT_EQ(row("SCOUT_STATE_DIR"), "SCOUT_STATE_DIR /tmp/scout default observer");
   EXPECT_EQ(r.err, "scout: SCOUT_FP_BUDGET=\"7\" ignored: out of range 0 .. 1; using default 0.01\n");
+}
+
+TEST_F(Cli, ConfigJsonAlsoPrintsTheWarnings) {
+  Result r = scout(dir_.path(), "config --json", "SCOUT_FP_BUDGET=7");
+  EXPECT_EQ(r.rc, 0);
+  EXPECT_EQ(r.err, "scout: SCOUT_FP_BUDGET=\"7\" ignored: out of range 0 .. 1; using default 0.01\n");
+  EXPECT_NE(r.out.find(R"j({"name":"SCOUT_FP_BUDGET","section":"plugin","source":"default (environment value rejected)","value":"0.01"})j"),
+            std::string::npos) << r.out;
 }
 
 TEST_F(Cli, HashPrintsTheFingerprintOfAFile) {
