@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <span>
 #include <stdexcept>
 
 #define XXH_INLINE_ALL
@@ -32,11 +33,11 @@ int64_t dec_time(uint64_t w) { return int64_t(w ^ kTopBit); }
 
 // Hash of a few words; never 0 and never has the top bit (so ~x is never the neutral value and
 // every real value sorts below the neutral one).
+uint64_t hash_span(std::span<const uint64_t> words, uint64_t seed) {
+  return (XXH64(words.data(), words.size() * sizeof(uint64_t), seed) & ~kTopBit) | 1;
+}
 uint64_t hash_words(std::initializer_list<uint64_t> words, uint64_t seed) {
-  uint64_t buf[8];
-  size_t n = 0;
-  for (uint64_t w : words) buf[n++] = w;
-  return (XXH64(buf, n * sizeof(uint64_t), seed) & ~kTopBit) | 1;
+  return hash_span(std::span<const uint64_t>(words.begin(), words.size()), seed);
 }
 
 // A stream slot's range words: some node digested the slot and every digesting node covered the
@@ -45,26 +46,29 @@ bool same_range(const std::vector<uint64_t>& v, size_t b) {
   return v[b + 4] != kNeutral && v[b + 4] == ~v[b + 5] && v[b + 6] == ~v[b + 7];
 }
 
-uint64_t hash_vector(const std::vector<uint64_t>& words, uint64_t seed) {
-  return (XXH64(words.data(), words.size() * sizeof(uint64_t), seed) & ~kTopBit) | 1;
+// Every one of the `expected` local ranks reported the operation, with the same metadata hash
+// and receive fingerprint (the digest folds such an operation into one value, and a drill-down
+// sends one record for all of them).
+bool local_ranks_agree(const std::vector<RankOpView>& ranks, size_t expected) {
+  bool agree = !ranks.empty() && ranks.size() == expected;
+  for (size_t i = 1; agree && i < ranks.size(); ++i) {
+    agree = ranks[i].meta == ranks[0].meta && ranks[i].fp_recv == ranks[0].fp_recv;
+  }
+  return agree;
 }
 
 // The value a node contributes for one operation: the same on every node when all ranks agree.
 uint64_t node_value(std::vector<RankOpView>& ranks, size_t expected) {
   std::sort(ranks.begin(), ranks.end(),
             [](const RankOpView& a, const RankOpView& b) { return a.comm_rank < b.comm_rank; });
-  bool agree = !ranks.empty() && ranks.size() == expected;
-  for (size_t i = 1; agree && i < ranks.size(); ++i) {
-    agree = ranks[i].meta == ranks[0].meta && ranks[i].fp_recv == ranks[0].fp_recv;
-  }
-  if (agree) return hash_words({1, ranks[0].meta, ranks[0].fp_recv}, 0);
+  if (local_ranks_agree(ranks, expected)) return hash_words({1, ranks[0].meta, ranks[0].fp_recv}, 0);
   std::vector<uint64_t> w = {2};
   for (const RankOpView& r : ranks) {
     w.push_back(uint64_t(uint32_t(r.comm_rank)));
     w.push_back(r.meta);
     w.push_back(r.fp_recv);
   }
-  return hash_vector(w, 0);
+  return hash_span(w, 0);
 }
 
 }  // namespace
@@ -137,6 +141,7 @@ RoundResult DigestExchange::round(LocalView& local, int64_t now_ns, const ClockE
   placed.reserve(streams.size());
   std::vector<RankOpView> ranks;
   std::vector<uint64_t> values;
+  std::vector<std::pair<uint64_t, std::vector<RankOpView>>> tail;  // (seq, ranks) sampled for timing
   for (const StreamView& s : streams) {
     const uint64_t key = stream_key(s.comm_hash, s.func);
     if (partitions_ > 1 && hash_words({key}, 0x9a27) % partitions_ != round_ % partitions_) continue;
@@ -159,14 +164,20 @@ RoundResult DigestExchange::round(LocalView& local, int64_t now_ns, const ClockE
     if (st.have_w && st.w > st.from) {
       const uint64_t to = st.w, from = to - std::min(to - st.from, cfg_.max_range_ops);
       values.clear();
+      tail.clear();
+      // The last timing_ops operations of the range are also sampled for cross-node arrival:
+      // their per-rank detail is kept from this one read.
+      const uint64_t timing_from = to - std::min<uint64_t>(to - from, uint64_t(cfg_.timing_ops));
       bool retained = true;
       for (uint64_t seq = from; seq < to && retained; ++seq) {
         ranks.clear();
         retained = local.op(s.comm_hash, s.func, seq, &ranks);
-        if (retained) values.push_back(node_value(ranks, s.ranks.size()));
+        if (!retained) break;
+        values.push_back(node_value(ranks, s.ranks.size()));
+        if (seq >= timing_from) tail.emplace_back(seq, ranks);
       }
       if (retained) {
-        const uint64_t digest = hash_vector(values, 0xd16e);
+        const uint64_t digest = hash_span(values, 0xd16e);
         put_min(b + 4, from);
         put_max(b + 5, from);
         put_min(b + 6, to);
@@ -176,13 +187,11 @@ RoundResult DigestExchange::round(LocalView& local, int64_t now_ns, const ClockE
         p.digested = true;
         p.from = from;
         p.to = to;
-        for (uint64_t seq = to - std::min<uint64_t>(to - from, uint64_t(cfg_.timing_ops)); seq < to; ++seq) {
-          ranks.clear();
-          if (!local.op(s.comm_hash, s.func, seq, &ranks)) continue;
+        for (const auto& [seq, op_ranks] : tail) {
           TimingSample ts{0, hash_words({s.comm_hash, s.func, seq}, 0x71e5), s.comm_hash, s.func, seq, s.nranks, {}};
           ts.slot = hash_words({ts.key, round_}, 0x2c4d) % T;
           const size_t tb = timing0 + kTimingWords * ts.slot;
-          for (const RankOpView& r : ranks) {
+          for (const RankOpView& r : op_ranks) {
             if (r.arrival_ns == 0) continue;
             const int64_t a = clock.to_leader(r.arrival_ns);
             ts.arrivals.push_back({r.comm_rank, r.global_rank, a, r.gap_ns});
@@ -351,11 +360,7 @@ RoundResult DigestExchange::round(LocalView& local, int64_t now_ns, const ClockE
         op.seq = seq;
         local.op(s.comm_hash, s.func, seq, &ranks);
         for (RankOpView& r : ranks) shift_times(&r.rec, clock.offset_ns);
-        bool agree = ranks.size() == d.ranks.size() && !ranks.empty();
-        for (size_t i = 1; agree && i < ranks.size(); ++i) {
-          agree = ranks[i].meta == ranks[0].meta && ranks[i].fp_recv == ranks[0].fp_recv;
-        }
-        if (agree) {
+        if (local_ranks_agree(ranks, d.ranks.size())) {
           op.agree = true;
           op.rec = ranks[0].rec;
         } else {
