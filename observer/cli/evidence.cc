@@ -203,9 +203,9 @@ std::string render_generic_entry(const std::string& key, const nlohmann::json& v
 std::string render_evidence(const obs::Finding& f, int64_t origin_ns, const std::string& indent) {
   const nlohmann::json& e = f.evidence;
   if (e.is_null() || (e.is_object() && e.empty())) return indent + "(no evidence recorded)\n";
-  // Evidence of the node-local detectors (docs/findings.md); anything else (the observer
-  // network's drill-down, another kind) is rendered by shape.
-  if (!e.is_object() || (e.contains("source") && e["source"] == "cross-node drill-down")) {
+  // Evidence of the detectors (docs/findings.md; cross-node findings are decided by the same
+  // detectors on the leader); anything of another shape is rendered by shape.
+  if (!e.is_object()) {
     return render_json_generic(e, origin_ns, indent);
   }
   using K = obs::FindingKind;

@@ -1,8 +1,7 @@
 // Per-kind renderers of a finding's evidence in words (`scout explain`), following the evidence
 // of each kind in docs/findings.md exactly. Each writes lines into an ev::EvidenceText and marks
 // the keys it used; render_evidence (observer/cli/evidence.h) then renders any key left over
-// generically, and picks the generic renderer alone for evidence of another shape (e.g. findings
-// of the observer network's drill-down, evidence.source = "cross-node drill-down").
+// generically, and picks the generic renderer alone for evidence of another shape.
 #pragma once
 
 #include "observer/cli/evidence_words.h"

@@ -145,7 +145,6 @@ void NetAgent::run() {
           for (auto& f : r.findings) harvest_.findings.push_back(std::move(f));
           for (auto& f : r.decided) harvest_.decided.push_back(std::move(f));
           for (auto& t : r.timings) harvest_.timings.push_back(std::move(t));
-          for (auto& s : r.stalls) harvest_.stalls.push_back(std::move(s));
         }
         next += opts_.interval;
         const auto now = std::chrono::steady_clock::now();

@@ -1,7 +1,7 @@
 // The observer's network side, on its own thread (docs/observer-network.md, "Failure handling"):
 // forms the channel (and re-forms it after a failure, epoch by epoch), estimates clock offsets
 // every `clock_sync_rounds` rounds, runs one digest round per interval, and hands the results
-// (the leader's findings, cross-node timings, stalls) to the observer's loop, which never waits
+// (the leader's findings, cross-node timings) to the observer's loop, which never waits
 // on the network. The node-local core keeps running whatever happens here.
 #pragma once
 
@@ -58,7 +58,6 @@ class NetAgent {
     std::vector<obs::Finding> findings;       // leader: other nodes' findings (leader clock)
     std::vector<obs::Finding> decided;        // leader: the Judge's decisions from drill-downs
     std::vector<CrossNodeTiming> timings;     // this node's streams, job-wide arrival view
-    std::vector<StalledStream> stalls;
   };
   // What the rounds produced since the last call.
   Harvest take();

@@ -379,7 +379,6 @@ RoundResult DigestExchange::round(LocalView& local, int64_t now_ns, const ClockE
     if (waits_wanted) {
       rep.waits = local.wait_snapshot();
       shift_times(&rep.waits, clock.offset_ns);
-      res.waits_sent = !rep.waits.empty();
     }
     for (int gr : mentioned) rep.identities.push_back(local.identity(gr));
     const bool empty = rep.findings.empty() && rep.digests.empty() && rep.waits.empty();

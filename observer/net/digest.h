@@ -59,13 +59,22 @@ namespace scout::net {
 
 struct DigestConfig {
   int stream_slots = 128;   // K: stream slots (10 words each)
-  int timing_slots = 128;   // T: timing slots (5 words each)
+  int timing_slots = 128;   // T: timing slots (6 words each)
   int timing_ops = 2;       // operations per digested range sampled for cross-node arrival
   uint64_t max_range_ops = 1024;  // digest covers at most the last this-many ops of its range
   int64_t stall_ns = 30000000000;  // job-wide no progress with ops pending this long: hang drill-down
   int drill_repeat_rounds = 10;    // drill a lasting disagreement or stall again after this many rounds
   // Words in the vector: 6 + 10 K + 6 T.
   size_t words() const { return 6 + 10 * size_t(stream_slots) + 6 * size_t(timing_slots); }
+};
+
+// A local stream that stands still job-wide (RoundResult::stalls).
+struct StalledStream {
+  uint64_t comm_hash = 0;
+  uint8_t func = 0;
+  uint64_t completed = 0;      // job-wide watermark
+  uint64_t enqueued_max = 0;   // some rank enqueued up to here
+  int64_t since_ns = 0;        // leader clock: last progress
 };
 
 // Cross-node timing of one operation of a local stream (times on the leader's clock).
@@ -87,15 +96,6 @@ struct CrossNodeTiming {
   std::vector<Local> ranks;  // the local ranks
 };
 
-// A local stream that stands still job-wide.
-struct StalledStream {
-  uint64_t comm_hash = 0;
-  uint8_t func = 0;
-  uint64_t completed = 0;      // job-wide watermark
-  uint64_t enqueued_max = 0;   // some rank enqueued up to here
-  int64_t since_ns = 0;        // leader clock: last progress
-};
-
 struct RoundResult {
   uint64_t round = 0;
   int64_t round_time_ns = 0;     // leader clock (latest "now" of all observers)
@@ -107,9 +107,8 @@ struct RoundResult {
   int digest_gaps = 0;           // ... whose range was no longer retained here
   uint64_t partitions = 1;       // P for the next round
   bool gathered = false;         // a drill-down / findings gather ran
-  bool waits_sent = false;        // this node sent a wait snapshot (hang drill-down)
   std::vector<CrossNodeTiming> timings;
-  std::vector<StalledStream> stalls;
+  std::vector<StalledStream> stalls;  // streams stalled as of this round (drilled for waits)
   // Leader only (leader clock): findings other nodes sent ...
   std::vector<obs::Finding> findings;
   // ... and what the Judge decided from drill-downs (new, updated and closed).

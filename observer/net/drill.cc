@@ -226,11 +226,6 @@ int64_t shifted(int64_t t, int64_t offset) { return t ? t - offset : 0; }
 
 }  // namespace
 
-std::string func_name(uint8_t func) {
-  static const char* const kNames[] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce"};
-  return func < 5 ? kNames[func] : "func" + std::to_string(func);
-}
-
 void shift_times(shm::RecordSnapshot* r, int64_t offset) {
   r->api_ns = shifted(r->api_ns, offset);
   r->launch_ns = shifted(r->launch_ns, offset);
@@ -261,8 +256,7 @@ std::vector<uint8_t> encode_report(const NodeReport& r) {
   w.u32(static_cast<uint32_t>(r.findings.size()));
   for (const obs::Finding& f : r.findings) {
     nlohmann::json j = obs::to_json(f);
-    j["dedup_key"] = f.dedup_key;
-    j["open"] = f.open;
+    j["dedup_key"] = f.dedup_key;  // not in the public JSON form; status carries open/closed
     w.str(j.dump());
   }
   w.u32(static_cast<uint32_t>(r.digests.size()));
@@ -319,9 +313,7 @@ bool decode_report(std::span<const uint8_t> bytes, NodeReport* out, std::string*
     try {
       const nlohmann::json j = nlohmann::json::parse(text);
       if (!obs::from_json(j, &f, &why)) return fail("bad finding: " + why);
-      if (!j.contains("dedup_key") || !j["dedup_key"].is_string()) return fail("bad finding: no dedup_key");
-      f.dedup_key = j["dedup_key"].get<std::string>();
-      if (j.contains("open") && j["open"].is_boolean()) f.open = j["open"].get<bool>();
+      if (f.dedup_key.empty()) return fail("bad finding: no dedup_key");
     } catch (const std::exception& e) {
       return fail(std::string("bad finding: ") + e.what());
     }

@@ -110,9 +110,6 @@ class Judge {
   virtual std::vector<obs::Finding> all_clear(int64_t now_ns) = 0;
 };
 
-// "AllReduce", ... for scout::shm::Func values 0..4; "func<N>" otherwise.
-std::string func_name(uint8_t func);
-
 // Converts every time in `w` from the local clock to the leader's (`offset_ns` = local - leader).
 void shift_times(WaitSnapshot* w, int64_t offset_ns);
 void shift_times(shm::RecordSnapshot* r, int64_t offset_ns);

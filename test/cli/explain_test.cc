@@ -360,7 +360,7 @@ TEST(Explain, UnknownKeysAndOtherShapesAreRenderedGenerically) {
   obs::Finding d;
   d.kind = obs::FindingKind::kSdc;
   d.evidence = nlohmann::json::parse(R"({
-    "source": "cross-node drill-down", "field": "fingerprint", "seq": 12,
+    "field": "fingerprint", "seq": 12,
     "groups": [{"value": "0x00000000000000aa", "ranks": [0, 1, 2, 4, 5, 6, 7]},
                {"value": "0x00000000000000bb", "ranks": [3]}],
     "ranks_reporting": 8, "nranks": 8, "majority": "0x00000000000000aa"})");
