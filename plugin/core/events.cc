@@ -313,16 +313,8 @@ void stop_event(void* handle) {
       }
       return;
     }
-    case HandleType::kKernelLaunch: {
-      CommState* c = comm_at(p, payload_ring(h.payload));
-      if (c != nullptr && p->engine != nullptr && c->fp != nullptr &&
-          c->live.load(std::memory_order_acquire) == kCommLiveActive) {
-        p->engine->on_launch_stop(
-            c->fp, reinterpret_cast<void*>(uintptr_t(c->launch_stream.load(std::memory_order_relaxed))));
-      }
-      return;
-    }
     case HandleType::kKernelCh: kernelch_stop(p, h.payload); return;
+    case HandleType::kKernelLaunch:  // the launch returned; the fingerprint work was queued at its start
     case HandleType::kApi:     // CollApi/P2pApi stop: the call returned (nothing to record)
     case HandleType::kGroup:   // legacy Group stop
     case HandleType::kOp:      // Coll/P2p stop = enqueued, not completed (digest 3.3)

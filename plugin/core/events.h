@@ -11,8 +11,8 @@
 //                                       unclaimed API calls are decided (api_state.h) and the
 //                                       fingerprint engine's on_group_end runs
 //   CollApi/P2pApi start (user thread)  API call recorded in the thread's block; api_calls++
-//   KernelLaunch start/stop (launcher)  communicator's latest launch time/stream/thread; engine
-//                                       on_launch_start / on_launch_stop
+//   KernelLaunch start (launcher)       communicator's latest launch time/stream/thread; engine
+//                                       on_launch_start (its stop records nothing)
 //   Group start/stop                    nothing recorded (a non-null handle keeps NCCL's
 //                                       graph seqNumber rule working, digest 3.6)
 //   Coll/P2p start (launcher or CUDA    the operation's record (records.h); engine

@@ -21,18 +21,22 @@ pthread_mutex_t g_init_mu = PTHREAD_MUTEX_INITIALIZER;
 uint16_t g_last_salt = 0;
 std::atomic<bool> g_gpu_set{false};
 
+// Salt of a load cycle: random for the first cycle of the process, then the previous one + 1
+// (never 0). A thread's cache (thread_cache.h) is trusted when its salt matches the current one,
+// so a salt must not come back while a thread may still hold a cache from its cycle: consecutive
+// salts repeat only after 65535 cycles, where random draws could repeat in any two.
 uint16_t new_salt() {
-  uint16_t s = 0;
-  for (int attempt = 0; attempt < 8; ++attempt) {
-    if (::getrandom(&s, sizeof(s), GRND_NONBLOCK) != sizeof(s)) {
-      uint64_t mix = uint64_t(now_ns()) ^ (uint64_t(::getpid()) << 17) ^ uint64_t(attempt) * 0x9E37u;
-      s = uint16_t(mix ^ (mix >> 16) ^ (mix >> 32));
-    }
-    if (s != 0 && s != g_last_salt) break;
+  if (g_last_salt != 0) {
+    g_last_salt = uint16_t(g_last_salt + 1 == 0 ? 1 : g_last_salt + 1);
+    return g_last_salt;
   }
-  if (s == 0 || s == g_last_salt) s = uint16_t(g_last_salt + 1 == 0 ? 1 : g_last_salt + 1);
-  g_last_salt = s;
-  return s;
+  uint16_t s = 0;
+  if (::getrandom(&s, sizeof(s), GRND_NONBLOCK) != sizeof(s)) {
+    const uint64_t mix = uint64_t(now_ns()) ^ (uint64_t(::getpid()) << 17);
+    s = uint16_t(mix ^ (mix >> 16) ^ (mix >> 32));
+  }
+  g_last_salt = s == 0 ? 1 : s;
+  return g_last_salt;
 }
 
 uint32_t round_pow2(int64_t v) {
@@ -121,6 +125,7 @@ void process_release(Process* p) {
   }
   free_blocks(p);
   delete p;  // unmaps the segment; the file stays for the observer
+  log::reset_once();  // the cycle is over: the next one reports its problems once again (log.h)
 }
 
 CommState* comm_from_context_slow(Process* p, void* ctx) {

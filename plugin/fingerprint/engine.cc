@@ -365,7 +365,6 @@ void Engine::on_launch_start(CommFp* c, void* stream, uint64_t send_bytes_hint) 
   s.pre_plan = plan;
 }
 
-void Engine::on_launch_stop(CommFp*, void*) {}
 
 void Engine::Impl::release_pre(ThreadState& s) {
   if (s.pre_plan < 0) return;

@@ -88,9 +88,6 @@ class Engine {
   // counts (sizes the GPU grid); 0 = unknown.
   void on_launch_start(CommFp* c, void* stream, uint64_t send_bytes_hint = 0);
 
-  // KernelLaunch stop (same thread, right after the launch).
-  void on_launch_stop(CommFp* c, void* stream);
-
   // Coll or P2p start, after the event layer filled the record's identity and published it
   // (`rec` is the record, `index` its ring index). Decides sampling (sets kFlagFpSampled,
   // fp_level, fp_version), hashes host send buffers now, records what the GPU must hash.

@@ -64,7 +64,6 @@ struct GpuRank {
     FakeGpu::enqueue_marker(*gpu, stream, "nccl", [&buf] {
       for (auto& b : buf) b = static_cast<unsigned char>(b * 2 + 1);
     });
-    engine->on_launch_stop(comm, stream);
     fp::OpInfo op;
     op.comm_hash = kComm;
     op.kind = shm::kKindColl;
@@ -131,7 +130,6 @@ TEST(EngineGpu, LaunchWithoutCollStartIsReleasedEmptyAtGroupEnd) {
   r.engine->on_group_start();
   r.engine->on_launch_start(r.comm, r.stream);
   FakeGpu::enqueue_marker(*r.gpu, r.stream, "nccl", {});
-  r.engine->on_launch_stop(r.comm, r.stream);
   EXPECT_EQ(r.run(), 0u);
   r.engine->on_group_end();  // the safety net: released with no job
   EXPECT_EQ(r.run(), 2u);
