@@ -69,6 +69,15 @@ bool parse_int(std::string_view text, double min, double max, int64_t* out, std:
 bool parse_size(std::string_view text, double min, double max, uint64_t* out, std::string* error);
 bool parse_double(std::string_view text, double min, double max, double* out, std::string* error);
 
+// The job id every scout part files a job under (segments, stores): `configured` (SCOUT_JOB_ID)
+// if not empty, else TORCHELASTIC_RUN_ID, else SLURM_JOB_ID, else "default" (rule of the
+// SCOUT_JOB_ID entry in config_vars.def). `env` returns an environment value or nullptr (getenv
+// when empty). The plugin and the observer must agree on it: this is the one implementation.
+std::string resolve_job_id(std::string_view configured, const EnvLookup& env = {});
+// The host name segments and findings carry: `configured` (SCOUT_HOST) if not empty, else
+// gethostname(), else "unknown-host".
+std::string resolve_host(std::string_view configured);
+
 // "name=value" lines of every variable's effective value, for the one-time startup print.
 std::string describe(const Config& cfg);
 

@@ -33,7 +33,7 @@ std::string store_selector(const StoreOptions& o) {
 std::string store_path(const StoreOptions& o) {
   if (!o.store.empty()) return o.store;
   config::Config cfg = config::load();
-  std::string job = o.job.empty() ? store::resolve_job_id(cfg.job_id) : o.job;
+  std::string job = o.job.empty() ? config::resolve_job_id(cfg.job_id) : o.job;
   std::string err;
   std::string path = store::default_store_path(cfg.state_dir, job, o.node, &err);
   if (path.empty()) throw UsageError(err);

@@ -27,7 +27,7 @@ class UsageError : public std::runtime_error {
 
 // Where to read: --store PATH, else --job ID (node --node K, default 0) through
 // store::default_store_path under SCOUT_STATE_DIR, else the job from the environment
-// (SCOUT_JOB_ID, TORCHELASTIC_RUN_ID, SLURM_JOB_ID; see store::resolve_job_id).
+// (SCOUT_JOB_ID, TORCHELASTIC_RUN_ID, SLURM_JOB_ID; see config::resolve_job_id).
 struct StoreOptions {
   std::string store;
   std::string job;

@@ -15,7 +15,7 @@ int cmd_dump(const DumpOptions& o, std::ostream& out) {
   std::vector<std::string> paths = o.paths;
   if (paths.empty()) {
     config::Config cfg = config::load();
-    const std::string job = o.job.empty() ? store::resolve_job_id(cfg.job_id) : o.job;
+    const std::string job = o.job.empty() ? config::resolve_job_id(cfg.job_id) : o.job;
     const std::string dir = o.dir.empty() ? cfg.shm_dir : o.dir;
     paths = shm::list_segments(dir, job, o.host);
     if (paths.empty()) {

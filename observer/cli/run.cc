@@ -145,7 +145,7 @@ std::string fresh_job_id() {
 std::string run_job_id(const RunOptions& o, const config::Config& cfg, bool* fresh) {
   *fresh = false;
   if (!o.where.job.empty()) return o.where.job;
-  std::string env_job = store::resolve_job_id(cfg.job_id);
+  std::string env_job = config::resolve_job_id(cfg.job_id);
   if (env_job != "default" || !cfg.job_id.empty()) return env_job;
   *fresh = true;
   return fresh_job_id();

@@ -10,11 +10,6 @@
 namespace scout::obs {
 
 namespace {
-std::string local_hostname() {
-  char buf[256] = {};
-  if (::gethostname(buf, sizeof(buf) - 1) != 0) return "localhost";
-  return buf;
-}
 
 bool valid_rdzv(const std::string& r) {
   if (r.rfind("file:", 0) == 0) return r.size() > 5;
@@ -92,8 +87,8 @@ ParseResult parse_command_line(int argc, const char* const* argv, const config::
                " needs --rdzv file:DIR (a directory every node reaches) or redis:HOST:PORT";
     return ParseResult::kError;
   }
-  cl.opt.job = !job.empty() ? job : store::resolve_job_id(cfg.job_id, getenv_fn);
-  cl.opt.host = !host.empty() ? host : !cfg.host.empty() ? cfg.host : !hostname.empty() ? hostname : local_hostname();
+  cl.opt.job = !job.empty() ? job : config::resolve_job_id(cfg.job_id, getenv_fn);
+  cl.opt.host = !host.empty() ? host : !cfg.host.empty() ? cfg.host : !hostname.empty() ? hostname : config::resolve_host("");
   if (cl.opt.host == "*") cl.opt.host.clear();  // every host's segments in the directory
   if (!shm_dir.empty()) cl.opt.shm_dir = shm_dir;
   cl.opt.nodes = nodes;

@@ -20,17 +20,5 @@ std::string default_store_path(std::string_view state_dir, std::string_view job,
   return dir + "/" + shm::sanitize_component(job) + "/node-" + std::to_string(node_rank) + ".db";
 }
 
-std::string resolve_job_id(std::string_view configured,
-                           const std::function<const char*(const char*)>& getenv_fn) {
-  if (!configured.empty()) return std::string(configured);
-  auto get = [&](const char* name) -> const char* {
-    return getenv_fn ? getenv_fn(name) : std::getenv(name);
-  };
-  for (const char* name : {"TORCHELASTIC_RUN_ID", "SLURM_JOB_ID"}) {
-    const char* v = get(name);
-    if (v && *v) return v;
-  }
-  return "default";
-}
 
 }  // namespace scout::store

@@ -16,11 +16,5 @@ namespace scout::store {
 std::string default_store_path(std::string_view state_dir, std::string_view job, int node_rank,
                                std::string* error);
 
-// The job id a process uses when none is given on the command line: `configured`
-// (SCOUT_JOB_ID) if not empty, else TORCHELASTIC_RUN_ID, else SLURM_JOB_ID, else "default"
-// (rule of the SCOUT_JOB_ID entry in include/scout/config_vars.def). `getenv_fn` returns an
-// environment value or nullptr (std::getenv when empty).
-std::string resolve_job_id(std::string_view configured,
-                           const std::function<const char*(const char*)>& getenv_fn = {});
 
 }  // namespace scout::store

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "plugin/shm/dump.h"
+#include "scout/config.h"
 
 namespace {
 
@@ -31,8 +32,9 @@ int main(int argc, char** argv) {
   scout::shm::DumpOptions opt;
   std::vector<std::string> paths;
   std::string job, host;
-  const char* env_dir = std::getenv("SCOUT_SHM_DIR");
-  std::string dir = env_dir && *env_dir ? env_dir : "/dev/shm";
+  // SCOUT_SHM_DIR through the registry (same default and validation as the plugin); its
+  // messages about other variables do not concern a dump.
+  std::string dir = scout::config::load({}, [](const std::string&) {}).shm_dir;
   bool have_job = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];

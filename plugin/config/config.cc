@@ -1,6 +1,8 @@
 // Implementation of the SCOUT_* registry (include/scout/config.h).
 #include "scout/config.h"
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -239,6 +241,22 @@ std::string markdown_table() {
            " | " + v.section + " | " + v.doc + " |\n";
   }
   return out;
+}
+
+std::string resolve_job_id(std::string_view configured, const EnvLookup& env) {
+  if (!configured.empty()) return std::string(configured);
+  for (const char* name : {"TORCHELASTIC_RUN_ID", "SLURM_JOB_ID"}) {
+    const char* v = env ? env(name) : std::getenv(name);
+    if (v != nullptr && v[0] != '\0') return v;
+  }
+  return "default";
+}
+
+std::string resolve_host(std::string_view configured) {
+  if (!configured.empty()) return std::string(configured);
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof(buf) - 1) == 0 && buf[0] != '\0') return buf;
+  return "unknown-host";
 }
 
 }  // namespace scout::config

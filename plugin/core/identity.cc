@@ -30,28 +30,8 @@ Identity identity_from_env(const config::Config& cfg, const config::EnvLookup& e
     return std::getenv(n);
   });
   Identity id;
-  if (!cfg.job_id.empty()) {
-    id.job = cfg.job_id;
-  } else {
-    for (const char* n : {"TORCHELASTIC_RUN_ID", "SLURM_JOB_ID"}) {
-      const char* v = env(n);
-      if (v != nullptr && v[0] != '\0') {
-        id.job = v;
-        break;
-      }
-    }
-    if (id.job.empty()) id.job = "default";
-  }
-  if (!cfg.host.empty()) {
-    id.host = cfg.host;
-  } else {
-    char buf[256] = {};
-    if (::gethostname(buf, sizeof(buf) - 1) == 0 && buf[0] != '\0') {
-      id.host = buf;
-    } else {
-      id.host = "unknown-host";
-    }
-  }
+  id.job = config::resolve_job_id(cfg.job_id, env);
+  id.host = config::resolve_host(cfg.host);
   id.gpu = cfg.gpu;
   static const char* const kRank[] = {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMI_RANK",
                                       "PMIX_RANK"};

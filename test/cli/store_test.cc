@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "observer/store/paths.h"
+#include "scout/config.h"
 #include "observer/store/reader.h"
 #include "observer/store/schema.h"
 #include "observer/store/sqlite.h"
@@ -126,12 +127,12 @@ TEST(StorePaths, JobIdResolution) {
     auto it = env.find(n);
     return it == env.end() ? nullptr : it->second.c_str();
   };
-  EXPECT_EQ(store::resolve_job_id("", get), "default");
+  EXPECT_EQ(scout::config::resolve_job_id("", get), "default");
   env["SLURM_JOB_ID"] = "123";
-  EXPECT_EQ(store::resolve_job_id("", get), "123");
+  EXPECT_EQ(scout::config::resolve_job_id("", get), "123");
   env["TORCHELASTIC_RUN_ID"] = "te";
-  EXPECT_EQ(store::resolve_job_id("", get), "te");
-  EXPECT_EQ(store::resolve_job_id("mine", get), "mine");
+  EXPECT_EQ(scout::config::resolve_job_id("", get), "te");
+  EXPECT_EQ(scout::config::resolve_job_id("mine", get), "mine");
 }
 
 TEST(Store, RoundTripEveryTable) {
