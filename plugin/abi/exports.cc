@@ -38,11 +38,7 @@ abi::Result init_any(int abi_version, void** ctx, uint64_t hash, int* mask, cons
     rec::Recorder* r = abi_hook::recorder();
     std::unique_lock<std::mutex> lk;
     if (r != nullptr) lk = std::unique_lock<std::mutex>(r->mutex());
-    if (abi_version == 4) {
-      core::init_v4(ctx, mask, name, hash, nnodes, nranks, rank, logfn);
-    } else {
-      core::init(ctx, hash, mask, name, nnodes, nranks, rank, logfn, abi_version);
-    }
+    core::init(ctx, hash, mask, name, nnodes, nranks, rank, logfn, abi_version);
     if (r != nullptr) {
       r->init(abi_version, ctx != nullptr ? *ctx : nullptr, hash, name, nnodes, nranks, rank,
               mask_in, mask != nullptr ? *mask : 0, abi::kSuccess);

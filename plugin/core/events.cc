@@ -68,7 +68,6 @@ __attribute__((noinline)) void start_op(Process* p, void* ctx, void** out,
   if (d.type == abi::kEvColl) {
     ok = write_coll(p, c, d.coll, oc, &index);
   } else {
-    oc.nch_unknown = abi_version == 4;
     ok = write_p2p(p, c, d.p2p, oc, &index);
   }
   if (oc.api != nullptr) c->enqueue_group.store(api.group, std::memory_order_release);

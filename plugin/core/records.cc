@@ -134,7 +134,7 @@ bool write_p2p(Process* p, CommState* c, const abi::P2pV5& d, const OpContext& c
   r->datatype = c->op_dtype.map(d.datatype, datatype_id);
   r->algo = shm::kAlgoUnknown;
   r->proto = shm::kProtoUnknown;
-  if (ctx.nch_unknown || d.nChannels == 0 || d.nChannels > kMaxChannels) {
+  if (d.nChannels == 0 || d.nChannels > kMaxChannels) {
     flags |= shm::kFlagNoKernelCh;
   } else {
     r->n_channels = d.nChannels;

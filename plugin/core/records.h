@@ -21,7 +21,6 @@ struct OpContext {
   const ApiCopy* api = nullptr;  // the CollApi/P2pApi parent, if valid
   uint32_t flags = 0;            // extra shm::OpFlags (kFlagNoApi, ...)
   int64_t now = 0;               // CLOCK_REALTIME of the start callback
-  bool nch_unknown = false;      // v4 P2p: nChannels not filled by NCCL (digest 2.5)
 };
 
 // Coll start: key = descriptor seqNumber (digest 3.6). A func string NCCL does not number gives

@@ -46,10 +46,6 @@ bool descr_from_v4(const abi::DescrV4& in, abi::DescrV5* out) {
   }
 }
 
-abi::Result init_v4(void** ctx, int* mask, const char* comm_name, uint64_t comm_hash, int nnodes,
-                    int nranks, int rank, abi::Logger logfn) {
-  return init(ctx, comm_hash, mask, comm_name, nnodes, nranks, rank, logfn, 4);
-}
 
 void start_event_v4(void* ctx, void** handle, const abi::DescrV4* d) {
   if (handle == nullptr) return;

@@ -12,10 +12,6 @@ namespace scout::core {
 // sends those to a v4 plugin), in which case `out` is unspecified.
 bool descr_from_v4(const abi::DescrV4& in, abi::DescrV5* out);
 
-// init of the v4 table, v4 argument order (commHash after commName).
-abi::Result init_v4(void** ctx, int* mask, const char* comm_name, uint64_t comm_hash, int nnodes,
-                    int nranks, int rank, abi::Logger logfn);
-
 // startEvent of the v4 table.
 void start_event_v4(void* ctx, void** handle, const abi::DescrV4* d);
 
