@@ -143,12 +143,22 @@ void OpJudge::pass(Model& m, int64_t now_ns, FindingBoard& board, JudgeOutput* o
     std::vector<OpId> done;
     for (auto& [id, op] : c.ops) {
       bool timed_out = now_ns - op.first_seen_ns > cfg_.settle_timeout_ns;
+      if (!known && !timed_out) continue;  // nothing to decide before its members or the timeout
+      // Before the timeout only final slots are settled; the owner's state matters after it.
       bool all_settled = true;
       for (const OpSlot& s : op.slots) {
+        if (s.final) continue;
+        if (!timed_out) {
+          all_settled = false;
+          break;
+        }
         int r = op.comm_rank(s.index);
         int proc = r >= 0 && r < int(c.ranks.size()) ? c.ranks[r].proc : -1;
         bool gone = proc >= 0 && m.proc(proc).state != ProcState::kRunning;
-        if (!settled(s, timed_out, gone)) all_settled = false;
+        if (!settled(s, timed_out, gone)) {
+          all_settled = false;
+          break;
+        }
       }
       if (!known) {
         if (timed_out && all_settled) {
