@@ -25,8 +25,9 @@ std::string segment_name(std::string_view job, std::string_view host, int pid);
 uint64_t process_start_ticks(int pid);
 
 // True when the process that created a segment still runs: `pid` exists and its start time
-// equals `start_ticks` (0 = unknown, then existence alone decides).
-bool process_alive(int pid, uint64_t start_ticks);
+// equals `start_ticks` (0 = unknown, then existence alone decides). `state`, when given, receives
+// the /proc state letter ('R', 'S', 'Z', ...; 0 if unreadable) from the same read.
+bool process_alive(int pid, uint64_t start_ticks, char* state = nullptr);
 
 // CLOCK_REALTIME in ns.
 int64_t wall_ns();
