@@ -37,8 +37,6 @@ class Family {
   std::string name_;
 };
 
-constexpr const char* kFindingKinds[] = {"hang", "deadlock", "desync", "straggler",
-                                         "slowlink", "sdc", "nan", "crash"};
 constexpr const char* kRankStates[] = {"running", "exited", "dead"};
 constexpr const char* kCommStates[] = {"active", "stalled", "hung", "finalized"};
 
@@ -153,7 +151,7 @@ void write_prometheus(const Snapshot& s, std::ostream& out) {
   }
   {
     std::map<std::string, std::pair<int, int>> by_kind;  // open, closed
-    for (const char* k : kFindingKinds) by_kind[k] = {0, 0};
+    for (obs::FindingKind k : obs::kAllFindingKinds) by_kind[obs::to_string(k)] = {0, 0};
     for (const auto& fd : s.findings) {
       auto& p = by_kind[obs::to_string(fd.kind)];
       (fd.open ? p.first : p.second)++;

@@ -2,16 +2,14 @@
 
 #include <cinttypes>
 #include <cstdio>
+#include <iterator>
 
 namespace scout::obs {
 
 namespace {
 constexpr const char* kKindNames[] = {"hang", "deadlock", "desync", "straggler",
                                       "slowlink", "sdc", "nan", "crash"};
-constexpr FindingKind kKinds[] = {FindingKind::kHang,      FindingKind::kDeadlock,
-                                  FindingKind::kDesync,    FindingKind::kStraggler,
-                                  FindingKind::kSlowLink,  FindingKind::kSdc,
-                                  FindingKind::kNan,       FindingKind::kCrash};
+static_assert(std::size(kKindNames) == std::size(kAllFindingKinds));
 
 nlohmann::json suspect_json(const Suspect& s) {
   nlohmann::json j = {{"global_rank", s.global_rank}, {"host", s.host}, {"pid", s.pid},
@@ -41,8 +39,8 @@ const char* to_string(Verdict v) {
 }
 
 std::optional<FindingKind> kind_from_string(const std::string& s) {
-  for (size_t i = 0; i < sizeof(kKinds) / sizeof(kKinds[0]); ++i) {
-    if (s == kKindNames[i]) return kKinds[i];
+  for (size_t i = 0; i < std::size(kAllFindingKinds); ++i) {
+    if (s == kKindNames[i]) return kAllFindingKinds[i];
   }
   return std::nullopt;
 }

@@ -20,6 +20,11 @@ namespace scout::obs {
 
 // Kinds (issue 6): hang, deadlock, desync, straggler, slowlink, sdc, nan, crash.
 enum class FindingKind { kHang, kDeadlock, kDesync, kStraggler, kSlowLink, kSdc, kNan, kCrash };
+// Every kind, in declaration order (for per-kind tables and metrics).
+inline constexpr FindingKind kAllFindingKinds[] = {FindingKind::kHang,     FindingKind::kDeadlock,
+                                                   FindingKind::kDesync,   FindingKind::kStraggler,
+                                                   FindingKind::kSlowLink, FindingKind::kSdc,
+                                                   FindingKind::kNan,      FindingKind::kCrash};
 
 // Verdicts (design brief section 4). Agree produces no finding.
 enum class Verdict { kAttributed, kInconclusive };

@@ -12,8 +12,6 @@
 namespace scout::store {
 namespace {
 
-constexpr int kBusyTimeoutMs = 5000;
-
 constexpr const char* kOpColumns =
     "op_id, comm_hash, comm_name, nranks, kind, func, seq, datatype, count, bytes, algo, proto, "
     "n_channels, ranks_reported, ranks_complete, first_arrival_ns, last_arrival_ns, last_rank, "
@@ -63,13 +61,7 @@ std::unique_ptr<StoreReader> StoreReader::open(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) throw Error("no store at " + path);
   if (!S_ISREG(st.st_mode)) throw Error(path + " is not a scout store");
-  auto db = std::make_unique<Db>(path, SQLITE_OPEN_READONLY);
-  sqlite3_busy_timeout(db->raw(), kBusyTimeoutMs);
-  try {
-    db->query_int("PRAGMA user_version");
-  } catch (const Error&) {
-    throw Error(path + " is not a scout store (not an SQLite database)");
-  }
+  auto db = open_db(path, SQLITE_OPEN_READONLY);
   check_schema(*db);
   db->exec("BEGIN");
   return std::unique_ptr<StoreReader>(new StoreReader(std::move(db)));

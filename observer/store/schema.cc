@@ -5,6 +5,18 @@
 #include "scout/version.h"
 
 namespace scout::store {
+
+std::unique_ptr<Db> open_db(const std::string& path, int flags) {
+  constexpr int kBusyTimeoutMs = 5000;
+  auto db = std::make_unique<Db>(path, flags);
+  sqlite3_busy_timeout(db->raw(), kBusyTimeoutMs);
+  try {
+    db->query_int("PRAGMA user_version");
+  } catch (const Error&) {
+    throw Error(path + " is not a scout store (not an SQLite database)");
+  }
+  return db;
+}
 namespace {
 
 // Version 1 (docs/store.md). Integers are SQLite INTEGER (signed 64-bit); times are ns of

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <string>
 
 #include "observer/store/sqlite.h"
 
@@ -19,6 +21,12 @@ constexpr int32_t kApplicationId = 0x53434f54;
 // user_version, application_id and the meta rows (format, schema_version, created_ns,
 // created_by).
 void create_schema(Db& db, int64_t now_ns);
+
+// Opens the SQLite file at `path` with `flags` (SQLITE_OPEN_*), waiting up to 5 s for another
+// connection's lock, and checks that it is an SQLite database at all. Throws Error with one line:
+// "<path> is not a scout store (not an SQLite database)" or what SQLite said about the open.
+// Used by every opener (StoreReader, StoreWriter); check_schema() is the next step.
+std::unique_ptr<Db> open_db(const std::string& path, int flags);
 
 // Returns true when `db` holds no table at all (a new file).
 bool is_empty(Db& db);

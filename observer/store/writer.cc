@@ -15,8 +15,6 @@
 namespace scout::store {
 namespace {
 
-constexpr int kBusyTimeoutMs = 5000;
-
 std::string placeholder_kind(const std::string& func) {
   if (func == "Send") return "send";
   if (func == "Recv") return "recv";
@@ -50,13 +48,7 @@ std::unique_ptr<StoreWriter> StoreWriter::open(const std::string& path,
       std::filesystem::create_directories(p.parent_path(), ec);
       if (ec) throw Error("cannot create directory " + p.parent_path().string() + ": " + ec.message());
     }
-    auto db = std::make_unique<Db>(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
-    sqlite3_busy_timeout(db->raw(), kBusyTimeoutMs);
-    try {
-      db->query_int("PRAGMA user_version");
-    } catch (const Error&) {
-      throw Error(path + " is not a scout store (not an SQLite database)");
-    }
+    auto db = open_db(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
     if (is_empty(*db)) {
       db->exec("PRAGMA journal_mode = WAL");
       db->exec("BEGIN IMMEDIATE");
