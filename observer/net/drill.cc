@@ -31,97 +31,80 @@ void get_stream(WireReader& r, StreamKeyInfo* s) {
 
 // The fields of a record the detectors read (identity, metadata, progress, GPU times,
 // fingerprints); buffers, stream, thread and tuning choices do not travel.
-void put_record(WireWriter& w, const shm::RecordSnapshot& r) {
-  w.u64(r.index);
-  w.u64(r.key);
-  w.u8(r.kind);
-  w.u8(r.func);
-  w.u8(r.datatype);
-  w.u8(r.api_datatype);
-  w.u32(r.flags);
-  w.i32(r.peer);
-  w.u64(r.count);
-  w.u64(r.api_count);
-  w.u64(r.bytes);
-  w.i64(r.api_ns);
-  w.i64(r.enqueue_ns);
-  w.u32(r.state);
-  w.u8(r.n_channels);
-  w.u8(0);
-  w.u16(r.ch_started);
-  w.u16(r.ch_stopped);
-  w.i64(r.gpu_start_ns);
-  w.i64(r.gpu_end_ns);
-  w.i64(r.complete_ns);
-  w.u8(r.fp_send_status);
-  w.u8(r.fp_recv_status);
-  w.u64(r.fp_send);
-  w.u64(r.fp_recv);
-  w.u32(r.send_nan);
-  w.u32(r.send_inf);
-  w.u64(r.fp_bytes);
-  w.u32(r.fp_version);
+// One field in either direction: the same field list (below) writes and reads a message part.
+template <typename T>
+void field(WireWriter& w, const T& v) {
+  w.put(v);
+}
+template <typename T>
+void field(WireReader& r, T& v) {
+  v = r.get<T>();
+}
+void field(WireWriter& w, const bool& v) { w.u8(v ? 1 : 0); }
+void field(WireReader& r, bool& v) { v = r.u8() != 0; }
+void field(WireWriter& w, const shm::FpStatus& s) { w.u8(static_cast<uint8_t>(s)); }
+void field(WireReader& r, shm::FpStatus& s) {
+  const uint8_t x = r.u8();
+  s = x <= shm::kFpDone ? static_cast<shm::FpStatus>(x) : shm::kFpNone;  // hostile value: none
+}
+void pad_byte(WireWriter& w) { w.u8(0); }
+void pad_byte(WireReader& r) { r.u8(); }
+
+// The fields of a record a drill-down carries, in wire order (140 bytes).
+template <typename IO, typename R>
+void record_fields(IO& io, R& r) {
+  field(io, r.index);
+  field(io, r.key);
+  field(io, r.kind);
+  field(io, r.func);
+  field(io, r.datatype);
+  field(io, r.api_datatype);
+  field(io, r.flags);
+  field(io, r.peer);
+  field(io, r.count);
+  field(io, r.api_count);
+  field(io, r.bytes);
+  field(io, r.api_ns);
+  field(io, r.enqueue_ns);
+  field(io, r.state);
+  field(io, r.n_channels);
+  pad_byte(io);
+  field(io, r.ch_started);
+  field(io, r.ch_stopped);
+  field(io, r.gpu_start_ns);
+  field(io, r.gpu_end_ns);
+  field(io, r.complete_ns);
+  field(io, r.fp_send_status);
+  field(io, r.fp_recv_status);
+  field(io, r.fp_send);
+  field(io, r.fp_recv);
+  field(io, r.send_nan);
+  field(io, r.send_inf);
+  field(io, r.fp_bytes);
+  field(io, r.fp_version);
 }
 
-void get_record(WireReader& w, shm::RecordSnapshot* r) {
-  r->index = w.u64();
-  r->key = w.u64();
-  r->kind = w.u8();
-  r->func = w.u8();
-  r->datatype = w.u8();
-  r->api_datatype = w.u8();
-  r->flags = w.u32();
-  r->peer = w.i32();
-  r->count = w.u64();
-  r->api_count = w.u64();
-  r->bytes = w.u64();
-  r->api_ns = w.i64();
-  r->enqueue_ns = w.i64();
-  r->state = w.u32();
-  r->n_channels = w.u8();
-  w.u8();
-  r->ch_started = w.u16();
-  r->ch_stopped = w.u16();
-  r->gpu_start_ns = w.i64();
-  r->gpu_end_ns = w.i64();
-  r->complete_ns = w.i64();
-  const uint8_t fs = w.u8(), fr = w.u8();
-  r->fp_send_status = fs <= shm::kFpDone ? static_cast<shm::FpStatus>(fs) : shm::kFpNone;
-  r->fp_recv_status = fr <= shm::kFpDone ? static_cast<shm::FpStatus>(fr) : shm::kFpNone;
-  r->fp_send = w.u64();
-  r->fp_recv = w.u64();
-  r->send_nan = w.u32();
-  r->send_inf = w.u32();
-  r->fp_bytes = w.u64();
-  r->fp_version = w.u32();
-}
+void put_record(WireWriter& w, const shm::RecordSnapshot& r) { record_fields(w, r); }
+void get_record(WireReader& w, shm::RecordSnapshot* r) { record_fields(w, *r); }
 
-// Bytes of one encoded record (every record has the same size).
 const uint64_t kRecordBytes = [] {
   WireWriter w;
   put_record(w, shm::RecordSnapshot{});
   return uint64_t(w.bytes().size());
 }();
 
-void put_mark(WireWriter& w, const MarkView& m) {
-  w.u8(m.valid ? 1 : 0);
-  w.u8(m.cls);
-  w.u8(m.func);
-  w.u64(m.seq);
-  w.i32(m.src);
-  w.i32(m.dst);
-  w.i64(m.ns);
+template <typename IO, typename M>
+void mark_fields(IO& io, M& m) {
+  field(io, m.valid);
+  field(io, m.cls);
+  field(io, m.func);
+  field(io, m.seq);
+  field(io, m.src);
+  field(io, m.dst);
+  field(io, m.ns);
 }
-
-void get_mark(WireReader& r, MarkView* m) {
-  m->valid = r.u8() != 0;
-  m->cls = r.u8();
-  m->func = r.u8();
-  m->seq = r.u64();
-  m->src = r.i32();
-  m->dst = r.i32();
-  m->ns = r.i64();
-}
+void put_mark(WireWriter& w, const MarkView& m) { mark_fields(w, m); }
+void get_mark(WireReader& r, MarkView* m) { mark_fields(r, *m); }
 
 void put_waits(WireWriter& w, const WaitSnapshot& s) {
   w.u32(static_cast<uint32_t>(s.procs.size()));

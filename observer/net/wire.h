@@ -7,6 +7,7 @@
 #include <cstring>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace scout::net {
@@ -19,6 +20,12 @@ class WireWriter {
   void u64(uint64_t v) { raw(&v, 8); }
   void i32(int32_t v) { raw(&v, 4); }
   void i64(int64_t v) { raw(&v, 8); }
+  // Any fixed-size integer, in its own width.
+  template <typename T>
+  void put(const T& v) {
+    static_assert(std::is_integral_v<T>);
+    raw(&v, sizeof(T));
+  }
   void str(const std::string& s) {
     u32(static_cast<uint32_t>(s.size()));
     raw(s.data(), s.size());
@@ -45,6 +52,14 @@ class WireReader {
   uint64_t u64() { return get<uint64_t>(); }
   int32_t i32() { return get<int32_t>(); }
   int64_t i64() { return get<int64_t>(); }
+  // One fixed-size integer; 0 once the message is exhausted.
+  template <typename T>
+  T get() {
+    static_assert(std::is_integral_v<T>);
+    T v = 0;
+    raw(&v, sizeof(T));
+    return v;
+  }
   std::string str() {
     const uint32_t n = u32();
     if (!fits(n, 1)) return {};
@@ -61,13 +76,6 @@ class WireReader {
   bool at_end() const { return pos_ == b_.size(); }
 
  private:
-  // One fixed-size integer; 0 once the message is exhausted.
-  template <typename T>
-  T get() {
-    T v = 0;
-    raw(&v, sizeof(T));
-    return v;
-  }
   void raw(void* p, size_t n) {
     if (!ok_ || b_.size() - pos_ < n) {
       ok_ = false;
