@@ -48,10 +48,8 @@ int cmd_report(store::StoreReader& rd, const ReportOptions& o, std::ostream& out
   }
   auto lateness = [&](const store::OpRow& r) -> std::optional<int64_t> {
     auto it = mine.find(r.op_id);
-    if (it == mine.end() || it->second.start_ns == 0 || r.op.first_arrival_ns == 0) {
-      return std::nullopt;
-    }
-    return it->second.start_ns - r.op.first_arrival_ns;
+    if (it == mine.end()) return std::nullopt;
+    return exporter::lateness_ns(r.op, it->second);
   };
 
   if (o.json) {
@@ -86,7 +84,7 @@ int cmd_report(store::StoreReader& rd, const ReportOptions& o, std::ostream& out
   for (const auto& r : ops) {
     const obs::OpSummary& op = r.op;
     // Spread and last arrival only mean something once every rank has arrived.
-    bool all_arrived = op.first_arrival_ns > 0 && op.ranks_reported >= op.nranks;
+    const bool all_arrived = exporter::all_arrived(op);
     std::string algo = op.algo.empty() && op.proto.empty()
                            ? "-"
                            : dash_if_empty(op.algo) + "/" + dash_if_empty(op.proto);

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "observer/export/json.h"
 #include "observer/model/finding.h"
 
 namespace scout::exporter {
@@ -91,7 +92,7 @@ nlohmann::json chrome_trace(const Snapshot& s) {
       bool complete = t.end_ns >= t.start_ns && t.end_ns > 0;
       int64_t end = complete ? t.end_ns : std::max(as_of, t.start_ns);
       args["complete"] = complete;
-      args["lateness_ns"] = o.first_arrival_ns > 0 ? t.start_ns - o.first_arrival_ns : 0;
+      args["lateness_ns"] = exporter::lateness_ns(o, t).value_or(0);
       events.push_back({{"name", name},
                         {"cat", o.kind},
                         {"ph", "X"},

@@ -44,6 +44,13 @@ int64_t arrival_spread_ns(const obs::OpSummary& o) {
   return o.last_arrival_ns - o.first_arrival_ns;
 }
 
+bool all_arrived(const obs::OpSummary& o) { return o.first_arrival_ns > 0 && o.ranks_reported >= o.nranks; }
+
+std::optional<int64_t> lateness_ns(const obs::OpSummary& o, const obs::OpRankTiming& t) {
+  if (o.first_arrival_ns == 0 || t.start_ns == 0) return std::nullopt;
+  return t.start_ns - o.first_arrival_ns;
+}
+
 nlohmann::json op_json(const obs::OpSummary& o) {
   return {{"comm", {{"hash", obs::hex64(o.comm_hash)}, {"name", o.comm_name}}},
           {"nranks", o.nranks},

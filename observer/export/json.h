@@ -3,6 +3,8 @@
 // obs::to_json (observer/model/finding.h).
 #pragma once
 
+#include <optional>
+
 #include <nlohmann/json.hpp>
 
 #include "observer/model/job.h"
@@ -29,6 +31,12 @@ nlohmann::json timing_json(const obs::OpRankTiming& t);
 
 // last_arrival_ns - first_arrival_ns; 0 when no rank has started (design brief section 6).
 int64_t arrival_spread_ns(const obs::OpSummary& o);
+// Every rank of the operation has started on the GPU: only then do the spread and the last
+// arrival mean something (report, Prometheus).
+bool all_arrived(const obs::OpSummary& o);
+// A rank's lateness: its GPU start minus the operation's earliest start (ns); none when either
+// is unknown. The ONE rule of scout report, the Prometheus lateness gauge and the trace.
+std::optional<int64_t> lateness_ns(const obs::OpSummary& o, const obs::OpRankTiming& t);
 
 // Function names of CommInfo::last_seq, in NCCL's order.
 extern const char* const kSeqFuncs[5];

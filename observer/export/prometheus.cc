@@ -7,6 +7,7 @@
 #include <tuple>
 #include <vector>
 
+#include "observer/export/json.h"
 #include "observer/model/finding.h"
 
 namespace scout::exporter {
@@ -102,14 +103,16 @@ void write_prometheus(const Snapshot& s, std::ostream& out) {
   }
   // Lateness per rank: GPU start minus the earliest start of the same operation.
   {
-    std::map<int64_t, int64_t> first_arrival;
-    for (const auto& o : s.ops) first_arrival[o.op_id] = o.op.first_arrival_ns;
+    std::map<int64_t, const obs::OpSummary*> op_of;
+    for (const auto& o : s.ops) op_of[o.op_id] = &o.op;
     std::map<int, std::pair<double, uint64_t>> late;
     for (const auto& t : s.timings) {
-      auto it = first_arrival.find(t.op_id);
-      if (it == first_arrival.end() || it->second == 0 || t.t.start_ns == 0) continue;
+      auto it = op_of.find(t.op_id);
+      if (it == op_of.end()) continue;
+      const std::optional<int64_t> l = exporter::lateness_ns(*it->second, t.t);
+      if (!l) continue;
       auto& [sum, n] = late[t.t.global_rank];
-      sum += static_cast<double>(t.t.start_ns - it->second) / 1e9;
+      sum += static_cast<double>(*l) / 1e9;
       ++n;
     }
     std::map<int, std::string> host;
@@ -196,10 +199,9 @@ void write_prometheus(const Snapshot& s, std::ostream& out) {
       ++a.n_bw;
       a.bw_sum += o.busbw_gbps;
     }
-    if (o.first_arrival_ns > 0 && o.ranks_reported >= o.nranks &&
-        o.last_arrival_ns >= o.first_arrival_ns) {
+    if (exporter::all_arrived(o) && o.last_arrival_ns >= o.first_arrival_ns) {
       ++a.n_spread;
-      a.spread_sum += static_cast<double>(o.last_arrival_ns - o.first_arrival_ns) / 1e9;
+      a.spread_sum += static_cast<double>(exporter::arrival_spread_ns(o)) / 1e9;
     }
   }
   auto op_labels = [&](const auto& key) {
