@@ -56,6 +56,9 @@ void reset_channels(CommState* c, uint64_t index) {
 void notify_engine(Process* p, CommState* c, shm::OpRecord* r, uint64_t index, const void* sbuf,
                    void* rbuf, const OpContext& ctx) {
   if (p->engine == nullptr || c->fp == nullptr) return;
+  // Most operations are not sampled: decide that before computing sizes, the datatype and the
+  // calling thread for the engine.
+  if (!p->engine->may_sample(c->fp, r->kind, r->func, r->key)) return;
   fp::OpInfo op;
   op.comm_hash = c->comm_hash;
   op.kind = r->kind;

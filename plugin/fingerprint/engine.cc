@@ -463,15 +463,20 @@ void Engine::Impl::flush_recv(ThreadState& s) {
 
 // ---------------------------------------------------------------- per operation
 
-void Engine::on_op_enqueued(CommFp* c, shm::OpRecord* rec, uint64_t index, const OpInfo& op) {
-  if (!c || !rec) return;
+bool Engine::may_sample(const CommFp* c, uint8_t kind, uint8_t func, uint64_t key) const {
+  if (!c) return false;
   // Only operations whose key matches across ranks are sampled: a fingerprint nobody can
   // compare is cost without evidence (docs/fingerprint.md, "Sampling").
-  if (op.kind != shm::kKindColl && op.kind != shm::kKindSend && op.kind != shm::kKindRecv) return;
+  if (kind != shm::kKindColl && kind != shm::kKindSend && kind != shm::kKindRecv) return false;
+  return sampled(c->comm_hash, sampling_func(func), key, impl_->period_log2, c->level.load(std::memory_order_relaxed));
+}
+
+void Engine::on_op_enqueued(CommFp* c, shm::OpRecord* rec, uint64_t index, const OpInfo& op) {
+  if (!c || !rec) return;
+  if (!may_sample(c, op.kind, op.func, op.key)) return;
   Impl& im = *impl_;
   const uint8_t sfunc = sampling_func(op.func);
   const uint32_t level = c->level.load(std::memory_order_relaxed);
-  if (!sampled(c->comm_hash, sfunc, op.key, im.period_log2, level)) return;
   const uint64_t selector = op_selector(c->comm_hash, sfunc, op.key);
 
   PendingOp& p = c->pending[index & c->mask];

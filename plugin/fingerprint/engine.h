@@ -94,6 +94,11 @@ class Engine {
   // No CUDA calls here: on the normal path this runs inside NCCL's "no CUDA" section.
   void on_op_enqueued(CommFp* c, shm::OpRecord* rec, uint64_t index, const OpInfo& op);
 
+  // The sampling decision of on_op_enqueued alone (kind, sampling level, selector hash), for the
+  // event layer to skip building an OpInfo for the operations that will not be sampled (most of
+  // them). True does not promise a fingerprint: on_op_enqueued still decides what to hash.
+  bool may_sample(const CommFp* c, uint8_t kind, uint8_t func, uint64_t key) const;
+
   // End of the outermost group (GroupApi stop, user thread, after all launches of the group):
   // enqueue the receive-buffer fingerprints of this thread's sampled operations on their launch
   // streams, stream-ordered right after the NCCL kernels.
