@@ -85,13 +85,12 @@ __attribute__((noinline)) void complete(Process* p, CommState* c, shm::OpRecord*
   r->complete_ns.store(now, std::memory_order_relaxed);
   r->state.store(shm::kStateComplete, std::memory_order_release);
   touch(p, now);
-  if (p->engine != nullptr && c->fp != nullptr) {
-    p->engine->on_op_complete(c->fp, r, index, kernel_ns);  // adds kernel_ns to the header
-  } else if (kernel_ns != 0) {
-    // Completions of one communicator come from its proxy thread: a plain add.
+  if (kernel_ns != 0) {
+    // Completions of one communicator come from its proxy thread: a plain add, here only.
     c->hdr->kernel_ns.store(c->hdr->kernel_ns.load(std::memory_order_relaxed) + kernel_ns,
                             std::memory_order_relaxed);
   }
+  if (p->engine != nullptr && c->fp != nullptr) p->engine->on_op_complete(c->fp, r, index, kernel_ns);
 }
 
 }  // namespace

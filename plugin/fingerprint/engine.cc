@@ -620,8 +620,7 @@ void Engine::on_op_complete(CommFp* c, shm::OpRecord* rec, uint64_t index, uint6
     }
     end_write(p, index);
   }
-  c->ring->fp_gpu_ns.fetch_add(fp_ns, std::memory_order_relaxed);
-  c->ring->kernel_ns.fetch_add(kernel_ns, std::memory_order_relaxed);
+  if (fp_ns != 0) c->ring->fp_gpu_ns.fetch_add(fp_ns, std::memory_order_relaxed);
   const uint32_t level = c->budget.add(fp_ns, kernel_ns);
   if (level != c->level.load(std::memory_order_relaxed)) {
     c->level.store(level, std::memory_order_relaxed);

@@ -105,7 +105,8 @@ class Engine {
   void on_group_end();
 
   // The operation completed on this rank (KernelCh stopped on all channels; proxy thread).
-  // `kernel_ns` is its GPU time. Hashes host receive buffers on the CPU; feeds the budget.
+  // `kernel_ns` is its GPU time (the event layer adds it to the ring header; here it only feeds
+  // the budget). Hashes host receive buffers on the CPU.
   void on_op_complete(CommFp* c, shm::OpRecord* rec, uint64_t index, uint64_t kernel_ns);
 
   // True when a CUDA driver and a device were found and the kernel loaded.

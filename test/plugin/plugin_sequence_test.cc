@@ -775,7 +775,7 @@ TEST_F(PluginTest, FingerprintHooksSeeTheRightBuffersAndSizes) {
   EXPECT_EQ(rd.fp_recv_status, shm::kFpNone);  // only the root receives
   EXPECT_EQ(v.comms[0].fp_sampled, 3u);
   EXPECT_GT(v.comms[0].kernel_ns, 0u);
-  EXPECT_EQ(v.comms[0].kernel_ns, 3u * (100u + 1u));  // counted once (by the engine)
+  EXPECT_EQ(v.comms[0].kernel_ns, 3u * (100u + 1u));  // counted once (by the event layer)
   pl_->finalize(ctx);
 }
 
