@@ -372,8 +372,7 @@ TEST(Explain, UnknownKeysAndOtherShapesAreRenderedGenerically) {
             "  majority: 0x00000000000000aa\n"
             "  nranks: 8\n"
             "  ranks_reporting: 8\n"
-            "  seq: 12\n"
-            "  source: cross-node drill-down\n");
+            "  seq: 12\n");
 
   obs::Finding none;
   none.kind = obs::FindingKind::kCrash;
