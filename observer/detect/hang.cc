@@ -61,7 +61,17 @@ std::string hang_key(const Comm& c, const OpId& id) {
 std::string HangDetector::comm_state(const Comm& c, int64_t now_ns) const {
   if (c.finalized()) return "finalized";
   auto it = waits_.find(c.key);
-  if (it == waits_.end() || it->second.cls.empty()) return "active";
+  if (it == waits_.end() || it->second.cls.empty()) {
+    // Nobody waits any more, but a hang that was never resolved (the job was killed while hung)
+    // still holds its communicators: they stay "hung" while the finding is open.
+    for (const auto& [key, comms] : involved_) {
+      if (!open_.count(key)) continue;
+      for (const auto& [ck, mark] : comms) {
+        if (ck == c.key) return "hung";
+      }
+    }
+    return "active";
+  }
   int64_t idle = now_ns - c.last_progress_ns;
   if (idle > cfg_.timeout_ns) return "hung";
   if (idle > cfg_.timeout_ns / 2) return "stalled";

@@ -167,7 +167,19 @@ void StragglerDetector::evaluate(const Model& m, int64_t now_ns, FindingBoard& b
     }
     if (hits.empty()) continue;
     std::sort(hits.begin(), hits.end(), [](const CommHit& a, const CommHit& b) { return a.count.late > b.count.late; });
-    const CommHit& main = hits.front();
+    // The finding's communicator: the one its episode started in while the rank is still late
+    // there (the headline, the key, the suspect's comm rank and the summary must name the same
+    // communicator across updates), else the one where it is late most often.
+    const CommHit* main_hit = &hits.front();
+    if (oit != open_.end()) {
+      for (const CommHit& h : hits) {
+        if (h.comm->key == oit->second.comm) {
+          main_hit = &h;
+          break;
+        }
+      }
+    }
+    const CommHit& main = *main_hit;
     const auto& mw = comms_.at(main.comm->key);
     if (oit == open_.end()) {
       Episode ep;
@@ -189,7 +201,7 @@ void StragglerDetector::evaluate(const Model& m, int64_t now_ns, FindingBoard& b
     f.dedup_key = ep.key;
     f.suspects.push_back(suspect_of(m, p.id, main.rank));
     set_comm(f, *main.comm);
-    f.key = op_key(ep.first_op);
+    if (main.comm->key == ep.comm) f.key = op_key(ep.first_op);  // its first late operation
     f.first_seen_ns = ep.first_ns > 0 ? ep.first_ns : now_ns;
     f.last_seen_ns = now_ns;
     nlohmann::json comms = nlohmann::json::array();

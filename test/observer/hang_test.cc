@@ -317,6 +317,7 @@ TEST(Hang, JobKilledWhileHungLeavesTheHangOpen) {
   EXPECT_EQ(f[0].kind, FindingKind::kHang);
   EXPECT_TRUE(f[0].open);
   EXPECT_EQ(suspect_ranks(f[0]), std::vector<int>{3});
+  EXPECT_EQ(h.sink.comms()[0].state, "hung");  // not "active": nothing progressed
 }
 
 TEST(Hang, TwoIndependentHangsAreTwoFindings) {
