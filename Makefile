@@ -1,11 +1,12 @@
 # scout build. `make help` lists targets and switches.
 #
-# Layout conventions (no need to edit this file to add code):
-#   plugin/ observer/ replay/ **/*.cc    -> one static core library  build/lib/libscout-core.a
+# Layout conventions (no need to edit this file to add code; docs/architecture.md):
+#   <layer>/**/*.cc (LAYERS below)       -> one static archive per layer build/lib/libscout-<layer>.a
 #       (except files under a bin/ folder and plugin/abi/exports.cc)
 #   test/sim/*.cc                        -> build/lib/libscout-sim.a (the emulated NCCL job)
-#   <part>/bin/<name>.cc                 -> executable build/bin/<name>
-#   plugin/abi/exports.cc + core         -> build/lib/libnccl-profiler-scout.so
+#   <part>/bin/<name>.cc                 -> tool build/bin/<name>
+#   test/sim/bin/scout-sim.cc            -> build/bin/scout-sim (links the emulator; not installed)
+#   plugin/abi/exports.cc + plugin, common -> build/lib/libnccl-profiler-scout.so
 #   plugin/gpu/*.cu                      -> one fatbin embedded in the plugin (needs nvcc)
 #   test/**/*_test.cc                    -> test binary build/test/<name>  (GoogleTest)
 #   test/bench/*_bench.cc                -> benchmark binary build/bench/<name>
@@ -50,13 +51,23 @@ TEST_LIBS := -lgmock -lgtest_main -lgtest
 BENCH_LIBS := -lbenchmark
 
 # ---------------------------------------------------------------- sources
-CORE_DIRS := plugin observer replay
-ALL_CORE_CC := $(shell find $(CORE_DIRS) -name '*.cc' 2>/dev/null | sort)
+# Layers, lowest first (docs/architecture.md). Each folder is one static archive
+# build/lib/libscout-<folder>.a, and every program links them highest first, so a reference
+# against the direction does not link; scripts/check-layers.py checks the include graph.
+LAYERS := common plugin observer/model observer/ingest observer/detect observer/net replay \
+          observer/pipeline observer/cluster observer/store observer/export observer/cli
+layer_lib = $(BUILD)/lib/libscout-$(subst /,-,$(1)).a
+# Sources of a layer: its .cc files, except programs (bin/) and folders that are layers of their
+# own (observer/*). plugin/abi/exports.cc is the plugin's ABI boundary, linked only into the .so.
 EXPORTS_CC := plugin/abi/exports.cc
-# (make's filter honours only the first %, so bin/ sources are listed with find.)
-CORE_BIN_CC := $(shell find $(CORE_DIRS) -path '*/bin/*.cc' 2>/dev/null | sort)
-BIN_CC := $(CORE_BIN_CC) $(shell find test/sim/bin -name '*.cc' 2>/dev/null | sort)
-CORE_CC := $(filter-out $(CORE_BIN_CC) $(EXPORTS_CC),$(ALL_CORE_CC))
+layer_cc = $(filter-out $(EXPORTS_CC),$(shell find $(1) -name '*.cc' -not -path '*/bin/*' 2>/dev/null | sort))
+LAYER_LIBS := $(foreach l,$(LAYERS),$(call layer_lib,$(l)))
+# Link order: highest layer first.
+reverse = $(if $(1),$(call reverse,$(wordlist 2,$(words $(1)),$(1))) $(firstword $(1)))
+LINK_LIBS := $(call reverse,$(LAYER_LIBS))
+
+BIN_CC := $(shell find plugin observer replay -path '*/bin/*.cc' 2>/dev/null | sort)
+SIM_BIN_CC := $(shell find test/sim/bin -name '*.cc' 2>/dev/null | sort)
 SIM_CC := $(shell find test/sim -maxdepth 1 -name '*.cc' -not -name '*_test.cc' 2>/dev/null | sort)
 TEST_CC := $(shell find test -name '*_test.cc' -not -path 'test/fixtures/*' 2>/dev/null | sort)
 BENCH_CC := $(shell find test/bench -name '*_bench.cc' 2>/dev/null | sort)
@@ -64,31 +75,33 @@ TEST_SUPPORT_CC := $(shell find test/support -name '*.cc' 2>/dev/null | sort)
 CU_SRCS := $(shell find plugin/gpu -name '*.cu' 2>/dev/null | sort)
 
 obj = $(patsubst %.cc,$(BUILD)/obj/%.o,$(1))
-CORE_OBJ := $(call obj,$(CORE_CC)) $(BUILD)/obj/gen/version.o $(BUILD)/obj/gen/fatbin_blob.o
 SIM_OBJ := $(call obj,$(SIM_CC))
 SUPPORT_OBJ := $(call obj,$(TEST_SUPPORT_CC))
 EXPORTS_OBJ := $(call obj,$(EXPORTS_CC))
 
-CORE_LIB := $(BUILD)/lib/libscout-core.a
 SIM_LIB := $(BUILD)/lib/libscout-sim.a
 SUPPORT_LIB := $(BUILD)/lib/libscout-testsupport.a
 PLUGIN := $(BUILD)/lib/libnccl-profiler-scout.so
+# Tools (installed) and the emulated job scout-sim (a test and drill program: build tree only).
 BINS := $(foreach f,$(BIN_CC),$(BUILD)/bin/$(basename $(notdir $(f))))
+SIM_BINS := $(foreach f,$(SIM_BIN_CC),$(BUILD)/bin/$(basename $(notdir $(f))))
 TESTS := $(foreach f,$(TEST_CC),$(BUILD)/test/$(basename $(notdir $(f))))
 BENCHES := $(foreach f,$(BENCH_CC),$(BUILD)/bench/$(basename $(notdir $(f))))
+# Public headers: the formats (record, fingerprint, configuration registry, NCCL ABI).
+PUBLIC_HEADERS := $(wildcard include/scout/*.h) include/scout/config_vars.def
 
 HAVE_NVCC := $(shell test -x $(NVCC) && echo 1)
 FATBIN := $(BUILD)/obj/gen/fp_kernel.fatbin
-# sm_80, sm_90, sm_100 machine code and compute_100 PTX (design brief section 12; issue 3).
+# sm_80 (A100), sm_90 (H100/H200), sm_100 (B200) machine code and compute_100 PTX for newer GPUs.
 NVCC_GENCODE := -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
                 -gencode arch=compute_100,code=sm_100 -gencode arch=compute_100,code=compute_100
 NVCC_FLAGS := -std=c++17 -O3 -Iinclude -I. $(NVCC_GENCODE)
 
-.PHONY: all test bench install clean help tests benches check-exports
+.PHONY: all test bench install install-headers clean help tests benches check-exports check-layers check-headers
 .DEFAULT_GOAL := all
 
-all: $(PLUGIN) $(BINS)
-tests: all $(TESTS) $(BENCHES)
+all: $(PLUGIN) $(BINS) $(SIM_BINS)
+tests: all $(TESTS)
 benches: all $(BENCHES)
 
 # ---------------------------------------------------------------- rules
@@ -123,10 +136,14 @@ $(BUILD)/obj/gen/fatbin_blob.o: $(FATBIN)
 	  '.section .note.GNU-stack,"",@progbits' > $(BUILD)/obj/gen/fatbin_blob.s
 	$(CXX) -c $(BUILD)/obj/gen/fatbin_blob.s -o $@
 
-$(CORE_LIB): $(CORE_OBJ)
-	@mkdir -p $(dir $@)
-	@rm -f $@
-	ar rcs $@ $^
+# One archive per layer (see LAYERS).
+define layer_rule
+$(call layer_lib,$(1)): $(call obj,$(call layer_cc,$(1))) $(if $(filter common,$(1)),$(BUILD)/obj/gen/version.o) $(if $(filter plugin,$(1)),$(BUILD)/obj/gen/fatbin_blob.o)
+	@mkdir -p $$(dir $$@)
+	@rm -f $$@
+	ar rcs $$@ $$^
+endef
+$(foreach l,$(LAYERS),$(eval $(call layer_rule,$(l))))
 
 $(SIM_LIB): $(SIM_OBJ)
 	@mkdir -p $(dir $@)
@@ -138,32 +155,37 @@ $(SUPPORT_LIB): $(SUPPORT_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-# The plugin: only ncclProfiler_v4/v5/v6 are exported (plugin/abi/exports.map); no runtime
-# dependency beyond libc, libstdc++, libgcc, libm (design brief section 2).
-$(PLUGIN): $(EXPORTS_OBJ) $(CORE_LIB) plugin/abi/exports.map
+# The plugin: only the plugin tables are exported (plugin/abi/exports.map); no runtime
+# dependency beyond libc, libstdc++, libgcc, libm (docs/plugin.md).
+$(PLUGIN): $(EXPORTS_OBJ) $(call layer_lib,plugin) $(call layer_lib,common) plugin/abi/exports.map
 	@mkdir -p $(dir $@)
-	$(CXX) -shared -o $@ $(EXPORTS_OBJ) $(CORE_LIB) $(LDFLAGS) \
+	$(CXX) -shared -o $@ $(EXPORTS_OBJ) $(call layer_lib,plugin) $(call layer_lib,common) $(LDFLAGS) \
 	  -Wl,--version-script=plugin/abi/exports.map -Wl,--no-undefined -Wl,--gc-sections \
 	  -Wl,-u,scout_fatbin_begin \
 	  -static-libgcc
 
-$(BUILD)/bin/%: $(CORE_LIB) $(SIM_LIB)
+$(BINS): $(BUILD)/bin/%: $(LAYER_LIBS)
 	@mkdir -p $(dir $@)
-	$(CXX) -o $@ $(call obj,$(filter %/bin/$*.cc,$(BIN_CC))) $(SIM_LIB) $(CORE_LIB) $(LDFLAGS) $(TOOL_LIBS)
+	$(CXX) -o $@ $(call obj,$(filter %/bin/$*.cc,$(BIN_CC))) $(LINK_LIBS) $(LDFLAGS) $(TOOL_LIBS)
 
-$(BUILD)/test/%: $(CORE_LIB) $(SIM_LIB) $(SUPPORT_LIB)
+$(SIM_BINS): $(BUILD)/bin/%: $(SIM_LIB) $(LAYER_LIBS)
 	@mkdir -p $(dir $@)
-	$(CXX) -o $@ $(call obj,$(filter %/$*.cc,$(TEST_CC))) $(SUPPORT_LIB) $(SIM_LIB) $(CORE_LIB) \
+	$(CXX) -o $@ $(call obj,$(filter %/bin/$*.cc,$(SIM_BIN_CC))) $(SIM_LIB) $(LINK_LIBS) $(LDFLAGS) $(TOOL_LIBS)
+
+$(BUILD)/test/%: $(SIM_LIB) $(SUPPORT_LIB) $(LAYER_LIBS)
+	@mkdir -p $(dir $@)
+	$(CXX) -o $@ $(call obj,$(filter %/$*.cc,$(TEST_CC))) $(SUPPORT_LIB) $(SIM_LIB) $(LINK_LIBS) \
 	  $(LDFLAGS) $(TEST_LIBS) $(TOOL_LIBS)
 
-$(BUILD)/bench/%: $(CORE_LIB) $(SIM_LIB) $(SUPPORT_LIB)
+$(BUILD)/bench/%: $(SIM_LIB) $(SUPPORT_LIB) $(LAYER_LIBS)
 	@mkdir -p $(dir $@)
-	$(CXX) -o $@ $(call obj,$(filter %/$*.cc,$(BENCH_CC))) $(SUPPORT_LIB) $(SIM_LIB) $(CORE_LIB) \
+	$(CXX) -o $@ $(call obj,$(filter %/$*.cc,$(BENCH_CC))) $(SUPPORT_LIB) $(SIM_LIB) $(LINK_LIBS) \
 	  $(LDFLAGS) $(BENCH_LIBS) $(TOOL_LIBS)
 
 # Each executable also depends on its own object (second expansion keeps the pattern rules simple).
 .SECONDEXPANSION:
 $(BINS): $$(call obj,$$(filter %/bin/$$(notdir $$@).cc,$$(BIN_CC)))
+$(SIM_BINS): $$(call obj,$$(filter %/bin/$$(notdir $$@).cc,$$(SIM_BIN_CC)))
 $(TESTS): $$(call obj,$$(filter %/$$(notdir $$@).cc,$$(TEST_CC)))
 $(BENCHES): $$(call obj,$$(filter %/$$(notdir $$@).cc,$$(BENCH_CC)))
 
@@ -174,13 +196,28 @@ test: tests
 bench: benches
 	@scripts/run-bench.sh $(BUILD)
 
-install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/scout \
-	  $(DESTDIR)$(PREFIX)/share/doc/scout
+# Tools, the plugin and the public headers (scout-sim, the emulated job, stays in the build tree).
+install: $(PLUGIN) $(BINS) install-headers
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/share/doc/scout
 	install -m 0755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
 	install -m 0755 $(PLUGIN) $(DESTDIR)$(PREFIX)/lib/
-	install -m 0644 include/scout/*.h $(DESTDIR)$(PREFIX)/include/scout/
 	install -m 0644 README.md LICENSE $(wildcard docs/*.md) $(DESTDIR)$(PREFIX)/share/doc/scout/
+
+install-headers:
+	install -d $(DESTDIR)$(PREFIX)/include/scout
+	install -m 0644 $(PUBLIC_HEADERS) $(DESTDIR)$(PREFIX)/include/scout/
+
+# The .so exports the plugin tables and nothing else.
+check-exports: $(PLUGIN)
+	bash test/plugin/plugin_symbols_test.sh $(BUILD)
+
+# The folder-level include graph follows the layers (prints it; fails on a cycle or an upward edge).
+check-layers:
+	python3 scripts/check-layers.py
+
+# Every installed header compiles on its own in an empty translation unit.
+check-headers:
+	bash test/unit/headers_test.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD)
@@ -191,7 +228,10 @@ help:
 	@echo "  all (default)   plugin $(PLUGIN) and tools in $(BUILD)/bin"
 	@echo "  test            build and run every test (GPU-only tests skip without a GPU)"
 	@echo "  bench           build and run the benchmarks; prints ratios against same-run baselines"
-	@echo "  install         install into PREFIX (default /usr/local; DESTDIR honoured)"
+	@echo "  install         install tools, plugin and headers into PREFIX (default /usr/local; DESTDIR honoured)"
+	@echo "  check-exports   the plugin exports only its tables (nm -D)"
+	@echo "  check-layers    the include graph follows the layers (docs/architecture.md)"
+	@echo "  check-headers   every installed header compiles alone"
 	@echo "  clean           remove $(BUILD)"
 	@echo "switches: DEBUG=1 (-O0 -g3)  ASAN=1  UBSAN=1  TSAN=1  BUILD=dir  NVCC=path  PREFIX=dir"
 

@@ -51,6 +51,11 @@ constexpr uint32_t kRecordBytes = 256;
 constexpr uint32_t kMaxCommsLimit = 255;     // comm index must fit in 8 bits of a handle
 constexpr uint32_t kMinRingCapacity = 16;
 constexpr uint32_t kMaxRingCapacity = 1u << 20;
+// True for a ring capacity writers may create and readers accept: a power of two in
+// [kMinRingCapacity, kMaxRingCapacity].
+constexpr bool valid_ring_capacity(uint64_t c) {
+  return c >= kMinRingCapacity && c <= kMaxRingCapacity && (c & (c - 1)) == 0;
+}
 constexpr const char* kSegmentPrefix = "scout.";
 
 // Operation kinds (OpRecord::kind).

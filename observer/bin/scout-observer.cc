@@ -1,6 +1,6 @@
 // scout-observer: one per node, beside the training processes. Reads every scout segment of
 // the job on this node, judges (consensus, hangs, stragglers, slow links) and writes the SQLite
-// store the `scout` CLI reads. Usage and defaults: observer/core/command_line.h,
+// store the `scout` CLI reads. Usage and defaults: observer/pipeline/command_line.h,
 // docs/observer.md.
 //
 // Exit status: 0 after --once, or after SIGINT/SIGTERM (a final pass is written first);
@@ -15,12 +15,12 @@
 #include <memory>
 #include <string>
 
-#include "observer/core/command_line.h"
-#include "observer/core/cross_node.h"
-#include "observer/core/observer.h"
+#include "observer/pipeline/command_line.h"
+#include "observer/cluster/cross_node.h"
+#include "observer/pipeline/observer.h"
 #include "observer/net/clock_sync.h"
 #include "observer/store/writer.h"
-#include "plugin/shm/segment.h"
+#include "common/clock.h"
 #include "scout/version.h"
 
 namespace {

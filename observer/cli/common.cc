@@ -3,7 +3,7 @@
 #include <cctype>
 #include <cstring>
 
-#include "observer/store/paths.h"
+#include "common/paths.h"
 #include "observer/store/sqlite.h"
 #include "scout/config.h"
 

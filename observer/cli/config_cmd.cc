@@ -22,7 +22,7 @@ int cmd_config(bool markdown, bool json, std::ostream& out) {
   std::vector<std::string> warnings;
   config::Config cfg = config::load({}, [&](const std::string& m) {
     warnings.push_back(m);
-    // The loader's warnings start with NAME="value" (plugin/config/config.cc): match the whole
+    // The loader's warnings start with NAME="value" (common/config.cc): match the whole
     // name, so SCOUT_FP_BUDGET's warning does not mark SCOUT_FP.
     for (const auto& v : config::registry()) {
       if (m.rfind(std::string(v.name) + "=\"", 0) == 0) rejected.insert(v.name);

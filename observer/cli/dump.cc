@@ -1,12 +1,11 @@
 // `scout dump PATH... | [--job ID] [--dir DIR] [--host H] [--no-ops] [--ring N]`: the records of
-// shared-memory segments as JSON lines, through the plugin's dumper (plugin/shm/dump.h; the same
+// shared-memory segments as JSON lines, through the plugin's dumper (common/dump.h; the same
 // output as build/bin/scout-dump).
 #include <iostream>
 
 #include "observer/cli/common.h"
-#include "observer/store/paths.h"
-#include "plugin/shm/dump.h"
-#include "plugin/shm/segment.h"
+#include "common/paths.h"
+#include "common/dump.h"
 #include "scout/config.h"
 
 namespace scout::cli {

@@ -19,9 +19,9 @@
 #include <thread>
 
 #include "observer/cli/common.h"
-#include "observer/store/paths.h"
+#include "common/paths.h"
 #include "observer/store/sqlite.h"
-#include "plugin/shm/segment.h"
+#include "common/segment_reader.h"
 #include "scout/config.h"
 
 namespace scout::cli {

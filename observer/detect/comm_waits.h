@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "observer/core/model.h"
+#include "observer/model/model.h"
 #include "observer/detect/vote.h"
 
 namespace scout::obs {

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "observer/core/names.h"
+#include "common/names.h"
 #include "observer/detect/finding_util.h"
 #include "observer/detect/vote.h"
 #include "scout/shm_format.h"
@@ -178,9 +178,9 @@ void EquivChecker::compare(const Model& m, size_t g, const std::vector<const Com
     f.verdict = all_attributed ? Verdict::kAttributed : Verdict::kInconclusive;
     if (all_attributed) f.suspects = suspects;
     set_comm(f, first_bad ? *first_bad : *members[0]);
-    f.key = OpKey{func_name(key.first), key.second};
+    f.key = OpKey{shm::func_name(key.first), key.second};
     f.dedup_key = "sdc:equiv:" + std::to_string(g) + ":" + (send ? "send:" : "recv:") +
-                  func_name(key.first) + ":" + std::to_string(key.second);
+                  shm::func_name(key.first) + ":" + std::to_string(key.second);
     f.first_seen_ns = now_ns;
     f.last_seen_ns = now_ns;
     nlohmann::json group = nlohmann::json::array();
@@ -188,9 +188,9 @@ void EquivChecker::compare(const Model& m, size_t g, const std::vector<const Com
     f.evidence = {{"check", send ? "send-equiv" : "recv-equiv"},
                   {"declaration", grp.text},
                   {"group", group},
-                  {"op", {{"func", func_name(key.first)}, {"seq", key.second}}},
+                  {"op", {{"func", shm::func_name(key.first)}, {"seq", key.second}}},
                   {"disagreements", disagreements}};
-    std::string what = std::string(send ? "send" : "receive") + " buffers of " + func_name(key.first) +
+    std::string what = std::string(send ? "send" : "receive") + " buffers of " + shm::func_name(key.first) +
                        " #" + std::to_string(key.second) + " in the equivalent communicators '" + grp.text + "'";
     if (all_attributed) {
       std::string names;

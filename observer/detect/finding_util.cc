@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "observer/core/names.h"
+#include "common/names.h"
 
 namespace scout::obs {
 
@@ -48,7 +48,7 @@ void set_comm(Finding& f, const Comm& c) {
 
 OpKey op_key(const OpId& id, int rank) {
   if (id.cls == OpClass::kP2p && rank >= 0 && rank == id.dst) return OpKey{"Recv", id.seq};
-  return OpKey{func_name(id.func), id.seq};
+  return OpKey{shm::func_name(id.func), id.seq};
 }
 
 nlohmann::json comm_json(const Comm& c) {
@@ -56,7 +56,7 @@ nlohmann::json comm_json(const Comm& c) {
 }
 
 nlohmann::json op_json(const OpId& id) {
-  nlohmann::json j = {{"func", func_name(id.func)}, {"seq", id.seq}};
+  nlohmann::json j = {{"func", shm::func_name(id.func)}, {"seq", id.seq}};
   if (id.cls == OpClass::kP2p) {
     j["src"] = id.src;
     j["dst"] = id.dst;

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "observer/core/model.h"
+#include "observer/model/model.h"
 #include "observer/model/finding.h"
 
 namespace scout::obs {

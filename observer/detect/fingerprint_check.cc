@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <map>
 
-#include "observer/core/names.h"
+#include "common/names.h"
 #include "observer/detect/finding_util.h"
 
 namespace scout::obs {
@@ -64,7 +64,7 @@ std::optional<Finding> sdc_finding(const Model& m, const Comm& c, const Op& op, 
   set_comm(f, c);
   f.key = op_key(op.id);
   f.dedup_key = "sdc:recv:" + hex64(c.key.hash) + ":" + std::to_string(c.key.nranks) + ":" +
-                func_name(op.id.func) + ":" + std::to_string(op.id.seq);
+                shm::func_name(op.id.func) + ":" + std::to_string(op.id.seq);
   int64_t done = 0;
   uint64_t bytes = 0;
   uint8_t dtype = kTypeUnknown;
@@ -92,7 +92,7 @@ std::optional<Finding> sdc_finding(const Model& m, const Comm& c, const Op& op, 
                 {"fp_bytes", out.fp_bytes},
                 {"fp_version", out.fp_version},
                 {"bytes", bytes},
-                {"datatype", datatype_name(dtype)}};
+                {"datatype", shm::datatype_name(dtype)}};
   std::string what = describe(op.id) + " of " + comm_label(c);
   if (f.verdict == Verdict::kAttributed) {
     std::string names;

@@ -13,7 +13,7 @@
 #include <optional>
 #include <string>
 
-#include "observer/core/model.h"
+#include "observer/model/model.h"
 #include "observer/detect/vote.h"
 #include "observer/model/finding.h"
 

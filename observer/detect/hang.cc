@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "observer/core/names.h"
+#include "common/names.h"
 #include "observer/detect/finding_util.h"
 #include "observer/detect/metadata_check.h"
 
@@ -53,7 +53,7 @@ int64_t progress_mark(const Comm& c) {
 
 std::string hang_key(const Comm& c, const OpId& id) {
   std::string k = "hang:" + hex64(c.key.hash) + ":" + std::to_string(c.key.nranks) + ":" +
-                  func_name(id.func) + ":" + std::to_string(id.seq);
+                  shm::func_name(id.func) + ":" + std::to_string(id.seq);
   if (id.cls == OpClass::kP2p) k += ":" + std::to_string(id.src) + ">" + std::to_string(id.dst);
   return k;
 }
@@ -415,7 +415,7 @@ void HangDetector::report_crash(const Model& m, int proc, const ProcEdge& primar
         std::string state = "unknown";
         if (it != mb.comm->ops.end()) {
           if (const OpSlot* s = it->second.slot(it->second.index_of(mb.rank))) {
-            state = op_state_name(s->rec.state);
+            state = shm::op_state_name(s->rec.state);
           }
         }
         open_ops.push_back({{"comm", comm_json(*mb.comm)}, {"op", op_json(id)}, {"state", state}});

@@ -27,8 +27,8 @@
 #include <set>
 #include <string>
 
-#include "observer/core/finding_board.h"
-#include "observer/core/model.h"
+#include "observer/model/finding_board.h"
+#include "observer/model/model.h"
 #include "observer/detect/comm_waits.h"
 #include "observer/detect/wait_graph.h"
 

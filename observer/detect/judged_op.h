@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "observer/core/model.h"
+#include "observer/model/model.h"
 
 namespace scout::obs {
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "observer/core/names.h"
+#include "common/names.h"
 #include "observer/detect/finding_util.h"
 
 namespace scout::obs {
@@ -10,7 +10,7 @@ namespace scout::obs {
 using namespace scout::shm;
 
 nlohmann::json to_json(const MetaValue& v) {
-  return {{"datatype", datatype_name(v.datatype)}, {"count", v.count}, {"root", v.root}};
+  return {{"datatype", shm::datatype_name(v.datatype)}, {"count", v.count}, {"root", v.root}};
 }
 
 MetaValue meta_value(const RecordSnapshot& r, bool api) {
@@ -36,14 +36,14 @@ MetaOutcome check_metadata(const Op& op) {
 
 std::string desync_key(const Comm& c, const OpId& id) {
   std::string k = "desync:" + hex64(c.key.hash) + ":" + std::to_string(c.key.nranks) + ":" +
-                  func_name(id.func) + ":" + std::to_string(id.seq);
+                  shm::func_name(id.func) + ":" + std::to_string(id.seq);
   if (id.cls == OpClass::kP2p) k += ":" + std::to_string(id.src) + ">" + std::to_string(id.dst);
   return k;
 }
 
 namespace {
 std::string meta_words(const MetaValue& v) {
-  std::string s = "count " + std::to_string(v.count) + " of " + datatype_name(v.datatype);
+  std::string s = "count " + std::to_string(v.count) + " of " + shm::datatype_name(v.datatype);
   if (v.root >= 0) s += ", root " + std::to_string(v.root);
   return s;
 }

@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "observer/core/model.h"
+#include "observer/model/model.h"
 #include "observer/detect/vote.h"
 #include "observer/model/finding.h"
 

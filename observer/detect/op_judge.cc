@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "observer/core/names.h"
+#include "common/names.h"
 #include "observer/detect/busbw.h"
 #include "observer/detect/fingerprint_check.h"
 #include "observer/detect/metadata_check.h"
@@ -80,7 +80,7 @@ void OpJudge::finish(Model& m, Comm& c, Op& op, int64_t now_ns, FindingBoard& bo
     s.comm_name = c.name;
     s.nranks = c.key.nranks;
     s.kind = "coll";
-    s.func = func_name(op.id.func);
+    s.func = shm::func_name(op.id.func);
     s.seq = op.id.seq;
     const RecordSnapshot* first = nullptr;
     for (const OpSlot& sl : op.slots) {
@@ -90,11 +90,11 @@ void OpJudge::finish(Model& m, Comm& c, Op& op, int64_t now_ns, FindingBoard& bo
       }
     }
     if (first) {
-      s.datatype = datatype_name(first->api_count ? first->api_datatype : first->datatype);
+      s.datatype = shm::datatype_name(first->api_count ? first->api_datatype : first->datatype);
       s.count = first->api_count ? first->api_count : first->count;
       s.bytes = first->bytes;
-      s.algo = algo_name(first->algo);
-      s.proto = proto_name(first->proto);
+      s.algo = shm::algo_name(first->algo);
+      s.proto = shm::proto_name(first->proto);
       s.n_channels = first->n_channels;
     }
     s.ranks_reported = op.present();
@@ -126,7 +126,7 @@ void OpJudge::finish(Model& m, Comm& c, Op& op, int64_t now_ns, FindingBoard& bo
       t.start_ns = sl.rec.gpu_start_ns;
       t.end_ns = sl.rec.state == kStateComplete ? sl.rec.gpu_end_ns : 0;
       t.fp_recv = sl.rec.fp_recv_status == kFpDone ? sl.rec.fp_recv : 0;
-      t.fp_status = fp_status_name(sl.rec.fp_recv_status);
+      t.fp_status = shm::fp_status_name(sl.rec.fp_recv_status);
       out->timings.push_back(t);
     }
     if (op.n_complete() == op.n) {

@@ -11,8 +11,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "observer/core/finding_board.h"
-#include "observer/core/model.h"
+#include "observer/model/finding_board.h"
+#include "observer/model/model.h"
 #include "observer/detect/judged_op.h"
 #include "observer/model/job.h"
 

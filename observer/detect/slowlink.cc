@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "observer/core/names.h"
+#include "common/names.h"
 #include "observer/detect/finding_util.h"
 #include "observer/detect/stats.h"
 
@@ -78,7 +78,7 @@ nlohmann::json SlowLinkDetector::channel_json(const Model& m, const Judged& j) c
   if (it != m.comms().end()) comm = comm_json(it->second);
   return {{"comm", comm},
           {"kind", j.ch.a >= 0 ? "p2p" : "coll"},
-          {"func", func_name(j.ch.func)},
+          {"func", shm::func_name(j.ch.func)},
           {"bytes_bucket", 1ull << j.ch.bucket},
           {"ranks", ranks},
           {"median_ms", to_ms(int64_t(j.median_ns))},
@@ -164,7 +164,7 @@ void SlowLinkDetector::evaluate(const Model& m, int64_t now_ns, FindingBoard& bo
   auto where = [&](const Judged& j) {
     auto it = m.comms().find(j.ch.comm);
     std::string c = it != m.comms().end() ? comm_label(it->second) : hex64(j.ch.comm.hash);
-    return std::string(j.ch.a >= 0 ? "send/recv" : func_name(j.ch.func)) + " of " + size_words(j.ch.bucket) +
+    return std::string(j.ch.a >= 0 ? "send/recv" : shm::func_name(j.ch.func)) + " of " + size_words(j.ch.bucket) +
            " on " + c + " takes " + ms_words(j.median_ns) + " (median) vs " + ms_words(j.peer_ns) + " on " +
            std::to_string(j.peers) + " peer " + (j.peers == 1 ? "channel" : "channels");
   };

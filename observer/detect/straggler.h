@@ -25,8 +25,8 @@
 #include <string>
 #include <vector>
 
-#include "observer/core/finding_board.h"
-#include "observer/core/model.h"
+#include "observer/model/finding_board.h"
+#include "observer/model/model.h"
 #include "observer/detect/judged_op.h"
 
 namespace scout::obs {

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "observer/ingest/sigbus_guard.h"
+#include "common/paths.h"
 
 namespace scout::obs {
 

@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "observer/core/model.h"
+#include "observer/model/model.h"
 #include "observer/ingest/liveness.h"
 #include "observer/ingest/ring_cursor.h"
-#include "plugin/shm/segment.h"
+#include "common/segment_reader.h"
 
 namespace scout::obs {
 

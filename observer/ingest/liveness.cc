@@ -1,6 +1,6 @@
 #include "observer/ingest/liveness.h"
 
-#include "plugin/shm/segment.h"
+#include "common/liveness.h"
 
 namespace scout::obs {
 

@@ -1,6 +1,6 @@
 #include "observer/ingest/ring_cursor.h"
 
-#include "observer/core/model.h"
+#include "observer/model/model.h"
 
 namespace scout::obs {
 

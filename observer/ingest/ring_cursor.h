@@ -12,7 +12,7 @@
 #include <functional>
 #include <vector>
 
-#include "plugin/shm/segment.h"
+#include "common/segment_reader.h"
 
 namespace scout::obs {
 

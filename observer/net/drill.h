@@ -95,7 +95,7 @@ struct LeaderInbox {
 LeaderInbox collect_reports(const std::vector<Contribution>& got);
 
 // Decides findings from drill-downs on the leader. The observer's implementation is
-// obs::CoreJudge (observer/core/core_judge.h): the node-local core's own consensus and hang
+// obs::CoreJudge (observer/cluster/core_judge.h): the node-local core's own consensus and hang
 // detectors run over what the nodes sent, so each rule has one implementation.
 class Judge {
  public:

@@ -2,7 +2,7 @@
 // communicators with ranks on more than one node, per (communicator, function) stream, the
 // per-rank detail of single operations for digests and drill-downs, and, for hang drill-downs,
 // a snapshot of what every local rank is waiting in. The core implements LocalView
-// (observer/core/node_view.h); tests implement it over synthetic data.
+// (observer/cluster/node_view.h); tests implement it over synthetic data.
 // All times are this node's CLOCK_REALTIME ns (the network layer converts them to the leader's).
 #pragma once
 
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "plugin/shm/segment.h"
+#include "common/segment_reader.h"
 
 namespace scout::net {
 

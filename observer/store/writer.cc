@@ -8,7 +8,7 @@
 
 #include "observer/store/schema.h"
 #include "observer/store/sqlite.h"
-#include "plugin/shm/segment.h"
+#include "common/clock.h"
 #include "scout/config.h"
 #include "scout/version.h"
 

@@ -1,5 +1,5 @@
 // The observer's SQLite store: implements obs::Sink (observer/model/sink.h). One file per node
-// (default path: observer/store/paths.h), WAL mode so `scout` reads while the observer writes,
+// (default path: common/paths.h), WAL mode so `scout` reads while the observer writes,
 // one transaction per flush(). Schema and units: docs/store.md.
 #pragma once
 

@@ -1,4 +1,4 @@
-// scout-dump: prints scout shared-memory segments as JSON lines (plugin/shm/dump.h).
+// scout-dump: prints scout shared-memory segments as JSON lines (common/dump.h).
 //
 //   scout-dump [--no-ops] [--ring N] PATH...
 //   scout-dump [--no-ops] [--ring N] --job ID [--dir DIR] [--host HOST]
@@ -13,8 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "plugin/shm/dump.h"
+#include "common/dump.h"
 #include "scout/config.h"
+#include "common/paths.h"
 
 namespace {
 

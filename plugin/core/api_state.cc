@@ -10,12 +10,12 @@
 #include "plugin/core/clock.h"
 #include "plugin/core/handle.h"
 #include "plugin/core/log.h"
-#include "plugin/core/names.h"
+#include "common/names.h"
 #include "plugin/core/process.h"
 #include "plugin/core/records.h"
 #include "plugin/core/thread_cache.h"
 #include "plugin/fingerprint/engine.h"
-#include "plugin/shm/fence.h"
+#include "common/fence.h"
 
 namespace scout::core {
 namespace {
@@ -264,7 +264,7 @@ uint64_t api_begin(Process* p, ThreadBlock* tb, CommState* c, bool is_p2p, uint8
   // fingerprint engine at KernelLaunch start (engine.h).
   if (c->fp != nullptr) {
     uint64_t send_bytes = 0;
-    fp::op_bytes(func, count, datatype_size(dtype), c->nranks, c->rank, root, &send_bytes,
+    fp::op_bytes(func, count, shm::datatype_size(dtype), c->nranks, c->rank, root, &send_bytes,
                  nullptr);
     if (send_bytes > c->send_hint.load(std::memory_order_relaxed)) {
       c->send_hint.store(send_bytes, std::memory_order_relaxed);

@@ -10,8 +10,8 @@
 #include <cstdint>
 
 #include "plugin/core/clock.h"
-#include "plugin/core/names.h"
-#include "plugin/shm/segment.h"
+#include "common/names.h"
+#include "common/segment_writer.h"
 
 namespace scout::fp {
 struct CommFp;
@@ -46,7 +46,7 @@ struct CommState {
   std::atomic<uint64_t> fallback_key{0};  // keys of unmatched records
 
   // Last strings seen in this communicator's descriptors (names.h).
-  NameMemo api_func, api_dtype, op_func, op_dtype, op_algo, op_proto;
+  shm::NameMemo api_func, api_dtype, op_func, op_dtype, op_algo, op_proto;
 
   // Latest KernelLaunch on this communicator (written by the launching thread).
   alignas(64) std::atomic<int64_t> launch_ns{0};

@@ -6,7 +6,7 @@
 #include "plugin/core/handle.h"
 #include "plugin/core/kernel_ch.h"
 #include "plugin/core/log.h"
-#include "plugin/core/names.h"
+#include "common/names.h"
 #include "plugin/core/process.h"
 #include "plugin/core/records.h"
 #include "plugin/core/thread_cache.h"
@@ -104,13 +104,13 @@ __attribute__((noinline)) void start_api(Process* p, void* ctx, void** out,
   }
   uint64_t payload;
   if (is_p2p) {
-    payload = api_begin(p, tb, c, true, c->api_func.map(d.p2pApi.func, func_id),
-                        c->api_dtype.map(d.p2pApi.datatype, datatype_id),
+    payload = api_begin(p, tb, c, true, c->api_func.map(d.p2pApi.func, shm::func_id),
+                        c->api_dtype.map(d.p2pApi.datatype, shm::datatype_id),
                         d.p2pApi.count, -1, uintptr_t(d.p2pApi.stream), d.p2pApi.graphCaptured,
                         now);
   } else {
-    payload = api_begin(p, tb, c, false, c->api_func.map(d.collApi.func, func_id),
-                        c->api_dtype.map(d.collApi.datatype, datatype_id), d.collApi.count,
+    payload = api_begin(p, tb, c, false, c->api_func.map(d.collApi.func, shm::func_id),
+                        c->api_dtype.map(d.collApi.datatype, shm::datatype_id), d.collApi.count,
                         d.collApi.root,
                         uintptr_t(d.collApi.stream), d.collApi.graphCaptured, now);
   }

@@ -15,7 +15,7 @@
 #include "plugin/core/api_state.h"
 #include "plugin/core/comm.h"
 #include "plugin/core/handle.h"
-#include "plugin/shm/segment.h"
+#include "common/segment_writer.h"
 #include "scout/config.h"
 
 namespace scout::fp {

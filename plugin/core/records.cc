@@ -3,7 +3,7 @@
 
 #include "plugin/core/clock.h"
 #include "plugin/core/thread_cache.h"
-#include "plugin/core/names.h"
+#include "common/names.h"
 #include "plugin/core/process.h"
 #include "plugin/fingerprint/engine.h"
 
@@ -66,7 +66,7 @@ void notify_engine(Process* p, CommState* c, shm::OpRecord* r, uint64_t index, c
   op.key = r->key;
   op.send_buf = sbuf;
   op.recv_buf = rbuf;
-  fp::op_bytes(r->func, r->count, datatype_size(r->datatype), c->nranks, c->rank, r->peer,
+  fp::op_bytes(r->func, r->count, shm::datatype_size(r->datatype), c->nranks, c->rank, r->peer,
                &op.send_bytes, &op.recv_bytes);
   op.dtype = r->api_datatype != shm::kTypeUnknown && ctx.api != nullptr ? r->api_datatype
                                                                         : r->datatype;
@@ -82,14 +82,14 @@ bool write_coll(Process* p, CommState* c, const abi::CollV5& d, const OpContext&
                 uint64_t* index) {
   uint64_t i = 0;
   shm::OpRecord* r = c->rw.begin(&i);
-  uint8_t func = c->op_func.map(d.func, func_id);
+  uint8_t func = c->op_func.map(d.func, shm::func_id);
   bool numbered = func < shm::kNumNumberedFuncs;
   r->kind = numbered ? shm::kKindColl : shm::kKindUnmatched;
   r->key = numbered ? d.seqNumber : c->fallback_key.fetch_add(1, std::memory_order_relaxed);
   r->func = func;
-  r->datatype = c->op_dtype.map(d.datatype, datatype_id);
-  r->algo = c->op_algo.map(d.algo, algo_id);
-  r->proto = c->op_proto.map(d.proto, proto_id);
+  r->datatype = c->op_dtype.map(d.datatype, shm::datatype_id);
+  r->algo = c->op_algo.map(d.algo, shm::algo_id);
+  r->proto = c->op_proto.map(d.proto, shm::proto_id);
   r->n_warps = d.nWarps;
   r->flags = ctx.flags | (numbered ? 0u : uint32_t(shm::kFlagUnmatched));
   if (d.nChannels == 0 || d.nChannels > kMaxChannels) {
@@ -99,7 +99,7 @@ bool write_coll(Process* p, CommState* c, const abi::CollV5& d, const OpContext&
   }
   r->peer = d.root;
   r->count = d.count;
-  r->bytes = uint64_t(d.count) * datatype_size(r->datatype);
+  r->bytes = uint64_t(d.count) * shm::datatype_size(r->datatype);
   r->send_buf = uintptr_t(d.sendBuff);
   r->recv_buf = uintptr_t(d.recvBuff);
   if (d.sendBuff != nullptr && d.sendBuff == d.recvBuff) r->flags |= shm::kFlagInPlace;
@@ -121,7 +121,7 @@ bool write_p2p(Process* p, CommState* c, const abi::P2pV5& d, const OpContext& c
                uint64_t* index) {
   uint64_t i = 0;
   shm::OpRecord* r = c->rw.begin(&i);
-  uint8_t func = c->op_func.map(d.func, func_id);
+  uint8_t func = c->op_func.map(d.func, shm::func_id);
   bool peer_ok = d.peer >= 0 && d.peer < c->nranks;
   uint32_t flags = ctx.flags;
   if ((func == shm::kFuncSend || func == shm::kFuncRecv) && peer_ok) {
@@ -134,7 +134,7 @@ bool write_p2p(Process* p, CommState* c, const abi::P2pV5& d, const OpContext& c
     flags |= shm::kFlagUnmatched;
   }
   r->func = func;
-  r->datatype = c->op_dtype.map(d.datatype, datatype_id);
+  r->datatype = c->op_dtype.map(d.datatype, shm::datatype_id);
   r->algo = shm::kAlgoUnknown;
   r->proto = shm::kProtoUnknown;
   if (d.nChannels == 0 || d.nChannels > kMaxChannels) {
@@ -145,7 +145,7 @@ bool write_p2p(Process* p, CommState* c, const abi::P2pV5& d, const OpContext& c
   r->flags = flags;
   r->peer = d.peer;
   r->count = d.count;
-  r->bytes = uint64_t(d.count) * datatype_size(r->datatype);
+  r->bytes = uint64_t(d.count) * shm::datatype_size(r->datatype);
   if (func == shm::kFuncRecv) {
     r->recv_buf = uintptr_t(d.buff);
   } else {
@@ -173,14 +173,14 @@ bool write_ce_coll(Process* p, CommState* c, const abi::CeCollDescr& d, const Op
   shm::OpRecord* r = c->rw.begin(&i);
   r->kind = shm::kKindCeColl;
   r->key = d.seqNumber;
-  r->func = func_id(d.func);
-  r->datatype = datatype_id(d.datatype);
+  r->func = shm::func_id(d.func);
+  r->datatype = shm::datatype_id(d.datatype);
   r->algo = shm::kAlgoUnknown;
   r->proto = shm::kProtoUnknown;
   r->flags = ctx.flags | shm::kFlagUnmatched | shm::kFlagNoKernelCh;
   r->peer = d.root;
   r->count = d.count;
-  r->bytes = uint64_t(d.count) * datatype_size(r->datatype);
+  r->bytes = uint64_t(d.count) * shm::datatype_size(r->datatype);
   r->send_buf = uintptr_t(d.sendBuff);
   r->recv_buf = uintptr_t(d.recvBuff);
   if (d.sendBuff != nullptr && d.sendBuff == d.recvBuff) r->flags |= shm::kFlagInPlace;
@@ -209,7 +209,7 @@ void write_unmatched(Process* p, CommState* c, const ApiCopy& api) {
   r->peer = api.is_p2p ? -1 : api.root;
   r->count = api.count;
   r->api_count = api.count;
-  r->bytes = api.count * datatype_size(api.dtype);
+  r->bytes = api.count * shm::datatype_size(api.dtype);
   r->group = api.group;
   r->api_ns = api.api_ns;
   r->stream = api.stream;

@@ -9,7 +9,7 @@
 
 #include <cstring>
 
-#include "plugin/shm/fence.h"
+#include "common/fence.h"
 
 namespace scout::core {
 

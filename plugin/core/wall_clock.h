@@ -24,7 +24,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "plugin/shm/fence.h"
+#include "common/fence.h"
 
 namespace scout::core {
 

@@ -4,8 +4,8 @@
 #include <bit>
 #include <cstring>
 
-#include "plugin/fingerprint/fp_nonfinite.h"
-#include "plugin/fingerprint/fp_params.h"
+#include "plugin/gpu/fp_nonfinite.h"
+#include "plugin/gpu/fp_params.h"
 #include "scout/fingerprint.h"
 
 #define XXH_INLINE_ALL

@@ -21,8 +21,8 @@
 #include <new>
 #include <string>
 
-#include "plugin/fingerprint/fp_nonfinite.h"
-#include "plugin/fingerprint/fp_params.h"
+#include "plugin/gpu/fp_nonfinite.h"
+#include "plugin/gpu/fp_params.h"
 #include "plugin/fingerprint/gpu_pools.h"
 #include "scout/fingerprint.h"
 

@@ -3,7 +3,7 @@
 
 #include <new>
 
-#include "plugin/fingerprint/fp_params.h"
+#include "plugin/gpu/fp_params.h"
 
 namespace scout::fp {
 

@@ -12,8 +12,8 @@
 
 #include <cstdint>
 
-#include "plugin/fingerprint/fp_nonfinite.h"
-#include "plugin/fingerprint/fp_params.h"
+#include "plugin/gpu/fp_nonfinite.h"
+#include "plugin/gpu/fp_params.h"
 
 #if defined(__CUDACC__)
 #define SCOUT_UNROLL _Pragma("unroll")

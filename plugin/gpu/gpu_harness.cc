@@ -4,8 +4,8 @@
 #include <cstring>
 #include <new>
 
-#include "plugin/fingerprint/fp_nonfinite.h"
-#include "plugin/fingerprint/fp_params.h"
+#include "plugin/gpu/fp_nonfinite.h"
+#include "plugin/gpu/fp_params.h"
 #include "plugin/gpu/backend.h"
 #include "plugin/gpu/cuda_api.h"
 

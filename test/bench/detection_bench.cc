@@ -16,7 +16,7 @@
 #include <thread>
 
 #include "observer/store/reader.h"
-#include "plugin/shm/segment.h"
+#include "common/clock.h"
 #include "test/support/subprocess.h"
 #include "test/support/tmpdir.h"
 

@@ -12,11 +12,12 @@
 #include <string>
 #include <vector>
 
-#include "observer/core/memory_sink.h"
-#include "observer/core/observer.h"
+#include "observer/model/memory_sink.h"
+#include "observer/pipeline/observer.h"
 #include "observer/store/writer.h"
 #include "test/support/fake_job.h"
 #include "test/support/tmpdir.h"
+#include "common/paths.h"
 
 namespace {
 

@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "observer/core/core_judge.h"
+#include "observer/cluster/core_judge.h"
 #include "observer/net/digest.h"
 #include "observer/net/gloo_channel.h"
 #include "observer/net/inproc_channel.h"

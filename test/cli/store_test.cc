@@ -9,7 +9,7 @@
 #include <fstream>
 #include <thread>
 
-#include "observer/store/paths.h"
+#include "common/paths.h"
 #include "scout/config.h"
 #include "observer/store/reader.h"
 #include "observer/store/schema.h"

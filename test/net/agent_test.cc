@@ -7,7 +7,7 @@
 #include <map>
 #include <sstream>
 
-#include "observer/core/core_judge.h"
+#include "observer/cluster/core_judge.h"
 #include "observer/net/agent.h"
 #include "observer/net/gloo_channel.h"
 #include "observer/net/inproc_channel.h"

@@ -11,7 +11,7 @@
 #include <set>
 #include <thread>
 
-#include "observer/core/core_judge.h"
+#include "observer/cluster/core_judge.h"
 #include "observer/net/digest.h"
 #include "observer/net/inproc_channel.h"
 #include "test/support/net_workload.h"

@@ -1,6 +1,6 @@
 // scout-observer's command line: defaults from the SCOUT_* registry, flags override them, and
 // every mistake is one line (exit 2 in the binary).
-#include "observer/core/command_line.h"
+#include "observer/pipeline/command_line.h"
 
 #include <gtest/gtest.h>
 

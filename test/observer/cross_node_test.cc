@@ -15,7 +15,7 @@
 //     of the chain, name nobody;
 //   - rank 7 arrives 30 ms late in every dp1 AllReduce only: node 3 names it a straggler from
 //     the cross-node lateness (clock offsets applied), and the finding reaches the leader.
-#include "observer/core/cross_node.h"
+#include "observer/cluster/cross_node.h"
 
 #include <gtest/gtest.h>
 
@@ -25,7 +25,7 @@
 #include <mutex>
 #include <thread>
 
-#include "observer/core/memory_sink.h"
+#include "observer/model/memory_sink.h"
 #include "observer/net/inproc_channel.h"
 #include "test/support/fake_job.h"
 #include "test/support/tmpdir.h"

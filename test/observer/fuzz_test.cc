@@ -15,6 +15,7 @@
 
 #include "observer/ingest/sigbus_guard.h"
 #include "test/support/observer_harness.h"
+#include "common/paths.h"
 
 namespace {
 

@@ -12,6 +12,8 @@
 
 #include "observer/ingest/liveness.h"
 #include "test/support/observer_harness.h"
+#include "common/paths.h"
+#include "common/liveness.h"
 
 namespace {
 

@@ -3,7 +3,7 @@
 // kept after the Model dropped them, "completed" held back by a record still being written,
 // identities, the wait snapshot of a hang drill-down, and that local-only communicators never
 // appear.
-#include "observer/core/node_view.h"
+#include "observer/cluster/node_view.h"
 
 #include <gtest/gtest.h>
 

@@ -11,7 +11,7 @@
 #include "plugin/core/events.h"
 #include "plugin/core/handle.h"
 #include "plugin/core/identity.h"
-#include "plugin/core/names.h"
+#include "common/names.h"
 #include "plugin/core/v4_adapter.h"
 #include "test/support/plugin_driver.h"
 #include "test/support/tmpdir.h"
@@ -69,64 +69,64 @@ TEST(Handle, FullIndexFromLowBits) {
 }
 
 TEST(Names, MapsEveryNcclString) {
-  EXPECT_EQ(func_id("AllReduce"), shm::kFuncAllReduce);
-  EXPECT_EQ(func_id("Broadcast"), shm::kFuncBroadcast);
-  EXPECT_EQ(func_id("Reduce"), shm::kFuncReduce);
-  EXPECT_EQ(func_id("AllGather"), shm::kFuncAllGather);
-  EXPECT_EQ(func_id("ReduceScatter"), shm::kFuncReduceScatter);
-  EXPECT_EQ(func_id("Send"), shm::kFuncSend);
-  EXPECT_EQ(func_id("Recv"), shm::kFuncRecv);
-  EXPECT_EQ(func_id("AlltoAll"), shm::kFuncAlltoAll);
-  EXPECT_EQ(func_id("Gather"), shm::kFuncGather);
-  EXPECT_EQ(func_id("Scatter"), shm::kFuncScatter);
-  EXPECT_EQ(func_id("SendRecv"), shm::kFuncSendRecv);
-  EXPECT_EQ(func_id("Unknown"), shm::kFuncUnknown);
-  EXPECT_EQ(func_id(nullptr), shm::kFuncUnknown);
-  EXPECT_EQ(func_id("allreduce"), shm::kFuncUnknown);
+  EXPECT_EQ(shm::func_id("AllReduce"), shm::kFuncAllReduce);
+  EXPECT_EQ(shm::func_id("Broadcast"), shm::kFuncBroadcast);
+  EXPECT_EQ(shm::func_id("Reduce"), shm::kFuncReduce);
+  EXPECT_EQ(shm::func_id("AllGather"), shm::kFuncAllGather);
+  EXPECT_EQ(shm::func_id("ReduceScatter"), shm::kFuncReduceScatter);
+  EXPECT_EQ(shm::func_id("Send"), shm::kFuncSend);
+  EXPECT_EQ(shm::func_id("Recv"), shm::kFuncRecv);
+  EXPECT_EQ(shm::func_id("AlltoAll"), shm::kFuncAlltoAll);
+  EXPECT_EQ(shm::func_id("Gather"), shm::kFuncGather);
+  EXPECT_EQ(shm::func_id("Scatter"), shm::kFuncScatter);
+  EXPECT_EQ(shm::func_id("SendRecv"), shm::kFuncSendRecv);
+  EXPECT_EQ(shm::func_id("Unknown"), shm::kFuncUnknown);
+  EXPECT_EQ(shm::func_id(nullptr), shm::kFuncUnknown);
+  EXPECT_EQ(shm::func_id("allreduce"), shm::kFuncUnknown);
   const char* types[] = {"ncclInt8",    "ncclUint8",   "ncclInt32",    "ncclUint32",
                          "ncclInt64",   "ncclUint64",  "ncclFloat16",  "ncclFloat32",
                          "ncclFloat64", "ncclBfloat16", "ncclFloat8e4m3", "ncclFloat8e5m2"};
-  for (int i = 0; i < 12; ++i) EXPECT_EQ(datatype_id(types[i]), i) << types[i];
-  EXPECT_EQ(datatype_id("ncclHalf"), shm::kTypeFloat16);
-  EXPECT_EQ(datatype_id("ncclFloat"), shm::kTypeFloat32);
-  EXPECT_EQ(datatype_id("ncclDouble"), shm::kTypeFloat64);
-  EXPECT_EQ(datatype_id("Unknown"), shm::kTypeUnknown);
-  EXPECT_EQ(datatype_id(nullptr), shm::kTypeUnknown);
-  EXPECT_EQ(algo_id("RING"), shm::kAlgoRing);
-  EXPECT_EQ(algo_id("TREE"), shm::kAlgoTree);
-  EXPECT_EQ(algo_id("COLLNET_DIRECT"), shm::kAlgoCollnetDirect);
-  EXPECT_EQ(algo_id("COLLNET_CHAIN"), shm::kAlgoCollnetChain);
-  EXPECT_EQ(algo_id("NVLS"), shm::kAlgoNvls);
-  EXPECT_EQ(algo_id("NVLS_TREE"), shm::kAlgoNvlsTree);
-  EXPECT_EQ(algo_id("PAT"), shm::kAlgoPat);
-  EXPECT_EQ(algo_id(nullptr), shm::kAlgoUnknown);
-  EXPECT_EQ(proto_id("LL"), shm::kProtoLL);
-  EXPECT_EQ(proto_id("LL128"), shm::kProtoLL128);
-  EXPECT_EQ(proto_id("SIMPLE"), shm::kProtoSimple);
-  EXPECT_EQ(proto_id("Unknown"), shm::kProtoUnknown);
-  EXPECT_EQ(datatype_size(shm::kTypeBfloat16), 2u);
-  EXPECT_EQ(datatype_size(shm::kTypeFloat64), 8u);
-  EXPECT_EQ(datatype_size(shm::kTypeFloat8e5m2), 1u);
-  EXPECT_EQ(datatype_size(shm::kTypeUnknown), 0u);
-  EXPECT_STREQ(func_name(shm::kFuncReduceScatter), "ReduceScatter");
-  EXPECT_STREQ(datatype_name(shm::kTypeFloat32), "ncclFloat32");
-  EXPECT_STREQ(algo_name(shm::kAlgoNvlsTree), "NVLS_TREE");
-  EXPECT_STREQ(proto_name(shm::kProtoUnknown), "Unknown");
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(shm::datatype_id(types[i]), i) << types[i];
+  EXPECT_EQ(shm::datatype_id("ncclHalf"), shm::kTypeFloat16);
+  EXPECT_EQ(shm::datatype_id("ncclFloat"), shm::kTypeFloat32);
+  EXPECT_EQ(shm::datatype_id("ncclDouble"), shm::kTypeFloat64);
+  EXPECT_EQ(shm::datatype_id("Unknown"), shm::kTypeUnknown);
+  EXPECT_EQ(shm::datatype_id(nullptr), shm::kTypeUnknown);
+  EXPECT_EQ(shm::algo_id("RING"), shm::kAlgoRing);
+  EXPECT_EQ(shm::algo_id("TREE"), shm::kAlgoTree);
+  EXPECT_EQ(shm::algo_id("COLLNET_DIRECT"), shm::kAlgoCollnetDirect);
+  EXPECT_EQ(shm::algo_id("COLLNET_CHAIN"), shm::kAlgoCollnetChain);
+  EXPECT_EQ(shm::algo_id("NVLS"), shm::kAlgoNvls);
+  EXPECT_EQ(shm::algo_id("NVLS_TREE"), shm::kAlgoNvlsTree);
+  EXPECT_EQ(shm::algo_id("PAT"), shm::kAlgoPat);
+  EXPECT_EQ(shm::algo_id(nullptr), shm::kAlgoUnknown);
+  EXPECT_EQ(shm::proto_id("LL"), shm::kProtoLL);
+  EXPECT_EQ(shm::proto_id("LL128"), shm::kProtoLL128);
+  EXPECT_EQ(shm::proto_id("SIMPLE"), shm::kProtoSimple);
+  EXPECT_EQ(shm::proto_id("Unknown"), shm::kProtoUnknown);
+  EXPECT_EQ(shm::datatype_size(shm::kTypeBfloat16), 2u);
+  EXPECT_EQ(shm::datatype_size(shm::kTypeFloat64), 8u);
+  EXPECT_EQ(shm::datatype_size(shm::kTypeFloat8e5m2), 1u);
+  EXPECT_EQ(shm::datatype_size(shm::kTypeUnknown), 0u);
+  EXPECT_STREQ(shm::func_name(shm::kFuncReduceScatter), "ReduceScatter");
+  EXPECT_STREQ(shm::nccl_datatype_name(shm::kTypeFloat32), "ncclFloat32");
+  EXPECT_STREQ(shm::algo_name(shm::kAlgoNvlsTree), "NVLS_TREE");
+  EXPECT_STREQ(shm::proto_name(shm::kProtoUnknown), "Unknown");
 }
 
 TEST(Names, PointerCacheChecksTheFirstCharacter) {
   // A buffer reused for a name with another first character is mapped again.
   char buf[32] = "AllGather";
-  EXPECT_EQ(func_id(buf), shm::kFuncAllGather);
-  EXPECT_EQ(func_id(buf), shm::kFuncAllGather);  // cached
+  EXPECT_EQ(shm::func_id(buf), shm::kFuncAllGather);
+  EXPECT_EQ(shm::func_id(buf), shm::kFuncAllGather);  // cached
   std::snprintf(buf, sizeof(buf), "Recv");
-  EXPECT_EQ(func_id(buf), shm::kFuncRecv);
-  EXPECT_EQ(func_id(buf), shm::kFuncRecv);
+  EXPECT_EQ(shm::func_id(buf), shm::kFuncRecv);
+  EXPECT_EQ(shm::func_id(buf), shm::kFuncRecv);
   std::snprintf(buf, sizeof(buf), "Nonsense");
-  EXPECT_EQ(func_id(buf), shm::kFuncUnknown);
+  EXPECT_EQ(shm::func_id(buf), shm::kFuncUnknown);
   // Many distinct addresses (more than the cache holds) keep mapping.
   std::vector<std::string> copies(40, "ncclBfloat16");
-  for (auto& c : copies) EXPECT_EQ(datatype_id(c.c_str()), shm::kTypeBfloat16);
+  for (auto& c : copies) EXPECT_EQ(shm::datatype_id(c.c_str()), shm::kTypeBfloat16);
 }
 
 Identity ident(const std::map<std::string, std::string>& env, std::vector<std::string>* warns,

@@ -1,4 +1,4 @@
-// scout-dump and its library function (plugin/shm/dump.h): JSON lines with the exact fields of
+// scout-dump and its library function (common/dump.h): JSON lines with the exact fields of
 // a segment written through the event layer.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "plugin/core/events.h"
-#include "plugin/shm/dump.h"
+#include "common/dump.h"
 #include "test/support/plugin_driver.h"
 #include "test/support/tmpdir.h"
 

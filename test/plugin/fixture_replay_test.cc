@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "plugin/shm/dump.h"
-#include "plugin/shm/segment.h"
+#include "common/dump.h"
+#include "common/paths.h"
 #include "test/sim/nccl_plugin_loader.h"
 #include "test/support/call_replay.h"
 #include "test/support/tmpdir.h"

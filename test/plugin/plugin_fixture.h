@@ -11,7 +11,7 @@
 #include <string>
 #include <thread>
 
-#include "plugin/shm/segment.h"
+#include "common/clock.h"
 #include "test/sim/nccl_plugin_loader.h"
 #include "test/support/plugin_driver.h"
 #include "test/support/tmpdir.h"

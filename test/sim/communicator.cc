@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "plugin/shm/segment.h"
+#include "common/clock.h"
 
 namespace scout::sim {
 

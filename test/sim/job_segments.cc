@@ -1,6 +1,7 @@
 #include "test/sim/job_segments.h"
 
 #include <algorithm>
+#include "common/paths.h"
 
 namespace scout::sim {
 

@@ -1,5 +1,5 @@
 // Reads back what the plugin recorded for a scout-sim job: every segment of the job in a
-// directory, with each communicator ring and its readable records (plugin/shm/segment.h). For
+// directory, with each communicator ring and its readable records (common/segment_reader.h). For
 // scout-sim's end-to-end tests and benchmark.
 #pragma once
 
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "plugin/shm/segment.h"
+#include "common/segment_reader.h"
 
 namespace scout::sim {
 

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <vector>
 
-#include "plugin/shm/segment.h"
+#include "common/clock.h"
 #include "test/sim/communicator.h"
 #include "test/sim/data.h"
 #include "test/sim/futex.h"

@@ -15,7 +15,7 @@
 #include <map>
 #include <vector>
 
-#include "plugin/shm/segment.h"
+#include "common/clock.h"
 #include "test/sim/fabric.h"
 #include "test/sim/layout.h"
 #include "test/sim/nccl_plugin_loader.h"

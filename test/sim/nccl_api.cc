@@ -6,7 +6,7 @@
 #include <cstring>
 #include <limits>
 
-#include "plugin/shm/segment.h"
+#include "common/segment_reader.h"
 #include "test/sim/tuning.h"
 
 namespace scout::sim {

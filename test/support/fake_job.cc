@@ -7,7 +7,8 @@
 #include <cstdio>
 #include <stdexcept>
 
-#include "plugin/core/names.h"
+#include "common/names.h"
+#include "common/paths.h"
 
 namespace scout::testing {
 
@@ -77,7 +78,7 @@ FakeRec FakeJob::enqueue(int comm, int rank, const OpSpec& s) {
   o->peer = s.peer;
   o->count = s.count;
   o->api_count = s.count;
-  o->bytes = s.count * core::datatype_size(s.datatype);
+  o->bytes = s.count * shm::datatype_size(s.datatype);
   o->api_ns = s.enqueue_ns;
   o->launch_ns = s.enqueue_ns;
   o->enqueue_ns = s.enqueue_ns;

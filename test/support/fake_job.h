@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "plugin/shm/segment.h"
+#include "common/segment_writer.h"
 
 namespace scout::testing {
 

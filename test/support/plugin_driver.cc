@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include "common/paths.h"
 
 namespace scout::testing {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "plugin/shm/segment.h"
+#include "common/segment_reader.h"
 #include "scout/nccl_profiler_abi.h"
 #include "test/sim/nccl_plugin_loader.h"
 

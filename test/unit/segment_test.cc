@@ -1,5 +1,7 @@
 // Segment creation, ring protocol, and the reader's validation (include/scout/shm_format.h).
-#include "plugin/shm/segment.h"
+#include "common/segment_writer.h"
+#include "common/segment_reader.h"
+#include "common/paths.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,0 +1,90 @@
+#include "common/paths.h"
+
+#include <cstdlib>
+
+#include <dirent.h>
+
+#include <algorithm>
+
+#include "scout/shm_format.h"
+
+namespace scout::shm {
+
+std::string sanitize_component(std::string_view s) {
+  std::string out;
+  out.reserve(std::min<size_t>(s.size(), 48));
+  for (char c : s) {
+    if (out.size() >= 48) break;
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-';
+    out.push_back(ok ? c : '_');
+  }
+  if (out.empty()) out = "_";
+  return out;
+}
+
+std::string segment_name(std::string_view job, std::string_view host, int pid) {
+  return std::string(kSegmentPrefix) + sanitize_component(job) + "." + sanitize_component(host) +
+         "." + std::to_string(pid);
+}
+
+bool parse_segment_name(std::string_view name, std::string* job, std::string* host, int* pid) {
+  std::string_view prefix = kSegmentPrefix;
+  if (name.substr(0, prefix.size()) != prefix) return false;
+  name.remove_prefix(prefix.size());
+  size_t a = name.find('.');
+  if (a == std::string_view::npos) return false;
+  size_t b = name.find('.', a + 1);
+  if (b == std::string_view::npos || name.find('.', b + 1) != std::string_view::npos) return false;
+  std::string_view pid_text = name.substr(b + 1);
+  if (pid_text.empty() || pid_text.size() > 10) return false;
+  long v = 0;
+  for (char c : pid_text) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + (c - '0');
+  }
+  if (v <= 0 || v > 0x7fffffff) return false;
+  if (job) *job = std::string(name.substr(0, a));
+  if (host) *host = std::string(name.substr(a + 1, b - a - 1));
+  if (pid) *pid = static_cast<int>(v);
+  return true;
+}
+
+std::vector<std::string> list_segments(const std::string& dir, std::string_view job,
+                                       std::string_view host) {
+  std::vector<std::string> out;
+  std::string prefix = std::string(kSegmentPrefix) + sanitize_component(job) + ".";
+  if (!host.empty()) prefix += sanitize_component(host) + ".";
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return out;
+  while (dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    if (!parse_segment_name(name, nullptr, nullptr, nullptr)) continue;
+    out.push_back(dir + "/" + name);
+  }
+  ::closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace scout::shm
+
+namespace scout::store {
+
+std::string default_store_path(std::string_view state_dir, std::string_view job, int node_rank,
+                               std::string* error) {
+  auto fail = [&](const char* why) {
+    if (error) *error = why;
+    return std::string();
+  };
+  if (state_dir.empty()) return fail("empty state directory (SCOUT_STATE_DIR)");
+  if (job.empty()) return fail("empty job id");
+  if (node_rank < 0) return fail("negative node rank");
+  std::string dir(state_dir);
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  return dir + "/" + shm::sanitize_component(job) + "/node-" + std::to_string(node_rank) + ".db";
+}
+
+
+}  // namespace scout::store

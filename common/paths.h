@@ -1,0 +1,40 @@
+// Where a job's files live on a node: segment names in the shared-memory directory (written by
+// the plugin, listed by the observer and the tools) and store paths in the state directory
+// (written by scout-observer, found by the scout CLI from --job). One rule for every part.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace scout::shm {
+
+// Reduces a job or host name to the characters allowed in a segment name component:
+// [A-Za-z0-9_-]; others become '_'; at most 48 characters; empty becomes "_".
+std::string sanitize_component(std::string_view s);
+
+// "scout.<job>.<host>.<pid>" with job and host sanitized.
+std::string segment_name(std::string_view job, std::string_view host, int pid);
+
+// Paths of the segments in `dir` whose names start with "scout.<job>." (and, when `host` is not
+// empty, "scout.<job>.<host>."), job and host sanitized as in segment_name(). Sorted by name.
+std::vector<std::string> list_segments(const std::string& dir, std::string_view job,
+                                       std::string_view host = {});
+
+// Parses "scout.<job>.<host>.<pid>" (a file name, no directory); false if it is not one.
+bool parse_segment_name(std::string_view name, std::string* job, std::string* host, int* pid);
+
+}  // namespace scout::shm
+
+namespace scout::store {
+
+// Default store of node `node_rank` of job `job`:
+//   <state_dir>/<job>/node-<node_rank>.db
+// `state_dir` is SCOUT_STATE_DIR (default /tmp/scout); `job` is reduced to [A-Za-z0-9_-] the
+// same way segment names reduce it (shm::sanitize_component), so a job id can never escape
+// state_dir. Returns "" with *error set when job is empty, state_dir is empty or node_rank < 0.
+std::string default_store_path(std::string_view state_dir, std::string_view job, int node_rank,
+                               std::string* error);
+
+}  // namespace scout::store

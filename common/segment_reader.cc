@@ -1,0 +1,266 @@
+// Validated reading of segments: see segment_reader.h and include/scout/shm_format.h.
+#include "common/segment_reader.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/fence.h"
+#include "common/liveness.h"
+
+namespace scout::shm {
+
+namespace {
+
+// Relaxed atomic load of a plain field another process (or the GPU) may be writing.
+template <typename T>
+T load_relaxed(const T& field) {
+  return __atomic_load_n(&field, __ATOMIC_RELAXED);
+}
+
+}  // namespace
+// ---------------------------------------------------------------- SegmentReader
+
+std::unique_ptr<SegmentReader> SegmentReader::open(const std::string& path, std::string* error) {
+  auto fail = [&](const std::string& msg) -> std::unique_ptr<SegmentReader> {
+    if (error) *error = path + ": " + msg;
+    return nullptr;
+  };
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return fail(std::string("cannot open: ") + std::strerror(errno));
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    int e = errno;
+    ::close(fd);
+    return fail(std::string("cannot stat: ") + std::strerror(e));
+  }
+  uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (size < kSegmentHeaderBytes) {
+    ::close(fd);
+    return fail("truncated: " + std::to_string(size) + " bytes, smaller than the header");
+  }
+  void* mem = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+  int map_errno = errno;
+  ::close(fd);
+  if (mem == MAP_FAILED) return fail(std::string("cannot map: ") + std::strerror(map_errno));
+  const auto* h = static_cast<const SegmentHeader*>(mem);
+  auto bad = [&](const std::string& msg) {
+    ::munmap(mem, size);
+    return fail(msg);
+  };
+  uint64_t magic = __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE);
+  if (magic != kSegmentMagic) return bad("not a scout segment (bad magic)");
+  if (h->layout_version != kLayoutVersion) {
+    return bad("layout version " + std::to_string(h->layout_version) + " (this build reads " +
+               std::to_string(kLayoutVersion) + ")");
+  }
+  if (h->header_bytes != kSegmentHeaderBytes || h->record_bytes != kRecordBytes) {
+    return bad("header or record size mismatch");
+  }
+  if (h->max_comms < 1 || h->max_comms > kMaxCommsLimit) return bad("bad max_comms");
+  if (!valid_ring_capacity(h->ring_capacity)) {
+    return bad("bad ring capacity");
+  }
+  if (h->rings_offset != kSegmentHeaderBytes ||
+      h->ring_stride != kCommHeaderBytes + uint64_t(h->ring_capacity) * kRecordBytes) {
+    return bad("bad ring geometry");
+  }
+  uint64_t expect = segment_bytes(h->max_comms, h->ring_capacity);
+  if (h->segment_bytes != expect || size != expect) {
+    return bad("size " + std::to_string(size) + " bytes, header says " +
+               std::to_string(h->segment_bytes) + ", geometry needs " + std::to_string(expect));
+  }
+  std::unique_ptr<SegmentReader> r(new SegmentReader());
+  r->hdr_ = h;
+  r->bytes_ = size;
+  r->max_comms_ = h->max_comms;
+  r->capacity_ = h->ring_capacity;
+  r->stride_ = h->ring_stride;
+  r->path_ = path;
+  return r;
+}
+
+SegmentReader::~SegmentReader() {
+  if (hdr_) ::munmap(const_cast<SegmentHeader*>(hdr_), bytes_);
+}
+
+namespace {
+std::string bounded_str(const char* p, size_t cap) {
+  size_t n = 0;
+  while (n < cap && p[n] != '\0') ++n;
+  return std::string(p, n);
+}
+}  // namespace
+
+SegmentInfo SegmentReader::info() const {
+  SegmentInfo i;
+  i.path = path_;
+  i.layout_version = hdr_->layout_version;
+  i.owner_pid = hdr_->owner_pid;
+  i.owner_start_ticks = hdr_->owner_start_ticks;
+  i.created_ns = hdr_->created_ns;
+  i.max_comms = max_comms_;
+  i.ring_capacity = capacity_;
+  i.n_comms = n_rings();
+  i.abi_version = hdr_->abi_version;
+  i.global_rank = hdr_->global_rank;
+  i.local_rank = hdr_->local_rank;
+  i.world_size = hdr_->world_size;
+  i.cuda_dev = hdr_->cuda_dev;
+  i.job = bounded_str(hdr_->job, sizeof(hdr_->job));
+  i.host = bounded_str(hdr_->host, sizeof(hdr_->host));
+  i.gpu = bounded_str(hdr_->gpu, sizeof(hdr_->gpu));
+  i.plugin_version = bounded_str(hdr_->plugin_version, sizeof(hdr_->plugin_version));
+  i.comms_dropped = hdr_->comms_dropped.load(std::memory_order_relaxed);
+  i.events_bad_handle = hdr_->events_bad_handle.load(std::memory_order_relaxed);
+  i.events_unknown = hdr_->events_unknown.load(std::memory_order_relaxed);
+  i.last_event_ns = hdr_->last_event_ns.load(std::memory_order_relaxed);
+  i.closed_ns = hdr_->closed_ns.load(std::memory_order_relaxed);
+  return i;
+}
+
+uint32_t SegmentReader::n_rings() const {
+  uint32_t n = hdr_->n_comms.load(std::memory_order_acquire);
+  return std::min(n, max_comms_);
+}
+
+bool SegmentReader::comm(uint32_t ring, CommSnapshot* out) const {
+  if (ring >= max_comms_) return false;
+  const char* base = reinterpret_cast<const char*>(hdr_) + kSegmentHeaderBytes + ring * stride_;
+  const auto* ch = reinterpret_cast<const CommHeader*>(base);
+  uint32_t state = ch->state.load(std::memory_order_acquire);
+  if (state != kCommActive && state != kCommFinalized) return false;
+  CommSnapshot& c = *out;
+  c.ring = ring;
+  c.state = state;
+  c.generation = ch->generation;
+  c.comm_hash = ch->comm_hash;
+  c.nranks = ch->nranks;
+  c.rank = ch->rank;
+  c.nnodes = ch->nnodes;
+  c.cuda_dev = ch->cuda_dev;
+  c.name = bounded_str(ch->name, sizeof(ch->name));
+  c.init_ns = ch->init_ns;
+  c.finalize_ns = ch->finalize_ns.load(std::memory_order_relaxed);
+  c.head = ch->head.load(std::memory_order_acquire);
+  c.n_coll = ch->n_coll.load(std::memory_order_relaxed);
+  c.n_p2p = ch->n_p2p.load(std::memory_order_relaxed);
+  c.n_unmatched = ch->n_unmatched.load(std::memory_order_relaxed);
+  c.overwritten_live = ch->overwritten_live.load(std::memory_order_relaxed);
+  c.bad_handles = ch->bad_handles.load(std::memory_order_relaxed);
+  c.foreign_proxy = ch->foreign_proxy.load(std::memory_order_relaxed);
+  c.kernelch_orphans = ch->kernelch_orphans.load(std::memory_order_relaxed);
+  c.api_calls = ch->api_calls.load(std::memory_order_relaxed);
+  c.last_api_ns = ch->last_api_ns.load(std::memory_order_relaxed);
+  c.gpu_clock_offset_ns = ch->gpu_clock_offset_ns.load(std::memory_order_relaxed);
+  c.fp_sampled = ch->fp_sampled.load(std::memory_order_relaxed);
+  c.fp_skipped = ch->fp_skipped.load(std::memory_order_relaxed);
+  c.fp_level = ch->fp_level.load(std::memory_order_relaxed);
+  c.fp_gpu_ns = ch->fp_gpu_ns.load(std::memory_order_relaxed);
+  c.kernel_ns = ch->kernel_ns.load(std::memory_order_relaxed);
+  c.disabled_reason = ch->disabled_reason.load(std::memory_order_relaxed);
+  c.kernelch_extra = ch->kernelch_extra.load(std::memory_order_relaxed);
+  c.ignored_events = ch->ignored_events.load(std::memory_order_relaxed);
+  c.late_matches = ch->late_matches.load(std::memory_order_relaxed);
+  if (c.nranks < 0 || c.rank < 0 || (c.nranks > 0 && c.rank >= c.nranks)) return false;
+  return true;
+}
+
+ReadStatus SegmentReader::read(uint32_t ring, uint64_t index, RecordSnapshot* out) const {
+  if (ring >= max_comms_) return ReadStatus::kInvalid;
+  const char* base = reinterpret_cast<const char*>(hdr_) + kSegmentHeaderBytes + ring * stride_;
+  const auto* ch = reinterpret_cast<const CommHeader*>(base);
+  const auto* slots = reinterpret_cast<const OpRecord*>(base + kCommHeaderBytes);
+  uint64_t head = ch->head.load(std::memory_order_acquire);
+  if (index >= head) return ReadStatus::kNotYet;
+  if (head - index > capacity_) return ReadStatus::kOverwritten;
+  const OpRecord* rec = &slots[index & (capacity_ - 1)];
+  uint64_t s1 = rec->seq.load(std::memory_order_acquire);
+  if (s1 == seq_writing(index)) return ReadStatus::kNotYet;  // claimed, being written
+  if (s1 < seq_valid(index)) return ReadStatus::kNotYet;  // an older record still there
+  if (s1 != seq_valid(index)) return ReadStatus::kOverwritten;
+
+  RecordSnapshot& r = *out;
+  r.index = index;
+  r.key = rec->key;
+  r.kind = rec->kind;
+  r.func = rec->func;
+  r.datatype = rec->datatype;
+  r.api_datatype = rec->api_datatype;
+  r.algo = rec->algo;
+  r.proto = rec->proto;
+  r.n_channels = rec->n_channels;
+  r.n_warps = rec->n_warps;
+  r.flags = rec->flags;
+  r.peer = rec->peer;
+  r.count = rec->count;
+  r.api_count = rec->api_count;
+  r.bytes = rec->bytes;
+  r.group = rec->group;
+  r.api_ns = rec->api_ns;
+  r.launch_ns = rec->launch_ns;
+  r.enqueue_ns = rec->enqueue_ns;
+  r.send_buf = rec->send_buf;
+  r.recv_buf = rec->recv_buf;
+  r.stream = rec->stream;
+  r.thread = rec->thread;
+  // Progress: state first (acquire), then the values it vouches for.
+  r.state = rec->state.load(std::memory_order_acquire);
+  r.ch_started = rec->ch_started.load(std::memory_order_relaxed);
+  r.ch_stopped = rec->ch_stopped.load(std::memory_order_relaxed);
+  r.gpu_start_ns = rec->gpu_start_ns.load(std::memory_order_relaxed);
+  r.gpu_end_ns = rec->gpu_end_ns.load(std::memory_order_relaxed);
+  r.complete_ns = rec->complete_ns.load(std::memory_order_relaxed);
+  r.gpu_start_raw = rec->gpu_start_raw.load(std::memory_order_relaxed);
+  // Fingerprints: status words first (acquire), then the payload they vouch for.
+  uint64_t sw = rec->fp_send_word.load(std::memory_order_acquire);
+  uint64_t rw = rec->fp_recv_word.load(std::memory_order_acquire);
+  r.fp_send_status = fp_status(sw, index);
+  r.fp_recv_status = fp_status(rw, index);
+  r.fp_send = load_relaxed(rec->fp_send);
+  r.fp_recv = load_relaxed(rec->fp_recv);
+  r.send_nan = load_relaxed(rec->send_nan);
+  r.send_inf = load_relaxed(rec->send_inf);
+  r.recv_nan = load_relaxed(rec->recv_nan);
+  r.recv_inf = load_relaxed(rec->recv_inf);
+  r.fp_bytes = load_relaxed(rec->fp_bytes);
+  r.fp_level = load_relaxed(rec->fp_level);
+  r.fp_version = load_relaxed(rec->fp_version);
+  scout::acquire_fence();
+  uint64_t s2 = rec->seq.load(std::memory_order_relaxed);
+  if (s2 != s1) return ReadStatus::kTorn;
+  std::string why;
+  if (!validate_record(r, &why)) return ReadStatus::kInvalid;
+  return ReadStatus::kOk;
+}
+
+bool SegmentReader::owner_alive() const {
+  return process_alive(hdr_->owner_pid, hdr_->owner_start_ticks);
+}
+
+bool validate_record(const RecordSnapshot& r, std::string* why) {
+  auto no = [&](const char* m) {
+    if (why) *why = m;
+    return false;
+  };
+  if (r.kind < kKindColl || r.kind > kKindCeColl) return no("bad kind");
+  if (r.func > kFuncSendRecv && r.func != kFuncUnknown) return no("bad func");
+  if (r.datatype > kTypeFloat8e5m2 && r.datatype != kTypeUnknown) return no("bad datatype");
+  if (r.api_datatype > kTypeFloat8e5m2 && r.api_datatype != kTypeUnknown && r.api_datatype != 0) {
+    return no("bad api datatype");
+  }
+  if (r.algo > kAlgoPat && r.algo != kAlgoUnknown) return no("bad algo");
+  if (r.proto > kProtoSimple && r.proto != kProtoUnknown) return no("bad proto");
+  if (r.n_channels > 64) return no("more than 64 channels");
+  if (r.state > kStateApiOnly) return no("bad state");
+  if (r.ch_started > 64 || r.ch_stopped > 64) return no("channel counts out of range");
+  if (r.fp_send_status > kFpTimedOut || r.fp_recv_status > kFpTimedOut) return no("bad fp status");
+  if (r.kind == kKindColl && r.func > kFuncAllReduce) return no("collective with a p2p func");
+  return true;
+}
+
+}  // namespace scout::shm

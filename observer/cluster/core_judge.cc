@@ -1,0 +1,78 @@
+#include "observer/cluster/core_judge.h"
+
+#include "observer/cluster/job_waits.h"
+#include "observer/model/memory_sink.h"
+#include "observer/detect/fingerprint_check.h"
+#include "observer/detect/metadata_check.h"
+
+namespace scout::obs {
+
+namespace {
+HangConfig deferring(HangConfig c) {
+  c.defer_cross_node = true;
+  return c;
+}
+}  // namespace
+
+CoreJudge::CoreJudge(HangConfig hang) : hang_(deferring(hang)) {}
+
+std::vector<Finding> CoreJudge::judge_digest(const net::DigestDrill& d, const net::Identities& ids, int64_t now_ns) {
+  Model m;
+  Comm& c = m.upsert_comm(CommKey{d.stream.comm_hash, d.stream.nranks}, d.stream.comm_name, 0);
+  std::vector<Finding> out;
+  for (const auto& [seq, votes] : d.votes) {
+    Op op;
+    op.id = OpId{OpClass::kColl, d.stream.func, seq, -1, -1};
+    op.n = d.stream.nranks;
+    for (const net::RankVote& v : votes) {
+      if (v.comm_rank < 0 || v.comm_rank >= op.n) continue;
+      if (c.ranks[v.comm_rank].proc < 0) {
+        Proc p;
+        p.global_rank = v.global_rank;
+        p.node_rank = v.node;
+        if (auto it = ids.find(v.global_rank); it != ids.end()) {
+          p.host = it->second.host;
+          p.pid = it->second.pid;
+          p.gpu = it->second.gpu;
+        } else {
+          p.host = "node-rank " + std::to_string(v.node);
+          p.pid = -v.global_rank - 1;  // unknown: distinct per rank
+        }
+        m.set_member(c, v.comm_rank, m.upsert_proc(p, now_ns), 0, false);
+      }
+      OpSlot& s = op.add(v.comm_rank);
+      s.rec = v.rec;
+      s.final = true;
+    }
+    const MetaOutcome meta = check_metadata(op);
+    if (auto f = desync_finding(m, c, op, meta, now_ns)) out.push_back(std::move(*f));
+    if (auto fp = check_recv_fingerprints(op, true)) {
+      if (auto f = sdc_finding(m, c, op, *fp, now_ns)) out.push_back(std::move(*f));
+    }
+  }
+  return out;
+}
+
+std::vector<Finding> CoreJudge::judge_waits(const std::vector<net::NodeWaits>& waits, int64_t now_ns) {
+  Model m;
+  merge_waits(waits, now_ns, &m);
+  hang_.pass(m, now_ns, board_);
+  return changed();
+}
+
+std::vector<Finding> CoreJudge::all_clear(int64_t now_ns) {
+  if (!open_) return {};
+  Model empty;
+  hang_.pass(empty, now_ns, board_);
+  return changed();
+}
+
+std::vector<Finding> CoreJudge::changed() {
+  MemorySink sink;
+  board_.flush_to(sink);
+  open_ = false;
+  for (const Finding* f : board_.all()) open_ |= f->open;
+  return sink.findings();
+}
+
+}  // namespace scout::obs

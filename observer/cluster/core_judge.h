@@ -1,0 +1,42 @@
+// The leader's Judge (observer/net/drill.h) made of the node-local core's own detectors, so each
+// rule has one implementation (docs/observer-network.md, "Drill-down"):
+//   judge_digest  the records the nodes sent for a disagreeing stream become one Op per
+//                 seqNumber in a scratch Model; metadata agreement (check_metadata,
+//                 desync_finding) and receive-fingerprint agreement (check_recv_fingerprints,
+//                 sdc_finding) decide exactly as for a node-local communicator, with the same
+//                 findings, evidence and dedup keys;
+//   judge_waits   the nodes' wait snapshots become one Model of the whole job (merge_waits) and
+//                 a HangDetector kept across drill-downs runs its pass on it: roots named with
+//                 the absent / stuck / mismatch classification and the wait-for chain across
+//                 nodes, deadlocks, crashes; it closes what no longer holds;
+//   all_clear     no observer reports a stall: the detector's open findings close.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "observer/model/finding_board.h"
+#include "observer/detect/hang.h"
+#include "observer/net/drill.h"
+
+namespace scout::obs {
+
+class CoreJudge : public net::Judge {
+ public:
+  // `hang`: the leader's hang settings (its --hang-timeout; defer_cross_node is forced on, since
+  // a communicator some node did not report on cannot be followed).
+  explicit CoreJudge(HangConfig hang);
+
+  std::vector<Finding> judge_digest(const net::DigestDrill& d, const net::Identities& ids, int64_t now_ns) override;
+  std::vector<Finding> judge_waits(const std::vector<net::NodeWaits>& waits, int64_t now_ns) override;
+  std::vector<Finding> all_clear(int64_t now_ns) override;
+
+ private:
+  std::vector<Finding> changed();  // findings the hang detector changed since the last call
+
+  HangDetector hang_;
+  FindingBoard board_;
+  bool open_ = false;  // some finding of hang_ is open
+};
+
+}  // namespace scout::obs

@@ -1,0 +1,187 @@
+// The observer's live picture of a job: processes, communicators (joined across segments), and
+// per operation key the record of every comm rank that has reported it. Source-agnostic: the
+// node-local ingestion (observer/ingest) feeds it from shared memory; a cross-node layer can feed
+// it the same way with records of remote ranks (members with node_rank != this node).
+//
+// Memory is bounded: an operation is dropped once it is judged (observer/detect keeps only
+// windows of numbers), the per-process GPU timeline keeps kTimelineLen entries, and a
+// communicator holds at most kMaxLiveOps operations (the oldest judged-or-stale are dropped
+// first and counted).
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/segment_reader.h"
+
+namespace scout::obs {
+
+// Liveness of a training process as the observer last saw it.
+enum class ProcState {
+  kRunning,  // owner process alive
+  kExited,   // owner gone and its segment was closed (every communicator finalized)
+  kDead,     // owner gone without closing its segment (crash, kill, or exit without finalize)
+};
+const char* to_string(ProcState s);  // "running", "exited", "dead"
+
+// One training process (one segment, local or remote).
+struct Proc {
+  int id = -1;               // index in Model::procs()
+  int global_rank = -1;      // RANK / OMPI_COMM_WORLD_RANK / ...; -1 unknown
+  int local_rank = -1;
+  std::string host;
+  int pid = 0;
+  std::string gpu;           // GPU UUID or SCOUT_GPU; "" unknown
+  int cuda_dev = -1;
+  int node_rank = 0;         // observer node that reads its segment
+  std::string segment;       // segment path on that node
+  ProcState state = ProcState::kRunning;
+  int64_t first_seen_ns = 0;  // observer clock
+  int64_t last_event_ns = 0;  // CPU time of the latest plugin callback (segment header)
+  int64_t gone_ns = 0;        // observer time the owner was first seen gone; 0 while alive
+  // Recent GPU intervals (start, end) of this process's completed operations on any
+  // communicator, ordered by end (bounded by kTimelineLen, oldest ends dropped): the straggler
+  // detector uses them to tell a rank's own delay from time it spent blocked elsewhere.
+  std::deque<std::pair<int64_t, int64_t>> timeline;
+};
+constexpr size_t kTimelineLen = 256;
+
+// Communicator identity (design brief 3.7: commHash is not guaranteed unique; nranks helps).
+struct CommKey {
+  uint64_t hash = 0;
+  int nranks = 0;
+  auto operator<=>(const CommKey&) const = default;
+};
+
+// Which operation: collectives by (func, NCCL seqNumber); point-to-point by the pair
+// (src comm rank, dst comm rank) and scout's per-pair counter (design brief section 2).
+enum class OpClass : uint8_t { kColl = 0, kP2p = 1 };
+struct OpId {
+  OpClass cls = OpClass::kColl;
+  uint8_t func = 0;  // shm::Func; p2p ops use kFuncSend
+  uint64_t seq = 0;
+  int32_t src = -1;  // p2p: sending comm rank; coll: -1
+  int32_t dst = -1;  // p2p: receiving comm rank; coll: -1
+  auto operator<=>(const OpId&) const = default;
+};
+// "AllReduce #812" / "Send 2->3 #5".
+std::string describe(const OpId& id);
+
+// One participant's part of an operation: participant index = comm rank for collectives; for
+// p2p, 0 is the send side and 1 the recv side.
+struct OpSlot {
+  int index = -1;
+  bool final = false;  // no further update expected (complete, completion unobservable, or lost)
+  bool lost = false;   // the record was overwritten in its ring before it was final
+  shm::RecordSnapshot rec;
+};
+
+// Slots are sparse (only participants that reported), so a communicator of 100k ranks of which
+// 8 are on this node costs 8 slots per operation, not 100k.
+struct Op {
+  OpId id;
+  int n = 0;                    // participants: coll nranks, p2p 2
+  std::vector<OpSlot> slots;    // reported participants, ascending index
+  int64_t first_seen_ns = 0;    // observer clock
+  int64_t last_change_ns = 0;   // observer clock
+  bool meta_judged = false;     // metadata agreement decided (once every slot is present)
+  std::string meta_verdict;     // OpSummary::meta_verdict once judged
+  int present() const { return int(slots.size()); }
+  int n_final() const;
+  int n_complete() const;
+  bool all_present() const { return present() == n; }
+  bool all_final() const { return n_final() == n; }
+  const OpSlot* slot(int index) const;
+  OpSlot* slot(int index);
+  OpSlot& add(int index);  // inserts (sorted) or returns the existing slot
+  // Comm rank of participant `index` (coll: index; p2p: src for 0, dst for 1).
+  int comm_rank(int index) const { return id.cls == OpClass::kColl ? index : (index == 0 ? id.src : id.dst); }
+  // Participant index of comm rank `rank`, -1 if it does not take part.
+  int index_of(int rank) const;
+};
+
+// An operation and when it reached a state on one rank.
+struct OpMark {
+  OpId id;
+  int64_t ns = 0;
+  bool valid = false;
+};
+
+// What one comm rank has done in its communicator (design brief section 5).
+struct RankProgress {
+  int proc = -1;             // Model proc id; -1 while no segment names this rank
+  int64_t init_ns = 0;       // communicator init on this rank
+  bool finalized = false;
+  std::map<uint64_t, OpId> inflight;  // ring index -> matched op enqueued or running, not complete
+  OpMark last_enqueued, last_started, last_completed;
+  uint64_t issued[shm::kNumNumberedFuncs] = {};     // highest collective seqNumber enqueued + 1 per func
+  uint64_t started[shm::kNumNumberedFuncs] = {};    // ... started on the GPU + 1
+  uint64_t completed[shm::kNumNumberedFuncs] = {};  // ... complete + 1
+};
+
+struct Comm {
+  CommKey key;
+  std::string name;
+  int nnodes = 0;
+  std::vector<RankProgress> ranks;  // index = comm rank (size nranks)
+  std::map<OpId, Op> ops;           // live (not yet judged) operations
+  int64_t last_progress_ns = 0;     // latest evidence of progress (record times or observer time)
+  uint64_t ops_complete = 0;        // collectives complete on every rank (judged)
+  uint64_t last_seq[shm::kNumNumberedFuncs] = {};  // highest completed seq + 1 per func
+  uint64_t ops_dropped = 0;         // live ops dropped by the kMaxLiveOps bound
+  uint64_t records_lost = 0;        // records overwritten before they were final
+  bool members_known() const;       // every comm rank maps to a process
+  bool finalized() const;           // every rank finalized
+};
+constexpr size_t kMaxLiveOps = 16384;
+
+// The whole picture. Not thread-safe: one observer thread owns it.
+class Model {
+ public:
+  // Finds or adds the process (host, pid); fills identity fields from `p` when adding.
+  int upsert_proc(const Proc& p, int64_t now_ns);
+  Proc& proc(int id) { return procs_[id]; }
+  const Proc& proc(int id) const { return procs_[id]; }
+  const std::vector<Proc>& procs() const { return procs_; }
+  std::vector<Proc>& procs() { return procs_; }
+
+  // Finds or adds a communicator; name and nnodes are taken from the first caller that has one.
+  Comm& upsert_comm(const CommKey& key, const std::string& name, int nnodes);
+  // Says that comm rank `rank` of `c` is process `proc` (a later init of the same rank replaces
+  // an earlier one: a restarted process).
+  void set_member(Comm& c, int rank, int proc, int64_t init_ns, bool finalized);
+
+  // Applies one record of comm rank `rank` of `c` (first sighting or an update of an earlier
+  // snapshot). Returns the op it belongs to, or nullptr for records scout does not match across
+  // ranks (unmatched kinds, out-of-range peers; counted in unmatched()). `now_ns` is the observer
+  // clock; progress times come from the record's CPU times when it is new, else from `now_ns`.
+  Op* apply(Comm& c, int rank, const shm::RecordSnapshot& r, int64_t now_ns);
+  // A record of `rank` with ring index `index` was overwritten before it was final: forget it
+  // as in flight (it can no longer be followed).
+  void lost(Comm& c, int rank, uint64_t index);
+  // Drops a judged operation.
+  void drop(Comm& c, const OpId& id);
+
+  std::map<CommKey, Comm>& comms() { return comms_; }
+  const std::map<CommKey, Comm>& comms() const { return comms_; }
+  Comm* find_comm(const CommKey& k);
+  uint64_t unmatched() const { return unmatched_; }
+
+  // True when `r` is final: complete (or completion unobservable) with no pending fingerprint.
+  static bool is_final(const shm::RecordSnapshot& r);
+  // True when `r` can be in flight: enqueued or running with KernelCh timing available.
+  static bool is_inflight(const shm::RecordSnapshot& r);
+
+ private:
+  std::vector<Proc> procs_;
+  std::map<std::pair<std::string, int>, int> proc_index_;
+  std::map<CommKey, Comm> comms_;
+  uint64_t unmatched_ = 0;
+};
+
+}  // namespace scout::obs

@@ -1,0 +1,140 @@
+#include "observer/pipeline/observer.h"
+
+#include "scout/version.h"
+
+namespace scout::obs {
+
+namespace {
+IngestOptions ingest_options(const ObserverOptions& o) {
+  IngestOptions i;
+  i.shm_dir = o.shm_dir;
+  i.job = o.job;
+  i.host = o.host;
+  i.node_rank = o.node_rank;
+  i.liveness = o.liveness;
+  i.log = o.log;
+  return i;
+}
+}  // namespace
+
+Observer::Observer(ObserverOptions opt, Sink* sink)
+    : opt_(std::move(opt)),
+      sink_(sink),
+      ingest_(ingest_options(opt_)),
+      judge_(opt_.judge),
+      equiv_(opt_.equiv),
+      straggler_(opt_.straggler),
+      slowlink_(opt_.slowlink),
+      hang_(opt_.hang) {}
+
+void Observer::pass(int64_t now_ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (started_ns_ == 0) started_ns_ = now_ns;
+  passes_++;
+  ingest_.pass(model_, now_ns);
+  if (cross_node_) {
+    CrossNodeIo io{model_, board_, straggler_, now_ns, hung_};
+    cross_node_(io);
+  }
+  JudgeOutput out;
+  judge_.pass(model_, now_ns, board_, &out);
+  for (const JudgedOp& j : out.judged) {
+    nan_.observe(model_, j, now_ns, board_);
+    equiv_.observe(model_, j, now_ns, board_);
+    straggler_.observe(model_, j);
+    slowlink_.observe(model_, j);
+  }
+  hang_.pass(model_, now_ns, board_);
+  straggler_.evaluate(model_, now_ns, board_);
+  slowlink_.evaluate(model_, now_ns, board_);
+  write(now_ns, out);
+  reclaim(now_ns);
+}
+
+void Observer::write(int64_t now_ns, JudgeOutput& out) {
+  JobInfo job;
+  job.job = opt_.job;
+  job.nodes = opt_.nodes;
+  job.node_rank = opt_.node_rank;
+  job.started_ns = started_ns_;
+  job.updated_ns = now_ns;
+  job.observer_version = kVersion;
+  sink_->put_job(job);
+
+  std::vector<RankInfo> ranks;
+  for (const Proc& p : model_.procs()) {
+    RankInfo r;
+    r.global_rank = p.global_rank;
+    r.local_rank = p.local_rank;
+    r.host = p.host;
+    r.pid = p.pid;
+    r.gpu = p.gpu;
+    r.cuda_dev = p.cuda_dev;
+    r.node_rank = p.node_rank;
+    r.segment = p.segment;
+    r.state = to_string(p.state);
+    r.first_seen_ns = p.first_seen_ns;
+    r.last_event_ns = p.last_event_ns;
+    ranks.push_back(r);
+  }
+  sink_->put_ranks(ranks);
+
+  std::vector<CommInfo> comms;
+  hung_ = false;
+  for (const auto& [k, c] : model_.comms()) {
+    CommInfo ci;
+    ci.comm_hash = k.hash;
+    ci.name = c.name;
+    ci.nranks = k.nranks;
+    ci.nnodes = c.nnodes;
+    for (const RankProgress& r : c.ranks) ci.global_ranks.push_back(r.proc >= 0 ? model_.proc(r.proc).global_rank : -1);
+    ci.ops_complete = c.ops_complete;
+    for (int f = 0; f < shm::kNumNumberedFuncs; ++f) ci.last_seq[f] = c.last_seq[f];
+    ci.last_progress_ns = c.last_progress_ns;
+    ci.state = hang_.comm_state(c, now_ns);
+    hung_ |= ci.state == "hung";
+    comms.push_back(ci);
+  }
+  sink_->put_comms(comms);
+  if (!out.summaries.empty() || !out.timings.empty()) sink_->put_ops(out.summaries, out.timings);
+  board_.flush_to(*sink_);
+  sink_->flush();
+}
+
+void Observer::reclaim(int64_t now_ns) {
+  if (opt_.reclaim_after_ns < 0) return;
+  for (const Ingestor::SegmentView& v : ingest_.segments()) {
+    if (!v.owner_gone || !v.drained || v.proc < 0) continue;
+    if (now_ns - v.last_event_ns < opt_.reclaim_after_ns) continue;
+    if (hang_.holds_evidence(v.proc)) continue;  // a crash decision about it is still pending
+    bool live = false;
+    for (const auto& [k, c] : model_.comms()) {
+      for (int r = 0; r < int(c.ranks.size()) && !live; ++r) {
+        if (c.ranks[r].proc != v.proc) continue;
+        for (const auto& [id, op] : c.ops) {
+          if (op.slot(op.index_of(r))) live = true;
+        }
+      }
+    }
+    if (live) continue;  // some of its records are not judged yet
+    if (ingest_.reclaim(v.path) && opt_.log) opt_.log("reclaimed " + v.path);
+  }
+}
+
+std::string Observer::stats_line() const {
+  IngestStats s = ingest_.stats();
+  const JudgeStats& j = judge_.stats();
+  size_t open = 0;
+  for (const Finding* f : board_.all()) open += f->open;
+  return "passes " + std::to_string(passes_) + ", segments " + std::to_string(ingest_.attached()) +
+         " attached / " + std::to_string(s.segments_rejected) + " rejected / " +
+         std::to_string(s.segments_faulted) + " faulted / " + std::to_string(s.segments_reclaimed) +
+         " reclaimed, records " + std::to_string(s.records.read) + " read / " +
+         std::to_string(s.records.gaps) + " overwritten unread / " + std::to_string(s.records.lost_inflight) +
+         " lost in flight / " + std::to_string(s.records.invalid) + " invalid / " +
+         std::to_string(s.records.torn) + " torn reads, ops " + std::to_string(j.judged) + " judged (" +
+         std::to_string(j.partial) + " partial), findings " + std::to_string(board_.size()) + " (" +
+         std::to_string(open) + " open)";
+}
+
+}  // namespace scout::obs

@@ -1,0 +1,91 @@
+// One observer's loop body: a pass reads what the plugin wrote, judges it and writes to the
+// Sink. The binary (observer/bin/scout-observer.cc) calls pass() every interval; tests call it
+// with synthetic clocks.
+//
+// A pass, in order:
+//   1. ingest        discover segments of the job on this node, read every ring into the Model;
+//   2. cross-node    optional step (set_cross_node_step): the observer network
+//                    (observer/cluster/cross_node.h) captures what it compares across nodes, hands
+//                    this node's findings to the network and applies what came back: the
+//                    leader's job-wide findings, cross-node lateness for the straggler windows;
+//   3. judge         metadata and fingerprint consensus of finished operations (desync, sdc),
+//                    summaries for the store; judged operations leave the Model;
+//   4. windows       NaN origin, equivalent communicators, straggler and slow-link windows;
+//   5. hangs         wait-for analysis (hang, deadlock, crash), then straggler/slow-link verdicts;
+//   6. write         job, ranks, communicators, operations and changed findings to the Sink;
+//   7. reclaim       unlink segments whose owner is gone once everything in them is judged.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+
+#include "observer/model/finding_board.h"
+#include "observer/model/model.h"
+#include "observer/pipeline/options.h"
+#include "observer/detect/equiv.h"
+#include "observer/detect/hang.h"
+#include "observer/detect/nan_origin.h"
+#include "observer/detect/op_judge.h"
+#include "observer/detect/slowlink.h"
+#include "observer/detect/straggler.h"
+#include "observer/ingest/ingestor.h"
+#include "observer/model/sink.h"
+
+namespace scout::obs {
+
+class Observer {
+ public:
+  // `sink` must outlive the observer.
+  Observer(ObserverOptions opt, Sink* sink);
+
+  // One pass at observer time `now_ns` (CLOCK_REALTIME ns in production).
+  void pass(int64_t now_ns);
+
+  // Step 2 of the pass, after local ingestion: what it may read and update.
+  struct CrossNodeIo {
+    Model& model;
+    FindingBoard& board;
+    StragglerDetector& straggler;
+    int64_t now_ns;
+    bool hung;  // the previous pass left a communicator of this node hung (hang timeout passed)
+  };
+  using CrossNodeStep = std::function<void(CrossNodeIo& io)>;
+  void set_cross_node_step(CrossNodeStep step) { cross_node_ = std::move(step); }
+
+  // Held for the duration of every pass: another thread (the network agent, through ModelView
+  // in observer/core/model_view.h) reads the Model under it.
+  std::mutex& mutex() { return mu_; }
+
+  const Model& model() const { return model_; }
+  const FindingBoard& findings() const { return board_; }
+  IngestStats ingest_stats() const { return ingest_.stats(); }
+  const JudgeStats& judge_stats() const { return judge_.stats(); }
+  uint64_t passes() const { return passes_; }
+  // One line of counters (segments, records read/lost/rejected, ops judged, findings).
+  std::string stats_line() const;
+
+ private:
+  void write(int64_t now_ns, JudgeOutput& out);
+  void reclaim(int64_t now_ns);
+
+  ObserverOptions opt_;
+  Sink* sink_;
+  Model model_;
+  FindingBoard board_;
+  Ingestor ingest_;
+  OpJudge judge_;
+  NanOrigin nan_;
+  EquivChecker equiv_;
+  StragglerDetector straggler_;
+  SlowLinkDetector slowlink_;
+  HangDetector hang_;
+  CrossNodeStep cross_node_;
+  int64_t started_ns_ = 0;
+  uint64_t passes_ = 0;
+  bool hung_ = false;  // some communicator's state was "hung" at the last write
+  std::mutex mu_;
+};
+
+}  // namespace scout::obs
