@@ -1,4 +1,4 @@
-// The digest protocol of the observer network (design brief section 7; the full specification
+// The digest protocol of the observer network (the full specification
 // with sizes and costs is docs/observer-network.md, "Digest round").
 //
 // Once per interval every observer calls DigestExchange::round(). In healthy operation a round is

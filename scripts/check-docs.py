@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""Checks that scout's sources and docs cite only what the repository ships.
+
+  citations  no comment or page cites a document outside the repository: a numbered section of
+             an NCCL notes file kept elsewhere, the project's planning notes, a sibling folder
+             of the checkout, or a tracker number. NCCL facts are cited as
+             docs/nccl-notes.md §x.y or as an NCCL source path; our own rules as a docs/ page.
+             The observer network's digests (our data structure) are not citations and pass.
+  paths      every repository path written in backticks or as a relative link in docs/*.md,
+             README.md and replay/README.md exists (a file, or a folder when it ends in "/").
+
+Exit status 0 when clean; 1 with one line per offence (file:line: text).
+Usage: scripts/check-docs.py [citations|paths]...   (both when none is given)
+"""
+import os
+import re
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SOURCE_DIRS = ("common", "plugin", "observer", "replay", "include", "scripts", "test", "docs")
+SOURCE_FILES = ("Makefile", "README.md")
+SOURCE_EXT = (".cc", ".h", ".cu", ".cuh", ".sh", ".py", ".md", ".def", ".map", ".mk", ".txt")
+
+# Kept as separate pieces so that this file does not match itself.
+W_DIGEST, W_DESIGN, W_BRIEF, W_ISSUE = "dig" + "est", "des" + "ign", "bri" + "ef", "iss" + "ue"
+CITATION = re.compile(
+    r"\b" + W_DIGEST + r"(?:'s\b|\s+(?:sections?\s+)?\d)"      # a numbered section of the notes
+    r"|\breference\s+" + W_DIGEST +                              # "the reference ..."
+    r"|\b" + W_DESIGN + r"\s+" + W_BRIEF + r"\b"                 # the planning notes
+    r"|\.\./shared\b|\bshared/(?:reference|design)/"            # a folder outside the checkout
+    r"|\b" + W_ISSUE + r"\s*#\s*\d|\b" + W_ISSUE + r"\s+\d",    # a tracker number
+    re.IGNORECASE)
+
+DOC_PAGES = ["README.md", "replay/README.md"]
+TOP = ("common/", "plugin/", "observer/", "replay/", "include/", "scripts/", "test/", "docs/")
+BACKTICK = re.compile(r"`([^`\n]+)`")
+LINK = re.compile(r"\]\(([^)\s#]+)(?:#[^)]*)?\)")
+
+
+def source_files():
+    for name in SOURCE_FILES:
+        if os.path.isfile(os.path.join(ROOT, name)):
+            yield name
+    for d in SOURCE_DIRS:
+        for dirpath, dirnames, filenames in os.walk(os.path.join(ROOT, d)):
+            rel = os.path.relpath(dirpath, ROOT)
+            if rel.startswith("test/fixtures"):
+                dirnames[:] = []
+                continue
+            for f in sorted(filenames):
+                if f.endswith(SOURCE_EXT) or f == "Makefile":
+                    yield os.path.join(rel, f)
+
+
+def lines_of(rel):
+    try:
+        with open(os.path.join(ROOT, rel), encoding="utf-8") as f:
+            return f.read().split("\n")
+    except (OSError, UnicodeDecodeError):
+        return []
+
+
+def check_citations():
+    bad = []
+    for rel in source_files():
+        for n, line in enumerate(lines_of(rel), 1):
+            if CITATION.search(line):
+                bad.append("%s:%d: cites a document outside the repository: %s" % (rel, n, line.strip()))
+    return bad
+
+
+def path_candidates(token):
+    """Repository paths a backticked token names, or [] when it is not a path."""
+    token = token.strip()
+    if " " in token or any(c in token for c in "*<>{}$|?[]"):
+        return []
+    token = re.sub(r":\d+(?:-\d+)?$", "", token)   # file:line
+    if token.startswith("scout/") and token.endswith(".h"):
+        return ["include/" + token]
+    if token.startswith(TOP) or token == "Makefile":
+        return [token]
+    return []
+
+
+def check_paths():
+    bad = []
+    pages = sorted("docs/" + f for f in os.listdir(os.path.join(ROOT, "docs")) if f.endswith(".md"))
+    for rel in pages + DOC_PAGES:
+        base = os.path.dirname(rel)
+        for n, line in enumerate(lines_of(rel), 1):
+            for token in BACKTICK.findall(line):
+                for p in path_candidates(token):
+                    if not os.path.exists(os.path.join(ROOT, p.rstrip("/"))):
+                        bad.append("%s:%d: no such path in the repository: %s" % (rel, n, p))
+            for target in LINK.findall(line):
+                if re.match(r"[a-z]+:", target) or target.startswith("/"):
+                    continue
+                if not os.path.exists(os.path.normpath(os.path.join(ROOT, base, target))):
+                    bad.append("%s:%d: link to a missing file: %s" % (rel, n, target))
+    return bad
+
+
+def main():
+    modes = [a for a in sys.argv[1:]] or ["citations", "paths"]
+    bad = []
+    for m in modes:
+        if m == "citations":
+            bad += check_citations()
+        elif m == "paths":
+            bad += check_paths()
+        else:
+            sys.exit("check-docs: unknown check %r (citations, paths)" % m)
+    for b in bad:
+        print(b)
+    if not bad:
+        print("check-docs: %s: clean" % ", ".join(modes))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
