@@ -72,7 +72,11 @@ def check_citations():
 def path_candidates(token):
     """Repository paths a backticked token names, or [] when it is not a path."""
     token = token.strip()
-    if " " in token or any(c in token for c in "*<>{}$|?[]"):
+    m = re.search(r"\{([^{}]*)\}", token)
+    if m:   # `plugin/core/comm.{h,cc}` names each expansion
+        return [p for alt in m.group(1).split(",")
+                for p in path_candidates(token[:m.start()] + alt + token[m.end():])]
+    if " " in token or any(c in token for c in "*<>$|?[]"):
         return []
     token = re.sub(r":\d+(?:-\d+)?$", "", token)   # file:line
     if token.startswith("scout/") and token.endswith(".h"):
