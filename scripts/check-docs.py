@@ -8,9 +8,13 @@
              The observer network's digests (our data structure) are not citations and pass.
   paths      every repository path written in backticks or as a relative link in docs/*.md,
              README.md and replay/README.md exists (a file, or a folder when it ends in "/").
+  refs       every reference into a page names something the page has: docs/nccl-notes.md §x.y
+             a numbered section (§0.N: item N of section 0), docs/X.md#anchor a heading, and
+             docs/X.md, "Heading" (or ("Heading")) a heading containing those words; in
+             sources and pages alike.
 
 Exit status 0 when clean; 1 with one line per offence (file:line: text).
-Usage: scripts/check-docs.py [citations|paths]...   (both when none is given)
+Usage: scripts/check-docs.py [citations|paths|refs]...   (all when none is given)
 """
 import os
 import re
@@ -104,16 +108,86 @@ def check_paths():
     return bad
 
 
+def headings(page, labels=False):
+    """The headings of docs/<page> (text without the leading #s); None if there is no such page.
+    With labels: also the bold lead-ins of paragraphs and list items ("**Cross-node lateness.**")
+    and lines that only announce what follows ("Shared shapes inside evidence:")."""
+    path = os.path.join(ROOT, "docs", page)
+    if not os.path.isfile(path):
+        return None
+    out, fence = [], False
+    for line in lines_of(os.path.join("docs", page)):
+        if line.startswith("```"):
+            fence = not fence
+        elif not fence and re.match(r"#{1,6} ", line):
+            out.append(line.lstrip("#").strip())
+        elif not fence and labels:
+            m = re.match(r"\s*(?:[-*] |\d+\. )?\*\*([^*]+)\*\*", line) or re.match(r"([A-Z][^.|`]*):$", line)
+            if m:
+                out.append(m.group(1).strip())
+    return out
+
+
+def slug(heading):
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to dashes."""
+    h = re.sub(r"[^\w\- ]", "", heading.lower().replace("`", ""))
+    return h.replace(" ", "-")
+
+
+SECTION_REF = re.compile(r"nccl-notes\.md\]?\(?[^§\n]{0,20}§((?:\d+(?:\.\d+)?)(?:(?:,\s*§?|\s+and\s+§?|-§?)\d+(?:\.\d+)?)*)")
+ANCHOR_REF = re.compile(r"(?:docs/)?([a-z][a-z0-9-]*\.md)#([A-Za-z0-9_-]+)")
+TITLE_REF = re.compile(r"docs/([a-z][a-z0-9-]*\.md),?\s*\(?\"([^\"\n;(){}<>]+)\"")
+
+
+def section_exists(num, heads):
+    if num.startswith("0."):
+        return 1 <= int(num[2:]) <= 9
+    return any(re.match(re.escape(num) + r"[. ]", h) for h in heads)
+
+
+def check_refs():
+    bad = []
+    cache = {}
+
+    def heads_of(page, labels=False):
+        if (page, labels) not in cache:
+            cache[(page, labels)] = headings(page, labels)
+        return cache[(page, labels)]
+    for rel in source_files():
+        if rel == "scripts/check-docs.py" or rel.startswith("test/unit/") and rel.endswith(".sh"):
+            continue
+        text = "\n".join(lines_of(rel))
+        # Join comment continuation lines so a reference broken over two lines is still seen.
+        flat = re.sub(r"\n[ \t]*(?://|#|\*)?[ \t]*", " ", text)
+        for m in SECTION_REF.finditer(flat):
+            heads = heads_of("nccl-notes.md") or []
+            for num in re.findall(r"\d+(?:\.\d+)?", m.group(1)):
+                if not section_exists(num, heads):
+                    bad.append("%s: docs/nccl-notes.md has no section §%s" % (rel, num))
+        for m in ANCHOR_REF.finditer(flat):
+            heads = heads_of(m.group(1))
+            if heads is not None and m.group(2) not in [slug(h) for h in heads]:
+                bad.append("%s: %s has no heading for #%s" % (rel, m.group(1), m.group(2)))
+        for m in TITLE_REF.finditer(flat):
+            heads = heads_of(m.group(1), labels=True)
+            want = m.group(2).strip().lower()
+            if heads is not None and not any(want in h.lower() for h in heads):
+                bad.append("%s: %s has no heading \"%s\"" % (rel, m.group(1), m.group(2)))
+    return bad
+
+
 def main():
-    modes = [a for a in sys.argv[1:]] or ["citations", "paths"]
+    modes = [a for a in sys.argv[1:]] or ["citations", "paths", "refs"]
     bad = []
     for m in modes:
         if m == "citations":
             bad += check_citations()
         elif m == "paths":
             bad += check_paths()
+        elif m == "refs":
+            bad += check_refs()
         else:
-            sys.exit("check-docs: unknown check %r (citations, paths)" % m)
+            sys.exit("check-docs: unknown check %r (citations, paths, refs)" % m)
     for b in bad:
         print(b)
     if not bad:
