@@ -26,13 +26,13 @@ SOURCE_FILES = ("Makefile", "README.md")
 SOURCE_EXT = (".cc", ".h", ".cu", ".cuh", ".sh", ".py", ".md", ".def", ".map", ".mk", ".txt")
 
 # Kept as separate pieces so that this file does not match itself.
-W_DIGEST, W_DESIGN, W_BRIEF, W_ISSUE = "dig" + "est", "des" + "ign", "bri" + "ef", "iss" + "ue"
+W_NOTES, W_PLAN1, W_PLAN2, W_TRACKER = "dig" + "est", "des" + "ign", "bri" + "ef", "iss" + "ue"
 CITATION = re.compile(
-    r"\b" + W_DIGEST + r"(?:'s\b|\s+(?:sections?\s+)?\d)"      # a numbered section of the notes
-    r"|\breference\s+" + W_DIGEST +                              # "the reference ..."
-    r"|\b" + W_DESIGN + r"\s+" + W_BRIEF + r"\b"                 # the planning notes
+    r"\b" + W_NOTES + r"(?:'s\b|\s+(?:sections?\s+)?\d)"      # a numbered section of the notes
+    r"|\breference\s+" + W_NOTES +                              # "the reference ..."
+    r"|\b" + W_PLAN1 + r"\s+" + W_PLAN2 + r"\b"                 # the planning notes
     r"|\.\./shared\b|\bshared/(?:reference|design)/"            # a folder outside the checkout
-    r"|\b" + W_ISSUE + r"\s*#\s*\d|\b" + W_ISSUE + r"\s+\d",    # a tracker number
+    r"|\b" + W_TRACKER + r"\s*#\s*\d|\b" + W_TRACKER + r"\s+\d",    # a tracker number
     re.IGNORECASE)
 
 DOC_PAGES = ["README.md", "replay/README.md"]
