@@ -148,7 +148,7 @@ TEST_F(HostileInput, ObserverRefusesAnotherJobsStore) {
   auto rd = scout::store::StoreReader::open(store_);
   ASSERT_TRUE(rd->job());
   EXPECT_EQ(rd->job()->job, "demo");
-  EXPECT_EQ(rd->job()->observer_version, "test");
+  EXPECT_EQ(rd->job()->observer_version, "scout-fixture");
 }
 
 // Row 13: garbage inside a store page is reported by readers and refused by the observer.
@@ -253,8 +253,8 @@ TEST_F(HostileInput, CleanRemovesSegmentsOfDeadProcesses) {
   EXPECT_TRUE(std::filesystem::exists(mine->path()));
   EXPECT_TRUE(std::filesystem::exists(fifo));
   EXPECT_EQ(r.out, "left " + fifo + ": a FIFO, not a regular file: refused\n"
-                   "removed " + dead + " (pid " + std::to_string(child) + " gone, 9.0 KiB)\n"
-                   "scout clean: 1 segments removed (9.0 KiB), 1 of running processes kept, 1 left alone, in " + shm + "\n");
+                   "removed " + dead + " (pid " + std::to_string(child) + " gone, 9.0KiB)\n"
+                   "scout clean: 1 segments removed (9.0KiB), 1 of running processes kept, 1 left alone, in " + shm + "\n");
 }
 
 }  // namespace
