@@ -211,7 +211,9 @@ FUZZ_SRCS_store := observer/store/sqlite.cc observer/store/schema.cc observer/st
                    observer/export/snapshot.cc observer/export/json.cc observer/export/jsonl.cc \
                    observer/export/prometheus.cc observer/export/chrome_trace.cc \
                    observer/model/finding.cc common/names.cc $(FUZZ_COMMON)
-FUZZ_SRCS_flags := observer/pipeline/command_line.cc observer/pipeline/options.cc $(FUZZ_COMMON)
+FUZZ_SRCS_flags := observer/pipeline/command_line.cc observer/pipeline/options.cc observer/detect/equiv.cc \
+                   observer/detect/finding_util.cc observer/detect/vote.cc observer/model/finding.cc \
+                   observer/model/model.cc common/names.cc $(FUZZ_COMMON)
 FUZZ_LIBS_store := -lsqlite3 -lfmt
 fuzz_obj = $(patsubst %.cc,$(FUZZ_DIR)/obj/%.o,$(1))
 
