@@ -15,6 +15,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/paths.h"
 #include "common/segment_writer.h"
 #include "common/utf8.h"
 #include "observer/export/atomic_file.h"
@@ -74,7 +75,7 @@ TEST_F(HostileInput, InvalidUtf8NamesKeepEveryOutputValid) {
   sql("UPDATE ranks SET host = CAST(X'6EC3' AS TEXT) WHERE global_rank = 7;"
       "UPDATE comms SET name = CAST(X'776FFF' AS TEXT) WHERE name = 'world';"
       "UPDATE findings SET comm_name = CAST(X'776FFF' AS TEXT) WHERE comm_name = 'world';");
-  for (const std::string& args : {"status --json", "findings --json", "export --format jsonl",
+  for (std::string args : {"status --json", "findings --json", "export --format jsonl",
                                   "export --format chrome-trace", "export --format prometheus", "status"}) {
     Result r = scout(args + " --store " + store_);
     EXPECT_EQ(r.rc, 0) << args << ": " << r.err;
