@@ -18,13 +18,15 @@
 #include "common/fence.h"
 #include "common/liveness.h"
 #include "common/paths.h"
+#include "common/utf8.h"
 
 namespace scout::shm {
 
 namespace {
 
+// Copies at most cap - 1 bytes, cut at a UTF-8 character boundary (common/utf8.h), and a NUL.
 void copy_cstr(char* dst, size_t cap, std::string_view src) {
-  size_t n = std::min(cap - 1, src.size());
+  size_t n = utf8_prefix_len(src, cap - 1);
   if (n > 0) std::memcpy(dst, src.data(), n);  // an empty view may have a null data()
   dst[n] = '\0';
 }

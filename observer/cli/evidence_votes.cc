@@ -12,7 +12,7 @@ std::string meta_value(const nlohmann::json& v) {
   if (!v.is_object()) return text(v);
   std::string s = "count " + text(at(v, "count")) + " of " + text(at(v, "datatype"));
   const auto& root = at(v, "root");
-  if (root.is_number_integer() && root.get<int64_t>() >= 0) s += ", root " + root.dump();
+  if (root.is_number_integer() && root.get<int64_t>() >= 0) s += ", root " + root.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   return s;
 }
 

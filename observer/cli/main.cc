@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "observer/cli/common.h"
+#include "observer/pipeline/flag_check.h"
 #include "observer/store/sqlite.h"
 #include "scout/version.h"
 
@@ -83,14 +84,15 @@ int main(int argc, char** argv) {
   s_run->add_option("--nodes", nodes, "Observer: number of nodes (observers) in the job");
   s_run->add_option("--node-rank", node_rank, "Observer: this node's rank (also selects the store)");
   s_run->add_option("--rdzv", rdzv, "Observer: rendezvous, file:DIR or redis:HOST:PORT");
-  s_run->add_option("--hang-timeout", hang_timeout, "Observer: seconds without progress before a hang");
+  s_run->add_option("--hang-timeout", hang_timeout, "Observer: seconds without progress before a hang")
+      ->check(obs::finite_range(0.1, 86400.0));
   s_run->add_option("--interval", interval, "Observer: analysis interval in ms");
   s_run->add_option("--observer-arg", run.observer_args, "Any other flag for scout-observer, one per use: --observer-arg=--once")
       ->allow_extra_args(false);
   s_run->add_option("--start-timeout", run.start_timeout_s, "Seconds to wait for the observer's first pass before COMMAND starts")
-      ->check(CLI::Range(0.0, 3600.0));
+      ->check(obs::finite_range(0.0, 3600.0));
   s_run->add_option("--stop-timeout", run.stop_timeout_s, "Seconds the observer gets to flush after COMMAND ends")
-      ->check(CLI::Range(0.0, 3600.0));
+      ->check(obs::finite_range(0.0, 3600.0));
   s_run->add_flag("--keep-segments", run.keep_segments,
                   "Keep the job's shared-memory segments after the observer's final pass (for scout dump)");
   s_run->add_option("command", run.command, "COMMAND and its arguments, after --")->required();
@@ -103,6 +105,11 @@ int main(int argc, char** argv) {
   s_dump->add_option("--host", dump.host, "Only segments of this host (default: every host)");
   s_dump->add_flag("--no-ops", dump.no_ops, "Segment and communicator lines only");
   s_dump->add_option("--ring", dump.ring, "Only this ring (communicator slot)")->check(CLI::Range(0, kMaxCount));
+
+  CleanOptions clean;
+  CLI::App* s_clean = app.add_subcommand("clean", "Remove the segments of processes that are gone");
+  s_clean->add_option("--dir", clean.dir, "Directory of the segments (default: SCOUT_SHM_DIR, /dev/shm)");
+  s_clean->add_option("--job", clean.job, "Only this job's segments (default: every job)");
 
   std::string hash_path;
   CLI::App* s_hash = app.add_subcommand("hash", "Fingerprint of a file's bytes (16 hex digits)");
@@ -133,6 +140,7 @@ int main(int argc, char** argv) {
     if (*s_config) return cmd_config(cfg_markdown, cfg_json, std::cout);
     if (*s_hash) return cmd_hash(hash_path, std::cout);
     if (*s_dump) return cmd_dump(dump, std::cout);
+    if (*s_clean) return cmd_clean(clean, std::cout);
     if (*s_run) {
       auto forward = [&](const char* flag, const std::string& v) {
         if (v.empty()) return;

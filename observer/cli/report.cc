@@ -63,7 +63,7 @@ int cmd_report(store::StoreReader& rd, const ReportOptions& o, std::ostream& out
                      {"end_ns", it == mine.end() ? 0 : it->second.end_ns},
                      {"lateness_ns", late ? nlohmann::json(*late) : nlohmann::json(nullptr)}};
       }
-      out << j.dump() << "\n";
+      out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     }
     return kExitOk;
   }

@@ -81,7 +81,7 @@ void print_json(const exporter::Snapshot& s, std::ostream& out) {
     }
   }
   j["findings"] = {{"open", open}, {"closed", closed}, {"open_findings", open_findings}};
-  out << j.dump() << "\n";
+  out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
 }
 
 }  // namespace
@@ -102,6 +102,18 @@ int cmd_status(store::StoreReader& rd, const StatusOptions& o, std::ostream& out
         << fmt_duration(j.updated_ns - j.started_ns) << ")\n";
   } else {
     out << "job (no header yet): as of " << fmt_utc(now) << "\n";
+  }
+  // What the observer could not see: said before anything that may be incomplete because of it.
+  if (s.job && !s.job->warning.empty()) out << "warning: " << s.job->warning << "\n";
+  if (s.job && s.job->records_lost > 0) {
+    out << "warning: " << s.job->records_lost << " of "
+        << (s.job->records_read + s.job->records_lost)
+        << " records lost (ring overwritten before the observer read them): a finding may be "
+           "missing; raise SCOUT_RING_SLOTS or start the observer before the job\n";
+  }
+  if (s.job && s.job->segments_refused > 0) {
+    out << "warning: " << s.job->segments_refused
+        << " segment files refused (see the observer's log)\n";
   }
 
   // Ranks.

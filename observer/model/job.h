@@ -89,6 +89,13 @@ struct JobInfo {
   int64_t started_ns = 0; // observer start
   int64_t updated_ns = 0; // last store update
   std::string observer_version;
+  // Ingestion health (docs/observer.md, "Lost records"), cumulative since the observer started.
+  uint64_t records_read = 0;     // records read from the segments
+  uint64_t records_lost = 0;     // overwritten before this observer read them (also before it
+                                 // attached) or before they were final: a finding may be missing
+  uint64_t records_invalid = 0;  // rejected by validation or abandoned half-written
+  uint64_t segments_refused = 0; // files named like the job's segments that were not read now
+  std::string warning;           // one line on what keeps the observer from seeing the job, or ""
 };
 
 }  // namespace scout::obs

@@ -85,6 +85,8 @@ class Observer {
   int64_t started_ns_ = 0;
   uint64_t passes_ = 0;
   bool hung_ = false;  // some communicator's state was "hung" at the last write
+  std::string warned_;        // ingestion warning last logged
+  uint64_t lost_logged_ = 0;  // records_lost at the last write (a rise is logged)
   std::mutex mu_;
 };
 
