@@ -6,6 +6,9 @@
 // Timing: 160 steps of >= 50 ms put checkpoint N at >= N*50 ms and the fault of step 110 at
 // >= 5.5 s, so the two 1 s cycles after checkpoints 20 and 40 (which begin within 1 s of them)
 // end before the fault; the observer judges a cycle once it ended and its operations are decided.
+#include <signal.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -27,7 +30,7 @@ using scout::testing::run_process;
 using scout::testing::Subprocess;
 using scout::testing::TempDir;
 
-struct Run {
+struct JobRun {
   std::unique_ptr<TempDir> dir;
   std::map<std::string, std::string> env;
   std::string ckpt;
@@ -50,8 +53,8 @@ std::map<std::string, std::string> base_env(const std::string& d) {
 }
 
 // `scout run --job ck` around scout-sim with `sim_args`, watching <dir>/ckpt.
-Run run_job(const std::vector<std::string>& sim_args) {
-  Run r;
+JobRun run_job(const std::vector<std::string>& sim_args) {
+  JobRun r;
   r.dir = std::make_unique<TempDir>();
   const std::string d = r.dir->path();
   fs::create_directories(d + "/shm");
@@ -65,7 +68,7 @@ Run run_job(const std::vector<std::string>& sim_args) {
   return r;
 }
 
-ProcessResult scout(const Run& r, std::vector<std::string> args) {
+ProcessResult scout(const JobRun& r, std::vector<std::string> args) {
   args.insert(args.begin(), build_path("bin/scout"));
   args.push_back("--job");
   args.push_back("ck");
@@ -73,7 +76,7 @@ ProcessResult scout(const Run& r, std::vector<std::string> args) {
 }
 
 // step -> the checkpoint's JSON object of `scout ckpt list --json`.
-std::map<int64_t, nlohmann::json> list(const Run& r) {
+std::map<int64_t, nlohmann::json> list(const JobRun& r) {
   ProcessResult p = scout(r, {"ckpt", "list", "--json"});
   EXPECT_EQ(p.exit_code, 0) << p.err;
   std::map<int64_t, nlohmann::json> m;
@@ -98,7 +101,7 @@ std::vector<std::string> sdc_args(const std::string& format) {
 }
 
 // What every format must show with an sdc at step 110.
-void expect_sdc_run(const Run& r, const std::string& format) {
+void expect_sdc_run(const JobRun& r, const std::string& format) {
   ASSERT_NE(r.result.exit_code, -1) << r.result.err;
   auto m = list(r);
   ASSERT_TRUE(m.count(20) && m.count(40) && m.count(120) && m.count(140)) << format << ": " << states(m)
@@ -120,7 +123,7 @@ void expect_sdc_run(const Run& r, const std::string& format) {
 }
 
 TEST(CkptE2E, MegatronSdcVerifiesEarlyRejectsLateAndDetectsATamperedCertificate) {
-  Run r = run_job(sdc_args("megatron"));
+  JobRun r = run_job(sdc_args("megatron"));
   expect_sdc_run(r, "megatron");
   // The certificate of checkpoint 20 (verified): edit its verdict.
   auto m = list(r);
@@ -148,14 +151,14 @@ TEST(CkptE2E, MegatronSdcVerifiesEarlyRejectsLateAndDetectsATamperedCertificate)
 class EveryFormat : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(EveryFormat, SdcVerifiesEarlyAndRejectsLate) {
-  Run r = run_job(sdc_args(GetParam()));
+  JobRun r = run_job(sdc_args(GetParam()));
   expect_sdc_run(r, GetParam());
 }
 
 INSTANTIATE_TEST_SUITE_P(CkptE2E, EveryFormat, ::testing::Values("dcp", "deepspeed", "hf", "nemo"));
 
 TEST(CkptE2E, HealthyRunVerifiesEveryCheckpointWithTwoCyclesAfterIt) {
-  Run r = run_job({"--ranks", "8", "--tp", "4", "--steps", "160", "--step-ms", "50", "--ckpt-every", "20"});
+  JobRun r = run_job({"--ranks", "8", "--tp", "4", "--steps", "160", "--step-ms", "50", "--ckpt-every", "20"});
   auto m = list(r);
   ASSERT_EQ(m.size(), 8u) << states(m) << r.result.err;
   // Checkpoint 80 is >= 4 s before the end of the job: its two cycles end before it.
@@ -168,7 +171,7 @@ TEST(CkptE2E, HealthyRunVerifiesEveryCheckpointWithTwoCyclesAfterIt) {
 
 TEST(CkptE2E, InconclusiveSdcInATwoRankGroupRejectsToo) {
   // TP 2 and DP 2: the AllReduce of step 111 has two voters, so the sdc is inconclusive.
-  Run r = run_job({"--ranks", "4", "--tp", "2", "--steps", "160", "--step-ms", "50", "--ckpt-every", "20",
+  JobRun r = run_job({"--ranks", "4", "--tp", "2", "--steps", "160", "--step-ms", "50", "--ckpt-every", "20",
                    "--fault", "sdc:rank=1,step=111"});
   auto m = list(r);
   ASSERT_TRUE(m.count(20) && m.count(120) && m.count(140)) << states(m) << r.result.err;
@@ -182,7 +185,7 @@ TEST(CkptE2E, InconclusiveSdcInATwoRankGroupRejectsToo) {
 
 TEST(CkptE2E, DeadVoterLeavesCandidatesWaiting) {
   // Rank 3 dies at step 50: the cycles after checkpoints 20 and 40 miss its votes.
-  Run r = run_job({"--ranks", "8", "--tp", "4", "--steps", "160", "--step-ms", "50", "--ckpt-every", "20",
+  JobRun r = run_job({"--ranks", "8", "--tp", "4", "--steps", "160", "--step-ms", "50", "--ckpt-every", "20",
                    "--fault", "crash:rank=3,step=50", "--timeout", "8"});
   auto m = list(r);
   ASSERT_TRUE(m.count(20) && m.count(40)) << states(m) << r.result.err;
@@ -195,7 +198,7 @@ TEST(CkptE2E, DeadVoterLeavesCandidatesWaiting) {
 }
 
 TEST(CkptE2E, CheckpointHalfWrittenWhenTheJobIsKilledIsNeverACandidate) {
-  Run r = run_job({"--ranks", "8", "--tp", "4", "--steps", "160", "--step-ms", "50", "--ckpt-every", "20",
+  JobRun r = run_job({"--ranks", "8", "--tp", "4", "--steps", "160", "--step-ms", "50", "--ckpt-every", "20",
                    "--ckpt-kill-at", "60"});
   EXPECT_NE(r.result.exit_code, 0);
   ASSERT_TRUE(fs::exists(r.ckpt + "/iter_0000060/__0_0.distcp"));
@@ -215,7 +218,7 @@ TEST(CkptE2E, ObserverRestartKeepsDecidedStatesAndIssuesEachCertificateOnce) {
   const std::string ckpt = d + "/ckpt";
   std::vector<std::string> obs = {build_path("bin/scout-observer"), "--job", "ck", "--interval", "100",
                                   "--ckpt-dir", ckpt};
-  Run view;  // for scout() and list()
+  JobRun view;  // for scout() and list()
   view.env = env;
   auto first = std::make_unique<Subprocess>(obs, env);
   Subprocess sim({build_path("bin/scout-sim"), "--ranks", "8", "--tp", "4", "--steps", "160", "--step-ms", "50",
