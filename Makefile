@@ -46,7 +46,7 @@ LDFLAGS += $(SAN)
 
 # System libraries (Debian packages, see scripts/install-deps.sh).
 GLOO_LIBS := -lgloo -lhiredis
-TOOL_LIBS := -lsqlite3 $(GLOO_LIBS) -lfmt -lxxhash -ldl -lrt
+TOOL_LIBS := -lsqlite3 $(GLOO_LIBS) -lfmt -lxxhash -lcrypto -ldl -lrt
 TEST_LIBS := -lgmock -lgtest_main -lgtest
 BENCH_LIBS := -lbenchmark
 
@@ -55,7 +55,7 @@ BENCH_LIBS := -lbenchmark
 # build/lib/libscout-<folder>.a, and every program links them highest first, so a reference
 # against the direction does not link; scripts/check-layers.py checks the include graph.
 LAYERS := common plugin observer/model observer/ingest observer/detect observer/net replay \
-          observer/pipeline observer/cluster observer/store observer/export observer/cli
+          observer/pipeline observer/cluster observer/store observer/ckpt observer/export observer/cli
 layer_lib = $(BUILD)/lib/libscout-$(subst /,-,$(1)).a
 # Sources of a layer: its .cc files, except programs (bin/) and folders that are layers of their
 # own (observer/*). plugin/abi/exports.cc is the plugin's ABI boundary, linked only into the .so.

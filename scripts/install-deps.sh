@@ -13,6 +13,7 @@ PACKAGES=(
   libgloo-dev libhiredis-dev  # observers' channel (FileStore, RedisStore)
   redis-server            # RedisStore rendezvous in the multi-node test
   libsqlite3-dev sqlite3  # findings store
+  libssl-dev              # SHA-256 of checkpoint certificates (libcrypto)
   libcli11-dev            # command-line parsing
   nlohmann-json3-dev      # JSON output
   prometheus              # promtool check metrics (export test)

@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +17,8 @@
 #include <memory>
 #include <string>
 
+#include "observer/ckpt/certifier.h"
+#include "observer/store/sqlite.h"
 #include "observer/pipeline/command_line.h"
 #include "observer/cluster/cross_node.h"
 #include "observer/pipeline/observer.h"
@@ -92,6 +95,33 @@ int main(int argc, char** argv) {
   }
 
   scout::obs::Observer observer(cl.opt, store.get());
+  // Checkpoint certification (docs/certification.md) when checkpoint directories are given.
+  std::unique_ptr<scout::ckpt::CkptStore> ckpt_store;
+  std::unique_ptr<scout::ckpt::Certifier> certifier;
+  if (!cl.ckpt_dirs.empty()) {
+    try {
+      ckpt_store = scout::ckpt::CkptStore::open_writer(cl.store);
+    } catch (const scout::store::Error& e) {
+      say(e.what());
+      return 2;
+    }
+    scout::ckpt::CertifierOptions co = scout::ckpt::certifier_options(cfg, cl.opt.job, cl.store, cl.ckpt_dirs);
+    co.write_beside = cl.ckpt_write_certificate;
+    co.grace_ns = std::max<int64_t>(co.grace_ns, 2 * cl.opt.interval_ns);
+    co.stale_ns = std::max<int64_t>(co.stale_ns, cl.opt.judge.settle_timeout_ns + co.cycle_ns);
+    if (!cl.quiet) co.log = say;
+    certifier = std::make_unique<scout::ckpt::Certifier>(co, ckpt_store.get());
+    observer.set_after_pass_step([&](const scout::obs::Model& m, const scout::obs::JudgeOutput& out,
+                                     const scout::obs::FindingBoard& board, int64_t now_ns) {
+      certifier->on_pass(m, out, board, now_ns);
+    });
+    if (!cl.quiet) {
+      std::string dirs;
+      for (const auto& d : cl.ckpt_dirs) dirs += (dirs.empty() ? "" : ", ") + d;
+      say("certification: watching " + dirs + ", check cycle " + std::to_string(co.cycle_ns / 1'000'000) +
+          " ms, K " + std::to_string(co.k) + ", certificates in " + co.cert_dir);
+    }
+  }
   // Several nodes: the observer network runs beside the passes (docs/observer-network.md).
   scout::net::RealtimeClock clock;
   std::unique_ptr<scout::obs::CrossNode> network;

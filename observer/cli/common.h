@@ -87,6 +87,14 @@ struct RunOptions {
   std::vector<std::string> command;
 };
 
+// `scout ckpt list|show|latest`.
+struct CkptOptions {
+  std::string action;     // list | show | latest
+  std::string target;     // show: checkpoint path or id
+  bool json = false;
+  bool verified = false;  // latest: only verified checkpoints
+};
+
 // Subcommands. Each writes to `out` and returns the exit code; user errors throw UsageError,
 // store failures throw store::Error.
 int cmd_status(store::StoreReader& rd, const StatusOptions& o, std::ostream& out);
@@ -97,6 +105,10 @@ int cmd_export(store::StoreReader& rd, const ExportOptions& o, std::ostream& out
 int cmd_config(bool markdown, bool json, std::ostream& out);
 int cmd_hash(const std::string& path, std::ostream& out);
 int cmd_run(const RunOptions& o);
+// Checkpoints of the store at `store_path` (docs/cli.md, "scout ckpt"). list: exit 0. show: exit 0,
+// or 1 when the certificate chain is broken; an unknown checkpoint is a UsageError. latest: the
+// path on `out` and exit 0, or why there is none on stderr and exit 1.
+int cmd_ckpt(const std::string& store_path, const CkptOptions& o, std::ostream& out);
 // Dumps every segment it can read; a path that is not a readable segment prints one line
 // "scout: <why>" on stderr and the command goes on, then returns kExitUsage. Throws UsageError
 // when --job finds no segment.

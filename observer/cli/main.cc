@@ -111,6 +111,20 @@ int main(int argc, char** argv) {
   s_clean->add_option("--dir", clean.dir, "Directory of the segments (default: SCOUT_SHM_DIR, /dev/shm)");
   s_clean->add_option("--job", clean.job, "Only this job's segments (default: every job)");
 
+  CkptOptions ck;
+  CLI::App* s_ckpt = app.add_subcommand("ckpt", "Checkpoints and their certification (list, show, latest)");
+  s_ckpt->require_subcommand(1);
+  CLI::App* s_ck_list = s_ckpt->add_subcommand("list", "Every checkpoint seen, with its state");
+  add_store_flags(s_ck_list, &where);
+  s_ck_list->add_flag("--json", ck.json, "JSON lines, one per checkpoint");
+  CLI::App* s_ck_show = s_ckpt->add_subcommand("show", "One checkpoint, its certificate and the chain check");
+  add_store_flags(s_ck_show, &where);
+  s_ck_show->add_option("checkpoint", ck.target, "Checkpoint path or id (scout ckpt list)")->required();
+  s_ck_show->add_flag("--json", ck.json, "One JSON object");
+  CLI::App* s_ck_latest = s_ckpt->add_subcommand("latest", "Path of the newest checkpoint to restart from");
+  add_store_flags(s_ck_latest, &where);
+  s_ck_latest->add_flag("--verified", ck.verified, "Only a verified checkpoint (else: newest not rejected)");
+
   std::string hash_path;
   CLI::App* s_hash = app.add_subcommand("hash", "Fingerprint of a file's bytes (16 hex digits)");
   s_hash->add_option("file", hash_path, "File to fingerprint")->required();
@@ -166,6 +180,10 @@ int main(int argc, char** argv) {
         }
       }
       return cmd_run(run);
+    }
+    if (*s_ckpt) {
+      ck.action = *s_ck_list ? "list" : *s_ck_show ? "show" : "latest";
+      return cmd_ckpt(store_path(where), ck, std::cout);
     }
     auto rd = open_store(where);
     status.selector = store_selector(where);

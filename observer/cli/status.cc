@@ -4,6 +4,7 @@
 #include <map>
 #include <vector>
 
+#include "observer/ckpt/ckpt_store.h"
 #include "observer/cli/common.h"
 #include "observer/cli/format.h"
 #include "observer/cli/words.h"
@@ -85,6 +86,27 @@ void print_json(const exporter::Snapshot& s, std::ostream& out) {
 }
 
 }  // namespace
+
+// "checkpoints: N (V verified, R rejected, C candidates); newest verified: PATH (step S)", only
+// when the observer certified checkpoints (docs/certification.md).
+static void print_checkpoint_line(const std::string& store_path, std::ostream& out) {
+  std::vector<ckpt::Checkpoint> all = ckpt::CkptStore::open_reader(store_path)->checkpoints();
+  if (all.empty()) return;
+  int n[3] = {0, 0, 0};
+  const ckpt::Checkpoint* best = nullptr;
+  for (const auto& c : all) {
+    n[int(c.state)]++;
+    if (c.state == ckpt::State::kVerified &&
+        (!best || c.step > best->step || (c.step == best->step && c.completed_ns > best->completed_ns)))
+      best = &c;
+  }
+  out << "checkpoints: " << all.size() << " (" << n[int(ckpt::State::kVerified)] << " verified, "
+      << n[int(ckpt::State::kRejected)] << " rejected, " << n[int(ckpt::State::kCandidate)] << " candidates); ";
+  if (best)
+    out << "newest verified: " << best->path << " (step " << best->step << ")\n";
+  else
+    out << "none verified yet (scout ckpt list)\n";
+}
 
 int cmd_status(store::StoreReader& rd, const StatusOptions& o, std::ostream& out) {
   exporter::Snapshot s = exporter::load_snapshot(rd, /*with_ops=*/false);
@@ -235,6 +257,7 @@ int cmd_status(store::StoreReader& rd, const StatusOptions& o, std::ostream& out
   if (shown > kMaxFindingLines) {
     out << "  ... and " << (shown - kMaxFindingLines) << " more (scout findings)\n";
   }
+  print_checkpoint_line(rd.path(), out);
   if (open + closed > 0) {
     const std::string sel = o.selector.empty() ? "" : " " + o.selector;
     out << "details: scout explain" << sel << " ID; per-collective table: scout report" << sel << "\n";

@@ -1,6 +1,7 @@
 #include "observer/pipeline/command_line.h"
 #include "observer/pipeline/flag_check.h"
 
+#include <algorithm>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -65,6 +66,10 @@ ParseResult parse_command_line(int argc, const char* const* argv, const config::
   app.add_option("--shm-dir", shm_dir, "directory of the segments (default: SCOUT_SHM_DIR)");
   app.add_option("--equiv", equiv_file, "file declaring equivalent communicators (docs/observer.md)");
   app.add_flag("--quiet", cl.quiet, "print only errors");
+  app.add_option("--ckpt-dir", cl.ckpt_dirs,
+                 "checkpoint directory to watch and certify (repeatable; default: SCOUT_CKPT_DIR, ':'-separated)");
+  app.add_flag("--ckpt-write-certificate", cl.ckpt_write_certificate,
+               "also write scout-certificate.json into each certified checkpoint directory");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
@@ -100,6 +105,14 @@ ParseResult parse_command_line(int argc, const char* const* argv, const config::
   if (!equiv_file.empty() && !load_equiv_file(equiv_file, &cl.opt.equiv, &err)) {
     *message = err;
     return ParseResult::kError;
+  }
+  if (cl.ckpt_dirs.empty()) {
+    size_t b = 0;
+    while (b <= cfg.ckpt_dir.size() && !cfg.ckpt_dir.empty()) {
+      const size_t e = std::min(cfg.ckpt_dir.find(':', b), cfg.ckpt_dir.size());
+      if (e > b) cl.ckpt_dirs.push_back(cfg.ckpt_dir.substr(b, e - b));
+      b = e + 1;
+    }
   }
   if (cl.store.empty()) {
     cl.store = store::default_store_path(cfg.state_dir, cl.opt.job, node_rank, &err);

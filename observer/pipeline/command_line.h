@@ -2,7 +2,7 @@
 //
 //   scout-observer [--job ID] [--store PATH] [--nodes N --node-rank K --rdzv file:DIR|redis:HOST:PORT]
 //                  [--hang-timeout S] [--interval MS] [--once] [--host NAME] [--shm-dir DIR]
-//                  [--equiv FILE] [--quiet]
+//                  [--equiv FILE] [--quiet] [--ckpt-dir DIR]... [--ckpt-write-certificate]
 //
 // Precedence: flag, then the SCOUT_* variable, then the built-in default (docs/observer.md).
 //   --job       SCOUT_JOB_ID, then TORCHELASTIC_RUN_ID, SLURM_JOB_ID, "default" (as the plugin)
@@ -12,12 +12,14 @@
 //   --shm-dir   SCOUT_SHM_DIR
 //   --hang-timeout, --interval: SCOUT_OBSERVER_HANG_TIMEOUT_S, SCOUT_OBSERVER_INTERVAL_MS
 //   --equiv     groups added to those of SCOUT_EQUIV
+//   --ckpt-dir  replaces SCOUT_CKPT_DIR (':'-separated) when given
 // Several nodes (--nodes N > 1) form the observer network (docs/observer-network.md) and need
 // --rdzv; node-rank 0 is the leader.
 #pragma once
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "observer/pipeline/options.h"
 #include "scout/config.h"
@@ -30,6 +32,10 @@ struct CommandLine {
   std::string rdzv;   // as given (validated)
   bool once = false;
   bool quiet = false;
+  // Checkpoint certification (docs/certification.md): directories watched (--ckpt-dir,
+  // repeatable; default: SCOUT_CKPT_DIR split at ':'), and --ckpt-write-certificate.
+  std::vector<std::string> ckpt_dirs;
+  bool ckpt_write_certificate = false;
 };
 
 enum class ParseResult { kOk, kHelp, kError };

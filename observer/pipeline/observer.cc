@@ -49,6 +49,7 @@ void Observer::pass(int64_t now_ns) {
   slowlink_.evaluate(model_, now_ns, board_);
   write(now_ns, out);
   reclaim(now_ns);
+  if (after_pass_) after_pass_(model_, out, board_, now_ns);
 }
 
 void Observer::write(int64_t now_ns, JudgeOutput& out) {

@@ -13,7 +13,8 @@
 //   4. windows       NaN origin, equivalent communicators, straggler and slow-link windows;
 //   5. hangs         wait-for analysis (hang, deadlock, crash), then straggler/slow-link verdicts;
 //   6. write         job, ranks, communicators, operations and changed findings to the Sink;
-//   7. reclaim       unlink segments whose owner is gone once everything in them is judged.
+//   7. reclaim       unlink segments whose owner is gone once everything in them is judged;
+//   8. after-pass    optional step (set_after_pass_step): checkpoint certification.
 #pragma once
 
 #include <cstdint>
@@ -54,6 +55,12 @@ class Observer {
   using CrossNodeStep = std::function<void(CrossNodeIo& io)>;
   void set_cross_node_step(CrossNodeStep step) { cross_node_ = std::move(step); }
 
+  // Step 8, after the write (findings carry their store ids): what this pass judged, for
+  // consumers above the pipeline such as checkpoint certification (observer/ckpt/certifier.h).
+  using AfterPassStep =
+      std::function<void(const Model& model, const JudgeOutput& out, const FindingBoard& board, int64_t now_ns)>;
+  void set_after_pass_step(AfterPassStep step) { after_pass_ = std::move(step); }
+
   // Held for the duration of every pass: another thread (the network agent, through the
   // NodeView of observer/cluster/node_view.h) reads the Model under it.
   std::mutex& mutex() { return mu_; }
@@ -82,6 +89,7 @@ class Observer {
   SlowLinkDetector slowlink_;
   HangDetector hang_;
   CrossNodeStep cross_node_;
+  AfterPassStep after_pass_;
   int64_t started_ns_ = 0;
   uint64_t passes_ = 0;
   bool hung_ = false;  // some communicator's state was "hung" at the last write

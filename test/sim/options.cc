@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "scout/config.h"
+#include "test/sim/checkpoint_writer.h"
 #include "test/sim/layout.h"
 #include "test/sim/workload.h"
 
@@ -191,6 +192,10 @@ ParseStatus parse_options(int argc, const char* const* argv, SimOptions* out, st
   app.add_option("--fault", fault_texts, "KIND:rank=R[,op=N|,step=N][,ms=M][,peer=Q]; repeatable");
   app.add_option("--truth", o.truth, "ground-truth file (JSON lines); default <job>.truth.jsonl");
   app.add_option("--bcast-every", o.bcast_every, "world Broadcast every K steps (0: never)");
+  app.add_option("--ckpt-every", o.ckpt_every, "write a checkpoint after every N steps (0: never)");
+  app.add_option("--ckpt-dir", o.ckpt_dir, "checkpoint directory (needed with --ckpt-every)");
+  app.add_option("--ckpt-format", o.ckpt_format, "checkpoint layout: megatron, dcp, deepspeed, hf or nemo");
+  app.add_option("--ckpt-kill-at", o.ckpt_kill_at, "kill every rank half-way through writing the checkpoint of step N");
   app.add_option("--worker-rank", o.worker_rank)->group("");
   app.add_option("--fabric-fd", o.fabric_fd)->group("");
   try {
@@ -225,6 +230,12 @@ ParseStatus parse_options(int argc, const char* const* argv, SimOptions* out, st
   if (o.step_ms < 0) return fail("--step-ms must be >= 0");
   if (o.timeout_s < 0) return fail("--timeout must be >= 0");
   if (o.bcast_every < 0) return fail("--bcast-every must be >= 0");
+  if (o.ckpt_every < 0) return fail("--ckpt-every must be >= 0");
+  if (o.ckpt_every > 0 && o.ckpt_dir.empty()) return fail("--ckpt-every needs --ckpt-dir");
+  if (!valid_ckpt_format(o.ckpt_format))
+    return fail("--ckpt-format " + o.ckpt_format + ": expected megatron, dcp, deepspeed, hf or nemo");
+  if (o.ckpt_kill_at != 0 && (o.ckpt_every == 0 || o.ckpt_kill_at % o.ckpt_every != 0 || o.ckpt_kill_at > o.steps))
+    return fail("--ckpt-kill-at must name a checkpointed step (a multiple of --ckpt-every, at most --steps)");
   if (o.job.find_first_of(" \t\n/") != std::string::npos) return fail("--job must not contain spaces or '/'");
   Layout layout(o);
   for (const std::string& t : fault_texts) {
@@ -253,6 +264,10 @@ std::vector<std::string> worker_argv(const std::string& exe, const SimOptions& o
                                 "--seed", std::to_string(o.seed),
                                 "--timeout", std::to_string(o.timeout_s),
                                 "--bcast-every", std::to_string(o.bcast_every),
+                                "--ckpt-every", std::to_string(o.ckpt_every),
+                                "--ckpt-dir", o.ckpt_dir,
+                                "--ckpt-format", o.ckpt_format,
+                                "--ckpt-kill-at", std::to_string(o.ckpt_kill_at),
                                 "--worker-rank", std::to_string(rank),
                                 "--fabric-fd", std::to_string(fabric_fd)};
   if (!o.truth.empty()) {

@@ -50,6 +50,10 @@ struct SimOptions {
   std::vector<FaultSpec> faults;
   std::string truth;             // ground-truth file; empty: "<job>.truth.jsonl" if faults given
   int bcast_every = 10;          // world Broadcast every this many steps (step % k == 0)
+  int64_t ckpt_every = 0;        // write a checkpoint after every this many steps (0: never)
+  std::string ckpt_dir;          // where (required with ckpt_every)
+  std::string ckpt_format = "megatron";  // megatron | dcp | deepspeed | hf | nemo
+  int64_t ckpt_kill_at = 0;      // iteration whose checkpoint every rank is killed writing (0: none)
   // Internal (set by the launcher for its workers, hidden from --help):
   int worker_rank = -1;          // >= 0: run as this global rank
   int fabric_fd = -1;            // the shared fabric (memfd) inherited from the launcher

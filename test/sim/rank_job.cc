@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "test/sim/checkpoint_writer.h"
 #include "test/sim/comm_hash.h"
 #include "test/sim/data.h"
 #include "test/sim/futex.h"
@@ -90,6 +91,20 @@ void RankJob::run_step(int64_t step) {
 void RankJob::run_steps() {
   for (int64_t s = 0; s < rc_->opts->steps; ++s) {
     run_step(s);
+    const SimOptions& o = *rc_->opts;
+    if (o.ckpt_every > 0 && (s + 1) % o.ckpt_every == 0) {
+      const RankCoord rc = rc_->layout->coord(rc_->global_rank);
+      CkptRank r;
+      r.dir = o.ckpt_dir;
+      r.format = o.ckpt_format;
+      r.global_rank = rc_->global_rank;
+      r.ranks = o.ranks;
+      r.mp = rc.pp * o.tp + rc.tp;
+      r.mp_size = o.tp * o.pp;
+      r.dp = rc.dp;
+      r.dp_size = o.dp();
+      write_checkpoint(r, s + 1, o.ckpt_kill_at == s + 1);
+    }
     if (rc_->status) rc_->status->steps.store(static_cast<uint64_t>(s + 1), std::memory_order_relaxed);
     sleep_ms(rc_->opts->step_ms);
   }

@@ -1,0 +1,56 @@
+// Watches checkpoint directories and reports each checkpoint once, when its marker appears
+// (observer/ckpt/markers.h has the rules). inotify on the roots and on directories still being
+// written makes a new marker visible at the next observer pass; a full scan every poll period
+// runs regardless, because network file systems do not deliver other hosts' writes to inotify.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "observer/ckpt/markers.h"
+
+namespace scout::ckpt {
+
+struct WatchOptions {
+  std::vector<std::string> roots;   // --ckpt-dir / SCOUT_CKPT_DIR
+  int64_t quiet_ns = 60'000'000'000;   // SCOUT_CKPT_QUIET_S: generic rule
+  int64_t poll_ns = 5'000'000'000;     // SCOUT_CKPT_POLL_S: full scan at least this often
+  bool inotify = true;                 // false: polling only
+};
+
+class Watcher {
+ public:
+  explicit Watcher(WatchOptions o);
+  ~Watcher();
+  Watcher(const Watcher&) = delete;
+  Watcher& operator=(const Watcher&) = delete;
+
+  // Paths already reported (e.g. loaded from the store after a restart) are never reported again.
+  void mark_known(const std::string& path) { known_.insert(path); }
+
+  // Checks the roots at wall time `now_ns`: scans when inotify saw a change, when the poll
+  // period passed, or on the first call. Returns the entries that became complete since the last
+  // report, in scan order. deepspeed and hf entries are reported only once their contents did
+  // not change between two scans (their markers can precede other ranks' last writes).
+  std::vector<Entry> poll(int64_t now_ns);
+
+  bool inotify_active() const { return fd_ >= 0; }
+  uint64_t scans() const { return scans_; }
+
+ private:
+  bool drain_events();
+  void watch(const std::string& dir);
+
+  WatchOptions o_;
+  int fd_ = -1;
+  std::map<std::string, int> watches_;  // dir -> watch descriptor
+  std::set<std::string> known_;
+  std::map<std::string, int64_t> settling_;  // path -> newest mtime at the previous scan
+  int64_t last_scan_ns_ = 0;
+  uint64_t scans_ = 0;
+};
+
+}  // namespace scout::ckpt

@@ -1,0 +1,265 @@
+// The cycle judge (observer/ckpt/cycle.h), the state machine (observer/ckpt/states.h) and the
+// certificate chain (observer/ckpt/certificate.h), on synthetic evidence with known answers.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "observer/ckpt/certificate.h"
+#include "observer/ckpt/cycle.h"
+#include "observer/ckpt/states.h"
+#include "test/support/tmpdir.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace scout::ckpt;
+using scout::testing::TempDir;
+
+constexpr int64_t kSec = 1'000'000'000;
+
+// Two communicators, every comparison agreeing with all voters.
+CycleEvidence healthy() {
+  CycleEvidence ev;
+  for (int i = 0; i < 3; ++i) ev.add(0x11, "tp0", 4, "agree", 4, 1000);
+  ev.add(0x22, "dp0", 2, "agree", 2, 500);
+  ev.add(0x22, "dp0", 2, "not-sampled", 2, 500);
+  ev.add(0x33, "pp0", 2, "n/a", 2, 100);  // ReduceScatter-like: nothing to compare
+  return ev;
+}
+
+TEST(CycleJudge, HealthyCycleIsCleanWithItsNumbers) {
+  CycleVerdict v = judge_cycle(7, kSec, healthy(), true, {}, std::nullopt);
+  EXPECT_EQ(v.status, CycleStatus::kClean);
+  EXPECT_EQ(v.begin_ns, 7 * kSec);
+  EXPECT_EQ(v.end_ns, 8 * kSec);
+  EXPECT_EQ(v.comparisons, 4);
+  EXPECT_EQ(v.comms_ran, 3);
+  EXPECT_EQ(v.comms_covered, 2);
+  EXPECT_EQ(voters_min(v.voters), 2);
+  EXPECT_EQ(voters_median(v.voters), 4.0);  // 2, 4, 4, 4
+  EXPECT_EQ(v.bytes_fingerprinted, 3u * 4000 + 1000);
+}
+
+TEST(CycleJudge, FindingWhoseOperationBeganInTheCycleMakesItDirty) {
+  FindingEvent e{5, "sdc", "inconclusive", 7 * kSec + 300, true, 9 * kSec};
+  FindingEvent later{6, "nan", "attributed", 8 * kSec, true, 9 * kSec};  // next cycle's
+  CycleVerdict v = judge_cycle(7, kSec, healthy(), true, {e, later}, std::nullopt);
+  EXPECT_EQ(v.status, CycleStatus::kDirty);
+  EXPECT_EQ(v.finding_ids, std::vector<int64_t>{5});
+  ASSERT_EQ(v.reasons.size(), 1u);
+  EXPECT_EQ(v.reasons[0], "sdc finding #5 (inconclusive)");
+}
+
+TEST(CycleJudge, MissingVotersOrNoSampleOrNoWatchIsIncomplete) {
+  CycleEvidence ev = healthy();
+  ev.add(0x11, "tp0", 4, "partial", 3, 1000);
+  CycleVerdict v = judge_cycle(1, kSec, ev, true, {}, std::nullopt);
+  EXPECT_EQ(v.status, CycleStatus::kIncomplete);
+  EXPECT_EQ(v.reasons, std::vector<std::string>{"comm tp0: 1 comparisons missed voters"});
+
+  CycleEvidence unsampled;
+  unsampled.add(0x11, "tp0", 4, "agree", 4, 1000);
+  unsampled.add(0x44, "ep0", 2, "not-sampled", 2, 1000);
+  v = judge_cycle(1, kSec, unsampled, true, {}, std::nullopt);
+  EXPECT_EQ(v.status, CycleStatus::kIncomplete);
+  EXPECT_EQ(v.reasons, std::vector<std::string>{"comm ep0: no sampled fingerprint comparison"});
+
+  v = judge_cycle(1, kSec, healthy(), false, {}, std::nullopt);
+  EXPECT_EQ(v.status, CycleStatus::kIncomplete);
+  EXPECT_EQ(v.reasons, std::vector<std::string>{"the observer did not watch the whole cycle"});
+
+  v = judge_cycle(1, kSec, CycleEvidence{}, true, {}, std::nullopt);
+  EXPECT_EQ(v.status, CycleStatus::kIncomplete);
+  EXPECT_EQ(v.reasons, std::vector<std::string>{"no collective operation was judged in it"});
+}
+
+TEST(CycleJudge, DisagreementWinsOverMissingEvidence) {
+  CycleEvidence ev = healthy();
+  ev.add(0x11, "tp0", 4, "attributed", 4, 1000);
+  ev.add(0x22, "dp0", 2, "partial", 1, 500);
+  CycleVerdict v = judge_cycle(1, kSec, ev, true, {}, std::nullopt);
+  EXPECT_EQ(v.status, CycleStatus::kDirty);
+  EXPECT_EQ(v.reasons, std::vector<std::string>{"comm tp0: 1 fingerprint disagreements"});
+}
+
+TEST(CycleJudge, ReplayWhenOnMustRunAndPass) {
+  ReplayCycleResult pass{ReplayStatus::kPass, {"hidden:3"}, {"GPU-a", "GPU-b"}, {}};
+  CycleVerdict v = judge_cycle(1, kSec, healthy(), true, {}, pass);
+  EXPECT_EQ(v.status, CycleStatus::kClean);
+  EXPECT_EQ(v.replay_gpus, (std::vector<std::string>{"GPU-a", "GPU-b"}));
+  v = judge_cycle(1, kSec, healthy(), true, {}, ReplayCycleResult{ReplayStatus::kUnfinished, {}, {}, {}});
+  EXPECT_EQ(v.status, CycleStatus::kIncomplete);
+  EXPECT_EQ(v.reasons, std::vector<std::string>{"the replay cycle did not finish"});
+  v = judge_cycle(1, kSec, healthy(), true, {}, ReplayCycleResult{ReplayStatus::kNone, {}, {}, {}});
+  EXPECT_EQ(v.status, CycleStatus::kIncomplete);
+  v = judge_cycle(1, kSec, healthy(), true, {}, ReplayCycleResult{ReplayStatus::kFail, {}, {}, {42}});
+  EXPECT_EQ(v.status, CycleStatus::kDirty);
+  EXPECT_EQ(v.finding_ids, std::vector<int64_t>{42});
+}
+
+TEST(CycleJudge, JsonRoundTrip) {
+  CycleVerdict v = judge_cycle(3, kSec, healthy(), true, {}, std::nullopt);
+  CycleVerdict w = cycle_from_json(to_json(v));
+  EXPECT_EQ(to_json(w).dump(), to_json(v).dump());
+}
+
+CycleVerdict cycle(int64_t i, CycleStatus s) {
+  CycleVerdict v;
+  v.index = i;
+  v.begin_ns = i * kSec;
+  v.end_ns = (i + 1) * kSec;
+  v.status = s;
+  if (s == CycleStatus::kDirty) {
+    v.reasons = {"the replay cycle failed"};
+    v.finding_ids = {9};
+  }
+  return v;
+}
+
+Checkpoint candidate(int64_t completed_ns) {
+  Checkpoint c;
+  c.id = 1;
+  c.path = "/ck/iter_0000020";
+  c.framework = "megatron";
+  c.step = 20;
+  c.completed_ns = completed_ns;
+  return c;
+}
+
+TEST(States, VerifiedAfterKConsecutiveCleanCyclesThatBeganAfterCompletion) {
+  Checkpoint c = candidate(2 * kSec + 50);
+  EXPECT_FALSE(apply_cycle(c, cycle(2, CycleStatus::kClean), 2, 0));  // began before completion
+  EXPECT_FALSE(apply_cycle(c, cycle(3, CycleStatus::kClean), 2, 0));
+  EXPECT_EQ(c.state, State::kCandidate);
+  EXPECT_TRUE(apply_cycle(c, cycle(4, CycleStatus::kClean), 2, 77));
+  EXPECT_EQ(c.state, State::kVerified);
+  EXPECT_EQ(c.cycles, (std::vector<int64_t>{3, 4}));
+  EXPECT_EQ(c.decided_ns, 77);
+  EXPECT_FALSE(apply_cycle(c, cycle(5, CycleStatus::kDirty), 2, 0));  // final
+  EXPECT_EQ(c.state, State::kVerified);
+}
+
+TEST(States, IncompleteCycleMakesTheCandidateWaitAndRestartsTheRun) {
+  Checkpoint c = candidate(2 * kSec);
+  apply_cycle(c, cycle(2, CycleStatus::kClean), 2, 0);
+  apply_cycle(c, cycle(3, CycleStatus::kIncomplete), 2, 0);
+  EXPECT_EQ(c.state, State::kCandidate);
+  EXPECT_TRUE(c.cycles.empty());
+  apply_cycle(c, cycle(4, CycleStatus::kIncomplete), 2, 0);
+  apply_cycle(c, cycle(5, CycleStatus::kClean), 2, 0);
+  EXPECT_EQ(c.state, State::kCandidate);
+  EXPECT_TRUE(apply_cycle(c, cycle(6, CycleStatus::kClean), 2, 0));
+  EXPECT_EQ(c.cycles, (std::vector<int64_t>{5, 6}));
+}
+
+TEST(States, DirtyCycleRejects) {
+  Checkpoint c = candidate(2 * kSec);
+  EXPECT_TRUE(apply_cycle(c, cycle(2, CycleStatus::kDirty), 2, 0));
+  EXPECT_EQ(c.state, State::kRejected);
+  EXPECT_EQ(c.finding_ids, std::vector<int64_t>{9});
+  EXPECT_EQ(c.reason, "cycle 2 was not clean: the replay cycle failed");
+}
+
+TEST(States, FindingsRejectInsideTheWindowOrWhenOpenAtCompletion) {
+  const int64_t done = 10 * kSec;
+  // Began after completion but after the horizon: not yet.
+  Checkpoint a = candidate(done);
+  FindingEvent after{3, "sdc", "attributed", 12 * kSec, true, 12 * kSec};
+  EXPECT_FALSE(reject_on_findings(a, {after}, 12 * kSec, 0));
+  EXPECT_TRUE(reject_on_findings(a, {after}, 13 * kSec, 5));
+  EXPECT_EQ(a.state, State::kRejected);
+  EXPECT_EQ(a.finding_ids, std::vector<int64_t>{3});
+  EXPECT_EQ(a.reason, "sdc finding #3 (attributed) after it was written");
+  // Began before completion and still open: rejects.
+  Checkpoint b = candidate(done);
+  FindingEvent open{4, "desync", "attributed", 5 * kSec, true, 6 * kSec};
+  EXPECT_TRUE(reject_on_findings(b, {open}, done, 0));
+  EXPECT_EQ(b.reason, "desync finding #4 (attributed) began before it and was open when it was written");
+  // Began before and closed before completion: does not.
+  Checkpoint c = candidate(done);
+  FindingEvent closed{5, "nan", "attributed", 5 * kSec, false, 6 * kSec};
+  EXPECT_FALSE(reject_on_findings(c, {closed}, 20 * kSec, 0));
+  EXPECT_EQ(c.state, State::kCandidate);
+}
+
+std::string slurp(const std::string& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Issues three certificates into `dir` and returns their hashes.
+std::vector<std::string> issue3(const std::string& dir) {
+  std::vector<std::string> h;
+  std::string prev;
+  for (int i = 1; i <= 3; ++i) {
+    Checkpoint c = candidate(i * kSec);
+    c.id = i;
+    c.state = i == 2 ? State::kRejected : State::kVerified;
+    c.reason = "r" + std::to_string(i);
+    nlohmann::json doc = make_certificate("job", i, c, {cycle(i + 1, CycleStatus::kClean)}, prev, 100 + i);
+    std::string err;
+    EXPECT_TRUE(write_atomic(certificate_file(dir, i), doc.dump(2), &err)) << err;
+    prev = doc["sha256"].get<std::string>();
+    h.push_back(prev);
+  }
+  return h;
+}
+
+TEST(Chain, IntactChainVerifies) {
+  TempDir d;
+  auto h = issue3(d.path() + "/certs");
+  ChainCheck r = verify_chain(d.path() + "/certs", h);
+  EXPECT_TRUE(r.intact) << r.problem;
+  EXPECT_EQ(r.certificates, 3);
+  nlohmann::json doc = nlohmann::json::parse(slurp(certificate_file(d.path() + "/certs", 2)));
+  EXPECT_EQ(doc["prev_sha256"], h[0]);
+  EXPECT_EQ(doc["verdict"], "rejected");
+  EXPECT_EQ(doc["checkpoint"]["path"], "/ck/iter_0000020");
+  EXPECT_EQ(certificate_hash(doc), h[1]);
+}
+
+TEST(Chain, EditedCertificateBreaksTheChainAtItsSeq) {
+  TempDir d;
+  const std::string dir = d.path() + "/certs";
+  auto h = issue3(dir);
+  std::string text = slurp(certificate_file(dir, 2));
+  text.replace(text.find("\"rejected\""), 10, "\"verified\"");
+  std::ofstream(certificate_file(dir, 2)) << text;
+  ChainCheck r = verify_chain(dir, h);
+  EXPECT_FALSE(r.intact);
+  EXPECT_EQ(r.broken_seq, 2);
+  EXPECT_NE(r.problem.find("its content does not match its sha256 (edited)"), std::string::npos) << r.problem;
+}
+
+TEST(Chain, RehashedEditStillBreaksAgainstTheNextLinkAndTheStore) {
+  TempDir d;
+  const std::string dir = d.path() + "/certs";
+  auto h = issue3(dir);
+  nlohmann::json doc = nlohmann::json::parse(slurp(certificate_file(dir, 2)));
+  doc["verdict"] = "verified";
+  doc["sha256"] = certificate_hash(doc);  // a careful forger re-hashes the one file
+  std::ofstream(certificate_file(dir, 2)) << doc.dump(2);
+  ChainCheck with_store = verify_chain(dir, h);
+  EXPECT_FALSE(with_store.intact);
+  EXPECT_EQ(with_store.broken_seq, 2);
+  EXPECT_NE(with_store.problem.find("differs from the one the store recorded"), std::string::npos);
+  ChainCheck files_only = verify_chain(dir, {});
+  EXPECT_FALSE(files_only.intact);
+  EXPECT_EQ(files_only.broken_seq, 3);  // the next certificate's prev_sha256 no longer matches
+}
+
+TEST(Chain, RemovedCertificateIsMissing) {
+  TempDir d;
+  const std::string dir = d.path() + "/certs";
+  auto h = issue3(dir);
+  fs::remove(certificate_file(dir, 3));
+  ChainCheck r = verify_chain(dir, h);
+  EXPECT_FALSE(r.intact);
+  EXPECT_EQ(r.broken_seq, 3);
+}
+
+}  // namespace
