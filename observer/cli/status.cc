@@ -84,27 +84,8 @@ void print_json(const exporter::Snapshot& s, std::ostream& out) {
   out << j.dump() << "\n";
 }
 
-}  // namespace
-
-int cmd_status(store::StoreReader& rd, const StatusOptions& o, std::ostream& out) {
-  exporter::Snapshot s = exporter::load_snapshot(rd, /*with_ops=*/false);
-  if (o.json) {
-    print_json(s, out);
-    return kExitOk;
-  }
-  const int64_t now = s.as_of_ns();
-
-  // Job line.
-  if (s.job) {
-    const obs::JobInfo& j = *s.job;
-    out << "job " << j.job << ": node " << j.node_rank << " of " << j.nodes << ", as of "
-        << fmt_utc(now) << " (observer " << j.observer_version << ", up "
-        << fmt_duration(j.updated_ns - j.started_ns) << ")\n";
-  } else {
-    out << "job (no header yet): as of " << fmt_utc(now) << "\n";
-  }
-
-  // Ranks.
+// The ranks line: hosts, counts by state; exited ranks on one line, dead ranks one by one.
+void print_ranks(const exporter::Snapshot& s, int64_t now, std::ostream& out) {
   std::map<std::string, std::vector<int>> hosts;
   std::map<std::string, int> states;
   for (const auto& r : s.ranks) {
@@ -145,7 +126,10 @@ int cmd_status(store::StoreReader& rd, const StatusOptions& o, std::ostream& out
     out << "  ... and " << (dead - listed) << " more (scout status --json)\n";
   }
 
-  // Communicators.
+}
+
+// The communicators line and table, most severe state first.
+void print_comms(const exporter::Snapshot& s, int64_t now, std::ostream& out) {
   std::vector<obs::CommInfo> comms = comms_by_severity(s.comms);
   std::map<int, std::pair<std::string, int>> by_state;
   for (const auto& c : comms) {
@@ -181,8 +165,10 @@ int cmd_status(store::StoreReader& rd, const StatusOptions& o, std::ostream& out
       out << "  ... and " << (comms.size() - kMaxCommLines) << " more (scout status --json)\n";
     }
   }
+}
 
-  // Findings.
+// The findings line and the findings, open ones first; returns the number of findings.
+size_t print_findings(const exporter::Snapshot& s, std::ostream& out) {
   size_t open = 0, closed = 0;
   for (const auto& f : s.findings) (f.open ? open : closed)++;
   out << "findings: " << open << " open, " << closed << " closed\n";
@@ -223,7 +209,33 @@ int cmd_status(store::StoreReader& rd, const StatusOptions& o, std::ostream& out
   if (shown > kMaxFindingLines) {
     out << "  ... and " << (shown - kMaxFindingLines) << " more (scout findings)\n";
   }
-  if (open + closed > 0) {
+  return open + closed;
+}
+
+}  // namespace
+
+int cmd_status(store::StoreReader& rd, const StatusOptions& o, std::ostream& out) {
+  exporter::Snapshot s = exporter::load_snapshot(rd, /*with_ops=*/false);
+  if (o.json) {
+    print_json(s, out);
+    return kExitOk;
+  }
+  const int64_t now = s.as_of_ns();
+
+  // Job line.
+  if (s.job) {
+    const obs::JobInfo& j = *s.job;
+    out << "job " << j.job << ": node " << j.node_rank << " of " << j.nodes << ", as of "
+        << fmt_utc(now) << " (observer " << j.observer_version << ", up "
+        << fmt_duration(j.updated_ns - j.started_ns) << ")\n";
+  } else {
+    out << "job (no header yet): as of " << fmt_utc(now) << "\n";
+  }
+
+  print_ranks(s, now, out);
+  print_comms(s, now, out);
+  const size_t nfindings = print_findings(s, out);
+  if (nfindings > 0) {
     const std::string sel = o.selector.empty() ? "" : " " + o.selector;
     out << "details: scout explain" << sel << " ID; per-collective table: scout report" << sel << "\n";
   }
