@@ -97,7 +97,7 @@ NVCC_GENCODE := -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,cod
                 -gencode arch=compute_100,code=sm_100 -gencode arch=compute_100,code=compute_100
 NVCC_FLAGS := -std=c++17 -O3 -Iinclude -I. $(NVCC_GENCODE)
 
-.PHONY: all test bench install install-headers clean help tests benches check-exports check-layers check-headers
+.PHONY: fuzz fuzzers all test bench install install-headers clean help tests benches check-exports check-layers check-headers
 .DEFAULT_GOAL := all
 
 all: $(PLUGIN) $(BINS) $(SIM_BINS)
@@ -191,6 +191,50 @@ $(SIM_BINS): $$(call obj,$$(filter %/bin/$$(notdir $$@).cc,$$(SIM_BIN_CC)))
 $(TESTS): $$(call obj,$$(filter %/$$(notdir $$@).cc,$$(TEST_CC)))
 $(BENCHES): $$(call obj,$$(filter %/$$(notdir $$@).cc,$$(BENCH_CC)))
 
+# ---------------------------------------------------------------- fuzzing (clang libFuzzer)
+# test/fuzz/<name>_fuzz.cc -> $(BUILD)/fuzz/<name>_fuzz, built with clang++ and
+# -fsanitize=fuzzer,address,undefined from the sources it needs (FUZZ_SRCS_<name>, compiled
+# again with clang for coverage). `make fuzz` runs each target FUZZ_SECONDS on its committed
+# seed corpus (test/fuzz/corpus/<name>) with a per-input time and memory limit
+# (test/fuzz/run-fuzz.sh); any crash fails it.
+FUZZ_CXX ?= clang++
+FUZZ_SECONDS ?= 60
+FUZZ_DIR := $(BUILD)/fuzz
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_CXXFLAGS := -std=c++20 -O1 -g -pthread $(FUZZ_SAN) -fsanitize=fuzzer-no-link -Iinclude -I. \
+                 -DSCOUT_SOURCE_DIR='"$(CURDIR)"' -DSCOUT_BUILD_DIR='"$(abspath $(BUILD))"'
+FUZZ_NAMES := $(patsubst test/fuzz/%_fuzz.cc,%,$(wildcard test/fuzz/*_fuzz.cc))
+FUZZ_BINS := $(foreach n,$(FUZZ_NAMES),$(FUZZ_DIR)/$(n)_fuzz)
+FUZZ_COMMON := common/config.cc common/utf8.cc common/paths.cc common/liveness.cc
+FUZZ_SRCS_segment := common/segment_reader.cc $(FUZZ_COMMON)
+FUZZ_SRCS_store := observer/store/sqlite.cc observer/store/schema.cc observer/store/reader.cc \
+                   observer/export/snapshot.cc observer/export/json.cc observer/export/jsonl.cc \
+                   observer/export/prometheus.cc observer/export/chrome_trace.cc \
+                   observer/model/finding.cc common/names.cc $(FUZZ_COMMON)
+FUZZ_SRCS_flags := observer/pipeline/command_line.cc observer/pipeline/options.cc observer/detect/equiv.cc \
+                   observer/detect/finding_util.cc observer/detect/vote.cc observer/model/finding.cc \
+                   observer/model/model.cc common/names.cc $(FUZZ_COMMON)
+FUZZ_LIBS_store := -lsqlite3 -lfmt
+fuzz_obj = $(patsubst %.cc,$(FUZZ_DIR)/obj/%.o,$(1))
+
+$(FUZZ_DIR)/obj/%.o: %.cc
+	@mkdir -p $(dir $@)
+	$(FUZZ_CXX) $(FUZZ_CXXFLAGS) -MMD -MP -c $< -o $@
+$(FUZZ_DIR)/obj/gen/version.o: $(BUILD)/obj/gen/version.cc
+	@mkdir -p $(dir $@)
+	$(FUZZ_CXX) $(FUZZ_CXXFLAGS) -c $< -o $@
+
+define fuzz_rule
+$(FUZZ_DIR)/$(1)_fuzz: $(call fuzz_obj,test/fuzz/$(1)_fuzz.cc $(FUZZ_SRCS_$(1))) $(FUZZ_DIR)/obj/gen/version.o
+	$(FUZZ_CXX) $(FUZZ_SAN) -fsanitize=fuzzer -pthread -o $$@ $$^ $(FUZZ_LIBS_$(1)) -ldl -lrt
+endef
+$(foreach n,$(FUZZ_NAMES),$(eval $(call fuzz_rule,$(n))))
+
+fuzzers: $(FUZZ_BINS)
+
+fuzz: fuzzers
+	@test/fuzz/run-fuzz.sh $(FUZZ_DIR) $(FUZZ_SECONDS) $(FUZZ_NAMES)
+
 # ---------------------------------------------------------------- top-level targets
 test: tests
 	@scripts/run-tests.sh $(BUILD)
@@ -234,9 +278,11 @@ help:
 	@echo "  check-exports   the plugin exports only its tables (nm -D)"
 	@echo "  check-layers    the include graph follows the layers (docs/architecture.md)"
 	@echo "  check-headers   every installed header compiles alone"
+	@echo "  fuzz            libFuzzer targets (clang), FUZZ_SECONDS each (default 60) on test/fuzz/corpus"
 	@echo "  clean           remove $(BUILD)"
 	@echo "switches: DEBUG=1 (-O0 -g3)  ASAN=1  UBSAN=1  TSAN=1  BUILD=dir  NVCC=path  PREFIX=dir"
 
 FORCE:
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(FUZZ_DIR)/obj -name '*.d' 2>/dev/null)

@@ -17,7 +17,7 @@ std::string hex(uint64_t v) {
 void gap(std::ostream& out, uint32_t ring, uint64_t from, uint64_t to, const char* why,
          DumpStats* st) {
   nlohmann::json g = {{"type", "gap"}, {"ring", ring}, {"from", from}, {"to", to}, {"reason", why}};
-  out << g.dump() << '\n';
+  out << g.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
   st->missing += to - from;
 }
 
@@ -155,12 +155,12 @@ nlohmann::json op_json(uint32_t ring, const RecordSnapshot& r) {
 DumpStats dump_segment(const SegmentReader& r, std::ostream& out, const DumpOptions& opt) {
   DumpStats st;
   SegmentInfo info = r.info();
-  out << segment_json(info, r.owner_alive()).dump() << '\n';
+  out << segment_json(info, r.owner_alive()).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
   for (uint32_t ring = 0; ring < r.n_rings(); ++ring) {
     if (opt.ring >= 0 && int64_t(ring) != opt.ring) continue;
     CommSnapshot c;
     if (!r.comm(ring, &c)) continue;
-    out << comm_json(c).dump() << '\n';
+    out << comm_json(c).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
     st.comms++;
     if (!opt.ops) continue;
     uint64_t first = c.head > info.ring_capacity ? c.head - info.ring_capacity : 0;
@@ -194,7 +194,7 @@ DumpStats dump_segment(const SegmentReader& r, std::ostream& out, const DumpOpti
         gap(out, ring, gap_from, i, gap_why, &st);
         gap_why = nullptr;
       }
-      out << op_json(ring, s).dump() << '\n';
+      out << op_json(ring, s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
       st.ops++;
     }
     if (gap_why != nullptr) gap(out, ring, gap_from, c.head, gap_why, &st);

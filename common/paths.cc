@@ -5,26 +5,52 @@
 #include <dirent.h>
 
 #include <algorithm>
+#include <cstdint>
 
 #include "scout/shm_format.h"
 
 namespace scout::shm {
 
-std::string sanitize_component(std::string_view s) {
-  std::string out;
-  out.reserve(std::min<size_t>(s.size(), 48));
-  for (char c : s) {
-    if (out.size() >= 48) break;
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '_' || c == '-';
-    out.push_back(ok ? c : '_');
+namespace {
+// 64-bit FNV-1a of `s` (names the long components apart; not a security boundary).
+uint64_t fnv1a(std::string_view s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ull;
   }
-  if (out.empty()) out = "_";
+  return h;
+}
+}  // namespace
+
+std::string encode_component(std::string_view s) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(s.size());
+  for (char ch : s) {
+    unsigned char c = static_cast<unsigned char>(ch);
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
+    if (ok) {
+      out.push_back(ch);
+    } else {
+      out.push_back('_');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+  if (out.empty()) return "_";
+  if (out.size() > kMaxComponentChars) {
+    static_assert(kMaxComponentChars > 18);
+    uint64_t h = fnv1a(s);
+    out.resize(kMaxComponentChars - 18);
+    out += "_h";
+    for (int i = 15; i >= 0; --i) out.push_back(kHex[(h >> (4 * i)) & 15]);
+  }
   return out;
 }
 
 std::string segment_name(std::string_view job, std::string_view host, int pid) {
-  return std::string(kSegmentPrefix) + sanitize_component(job) + "." + sanitize_component(host) +
+  return std::string(kSegmentPrefix) + encode_component(job) + "." + encode_component(host) +
          "." + std::to_string(pid);
 }
 
@@ -53,8 +79,8 @@ bool parse_segment_name(std::string_view name, std::string* job, std::string* ho
 std::vector<std::string> list_segments(const std::string& dir, std::string_view job,
                                        std::string_view host) {
   std::vector<std::string> out;
-  std::string prefix = std::string(kSegmentPrefix) + sanitize_component(job) + ".";
-  if (!host.empty()) prefix += sanitize_component(host) + ".";
+  std::string prefix = std::string(kSegmentPrefix) + encode_component(job) + ".";
+  if (!host.empty()) prefix += encode_component(host) + ".";
   DIR* d = ::opendir(dir.c_str());
   if (!d) return out;
   while (dirent* e = ::readdir(d)) {
@@ -83,7 +109,7 @@ std::string default_store_path(std::string_view state_dir, std::string_view job,
   if (node_rank < 0) return fail("negative node rank");
   std::string dir(state_dir);
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-  return dir + "/" + shm::sanitize_component(job) + "/node-" + std::to_string(node_rank) + ".db";
+  return dir + "/" + shm::encode_component(job) + "/node-" + std::to_string(node_rank) + ".db";
 }
 
 

@@ -10,15 +10,21 @@
 
 namespace scout::shm {
 
-// Reduces a job or host name to the characters allowed in a segment name component:
-// [A-Za-z0-9_-]; others become '_'; at most 48 characters; empty becomes "_".
-std::string sanitize_component(std::string_view s);
+// Longest encoded component (job or host) in a segment or store name.
+constexpr size_t kMaxComponentChars = 64;
 
-// "scout.<job>.<host>.<pid>" with job and host sanitized.
+// Encodes a job or host name as a file name component, injectively: [A-Za-z0-9-] stay, every
+// other byte (including '_' and '.') becomes "_" and two lowercase hex digits ("a.b" -> "a_2eb",
+// "a_b" -> "a_5fb"); "" becomes "_". An encoding longer than kMaxComponentChars keeps its first
+// 46 characters followed by "_h" and the 16 hex digits of a 64-bit FNV-1a hash of the whole
+// name (no short encoding contains "_h"). docs/record-format.md, "Segment names".
+std::string encode_component(std::string_view s);
+
+// "scout.<job>.<host>.<pid>" with job and host encoded (encode_component).
 std::string segment_name(std::string_view job, std::string_view host, int pid);
 
 // Paths of the segments in `dir` whose names start with "scout.<job>." (and, when `host` is not
-// empty, "scout.<job>.<host>."), job and host sanitized as in segment_name(). Sorted by name.
+// empty, "scout.<job>.<host>."), job and host encoded as in segment_name(). Sorted by name.
 std::vector<std::string> list_segments(const std::string& dir, std::string_view job,
                                        std::string_view host = {});
 
@@ -31,9 +37,9 @@ namespace scout::store {
 
 // Default store of node `node_rank` of job `job`:
 //   <state_dir>/<job>/node-<node_rank>.db
-// `state_dir` is SCOUT_STATE_DIR (default /tmp/scout); `job` is reduced to [A-Za-z0-9_-] the
-// same way segment names reduce it (shm::sanitize_component), so a job id can never escape
-// state_dir. Returns "" with *error set when job is empty, state_dir is empty or node_rank < 0.
+// `state_dir` is SCOUT_STATE_DIR (default /tmp/scout); `job` is encoded the same way segment
+// names encode it (shm::encode_component), so a job id can never escape state_dir and two job
+// ids never share a store. Returns "" with *error set when job is empty, state_dir is empty or node_rank < 0.
 std::string default_store_path(std::string_view state_dir, std::string_view job, int node_rank,
                                std::string* error);
 

@@ -7,10 +7,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "common/fence.h"
 #include "common/liveness.h"
+#include "common/utf8.h"
+#include "scout/config.h"
 
 namespace scout::shm {
 
@@ -22,26 +27,99 @@ T load_relaxed(const T& field) {
   return __atomic_load_n(&field, __ATOMIC_RELAXED);
 }
 
+const char* file_type(mode_t m) {
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISDIR(m)) return "a directory";
+  if (S_ISCHR(m) || S_ISBLK(m)) return "a device";
+  if (S_ISSOCK(m)) return "a socket";
+  if (S_ISLNK(m)) return "a symbolic link";
+  return "not a regular file";
+}
+
+// The file checks of TrustPolicy, on what fstat() returned for the opened file.
+bool trusted_file(const struct stat& st, const TrustPolicy& trust, std::string* why) {
+  if (!S_ISREG(st.st_mode)) {
+    *why = std::string(file_type(st.st_mode)) + ", not a regular file: refused";
+    return false;
+  }
+  uint32_t uid = static_cast<uint32_t>(st.st_uid);
+  bool owner_ok = uid == static_cast<uint32_t>(::geteuid()) ||
+                  std::find(trust.uids.begin(), trust.uids.end(), uid) != trust.uids.end();
+  if (!owner_ok) {
+    *why = "owned by uid " + std::to_string(uid) + ", not by this user (uid " +
+           std::to_string(::geteuid()) + ") or SCOUT_SHM_TRUSTED_UIDS: refused";
+    return false;
+  }
+  if ((st.st_mode & 077) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
+    *why = std::string("mode ") + mode + " lets other users write or read it (segments are 0600): refused";
+    return false;
+  }
+  // A sparse file: reading its holes through a shared mapping allocates tmpfs pages (the plugin
+  // creates segments with posix_fallocate, fully allocated).
+  uint64_t allocated = static_cast<uint64_t>(st.st_blocks) * 512;
+  if (allocated < static_cast<uint64_t>(st.st_size)) {
+    *why = "sparse: " + std::to_string(allocated) + " of " + std::to_string(st.st_size) +
+           " bytes allocated (segments are fully allocated): refused";
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
+
+TrustPolicy TrustPolicy::from_config() {
+  TrustPolicy p;
+  std::string list = config::load().shm_trusted_uids;
+  size_t i = 0;
+  while (i <= list.size()) {
+    size_t j = list.find(',', i);
+    if (j == std::string::npos) j = list.size();
+    std::string item = list.substr(i, j - i);
+    char* end = nullptr;
+    errno = 0;
+    unsigned long v = item.empty() ? 0 : std::strtoul(item.c_str(), &end, 10);
+    if (!item.empty() && errno == 0 && end && *end == '\0' && item[0] != '-' && v <= 0xfffffffful) {
+      p.uids.push_back(static_cast<uint32_t>(v));
+    }
+    i = j + 1;
+  }
+  return p;
+}
 // ---------------------------------------------------------------- SegmentReader
 
-std::unique_ptr<SegmentReader> SegmentReader::open(const std::string& path, std::string* error) {
+std::unique_ptr<SegmentReader> SegmentReader::open(const std::string& path, std::string* error,
+                                                   const TrustPolicy& trust) {
   auto fail = [&](const std::string& msg) -> std::unique_ptr<SegmentReader> {
     if (error) *error = path + ": " + msg;
     return nullptr;
   };
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return fail(std::string("cannot open: ") + std::strerror(errno));
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY);
+  if (fd < 0) {
+    if (errno == ELOOP) return fail("a symbolic link: refused (segments are regular files)");
+    return fail(std::string("cannot open: ") + std::strerror(errno));
+  }
   struct stat st;
   if (::fstat(fd, &st) != 0) {
     int e = errno;
     ::close(fd);
     return fail(std::string("cannot stat: ") + std::strerror(e));
   }
+  std::string why;
+  if (!trusted_file(st, trust, &why)) {
+    ::close(fd);
+    return fail(why);
+  }
   uint64_t size = static_cast<uint64_t>(st.st_size);
   if (size < kSegmentHeaderBytes) {
     ::close(fd);
     return fail("truncated: " + std::to_string(size) + " bytes, smaller than the header");
+  }
+  if (size > kMaxSegmentBytes) {
+    ::close(fd);
+    return fail("size " + std::to_string(size) + " bytes is beyond any segment's (" +
+                std::to_string(kMaxSegmentBytes) + ")");
   }
   void* mem = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
   int map_errno = errno;
@@ -89,10 +167,11 @@ SegmentReader::~SegmentReader() {
 }
 
 namespace {
+// The NUL-terminated text of a fixed-size field, made valid UTF-8 (the writer may be hostile).
 std::string bounded_str(const char* p, size_t cap) {
   size_t n = 0;
   while (n < cap && p[n] != '\0') ++n;
-  return std::string(p, n);
+  return utf8_clean(std::string_view(p, n));
 }
 }  // namespace
 

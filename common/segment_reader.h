@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "scout/shm_format.h"
 
@@ -76,14 +77,32 @@ struct SegmentInfo {
   int64_t last_event_ns = 0, closed_ns = 0;
 };
 
+// Who may have written a segment the reader trusts. A segment is read only when it is a regular
+// file (not a FIFO, device or symbolic link), owned by the reader's effective uid or one of
+// `uids`, with no permission bits for group or others (the plugin creates it 0600), and fully
+// allocated (a sparse file would make every read allocate tmpfs pages: docs/record-format.md,
+// "Trust").
+struct TrustPolicy {
+  std::vector<uint32_t> uids;  // trusted owners besides geteuid()
+  // The policy of SCOUT_SHM_TRUSTED_UIDS (comma-separated uids; bad entries are ignored).
+  static TrustPolicy from_config();
+};
+
+// Bounds a reader applies before it trusts a header (a hostile file cannot make the reader map
+// or allocate more than this).
+constexpr uint64_t kMaxSegmentBytes = 64ull << 30;
+
 // Read-only view of a segment written by another process. Never writes to it; every access is
 // bounds-checked against the size validated at open.
 class SegmentReader {
  public:
   // Opens and maps `path` read-only and validates the header: magic, layout version, header and
   // record sizes, ring geometry, and that the file is exactly as large as the header says.
+  // Before mapping, the file itself must pass `trust` (TrustPolicy above); it is opened
+  // O_NONBLOCK|O_NOFOLLOW so a FIFO or a link can never block or redirect the reader.
   // Returns nullptr with a one-line *error otherwise.
-  static std::unique_ptr<SegmentReader> open(const std::string& path, std::string* error);
+  static std::unique_ptr<SegmentReader> open(const std::string& path, std::string* error,
+                                             const TrustPolicy& trust = TrustPolicy::from_config());
   ~SegmentReader();
   SegmentReader(const SegmentReader&) = delete;
   SegmentReader& operator=(const SegmentReader&) = delete;

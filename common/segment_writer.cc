@@ -18,13 +18,15 @@
 #include "common/fence.h"
 #include "common/liveness.h"
 #include "common/paths.h"
+#include "common/utf8.h"
 
 namespace scout::shm {
 
 namespace {
 
+// Copies at most cap - 1 bytes, cut at a UTF-8 character boundary (common/utf8.h), and a NUL.
 void copy_cstr(char* dst, size_t cap, std::string_view src) {
-  size_t n = std::min(cap - 1, src.size());
+  size_t n = utf8_prefix_len(src, cap - 1);
   if (n > 0) std::memcpy(dst, src.data(), n);  // an empty view may have a null data()
   dst[n] = '\0';
 }
@@ -103,7 +105,7 @@ std::unique_ptr<SegmentWriter> SegmentWriter::create(const std::string& dir,
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0 && errno == EEXIST) {
     // This pid's segment already exists: ours from an earlier load cycle (NCCL dlopens the
-    // plugin again after the last communicator was destroyed, digest 1.2) is reopened and
+    // plugin again after the last communicator was destroyed, docs/nccl-notes.md §1.2) is reopened and
     // continues with fresh rings; a stale one of an earlier process with the same pid, or one
     // whose geometry differs, is replaced.
     if (auto w = reopen_own(path, max_comms, ring_capacity)) return w;

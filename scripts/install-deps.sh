@@ -19,6 +19,7 @@ PACKAGES=(
   python3                 # small test helpers (fatbin listing)
   binutils                # nm, readelf for the export checks
   procps                  # pgrep/pkill in tests
+  clang                   # make fuzz (libFuzzer with AddressSanitizer/UBSan)
 )
 
 missing=()

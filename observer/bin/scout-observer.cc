@@ -4,7 +4,8 @@
 // docs/observer.md.
 //
 // Exit status: 0 after --once, or after SIGINT/SIGTERM (a final pass is written first);
-// 2 for a usage error or a store that cannot be opened (one line on stderr).
+// 2 for a usage error or a store that cannot be opened (one line on stderr); 3 when store writes
+// failed during the run (each failure was printed; findings may be missing from the store).
 #include <signal.h>
 #include <time.h>
 
@@ -65,6 +66,7 @@ int main(int argc, char** argv) {
   scout::store::WriterOptions wo;
   wo.max_ops = cfg.store_max_ops;
   wo.on_error = say;
+  wo.job = cl.opt.job;
   std::string err;
   auto store = scout::store::StoreWriter::open(cl.store, wo, &err);
   if (!store) {
@@ -121,5 +123,10 @@ int main(int argc, char** argv) {
     if (!cl.quiet) say(network->status_line());
   }
   if (!cl.quiet) say(observer.stats_line());
+  if (store->stats().errors > 0) {
+    say(std::to_string(store->stats().errors) + " store writes failed (" + cl.store +
+        "): findings may be missing from the store");
+    return 3;
+  }
   return 0;
 }

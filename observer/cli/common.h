@@ -71,6 +71,10 @@ struct DumpOptions {
   bool no_ops = false;  // segment and comm lines only
   int64_t ring = -1;    // >= 0: only this ring
 };
+// `scout clean`: the segments in `dir` (default SCOUT_SHM_DIR) of `job` (default: every job).
+struct CleanOptions {
+  std::string dir, job;
+};
 // `scout run`. The job is --job, else the environment's (SCOUT_JOB_ID, TORCHELASTIC_RUN_ID,
 // SLURM_JOB_ID), else a fresh "run-<YYYYmmdd-HHMMSS>-<pid>".
 struct RunOptions {
@@ -97,6 +101,10 @@ int cmd_run(const RunOptions& o);
 // "scout: <why>" on stderr and the command goes on, then returns kExitUsage. Throws UsageError
 // when --job finds no segment.
 int cmd_dump(const DumpOptions& o, std::ostream& out);
+// Removes the segments whose writer process is gone (one line each, then a summary); segments
+// of running processes and files the reader refuses are left. Throws UsageError when `dir`
+// cannot be listed.
+int cmd_clean(const CleanOptions& o, std::ostream& out);
 
 // Entry point of build/bin/scout.
 int main(int argc, char** argv);

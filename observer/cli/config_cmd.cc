@@ -50,7 +50,7 @@ int cmd_config(bool markdown, bool json, std::ostream& out) {
     for (const auto& v : config::registry()) {
       out << nlohmann::json{{"name", v.name}, {"value", value[v.name]}, {"source", source(v.name)},
                             {"section", v.section}}
-                 .dump()
+                 .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
           << "\n";
     }
     return kExitOk;

@@ -28,7 +28,7 @@ bool all_scalars(const nlohmann::json& v) {
 std::string scalar_text(const nlohmann::json& v) {
   if (v.is_string()) return v.get<std::string>();
   if (v.is_null()) return "-";
-  return v.dump();
+  return v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 // A number under a key ending in _ns or _ms, in words; "" when the key has no time unit.
@@ -97,7 +97,7 @@ bool vote_text(const nlohmann::json& g, std::string* out) {
   if (g["value"].is_null()) {
     value = "(no operation)";
   } else if (!op_text(g["value"], &value)) {
-    value = g["value"].is_primitive() ? scalar_text(g["value"]) : g["value"].dump();
+    value = g["value"].is_primitive() ? scalar_text(g["value"]) : g["value"].dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
   *out = (ranks.size() == 1 ? "rank " : "ranks ") + list_text("ranks", ranks, 0) + " (" +
          std::to_string(ranks.size()) + "): " + value;

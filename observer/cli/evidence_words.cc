@@ -27,7 +27,7 @@ std::string str(const nlohmann::json& v) { return v.is_string() ? v.get<std::str
 std::string text(const nlohmann::json& v) {
   if (v.is_string()) return v.get<std::string>();
   if (v.is_null()) return "-";
-  return v.dump();
+  return v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string comm(const nlohmann::json& c) {
@@ -56,7 +56,7 @@ std::string rank_list(const nlohmann::json& list) {
   if (list.empty()) return "-";
   std::vector<int> v;
   for (const auto& e : list) {
-    if (!is_int(e)) return list.dump();
+    if (!is_int(e)) return list.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     v.push_back(static_cast<int>(e.get<int64_t>()));
   }
   return fmt_ranges(v);
@@ -75,7 +75,7 @@ std::string ms(const nlohmann::json& v) {
 
 std::string num(const nlohmann::json& v) {
   if (!v.is_number()) return text(v);
-  if (v.is_number_integer()) return v.dump();
+  if (v.is_number_integer()) return v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   double d = v.get<double>();
   char buf[64];
   std::snprintf(buf, sizeof(buf), std::fabs(d) >= 10 ? "%.1f" : "%.2f", d);

@@ -11,7 +11,7 @@ int cmd_explain(store::StoreReader& rd, int64_t id, bool json, std::ostream& out
   std::optional<obs::Finding> f = rd.finding(id);
   if (!f) throw UsageError("no finding with id " + std::to_string(id) + " in " + rd.path());
   if (json) {
-    out << obs::to_json(*f).dump() << "\n";
+    out << obs::to_json(*f).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return kExitOk;
   }
   exporter::Snapshot s;

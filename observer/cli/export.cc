@@ -1,11 +1,8 @@
 // `scout export --format jsonl|prometheus|chrome-trace [--out PATH]`.
-#include <cstdio>
-#include <fstream>
 #include <sstream>
 
-#include <unistd.h>
-
 #include "observer/cli/common.h"
+#include "observer/export/atomic_file.h"
 #include "observer/export/chrome_trace.h"
 #include "observer/export/jsonl.h"
 #include "observer/export/prometheus.h"
@@ -23,29 +20,16 @@ int cmd_export(store::StoreReader& rd, const ExportOptions& o, std::ostream& out
   } else if (o.format == "prometheus") {
     exporter::write_prometheus(s, text);
   } else {
-    text << exporter::chrome_trace(s).dump() << "\n";
+    text << exporter::chrome_trace(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   }
   if (o.out.empty() || o.out == "-") {
     out << text.str();
     return kExitOk;
   }
-  // Write beside the target and rename, so a collector (node-exporter's textfile directory)
-  // never reads a half-written file.
-  std::string tmp = o.out + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw UsageError("cannot write " + o.out);
-    f << text.str();
-    f.close();
-    if (!f) {
-      std::remove(tmp.c_str());
-      throw UsageError("cannot write " + o.out);
-    }
-  }
-  if (std::rename(tmp.c_str(), o.out.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw UsageError("cannot write " + o.out);
-  }
+  // Beside the target, then renamed, so a collector (node-exporter's textfile directory) never
+  // reads a half-written file; never through a planted link (observer/export/atomic_file.h).
+  std::string err;
+  if (!exporter::write_file_atomic(o.out, text.str(), &err)) throw UsageError(err);
   return kExitOk;
 }
 

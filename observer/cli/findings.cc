@@ -12,7 +12,7 @@ int cmd_findings(store::StoreReader& rd, const FindingsOptions& o, std::ostream&
   filter.open_only = o.open_only;
   std::vector<obs::Finding> fs = rd.findings(filter);
   if (o.json) {
-    for (const auto& f : fs) out << obs::to_json(f).dump() << "\n";
+    for (const auto& f : fs) out << obs::to_json(f).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return kExitOk;
   }
   if (fs.empty()) {

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "observer/cli/common.h"
+#include "observer/pipeline/flag_check.h"
 #include "observer/store/sqlite.h"
 #include "scout/version.h"
 
@@ -23,60 +24,6 @@ void add_store_flags(CLI::App* app, StoreOptions* w) {
       ->check(CLI::Range(0, kMaxCount));
 }
 
-// `scout run`: its options, and the observer flags it forwards.
-struct RunArgs {
-  RunOptions run;
-  std::string nodes, node_rank, rdzv, hang_timeout, interval;
-};
-
-CLI::App* add_run_command(CLI::App& app, RunArgs* a) {
-  CLI::App* s_run = app.add_subcommand("run", "Run COMMAND under scout: observer, plugin, status at the end");
-  add_store_flags(s_run, &a->run.where);
-  s_run->add_option("--nodes", a->nodes, "Observer: number of nodes (observers) in the job");
-  s_run->add_option("--node-rank", a->node_rank, "Observer: this node's rank (also selects the store)");
-  s_run->add_option("--rdzv", a->rdzv, "Observer: rendezvous, file:DIR or redis:HOST:PORT");
-  s_run->add_option("--hang-timeout", a->hang_timeout, "Observer: seconds without progress before a hang");
-  s_run->add_option("--interval", a->interval, "Observer: analysis interval in ms");
-  s_run->add_option("--observer-arg", a->run.observer_args, "Any other flag for scout-observer, one per use: --observer-arg=--once")
-      ->allow_extra_args(false);
-  s_run->add_option("--start-timeout", a->run.start_timeout_s, "Seconds to wait for the observer's first pass before COMMAND starts")
-      ->check(CLI::Range(0.0, 3600.0));
-  s_run->add_option("--stop-timeout", a->run.stop_timeout_s, "Seconds the observer gets to flush after COMMAND ends")
-      ->check(CLI::Range(0.0, 3600.0));
-  s_run->add_flag("--keep-segments", a->run.keep_segments,
-                  "Keep the job's shared-memory segments after the observer's final pass (for scout dump)");
-  s_run->add_option("command", a->run.command, "COMMAND and its arguments, after --")->required();
-  return s_run;
-}
-
-// Forwards the observer flags given to `scout run` and runs it.
-int run_command(RunArgs& a) {
-  auto forward = [&](const char* flag, const std::string& v) {
-    if (v.empty()) return;
-    a.run.observer_args.insert(a.run.observer_args.begin(), {flag, v});
-  };
-  forward("--interval", a.interval);
-  forward("--hang-timeout", a.hang_timeout);
-  forward("--rdzv", a.rdzv);
-  forward("--node-rank", a.node_rank);
-  forward("--nodes", a.nodes);
-  if (!a.nodes.empty()) {
-    try {
-      a.run.nodes = std::stoi(a.nodes);
-    } catch (...) {
-      throw UsageError("--nodes " + a.nodes + ": not an integer");
-    }
-  }
-  if (!a.node_rank.empty()) {
-    try {
-      a.run.where.node = std::stoi(a.node_rank);
-    } catch (...) {
-      throw UsageError("--node-rank " + a.node_rank + ": not an integer");
-    }
-  }
-  return cmd_run(a.run);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -91,6 +38,7 @@ int main(int argc, char** argv) {
   int64_t explain_id = 0;
   bool explain_json = false;
   ExportOptions exp;
+  RunOptions run;
   bool cfg_markdown = false, cfg_json = false;
 
   CLI::App* s_status = app.add_subcommand("status", "Job summary: nodes, ranks, communicators, open findings");
@@ -130,8 +78,24 @@ int main(int argc, char** argv) {
   s_export->add_option("--format", exp.format, "jsonl | prometheus | chrome-trace")->required();
   s_export->add_option("--out", exp.out, "Output file (default stdout); written atomically");
 
-  RunArgs run;
-  CLI::App* s_run = add_run_command(app, &run);
+  CLI::App* s_run = app.add_subcommand("run", "Run COMMAND under scout: observer, plugin, status at the end");
+  add_store_flags(s_run, &run.where);
+  std::string nodes, node_rank, rdzv, hang_timeout, interval;
+  s_run->add_option("--nodes", nodes, "Observer: number of nodes (observers) in the job");
+  s_run->add_option("--node-rank", node_rank, "Observer: this node's rank (also selects the store)");
+  s_run->add_option("--rdzv", rdzv, "Observer: rendezvous, file:DIR or redis:HOST:PORT");
+  s_run->add_option("--hang-timeout", hang_timeout, "Observer: seconds without progress before a hang")
+      ->check(obs::finite_range(0.1, 86400.0));
+  s_run->add_option("--interval", interval, "Observer: analysis interval in ms");
+  s_run->add_option("--observer-arg", run.observer_args, "Any other flag for scout-observer, one per use: --observer-arg=--once")
+      ->allow_extra_args(false);
+  s_run->add_option("--start-timeout", run.start_timeout_s, "Seconds to wait for the observer's first pass before COMMAND starts")
+      ->check(obs::finite_range(0.0, 3600.0));
+  s_run->add_option("--stop-timeout", run.stop_timeout_s, "Seconds the observer gets to flush after COMMAND ends")
+      ->check(obs::finite_range(0.0, 3600.0));
+  s_run->add_flag("--keep-segments", run.keep_segments,
+                  "Keep the job's shared-memory segments after the observer's final pass (for scout dump)");
+  s_run->add_option("command", run.command, "COMMAND and its arguments, after --")->required();
 
   DumpOptions dump;
   CLI::App* s_dump = app.add_subcommand("dump", "Records of shared-memory segments as JSON lines");
@@ -141,6 +105,11 @@ int main(int argc, char** argv) {
   s_dump->add_option("--host", dump.host, "Only segments of this host (default: every host)");
   s_dump->add_flag("--no-ops", dump.no_ops, "Segment and communicator lines only");
   s_dump->add_option("--ring", dump.ring, "Only this ring (communicator slot)")->check(CLI::Range(0, kMaxCount));
+
+  CleanOptions clean;
+  CLI::App* s_clean = app.add_subcommand("clean", "Remove the segments of processes that are gone");
+  s_clean->add_option("--dir", clean.dir, "Directory of the segments (default: SCOUT_SHM_DIR, /dev/shm)");
+  s_clean->add_option("--job", clean.job, "Only this job's segments (default: every job)");
 
   std::string hash_path;
   CLI::App* s_hash = app.add_subcommand("hash", "Fingerprint of a file's bytes (16 hex digits)");
@@ -171,7 +140,33 @@ int main(int argc, char** argv) {
     if (*s_config) return cmd_config(cfg_markdown, cfg_json, std::cout);
     if (*s_hash) return cmd_hash(hash_path, std::cout);
     if (*s_dump) return cmd_dump(dump, std::cout);
-    if (*s_run) return run_command(run);
+    if (*s_clean) return cmd_clean(clean, std::cout);
+    if (*s_run) {
+      auto forward = [&](const char* flag, const std::string& v) {
+        if (v.empty()) return;
+        run.observer_args.insert(run.observer_args.begin(), {flag, v});
+      };
+      forward("--interval", interval);
+      forward("--hang-timeout", hang_timeout);
+      forward("--rdzv", rdzv);
+      forward("--node-rank", node_rank);
+      forward("--nodes", nodes);
+      if (!nodes.empty()) {
+        try {
+          run.nodes = std::stoi(nodes);
+        } catch (...) {
+          throw UsageError("--nodes " + nodes + ": not an integer");
+        }
+      }
+      if (!node_rank.empty()) {
+        try {
+          run.where.node = std::stoi(node_rank);
+        } catch (...) {
+          throw UsageError("--node-rank " + node_rank + ": not an integer");
+        }
+      }
+      return cmd_run(run);
+    }
     auto rd = open_store(where);
     status.selector = store_selector(where);
     if (*s_status) return cmd_status(*rd, status, std::cout);

@@ -1,4 +1,4 @@
-// `scout report`: the per-collective table (issue 6): key, function, datatype, bytes,
+// `scout report`: the per-collective table: key, function, datatype, bytes,
 // algorithm/protocol, per-rank arrival spread, duration, bus bandwidth, fingerprint verdict.
 #include <cstdlib>
 #include <map>
@@ -63,7 +63,7 @@ int cmd_report(store::StoreReader& rd, const ReportOptions& o, std::ostream& out
                      {"end_ns", it == mine.end() ? 0 : it->second.end_ns},
                      {"lateness_ns", late ? nlohmann::json(*late) : nlohmann::json(nullptr)}};
       }
-      out << j.dump() << "\n";
+      out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     }
     return kExitOk;
   }

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "observer/cli/common.h"
+#include "observer/ingest/ingestor.h"
 #include "common/paths.h"
 #include "observer/store/sqlite.h"
 #include "common/segment_reader.h"
@@ -221,6 +222,8 @@ int cmd_run(const RunOptions& o) {
   ::setenv("NCCL_PROFILER_PLUGIN", plugin.c_str(), 1);
 
   std::cerr << "scout: job " << job << ", store " << store << "\n";
+  const std::string dir_problem = obs::shm_dir_problem(cfg.shm_dir);
+  if (!dir_problem.empty()) std::cerr << "scout: warning: " << dir_problem << "; the job runs unobserved\n";
 
   std::vector<std::string> obs_argv = {observer, "--job", job, "--store", store};
   obs_argv.insert(obs_argv.end(), o.observer_args.begin(), o.observer_args.end());
@@ -307,6 +310,14 @@ int cmd_run(const RunOptions& o) {
     StoreOptions read;
     read.store = store;
     auto rd = open_store(read);
+    if (rd->ranks().empty()) {
+      std::string why = obs::shm_dir_problem(cfg.shm_dir);
+      if (why.empty()) {
+        why = "no segment of job " + job + " appeared in " + cfg.shm_dir +
+              " (was the plugin loaded? NCCL_PROFILER_PLUGIN, SCOUT_ENABLE)";
+      }
+      std::cerr << "scout: warning: the observer saw no rank: " << why << "\n";
+    }
     StatusOptions so;
     so.selector = store_selector(o.where.store.empty() ? where : o.where);
     cmd_status(*rd, so, std::cout);

@@ -1,4 +1,4 @@
-// `scout status`: the job on one screen, like NCCL RAS's summary (digest 7.2): nodes, ranks
+// `scout status`: the job on one screen, like NCCL RAS's summary (docs/nccl-notes.md §7.2): nodes, ranks
 // alive and dead, communicators and their progress, open findings with their suspects.
 #include <algorithm>
 #include <map>
@@ -81,11 +81,42 @@ void print_json(const exporter::Snapshot& s, std::ostream& out) {
     }
   }
   j["findings"] = {{"open", open}, {"closed", closed}, {"open_findings", open_findings}};
-  out << j.dump() << "\n";
+  out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
 }
 
-// The ranks line: hosts, counts by state; exited ranks on one line, dead ranks one by one.
-void print_ranks(const exporter::Snapshot& s, int64_t now, std::ostream& out) {
+}  // namespace
+
+int cmd_status(store::StoreReader& rd, const StatusOptions& o, std::ostream& out) {
+  exporter::Snapshot s = exporter::load_snapshot(rd, /*with_ops=*/false);
+  if (o.json) {
+    print_json(s, out);
+    return kExitOk;
+  }
+  const int64_t now = s.as_of_ns();
+
+  // Job line.
+  if (s.job) {
+    const obs::JobInfo& j = *s.job;
+    out << "job " << j.job << ": node " << j.node_rank << " of " << j.nodes << ", as of "
+        << fmt_utc(now) << " (observer " << j.observer_version << ", up "
+        << fmt_duration(j.updated_ns - j.started_ns) << ")\n";
+  } else {
+    out << "job (no header yet): as of " << fmt_utc(now) << "\n";
+  }
+  // What the observer could not see: said before anything that may be incomplete because of it.
+  if (s.job && !s.job->warning.empty()) out << "warning: " << s.job->warning << "\n";
+  if (s.job && s.job->records_lost > 0) {
+    out << "warning: " << s.job->records_lost << " of "
+        << (s.job->records_read + s.job->records_lost)
+        << " records lost (ring overwritten before the observer read them): a finding may be "
+           "missing; raise SCOUT_RING_SLOTS or start the observer before the job\n";
+  }
+  if (s.job && s.job->segments_refused > 0) {
+    out << "warning: " << s.job->segments_refused
+        << " segment files refused (see the observer's log)\n";
+  }
+
+  // Ranks.
   std::map<std::string, std::vector<int>> hosts;
   std::map<std::string, int> states;
   for (const auto& r : s.ranks) {
@@ -126,10 +157,7 @@ void print_ranks(const exporter::Snapshot& s, int64_t now, std::ostream& out) {
     out << "  ... and " << (dead - listed) << " more (scout status --json)\n";
   }
 
-}
-
-// The communicators line and table, most severe state first.
-void print_comms(const exporter::Snapshot& s, int64_t now, std::ostream& out) {
+  // Communicators.
   std::vector<obs::CommInfo> comms = comms_by_severity(s.comms);
   std::map<int, std::pair<std::string, int>> by_state;
   for (const auto& c : comms) {
@@ -165,10 +193,8 @@ void print_comms(const exporter::Snapshot& s, int64_t now, std::ostream& out) {
       out << "  ... and " << (comms.size() - kMaxCommLines) << " more (scout status --json)\n";
     }
   }
-}
 
-// The findings line and the findings, open ones first; returns the number of findings.
-size_t print_findings(const exporter::Snapshot& s, std::ostream& out) {
+  // Findings.
   size_t open = 0, closed = 0;
   for (const auto& f : s.findings) (f.open ? open : closed)++;
   out << "findings: " << open << " open, " << closed << " closed\n";
@@ -209,33 +235,7 @@ size_t print_findings(const exporter::Snapshot& s, std::ostream& out) {
   if (shown > kMaxFindingLines) {
     out << "  ... and " << (shown - kMaxFindingLines) << " more (scout findings)\n";
   }
-  return open + closed;
-}
-
-}  // namespace
-
-int cmd_status(store::StoreReader& rd, const StatusOptions& o, std::ostream& out) {
-  exporter::Snapshot s = exporter::load_snapshot(rd, /*with_ops=*/false);
-  if (o.json) {
-    print_json(s, out);
-    return kExitOk;
-  }
-  const int64_t now = s.as_of_ns();
-
-  // Job line.
-  if (s.job) {
-    const obs::JobInfo& j = *s.job;
-    out << "job " << j.job << ": node " << j.node_rank << " of " << j.nodes << ", as of "
-        << fmt_utc(now) << " (observer " << j.observer_version << ", up "
-        << fmt_duration(j.updated_ns - j.started_ns) << ")\n";
-  } else {
-    out << "job (no header yet): as of " << fmt_utc(now) << "\n";
-  }
-
-  print_ranks(s, now, out);
-  print_comms(s, now, out);
-  const size_t nfindings = print_findings(s, out);
-  if (nfindings > 0) {
+  if (open + closed > 0) {
     const std::string sel = o.selector.empty() ? "" : " " + o.selector;
     out << "details: scout explain" << sel << " ID; per-collective table: scout report" << sel << "\n";
   }

@@ -14,7 +14,7 @@ struct JudgedOp {
   CommKey comm;
   OpId id;
   uint8_t datatype = 0;
-  uint64_t bytes = 0;     // message bytes of the record (digest 5.1 convention per func)
+  uint64_t bytes = 0;     // message bytes of the record (docs/nccl-notes.md §5.1 convention per func)
   int n = 0;              // participants (coll: nranks, p2p: 2)
   bool complete = false;  // every participant present, complete, with GPU start and end
   struct Part {

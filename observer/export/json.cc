@@ -13,7 +13,12 @@ nlohmann::json job_json(const obs::JobInfo& j) {
           {"node_rank", j.node_rank},
           {"started_ns", j.started_ns},
           {"updated_ns", j.updated_ns},
-          {"observer_version", j.observer_version}};
+          {"observer_version", j.observer_version},
+          {"records_read", j.records_read},
+          {"records_lost", j.records_lost},
+          {"records_invalid", j.records_invalid},
+          {"segments_refused", j.segments_refused},
+          {"warning", j.warning}};
 }
 
 nlohmann::json rank_json(const obs::RankInfo& r) {

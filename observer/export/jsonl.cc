@@ -12,10 +12,10 @@ void write_jsonl(const Snapshot& s, std::ostream& out) {
                            {"version", kJsonlVersion},
                            {"schema_version", s.meta.schema_version},
                            {"job", s.job ? job_json(*s.job) : nlohmann::json(nullptr)}};
-  out << header.dump() << "\n";
+  out << header.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   auto line = [&](const char* type, nlohmann::json j) {
     j["type"] = type;
-    out << j.dump() << "\n";
+    out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   };
   for (const auto& r : s.ranks) line("rank", rank_json(r));
   for (const auto& c : s.comms) line("comm", comm_json(c));

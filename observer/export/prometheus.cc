@@ -7,6 +7,7 @@
 #include <tuple>
 #include <vector>
 
+#include "common/utf8.h"
 #include "observer/export/json.h"
 #include "observer/model/finding.h"
 
@@ -53,7 +54,10 @@ struct Agg {
 
 }  // namespace
 
-std::string prom_escape(const std::string& v) {
+std::string prom_escape(const std::string& raw) {
+  // The exposition format is UTF-8: bytes that are not become U+FFFD (a hostile or damaged
+  // store must not make the whole scrape invalid).
+  std::string v = utf8_clean(raw);
   std::string o;
   for (char c : v) {
     if (c == '\\') {
@@ -267,6 +271,22 @@ void write_prometheus(const Snapshot& s, std::ostream& out) {
   write_comm_families(s, job, out);
   write_finding_families(s, job, out);
   write_collective_families(s, job, out);
+  {
+    Family f(out, "scout_records_lost_total", "counter",
+             "Records overwritten in a ring before the observer read them (or before they were "
+             "final): a finding may be missing (raise SCOUT_RING_SLOTS).");
+    f.sample({{"job", job}}, static_cast<double>(s.job ? s.job->records_lost : 0));
+  }
+  {
+    Family f(out, "scout_records_invalid_total", "counter",
+             "Records rejected by validation or abandoned half-written.");
+    f.sample({{"job", job}}, static_cast<double>(s.job ? s.job->records_invalid : 0));
+  }
+  {
+    Family f(out, "scout_segments_refused", "gauge",
+             "Files named like the job's segments that the observer does not read now.");
+    f.sample({{"job", job}}, static_cast<double>(s.job ? s.job->segments_refused : 0));
+  }
   {
     Family f(out, "scout_store_ops_dropped_total", "counter",
              "Operations deleted from the store by its history bound (SCOUT_STORE_MAX_OPS).");

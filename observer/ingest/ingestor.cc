@@ -8,11 +8,16 @@
 
 #include "observer/ingest/sigbus_guard.h"
 #include "common/paths.h"
+#include "common/utf8.h"
 
 namespace scout::obs {
 
 namespace {
 constexpr int kMaxRanks = 1 << 18;  // a ring claiming more ranks than this is rejected (memory bound)
+// Rank slots over every distinct communicator the observer admits: each costs per-rank state in
+// the Model, so a hostile segment claiming many huge communicators is refused past this (a real
+// node's communicators add up to a few times the job's world size).
+constexpr int64_t kMaxRankSlots = 1 << 19;
 }
 
 Ingestor::Ingestor(IngestOptions opt) : opt_(std::move(opt)) {
@@ -36,6 +41,7 @@ void Ingestor::attach_new() {
       auto it = rejected_.find(path);
       if (it == rejected_.end() || it->second != err) log("segment rejected: " + err);
       rejected_[path] = err;  // retried next pass: it may still be being created
+      last_rejection_ = err;
       continue;
     }
     rejected_.erase(path);
@@ -77,7 +83,10 @@ Ingestor::ReadResult Ingestor::read_segment(Segment& s, Model& model, int64_t no
   s.info = rd.info();
   const shm::SegmentInfo& info = s.info;
   if (s.proc < 0) {
-    if (shm::sanitize_component(info.job) != shm::sanitize_component(opt_.job)) {
+    // The header holds the job id cut at a character boundary to fit its field.
+    std::string_view job = opt_.job;
+    std::string want = utf8_clean(job.substr(0, utf8_prefix_len(job, sizeof(shm::SegmentHeader::job) - 1)));
+    if (info.job != want) {
       guard.leave();
       log("segment " + s.path + " belongs to job '" + info.job + "', not '" + opt_.job + "': ignored");
       return ReadResult::kForeign;
@@ -117,6 +126,21 @@ Ingestor::ReadResult Ingestor::read_segment(Segment& s, Model& model, int64_t no
       continue;
     }
     CommKey key{cs.comm_hash, cs.nranks};
+    if (!admitted_.count(key)) {
+      if (rank_slots_ + cs.nranks > kMaxRankSlots) {
+        if (!ring.known && !ring.refused) {
+          stats_.rings_rejected++;
+          log("segment " + s.path + " ring " + std::to_string(r) + " claims " +
+              std::to_string(cs.nranks) + " ranks beyond the observer's bound of " +
+              std::to_string(kMaxRankSlots) + " rank slots in all communicators: ignored");
+        }
+        ring.refused = true;
+        ring.known = false;
+        continue;
+      }
+      admitted_.insert(key);
+      rank_slots_ += cs.nranks;
+    }
     if (ring.known && (ring.generation != cs.generation || ring.key != key || ring.rank != cs.rank)) {
       ring.cursor.reset();
     }
@@ -179,6 +203,29 @@ IngestStats Ingestor::stats() const {
     for (const Ring& r : seg->rings) s.records += r.cursor.counters();
   }
   return s;
+}
+
+std::string shm_dir_problem(const std::string& dir) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0) {
+    return "segment directory " + dir + " (SCOUT_SHM_DIR): " + std::strerror(errno) +
+           "; the plugin cannot create segments";
+  }
+  if (!S_ISDIR(st.st_mode)) return "segment directory " + dir + " (SCOUT_SHM_DIR) is not a directory";
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+    return "segment directory " + dir + " (SCOUT_SHM_DIR) is not writable (" + std::strerror(errno) +
+           "); the plugin cannot create segments";
+  }
+  return "";
+}
+
+std::string Ingestor::no_segment_reason() const {
+  if (stats_.segments_attached > 0) return "";
+  std::string dir_problem = shm_dir_problem(opt_.shm_dir);
+  if (!dir_problem.empty()) return dir_problem;
+  if (!last_rejection_.empty()) return "no segment of job " + opt_.job + " could be read: " + last_rejection_;
+  return "no segment of job " + opt_.job + " in " + opt_.shm_dir +
+         " (is the plugin loaded? NCCL_PROFILER_PLUGIN, same SCOUT_JOB_ID and SCOUT_SHM_DIR)";
 }
 
 bool Ingestor::reclaim(const std::string& path) {

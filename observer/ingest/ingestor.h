@@ -29,6 +29,10 @@ struct IngestOptions {
   std::function<void(const std::string&)> log;  // one line per notable event (may be empty)
 };
 
+// What keeps the plugin from creating segments in `dir` (missing, not a directory, not writable
+// by this user), in one line naming SCOUT_SHM_DIR; "" when nothing does.
+std::string shm_dir_problem(const std::string& dir);
+
 // Totals over the segments attached so far (rejections included).
 struct IngestStats {
   uint64_t segments_attached = 0;
@@ -66,11 +70,17 @@ class Ingestor {
 
   // Totals so far (record counters of attached and detached segments).
   IngestStats stats() const;
+
+  // Why the observer has read no segment of the job yet, in one line: SCOUT_SHM_DIR missing, not
+  // a directory or not writable (the plugin cannot create segments there), only refused files
+  // (the latest reason), or none there. "" once a segment was attached.
+  std::string no_segment_reason() const;
   size_t attached() const { return segs_.size(); }
 
  private:
   struct Ring {
     bool known = false;
+    bool refused = false;  // beyond the rank-slot bound (logged once)
     uint32_t generation = 0;
     CommKey key;
     int rank = -1;
@@ -103,8 +113,11 @@ class Ingestor {
   IngestOptions opt_;
   std::map<std::string, std::unique_ptr<Segment>> segs_;
   std::map<std::string, std::string> rejected_;  // path -> last error (retried each pass)
+  std::string last_rejection_;                   // latest rejection message
   std::set<std::pair<std::string, uint64_t>> dropped_;  // (path, inode) dropped: not reattached
   IngestStats stats_;  // records: counters of detached segments only
+  std::set<CommKey> admitted_;  // communicators whose rank slots are counted in rank_slots_
+  int64_t rank_slots_ = 0;
 };
 
 }  // namespace scout::obs

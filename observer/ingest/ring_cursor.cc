@@ -10,6 +10,7 @@ RingCounters& RingCounters::operator+=(const RingCounters& o) {
   read += o.read;
   updates += o.updates;
   gaps += o.gaps;
+  before_attach += o.before_attach;
   lost_inflight += o.lost_inflight;
   torn += o.torn;
   invalid += o.invalid;
@@ -21,6 +22,7 @@ void RingCursor::poll(const shm::SegmentReader& rd, uint32_t ring, uint64_t head
                       const OnLost& on_lost) {
   if (!started_) {
     next_ = head > capacity ? head - capacity : 0;
+    c_.before_attach += next_;  // claimed and already overwritten: never seen by this cursor
     started_ = true;
   }
   if (head < next_) {  // head went backwards: not a ring we know; start over

@@ -17,11 +17,13 @@
 namespace scout::obs {
 
 // What a cursor has seen, cumulative. Every record the writer published is in exactly one of
-// read (delivered at least once), gaps, or invalid, or still unread.
+// read (delivered at least once), gaps, before_attach, or invalid, or still unread.
 struct RingCounters {
   uint64_t read = 0;           // records delivered (first sighting)
   uint64_t updates = 0;        // re-reads of records not yet final
   uint64_t gaps = 0;           // records overwritten before the observer first read them
+  uint64_t before_attach = 0;  // records overwritten before this cursor started (the observer
+                               // came late or restarted): unread by this observer
   uint64_t lost_inflight = 0;  // records overwritten after a first read but before they were final
   uint64_t torn = 0;           // reads that raced with a slot reuse (retried)
   uint64_t invalid = 0;        // records rejected by validate_record, or abandoned half-written

@@ -255,7 +255,7 @@ std::vector<uint8_t> encode_report(const NodeReport& r) {
   for (const obs::Finding& f : r.findings) {
     nlohmann::json j = obs::to_json(f);
     j["dedup_key"] = f.dedup_key;  // not in the public JSON form; status carries open/closed
-    w.str(j.dump());
+    w.str(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   }
   w.u32(static_cast<uint32_t>(r.digests.size()));
   for (const NodeStreamOps& d : r.digests) {

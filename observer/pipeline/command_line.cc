@@ -1,4 +1,5 @@
 #include "observer/pipeline/command_line.h"
+#include "observer/pipeline/flag_check.h"
 
 #include <unistd.h>
 
@@ -57,7 +58,7 @@ ParseResult parse_command_line(int argc, const char* const* argv, const config::
   app.add_option("--node-rank", node_rank, "this observer's node, 0..N-1")->check(CLI::Range(0, (1 << 20) - 1));
   app.add_option("--rdzv", cl.rdzv, "rendezvous of the observers: file:DIR or redis:HOST:PORT");
   app.add_option("--hang-timeout", hang_timeout, "seconds without progress before a waiting communicator is hung")
-      ->check(CLI::Range(0.1, 86400.0));
+      ->check(finite_range(0.1, 86400.0));
   app.add_option("--interval", interval_ms, "milliseconds between passes")->check(CLI::Range(int64_t(10), int64_t(60000)));
   app.add_flag("--once", cl.once, "one pass: read, judge, write the store, exit");
   app.add_option("--host", host, "host whose segments to read (default: SCOUT_HOST, else the hostname; '*': every host)");

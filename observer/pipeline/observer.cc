@@ -59,6 +59,22 @@ void Observer::write(int64_t now_ns, JudgeOutput& out) {
   job.started_ns = started_ns_;
   job.updated_ns = now_ns;
   job.observer_version = kVersion;
+  IngestStats is = ingest_.stats();
+  job.records_read = is.records.read;
+  job.records_lost = is.records.gaps + is.records.before_attach + is.records.lost_inflight;
+  job.records_invalid = is.records.invalid;
+  job.segments_refused = is.segments_rejected;
+  if (now_ns - started_ns_ >= opt_.no_segment_grace_ns) job.warning = ingest_.no_segment_reason();
+  if (job.warning != warned_) {
+    if (!job.warning.empty() && opt_.log) opt_.log("warning: " + job.warning);
+    warned_ = job.warning;
+  }
+  if (job.records_lost > lost_logged_ && opt_.log) {
+    opt_.log("warning: " + std::to_string(job.records_lost - lost_logged_) +
+             " records lost (ring overwritten before they were read): a finding may be missing; "
+             "raise SCOUT_RING_SLOTS");
+  }
+  lost_logged_ = job.records_lost;
   sink_->put_job(job);
 
   std::vector<RankInfo> ranks;
@@ -130,7 +146,7 @@ std::string Observer::stats_line() const {
          " attached / " + std::to_string(s.segments_rejected) + " rejected / " +
          std::to_string(s.segments_faulted) + " faulted / " + std::to_string(s.segments_reclaimed) +
          " reclaimed, records " + std::to_string(s.records.read) + " read / " +
-         std::to_string(s.records.gaps) + " overwritten unread / " + std::to_string(s.records.lost_inflight) +
+         std::to_string(s.records.gaps + s.records.before_attach) + " overwritten unread / " + std::to_string(s.records.lost_inflight) +
          " lost in flight / " + std::to_string(s.records.invalid) + " invalid / " +
          std::to_string(s.records.torn) + " torn reads, ops " + std::to_string(j.judged) + " judged (" +
          std::to_string(j.partial) + " partial), findings " + std::to_string(board_.size()) + " (" +

@@ -54,8 +54,8 @@ class Observer {
   using CrossNodeStep = std::function<void(CrossNodeIo& io)>;
   void set_cross_node_step(CrossNodeStep step) { cross_node_ = std::move(step); }
 
-  // Held for the duration of every pass: another thread (the network agent, through ModelView
-  // in observer/core/model_view.h) reads the Model under it.
+  // Held for the duration of every pass: another thread (the network agent, through the
+  // NodeView of observer/cluster/node_view.h) reads the Model under it.
   std::mutex& mutex() { return mu_; }
 
   const Model& model() const { return model_; }
@@ -85,6 +85,8 @@ class Observer {
   int64_t started_ns_ = 0;
   uint64_t passes_ = 0;
   bool hung_ = false;  // some communicator's state was "hung" at the last write
+  std::string warned_;        // ingestion warning last logged
+  uint64_t lost_logged_ = 0;  // records_lost at the last write (a rise is logged)
   std::mutex mu_;
 };
 

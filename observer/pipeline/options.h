@@ -25,6 +25,9 @@ struct ObserverOptions {
   int nodes = 1;
   int64_t interval_ns = 250'000'000;
   int64_t reclaim_after_ns = 60'000'000'000;  // < 0: never reclaim
+  // Without any segment of the job this long after the first pass, the observer warns (log and
+  // the store's status line) with the reason (Ingestor::no_segment_reason).
+  int64_t no_segment_grace_ns = 10'000'000'000;
   JudgeConfig judge;
   HangConfig hang;
   StragglerConfig straggler;

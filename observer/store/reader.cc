@@ -63,6 +63,7 @@ std::unique_ptr<StoreReader> StoreReader::open(const std::string& path) {
   if (!S_ISREG(st.st_mode)) throw Error(path + " is not a scout store");
   auto db = open_db(path, SQLITE_OPEN_READONLY);
   check_schema(*db);
+  check_integrity(*db);
   db->exec("BEGIN");
   return std::unique_ptr<StoreReader>(new StoreReader(std::move(db)));
 }
@@ -109,6 +110,16 @@ std::optional<obs::JobInfo> StoreReader::job() {
   j.started_ns = s.i64(3);
   j.updated_ns = s.i64(4);
   j.observer_version = s.str(5);
+  Stmt m(*db_, "SELECT key, value FROM meta");
+  while (m.step()) {
+    std::string k = m.str(0), v = m.str(1);
+    uint64_t n = std::strtoull(v.c_str(), nullptr, 10);
+    if (k == "records_read") j.records_read = n;
+    if (k == "records_lost") j.records_lost = n;
+    if (k == "records_invalid") j.records_invalid = n;
+    if (k == "segments_refused") j.segments_refused = n;
+    if (k == "ingest_warning") j.warning = v;
+  }
   return j;
 }
 

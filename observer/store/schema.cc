@@ -1,5 +1,10 @@
 #include "observer/store/schema.h"
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <string>
 
 #include "scout/version.h"
@@ -10,13 +15,34 @@ std::unique_ptr<Db> open_db(const std::string& path, int flags) {
   constexpr int kBusyTimeoutMs = 5000;
   auto db = std::make_unique<Db>(path, flags);
   sqlite3_busy_timeout(db->raw(), kBusyTimeoutMs);
-  try {
-    db->query_int("PRAGMA user_version");
-  } catch (const Error&) {
-    throw Error(path + " is not a scout store (not an SQLite database)");
+  // The first read opens the file for real: name what went wrong, not always "not a database".
+  int rc = sqlite3_exec(db->raw(), "PRAGMA user_version", nullptr, nullptr, nullptr);
+  if (rc != SQLITE_OK) {
+    int primary = rc & 0xff;
+    if (primary == SQLITE_NOTADB) throw Error(path + " is not a scout store (not an SQLite database)");
+    std::string why = sqlite3_errmsg(db->raw());
+    if (primary == SQLITE_CANTOPEN || primary == SQLITE_READONLY || primary == SQLITE_PERM ||
+        primary == SQLITE_IOERR) {
+      int e = sqlite3_system_errno(db->raw());
+      if (e != 0) why += std::string(" (") + std::strerror(e) + ")";
+      std::filesystem::path dir = std::filesystem::path(path).parent_path();
+      if (dir.empty()) dir = ".";
+      if ((flags & SQLITE_OPEN_CREATE) && ::access(path.c_str(), F_OK) != 0 &&
+          ::access(dir.c_str(), W_OK | X_OK) != 0) {
+        why = "directory " + dir.string() + " is not writable (" + std::strerror(errno) + ")";
+      }
+    }
+    throw Error("cannot open store " + path + ": " + why);
   }
   return db;
 }
+
+void check_integrity(Db& db) {
+  Stmt st(db, "PRAGMA quick_check(1)");
+  std::string first = st.step() ? st.str(0) : std::string("no answer");
+  if (first != "ok") throw Error("store " + db.path() + " is damaged (SQLite quick_check: " + first + ")");
+}
+
 namespace {
 
 // Version 1 (docs/store.md). Integers are SQLite INTEGER (signed 64-bit); times are ns of

@@ -24,9 +24,15 @@ void create_schema(Db& db, int64_t now_ns);
 
 // Opens the SQLite file at `path` with `flags` (SQLITE_OPEN_*), waiting up to 5 s for another
 // connection's lock, and checks that it is an SQLite database at all. Throws Error with one line:
-// "<path> is not a scout store (not an SQLite database)" or what SQLite said about the open.
+// "<path> is not a scout store (not an SQLite database)" only when SQLite says so; otherwise
+// "cannot open store <path>: <reason>", the reason naming an unwritable directory or the
+// system error (a read-only directory is not a damaged file).
 // Used by every opener (StoreReader, StoreWriter); check_schema() is the next step.
 std::unique_ptr<Db> open_db(const std::string& path, int flags);
+
+// Runs SQLite's quick_check (every page and index entry well-formed). Throws Error
+// "store PATH is damaged (SQLite quick_check: ...)" otherwise. Cost: one read of the file.
+void check_integrity(Db& db);
 
 // Returns true when `db` holds no table at all (a new file).
 bool is_empty(Db& db);

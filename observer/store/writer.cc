@@ -61,6 +61,14 @@ std::unique_ptr<StoreWriter> StoreWriter::open(const std::string& path,
       }
     } else {
       check_schema(*db);
+      check_integrity(*db);
+      if (!options.job.empty()) {
+        Stmt owner(*db, "SELECT job FROM job WHERE id = 1");
+        if (owner.step() && owner.str(0) != options.job) {
+          throw Error("store " + path + " belongs to job '" + owner.str(0) + "', not '" + options.job +
+                      "': refused (another job's store is never rewritten)");
+        }
+      }
       upgrade_schema(*db);
       db->exec("PRAGMA journal_mode = WAL");
     }
@@ -86,6 +94,7 @@ StoreWriter::~StoreWriter() {
 const std::string& StoreWriter::path() const { return db_->path(); }
 
 void StoreWriter::fail(const std::string& what) {
+  ++stats_.errors;
   std::string line = "scout store: " + what;
   if (options_.on_error) {
     options_.on_error(line);
@@ -109,6 +118,17 @@ void StoreWriter::put_job(const obs::JobInfo& job) {
               "observer_version) VALUES (1, ?, ?, ?, ?, ?, ?)");
       st.bind(1, job.job).bind(2, job.nodes).bind(3, job.node_rank).bind(4, job.started_ns)
           .bind(5, job.updated_ns).bind(6, job.observer_version).run();
+      // Ingestion health lives in meta (no schema change; docs/store.md, "meta").
+      Stmt m(*db_, "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)");
+      auto put = [&](const char* key, const std::string& value) {
+        m.bind(1, key).bind(2, value).run();
+        m.reset();
+      };
+      put("records_read", std::to_string(job.records_read));
+      put("records_lost", std::to_string(job.records_lost));
+      put("records_invalid", std::to_string(job.records_invalid));
+      put("segments_refused", std::to_string(job.segments_refused));
+      put("ingest_warning", job.warning);
     });
   } catch (const Error& e) {
     fail(std::string("put_job: ") + e.what());
@@ -147,7 +167,7 @@ void StoreWriter::put_comms(const std::vector<obs::CommInfo>& comms) {
       for (const obs::CommInfo& c : comms) {
         nlohmann::json ranks = c.global_ranks;
         st.bind(1, c.comm_hash).bind(2, c.nranks).bind(3, c.name).bind(4, c.nnodes)
-            .bind(5, ranks.dump()).bind(6, c.ops_complete);
+            .bind(5, ranks.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)).bind(6, c.ops_complete);
         for (int i = 0; i < 5; ++i) st.bind(7 + i, c.last_seq[i]);
         st.bind(12, c.last_progress_ns).bind(13, c.state).run();
         st.reset();
@@ -267,7 +287,7 @@ void StoreWriter::upsert_finding(obs::Finding* f) {
           first_seen = find.i64(1);
         }
       }
-      std::string evidence = f->evidence.dump();
+      std::string evidence = f->evidence.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
       const char* status = f->open ? "open" : "closed";
       if (id != 0) {
         Stmt up(*db_,

@@ -24,12 +24,16 @@ struct WriterOptions {
   // Receives one line per failed store operation (the batch in progress is rolled back; what
   // earlier flushes committed stays). Default: stderr.
   std::function<void(const std::string&)> on_error;
+  // The job the writer writes. When not empty, an existing store whose job header names another
+  // job is refused at open (never rewritten).
+  std::string job;
 };
 
 // What the writer has done since it was opened.
 struct WriterStats {
   uint64_t batches = 0;         // flush() calls that committed
   uint64_t failed_batches = 0;  // batches rolled back after an error
+  uint64_t errors = 0;          // failed store operations (each reported through on_error)
   uint64_t ops_dropped = 0;     // operations deleted by the history bound
   uint64_t placeholder_ops = 0; // timings that arrived without their summary (see put_ops)
 };
@@ -38,7 +42,8 @@ class StoreWriter : public obs::Sink {
  public:
   // Opens or creates the store at `path` (its directory is created, mode 0700, if missing).
   // Returns nullptr with *error (one line) when the file is not a scout store, was written by a
-  // newer schema, or cannot be opened/created.
+  // newer schema, is damaged (check_integrity), belongs to another job (WriterOptions::job), or
+  // cannot be opened/created.
   static std::unique_ptr<StoreWriter> open(const std::string& path, const WriterOptions& options,
                                            std::string* error);
   ~StoreWriter() override;  // commits a pending batch

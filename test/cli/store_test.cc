@@ -140,7 +140,7 @@ TEST(Store, RoundTripEveryTable) {
   std::string path = dir.path() + "/sub/node-0.db";  // the directory is created
   {
     auto w = open_writer(path);
-    w->put_job({"demo", 2, 0, 111, 222, "scout test"});
+    w->put_job({"demo", 2, 0, 111, 222, "scout test", 0, 0, 0, 0, ""});
     obs::RankInfo r{5, 1, "node1", 4242, "GPU-5", 1, 1, "/dev/shm/scout.demo.node1.4242",
                     "running", 10, 20};
     w->put_ranks({r});

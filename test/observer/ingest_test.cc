@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "observer/ingest/ingestor.h"
 #include "observer/ingest/liveness.h"
 #include "test/support/observer_harness.h"
 #include "common/paths.h"
@@ -147,6 +148,8 @@ TEST(Ingest, GarbageAndWrongVersionSegmentsAreRejectedWithAMessage) {
     std::ofstream junk(h.dir.path() + "/" + shm::segment_name("job1", "node0", 4242));
     junk << std::string(10000, 'x');
   }
+  std::filesystem::permissions(h.dir.path() + "/" + shm::segment_name("job1", "node0", 4242),
+                               std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
   FakeJob v(h.dir.path(), "job1", 1, "node0", 256, 8, 9);
   v.header(0)->layout_version = 99;
   h.pass(kT0);
@@ -223,6 +226,96 @@ TEST(Ingest, ZombieOwnerIsGone) {
   int status;
   waitpid(child, &status, 0);
   EXPECT_FALSE(obs::owner_running(child, 0));
+}
+
+
+// Row 5 of the hostile-input trial: an observer that starts after the ring wrapped counts what was
+// overwritten before it attached, says so in its log and in the store's job header.
+TEST(IngestLoss, LateObserverCountsRecordsGoneBeforeItAttached) {
+  ObserverHarness h(2, /*ring_capacity=*/16);
+  int tp = h.job.add_comm(0x71, {0, 1}, "tp");
+  for (int s = 0; s < 40; ++s) {
+    FakeColl c;
+    c.seq = uint64_t(s);
+    c.t0 = kT0 + s * kMs;
+    h.job.collective(tp, c);
+  }
+  h.pass(kT0 + kSec);
+  auto st = h.observer->ingest_stats();
+  EXPECT_EQ(st.records.read, 32u);
+  EXPECT_EQ(st.records.before_attach, 48u);
+  EXPECT_EQ(h.sink.job().records_read, 32u);
+  EXPECT_EQ(h.sink.job().records_lost, 48u);
+  int warned = 0;
+  for (const auto& l : h.log) {
+    warned += l == "warning: 48 records lost (ring overwritten before they were read): a finding may be "
+                   "missing; raise SCOUT_RING_SLOTS";
+  }
+  EXPECT_EQ(warned, 1);
+  EXPECT_NE(h.observer->stats_line().find("records 32 read / 48 overwritten unread"), std::string::npos)
+      << h.observer->stats_line();
+}
+
+// Row 6: records lost while the observer runs reach the job header (scout status, Prometheus).
+TEST(IngestLoss, RecordsLostWhileRunningReachTheJobHeader) {
+  ObserverHarness h(2, 16);
+  int tp = h.job.add_comm(0x71, {0, 1}, "tp");
+  auto burst = [&](int from, int to) {
+    for (int s = from; s < to; ++s) {
+      FakeColl c;
+      c.seq = uint64_t(s);
+      c.t0 = kT0 + s * kMs;
+      h.job.collective(tp, c);
+    }
+  };
+  burst(0, 4);
+  h.pass(kT0 + kSec);
+  EXPECT_EQ(h.sink.job().records_lost, 0u);
+  burst(4, 44);
+  h.pass(kT0 + 2 * kSec);
+  EXPECT_EQ(h.sink.job().records_lost, 48u);
+  EXPECT_EQ(h.sink.job().records_read, 40u);
+}
+
+// Row 2: a file claiming many huge communicators cannot make the observer allocate per-rank state
+// beyond its bound; the rings past it are refused with one log line each.
+TEST(IngestBounds, HugeCommunicatorClaimsAreBounded) {
+  ObserverHarness h(1, 16);
+  FakeJob big(h.dir.path(), "job1", 1, "node0", 16, 32, /*first_rank=*/1);
+  for (int i = 0; i < 32; ++i) big.add_comm(0x1000 + uint64_t(i), {0}, "huge", 1 << 18, {0}, 1);
+  h.pass(kT0);
+  EXPECT_EQ(h.observer->model().comms().size(), 2u);  // 2 x 2^18 rank slots fill the bound
+  EXPECT_EQ(h.observer->ingest_stats().rings_rejected, 30u);
+  int refused = 0;
+  for (const auto& l : h.log) refused += l.find("ranks beyond the observer's bound of 524288 rank slots") != std::string::npos;
+  EXPECT_EQ(refused, 30);
+  h.pass(kT0 + kSec);  // logged once per ring
+  refused = 0;
+  for (const auto& l : h.log) refused += l.find("beyond the observer's bound") != std::string::npos;
+  EXPECT_EQ(refused, 30);
+}
+
+// Row 7: no segment within the grace period: the observer says why, in its log and the job header.
+TEST(IngestLoss, NoSegmentWithinGraceSaysWhy) {
+  TempDir dir;
+  obs::MemorySink sink;
+  obs::ObserverOptions opt;
+  opt.job = "job1";
+  opt.shm_dir = dir.path() + "/missing";
+  std::vector<std::string> log;
+  opt.log = [&](const std::string& l) { log.push_back(l); };
+  obs::Observer o(opt, &sink);
+  o.pass(kT0);
+  EXPECT_EQ(sink.job().warning, "");  // within the grace period
+  o.pass(kT0 + 11 * kSec);
+  const std::string want = "segment directory " + opt.shm_dir +
+                           " (SCOUT_SHM_DIR): No such file or directory; the plugin cannot create segments";
+  EXPECT_EQ(sink.job().warning, want);
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_EQ(log[0], "warning: " + want);
+  o.pass(kT0 + 12 * kSec);
+  EXPECT_EQ(log.size(), 1u);  // said once
+  EXPECT_EQ(obs::shm_dir_problem(dir.path()), "");
 }
 
 }  // namespace

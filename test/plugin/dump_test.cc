@@ -1,5 +1,7 @@
 // scout-dump and its library function (common/dump.h): JSON lines with the exact fields of
 // a segment written through the event layer.
+#include <sys/stat.h>
+
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -150,6 +152,7 @@ TEST_F(DumpTest, ToolDumpsByPathAndByJob) {
   // Not a segment: an error naming the file, exit 1, the valid one still dumped.
   std::string bad = dir_.path() + "/scout.x.y.1";
   std::ofstream(bad) << "not a segment";
+  ASSERT_EQ(::chmod(bad.c_str(), 0600), 0);
   std::string out = run(bad + " " + path_ + " --no-ops", &status);
   EXPECT_EQ(status, 1);
   EXPECT_NE(out.find(bad + ": truncated"), std::string::npos) << out;

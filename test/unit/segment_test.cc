@@ -2,6 +2,7 @@
 #include "common/segment_writer.h"
 #include "common/segment_reader.h"
 #include "common/paths.h"
+#include "common/utf8.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -10,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <thread>
 #include <vector>
@@ -33,13 +35,13 @@ SegmentIdentity ident() {
   return id;
 }
 
-TEST(Segment, NameIsSanitizedAndParsed) {
-  EXPECT_EQ(segment_name("job/1", "node 7", 42), "scout.job_1.node_7.42");
+TEST(Segment, NameIsEncodedAndParsed) {
+  EXPECT_EQ(segment_name("job/1", "node 7", 42), "scout.job_2f1.node_207.42");
   std::string job, host;
   int pid = 0;
-  ASSERT_TRUE(parse_segment_name("scout.job_1.node_7.42", &job, &host, &pid));
-  EXPECT_EQ(job, "job_1");
-  EXPECT_EQ(host, "node_7");
+  ASSERT_TRUE(parse_segment_name("scout.job_2f1.node_207.42", &job, &host, &pid));
+  EXPECT_EQ(job, "job_2f1");
+  EXPECT_EQ(host, "node_207");
   EXPECT_EQ(pid, 42);
   EXPECT_FALSE(parse_segment_name("scout.a.b.c.1", nullptr, nullptr, nullptr));
   EXPECT_FALSE(parse_segment_name("scout.a.b.x1", nullptr, nullptr, nullptr));
@@ -55,7 +57,7 @@ TEST(Segment, CreatedWithMode0600AndFullSize) {
   ASSERT_EQ(::stat(w->path().c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   EXPECT_EQ(uint64_t(st.st_size), segment_bytes(4, 64));
-  EXPECT_EQ(w->path(), dir.path() + "/scout.job_1.node_7." + std::to_string(getpid()));
+  EXPECT_EQ(w->path(), dir.path() + "/scout.job_2f1.node_207." + std::to_string(getpid()));
   auto r = SegmentReader::open(w->path(), &err);
   ASSERT_TRUE(r) << err;
   SegmentInfo info = r->info();
@@ -74,7 +76,7 @@ TEST(Segment, UnwritableDirectoryGivesOneLineError) {
   std::string err;
   auto w = SegmentWriter::create("/proc/does-not-exist", ident(), 4, 64, &err);
   EXPECT_FALSE(w);
-  EXPECT_NE(err.find("cannot create /proc/does-not-exist/scout.job_1.node_7."), std::string::npos) << err;
+  EXPECT_NE(err.find("cannot create /proc/does-not-exist/scout.job_2f1.node_207."), std::string::npos) << err;
 }
 
 TEST(Segment, RecordsRoundTripAndOverwriteOldest) {
@@ -140,6 +142,7 @@ TEST(Segment, ReaderRejectsBadFiles) {
   std::string err;
   std::string p = dir.path() + "/scout.j.h.1";
   { std::ofstream(p) << "short"; }
+  ASSERT_EQ(::chmod(p.c_str(), 0600), 0);
   EXPECT_FALSE(SegmentReader::open(p, &err));
   EXPECT_NE(err.find("truncated"), std::string::npos) << err;
   { std::ofstream f(p); f << std::string(8192, 'x'); }
@@ -151,6 +154,125 @@ TEST(Segment, ReaderRejectsBadFiles) {
   ASSERT_EQ(::truncate(w->path().c_str(), segment_bytes(1, 16) - 256), 0);
   EXPECT_FALSE(SegmentReader::open(w->path(), &err));
   EXPECT_NE(err.find("geometry needs"), std::string::npos) << err;
+}
+
+// Row 1 of the hostile-input trial: a FIFO named like a segment must not block the reader.
+TEST(SegmentTrust, FifoIsRefusedWithoutBlocking) {
+  TempDir dir;
+  std::string p = dir.path() + "/scout.j.h.77";
+  ASSERT_EQ(::mkfifo(p.c_str(), 0600), 0);
+  std::string err;
+  EXPECT_FALSE(SegmentReader::open(p, &err));  // would block forever in open() without O_NONBLOCK
+  EXPECT_EQ(err, p + ": a FIFO, not a regular file: refused");
+}
+
+TEST(SegmentTrust, SymbolicLinkIsRefused) {
+  TempDir dir;
+  std::string err;
+  auto w = SegmentWriter::create(dir.path(), ident(), 1, 16, &err);
+  ASSERT_TRUE(w) << err;
+  std::string link = dir.path() + "/scout.j.h.78";
+  ASSERT_EQ(::symlink(w->path().c_str(), link.c_str()), 0);
+  EXPECT_FALSE(SegmentReader::open(link, &err));
+  EXPECT_EQ(err, link + ": a symbolic link: refused (segments are regular files)");
+}
+
+// Copies `from` to a new file `to` of the same size with only the first `data_bytes` written
+// (the rest a hole: sparse), mode 0600.
+void copy_sparse(const std::string& from, const std::string& to, size_t data_bytes) {
+  std::ifstream in(from, std::ios::binary);
+  std::string head(data_bytes, '\0');
+  in.read(head.data(), std::streamsize(data_bytes));
+  struct stat st;
+  ASSERT_EQ(::stat(from.c_str(), &st), 0);
+  int fd = ::open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::write(fd, head.data(), head.size()), ssize_t(head.size()));
+  ASSERT_EQ(::ftruncate(fd, st.st_size), 0);
+  ::close(fd);
+}
+
+// Row 3: a sparse file with valid geometry would make every read allocate tmpfs pages.
+TEST(SegmentTrust, SparseFileIsRefused) {
+  TempDir dir;
+  std::string err;
+  auto w = SegmentWriter::create(dir.path(), ident(), 8, 4096, &err);  // 8 MiB
+  ASSERT_TRUE(w) << err;
+  std::string p = dir.path() + "/scout.j.h.79";
+  copy_sparse(w->path(), p, kSegmentHeaderBytes);
+  struct stat st;
+  ASSERT_EQ(::stat(p.c_str(), &st), 0);
+  ASSERT_LT(uint64_t(st.st_blocks) * 512, uint64_t(st.st_size)) << "file system without holes";
+  EXPECT_FALSE(SegmentReader::open(p, &err));
+  EXPECT_EQ(err, p + ": sparse: " + std::to_string(uint64_t(st.st_blocks) * 512) + " of " +
+                     std::to_string(segment_bytes(8, 4096)) +
+                     " bytes allocated (segments are fully allocated): refused");
+}
+
+// Row 4: segments other users could write (mode) or that another user owns are refused;
+// TrustPolicy names the owners a site trusts besides the reader's own uid.
+TEST(SegmentTrust, OtherUsersSegmentsAreRefused) {
+  TempDir dir;
+  std::string err;
+  auto w = SegmentWriter::create(dir.path(), ident(), 1, 16, &err);
+  ASSERT_TRUE(w) << err;
+  ASSERT_EQ(::chmod(w->path().c_str(), 0666), 0);
+  EXPECT_FALSE(SegmentReader::open(w->path(), &err, TrustPolicy{}));
+  EXPECT_EQ(err, w->path() + ": mode 0666 lets other users write or read it (segments are 0600): refused");
+  ASSERT_EQ(::chmod(w->path().c_str(), 0600), 0);
+  EXPECT_TRUE(SegmentReader::open(w->path(), &err, TrustPolicy{})) << err;
+  if (::geteuid() != 0) GTEST_SKIP() << "changing a file's owner needs root";
+  ASSERT_EQ(::chown(w->path().c_str(), 4242, 4242), 0);
+  EXPECT_FALSE(SegmentReader::open(w->path(), &err, TrustPolicy{}));
+  EXPECT_EQ(err, w->path() + ": owned by uid 4242, not by this user (uid 0) or SCOUT_SHM_TRUSTED_UIDS: refused");
+  TrustPolicy trusted;
+  trusted.uids = {4242};
+  EXPECT_TRUE(SegmentReader::open(w->path(), &err, trusted)) << err;
+}
+
+// Row 10: job ids are encoded injectively in segment and store names.
+TEST(SegmentNames, JobIdsNeverShareNames) {
+  EXPECT_EQ(encode_component("team.run1"), "team_2erun1");
+  EXPECT_EQ(encode_component("team_run1"), "team_5frun1");
+  EXPECT_NE(segment_name("team.run1", "h", 1), segment_name("team_run1", "h", 1));
+  std::string err;
+  EXPECT_NE(scout::store::default_store_path("/s", "team.run1", 0, &err),
+            scout::store::default_store_path("/s", "team_run1", 0, &err));
+  std::string a = std::string(48, 'j') + "-first", b = std::string(48, 'j') + "-second";
+  EXPECT_NE(encode_component(a), encode_component(b));
+  std::string la(100, 'x'), lb = std::string(99, 'x') + "y";
+  EXPECT_EQ(encode_component(la).size(), kMaxComponentChars);
+  EXPECT_EQ(encode_component(la).substr(0, 48), std::string(46, 'x') + "_h");
+  EXPECT_NE(encode_component(la), encode_component(lb));
+  EXPECT_EQ(encode_component(""), "_");
+  EXPECT_EQ(encode_component("_"), "_5f");
+  TempDir dir;
+  auto id = ident();
+  id.job = "team.run1";
+  auto w = SegmentWriter::create(dir.path(), id, 1, 16, &err);
+  ASSERT_TRUE(w) << err;
+  EXPECT_EQ(list_segments(dir.path(), "team.run1").size(), 1u);
+  EXPECT_TRUE(list_segments(dir.path(), "team_run1").empty());
+}
+
+// Row 8: names are cut at a character boundary by the writer and made valid UTF-8 by the reader.
+TEST(SegmentNames, HostCutAtCharacterBoundary) {
+  TempDir dir;
+  std::string err;
+  auto id = ident();
+  id.host = std::string(62, 'h') + "\xc3\xa9";  // 64 bytes ending in "é": the field holds 63
+  auto w = SegmentWriter::create(dir.path(), id, 1, 16, &err);
+  ASSERT_TRUE(w) << err;
+  auto r = SegmentReader::open(w->path(), &err);
+  ASSERT_TRUE(r) << err;
+  EXPECT_EQ(r->info().host, std::string(62, 'h'));
+  // A writer that ignores the rule: invalid bytes read back as U+FFFD.
+  std::memcpy(w->header()->host, "n\xff\xc3", 4);
+  EXPECT_EQ(r->info().host, "n\xef\xbf\xbd\xef\xbf\xbd");
+  EXPECT_EQ(scout::utf8_clean("ok \xc3\xa9"), "ok \xc3\xa9");
+  EXPECT_EQ(scout::utf8_prefix_len("ab\xe2\x82\xac", 4), 2u);
+  EXPECT_EQ(scout::utf8_prefix_len("ab\xe2\x82\xac", 5), 5u);
+  EXPECT_FALSE(scout::utf8_valid("\xed\xa0\x80"));  // a surrogate
 }
 
 TEST(Segment, ConcurrentWritersNeverTearReaders) {
