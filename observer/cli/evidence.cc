@@ -1,6 +1,7 @@
 #include "observer/cli/evidence.h"
 
 #include <cmath>
+#include <type_traits>
 
 #include "observer/cli/evidence_kinds.h"
 #include "observer/cli/format.h"
@@ -200,6 +201,24 @@ std::string render_generic_entry(const std::string& key, const nlohmann::json& v
   return out;
 }
 
+namespace {
+
+// Renders f.evidence with `kind` when it reads as struct E (a hang also needs its roots), else
+// generically.
+template <class E>
+std::string typed(const obs::Finding& f, void (*kind)(const obs::Finding&, const E&, ev::EvidenceText&),
+                  int64_t origin_ns, const std::string& indent) {
+  E e;
+  bool ok = obs::read_evidence(f.evidence, &e);
+  if constexpr (std::is_same_v<E, obs::HangEvidence>) ok = ok && e.root.has_value();
+  if (!ok) return render_json_generic(f.evidence, origin_ns, indent);
+  ev::EvidenceText t(f.evidence, obs::evidence_keys<E>(), origin_ns, indent);
+  kind(f, e, t);
+  return t.finish();
+}
+
+}  // namespace
+
 std::string render_evidence(const obs::Finding& f, int64_t origin_ns, const std::string& indent) {
   const nlohmann::json& e = f.evidence;
   if (e.is_null() || (e.is_object() && e.empty())) return indent + "(no evidence recorded)\n";
@@ -209,21 +228,17 @@ std::string render_evidence(const obs::Finding& f, int64_t origin_ns, const std:
     return render_json_generic(e, origin_ns, indent);
   }
   using K = obs::FindingKind;
-  void (*kind)(const obs::Finding&, ev::EvidenceText&) = nullptr;
   switch (f.kind) {
-    case K::kHang: kind = e.contains("root") ? ev::hang : nullptr; break;
-    case K::kDeadlock: kind = e.contains("cycle") ? ev::deadlock : nullptr; break;
-    case K::kCrash: kind = e.contains("pid") ? ev::crash : nullptr; break;
-    case K::kDesync: kind = e.contains("source") ? ev::desync : nullptr; break;
-    case K::kSdc: kind = e.contains("check") ? ev::sdc : nullptr; break;
-    case K::kNan: kind = e.contains("origin") ? ev::nan : nullptr; break;
-    case K::kStraggler: kind = e.contains("comms") ? ev::straggler : nullptr; break;
-    case K::kSlowLink: kind = e.contains("slow") ? ev::slowlink : nullptr; break;
+    case K::kHang: return typed<obs::HangEvidence>(f, ev::hang, origin_ns, indent);
+    case K::kDeadlock: return typed<obs::DeadlockEvidence>(f, ev::deadlock, origin_ns, indent);
+    case K::kCrash: return typed<obs::CrashEvidence>(f, ev::crash, origin_ns, indent);
+    case K::kDesync: return typed<obs::DesyncEvidence>(f, ev::desync, origin_ns, indent);
+    case K::kSdc: return typed<obs::SdcEvidence>(f, ev::sdc, origin_ns, indent);
+    case K::kNan: return typed<obs::NanEvidence>(f, ev::nan, origin_ns, indent);
+    case K::kStraggler: return typed<obs::StragglerEvidence>(f, ev::straggler, origin_ns, indent);
+    case K::kSlowLink: return typed<obs::SlowLinkEvidence>(f, ev::slowlink, origin_ns, indent);
   }
-  if (!kind) return render_json_generic(e, origin_ns, indent);
-  ev::EvidenceText t(e, origin_ns, indent);
-  kind(f, t);
-  return t.finish();
+  return render_json_generic(e, origin_ns, indent);
 }
 
 }  // namespace scout::cli

@@ -8,158 +8,163 @@ namespace scout::cli::ev {
 namespace {
 
 // The value of a metadata vote {datatype, count, root}: "count 1000 of float32, root 1".
-std::string meta_value(const nlohmann::json& v) {
-  if (!v.is_object()) return text(v);
-  std::string s = "count " + text(at(v, "count")) + " of " + text(at(v, "datatype"));
-  const auto& root = at(v, "root");
-  if (root.is_number_integer() && root.get<int64_t>() >= 0) s += ", root " + root.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+std::string meta_value(const obs::EvMetaValue& v) {
+  std::string s = "count " + std::to_string(v.count) + " of " + v.datatype;
+  if (v.root >= 0) s += ", root " + std::to_string(v.root);
   return s;
 }
 
 // A communicator's name, else its hash.
-std::string comm_name(const nlohmann::json& c) {
-  const auto& n = at(c, "name");
-  if (n.is_string() && !n.get<std::string>().empty()) return n.get<std::string>();
-  return text(at(c, "hash"));
-}
+std::string comm_name(const obs::EvComm& c) { return c.name.empty() ? c.hash : c.name; }
 
 // Vote groups, largest first (docs/findings.md): one line each,
 //   "ranks 0-1,3 (3): <value> (majority)"; comm ranks are added when they differ from the global
 // ranks. The first group is marked as the majority when it holds more than half of `nranks`.
-void vote_lines(EvidenceText& t, const nlohmann::json& groups, int nranks,
-                std::string (*value)(const nlohmann::json&), int depth) {
+template <class V, class Fn>
+void vote_lines(EvidenceText& t, const std::vector<obs::EvVoteGroup<V>>& groups, int nranks, Fn value, int depth) {
   bool first = true;
-  for (const auto& g : groups.is_array() ? groups : nlohmann::json::array()) {
-    const auto& rk = at(g, "ranks");
-    const auto& cr = at(g, "comm_ranks");
-    std::string s = ranks(rk) + " (" + std::to_string(count(rk));
-    if (count(cr) && cr != rk) s += (count(cr) == 1 ? ", comm rank " : ", comm ranks ") + rank_list(cr);
-    s += "): " + value(at(g, "value"));
-    if (first && nranks > 0 && 2 * static_cast<int>(count(rk)) > nranks) s += " (majority)";
+  for (const auto& g : groups) {
+    std::string s = ranks(g.ranks) + " (" + std::to_string(g.ranks.size());
+    if (!g.comm_ranks.empty() && g.comm_ranks != g.ranks) {
+      s += (g.comm_ranks.size() == 1 ? ", comm rank " : ", comm ranks ") + rank_list(g.comm_ranks);
+    }
+    s += "): " + value(g.value);
+    if (first && nranks > 0 && 2 * static_cast<int>(g.ranks.size()) > nranks) s += " (majority)";
     first = false;
     t.line(s, depth);
   }
 }
 
-std::string fingerprint_value(const nlohmann::json& v) { return text(v); }
-std::string frontier_value(const nlohmann::json& v) { return v.is_null() ? "in no collective" : op(v); }
+std::string frontier_value(const std::optional<obs::EvOp>& v) { return v ? op(*v) : "in no collective"; }
 
 // "operation: X" when the evidence names another operation than the finding's key.
-void other_op(const obs::Finding& f, EvidenceText& t, const nlohmann::json& o) {
+void other_op(const obs::Finding& f, EvidenceText& t, const obs::EvOp& o) {
   std::string mine = f.key ? f.key->func + " #" + std::to_string(f.key->seq) : "";
-  if (!o.is_null() && op(o) != mine) t.line("operation: " + op(o));
+  if (op(o) != mine) t.line("operation: " + op(o));
 }
 
-void hang_part(EvidenceText& t, const nlohmann::json& h) {
-  t.line("hang: " + str(at(h, "class")) + ", " +
-         stalled(t, at(h, "stalled_ms"), at(h, "timeout_ms"), at(h, "last_progress_ns")));
-  wait_edges(t, "wait-for chain", at(h, "chain"), 1);
-  comm_states(t, "communicators", at(h, "comms"), 1);
+void hang_part(EvidenceText& t, const obs::HangEvidence& h) {
+  t.line("hang: " + h.cls + ", " + stalled(t, h.stalled_ms, h.timeout_ms, h.last_progress_ns));
+  wait_edges(t, "wait-for chain", h.chain, 1);
+  comm_states(t, "communicators", h.comms, 1);
+}
+
+// Leaves every key in `keys` for the generic renderer.
+void leave(EvidenceText& t, std::initializer_list<const char*> keys) {
+  for (const char* k : keys) t.leave(k);
 }
 
 }  // namespace
 
-void desync(const obs::Finding& f, EvidenceText& t) {
-  const std::string source = str(t.use("source"));
-  other_op(f, t, t.use("op"));
-  if (source == "metadata") {
-    const std::string fields = str(t.use("fields"));
+void desync(const obs::Finding& f, const obs::DesyncEvidence& e, EvidenceText& t) {
+  other_op(f, t, e.op);
+  if (e.source == "metadata") {
+    const std::string fields = e.fields.value_or("");
     t.line("source: metadata" + std::string(fields == "api"    ? " (values given to the API)"
                                             : fields == "task" ? " (values of NCCL's tasks)"
                                                                : ""));
     t.line("votes (datatype, count and root per rank):");
-    vote_lines(t, t.use("votes"), f.comm_nranks, meta_value, 1);
-    const auto& maj = t.use("majority");
-    t.line("majority: " + (maj.is_null() ? std::string("none (no value is held by more than half of the ranks)")
-                                         : meta_value(maj)));
-    const auto& partial = t.use("partial");
-    if (partial.is_boolean()) {
-      t.line(partial.get<bool>() ? "partial: yes (some ranks' records were missing)"
-                                 : "partial: no (every rank's record was present)");
+    if (e.votes) vote_lines(t, *e.votes, f.comm_nranks, meta_value, 1);
+    const bool none = !e.majority || !*e.majority;
+    t.line("majority: " + (none ? std::string("none (no value is held by more than half of the ranks)")
+                                : meta_value(**e.majority)));
+    if (e.partial) {
+      t.line(*e.partial ? "partial: yes (some ranks' records were missing)"
+                        : "partial: no (every rank's record was present)");
     }
-  } else if (source == "hang") {
+    leave(t, {"frontier_votes"});
+  } else if (e.source == "hang") {
     t.line("source: hang (the communicator is hung and its ranks wait in different collectives)");
     t.line("votes (the collective each rank is in):");
-    vote_lines(t, t.use("frontier_votes"), f.comm_nranks, frontier_value, 1);
+    if (e.frontier_votes) vote_lines(t, *e.frontier_votes, f.comm_nranks, frontier_value, 1);
+    leave(t, {"fields", "votes", "majority", "partial"});
   } else {
-    t.line("source: " + source);
+    t.line("source: " + e.source);
+    leave(t, {"fields", "votes", "majority", "partial", "frontier_votes"});
   }
-  if (t.has("hang")) hang_part(t, t.use("hang"));
+  if (e.hang) hang_part(t, *e.hang);
 }
 
-void sdc(const obs::Finding& f, EvidenceText& t) {
-  const std::string check = str(t.use("check"));
-  other_op(f, t, t.use("op"));
-  if (check == "recv") {
-    t.line("check: receive fingerprints (after " + (f.key ? f.key->func : std::string("the operation")) +
-           " every rank holds the same bytes)");
-    t.line("votes (receive fingerprint per rank):");
-    vote_lines(t, t.use("votes"), f.comm_nranks, fingerprint_value, 1);
-    const auto& maj = t.use("majority");
-    const auto& nr = t.use("nranks");
-    t.line("majority: " + (maj.is_null() ? "none (no fingerprint is held by more than half of the " + text(nr) +
-                                               " ranks: scout cannot tell which is wrong)"
-                                         : text(maj)));
-    const auto& partial = t.use("partial");
-    std::string voters = "voters: " + text(t.use("voters")) + " of " + text(nr) + " ranks";
-    if (partial.is_boolean() && partial.get<bool>()) {
-      voters += " (partial: the others had no fingerprint in time)";
+namespace {
+
+void sdc_recv(const obs::Finding& f, const obs::SdcEvidence& e, EvidenceText& t) {
+  t.line("check: receive fingerprints (after " + (f.key ? f.key->func : std::string("the operation")) +
+         " every rank holds the same bytes)");
+  t.line("votes (receive fingerprint per rank):");
+  if (e.votes) vote_lines(t, *e.votes, f.comm_nranks, [](const std::string& v) { return v; }, 1);
+  const std::string nr = text(js(e.nranks));
+  const bool none = !e.majority || !*e.majority;
+  t.line("majority: " + (none ? "none (no fingerprint is held by more than half of the " + nr +
+                                    " ranks: scout cannot tell which is wrong)"
+                              : **e.majority));
+  std::string voters = "voters: " + text(js(e.voters)) + " of " + nr + " ranks";
+  if (e.partial && *e.partial) voters += " (partial: the others had no fingerprint in time)";
+  t.line(voters);
+  if (e.bytes) {
+    std::string s = "message: " + fmt_bytes(*e.bytes) + " of " + text(js(e.datatype));
+    if (e.fp_bytes) {
+      s += "; the fingerprints cover " + fmt_bytes(*e.fp_bytes);
+      if (e.fp_version) s += " (fingerprint version " + std::to_string(*e.fp_version) + ")";
+    } else {
+      leave(t, {"fp_version"});
     }
-    t.line(voters);
-    auto bytes = [](const nlohmann::json& v) { return v.is_number_integer() ? fmt_bytes(v.get<uint64_t>()) : text(v); };
-    if (t.has("bytes")) {
-      std::string s = "message: " + bytes(t.use("bytes")) + " of " + text(t.use("datatype"));
-      if (t.has("fp_bytes")) {
-        s += "; the fingerprints cover " + bytes(t.use("fp_bytes"));
-        if (t.has("fp_version")) s += " (fingerprint version " + text(t.use("fp_version")) + ")";
-      }
-      t.line(s);
-    }
-  } else if (check == "send-equiv" || check == "recv-equiv") {
-    const char* what = check == "send-equiv" ? "send" : "receive";
-    t.line(std::string("check: ") + what + " fingerprints of equivalent communicators, declared as '" +
-           str(t.use("declaration")) + "'");
-    const auto& group = t.use("group");
-    std::string members;
-    for (const auto& c : group.is_array() ? group : nlohmann::json::array()) {
-      members += (members.empty() ? "" : ", ") + comm(c);
-    }
-    t.line("group: " + members);
-    const auto& dis = t.use("disagreements");
-    for (const auto& d : dis.is_array() ? dis : nlohmann::json::array()) {
-      t.line("comm rank " + text(at(d, "comm_rank")) + ":");
-      const auto& votes = at(d, "votes");
-      const auto& maj = at(d, "majority");
-      for (const auto& v : votes.is_array() ? votes : nlohmann::json::array()) {
-        std::string names;
-        for (const auto& c : at(v, "comms").is_array() ? at(v, "comms") : nlohmann::json::array()) {
-          names += (names.empty() ? "" : ", ") + comm_name(c);
-        }
-        std::string s = ranks(at(v, "ranks")) + " in " + names + ": " + text(at(v, "value"));
-        if (!maj.is_null() && at(v, "value") == maj) s += " (majority)";
-        t.line(s, 1);
-      }
-      if (maj.is_null()) t.line("majority: none", 1);
-    }
+    t.line(s);
   } else {
-    t.line("check: " + check);
+    leave(t, {"datatype", "fp_bytes", "fp_version"});
+  }
+  leave(t, {"declaration", "group", "disagreements"});
+}
+
+void sdc_equiv(const obs::SdcEvidence& e, EvidenceText& t) {
+  const char* what = e.check == "send-equiv" ? "send" : "receive";
+  t.line(std::string("check: ") + what + " fingerprints of equivalent communicators, declared as '" +
+         text(js(e.declaration)) + "'");
+  std::string members;
+  for (const auto& c : e.group.value_or(std::vector<obs::EvComm>{})) {
+    members += (members.empty() ? "" : ", ") + comm(c);
+  }
+  t.line("group: " + members);
+  for (const auto& d : e.disagreements.value_or(std::vector<obs::EvEquivDisagreement>{})) {
+    t.line("comm rank " + std::to_string(d.comm_rank) + ":");
+    for (const auto& v : d.votes) {
+      std::string names;
+      for (const auto& c : v.comms) names += (names.empty() ? "" : ", ") + comm_name(c);
+      std::string s = ranks(v.ranks) + " in " + names + ": " + v.value;
+      if (d.majority && v.value == *d.majority) s += " (majority)";
+      t.line(s, 1);
+    }
+    if (!d.majority) t.line("majority: none", 1);
+  }
+  leave(t, {"votes", "majority", "voters", "nranks", "partial", "fp_bytes", "fp_version", "bytes", "datatype"});
+}
+
+}  // namespace
+
+void sdc(const obs::Finding& f, const obs::SdcEvidence& e, EvidenceText& t) {
+  other_op(f, t, e.op);
+  if (e.check == "recv") {
+    sdc_recv(f, e, t);
+  } else if (e.check == "send-equiv" || e.check == "recv-equiv") {
+    sdc_equiv(e, t);
+  } else {
+    t.line("check: " + e.check);
+    leave(t, {"votes", "majority", "voters", "nranks", "partial", "fp_bytes", "fp_version", "bytes", "datatype",
+              "declaration", "group", "disagreements"});
   }
 }
 
-void nan(const obs::Finding& f, EvidenceText& t) {
+void nan(const obs::Finding& f, const obs::NanEvidence& e, EvidenceText& t) {
   (void)f;
-  const auto& o = t.use("origin");
-  t.line("first operation with non-finite sends: " + comm_op(at(o, "comm"), at(o, "op")) + ", called at " +
-         t.when(at(o, "time_ns")));
-  const auto& carriers = at(o, "carriers");
-  for (const auto& c : carriers.is_array() ? carriers : nlohmann::json::array()) {
-    t.line("rank " + text(at(c, "global_rank")) + " (comm rank " + text(at(c, "comm_rank")) + "): " +
-               text(at(c, "send_nan")) + " NaN, " + text(at(c, "send_inf")) + " Inf in its send buffer",
+  const obs::EvNanOrigin& o = e.origin;
+  t.line("first operation with non-finite sends: " + comm_op(o.comm, o.op) + ", called at " + t.when(o.time_ns));
+  for (const auto& c : o.carriers) {
+    t.line("rank " + std::to_string(c.global_rank) + " (comm rank " + std::to_string(c.comm_rank) + "): " +
+               std::to_string(c.send_nan) + " NaN, " + std::to_string(c.send_inf) + " Inf in its send buffer",
            1);
   }
-  t.line("operations with non-finite sends in this episode: " + text(t.use("ops_with_nonfinite")));
-  const auto& all = t.use("ranks_with_nonfinite");
-  t.line("ranks that carried non-finite values: " + rank_list(all) + " (" + std::to_string(count(all)) + ")");
+  t.line("operations with non-finite sends in this episode: " + std::to_string(e.ops_with_nonfinite));
+  t.line("ranks that carried non-finite values: " + rank_list(e.ranks_with_nonfinite) + " (" +
+         std::to_string(e.ranks_with_nonfinite.size()) + ")");
 }
 
 }  // namespace scout::cli::ev

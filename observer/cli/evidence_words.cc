@@ -108,31 +108,20 @@ std::string edge(const nlohmann::json& e) {
   return s;
 }
 
-EvidenceText::EvidenceText(const nlohmann::json& evidence, int64_t origin_ns, std::string indent)
-    : ev_(evidence), origin_(origin_ns), indent_(std::move(indent)) {}
-
-const nlohmann::json& EvidenceText::use(const std::string& key) {
-  used_.insert(key);
-  if (!ev_.is_object()) return kNull;
-  auto it = ev_.find(key);
-  return it == ev_.end() ? kNull : *it;
-}
-
-bool EvidenceText::has(const std::string& key) const { return ev_.is_object() && ev_.contains(key); }
+EvidenceText::EvidenceText(const nlohmann::json& evidence, const std::vector<std::string>& shown, int64_t origin_ns,
+                           std::string indent)
+    : ev_(evidence), shown_(shown.begin(), shown.end()), origin_(origin_ns), indent_(std::move(indent)) {}
 
 void EvidenceText::line(const std::string& text, int depth) {
   out_ += indent_ + std::string(2 * static_cast<size_t>(depth), ' ') + text + "\n";
 }
 
-std::string EvidenceText::when(const nlohmann::json& ns) const {
-  if (!ns.is_number_integer()) return text(ns);
-  return fmt_rel(ns.get<int64_t>(), origin_);
-}
+std::string EvidenceText::when(int64_t ns) const { return fmt_rel(ns, origin_); }
 
 std::string EvidenceText::finish() {
   if (ev_.is_object()) {
     for (auto it = ev_.begin(); it != ev_.end(); ++it) {
-      if (!used_.count(it.key())) out_ += render_generic_entry(it.key(), it.value(), origin_, indent_);
+      if (!shown_.count(it.key())) out_ += render_generic_entry(it.key(), it.value(), origin_, indent_);
     }
   }
   return out_;

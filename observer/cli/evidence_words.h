@@ -9,9 +9,13 @@
 
 #include <cstdint>
 #include <set>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "observer/model/evidence.h"
 
 namespace scout::cli::ev {
 
@@ -49,29 +53,54 @@ std::string why(const std::string& why, const std::string& rank);
 // enqueued it".
 std::string edge(const nlohmann::json& e);
 
-// Indented lines for one evidence object, tracking the keys used.
+// A typed evidence value (observer/model/evidence.h) as the JSON the functions above take:
+// the per-kind renderers read evidence through its struct and format pieces with them.
+template <class T>
+nlohmann::json js(const T& v) {
+  return obs::evidence_detail::put(v);
+}
+
+// The typed counterparts of comm, op, comm_op, ranks, rank_list, ms, num and edge.
+inline std::string comm(const obs::EvComm& c) { return comm(js(c)); }
+inline std::string comm(const std::optional<obs::EvComm>& c) { return comm(js(c)); }
+inline std::string op(const obs::EvOp& o) { return op(js(o)); }
+inline std::string op(const std::optional<obs::EvOp>& o) { return op(js(o)); }
+template <class C, class O>
+std::string comm_op(const C& c, const O& o) {
+  return comm(c) + " " + op(o);
+}
+inline std::string ranks(const std::vector<int>& list) { return ranks(js(list)); }
+inline std::string rank_list(const std::vector<int>& list) { return rank_list(js(list)); }
+inline std::string ms(double v) { return ms(nlohmann::json(v)); }
+inline std::string num(double v) { return num(nlohmann::json(v)); }
+inline std::string edge(const obs::EvWaitEdge& e) { return edge(js(e)); }
+
+// Indented lines for one evidence object read through its struct; keys the struct does not
+// know, and known keys the renderer chose not to show (leave), are rendered generically at the
+// end (nothing in the evidence is ever hidden).
 class EvidenceText {
  public:
-  // `evidence` must outlive this object; `origin_ns` is the instant times are relative to.
-  EvidenceText(const nlohmann::json& evidence, int64_t origin_ns, std::string indent);
+  // `evidence` must outlive this object; `shown` are the keys of its struct (obs::evidence_keys);
+  // `origin_ns` is the instant times are relative to.
+  EvidenceText(const nlohmann::json& evidence, const std::vector<std::string>& shown, int64_t origin_ns,
+               std::string indent);
 
-  // The value under `key` (null when absent), marked as used.
-  const nlohmann::json& use(const std::string& key);
-  bool has(const std::string& key) const;
+  // `key` is not shown by the renderer: render it generically with the unknown keys.
+  void leave(const std::string& key) { shown_.erase(key); }
   // Appends "<indent><extra indent><text>\n".
   void line(const std::string& text, int depth = 0);
   // An instant (CLOCK_REALTIME ns) relative to the origin: "+10.200s".
-  std::string when(const nlohmann::json& ns) const;
+  std::string when(int64_t ns) const;
   int64_t origin() const { return origin_; }
 
-  // The text so far plus every key no renderer used, rendered generically.
+  // The text so far plus every key not shown, rendered generically.
   std::string finish();
 
  private:
   const nlohmann::json& ev_;
+  std::set<std::string> shown_;
   int64_t origin_;
   std::string indent_;
-  std::set<std::string> used_;
   std::string out_;
 };
 

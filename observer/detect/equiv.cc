@@ -134,7 +134,7 @@ void EquivChecker::compare(const Model& m, size_t g, const std::vector<const Com
   for (int which = 0; which < 2; ++which) {
     bool send = which == 0;
     if (send ? !grp.send : !grp.recv) continue;
-    nlohmann::json disagreements = nlohmann::json::array();
+    std::vector<EvEquivDisagreement> disagreements;
     std::vector<Suspect> suspects;
     bool all_attributed = true;
     const Comm* first_bad = nullptr;
@@ -150,19 +150,20 @@ void EquivChecker::compare(const Model& m, size_t g, const std::vector<const Com
       }
       VoteResult<uint64_t> v = strict_majority(ballots, int(members.size()));
       if (v.verdict == VoteVerdict::kAgree) continue;
-      nlohmann::json votes = nlohmann::json::array();
+      EvEquivDisagreement d;
+      d.comm_rank = r;
       for (const auto& grpv : v.groups) {
-        nlohmann::json comms = nlohmann::json::array(), ranks = nlohmann::json::array();
+        EvEquivVote vote;
+        vote.value = fp_hex(grpv.value);
         for (int i : grpv.voters) {
-          comms.push_back(comm_json(*members[i]));
+          vote.comms.push_back(ev_comm(*members[i]));
           int proc = history_[members[i]->key][key][r].proc;
-          ranks.push_back(proc >= 0 ? m.proc(proc).global_rank : -1);
+          vote.ranks.push_back(proc >= 0 ? m.proc(proc).global_rank : -1);
         }
-        votes.push_back({{"value", fp_hex(grpv.value)}, {"comms", comms}, {"ranks", ranks}});
+        d.votes.push_back(std::move(vote));
       }
-      disagreements.push_back({{"comm_rank", r}, {"votes", votes},
-                               {"majority", v.has_majority ? nlohmann::json(fp_hex(v.groups[0].value))
-                                                           : nlohmann::json(nullptr)}});
+      if (v.has_majority) d.majority = fp_hex(v.groups[0].value);
+      disagreements.push_back(std::move(d));
       if (v.verdict == VoteVerdict::kAttributed) {
         for (int i : v.dissenters) {
           suspects.push_back(suspect_of(m, history_[members[i]->key][key][r].proc, r));
@@ -183,13 +184,14 @@ void EquivChecker::compare(const Model& m, size_t g, const std::vector<const Com
                   shm::func_name(key.first) + ":" + std::to_string(key.second);
     f.first_seen_ns = now_ns;
     f.last_seen_ns = now_ns;
-    nlohmann::json group = nlohmann::json::array();
-    for (const Comm* mc : members) group.push_back(comm_json(*mc));
-    f.evidence = {{"check", send ? "send-equiv" : "recv-equiv"},
-                  {"declaration", grp.text},
-                  {"group", group},
-                  {"op", {{"func", shm::func_name(key.first)}, {"seq", key.second}}},
-                  {"disagreements", disagreements}};
+    SdcEvidence ev;
+    ev.check = send ? "send-equiv" : "recv-equiv";
+    ev.op = EvOp{shm::func_name(key.first), key.second, std::nullopt, std::nullopt};
+    ev.declaration = grp.text;
+    ev.group.emplace();
+    for (const Comm* mc : members) ev.group->push_back(ev_comm(*mc));
+    ev.disagreements = disagreements;
+    f.evidence = to_json(ev);
     std::string what = std::string(send ? "send" : "receive") + " buffers of " + shm::func_name(key.first) +
                        " #" + std::to_string(key.second) + " in the equivalent communicators '" + grp.text + "'";
     if (all_attributed) {

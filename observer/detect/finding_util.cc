@@ -51,17 +51,15 @@ OpKey op_key(const OpId& id, int rank) {
   return OpKey{shm::func_name(id.func), id.seq};
 }
 
-nlohmann::json comm_json(const Comm& c) {
-  return {{"hash", hex64(c.key.hash)}, {"name", c.name}, {"nranks", c.key.nranks}};
-}
+EvComm ev_comm(const Comm& c) { return EvComm{hex64(c.key.hash), c.name, c.key.nranks}; }
 
-nlohmann::json op_json(const OpId& id) {
-  nlohmann::json j = {{"func", shm::func_name(id.func)}, {"seq", id.seq}};
+EvOp ev_op(const OpId& id) {
+  EvOp o{shm::func_name(id.func), id.seq, std::nullopt, std::nullopt};
   if (id.cls == OpClass::kP2p) {
-    j["src"] = id.src;
-    j["dst"] = id.dst;
+    o.src = id.src;
+    o.dst = id.dst;
   }
-  return j;
+  return o;
 }
 
 int rank_of(const Comm& c, int proc) {

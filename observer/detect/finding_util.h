@@ -5,10 +5,9 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "observer/model/model.h"
+#include "observer/model/evidence.h"
 #include "observer/model/finding.h"
+#include "observer/model/model.h"
 
 namespace scout::obs {
 
@@ -29,10 +28,10 @@ void set_comm(Finding& f, const Comm& c);
 // The issue-6 key of an operation: {func name, seq}. A p2p pair is named "Send", or "Recv" when
 // the finding is about its receiving side (`rank` = the receiver's comm rank).
 OpKey op_key(const OpId& id, int rank = -1);
-// {"hash": "0x...", "name": ..., "nranks": n}
-nlohmann::json comm_json(const Comm& c);
-// {"func": ..., "seq": n} (+ "src"/"dst" comm ranks for p2p)
-nlohmann::json op_json(const OpId& id);
+// The evidence *comm* of `c` (hash, name, nranks).
+EvComm ev_comm(const Comm& c);
+// The evidence *op* of `id` (func, seq; src and dst comm ranks for p2p).
+EvOp ev_op(const OpId& id);
 // Comm rank of process `proc` in `c`, -1 if it is not a member.
 int rank_of(const Comm& c, int proc);
 // Global ranks of comm ranks `ranks` of `c` (-1 where unknown), in the same order.

@@ -77,22 +77,23 @@ std::optional<Finding> sdc_finding(const Model& m, const Comm& c, const Op& op, 
   }
   f.first_seen_ns = done > 0 ? done : now_ns;
   f.last_seen_ns = now_ns;
-  nlohmann::json votes = nlohmann::json::array();
+  SdcEvidence ev;
+  ev.check = "recv";
+  ev.op = ev_op(op.id);
+  ev.votes.emplace();
   for (const auto& g : out.vote.groups) {
-    votes.push_back({{"value", fp_hex(g.value)}, {"ranks", global_ranks(m, c, g.voters)}, {"comm_ranks", g.voters}});
+    ev.votes->push_back({fp_hex(g.value), global_ranks(m, c, g.voters), g.voters});
   }
-  f.evidence = {{"check", "recv"},
-                {"op", op_json(op.id)},
-                {"votes", votes},
-                {"majority", out.vote.has_majority ? nlohmann::json(fp_hex(out.vote.groups[0].value))
-                                                   : nlohmann::json(nullptr)},
-                {"voters", out.voters},
-                {"nranks", c.key.nranks},
-                {"partial", out.partial},
-                {"fp_bytes", out.fp_bytes},
-                {"fp_version", out.fp_version},
-                {"bytes", bytes},
-                {"datatype", shm::datatype_name(dtype)}};
+  ev.majority.emplace();
+  if (out.vote.has_majority) ev.majority->emplace(fp_hex(out.vote.groups[0].value));
+  ev.voters = out.voters;
+  ev.nranks = c.key.nranks;
+  ev.partial = out.partial;
+  ev.fp_bytes = out.fp_bytes;
+  ev.fp_version = out.fp_version;
+  ev.bytes = bytes;
+  ev.datatype = shm::datatype_name(dtype);
+  f.evidence = to_json(ev);
   std::string what = describe(op.id) + " of " + comm_label(c);
   if (f.verdict == Verdict::kAttributed) {
     std::string names;

@@ -120,53 +120,43 @@ std::string HangDetector::root_reason(const Model& m, int proc, std::string* det
   return reason;
 }
 
-nlohmann::json HangDetector::chain_json(const Model& m, const std::vector<ProcEdge>& edges,
-                                        const std::vector<int>& tags) const {
-  nlohmann::json out = nlohmann::json::array();
+std::vector<EvWaitEdge> HangDetector::chain(const Model& m, const std::vector<ProcEdge>& edges,
+                                            const std::vector<int>& tags) const {
+  std::vector<EvWaitEdge> out;
   for (int t : tags) {
     if (out.size() >= kMaxChain) break;
     const ProcEdge& e = edges[t];
-    out.push_back({{"rank", m.proc(e.from).global_rank},
-                   {"waits_for", m.proc(e.to).global_rank},
-                   {"comm", comm_json(*e.comm)},
-                   {"op", op_json(e.e.op)},
-                   {"why", e.e.why}});
+    out.push_back(EvWaitEdge{m.proc(e.from).global_rank, m.proc(e.to).global_rank, ev_comm(*e.comm), ev_op(e.e.op),
+                             e.e.why});
   }
   return out;
 }
 
-nlohmann::json HangDetector::comms_json(const Model& m, const std::vector<const Comm*>& comms,
-                                        int64_t now_ns) const {
-  nlohmann::json out = nlohmann::json::array();
+std::vector<EvCommState> HangDetector::comm_states(const Model& m, const std::vector<const Comm*>& comms,
+                                                   int64_t now_ns) const {
+  std::vector<EvCommState> out;
   for (const Comm* c : comms) {
     auto it = waits_.find(c->key);
     if (it == waits_.end()) continue;
     const CommWaits& w = it->second;
-    nlohmann::json ranks = nlohmann::json::array();
-    int listed = 0, waiting_in_op = 0;
+    EvCommState cs{ev_comm(*c), w.cls, ev_op(w.op), to_ms(now_ns - c->last_progress_ns), 0, {}};
+    int listed = 0;
     for (int r = 0; r < int(w.ranks.size()); ++r) {
       const RankWaitState& rs = w.ranks[r];
       bool usual = rs.state == "running" && rs.op == w.op;
-      waiting_in_op += usual;
+      cs.waiting_in_op += usual;
       if (int(w.ranks.size()) > kMaxRanksListed && usual) continue;  // large comms: list the odd ones
       if (listed++ >= kMaxRanksListed) continue;
       int proc = c->ranks[r].proc;
-      nlohmann::json j = {{"global_rank", proc >= 0 ? m.proc(proc).global_rank : -1},
-                          {"comm_rank", r},
-                          {"state", rs.state}};
-      if (rs.state != "idle") j["op"] = op_json(rs.op);
+      EvRankState j{proc >= 0 ? m.proc(proc).global_rank : -1, r, rs.state, std::nullopt, std::nullopt};
+      if (rs.state != "idle") j.op = ev_op(rs.op);
       bool issued = has_issued(*c, w.op, r);
-      if (!issued) j["state"] = rs.state == "idle" ? "absent" : rs.state;
+      if (!issued) j.state = rs.state == "idle" ? "absent" : rs.state;
       const OpMark& lc = c->ranks[r].last_completed;
-      j["last_completed"] = lc.valid ? op_json(lc.id) : nlohmann::json(nullptr);
-      ranks.push_back(j);
+      if (lc.valid) j.last_completed = ev_op(lc.id);
+      cs.ranks.push_back(std::move(j));
     }
-    out.push_back({{"comm", comm_json(*c)},
-                   {"class", w.cls},
-                   {"op", op_json(w.op)},
-                   {"stalled_ms", to_ms(now_ns - c->last_progress_ns)},
-                   {"waiting_in_op", waiting_in_op},
-                   {"ranks", ranks}});
+    out.push_back(std::move(cs));
   }
   return out;
 }
@@ -201,10 +191,8 @@ void HangDetector::report_deadlock(const Model& m, const std::vector<int>& cycle
   f.dedup_key = "deadlock:" + ranks + ops;
   f.first_seen_ns = since;
   f.last_seen_ns = now_ns;
-  f.evidence = {{"cycle", chain_json(m, edges, tags)},
-                {"comms", comms_json(m, comms, now_ns)},
-                {"stalled_ms", to_ms(now_ns - since)},
-                {"timeout_ms", to_ms(cfg_.timeout_ns)}};
+  f.evidence = to_json(DeadlockEvidence{chain(m, edges, tags), comm_states(m, comms, now_ns), to_ms(now_ns - since),
+                                         to_ms(cfg_.timeout_ns)});
   f.summary = "deadlock across " + std::to_string(comms.size()) + " communicators: " + words;
   board.report(f);
   reported_.insert(f.dedup_key);
@@ -225,17 +213,21 @@ void HangDetector::report_stuck(const Model& m, const Comm& c, const WaitGraph& 
   for (int t : tags) {
     if (std::find(comms.begin(), comms.end(), edges[t].comm) == comms.end()) comms.push_back(edges[t].comm);
   }
-  nlohmann::json hang = {{"class", "stuck"},
-                         {"root", nlohmann::json::array({{{"reason", "stuck"}, {"comm", comm_json(c)},
-                                                          {"op", op_json(w.op)}}})},
-                         {"stalled_ms", to_ms(now_ns - c.last_progress_ns)},
-                         {"last_progress_ns", c.last_progress_ns},
-                         {"timeout_ms", to_ms(cfg_.timeout_ns)},
-                         {"waiting_ranks", global_ranks(m, c, w.waiting)},
-                         {"blocked_elsewhere", nlohmann::json::array()},
-                         {"chain", chain_json(m, edges, tags)},
-                         {"comms", comms_json(m, comms, now_ns)}};
-  for (int p : upstream) hang["blocked_elsewhere"].push_back(m.proc(p).global_rank);
+  HangEvidence hang;
+  hang.cls = "stuck";
+  EvHangRoot root;
+  root.reason = "stuck";
+  root.comm = ev_comm(c);
+  root.op = ev_op(w.op);
+  hang.root = std::vector<EvHangRoot>{root};
+  hang.stalled_ms = to_ms(now_ns - c.last_progress_ns);
+  hang.last_progress_ns = c.last_progress_ns;
+  hang.timeout_ms = to_ms(cfg_.timeout_ns);
+  hang.waiting_ranks = global_ranks(m, c, w.waiting);
+  hang.blocked_elsewhere.emplace();
+  for (int p : upstream) hang.blocked_elsewhere->push_back(m.proc(p).global_rank);
+  hang.chain = chain(m, edges, tags);
+  hang.comms = comm_states(m, comms, now_ns);
 
   if (w.meta_disagrees) {
     // Ranks entered the same collective with different arguments: the desync is the cause.
@@ -244,8 +236,11 @@ void HangDetector::report_stuck(const Model& m, const Comm& c, const WaitGraph& 
     MetaOutcome meta = check_metadata(it->second);
     auto f = desync_finding(m, c, it->second, meta, now_ns);
     if (!f) return;
-    if (const Finding* old = board.find(f->dedup_key)) f->evidence = old->evidence;
-    f->evidence["hang"] = hang;
+    DesyncEvidence ev;
+    const Finding* old = board.find(f->dedup_key);
+    if (!old || !read_evidence(old->evidence, &ev)) read_evidence(f->evidence, &ev);
+    ev.hang = hang;
+    f->evidence = to_json(ev);
     f->summary += "; the collective is stuck for " + seconds(now_ns - c.last_progress_ns);
     board.report(*f);
     return;
@@ -258,7 +253,7 @@ void HangDetector::report_stuck(const Model& m, const Comm& c, const WaitGraph& 
   f.dedup_key = hang_key(c, w.op);
   f.first_seen_ns = c.last_progress_ns;
   f.last_seen_ns = now_ns;
-  f.evidence = hang;
+  f.evidence = to_json(hang);
   f.summary = what_op(c, w.op) + " is stuck: " + std::to_string(w.waiting.size()) +
               " ranks started it and none completed for " + seconds(now_ns - c.last_progress_ns);
   if (!upstream.empty()) f.summary += "; " + std::to_string(upstream.size()) + " more ranks wait on them";
@@ -279,11 +274,11 @@ void HangDetector::report_mismatch(const Model& m, const Comm& c, const WaitGrap
   f.dedup_key = desync_key(c, w.op);
   f.first_seen_ns = c.last_progress_ns;
   f.last_seen_ns = now_ns;
-  nlohmann::json votes = nlohmann::json::array();
+  std::vector<EvVoteGroup<std::optional<EvOp>>> votes;
   for (const auto& grp : v.groups) {
-    votes.push_back({{"value", grp.value == kIdleOp ? nlohmann::json(nullptr) : op_json(grp.value)},
-                     {"ranks", global_ranks(m, c, grp.voters)},
-                     {"comm_ranks", grp.voters}});
+    std::optional<EvOp> value;
+    if (grp.value != kIdleOp) value = ev_op(grp.value);
+    votes.push_back({value, global_ranks(m, c, grp.voters), grp.voters});
   }
   std::vector<int> tags;
   for (int d : v.dissenters) {
@@ -293,19 +288,23 @@ void HangDetector::report_mismatch(const Model& m, const Comm& c, const WaitGrap
   for (int t : tags) {
     if (std::find(comms.begin(), comms.end(), edges[t].comm) == comms.end()) comms.push_back(edges[t].comm);
   }
-  nlohmann::json hang = {{"class", "mismatch"},
-                         {"stalled_ms", to_ms(now_ns - c.last_progress_ns)},
-                         {"last_progress_ns", c.last_progress_ns},
-                         {"timeout_ms", to_ms(cfg_.timeout_ns)},
-                         {"chain", chain_json(m, edges, tags)},
-                         {"comms", comms_json(m, comms, now_ns)}};
-  if (const Finding* old = board.find(f.dedup_key)) {
-    f.evidence = old->evidence;
-  } else {
-    f.evidence = {{"source", "hang"}, {"op", op_json(w.op)}};
+  HangEvidence hang;
+  hang.cls = "mismatch";
+  hang.stalled_ms = to_ms(now_ns - c.last_progress_ns);
+  hang.last_progress_ns = c.last_progress_ns;
+  hang.timeout_ms = to_ms(cfg_.timeout_ns);
+  hang.chain = chain(m, edges, tags);
+  hang.comms = comm_states(m, comms, now_ns);
+  DesyncEvidence ev;
+  const Finding* old = board.find(f.dedup_key);
+  if (!old || !read_evidence(old->evidence, &ev)) {
+    ev = DesyncEvidence{};
+    ev.source = "hang";
+    ev.op = ev_op(w.op);
   }
-  f.evidence["frontier_votes"] = votes;
-  f.evidence["hang"] = hang;
+  ev.frontier_votes = std::move(votes);
+  ev.hang = std::move(hang);
+  f.evidence = to_json(ev);
   if (f.verdict == Verdict::kAttributed) {
     std::string names;
     for (int d : v.dissenters) {
@@ -354,7 +353,9 @@ void HangDetector::report_root(const Model& m, const std::vector<int>& roots, co
   f.dedup_key = key;
   f.first_seen_ns = c.last_progress_ns;
   f.last_seen_ns = now_ns;
-  nlohmann::json root = nlohmann::json::array();
+  HangEvidence ev;
+  ev.cls = "absent";
+  ev.root.emplace();
   std::string names, first_reason, first_detail;
   for (int p : roots) {
     std::string detail;
@@ -364,19 +365,22 @@ void HangDetector::report_root(const Model& m, const std::vector<int>& roots, co
       first_detail = detail;
     }
     f.suspects.push_back(suspect_of(m, p, rank_of(c, p)));
-    root.push_back({{"global_rank", m.proc(p).global_rank}, {"reason", reason},
-                    {"detail", detail}, {"process", to_string(m.proc(p).state)}});
+    EvHangRoot root;
+    root.global_rank = m.proc(p).global_rank;
+    root.reason = reason;
+    root.detail = detail;
+    root.process = to_string(m.proc(p).state);
+    ev.root->push_back(std::move(root));
     names += (names.empty() ? "" : ", ") + who(m, p);
   }
-  f.evidence = {{"class", "absent"},
-                {"root", root},
-                {"stalled_ms", to_ms(now_ns - c.last_progress_ns)},
-                {"last_progress_ns", c.last_progress_ns},
-                {"timeout_ms", to_ms(cfg_.timeout_ns)},
-                {"waiting_ranks", nlohmann::json::array()},
-                {"chain", chain_json(m, edges, tags)},
-                {"comms", comms_json(m, comms, now_ns)}};
-  for (int p : upstream) f.evidence["waiting_ranks"].push_back(m.proc(p).global_rank);
+  ev.stalled_ms = to_ms(now_ns - c.last_progress_ns);
+  ev.last_progress_ns = c.last_progress_ns;
+  ev.timeout_ms = to_ms(cfg_.timeout_ns);
+  ev.waiting_ranks.emplace();
+  for (int p : upstream) ev.waiting_ranks->push_back(m.proc(p).global_rank);
+  ev.chain = chain(m, edges, tags);
+  ev.comms = comm_states(m, comms, now_ns);
+  f.evidence = to_json(ev);
   std::string op = what_op(c, primary.e.op);
   std::string waiters = std::to_string(upstream.size()) + (upstream.size() == 1 ? " rank waits" : " ranks wait");
   if (comms.size() > 1) waiters += " (through " + std::to_string(comms.size()) + " communicators)";
@@ -406,7 +410,7 @@ void HangDetector::report_crash(const Model& m, int proc, const ProcEdge& primar
   f.dedup_key = "crash:" + p.host + ":" + std::to_string(p.pid);
   f.first_seen_ns = p.last_event_ns > 0 ? p.last_event_ns : now_ns;
   f.last_seen_ns = now_ns;
-  nlohmann::json open_ops = nlohmann::json::array();
+  CrashEvidence ev;
   auto mit = member_of_.find(proc);
   if (mit != member_of_.end()) {
     for (const Membership& mb : mit->second) {
@@ -418,22 +422,20 @@ void HangDetector::report_crash(const Model& m, int proc, const ProcEdge& primar
             state = shm::op_state_name(s->rec.state);
           }
         }
-        open_ops.push_back({{"comm", comm_json(*mb.comm)}, {"op", op_json(id)}, {"state", state}});
+        ev.open_ops.push_back(EvOpenOp{ev_comm(*mb.comm), ev_op(id), state});
       }
     }
   }
   std::vector<int> upstream = g.upstream_nodes(proc);
   std::vector<int> tags = g.upstream_edges(proc);
-  nlohmann::json waiting = nlohmann::json::array();
-  for (int u : upstream) waiting.push_back(m.proc(u).global_rank);
-  f.evidence = {{"pid", p.pid},
-                {"host", p.host},
-                {"finalized", false},
-                {"last_event_ns", p.last_event_ns},
-                {"gone_ns", p.gone_ns},
-                {"open_ops", open_ops},
-                {"waiting_ranks", waiting},
-                {"chain", chain_json(m, edges, tags)}};
+  for (int u : upstream) ev.waiting_ranks.push_back(m.proc(u).global_rank);
+  ev.pid = p.pid;
+  ev.host = p.host;
+  ev.finalized = false;
+  ev.last_event_ns = p.last_event_ns;
+  ev.gone_ns = p.gone_ns;
+  ev.chain = chain(m, edges, tags);
+  f.evidence = to_json(ev);
   f.summary = who(m, proc) + " died without finalizing NCCL; " + std::to_string(upstream.size()) +
               (upstream.size() == 1 ? " rank waits" : " ranks wait") + " for it in " + what_op(c, primary.e.op);
   board.report(f);

@@ -27,6 +27,7 @@
 #include <set>
 #include <string>
 
+#include "observer/model/evidence.h"
 #include "observer/model/finding_board.h"
 #include "observer/model/model.h"
 #include "observer/detect/comm_waits.h"
@@ -68,9 +69,9 @@ class HangDetector {
   std::string root_reason(const Model& m, int proc, std::string* detail) const;
   // True when `proc` has an operation in flight in a communicator with members not all known.
   static bool waits_elsewhere(const Model& m, int proc);
-  nlohmann::json chain_json(const Model& m, const std::vector<ProcEdge>& edges,
+  std::vector<EvWaitEdge> chain(const Model& m, const std::vector<ProcEdge>& edges,
                             const std::vector<int>& tags) const;
-  nlohmann::json comms_json(const Model& m, const std::vector<const Comm*>& comms, int64_t now_ns) const;
+  std::vector<EvCommState> comm_states(const Model& m, const std::vector<const Comm*>& comms, int64_t now_ns) const;
   void report_deadlock(const Model& m, const std::vector<int>& cycle, const WaitGraph& g,
                        const std::vector<ProcEdge>& edges, int64_t now_ns, FindingBoard& board);
   void report_stuck(const Model& m, const Comm& c, const WaitGraph& g,

@@ -9,9 +9,7 @@ namespace scout::obs {
 
 using namespace scout::shm;
 
-nlohmann::json to_json(const MetaValue& v) {
-  return {{"datatype", shm::datatype_name(v.datatype)}, {"count", v.count}, {"root", v.root}};
-}
+EvMetaValue ev_meta(const MetaValue& v) { return EvMetaValue{shm::datatype_name(v.datatype), v.count, v.root}; }
 
 MetaValue meta_value(const RecordSnapshot& r, bool api) {
   MetaValue v;
@@ -64,16 +62,18 @@ std::optional<Finding> desync_finding(const Model& m, const Comm& c, const Op& o
   }
   f.first_seen_ns = first > 0 ? first : now_ns;
   f.last_seen_ns = now_ns;
-  nlohmann::json votes = nlohmann::json::array();
+  DesyncEvidence ev;
+  ev.source = "metadata";
+  ev.op = ev_op(op.id);
+  ev.fields = out.api_fields ? "api" : "task";
+  ev.votes.emplace();
   for (const auto& g : out.vote.groups) {
-    votes.push_back({{"value", to_json(g.value)}, {"ranks", global_ranks(m, c, g.voters)}, {"comm_ranks", g.voters}});
+    ev.votes->push_back({ev_meta(g.value), global_ranks(m, c, g.voters), g.voters});
   }
-  f.evidence = {{"source", "metadata"},
-                {"fields", out.api_fields ? "api" : "task"},
-                {"votes", votes},
-                {"majority", out.vote.has_majority ? to_json(out.vote.groups[0].value) : nlohmann::json(nullptr)},
-                {"partial", out.partial},
-                {"op", op_json(op.id)}};
+  ev.majority.emplace();
+  if (out.vote.has_majority) ev.majority->emplace(ev_meta(out.vote.groups[0].value));
+  ev.partial = out.partial;
+  f.evidence = to_json(ev);
   std::string what = describe(op.id) + " of " + comm_label(c);
   if (f.verdict == Verdict::kAttributed) {
     for (int r : out.vote.dissenters) f.suspects.push_back(suspect_of(m, c, r));

@@ -13,10 +13,9 @@
 #include <cstdint>
 #include <optional>
 
-#include <nlohmann/json.hpp>
-
 #include "observer/model/model.h"
 #include "observer/detect/vote.h"
+#include "observer/model/evidence.h"
 #include "observer/model/finding.h"
 
 namespace scout::obs {
@@ -27,8 +26,8 @@ struct MetaValue {
   int32_t root = -1;
   auto operator<=>(const MetaValue&) const = default;
 };
-// {"datatype": "float32", "count": 1024, "root": -1}
-nlohmann::json to_json(const MetaValue& v);
+// The evidence value of `v`: datatype name, count, root (-1 unless Broadcast or Reduce).
+EvMetaValue ev_meta(const MetaValue& v);
 
 // What record `r` of an operation of function `func` says must agree: the API's datatype and
 // count when `api` (else the task's), the root for Broadcast and Reduce.

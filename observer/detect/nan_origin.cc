@@ -62,7 +62,7 @@ void NanOrigin::report(const Model& m, int64_t now_ns, FindingBoard& board) {
   f.key = op_key(origin_.id);
   f.first_seen_ns = origin_.time_ns > 0 ? origin_.time_ns : now_ns;
   f.last_seen_ns = now_ns;
-  nlohmann::json carriers = nlohmann::json::array();
+  NanEvidence ev;
   std::string names;
   uint64_t nan = 0, inf = 0;
   for (const auto& p : origin_.carriers) {
@@ -70,22 +70,20 @@ void NanOrigin::report(const Model& m, int64_t now_ns, FindingBoard& board) {
     names += (names.empty() ? "" : ", ") + who(m, p.proc);
     nan += p.send_nan;
     inf += p.send_inf;
-    carriers.push_back({{"global_rank", p.proc >= 0 ? m.proc(p.proc).global_rank : -1},
-                        {"comm_rank", p.comm_rank},
-                        {"send_nan", p.send_nan},
-                        {"send_inf", p.send_inf}});
+    ev.origin.carriers.push_back(
+        EvNanCarrier{p.proc >= 0 ? m.proc(p.proc).global_rank : -1, p.comm_rank, p.send_nan, p.send_inf});
   }
   std::string where = describe(origin_.id);
-  nlohmann::json comm = nullptr;
   if (c) {
     set_comm(f, *c);
     where += " of " + comm_label(*c);
-    comm = comm_json(*c);
+    ev.origin.comm = ev_comm(*c);
   }
-  f.evidence = {{"origin", {{"comm", comm}, {"op", op_json(origin_.id)}, {"time_ns", origin_.time_ns},
-                            {"carriers", carriers}}},
-                {"ops_with_nonfinite", ops_with_nonfinite_},
-                {"ranks_with_nonfinite", ranks_seen_}};
+  ev.origin.op = ev_op(origin_.id);
+  ev.origin.time_ns = origin_.time_ns;
+  ev.ops_with_nonfinite = ops_with_nonfinite_;
+  ev.ranks_with_nonfinite = ranks_seen_;
+  f.evidence = to_json(ev);
   f.summary = names + " sent the first non-finite values: " + where + " (" + std::to_string(nan) +
               " NaN, " + std::to_string(inf) + " Inf in the send buffer)";
   board.report(f);

@@ -70,25 +70,23 @@ void SlowLinkDetector::observe(const Model& m, const JudgedOp& op) {
   }
 }
 
-nlohmann::json SlowLinkDetector::channel_json(const Model& m, const Judged& j) const {
-  nlohmann::json ranks = nlohmann::json::array();
-  for (int p : j.procs) ranks.push_back(p >= 0 ? m.proc(p).global_rank : -1);
-  nlohmann::json comm = nullptr;
+EvChannel SlowLinkDetector::channel(const Model& m, const Judged& j) const {
+  EvChannel ch;
+  for (int p : j.procs) ch.ranks.push_back(p >= 0 ? m.proc(p).global_rank : -1);
   auto it = m.comms().find(j.ch.comm);
-  if (it != m.comms().end()) comm = comm_json(it->second);
-  return {{"comm", comm},
-          {"kind", j.ch.a >= 0 ? "p2p" : "coll"},
-          {"func", shm::func_name(j.ch.func)},
-          {"bytes_bucket", 1ull << j.ch.bucket},
-          {"ranks", ranks},
-          {"median_ms", to_ms(int64_t(j.median_ns))},
-          {"peer_median_ms", to_ms(int64_t(j.peer_ns))},
-          {"ratio", j.peer_ns > 0 ? j.median_ns / j.peer_ns : 0},
-          {"samples", j.samples},
-          {"peers", j.peers}};
+  if (it != m.comms().end()) ch.comm = ev_comm(it->second);
+  ch.kind = j.ch.a >= 0 ? "p2p" : "coll";
+  ch.func = shm::func_name(j.ch.func);
+  ch.bytes_bucket = 1ull << j.ch.bucket;
+  ch.median_ms = to_ms(int64_t(j.median_ns));
+  ch.peer_median_ms = to_ms(int64_t(j.peer_ns));
+  ch.ratio = j.peer_ns > 0 ? j.median_ns / j.peer_ns : 0;
+  ch.samples = j.samples;
+  ch.peers = j.peers;
+  return ch;
 }
 
-void SlowLinkDetector::evaluate(const Model& m, int64_t now_ns, FindingBoard& board) {
+std::vector<SlowLinkDetector::Judged> SlowLinkDetector::judge_channels(const Model& m) {
   // Medians per channel, grouped by class.
   struct ClassKey {
     bool p2p;
@@ -139,6 +137,11 @@ void SlowLinkDetector::evaluate(const Model& m, int64_t now_ns, FindingBoard& bo
       judged.push_back(j);
     }
   }
+  return judged;
+}
+
+void SlowLinkDetector::evaluate(const Model& m, int64_t now_ns, FindingBoard& board) {
+  const std::vector<Judged> judged = judge_channels(m);
   // Intersection.
   std::map<int, int> slow_n, normal_n;
   for (const Judged& j : judged) {
@@ -149,6 +152,7 @@ void SlowLinkDetector::evaluate(const Model& m, int64_t now_ns, FindingBoard& bo
     if (n >= 2 && !normal_n.count(p)) endpoints.insert(p);
   }
   std::set<std::string> reported;
+  auto thresholds = [&] { return EvSlowThresholds{cfg_.factor, to_ms(cfg_.min_ns), cfg_.window}; };
   auto base = [&](const Judged& j, Finding& f) {
     f.kind = FindingKind::kSlowLink;
     auto it = m.comms().find(j.ch.comm);
@@ -171,20 +175,19 @@ void SlowLinkDetector::evaluate(const Model& m, int64_t now_ns, FindingBoard& bo
 
   for (int p : endpoints) {
     Finding f;
-    nlohmann::json slow = nlohmann::json::array();
+    SlowLinkEvidence ev{"endpoint", {}, {}, thresholds()};
     const Judged* first = nullptr;
     for (const Judged& j : judged) {
       if (!j.slow || !std::binary_search(j.procs.begin(), j.procs.end(), p)) continue;
       if (!first) first = &j;
-      slow.push_back(channel_json(m, j));
+      ev.slow.push_back(channel(m, j));
     }
     base(*first, f);
     f.verdict = Verdict::kAttributed;
     f.suspects.push_back(suspect_of(m, p, comm_rank_of(first->ch.comm, p)));
     f.dedup_key = "slowlink:endpoint:" + m.proc(p).host + ":" + std::to_string(m.proc(p).pid);
-    f.evidence = {{"class", "endpoint"}, {"slow", slow}, {"normal", nlohmann::json::array()},
-                  {"thresholds", {{"factor", cfg_.factor}, {"min_ms", to_ms(cfg_.min_ns)}, {"window", cfg_.window}}}};
-    f.summary = who(m, p) + " is a slow endpoint: all " + std::to_string(slow.size()) +
+    f.evidence = to_json(ev);
+    f.summary = who(m, p) + " is a slow endpoint: all " + std::to_string(ev.slow.size()) +
                 " of its compared channels are slow (" + where(*first) + ")";
     board.report(f);
     reported.insert(f.dedup_key);
@@ -204,33 +207,35 @@ void SlowLinkDetector::evaluate(const Model& m, int64_t now_ns, FindingBoard& bo
     }
     Finding f;
     base(j, f);
-    nlohmann::json normal = nlohmann::json::array();
+    SlowLinkEvidence ev{"", {channel(m, j)}, {}, thresholds()};
     for (const Judged& o : judged) {
-      if (o.slow || normal.size() >= 8) continue;
+      if (o.slow || ev.normal.size() >= 8) continue;
       bool shares = false;
       for (int p : cand) shares |= std::binary_search(o.procs.begin(), o.procs.end(), p);
-      if (shares) normal.push_back(channel_json(m, o));
+      if (shares) ev.normal.push_back(channel(m, o));
     }
-    nlohmann::json thresholds = {{"factor", cfg_.factor}, {"min_ms", to_ms(cfg_.min_ns)}, {"window", cfg_.window}};
     if (cand.size() == 2) {
       f.verdict = Verdict::kAttributed;
       f.suspects.push_back(suspect_of(m, cand[0], comm_rank_of(j.ch.comm, cand[0])));
       f.peer = suspect_of(m, cand[1], comm_rank_of(j.ch.comm, cand[1]));
       f.dedup_key = "slowlink:link:" + m.proc(cand[0]).host + ":" + std::to_string(m.proc(cand[0]).pid) + ":" +
                     m.proc(cand[1]).host + ":" + std::to_string(m.proc(cand[1]).pid);
-      f.evidence = {{"class", "link"}, {"slow", {channel_json(m, j)}}, {"normal", normal}, {"thresholds", thresholds}};
+      ev.cls = "link";
+      f.evidence = to_json(ev);
       f.summary = "the link between " + who(m, cand[0]) + " and " + who(m, cand[1]) + " is slow: " + where(j);
     } else if (cand.size() == 1) {
       f.verdict = Verdict::kAttributed;
       f.suspects.push_back(suspect_of(m, cand[0], comm_rank_of(j.ch.comm, cand[0])));
       f.dedup_key = "slowlink:endpoint:" + m.proc(cand[0]).host + ":" + std::to_string(m.proc(cand[0]).pid);
-      f.evidence = {{"class", "endpoint"}, {"slow", {channel_json(m, j)}}, {"normal", normal}, {"thresholds", thresholds}};
+      ev.cls = "endpoint";
+      f.evidence = to_json(ev);
       f.summary = who(m, cand[0]) + " is the only rank of a slow communicator with no normal channel: " + where(j);
     } else {
       f.verdict = Verdict::kInconclusive;
       f.dedup_key = "slowlink:comm:" + hex64(j.ch.comm.hash) + ":" + std::to_string(j.ch.comm.nranks) + ":" +
                     std::to_string(j.ch.a) + ":" + std::to_string(j.ch.b);
-      f.evidence = {{"class", "comm"}, {"slow", {channel_json(m, j)}}, {"normal", normal}, {"thresholds", thresholds}};
+      ev.cls = "comm";
+      f.evidence = to_json(ev);
       f.summary = "slow communication that no single rank or link explains: " + where(j);
     }
     if (reported.count(f.dedup_key)) continue;

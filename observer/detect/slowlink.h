@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "observer/model/evidence.h"
 #include "observer/model/finding_board.h"
 #include "observer/model/model.h"
 #include "observer/detect/judged_op.h"
@@ -72,7 +73,10 @@ class SlowLinkDetector {
     bool slow = false;
     OpId first_slow;
   };
-  nlohmann::json channel_json(const Model& m, const Judged& j) const;
+  EvChannel channel(const Model& m, const Judged& j) const;
+  // Channels with enough samples compared with their class (same function, size class, number of
+  // ranks and nodes, communicator name stem); slow ones only once persistent. Updates runs_.
+  std::vector<Judged> judge_channels(const Model& m);
 
   SlowLinkConfig cfg_;
   struct Run {

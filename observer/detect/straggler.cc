@@ -204,11 +204,11 @@ void StragglerDetector::evaluate(const Model& m, int64_t now_ns, FindingBoard& b
     if (main.comm->key == ep.comm) f.key = op_key(ep.first_op);  // its first late operation
     f.first_seen_ns = ep.first_ns > 0 ? ep.first_ns : now_ns;
     f.last_seen_ns = now_ns;
-    nlohmann::json comms = nlohmann::json::array();
+    StragglerEvidence ev;
     std::vector<int64_t> late_signals;
     for (const CommHit& h : hits) {
       const auto& w = comms_.at(h.comm->key);
-      nlohmann::json series = nlohmann::json::array(), lateness = nlohmann::json::array();
+      EvStragglerComm sc;
       std::vector<int64_t> mine;
       size_t skip = w.size() > 32 ? w.size() - 32 : 0;
       for (size_t i = 0; i < w.size(); ++i) {
@@ -216,23 +216,21 @@ void StragglerDetector::evaluate(const Model& m, int64_t now_ns, FindingBoard& b
         if (h.rank >= int(e.signal.size())) continue;
         if (e.late[h.rank]) mine.push_back(e.signal[h.rank]);
         if (i < skip) continue;
-        series.push_back(to_ms(e.signal[h.rank]));
-        lateness.push_back(to_ms(e.lateness[h.rank]));
+        sc.series_ms.push_back(to_ms(e.signal[h.rank]));
+        sc.lateness_ms.push_back(to_ms(e.lateness[h.rank]));
       }
       late_signals.insert(late_signals.end(), mine.begin(), mine.end());
-      comms.push_back({{"comm", comm_json(*h.comm)},
-                       {"comm_rank", h.rank},
-                       {"window_ops", h.count.ops},
-                       {"late_ops", h.count.late},
-                       {"late_events", h.count.any},
-                       {"median_late_ms", to_ms(int64_t(median(mine)))},
-                       {"series_ms", series},
-                       {"lateness_ms", lateness}});
+      sc.comm = ev_comm(*h.comm);
+      sc.comm_rank = h.rank;
+      sc.window_ops = h.count.ops;
+      sc.late_ops = h.count.late;
+      sc.late_events = h.count.any;
+      sc.median_late_ms = to_ms(int64_t(median(mine)));
+      ev.comms.push_back(std::move(sc));
     }
-    f.evidence = {{"comms", comms},
-                  {"aggregate", {{"window_ops", agg.ops}, {"late_ops", agg.late}, {"late_events", agg.any}}},
-                  {"thresholds", {{"min_ms", to_ms(cfg_.min_ns)}, {"rel", cfg_.rel}, {"persist", cfg_.persist},
-                                  {"min_late", cfg_.min_late}, {"window", cfg_.window}}}};
+    ev.aggregate = EvStragglerAggregate{agg.ops, agg.late, agg.any};
+    ev.thresholds = EvStragglerThresholds{to_ms(cfg_.min_ns), cfg_.rel, cfg_.persist, cfg_.min_late, cfg_.window};
+    f.evidence = to_json(ev);
     char ms[32];
     std::snprintf(ms, sizeof(ms), "%.1f ms", median(late_signals) / 1e6);
     f.summary = who(m, p.id) + " arrives late by " + ms + " (median, beyond the time it waited for others) in " +

@@ -15,59 +15,25 @@ nlohmann::json meta_event(const char* name, int pid, int tid, nlohmann::json arg
   return {{"name", name}, {"ph", "M"}, {"ts", 0}, {"pid", pid}, {"tid", tid}, {"args", args}};
 }
 
-}  // namespace
-
-nlohmann::json chrome_trace(const Snapshot& s) {
-  // Tracks: hosts -> pids, ranks -> tids.
+// Hosts as trace processes, ranks as threads.
+struct Tracks {
   std::map<int, const obs::RankInfo*> rank_info;
-  std::set<std::string> host_set;
-  for (const auto& r : s.ranks) {
-    rank_info[r.global_rank] = &r;
-    host_set.insert(r.host);
-  }
-  std::set<int> ranks_seen;
-  for (const auto& t : s.timings) ranks_seen.insert(t.t.global_rank);
-  for (int r : ranks_seen) {
-    if (!rank_info.count(r)) host_set.insert("unknown");
-  }
   std::map<std::string, int> host_pid;
-  int next = 1;
-  for (const auto& h : host_set) host_pid[h] = next++;
-  auto pid_of = [&](int rank) {
+  std::set<int> all_ranks;  // every rank with a thread
+  int pid_of(int rank) {
     auto it = rank_info.find(rank);
     return host_pid[it == rank_info.end() ? std::string("unknown") : it->second->host];
-  };
-
-  // Origin: the earliest time shown.
-  int64_t origin = std::numeric_limits<int64_t>::max();
-  auto take = [&](int64_t v) {
-    if (v > 0) origin = std::min(origin, v);
-  };
-  for (const auto& t : s.timings) take(t.t.start_ns ? t.t.start_ns : t.t.api_ns);
-  for (const auto& f : s.findings) take(f.first_seen_ns);
-  if (origin == std::numeric_limits<int64_t>::max()) origin = s.origin_ns();
-  const int64_t as_of = s.as_of_ns();
-  auto us = [&](int64_t ns) { return static_cast<double>(ns - origin) / 1e3; };
-
-  nlohmann::json events = nlohmann::json::array();
-  for (const auto& [h, pid] : host_pid) {
-    events.push_back(meta_event("process_name", pid, 0, {{"name", h}}));
-    events.push_back(meta_event("process_sort_index", pid, 0, {{"sort_index", pid}}));
   }
-  std::set<int> all_ranks = ranks_seen;
-  for (const auto& [r, info] : rank_info) all_ranks.insert(r);
-  for (int r : all_ranks) {
-    auto it = rank_info.find(r);
-    std::string name = "rank " + std::to_string(r);
-    if (it != rank_info.end()) {
-      name += " (pid " + std::to_string(it->second->pid);
-      if (!it->second->gpu.empty()) name += ", GPU " + it->second->gpu;
-      name += ")";
-    }
-    events.push_back(meta_event("thread_name", pid_of(r), r, {{"name", name}}));
-    events.push_back(meta_event("thread_sort_index", pid_of(r), r, {{"sort_index", r}}));
-  }
+};
 
+// Microseconds since `origin` (ns).
+double us_since(int64_t origin, int64_t ns) { return static_cast<double>(ns - origin) / 1e3; }
+
+// One event per rank and stored operation: a span from GPU start to end (to `as_of` while
+// running), or an instant at the enqueue of one that never started.
+void add_op_events(const Snapshot& s, Tracks& tracks, int64_t origin, int64_t as_of, nlohmann::json& events) {
+  auto us = [&](int64_t ns) { return us_since(origin, ns); };
+  auto pid_of = [&](int rank) { return tracks.pid_of(rank); };
   std::map<int64_t, const obs::OpSummary*> ops;
   for (const auto& o : s.ops) ops[o.op_id] = &o.op;
   for (const auto& tr : s.timings) {
@@ -114,6 +80,14 @@ nlohmann::json chrome_trace(const Snapshot& s) {
     }
   }
 
+}
+
+// The findings as their own process: one thread and span per finding, and an instant on each
+// suspect's thread.
+void add_finding_events(const Snapshot& s, Tracks& tracks, int64_t origin, nlohmann::json& events) {
+  auto us = [&](int64_t ns) { return us_since(origin, ns); };
+  auto pid_of = [&](int rank) { return tracks.pid_of(rank); };
+  const std::set<int>& all_ranks = tracks.all_ranks;
   if (!s.findings.empty()) {
     events.push_back(meta_event("process_name", 0, 0, {{"name", "scout findings"}}));
     events.push_back(meta_event("process_sort_index", 0, 0, {{"sort_index", -1}}));
@@ -149,6 +123,61 @@ nlohmann::json chrome_trace(const Snapshot& s) {
                         {"args", args}});
     }
   }
+}
+
+}  // namespace
+
+nlohmann::json chrome_trace(const Snapshot& s) {
+  // Tracks: hosts -> pids, ranks -> tids.
+  std::map<int, const obs::RankInfo*> rank_info;
+  std::set<std::string> host_set;
+  for (const auto& r : s.ranks) {
+    rank_info[r.global_rank] = &r;
+    host_set.insert(r.host);
+  }
+  std::set<int> ranks_seen;
+  for (const auto& t : s.timings) ranks_seen.insert(t.t.global_rank);
+  for (int r : ranks_seen) {
+    if (!rank_info.count(r)) host_set.insert("unknown");
+  }
+  std::map<std::string, int> host_pid;
+  int next = 1;
+  for (const auto& h : host_set) host_pid[h] = next++;
+  Tracks tracks{rank_info, host_pid, {}};
+  auto pid_of = [&](int rank) { return tracks.pid_of(rank); };
+
+  // Origin: the earliest time shown.
+  int64_t origin = std::numeric_limits<int64_t>::max();
+  auto take = [&](int64_t v) {
+    if (v > 0) origin = std::min(origin, v);
+  };
+  for (const auto& t : s.timings) take(t.t.start_ns ? t.t.start_ns : t.t.api_ns);
+  for (const auto& f : s.findings) take(f.first_seen_ns);
+  if (origin == std::numeric_limits<int64_t>::max()) origin = s.origin_ns();
+  const int64_t as_of = s.as_of_ns();
+
+  nlohmann::json events = nlohmann::json::array();
+  for (const auto& [h, pid] : tracks.host_pid) {
+    events.push_back(meta_event("process_name", pid, 0, {{"name", h}}));
+    events.push_back(meta_event("process_sort_index", pid, 0, {{"sort_index", pid}}));
+  }
+  std::set<int>& all_ranks = tracks.all_ranks;
+  all_ranks = ranks_seen;
+  for (const auto& [r, info] : rank_info) all_ranks.insert(r);
+  for (int r : all_ranks) {
+    auto it = rank_info.find(r);
+    std::string name = "rank " + std::to_string(r);
+    if (it != rank_info.end()) {
+      name += " (pid " + std::to_string(it->second->pid);
+      if (!it->second->gpu.empty()) name += ", GPU " + it->second->gpu;
+      name += ")";
+    }
+    events.push_back(meta_event("thread_name", pid_of(r), r, {{"name", name}}));
+    events.push_back(meta_event("thread_sort_index", pid_of(r), r, {{"sort_index", r}}));
+  }
+
+  add_op_events(s, tracks, origin, as_of, events);
+  add_finding_events(s, tracks, origin, events);
 
   return {{"traceEvents", events},
           {"displayTimeUnit", "ms"},

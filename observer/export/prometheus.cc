@@ -73,8 +73,10 @@ std::string prom_escape(const std::string& raw) {
   return o;
 }
 
-void write_prometheus(const Snapshot& s, std::ostream& out) {
-  const std::string job = s.job_name();
+namespace {
+
+// The families of the store's identity and of the ranks (state, liveness, lateness).
+void write_rank_families(const Snapshot& s, const std::string& job, std::ostream& out) {
   {
     Family f(out, "scout_info", "gauge",
              "Identity of the store this file was exported from (always 1).");
@@ -128,6 +130,10 @@ void write_prometheus(const Snapshot& s, std::ostream& out) {
                sn.first / static_cast<double>(sn.second));
     }
   }
+}
+
+// The families of the communicators (progress and state).
+void write_comm_families(const Snapshot& s, const std::string& job, std::ostream& out) {
   auto comm_labels = [&](const obs::CommInfo& c) {
     return Labels{{"job", job}, {"comm", c.name}, {"comm_hash", obs::hex64(c.comm_hash)}};
   };
@@ -156,6 +162,10 @@ void write_prometheus(const Snapshot& s, std::ostream& out) {
       }
     }
   }
+}
+
+// The families of the findings (counts by kind, suspects of open ones).
+void write_finding_families(const Snapshot& s, const std::string& job, std::ostream& out) {
   {
     std::map<std::string, std::pair<int, int>> by_kind;  // open, closed
     for (obs::FindingKind k : obs::kAllFindingKinds) by_kind[obs::to_string(k)] = {0, 0};
@@ -187,7 +197,10 @@ void write_prometheus(const Snapshot& s, std::ostream& out) {
       }
     }
   }
-  // Per (communicator, function) aggregates over the stored operations.
+}
+
+// The families of per (communicator, function) aggregates over the stored operations.
+void write_collective_families(const Snapshot& s, const std::string& job, std::ostream& out) {
   std::map<std::tuple<std::string, uint64_t, std::string>, Agg> aggs;
   for (const auto& row : s.ops) {
     const obs::OpSummary& o = row.op;
@@ -248,6 +261,16 @@ void write_prometheus(const Snapshot& s, std::ostream& out) {
       if (a.n_bw) f.sample(op_labels(k), a.bw_sum / static_cast<double>(a.n_bw));
     }
   }
+}
+
+}  // namespace
+
+void write_prometheus(const Snapshot& s, std::ostream& out) {
+  const std::string job = s.job_name();
+  write_rank_families(s, job, out);
+  write_comm_families(s, job, out);
+  write_finding_families(s, job, out);
+  write_collective_families(s, job, out);
   {
     Family f(out, "scout_records_lost_total", "counter",
              "Records overwritten in a ring before the observer read them (or before they were "

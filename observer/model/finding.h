@@ -16,6 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "observer/model/evidence.h"
+
 namespace scout::obs {
 
 // Kinds: hang, deadlock, desync, straggler, slowlink, sdc, nan, crash.
@@ -60,6 +62,9 @@ struct Finding {
   std::string summary;             // one line in words, e.g. "rank 5 (node2, pid 4242) never
                                    // entered AllReduce #812 of dp; 7 ranks wait in it"
   nlohmann::json evidence = nlohmann::json::object();  // per kind, docs/findings.md
+  // Version of the evidence shapes (observer/model/evidence.h); stored with the finding
+  // (docs/store.md), not part of the JSON object.
+  int evidence_version = kEvidenceVersion;
   // Identity of the failure: a finding with the same dedup key updates the stored one instead of
   // adding a new row ("one finding per failure, updated while it lasts").
   std::string dedup_key;

@@ -40,11 +40,87 @@ uint64_t hash_words(std::initializer_list<uint64_t> words, uint64_t seed) {
   return hash_span(std::span<const uint64_t>(words.begin(), words.size()), seed);
 }
 
-// A stream slot's range words: some node digested the slot and every digesting node covered the
-// same seqNumber range [from, to) (from MIN == from MAX, to MIN == to MAX).
-bool same_range(const std::vector<uint64_t>& v, size_t b) {
-  return v[b + 4] != kNeutral && v[b + 4] == ~v[b + 5] && v[b + 6] == ~v[b + 7];
-}
+}  // namespace
+
+// Words of a stream slot and of a timing slot (digest.h, the vector). A "Min" word holds the
+// MIN of what the nodes put; a "Max" word the MIN of the complements, i.e. ~MAX.
+// Folds a value into word i of the vector as a MIN, or as a MAX (the MIN of the complement); reads
+// the job-wide MIN / MAX after the allreduce.
+struct Words {
+  std::vector<uint64_t>& v;
+  void put_min(size_t i, uint64_t x) { v[i] = std::min(v[i], x); }
+  void put_max(size_t i, uint64_t x) { v[i] = std::min(v[i], ~x); }
+  uint64_t min(size_t i) const { return v[i]; }
+  uint64_t max(size_t i) const { return ~v[i]; }
+  bool untouched(size_t i) const { return v[i] == kNeutral; }
+};
+
+// One stream slot of the vector.
+struct StreamSlot {
+  enum Word : size_t {
+    kKeyMin, kKeyMax, kCompletedMin, kEnqueuedMax, kFromMin, kFromMax, kToMin, kToMax, kDigestMin, kDigestMax,
+    kWordCount
+  };
+  Words w;
+  size_t b;  // first word
+  bool empty() const { return w.untouched(b + kKeyMin); }
+  void put(uint64_t key, uint64_t completed, uint64_t enqueued) {
+    w.put_min(b + kKeyMin, key);
+    w.put_max(b + kKeyMax, key);
+    w.put_min(b + kCompletedMin, completed);
+    w.put_max(b + kEnqueuedMax, enqueued);
+  }
+  void put_digest(uint64_t from, uint64_t to, uint64_t digest) {
+    w.put_min(b + kFromMin, from);
+    w.put_max(b + kFromMax, from);
+    w.put_min(b + kToMin, to);
+    w.put_max(b + kToMax, to);
+    w.put_min(b + kDigestMin, digest);
+    w.put_max(b + kDigestMax, digest);
+  }
+  // One stream in the slot (else a collision: void this round).
+  bool one_stream() const { return w.min(b + kKeyMin) == w.max(b + kKeyMax); }
+  uint64_t completed() const { return w.min(b + kCompletedMin); }  // job-wide watermark
+  uint64_t enqueued() const { return w.max(b + kEnqueuedMax); }    // highest enqueued anywhere
+  bool digested() const { return !w.untouched(b + kFromMin); }     // some node digested it
+  uint64_t from_min() const { return w.min(b + kFromMin); }
+  uint64_t to_max() const { return w.max(b + kToMax); }
+  // Some node digested the slot and every digesting node covered the same seqNumber range
+  // [from, to) (from MIN == from MAX, to MIN == to MAX).
+  bool same_range() const {
+    return digested() && w.min(b + kFromMin) == w.max(b + kFromMax) && w.min(b + kToMin) == w.max(b + kToMax);
+  }
+  bool digests_differ() const { return w.min(b + kDigestMin) != w.max(b + kDigestMax); }
+};
+
+// One timing slot of the vector (times in the order-preserving encoding, leader clock).
+struct TimingSlot {
+  enum Word : size_t { kTimingKeyMin, kTimingKeyMax, kArrivalMin, kArrivalMax, kEndMax, kGapMin, kWordCount };
+  Words w;
+  size_t b;
+  void put_key(uint64_t key) {
+    w.put_min(b + kTimingKeyMin, key);
+    w.put_max(b + kTimingKeyMax, key);
+  }
+  void put_arrival(uint64_t t) {
+    w.put_min(b + kArrivalMin, t);
+    w.put_max(b + kArrivalMax, t);
+  }
+  void put_end(uint64_t t) { w.put_max(b + kEndMax, t); }
+  void put_gap(uint64_t ns) { w.put_min(b + kGapMin, ns); }
+  // Only `key` was placed here by every node (else a collision: no cross-node view).
+  bool holds_only(uint64_t key) const { return w.min(b + kTimingKeyMin) == key && w.max(b + kTimingKeyMax) == key; }
+  uint64_t earliest_arrival() const { return w.min(b + kArrivalMin); }
+  uint64_t latest_arrival() const { return w.max(b + kArrivalMax); }
+  bool has_end() const { return !w.untouched(b + kEndMax); }
+  uint64_t latest_end() const { return w.max(b + kEndMax); }
+  bool has_gap() const { return !w.untouched(b + kGapMin); }
+  uint64_t min_gap() const { return w.min(b + kGapMin); }
+};
+
+static_assert(StreamSlot::kWordCount == kStreamWords && TimingSlot::kWordCount == kTimingWords);
+
+namespace {
 
 // Every one of the `expected` local ranks reported the operation, with the same metadata hash
 // and receive fingerprint (the digest folds such an operation into one value, and a drill-down
@@ -89,56 +165,42 @@ DigestExchange::DigestExchange(Channel* ch, Judge* judge, const DigestConfig& cf
                            0xc0f1);
 }
 
-RoundResult DigestExchange::round(LocalView& local, int64_t now_ns, const ClockEstimate& clock,
-                                  const std::vector<obs::Finding>& node_findings) {
-  RoundResult res;
-  res.round = round_;
-  const size_t K = size_t(cfg_.stream_slots), T = size_t(cfg_.timing_slots);
-  const size_t stream0 = kHeaderWords, timing0 = kHeaderWords + kStreamWords * K;
-  std::vector<uint64_t> v(cfg_.words(), kNeutral);
-  auto put_min = [&](size_t i, uint64_t x) { v[i] = std::min(v[i], x); };
-  auto put_max = [&](size_t i, uint64_t x) { v[i] = std::min(v[i], ~x); };
+StreamSlot DigestExchange::stream_slot(std::vector<uint64_t>& v, size_t slot) const {
+  return StreamSlot{Words{v}, kHeaderWords + kStreamWords * slot};
+}
 
-  const std::vector<StreamView> streams = local.streams();
+TimingSlot DigestExchange::timing_slot(std::vector<uint64_t>& v, size_t slot) const {
+  return TimingSlot{Words{v}, kHeaderWords + kStreamWords * size_t(cfg_.stream_slots) + kTimingWords * slot};
+}
 
+void DigestExchange::request_hang_drills(LocalView& local, const std::vector<StreamView>& streams, bool* want_waits,
+                                         bool* stalled_here) {
   // Hang drill-downs: a stream found stalled last round, or a communicator this node's own
   // hang detector holds hung (asked again every drill_repeat_rounds while it lasts).
-  bool want_waits = false, stalled_here = false;
+  *want_waits = false;
+  *stalled_here = false;
   for (const StreamView& s : streams) {
     auto it = state_.find(stream_key(s.comm_hash, s.func));
     if (it == state_.end()) continue;
-    stalled_here |= it->second.stalled;
-    if (it->second.stall_drill_pending) want_waits = true;
+    *stalled_here |= it->second.stalled;
+    if (it->second.stall_drill_pending) *want_waits = true;
     it->second.stall_drill_pending = false;
   }
   if (local.locally_stalled()) {
-    stalled_here = true;
+    *stalled_here = true;
     if (round_ >= next_local_drill_) {
-      want_waits = true;
+      *want_waits = true;
       next_local_drill_ = round_ + uint64_t(std::max(1, cfg_.drill_repeat_rounds));
     }
   }
+}
 
-  put_min(kConfigMin, config_key_);
-  put_max(kConfigMax, config_key_);
-  put_max(kRoundTime, enc_time(clock.to_leader(now_ns)));
-  if (!ch_->is_leader() && !node_findings.empty()) put_max(kHasFindings, 1);
-  if (want_waits) put_max(kWantWaits, 1);
-  if (stalled_here) put_max(kStalled, 1);
-
-  // ---- contributions of the local streams that take part this round
-  struct TimingSample {
-    size_t slot;
-    uint64_t key;
-    uint64_t comm_hash;
-    uint8_t func;
-    uint64_t seq;
-    int nranks;
-    std::vector<CrossNodeTiming::Local> arrivals;  // lateness_ns holds the arrival (leader clock)
-  };
-  std::vector<Placed> placed;
-  std::vector<TimingSample> samples;
-  placed.reserve(streams.size());
+void DigestExchange::contribute_streams(LocalView& local, const std::vector<StreamView>& streams,
+                                        const ClockEstimate& clock, std::vector<uint64_t>& v,
+                                        std::vector<Placed>* placed, std::vector<TimingSample>* samples,
+                                        RoundResult* res) {
+  const size_t K = size_t(cfg_.stream_slots), T = size_t(cfg_.timing_slots);
+  placed->reserve(streams.size());
   std::vector<RankOpView> ranks;
   std::vector<uint64_t> values;
   std::vector<std::pair<uint64_t, std::vector<RankOpView>>> tail;  // (seq, ranks) sampled for timing
@@ -150,17 +212,14 @@ RoundResult DigestExchange::round(LocalView& local, int64_t now_ns, const ClockE
     // shows as two keys in one slot (void, retried) and is never taken for agreement.
     size_t slot = hash_words({key, round_}, 0x510b) % K;
     int probes = 0;
-    while (v[stream0 + kStreamWords * slot] != kNeutral && probes < kMaxProbes) {
+    while (!stream_slot(v, slot).empty() && probes < kMaxProbes) {
       slot = (slot + 1) % K;
       ++probes;
     }
-    StreamState& st = state_[key];  // a new stream starts at seqNumber 0 (see the update below)
+    StreamState& st = state_[key];  // a new stream starts at seqNumber 0 (see settle_streams)
     Placed p{&s, &st, slot};
-    const size_t b = stream0 + kStreamWords * p.slot;
-    put_min(b + 0, key);
-    put_max(b + 1, key);
-    put_min(b + 2, s.completed);
-    put_max(b + 3, s.enqueued);
+    StreamSlot ss = stream_slot(v, p.slot);
+    ss.put(key, s.completed, s.enqueued);
     if (st.have_w && st.w > st.from) {
       const uint64_t to = st.w, from = to - std::min(to - st.from, cfg_.max_range_ops);
       values.clear();
@@ -177,88 +236,60 @@ RoundResult DigestExchange::round(LocalView& local, int64_t now_ns, const ClockE
         if (seq >= timing_from) tail.emplace_back(seq, ranks);
       }
       if (retained) {
-        const uint64_t digest = hash_span(values, 0xd16e);
-        put_min(b + 4, from);
-        put_max(b + 5, from);
-        put_min(b + 6, to);
-        put_max(b + 7, to);
-        put_min(b + 8, digest);
-        put_max(b + 9, digest);
+        ss.put_digest(from, to, hash_span(values, 0xd16e));
         p.digested = true;
         p.from = from;
         p.to = to;
         for (const auto& [seq, op_ranks] : tail) {
           TimingSample ts{0, hash_words({s.comm_hash, s.func, seq}, 0x71e5), s.comm_hash, s.func, seq, s.nranks, {}};
           ts.slot = hash_words({ts.key, round_}, 0x2c4d) % T;
-          const size_t tb = timing0 + kTimingWords * ts.slot;
+          TimingSlot tslot = timing_slot(v, ts.slot);
           for (const RankOpView& r : op_ranks) {
             if (r.arrival_ns == 0) continue;
             const int64_t a = clock.to_leader(r.arrival_ns);
             ts.arrivals.push_back({r.comm_rank, r.global_rank, a, r.gap_ns});
-            put_min(tb + 2, enc_time(a));
-            put_max(tb + 3, enc_time(a));
-            if (r.end_ns != 0) put_max(tb + 4, enc_time(clock.to_leader(r.end_ns)));
-            if (r.gap_ns >= 0) put_min(tb + 5, uint64_t(r.gap_ns));
+            tslot.put_arrival(enc_time(a));
+            if (r.end_ns != 0) tslot.put_end(enc_time(clock.to_leader(r.end_ns)));
+            if (r.gap_ns >= 0) tslot.put_gap(uint64_t(r.gap_ns));
           }
           if (ts.arrivals.empty()) continue;
-          put_min(tb + 0, ts.key);
-          put_max(tb + 1, ts.key);
-          samples.push_back(std::move(ts));
+          tslot.put_key(ts.key);
+          samples->push_back(std::move(ts));
         }
       } else {
-        res.digest_gaps++;
+        res->digest_gaps++;
       }
     }
-    placed.push_back(p);
+    placed->push_back(p);
   }
-  res.streams_placed = static_cast<int>(placed.size());
+  res->streams_placed = static_cast<int>(placed->size());
+}
 
-  ch_->allreduce(v, ReduceOp::kMin);
-
-  // ---- what everyone learns
-  if (v[kConfigMin] != config_key_ || ~v[kConfigMax] != config_key_) {
-    throw std::runtime_error(
-        "observer network: observers run different digest settings (stream/timing slots, "
-        "timing ops, range, stall time): give every observer the same SCOUT_NET_* values");
-  }
-  res.round_time_ns = dec_time(~v[kRoundTime]);
-  const bool any_findings = ~v[kHasFindings] != 0;
-  const bool waits_wanted = ~v[kWantWaits] != 0;
-  res.stalled_anywhere = ~v[kStalled] != 0;
-  bool any_disagreement = false;
-  size_t occupied = 0;
-  for (size_t slot = 0; slot < K; ++slot) {
-    const size_t b = stream0 + kStreamWords * slot;
-    if (v[b] == kNeutral) continue;
-    ++occupied;
-    if (v[b] != ~v[b + 1] || !same_range(v, b)) continue;
-    if (v[b + 8] != ~v[b + 9]) any_disagreement = true;
-  }
-
-  std::vector<const Placed*> drills;
+void DigestExchange::settle_streams(std::vector<uint64_t>& v, std::vector<Placed>& placed,
+                                    std::vector<const Placed*>* drills, RoundResult* res) {
   for (Placed& p : placed) {
-    const size_t b = stream0 + kStreamWords * p.slot;
-    if (v[b] != ~v[b + 1]) {
-      res.collisions++;
+    const StreamSlot ss = stream_slot(v, p.slot);
+    if (!ss.one_stream()) {
+      res->collisions++;
       continue;
     }
     StreamState& st = *p.state;
-    const uint64_t completed = v[b + 2], enqueued = ~v[b + 3];
-    if (p.digested && !same_range(v, b)) {
-      res.range_mismatches++;
-    } else if (same_range(v, b)) {
-      if (p.digested) res.streams_compared++;
-      if (v[b + 8] != ~v[b + 9]) {
-        if (p.digested) res.streams_disagreeing++;
+    const uint64_t completed = ss.completed(), enqueued = ss.enqueued();
+    if (p.digested && !ss.same_range()) {
+      res->range_mismatches++;
+    } else if (ss.same_range()) {
+      if (p.digested) res->streams_compared++;
+      if (ss.digests_differ()) {
+        if (p.digested) res->streams_disagreeing++;
         // Every node holding the stream sends its records of the range, also one that did not
         // digest it this round (it saw the stream a round later than the others, or no longer
         // retains all of it): the leader needs every rank's vote for a strict majority.
-        p.from = v[b + 4];
-        p.to = ~v[b + 7];
+        p.from = ss.from_min();
+        p.to = ss.to_max();
         // A lasting failure (every operation of a rank corrupted) is drilled again only every
         // drill_repeat_rounds: its finding exists and is kept up to date, the leader is spared.
         if (round_ >= st.next_digest_drill) {
-          drills.push_back(&p);
+          drills->push_back(&p);
           st.next_digest_drill = round_ + uint64_t(std::max(1, cfg_.drill_repeat_rounds));
         }
       }
@@ -269,8 +300,8 @@ RoundResult DigestExchange::round(LocalView& local, int64_t now_ns, const ClockE
     // later than the others proposes a range from 0 while they propose [previous w, w): the ranges
     // differ, nothing is compared, and every node restarts at the smallest proposed start, known to
     // all from the vector, so the next range covers the skipped operations for everyone.
-    if (v[b + 4] != kNeutral && !same_range(v, b)) {
-      st.from = v[b + 4];
+    if (ss.digested() && !ss.same_range()) {
+      st.from = ss.from_min();
     } else if (st.have_w) {
       st.from = st.w;
     }
@@ -278,10 +309,10 @@ RoundResult DigestExchange::round(LocalView& local, int64_t now_ns, const ClockE
     st.have_w = true;
     if (completed != st.last_completed) {
       st.last_completed = completed;
-      st.changed_at = res.round_time_ns;
+      st.changed_at = res->round_time_ns;
       st.stalled = false;
-    } else if (enqueued > completed && res.round_time_ns - st.changed_at >= cfg_.stall_ns) {
-      res.stalls.push_back({p.view->comm_hash, p.view->func, completed, enqueued, st.changed_at});
+    } else if (enqueued > completed && res->round_time_ns - st.changed_at >= cfg_.stall_ns) {
+      res->stalls.push_back({p.view->comm_hash, p.view->func, completed, enqueued, st.changed_at});
       if (!st.stalled || round_ >= st.next_stall_drill) {
         st.stall_drill_pending = true;
         st.next_stall_drill = round_ + uint64_t(std::max(1, cfg_.drill_repeat_rounds));
@@ -289,117 +320,175 @@ RoundResult DigestExchange::round(LocalView& local, int64_t now_ns, const ClockE
       st.stalled = true;
     }
   }
+}
 
+void DigestExchange::read_timings(std::vector<uint64_t>& v, const std::vector<TimingSample>& samples,
+                                  RoundResult* res) const {
   for (const TimingSample& ts : samples) {
-    const size_t tb = timing0 + kTimingWords * ts.slot;
-    if (v[tb] != ts.key || ~v[tb + 1] != ts.key) continue;  // collision: no cross-node view
+    const TimingSlot tslot = timing_slot(v, ts.slot);
+    if (!tslot.holds_only(ts.key)) continue;  // collision: no cross-node view
     CrossNodeTiming t;
     t.comm_hash = ts.comm_hash;
     t.func = ts.func;
     t.nranks = ts.nranks;
     t.seq = ts.seq;
-    t.earliest_arrival_ns = dec_time(v[tb + 2]);
-    t.latest_arrival_ns = dec_time(~v[tb + 3]);
-    t.latest_end_ns = v[tb + 4] == kNeutral ? 0 : dec_time(~v[tb + 4]);
-    t.min_gap_ns = v[tb + 5] == kNeutral ? -1 : int64_t(v[tb + 5]);
+    t.earliest_arrival_ns = dec_time(tslot.earliest_arrival());
+    t.latest_arrival_ns = dec_time(tslot.latest_arrival());
+    t.latest_end_ns = tslot.has_end() ? dec_time(tslot.latest_end()) : 0;
+    t.min_gap_ns = tslot.has_gap() ? int64_t(tslot.min_gap()) : -1;
     for (CrossNodeTiming::Local l : ts.arrivals) {
       l.lateness_ns -= t.earliest_arrival_ns;
       t.ranks.push_back(l);
     }
-    res.timings.push_back(std::move(t));
+    res->timings.push_back(std::move(t));
   }
+}
 
+void DigestExchange::update_partitions(size_t occupied) {
   // Partitions: the streams in this round's slots, summed over a whole
   // cycle of P rounds (each stream takes part once per cycle), estimates the job's stream count;
   // at the end of a cycle P becomes the power of two that keeps about K/4 streams per round
   // (shrinking only when half of P would do). Every node computes the same from the same
   // vectors, so participation stays consistent. Overload within a cycle only costs collisions
   // (void slots, retried), never a wrong comparison.
-  {
-    const double k = double(K);
-    // Probing gives every stream of a round its own slot, so occupancy counts them, up to K.
-    const double est = occupied >= K ? 4.0 * k : double(occupied);
-    cycle_streams_ += est;
-    if (++cycle_rounds_ >= partitions_) {
-      const uint64_t want = std::max<uint64_t>(
-          1, uint64_t(std::ceil(cycle_streams_ / std::max(1.0, k / 4.0))));
-      if (want > partitions_ || want * 2 <= partitions_) {
-        partitions_ = std::min(kMaxPartitions, std::bit_ceil(want));
-      }
-      cycle_streams_ = 0;
-      cycle_rounds_ = 0;
+  const size_t K = size_t(cfg_.stream_slots);
+  const double k = double(K);
+  // Probing gives every stream of a round its own slot, so occupancy counts them, up to K.
+  const double est = occupied >= K ? 4.0 * k : double(occupied);
+  cycle_streams_ += est;
+  if (++cycle_rounds_ >= partitions_) {
+    const uint64_t want = std::max<uint64_t>(1, uint64_t(std::ceil(cycle_streams_ / std::max(1.0, k / 4.0))));
+    if (want > partitions_ || want * 2 <= partitions_) {
+      partitions_ = std::min(kMaxPartitions, std::bit_ceil(want));
+    }
+    cycle_streams_ = 0;
+    cycle_rounds_ = 0;
+  }
+}
+
+NodeReport DigestExchange::node_report(LocalView& local, const ClockEstimate& clock,
+                                       const std::vector<obs::Finding>& node_findings,
+                                       const std::vector<const Placed*>& drills, bool waits_wanted) {
+  NodeReport rep;
+  std::set<int> mentioned;
+  if (!ch_->is_leader()) {
+    for (obs::Finding f : node_findings) {
+      if (f.first_seen_ns) f.first_seen_ns = clock.to_leader(f.first_seen_ns);
+      if (f.last_seen_ns) f.last_seen_ns = clock.to_leader(f.last_seen_ns);
+      rep.findings.push_back(std::move(f));
     }
   }
+  std::vector<RankOpView> ranks;
+  for (const Placed* p : drills) {
+    const StreamView& s = *p->view;
+    NodeStreamOps d;
+    d.stream = {s.comm_hash, s.func, s.nranks, s.comm_name};
+    d.from = p->from;
+    d.to = p->to;
+    for (const RankProgressView& r : s.ranks) {
+      d.ranks.emplace_back(r.comm_rank, r.global_rank);
+      mentioned.insert(r.global_rank);
+    }
+    std::sort(d.ranks.begin(), d.ranks.end());
+    for (uint64_t seq = p->from; seq < p->to; ++seq) {
+      ranks.clear();
+      NodeOpValues op;
+      op.seq = seq;
+      local.op(s.comm_hash, s.func, seq, &ranks);
+      for (RankOpView& r : ranks) shift_times(&r.rec, clock.offset_ns);
+      if (local_ranks_agree(ranks, d.ranks.size())) {
+        op.agree = true;
+        op.rec = ranks[0].rec;
+      } else {
+        for (const auto& [cr, gr] : d.ranks) {
+          NodeOpValues::Value val;
+          for (const RankOpView& r : ranks) {
+            if (r.comm_rank == cr) val = {true, r.rec};
+          }
+          op.per_rank.push_back(val);
+        }
+      }
+      d.ops.push_back(std::move(op));
+    }
+    rep.digests.push_back(std::move(d));
+  }
+  if (waits_wanted) {
+    rep.waits = local.wait_snapshot();
+    shift_times(&rep.waits, clock.offset_ns);
+  }
+  for (int gr : mentioned) rep.identities.push_back(local.identity(gr));
+  return rep;
+}
+
+void DigestExchange::exchange_reports(const NodeReport& rep, RoundResult* res) {
+  const bool empty = rep.findings.empty() && rep.digests.empty() && rep.waits.empty();
+  const std::vector<uint8_t> bytes = empty ? std::vector<uint8_t>{} : encode_report(rep);
+  std::vector<Contribution> got = ch_->gather_to_leader(bytes);
+  res->gathered = true;
+  if (!ch_->is_leader()) return;
+  LeaderInbox in = collect_reports(got);
+  res->bad_reports = in.bad_reports;
+  res->bad_report_error = in.first_error;
+  res->findings = std::move(in.findings);
+  if (!judge_) return;
+  for (const DigestDrill& d : in.digests) {
+    for (obs::Finding& f : judge_->judge_digest(d, in.identities, res->round_time_ns)) res->decided.push_back(std::move(f));
+  }
+  if (!in.waits.empty()) {
+    for (obs::Finding& f : judge_->judge_waits(in.waits, res->round_time_ns)) res->decided.push_back(std::move(f));
+  }
+}
+
+RoundResult DigestExchange::round(LocalView& local, int64_t now_ns, const ClockEstimate& clock,
+                                  const std::vector<obs::Finding>& node_findings) {
+  RoundResult res;
+  res.round = round_;
+  std::vector<uint64_t> v(cfg_.words(), kNeutral);
+  Words words{v};
+  const std::vector<StreamView> streams = local.streams();
+
+  // ---- what this node puts in: the header, then its streams that take part this round
+  bool want_waits = false, stalled_here = false;
+  request_hang_drills(local, streams, &want_waits, &stalled_here);
+  words.put_min(kConfigMin, config_key_);
+  words.put_max(kConfigMax, config_key_);
+  words.put_max(kRoundTime, enc_time(clock.to_leader(now_ns)));
+  if (!ch_->is_leader() && !node_findings.empty()) words.put_max(kHasFindings, 1);
+  if (want_waits) words.put_max(kWantWaits, 1);
+  if (stalled_here) words.put_max(kStalled, 1);
+  std::vector<Placed> placed;
+  std::vector<TimingSample> samples;
+  contribute_streams(local, streams, clock, v, &placed, &samples, &res);
+
+  ch_->allreduce(v, ReduceOp::kMin);
+
+  // ---- what everyone learns
+  if (words.min(kConfigMin) != config_key_ || words.max(kConfigMax) != config_key_) {
+    throw std::runtime_error(
+        "observer network: observers run different digest settings (stream/timing slots, "
+        "timing ops, range, stall time): give every observer the same SCOUT_NET_* values");
+  }
+  res.round_time_ns = dec_time(words.max(kRoundTime));
+  const bool any_findings = words.max(kHasFindings) != 0;
+  const bool waits_wanted = words.max(kWantWaits) != 0;
+  res.stalled_anywhere = words.max(kStalled) != 0;
+  bool any_disagreement = false;
+  size_t occupied = 0;
+  for (size_t slot = 0; slot < size_t(cfg_.stream_slots); ++slot) {
+    const StreamSlot ss = stream_slot(v, slot);
+    if (ss.empty()) continue;
+    ++occupied;
+    if (ss.one_stream() && ss.same_range() && ss.digests_differ()) any_disagreement = true;
+  }
+  std::vector<const Placed*> drills;
+  settle_streams(v, placed, &drills, &res);
+  read_timings(v, samples, &res);
+  update_partitions(occupied);
   res.partitions = partitions_;
 
   // ---- drill-down and findings to the leader
   if (any_findings || any_disagreement || waits_wanted) {
-    NodeReport rep;
-    std::set<int> mentioned;
-    if (!ch_->is_leader()) {
-      for (obs::Finding f : node_findings) {
-        if (f.first_seen_ns) f.first_seen_ns = clock.to_leader(f.first_seen_ns);
-        if (f.last_seen_ns) f.last_seen_ns = clock.to_leader(f.last_seen_ns);
-        rep.findings.push_back(std::move(f));
-      }
-    }
-    for (const Placed* p : drills) {
-      const StreamView& s = *p->view;
-      NodeStreamOps d;
-      d.stream = {s.comm_hash, s.func, s.nranks, s.comm_name};
-      d.from = p->from;
-      d.to = p->to;
-      for (const RankProgressView& r : s.ranks) {
-        d.ranks.emplace_back(r.comm_rank, r.global_rank);
-        mentioned.insert(r.global_rank);
-      }
-      std::sort(d.ranks.begin(), d.ranks.end());
-      for (uint64_t seq = p->from; seq < p->to; ++seq) {
-        ranks.clear();
-        NodeOpValues op;
-        op.seq = seq;
-        local.op(s.comm_hash, s.func, seq, &ranks);
-        for (RankOpView& r : ranks) shift_times(&r.rec, clock.offset_ns);
-        if (local_ranks_agree(ranks, d.ranks.size())) {
-          op.agree = true;
-          op.rec = ranks[0].rec;
-        } else {
-          for (const auto& [cr, gr] : d.ranks) {
-            NodeOpValues::Value val;
-            for (const RankOpView& r : ranks) {
-              if (r.comm_rank == cr) val = {true, r.rec};
-            }
-            op.per_rank.push_back(val);
-          }
-        }
-        d.ops.push_back(std::move(op));
-      }
-      rep.digests.push_back(std::move(d));
-    }
-    if (waits_wanted) {
-      rep.waits = local.wait_snapshot();
-      shift_times(&rep.waits, clock.offset_ns);
-    }
-    for (int gr : mentioned) rep.identities.push_back(local.identity(gr));
-    const bool empty = rep.findings.empty() && rep.digests.empty() && rep.waits.empty();
-    const std::vector<uint8_t> bytes = empty ? std::vector<uint8_t>{} : encode_report(rep);
-    std::vector<Contribution> got = ch_->gather_to_leader(bytes);
-    res.gathered = true;
-
-    if (ch_->is_leader()) {
-      LeaderInbox in = collect_reports(got);
-      res.bad_reports = in.bad_reports;
-      res.bad_report_error = in.first_error;
-      res.findings = std::move(in.findings);
-      if (judge_) {
-        for (const DigestDrill& d : in.digests) {
-          for (obs::Finding& f : judge_->judge_digest(d, in.identities, res.round_time_ns)) res.decided.push_back(std::move(f));
-        }
-        if (!in.waits.empty()) {
-          for (obs::Finding& f : judge_->judge_waits(in.waits, res.round_time_ns)) res.decided.push_back(std::move(f));
-        }
-      }
-    }
+    exchange_reports(node_report(local, clock, node_findings, drills, waits_wanted), &res);
   }
   if (ch_->is_leader() && judge_ && !res.stalled_anywhere) {
     for (obs::Finding& f : judge_->all_clear(res.round_time_ns)) res.decided.push_back(std::move(f));

@@ -57,6 +57,9 @@
 
 namespace scout::net {
 
+struct StreamSlot;
+struct TimingSlot;
+
 struct DigestConfig {
   int stream_slots = 128;   // K: stream slots (10 words each)
   int timing_slots = 128;   // T: timing slots (6 words each)
@@ -153,7 +156,41 @@ class DigestExchange {
     bool digested = false;
     uint64_t from = 0, to = 0;  // digested range
   };
+  // A sampled operation of a digested range, placed in a timing slot.
+  struct TimingSample {
+    size_t slot;
+    uint64_t key;
+    uint64_t comm_hash;
+    uint8_t func;
+    uint64_t seq;
+    int nranks;
+    std::vector<CrossNodeTiming::Local> arrivals;  // lateness_ns holds the arrival (leader clock)
+  };
   static uint64_t stream_key(uint64_t comm_hash, uint8_t func);
+
+  // The phases of round(), in order. Named views of the vector's words (digest.cc).
+  StreamSlot stream_slot(std::vector<uint64_t>& v, size_t slot) const;
+  TimingSlot timing_slot(std::vector<uint64_t>& v, size_t slot) const;
+  // Whether this node asks for a hang drill-down, and whether something is stalled here.
+  void request_hang_drills(LocalView& local, const std::vector<StreamView>& streams, bool* want_waits,
+                           bool* stalled_here);
+  // Places the streams taking part this round in their slots, with digests and timing samples.
+  void contribute_streams(LocalView& local, const std::vector<StreamView>& streams, const ClockEstimate& clock,
+                          std::vector<uint64_t>& v, std::vector<Placed>* placed,
+                          std::vector<TimingSample>* samples, RoundResult* res);
+  // After the allreduce: compares each placed stream, advances its range and stall state, and
+  // lists the streams to drill down.
+  void settle_streams(std::vector<uint64_t>& v, std::vector<Placed>& placed, std::vector<const Placed*>* drills,
+                      RoundResult* res);
+  // Cross-node timings of the samples whose slot did not collide.
+  void read_timings(std::vector<uint64_t>& v, const std::vector<TimingSample>& samples, RoundResult* res) const;
+  // Recomputes P at the end of a cycle from the slot occupancy.
+  void update_partitions(size_t occupied);
+  // This node's findings, digest drill-downs and wait snapshot for the leader (leader clock).
+  NodeReport node_report(LocalView& local, const ClockEstimate& clock, const std::vector<obs::Finding>& node_findings,
+                         const std::vector<const Placed*>& drills, bool waits_wanted);
+  // Gathers the reports on the leader and judges them there.
+  void exchange_reports(const NodeReport& rep, RoundResult* res);
 
   Channel* ch_;
   Judge* judge_;

@@ -1,6 +1,7 @@
 #include "observer/net/drill.h"
 
 #include <algorithm>
+#include <iterator>
 #include <set>
 #include <tuple>
 
@@ -12,26 +13,10 @@ namespace {
 
 constexpr uint8_t kReportVersion = 2;
 constexpr uint32_t kMaxFindingBytes = 1u << 20;
-// Smallest encodings, for the element-count checks of the decoder.
-constexpr uint64_t kStreamBytes = 8 + 1 + 4 + 4;
 
-void put_stream(WireWriter& w, const StreamKeyInfo& s) {
-  w.u64(s.comm_hash);
-  w.u8(s.func);
-  w.i32(s.nranks);
-  w.str(s.comm_name);
-}
-
-void get_stream(WireReader& r, StreamKeyInfo* s) {
-  s->comm_hash = r.u64();
-  s->func = r.u8();
-  s->nranks = r.i32();
-  s->comm_name = r.str();
-}
-
-// The fields of a record the detectors read (identity, metadata, progress, GPU times,
-// fingerprints); buffers, stream, thread and tuning choices do not travel.
-// One field in either direction: the same field list (below) writes and reads a message part.
+// Every message part below has ONE field list, a function template over the direction: called
+// with a WireWriter it encodes, with a WireReader it decodes, so the two cannot drift apart.
+// Variable-length parts (lists) are encoded by the callers as a u32 count and the elements.
 template <typename T>
 void field(WireWriter& w, const T& v) {
   w.put(v);
@@ -42,6 +27,8 @@ void field(WireReader& r, T& v) {
 }
 void field(WireWriter& w, const bool& v) { w.u8(v ? 1 : 0); }
 void field(WireReader& r, bool& v) { v = r.u8() != 0; }
+void field(WireWriter& w, const std::string& s) { w.str(s); }
+void field(WireReader& r, std::string& s) { s = r.str(); }
 void field(WireWriter& w, const shm::FpStatus& s) { w.u8(static_cast<uint8_t>(s)); }
 void field(WireReader& r, shm::FpStatus& s) {
   const uint8_t x = r.u8();
@@ -50,7 +37,26 @@ void field(WireReader& r, shm::FpStatus& s) {
 void pad_byte(WireWriter& w) { w.u8(0); }
 void pad_byte(WireReader& r) { r.u8(); }
 
-// The fields of a record a drill-down carries, in wire order (140 bytes).
+// Smallest encoding of the fixed part of T (strings empty, lists empty): the element size the
+// decoder checks a count against before reading that many.
+template <typename T, typename Fields>
+uint64_t min_bytes(Fields fields) {
+  WireWriter w;
+  T v{};
+  fields(w, v);
+  return w.bytes().size();
+}
+
+template <typename IO, typename S>
+void stream_fields(IO& io, S& s) {
+  field(io, s.comm_hash);
+  field(io, s.func);
+  field(io, s.nranks);
+  field(io, s.comm_name);
+}
+
+// The fields of a record a drill-down carries (identity, metadata, progress, GPU times,
+// fingerprints), in wire order; buffers, stream, thread and tuning choices do not travel.
 template <typename IO, typename R>
 void record_fields(IO& io, R& r) {
   field(io, r.index);
@@ -84,15 +90,6 @@ void record_fields(IO& io, R& r) {
   field(io, r.fp_version);
 }
 
-void put_record(WireWriter& w, const shm::RecordSnapshot& r) { record_fields(w, r); }
-void get_record(WireReader& w, shm::RecordSnapshot* r) { record_fields(w, *r); }
-
-const uint64_t kRecordBytes = [] {
-  WireWriter w;
-  put_record(w, shm::RecordSnapshot{});
-  return uint64_t(w.bytes().size());
-}();
-
 template <typename IO, typename M>
 void mark_fields(IO& io, M& m) {
   field(io, m.valid);
@@ -103,43 +100,86 @@ void mark_fields(IO& io, M& m) {
   field(io, m.dst);
   field(io, m.ns);
 }
-void put_mark(WireWriter& w, const MarkView& m) { mark_fields(w, m); }
-void get_mark(WireReader& r, MarkView* m) { mark_fields(r, *m); }
+
+template <typename IO, typename P>
+void proc_fields(IO& io, P& p) {
+  field(io, p.global_rank);
+  field(io, p.local_rank);
+  field(io, p.host);
+  field(io, p.pid);
+  field(io, p.gpu);
+  field(io, p.cuda_dev);
+  field(io, p.state);
+  field(io, p.last_event_ns);
+  field(io, p.gone_ns);
+}
+
+// A communicator of a wait snapshot, without its member list.
+template <typename IO, typename C>
+void comm_wait_fields(IO& io, C& c) {
+  field(io, c.comm_hash);
+  field(io, c.nranks);
+  field(io, c.name);
+  field(io, c.nnodes);
+  field(io, c.last_progress_ns);
+}
+
+// The identity of a member (checked by the decoder before the rest is read).
+template <typename IO, typename M>
+void member_id_fields(IO& io, M& m) {
+  field(io, m.comm_rank);
+  field(io, m.proc);
+}
+
+// A member after its identity, without its record list.
+template <typename IO, typename M>
+void member_fields(IO& io, M& m) {
+  field(io, m.init_ns);
+  field(io, m.finalized);
+  for (size_t f = 0; f < std::size(m.issued); ++f) {
+    field(io, m.issued[f]);
+    field(io, m.started[f]);
+    field(io, m.completed[f]);
+  }
+  mark_fields(io, m.last_enqueued);
+  mark_fields(io, m.last_started);
+  mark_fields(io, m.last_completed);
+}
+
+template <typename IO, typename I>
+void identity_fields(IO& io, I& id) {
+  field(io, id.global_rank);
+  field(io, id.host);
+  field(io, id.pid);
+  field(io, id.gpu);
+}
+
+// Field lists as callables, for min_bytes and the list helpers.
+#define SCOUT_FIELDS_FN(fields) [](auto& io, auto& v) { fields(io, v); }
+
+constexpr uint64_t kCountBytes = 4;  // a list's u32 element count
+const uint64_t kStreamBytes = min_bytes<StreamKeyInfo>(SCOUT_FIELDS_FN(stream_fields));
+const uint64_t kRecordBytes = min_bytes<shm::RecordSnapshot>(SCOUT_FIELDS_FN(record_fields));
+const uint64_t kProcBytes = min_bytes<ProcView>(SCOUT_FIELDS_FN(proc_fields));
+const uint64_t kCommWaitBytes = min_bytes<CommWaitView>(SCOUT_FIELDS_FN(comm_wait_fields)) + kCountBytes;
+const uint64_t kMemberBytes = min_bytes<MemberView>(SCOUT_FIELDS_FN(member_id_fields)) +
+                              min_bytes<MemberView>(SCOUT_FIELDS_FN(member_fields)) + kCountBytes;
+const uint64_t kIdentityBytes = min_bytes<RankIdentity>(SCOUT_FIELDS_FN(identity_fields));
+#undef SCOUT_FIELDS_FN
+
+void put_record(WireWriter& w, const shm::RecordSnapshot& r) { record_fields(w, r); }
+void get_record(WireReader& r, shm::RecordSnapshot* rec) { record_fields(r, *rec); }
 
 void put_waits(WireWriter& w, const WaitSnapshot& s) {
   w.u32(static_cast<uint32_t>(s.procs.size()));
-  for (const ProcView& p : s.procs) {
-    w.i32(p.global_rank);
-    w.i32(p.local_rank);
-    w.str(p.host);
-    w.i32(p.pid);
-    w.str(p.gpu);
-    w.i32(p.cuda_dev);
-    w.u8(p.state);
-    w.i64(p.last_event_ns);
-    w.i64(p.gone_ns);
-  }
+  for (const ProcView& p : s.procs) proc_fields(w, p);
   w.u32(static_cast<uint32_t>(s.comms.size()));
   for (const CommWaitView& c : s.comms) {
-    w.u64(c.comm_hash);
-    w.i32(c.nranks);
-    w.str(c.name);
-    w.i32(c.nnodes);
-    w.i64(c.last_progress_ns);
+    comm_wait_fields(w, c);
     w.u32(static_cast<uint32_t>(c.members.size()));
     for (const MemberView& m : c.members) {
-      w.i32(m.comm_rank);
-      w.i32(m.proc);
-      w.i64(m.init_ns);
-      w.u8(m.finalized ? 1 : 0);
-      for (int f = 0; f < 5; ++f) {
-        w.u64(m.issued[f]);
-        w.u64(m.started[f]);
-        w.u64(m.completed[f]);
-      }
-      put_mark(w, m.last_enqueued);
-      put_mark(w, m.last_started);
-      put_mark(w, m.last_completed);
+      member_id_fields(w, m);
+      member_fields(w, m);
       w.u32(static_cast<uint32_t>(m.records.size()));
       for (const shm::RecordSnapshot& r : m.records) put_record(w, r);
     }
@@ -152,48 +192,23 @@ bool get_waits(WireReader& r, WaitSnapshot* s, std::string* why) {
     return false;
   };
   const uint32_t np = r.u32();
-  if (!r.fits(np, 4 + 4 + 4 + 4 + 4 + 4 + 1 + 16)) return fail("truncated processes");
-  for (uint32_t i = 0; i < np; ++i) {
-    ProcView p;
-    p.global_rank = r.i32();
-    p.local_rank = r.i32();
-    p.host = r.str();
-    p.pid = r.i32();
-    p.gpu = r.str();
-    p.cuda_dev = r.i32();
-    p.state = r.u8();
-    p.last_event_ns = r.i64();
-    p.gone_ns = r.i64();
-    s->procs.push_back(std::move(p));
-  }
+  if (!r.fits(np, kProcBytes)) return fail("truncated processes");
+  s->procs.resize(np);
+  for (ProcView& p : s->procs) proc_fields(r, p);
   const uint32_t nc = r.u32();
-  if (!r.fits(nc, 8 + 4 + 4 + 4 + 8 + 4)) return fail("truncated communicators");
+  if (!r.fits(nc, kCommWaitBytes)) return fail("truncated communicators");
   for (uint32_t i = 0; i < nc; ++i) {
     CommWaitView c;
-    c.comm_hash = r.u64();
-    c.nranks = r.i32();
-    c.name = r.str();
-    c.nnodes = r.i32();
-    c.last_progress_ns = r.i64();
+    comm_wait_fields(r, c);
     const uint32_t nm = r.u32();
-    if (!r.fits(nm, 4 + 4 + 8 + 1 + 120 + 3 * 27 + 4)) return fail("truncated members");
+    if (!r.fits(nm, kMemberBytes)) return fail("truncated members");
     for (uint32_t k = 0; k < nm; ++k) {
       MemberView m;
-      m.comm_rank = r.i32();
-      m.proc = r.i32();
+      member_id_fields(r, m);
       if (m.proc < -1 || m.proc >= int(s->procs.size()) || m.comm_rank < 0 || m.comm_rank >= c.nranks) {
         return fail("member out of range");
       }
-      m.init_ns = r.i64();
-      m.finalized = r.u8() != 0;
-      for (int f = 0; f < 5; ++f) {
-        m.issued[f] = r.u64();
-        m.started[f] = r.u64();
-        m.completed[f] = r.u64();
-      }
-      get_mark(r, &m.last_enqueued);
-      get_mark(r, &m.last_started);
-      get_mark(r, &m.last_completed);
+      member_fields(r, m);
       const uint32_t nr = r.u32();
       if (!r.fits(nr, kRecordBytes)) return fail("truncated records");
       m.records.resize(nr);
@@ -244,7 +259,7 @@ std::vector<uint8_t> encode_report(const NodeReport& r) {
   }
   w.u32(static_cast<uint32_t>(r.digests.size()));
   for (const NodeStreamOps& d : r.digests) {
-    put_stream(w, d.stream);
+    stream_fields(w, d.stream);
     w.u64(d.from);
     w.u64(d.to);
     w.u32(static_cast<uint32_t>(d.ranks.size()));
@@ -269,12 +284,7 @@ std::vector<uint8_t> encode_report(const NodeReport& r) {
   }
   put_waits(w, r.waits);
   w.u32(static_cast<uint32_t>(r.identities.size()));
-  for (const RankIdentity& id : r.identities) {
-    w.i32(id.global_rank);
-    w.str(id.host);
-    w.i32(id.pid);
-    w.str(id.gpu);
-  }
+  for (const RankIdentity& id : r.identities) identity_fields(w, id);
   return w.take();
 }
 
@@ -287,7 +297,7 @@ bool decode_report(std::span<const uint8_t> bytes, NodeReport* out, std::string*
   NodeReport rep;
   if (r.u8() != kReportVersion) return fail("unknown report version");
   const uint32_t nf = r.u32();
-  if (!r.fits(nf, 4)) return fail("truncated findings");
+  if (!r.fits(nf, kCountBytes)) return fail("truncated findings");  // a string's length
   for (uint32_t i = 0; i < nf; ++i) {
     const std::string text = r.str();
     if (!r.ok() || text.size() > kMaxFindingBytes) return fail("truncated finding");
@@ -304,20 +314,21 @@ bool decode_report(std::span<const uint8_t> bytes, NodeReport* out, std::string*
     rep.findings.push_back(std::move(f));
   }
   const uint32_t nd = r.u32();
-  if (!r.fits(nd, kStreamBytes + 16 + 8)) return fail("truncated digest drill-down");
+  // A digest drill-down: stream, range [from, to), rank list, operation list.
+  if (!r.fits(nd, kStreamBytes + 2 * sizeof(uint64_t) + 2 * kCountBytes)) return fail("truncated digest drill-down");
   for (uint32_t i = 0; i < nd; ++i) {
     NodeStreamOps d;
-    get_stream(r, &d.stream);
+    stream_fields(r, d.stream);
     d.from = r.u64();
     d.to = r.u64();
     const uint32_t nr = r.u32();
-    if (!r.fits(nr, 8)) return fail("truncated rank list");
+    if (!r.fits(nr, 2 * sizeof(int32_t))) return fail("truncated rank list");
     for (uint32_t k = 0; k < nr; ++k) {
       const int cr = r.i32();
       d.ranks.emplace_back(cr, r.i32());
     }
     const uint32_t nops = r.u32();
-    if (!r.fits(nops, 9)) return fail("truncated operations");
+    if (!r.fits(nops, sizeof(uint64_t) + 1)) return fail("truncated operations");  // seq, agree
     for (uint32_t k = 0; k < nops; ++k) {
       NodeOpValues op;
       op.seq = r.u64();
@@ -341,15 +352,9 @@ bool decode_report(std::span<const uint8_t> bytes, NodeReport* out, std::string*
   std::string why;
   if (!get_waits(r, &rep.waits, &why)) return fail(why);
   const uint32_t ni = r.u32();
-  if (!r.fits(ni, 16)) return fail("truncated identities");
-  for (uint32_t i = 0; i < ni; ++i) {
-    RankIdentity id;
-    id.global_rank = r.i32();
-    id.host = r.str();
-    id.pid = r.i32();
-    id.gpu = r.str();
-    rep.identities.push_back(std::move(id));
-  }
+  if (!r.fits(ni, kIdentityBytes)) return fail("truncated identities");
+  rep.identities.resize(ni);
+  for (RankIdentity& id : rep.identities) identity_fields(r, id);
   if (!r.ok()) return fail("truncated report");
   if (!r.at_end()) return fail("trailing bytes after report");
   *out = std::move(rep);

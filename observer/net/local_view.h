@@ -94,7 +94,10 @@ struct MemberView {
   int proc = -1;             // index into WaitSnapshot::procs
   int64_t init_ns = 0;
   bool finalized = false;
-  uint64_t issued[5] = {}, started[5] = {}, completed[5] = {};  // per func: highest seq + 1
+  // Per numbered function (shm::Func, NCCL order): highest seqNumber issued / started /
+  // completed + 1.
+  uint64_t issued[shm::kNumNumberedFuncs] = {}, started[shm::kNumNumberedFuncs] = {},
+           completed[shm::kNumNumberedFuncs] = {};
   MarkView last_enqueued, last_started, last_completed;
   std::vector<shm::RecordSnapshot> records;
 };

@@ -68,7 +68,8 @@ std::unique_ptr<StoreReader> StoreReader::open(const std::string& path) {
   return std::unique_ptr<StoreReader>(new StoreReader(std::move(db)));
 }
 
-StoreReader::StoreReader(std::unique_ptr<Db> db) : db_(std::move(db)) {}
+StoreReader::StoreReader(std::unique_ptr<Db> db)
+    : db_(std::move(db)), has_evidence_version_(has_column(*db_, "findings", "evidence_version")) {}
 
 StoreReader::~StoreReader() {
   try {
@@ -183,7 +184,8 @@ std::optional<obs::Finding> StoreReader::finding(int64_t id) {
 std::vector<obs::Finding> StoreReader::select_findings(bool open_only, int64_t only_id) {
   std::string sql =
       "SELECT id, dedup_key, kind, verdict, status, comm_hash, comm_name, comm_nranks, key_func, "
-      "key_seq, first_seen_ns, last_seen_ns, summary, evidence FROM findings WHERE 1";
+      "key_seq, first_seen_ns, last_seen_ns, summary, evidence, " +
+      std::string(has_evidence_version_ ? "evidence_version" : "1") + " FROM findings WHERE 1";
   if (open_only) sql += " AND status = 'open'";
   if (only_id != 0) sql += " AND id = ?";
   sql += " ORDER BY id";
@@ -206,6 +208,7 @@ std::vector<obs::Finding> StoreReader::select_findings(bool open_only, int64_t o
     f.last_seen_ns = s.i64(11);
     f.summary = s.str(12);
     f.evidence = parse_json(s.str(13), nlohmann::json::object());
+    f.evidence_version = s.i32(14);
     index[f.id] = out.size();
     out.push_back(std::move(f));
   }

@@ -84,6 +84,8 @@ class StoreReader {
   // only_id != 0: just that finding.
   std::vector<obs::Finding> select_findings(bool open_only, int64_t only_id);
   std::unique_ptr<Db> db_;
+  // findings.evidence_version exists (stores written before it have evidence version 1).
+  bool has_evidence_version_ = true;
 };
 
 }  // namespace scout::store

@@ -144,7 +144,8 @@ CREATE TABLE findings (
   first_seen_ns INTEGER NOT NULL,
   last_seen_ns  INTEGER NOT NULL,
   summary       TEXT NOT NULL,
-  evidence      TEXT NOT NULL
+  evidence      TEXT NOT NULL,
+  evidence_version INTEGER NOT NULL DEFAULT 1
 );
 CREATE TABLE finding_suspects (
   finding_id  INTEGER NOT NULL,
@@ -197,6 +198,20 @@ void check_schema(Db& db) {
   if (version < 1) throw Error(path + " is not a scout store");
   Stmt fmt(db, "SELECT value FROM meta WHERE key = 'format'");
   if (!fmt.step() || fmt.str(0) != kFormat) throw Error(path + " is not a scout store");
+}
+
+bool has_column(Db& db, const std::string& table, const std::string& column) {
+  Stmt s(db, "SELECT count(*) FROM pragma_table_info(?) WHERE name = ?");
+  s.bind(1, table).bind(2, column);
+  return s.step() && s.i64(0) > 0;
+}
+
+void upgrade_schema(Db& db) {
+  // Stores written before findings carried evidence_version: their evidence has the shapes of
+  // evidence version 1.
+  if (!has_column(db, "findings", "evidence_version")) {
+    db.exec("ALTER TABLE findings ADD COLUMN evidence_version INTEGER NOT NULL DEFAULT 1");
+  }
 }
 
 }  // namespace scout::store

@@ -42,4 +42,13 @@ bool is_empty(Db& db);
 //   "store /x.db has schema version 2; this scout reads up to version 1 (use a newer scout)".
 void check_schema(Db& db);
 
+// True when `table` has a column named `column`.
+bool has_column(Db& db, const std::string& table, const std::string& column);
+
+// Adds what a store of the same schema version written by an older scout lacks (columns added
+// compatibly, each with the default old rows mean): findings.evidence_version (1). Needs a
+// writable connection; readers of such a store use the same defaults instead (docs/store.md,
+// "Versions").
+void upgrade_schema(Db& db);
+
 }  // namespace scout::store

@@ -69,6 +69,7 @@ std::unique_ptr<StoreWriter> StoreWriter::open(const std::string& path,
                       "': refused (another job's store is never rewritten)");
         }
       }
+      upgrade_schema(*db);
       db->exec("PRAGMA journal_mode = WAL");
     }
     db->exec("PRAGMA synchronous = NORMAL");
@@ -291,14 +292,14 @@ void StoreWriter::upsert_finding(obs::Finding* f) {
       if (id != 0) {
         Stmt up(*db_,
                 "UPDATE findings SET verdict = ?, status = ?, last_seen_ns = ?, summary = ?, "
-                "evidence = ? WHERE id = ?");
+                "evidence = ?, evidence_version = ? WHERE id = ?");
         up.bind(1, obs::to_string(f->verdict)).bind(2, status).bind(3, f->last_seen_ns)
-            .bind(4, f->summary).bind(5, evidence).bind(6, id).run();
+            .bind(4, f->summary).bind(5, evidence).bind(6, f->evidence_version).bind(7, id).run();
       } else {
         Stmt ins(*db_,
                  "INSERT INTO findings (dedup_key, kind, verdict, status, comm_hash, comm_name, "
-                 "comm_nranks, key_func, key_seq, first_seen_ns, last_seen_ns, summary, evidence) "
-                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+                 "comm_nranks, key_func, key_seq, first_seen_ns, last_seen_ns, summary, evidence, "
+                 "evidence_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
         if (f->dedup_key.empty()) {
           ins.bind_null(1);
         } else {
@@ -312,7 +313,7 @@ void StoreWriter::upsert_finding(obs::Finding* f) {
           ins.bind_null(8).bind_null(9);
         }
         ins.bind(10, f->first_seen_ns).bind(11, f->last_seen_ns).bind(12, f->summary)
-            .bind(13, evidence).run();
+            .bind(13, evidence).bind(14, f->evidence_version).run();
         id = db_->last_insert_rowid();
         first_seen = f->first_seen_ns;
       }

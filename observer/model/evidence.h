@@ -1,0 +1,540 @@
+// Typed evidence of findings: one struct per finding kind (docs/findings.md, "Evidence" of each
+// kind), one serializer (to_json) and one reader (read_evidence) for all of them.
+//
+// Finding::evidence (observer/model/finding.h) stays a JSON object, because the store, the
+// observers' channel and `scout findings --json` carry it as such and evidence of other shapes
+// (the observer network's drill-down) exists; the detectors build it from these structs and
+// `scout explain` reads it back through them.
+//
+// Each struct has exactly one field list (EvidenceFields<T>::list below): the JSON key, the
+// member, and whether the key may be absent. to_json, read_evidence and the documentation check
+// (test/unit/evidence_doc_test.cc against docs/findings.md) all walk that list, so a field is
+// named once.
+//
+// Presence rules of the list:
+//   required  the key is always written; a std::optional member is written as null when empty
+//             (e.g. sdc `majority`: null when no strict majority) and read back as empty from null.
+//   optional  the member is a std::optional and the key is left out when it is empty (e.g. the
+//             `src`/`dst` of an op, only for point-to-point).
+// A std::optional<std::optional<T>> member marked optional is "absent, null or a value".
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace scout::obs {
+
+// Version of the evidence shapes below, stored with each finding (store column
+// findings.evidence_version, docs/store.md). Raise it when a key changes meaning or goes away;
+// adding an optional key does not need a new version.
+constexpr int kEvidenceVersion = 1;
+
+// ---- Shared shapes (docs/findings.md, "Shared shapes inside evidence") ----
+
+// *comm*: a communicator.
+struct EvComm {
+  std::string hash;  // "0x" + 16 hex digits
+  std::string name;  // "" when unnamed
+  int nranks = 0;
+};
+
+// *op*: an operation. Point-to-point operations carry src and dst (comm ranks).
+struct EvOp {
+  std::string func;  // "AllReduce", "Send", ...
+  uint64_t seq = 0;  // collectives: NCCL's seqNumber; p2p: scout's per-pair counter
+  std::optional<int> src, dst;
+};
+
+// *vote group*: the ranks that voted `value`, largest group first.
+template <class V>
+struct EvVoteGroup {
+  V value{};
+  std::vector<int> ranks;       // global ranks (-1 where unknown)
+  std::vector<int> comm_ranks;  // ranks in the communicator
+};
+
+// *wait edge*: global rank `rank` cannot finish `op` because of global rank `waits_for`.
+struct EvWaitEdge {
+  int rank = -1;
+  int waits_for = -1;
+  EvComm comm;
+  EvOp op;
+  std::string why;  // absent, not-started, dead, mismatch
+};
+
+// One rank inside a *comm state*.
+struct EvRankState {
+  int global_rank = -1;
+  int comm_rank = -1;
+  std::string state;                       // running, enqueued, idle, absent
+  std::optional<EvOp> op;                  // absent for idle ranks
+  std::optional<EvOp> last_completed;      // null when it completed nothing
+};
+
+// *comm state*: one communicator of a wait-for chain.
+struct EvCommState {
+  EvComm comm;
+  std::string cls;       // "class": absent, stuck, mismatch
+  EvOp op;
+  double stalled_ms = 0;
+  int waiting_in_op = 0;
+  std::vector<EvRankState> ranks;  // > 64 ranks: only those not running op
+};
+
+// ---- hang, deadlock, crash ----
+
+// One root of a hang: {global_rank, reason, detail, process}, or for class stuck
+// {reason: "stuck", comm, op}.
+struct EvHangRoot {
+  std::optional<int> global_rank;
+  std::string reason;  // idle, gpu-blocked, running, dead, stuck
+  std::optional<std::string> detail;
+  std::optional<std::string> process;  // running, exited, dead
+  std::optional<EvComm> comm;
+  std::optional<EvOp> op;
+};
+
+// Evidence of kind hang; also the `hang` part of a desync (class mismatch or stuck), which has
+// no root / waiting_ranks when the ranks wait in different collectives.
+struct HangEvidence {
+  std::string cls;  // "class": absent, stuck (desync: mismatch)
+  std::optional<std::vector<EvHangRoot>> root;
+  double stalled_ms = 0;
+  int64_t last_progress_ns = 0;
+  double timeout_ms = 0;
+  std::optional<std::vector<int>> waiting_ranks;
+  std::optional<std::vector<int>> blocked_elsewhere;  // stuck only
+  std::vector<EvWaitEdge> chain;                       // closest to the root first, <= 256
+  std::vector<EvCommState> comms;
+};
+
+// Evidence of kind deadlock.
+struct DeadlockEvidence {
+  std::vector<EvWaitEdge> cycle;
+  std::vector<EvCommState> comms;
+  double stalled_ms = 0;
+  double timeout_ms = 0;
+};
+
+// An operation of a crashed process still in flight.
+struct EvOpenOp {
+  EvComm comm;
+  EvOp op;
+  std::string state;  // record state name, "unknown" when the record is gone
+};
+
+// Evidence of kind crash.
+struct CrashEvidence {
+  int pid = 0;
+  std::string host;
+  bool finalized = false;
+  int64_t last_event_ns = 0;  // its last plugin callback
+  int64_t gone_ns = 0;        // when the observer saw it gone
+  std::vector<EvOpenOp> open_ops;
+  std::vector<int> waiting_ranks;
+  std::vector<EvWaitEdge> chain;
+};
+
+// ---- desync, sdc, nan ----
+
+// The value of a metadata vote.
+struct EvMetaValue {
+  std::string datatype;  // "float32", ...
+  uint64_t count = 0;
+  int root = -1;         // Broadcast and Reduce; -1 otherwise
+};
+
+// Evidence of kind desync. source "metadata" fills fields/votes/majority/partial; source "hang"
+// (or a metadata desync whose communicator then hung in different collectives) fills
+// frontier_votes; either may carry `hang`.
+struct DesyncEvidence {
+  std::string source;  // metadata, hang
+  EvOp op;
+  std::optional<std::string> fields;  // api, task
+  std::optional<std::vector<EvVoteGroup<EvMetaValue>>> votes;
+  std::optional<std::optional<EvMetaValue>> majority;  // present for metadata; null: none
+  std::optional<bool> partial;
+  std::optional<std::vector<EvVoteGroup<std::optional<EvOp>>>> frontier_votes;  // null: in none
+  std::optional<HangEvidence> hang;
+};
+
+// One vote of equivalent communicators: the communicators (and their ranks) that agree.
+struct EvEquivVote {
+  std::string value;  // fingerprint "0x..."
+  std::vector<EvComm> comms;
+  std::vector<int> ranks;  // global ranks
+};
+
+// Disagreement of equivalent communicators at one comm rank.
+struct EvEquivDisagreement {
+  int comm_rank = -1;
+  std::vector<EvEquivVote> votes;
+  std::optional<std::string> majority;  // null: no strict majority
+};
+
+// Evidence of kind sdc. check "recv" fills votes .. datatype; "send-equiv" / "recv-equiv" fill
+// declaration, group and disagreements.
+struct SdcEvidence {
+  std::string check;  // recv, send-equiv, recv-equiv
+  EvOp op;
+  std::optional<std::vector<EvVoteGroup<std::string>>> votes;  // value: fingerprint "0x..."
+  std::optional<std::optional<std::string>> majority;          // present for recv; null: none
+  std::optional<int> voters;
+  std::optional<int> nranks;
+  std::optional<bool> partial;
+  std::optional<uint64_t> fp_bytes;
+  std::optional<uint32_t> fp_version;
+  std::optional<uint64_t> bytes;
+  std::optional<std::string> datatype;
+  std::optional<std::string> declaration;
+  std::optional<std::vector<EvComm>> group;
+  std::optional<std::vector<EvEquivDisagreement>> disagreements;
+};
+
+// A rank whose send buffer held non-finite values.
+struct EvNanCarrier {
+  int global_rank = -1;
+  int comm_rank = -1;
+  uint32_t send_nan = 0;
+  uint32_t send_inf = 0;
+};
+
+// The first operation of a NaN/Inf episode.
+struct EvNanOrigin {
+  std::optional<EvComm> comm;  // null when the communicator is unknown
+  EvOp op;
+  int64_t time_ns = 0;
+  std::vector<EvNanCarrier> carriers;
+};
+
+// Evidence of kind nan.
+struct NanEvidence {
+  EvNanOrigin origin;
+  uint64_t ops_with_nonfinite = 0;
+  std::vector<int> ranks_with_nonfinite;
+};
+
+// ---- straggler, slowlink ----
+
+// A straggler's lateness in one communicator.
+struct EvStragglerComm {
+  EvComm comm;
+  int comm_rank = -1;
+  int window_ops = 0;
+  int late_ops = 0;
+  int late_events = 0;
+  double median_late_ms = 0;
+  std::vector<double> series_ms;    // its own lateness signal, last 32 collectives
+  std::vector<double> lateness_ms;  // arrival minus the earliest arrival
+};
+
+// A straggler's counts across its communicators.
+struct EvStragglerAggregate {
+  int window_ops = 0;
+  int late_ops = 0;
+  int late_events = 0;
+};
+
+// The straggler thresholds in force.
+struct EvStragglerThresholds {
+  double min_ms = 0;
+  double rel = 0;
+  double persist = 0;
+  int min_late = 0;
+  int window = 0;
+};
+
+// Evidence of kind straggler.
+struct StragglerEvidence {
+  std::vector<EvStragglerComm> comms;
+  EvStragglerAggregate aggregate;
+  EvStragglerThresholds thresholds;
+};
+
+// A channel of the slow-link detector.
+struct EvChannel {
+  std::optional<EvComm> comm;  // null when the communicator is unknown
+  std::string kind;            // coll, p2p
+  std::string func;
+  uint64_t bytes_bucket = 0;   // power of two
+  std::vector<int> ranks;      // global ranks
+  double median_ms = 0;
+  double peer_median_ms = 0;
+  double ratio = 0;
+  int samples = 0;
+  int peers = 0;
+};
+
+// The slow-link thresholds in force.
+struct EvSlowThresholds {
+  double factor = 0;
+  double min_ms = 0;
+  int window = 0;
+};
+
+// Evidence of kind slowlink.
+struct SlowLinkEvidence {
+  std::string cls;  // "class": link, endpoint, comm
+  std::vector<EvChannel> slow;
+  std::vector<EvChannel> normal;  // up to 8
+  EvSlowThresholds thresholds;
+};
+
+// ---- Field lists ----
+
+namespace evidence_detail {
+enum class Presence { kRequired, kOptional };
+template <class S, class M>
+struct Field {
+  const char* name;
+  M S::*member;
+  Presence presence;
+};
+template <class S, class M>
+constexpr Field<S, M> req(const char* name, M S::*member) {
+  return {name, member, Presence::kRequired};
+}
+template <class S, class M>
+constexpr Field<S, M> opt(const char* name, M S::*member) {
+  return {name, member, Presence::kOptional};
+}
+}  // namespace evidence_detail
+
+// EvidenceFields<T>::list(): a std::tuple of the fields of T, in documentation order.
+template <class T>
+struct EvidenceFields;
+
+#define SCOUT_EVIDENCE_FIELDS(T, ...)                       \
+  template <>                                               \
+  struct EvidenceFields<T> {                                \
+    static constexpr auto list() {                          \
+      using namespace evidence_detail;                      \
+      using S = T;                                          \
+      return std::make_tuple(__VA_ARGS__);                  \
+    }                                                       \
+  };
+
+SCOUT_EVIDENCE_FIELDS(EvComm, req("hash", &S::hash), req("name", &S::name), req("nranks", &S::nranks))
+SCOUT_EVIDENCE_FIELDS(EvOp, req("func", &S::func), req("seq", &S::seq), opt("src", &S::src), opt("dst", &S::dst))
+SCOUT_EVIDENCE_FIELDS(EvWaitEdge, req("rank", &S::rank), req("waits_for", &S::waits_for), req("comm", &S::comm),
+                      req("op", &S::op), req("why", &S::why))
+SCOUT_EVIDENCE_FIELDS(EvRankState, req("global_rank", &S::global_rank), req("comm_rank", &S::comm_rank),
+                      req("state", &S::state), opt("op", &S::op), req("last_completed", &S::last_completed))
+SCOUT_EVIDENCE_FIELDS(EvCommState, req("comm", &S::comm), req("class", &S::cls), req("op", &S::op),
+                      req("stalled_ms", &S::stalled_ms), req("waiting_in_op", &S::waiting_in_op),
+                      req("ranks", &S::ranks))
+SCOUT_EVIDENCE_FIELDS(EvHangRoot, opt("global_rank", &S::global_rank), req("reason", &S::reason),
+                      opt("detail", &S::detail), opt("process", &S::process), opt("comm", &S::comm),
+                      opt("op", &S::op))
+SCOUT_EVIDENCE_FIELDS(HangEvidence, req("class", &S::cls), opt("root", &S::root), req("stalled_ms", &S::stalled_ms),
+                      req("last_progress_ns", &S::last_progress_ns), req("timeout_ms", &S::timeout_ms),
+                      opt("waiting_ranks", &S::waiting_ranks), opt("blocked_elsewhere", &S::blocked_elsewhere),
+                      req("chain", &S::chain), req("comms", &S::comms))
+SCOUT_EVIDENCE_FIELDS(DeadlockEvidence, req("cycle", &S::cycle), req("comms", &S::comms),
+                      req("stalled_ms", &S::stalled_ms), req("timeout_ms", &S::timeout_ms))
+SCOUT_EVIDENCE_FIELDS(EvOpenOp, req("comm", &S::comm), req("op", &S::op), req("state", &S::state))
+SCOUT_EVIDENCE_FIELDS(CrashEvidence, req("pid", &S::pid), req("host", &S::host), req("finalized", &S::finalized),
+                      req("last_event_ns", &S::last_event_ns), req("gone_ns", &S::gone_ns),
+                      req("open_ops", &S::open_ops), req("waiting_ranks", &S::waiting_ranks),
+                      req("chain", &S::chain))
+SCOUT_EVIDENCE_FIELDS(EvMetaValue, req("datatype", &S::datatype), req("count", &S::count), req("root", &S::root))
+SCOUT_EVIDENCE_FIELDS(DesyncEvidence, req("source", &S::source), req("op", &S::op), opt("fields", &S::fields),
+                      opt("votes", &S::votes), opt("majority", &S::majority), opt("partial", &S::partial),
+                      opt("frontier_votes", &S::frontier_votes), opt("hang", &S::hang))
+SCOUT_EVIDENCE_FIELDS(EvEquivVote, req("value", &S::value), req("comms", &S::comms), req("ranks", &S::ranks))
+SCOUT_EVIDENCE_FIELDS(EvEquivDisagreement, req("comm_rank", &S::comm_rank), req("votes", &S::votes),
+                      req("majority", &S::majority))
+SCOUT_EVIDENCE_FIELDS(SdcEvidence, req("check", &S::check), req("op", &S::op), opt("votes", &S::votes),
+                      opt("majority", &S::majority), opt("voters", &S::voters), opt("nranks", &S::nranks),
+                      opt("partial", &S::partial), opt("fp_bytes", &S::fp_bytes),
+                      opt("fp_version", &S::fp_version), opt("bytes", &S::bytes), opt("datatype", &S::datatype),
+                      opt("declaration", &S::declaration), opt("group", &S::group),
+                      opt("disagreements", &S::disagreements))
+SCOUT_EVIDENCE_FIELDS(EvNanCarrier, req("global_rank", &S::global_rank), req("comm_rank", &S::comm_rank),
+                      req("send_nan", &S::send_nan), req("send_inf", &S::send_inf))
+SCOUT_EVIDENCE_FIELDS(EvNanOrigin, req("comm", &S::comm), req("op", &S::op), req("time_ns", &S::time_ns),
+                      req("carriers", &S::carriers))
+SCOUT_EVIDENCE_FIELDS(NanEvidence, req("origin", &S::origin), req("ops_with_nonfinite", &S::ops_with_nonfinite),
+                      req("ranks_with_nonfinite", &S::ranks_with_nonfinite))
+SCOUT_EVIDENCE_FIELDS(EvStragglerComm, req("comm", &S::comm), req("comm_rank", &S::comm_rank),
+                      req("window_ops", &S::window_ops), req("late_ops", &S::late_ops),
+                      req("late_events", &S::late_events), req("median_late_ms", &S::median_late_ms),
+                      req("series_ms", &S::series_ms), req("lateness_ms", &S::lateness_ms))
+SCOUT_EVIDENCE_FIELDS(EvStragglerAggregate, req("window_ops", &S::window_ops), req("late_ops", &S::late_ops),
+                      req("late_events", &S::late_events))
+SCOUT_EVIDENCE_FIELDS(EvStragglerThresholds, req("min_ms", &S::min_ms), req("rel", &S::rel),
+                      req("persist", &S::persist), req("min_late", &S::min_late), req("window", &S::window))
+SCOUT_EVIDENCE_FIELDS(StragglerEvidence, req("comms", &S::comms), req("aggregate", &S::aggregate),
+                      req("thresholds", &S::thresholds))
+SCOUT_EVIDENCE_FIELDS(EvChannel, req("comm", &S::comm), req("kind", &S::kind), req("func", &S::func),
+                      req("bytes_bucket", &S::bytes_bucket), req("ranks", &S::ranks),
+                      req("median_ms", &S::median_ms), req("peer_median_ms", &S::peer_median_ms),
+                      req("ratio", &S::ratio), req("samples", &S::samples), req("peers", &S::peers))
+SCOUT_EVIDENCE_FIELDS(EvSlowThresholds, req("factor", &S::factor), req("min_ms", &S::min_ms),
+                      req("window", &S::window))
+SCOUT_EVIDENCE_FIELDS(SlowLinkEvidence, req("class", &S::cls), req("slow", &S::slow), req("normal", &S::normal),
+                      req("thresholds", &S::thresholds))
+
+#undef SCOUT_EVIDENCE_FIELDS
+
+template <class V>
+struct EvidenceFields<EvVoteGroup<V>> {
+  static constexpr auto list() {
+    using namespace evidence_detail;
+    using S = EvVoteGroup<V>;
+    return std::make_tuple(req("value", &S::value), req("ranks", &S::ranks), req("comm_ranks", &S::comm_ranks));
+  }
+};
+
+// ---- Serializer and reader ----
+
+namespace evidence_detail {
+template <class T, class = void>
+struct has_fields : std::false_type {};
+template <class T>
+struct has_fields<T, std::void_t<decltype(EvidenceFields<T>::list())>> : std::true_type {};
+
+template <class T>
+struct is_vector : std::false_type {};
+template <class T>
+struct is_vector<std::vector<T>> : std::true_type {};
+
+template <class T>
+struct is_optional : std::false_type {};
+template <class T>
+struct is_optional<std::optional<T>> : std::true_type {};
+
+template <class T>
+nlohmann::json put(const T& v);
+template <class T>
+void get(const nlohmann::json& j, T& v);
+
+// Writes field f of v into object j (an optional field only when set).
+template <class S, class M>
+void put_field(nlohmann::json& j, const Field<S, M>& f, const S& v) {
+  const M& m = v.*(f.member);
+  if constexpr (is_optional<M>::value) {
+    if (f.presence == Presence::kOptional && !m) return;
+  }
+  j[f.name] = put(m);
+}
+
+// Reads field f of v from object j; throws std::invalid_argument when a required key is missing.
+template <class S, class M>
+void get_field(const nlohmann::json& j, const Field<S, M>& f, S& v) {
+  M& m = v.*(f.member);
+  auto it = j.find(f.name);
+  if (it == j.end()) {
+    if (f.presence == Presence::kRequired) throw std::invalid_argument(std::string("no key ") + f.name);
+    m = M{};
+    return;
+  }
+  if constexpr (is_optional<M>::value) {
+    // "Absent, null or a value": a present null is an engaged outer optional.
+    if constexpr (is_optional<typename M::value_type>::value) {
+      if (f.presence == Presence::kOptional) {
+        m.emplace();
+        get(*it, *m);
+        return;
+      }
+    }
+  }
+  try {
+    get(*it, m);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string(f.name) + ": " + e.what());
+  }
+}
+
+template <class T>
+nlohmann::json put(const T& v) {
+  if constexpr (is_optional<T>::value) {
+    return v ? put(*v) : nlohmann::json(nullptr);
+  } else if constexpr (has_fields<T>::value) {
+    nlohmann::json j = nlohmann::json::object();
+    std::apply([&](const auto&... f) { (put_field(j, f, v), ...); }, EvidenceFields<T>::list());
+    return j;
+  } else if constexpr (is_vector<T>::value) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& e : v) j.push_back(put(e));
+    return j;
+  } else {
+    return nlohmann::json(v);
+  }
+}
+
+template <class T>
+void get(const nlohmann::json& j, T& v) {
+  if constexpr (is_optional<T>::value) {
+    if (j.is_null()) {
+      v.reset();
+    } else {
+      v.emplace();
+      get(j, *v);
+    }
+  } else if constexpr (has_fields<T>::value) {
+    if (!j.is_object()) throw std::invalid_argument("expected an object");
+    std::apply([&](const auto&... f) { (get_field(j, f, v), ...); }, EvidenceFields<T>::list());
+  } else if constexpr (is_vector<T>::value) {
+    if (!j.is_array()) throw std::invalid_argument("expected an array");
+    v.clear();
+    v.resize(j.size());
+    for (size_t i = 0; i < j.size(); ++i) get(j[i], v[i]);
+  } else {
+    if constexpr (std::is_same_v<T, std::string>) {
+      if (!j.is_string()) throw std::invalid_argument("expected a string");
+    } else if constexpr (std::is_same_v<T, bool>) {
+      if (!j.is_boolean()) throw std::invalid_argument("expected true or false");
+    } else {
+      if (!j.is_number()) throw std::invalid_argument("expected a number");
+    }
+    v = j.get<T>();
+  }
+}
+
+// Calls fn(name) for each key of T's field list.
+template <class T, class Fn>
+void for_each_name(Fn&& fn) {
+  std::apply([&](const auto&... f) { (fn(std::string(f.name)), ...); }, EvidenceFields<T>::list());
+}
+}  // namespace evidence_detail
+
+// The JSON object of `e`, shaped as docs/findings.md says.
+template <class T>
+nlohmann::json to_json(const T& e) requires evidence_detail::has_fields<T>::value {
+  return evidence_detail::put(e);
+}
+
+// Reads evidence `j` into *out. False with *error (the key or value that does not fit) when a
+// required key is missing or a value has another type; keys the struct does not know are
+// ignored (the caller can list them with unknown_keys).
+template <class T>
+bool read_evidence(const nlohmann::json& j, T* out, std::string* error = nullptr)
+  requires evidence_detail::has_fields<T>::value {
+  try {
+    T v;
+    evidence_detail::get(j, v);
+    *out = std::move(v);
+    return true;
+  } catch (const std::exception& e) {
+    if (error) *error = e.what();
+    return false;
+  }
+}
+
+// The keys of T's field list, in order (for documentation checks and for keys a reader skips).
+template <class T>
+std::vector<std::string> evidence_keys() {
+  std::vector<std::string> out;
+  evidence_detail::for_each_name<T>([&](const std::string& n) { out.push_back(n); });
+  return out;
+}
+
+}  // namespace scout::obs
