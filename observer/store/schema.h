@@ -28,6 +28,13 @@ void create_schema(Db& db, int64_t now_ns);
 // Used by every opener (StoreReader, StoreWriter); check_schema() is the next step.
 std::unique_ptr<Db> open_db(const std::string& path, int flags);
 
+// Adds the tables that later scout versions added to version 1 without changing what older
+// readers see (replay_cycles, docs/store.md); idempotent; the writer calls it at every open.
+void add_optional_tables(Db& db);
+
+// Returns true when `db` has a table named `name`.
+bool has_table(Db& db, const std::string& name);
+
 // Returns true when `db` holds no table at all (a new file).
 bool is_empty(Db& db);
 
