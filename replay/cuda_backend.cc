@@ -115,6 +115,11 @@ Sample skip(Sample s, SampleStatus st, const std::string& why) {
 
 }  // namespace
 
+std::vector<unsigned char> gemm_input(const Recipe& r, char which) {
+  const uint64_t n = which == 'A' ? uint64_t(r.gemm.m * r.gemm.k) : uint64_t(r.gemm.k * r.gemm.n);
+  return seeded_matrix(r.seed ^ text_hash(r.id + which), n, r.gemm.dtype);
+}
+
 std::string uuid_text(const cu::Uuid& u) {
   char buf[64];
   const unsigned char* b = u.bytes;
@@ -268,8 +273,8 @@ Sample CudaBackend::run_gemm(const Recipe& r, const Participant& p, int round) {
     release();
     return skip(s, SampleStatus::kSkipped, "device memory allocation failed");
   }
-  std::vector<unsigned char> ha = seeded_matrix(r.seed ^ text_hash(r.id + "A"), m * k, r.gemm.dtype);
-  std::vector<unsigned char> hb = seeded_matrix(r.seed ^ text_hash(r.id + "B"), k * n, r.gemm.dtype);
+  std::vector<unsigned char> ha = gemm_input(r, 'A');
+  std::vector<unsigned char> hb = gemm_input(r, 'B');
   L_->cu.MemcpyHtoD(a, ha.data(), ha.size());
   L_->cu.MemcpyHtoD(b, hb.data(), hb.size());
   cudalib::LtHandle lt = nullptr;

@@ -66,6 +66,10 @@ bool cupti_start(const cudalib::Cupti& c);
 // Flushes CUPTI and returns (and forgets) the spans collected so far.
 std::vector<KernelSpan> cupti_take(const cudalib::Cupti& c);
 
+// The host bytes of GEMM input `which` ('A': m x k, 'B': k x n, column-major) of recipe `r`:
+// seeded values in [-1, 1) rounded to the recipe's datatype, identical on every GPU.
+std::vector<unsigned char> gemm_input(const Recipe& r, char which);
+
 // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" of a driver UUID (nvidia-smi's spelling).
 std::string uuid_text(const cu::Uuid& u);
 

@@ -110,6 +110,9 @@ std::vector<ReplayCycleRecord> ReplayCoordinator::take_records() {
 
 void ReplayCoordinator::observe(const Model& m, const JudgedOp& j) {
   if (j.id.cls != OpClass::kColl || !j.complete || j.n < 2) return;
+  if (j.id.func != shm::kFuncAllReduce && j.id.func != shm::kFuncAllGather && j.id.func != shm::kFuncReduceScatter &&
+      j.id.func != shm::kFuncBroadcast)
+    return;  // the collectives replay re-issues
   const Comm* c = comm_by_hash(m, j.comm.hash, j.comm.nranks);
   if (!c) return;
   std::vector<int> members = members_of(m, *c);
@@ -321,6 +324,14 @@ ReplayCoordinator::Done ReplayCoordinator::run(const Job& job) {
         }
       }
       rec.detail["samples"] = sj;
+      std::map<int, int64_t> busy;
+      for (const replay::Sample& x : samples) {
+        if (x.status != replay::SampleStatus::kOk || x.ns < 0) continue;
+        d.any_ok = true;
+        busy[x.global_rank] += x.ns;
+        if (x.peer >= 0) busy[x.peer] += x.ns;  // a link occupies the sender too
+      }
+      for (const auto& [rank, ns] : busy) d.gpu_cost_ns = std::max(d.gpu_cost_ns, ns);
     }
   }
   d.verdict = replay::judge(job.recipes, gpus, samples, adm.inconclusive, opt_.rule);
@@ -334,8 +345,19 @@ ReplayCoordinator::Done ReplayCoordinator::run(const Job& job) {
 void ReplayCoordinator::apply(const Model& m, FindingBoard& board, const Done& d, int64_t now_ns) {
   const ReplayCycleRecord& rec = d.record;
   const int64_t cost = rec.ended_ns - rec.started_ns;
-  if (d.job.trigger == "periodic")
-    next_periodic_ns_ = now_ns + std::max<int64_t>(opt_.min_period_ns, int64_t(double(cost) / std::max(1e-6, opt_.budget)));
+  if (d.job.trigger == "periodic") {
+    // The budget is GPU time: the most any one GPU gave to this cycle, over the wall time until
+    // the next periodic cycle. A cycle that ran nothing (no GPU usable) backs off instead.
+    if (d.any_ok) {
+      idle_period_ns_ = 0;
+      next_periodic_ns_ = now_ns + std::max<int64_t>(opt_.min_period_ns,
+                                                     int64_t(double(d.gpu_cost_ns) / std::max(1e-6, opt_.budget)));
+    } else {
+      idle_period_ns_ = idle_period_ns_ ? std::min<int64_t>(60'000'000'000, idle_period_ns_ * 2)
+                                        : std::max<int64_t>(opt_.min_period_ns, 1'000'000'000);
+      next_periodic_ns_ = now_ns + idle_period_ns_;
+    }
+  }
   if (log_) {
     std::string why = rec.detail.contains("error") ? " (" + rec.detail["error"].get<std::string>() + ")" : "";
     log_("replay cycle " + std::to_string(rec.cycle) + " (" + rec.trigger + "): " + rec.outcome + ", " +
@@ -406,7 +428,14 @@ void ReplayCoordinator::apply(const Model& m, FindingBoard& board, const Done& d
       return "slowlink:link:" + m.proc(x).host + ":" + std::to_string(m.proc(x).pid) + ":" + m.proc(y).host + ":" +
              std::to_string(m.proc(y).pid);
     };
-    std::string key = board.is_open(key_of(pb, pa)) ? key_of(pb, pa) : key_of(pa, pb);
+    // The live detector's key for this pair (observer/detect/slowlink.cc: ends in process order),
+    // or the key of an open finding that already names the pair.
+    std::string key = key_of(std::min(pa, pb), std::max(pa, pb));
+    for (const Finding* g : board.all()) {
+      if (g->kind != FindingKind::kSlowLink || !g->open || g->suspects.empty() || !g->peer) continue;
+      std::set<int> ends = {g->suspects[0].global_rank, g->peer->global_rank};
+      if (ends == std::set<int>{sp.a, sp.b}) key = g->dedup_key;
+    }
     Finding f;
     f.kind = FindingKind::kSlowLink;
     f.verdict = Verdict::kAttributed;

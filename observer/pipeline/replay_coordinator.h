@@ -10,7 +10,8 @@
 //   slowlink   a slowlink finding of class "comm": the link sweep inside its communicator;
 //   periodic   GEMM recipes on every GPU, the job's collective classes and the directed pairs
 //              of its communicators (round-robin, at most max_pairs per cycle), at most as often
-//              as keeps replay within SCOUT_REPLAY_BUDGET of wall time.
+//              as keeps the GPU time replay takes from any one GPU within SCOUT_REPLAY_BUDGET of
+//              wall time (a cycle that ran nothing backs off, doubling up to 60 s).
 // Each cycle: readiness contract (prepare), admission (replay/contract.h), run with a deadline,
 // judgement. A scout-replay that dies or misses the deadline ends the cycle "inconclusive"; the
 // next cycle starts a fresh one.
@@ -86,6 +87,8 @@ class ReplayCoordinator {
     ReplayCycleRecord record;
     replay::CycleVerdict verdict;
     bool have_verdict = false;
+    int64_t gpu_cost_ns = 0;  // the most GPU time the cycle took from one GPU
+    bool any_ok = false;      // some recipe ran somewhere
   };
   struct Cause {
     std::string cause;  // "gpu", "host"
@@ -111,6 +114,7 @@ class ReplayCoordinator {
   uint64_t next_cycle_ = 1;
   int64_t first_seen_ns_ = 0;
   int64_t next_periodic_ns_ = 0;
+  int64_t idle_period_ns_ = 0;               // backoff while cycles run nothing
   std::map<int, Cause> causes_;              // global rank -> latest timing verdict
   std::set<std::string> handled_;            // findings a trigger already ran for
   bool gemm_unavailable_ = false;            // every GEMM was skipped: no periodic GEMMs
