@@ -3,6 +3,7 @@
 
 #include "replay/emu_backend.h"
 #include "replay/server.h"
+#include "replay/vote.h"
 #include "test/support/tmpdir.h"
 
 namespace {
