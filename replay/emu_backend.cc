@@ -165,7 +165,8 @@ std::vector<Sample> EmuBackend::run_coll(const Recipe& r, const std::vector<Part
     good[i].resize(in_n);
     for (uint64_t e = 0; e < in_n; ++e) good[i][e] = seeded(mix(r.seed, 'C', uint64_t(members[i].global_rank)), e);
     used[i] = good[i];
-    if (dev[i].gemm_flip) flip_one_bit(used[i].data(), used[i].size() * 4, text_hash(r.id) + 5);
+    // Bit 20 of one float (byte 2, bit 4): large enough to survive the reduction.
+    if (dev[i].gemm_flip) flip_one_bit(used[i].data(), used[i].size() * 4, (text_hash(r.id) % used[i].size()) * 4 + 2);
   }
   auto result = [&](const std::vector<std::vector<float>>& in, int me) {
     std::vector<float> o;
@@ -195,7 +196,7 @@ std::vector<Sample> EmuBackend::run_coll(const Recipe& r, const std::vector<Part
     std::vector<float> want = result(good, i), got = result(used, i);
     // A corrupting link from the ring predecessor corrupts what this member receives.
     auto it = dev[i].links_in.find(members[(i + nr - 1) % nr].gpu);
-    if (it != dev[i].links_in.end() && it->second.flip) flip_one_bit(got.data(), got.size() * 4, 11);
+    if (it != dev[i].links_in.end() && it->second.flip) flip_one_bit(got.data(), got.size() * 4, 2);
     s.expected_known = true;
     s.expected_fp = fp::fingerprint(want.data(), want.size() * 4, shm::kTypeFloat32, nullptr);
     s.fp = fp::fingerprint(got.data(), got.size() * 4, shm::kTypeFloat32, nullptr);

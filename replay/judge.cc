@@ -162,7 +162,11 @@ CycleVerdict judge(const std::vector<Recipe>& recipes, const std::vector<GpuInfo
       if (vr.outcome == VoteOutcome::kInconclusive && skip.empty()) skip = "members disagree without a strict majority";
       std::set<int> wrong_ranks;
       for (const Sample* s : wrong) wrong_ranks.insert(s->global_rank);
-      if (!wrong.empty() && !right.empty()) {
+      // Members hold the same result only in AllReduce, AllGather and Broadcast: there a member
+      // that differs while others match received corrupted data. In a ReduceScatter a corrupted
+      // input changes only the chunk of the member that owns it, so nobody can be blamed.
+      const bool same_result = r.coll.func != "ReduceScatter";
+      if (!wrong.empty() && !right.empty() && same_result) {
         for (int rank : wrong_ranks) {
           const Sample* s = *std::find_if(wrong.begin(), wrong.end(), [&](const Sample* x) { return x->global_rank == rank; });
           v.sdc.push_back({rank, s->gpu, "coll", r.id, -1,
@@ -172,7 +176,8 @@ CycleVerdict judge(const std::vector<Recipe>& recipes, const std::vector<GpuInfo
         ro.reason = "members received a result that differs from the expected one";
       } else if (!wrong.empty()) {
         ro.outcome = "fail";
-        ro.reason = "every member's result differs from the expected one (a corrupted input)";
+        ro.reason = right.empty() ? "every member's result differs from the expected one (a corrupted input)"
+                                  : "some members' chunks differ from the expected ones (a corrupted input or link)";
       } else if (!skip.empty() || ss.empty()) {
         ro.outcome = "inconclusive";
         ro.reason = ss.empty() ? "no sample (participant lost)" : skip;
@@ -217,7 +222,10 @@ CycleVerdict judge(const std::vector<Recipe>& recipes, const std::vector<GpuInfo
   for (int r : normal)
     if (!slow_ranks.count(r)) v.gpu_normal.push_back(r);
   bool any_fail = !v.sdc.empty(), any_undecided = false;
-  for (const RecipeOutcome& ro : v.recipes) any_undecided |= ro.outcome == "inconclusive";
+  for (const RecipeOutcome& ro : v.recipes) {
+    any_undecided |= ro.outcome == "inconclusive";
+    any_fail |= ro.outcome == "fail";  // e.g. every member of a collective got the same wrong result
+  }
   v.outcome = any_fail ? "fail" : (any_undecided || v.recipes.empty()) ? "inconclusive" : "pass";
   return v;
 }

@@ -10,7 +10,7 @@
 //         while others match received corrupted data (sdc on them); when every member differs
 //         identically the recipe fails without attribution (a corrupted input: the GEMM votes
 //         attribute it).
-// The cycle's outcome: "fail" when some GPU or link computed wrong bits; else "inconclusive"
+// The cycle's outcome: "fail" when some GPU or link computed wrong bits (attributed or not); else "inconclusive"
 // when some recipe could not be decided (not admitted, skipped, failed, a vote without strict
 // majority, a participant lost); else "pass". Slowness does not fail a cycle; it is reported.
 #pragma once

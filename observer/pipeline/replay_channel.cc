@@ -140,7 +140,12 @@ void ReplayChannel::stop() {
     ::close(to_child_);
     ::close(from_child_);
     to_child_ = from_child_ = -1;
-    for (int i = 0; i < 100 && waitpid(pid_, &st, WNOHANG) == 0; ++i) usleep(10000);
+    bool reaped = false;
+    for (int i = 0; i < 100 && !reaped; ++i) {
+      reaped = waitpid(pid_, &st, WNOHANG) == pid_;
+      if (!reaped) usleep(10000);
+    }
+    if (reaped) pid_ = 0;  // never signal a reaped pid: it may belong to another process now
     std::string ignored;
     kill_and_reap(&ignored);
   }

@@ -3,6 +3,8 @@
 // CONCURRENT_KERNEL records (1 ms per matmul on device 0, 2 ms on device 1).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -114,6 +116,10 @@ int Matmul(cudalib::LtHandle, cudalib::LtDesc, const void* alpha, const void* a,
   std::memcpy(d, out.data(), out.size() * 4);
   F.matmuls++;
   KernelSpan s{F.current, 0, 0};
+  const uint64_t wall = uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                     std::chrono::system_clock::now().time_since_epoch())
+                                     .count());
+  F.clock = std::max(F.clock, wall);  // CUPTI stamps are CLOCK_REALTIME
   s.start_ns = F.clock;
   s.end_ns = F.clock + 1'000'000ull * uint64_t(F.current + 1);
   F.clock = s.end_ns + 10;

@@ -59,10 +59,10 @@ TEST(ReplayOutlier, SlowerThanBothFloorsAndTheMad) {
 
 TEST(ReplayOutlier, RelativeFloorForLongTimes) {
   OutlierRule rule;
-  // median 100 ms: floor = max(110 ms, 102 ms) = 110 ms.
+  // median about 100 ms: the relative floor (1.1x) is above median + 2 ms.
   std::vector<int64_t> t = {100'000'000, 101'000'000, 99'000'000, 108'000'000};
   EXPECT_TRUE(scout::replay::slow_outliers(t, rule).empty());
-  t[3] = 111'000'000;
+  t[3] = 113'000'000;  // median 101 ms (upper middle): floor 111.1 ms
   EXPECT_EQ(scout::replay::slow_outliers(t, rule), (std::vector<int>{3}));
 }
 
