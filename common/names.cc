@@ -71,8 +71,8 @@ inline bool same(const char* a, const char* b) {
 template <size_t N>
 uint8_t lookup(const char* s, const Name (&table)[N], Cache& cache, uint8_t unknown) {
   if (s == nullptr) return unknown;
-  // A pointer seen before maps to the same name: NCCL's strings are static literals (digest
-  // 2.5). The first character is checked too, so a caller reusing one buffer for different
+  // A pointer seen before maps to the same name: NCCL's strings are static literals (docs/nccl-notes.md
+  // §2.5). The first character is checked too, so a caller reusing one buffer for different
   // names is caught in most cases (then the scan below decides).
   for (int i = 0; i < kCacheEntries; ++i) {
     const char* p = cache.ptr[i].load(std::memory_order_acquire);

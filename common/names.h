@@ -2,7 +2,7 @@
 // NCCL's descriptor strings (func, datatype, algo, proto) to the enums (the plugin's hot path),
 // datatype sizes, and the enums back to text for the dump, the store, the CLI and messages.
 //
-// NCCL passes pointers to static string literals inside libnccl (digest 2.5), so each mapping
+// NCCL passes pointers to static string literals inside libnccl (docs/nccl-notes.md §2.5), so each mapping
 // keeps a tiny lock-free cache of pointers already seen; a hit (same address and same first
 // character) returns the cached id without comparing the text, a miss compares with every name
 // and inserts. Callers other than NCCL must therefore not reuse one buffer for two names that
@@ -23,7 +23,7 @@ uint8_t func_id(const char* s);
 
 // "ncclInt8" ... "ncclFloat8e5m2" and the aliases ncclChar, ncclInt, ncclHalf, ncclFloat,
 // ncclDouble -> shm::Datatype (= ncclDataType_t value); else kTypeUnknown. Note that NCCL prints
-// ncclUint8 as "Unknown" (digest 2.5), so Uint8 operations record kTypeUnknown.
+// ncclUint8 as "Unknown" (docs/nccl-notes.md §2.5), so Uint8 operations record kTypeUnknown.
 uint8_t datatype_id(const char* s);
 
 // "RING", "TREE", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT" -> shm::Algo.

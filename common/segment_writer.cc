@@ -103,7 +103,7 @@ std::unique_ptr<SegmentWriter> SegmentWriter::create(const std::string& dir,
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0 && errno == EEXIST) {
     // This pid's segment already exists: ours from an earlier load cycle (NCCL dlopens the
-    // plugin again after the last communicator was destroyed, digest 1.2) is reopened and
+    // plugin again after the last communicator was destroyed, docs/nccl-notes.md §1.2) is reopened and
     // continues with fresh rings; a stale one of an earlier process with the same pid, or one
     // whose geometry differs, is replaced.
     if (auto w = reopen_own(path, max_comms, ring_capacity)) return w;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scout on a real GPU under real NCCL (issue 7). One prepared script for a machine with one
+# scout on a real GPU under real NCCL. One prepared script for a machine with one
 # NVIDIA GPU (CUDA 13, PyTorch with its own NCCL, no network, no package registry). Finishes in
 # under 8 minutes and writes everything under OUT (default $OUT, else ./gpu-check-out):
 #   OUT/summary.txt       one line per measured number / check, the lines to quote
@@ -201,7 +201,7 @@ EOF
         say "step3: $kind on rank 1: FOUND ($(grep -E -o "\"kind\":\"($expect)\"" "$WORK/$name.findings.jsonl" | head -1), rank 1 named; job exit $rc)"
       else
         note=""
-        [ "$kind" = sdc ] && note=" (expected: a post-collective flip of one rank's copy is invisible to output consensus, design brief section 4)"
+        [ "$kind" = sdc ] && note=" (expected: a post-collective flip of one rank's copy is invisible to output consensus, docs/observer.md#consensus)"
         say "step3: $kind on rank 1: not found$note; findings: $(cut -c1-200 "$WORK/$name.findings.jsonl" | head -3 | tr '\n' ' ')"
       fi
     done

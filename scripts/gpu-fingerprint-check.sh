@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU validation of the fingerprint kernel (issue 3), for a session with an NVIDIA GPU.
+# GPU validation of the fingerprint kernel, for a session with an NVIDIA GPU.
 # Builds, then:
 #   1. lists the kernel entries embedded in the plugin (cuobjdump when installed, else our parser);
 #   2. runs the kernel against the CPU reference on random buffers of many sizes, alignments,

@@ -8,7 +8,7 @@ Usage: scripts/list-fatbin.py FILE [--require ARCH,...]
   --require  comma-separated entries that must be present: sm_XX = machine code (ELF) for
              that architecture, compute_XX = PTX for it. Exit status 1 if any is missing.
 
-Output, one line per entry (docs/fingerprint.md, "Checking the embedded kernel"):
+Output, one line per entry (docs/fingerprint.md, "Checking on a GPU"):
   ELF sm_90 486136 bytes
   PTX compute_100 120320 bytes (compressed)
 Exit status 2 when the file has no fatbin (e.g. nvcc was absent at build time) or is malformed.

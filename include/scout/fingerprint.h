@@ -1,4 +1,4 @@
-// scout fingerprints: the CPU-side API (definition in docs/fingerprint.md, design brief section 3).
+// scout fingerprints: the CPU-side API (definition in docs/fingerprint.md).
 //
 // A fingerprint is a 64-bit, position-sensitive, length-aware tree hash of a byte buffer whose
 // leaves are XXH64 of fixed-size blocks. The GPU kernel (plugin/gpu) and these functions give

@@ -1,8 +1,8 @@
 // scout: our own declarations of NCCL's profiler plugin ABI, versions 4, 5 and 6.
 //
-// Written from the project's digest (shared/reference/nccl-plugin-abi.md, sections 2.1-2.6),
-// which lists names, types, values and offsets measured on NCCL v2.28.9-1 and v2.30.7-1.
-// No NVIDIA header text is used. Every size and offset in the digest's tables is checked by a
+// Written from docs/nccl-notes.md §2.1-2.6 (names, types, values and offsets measured on NCCL
+// v2.28.9-1 and v2.30.7-1; NCCL sources src/include/plugin/profiler/profiler_v{4,5,6}.h).
+// No NVIDIA header text is used. Every size and offset in those tables is checked by a
 // static_assert at the end of this file, so a layout mistake fails the build.
 //
 // Platform: x86-64 / aarch64 Linux, LP64 (bool 1 byte, pid_t 4 bytes, enums int-sized).
@@ -14,7 +14,7 @@
 
 namespace scout::abi {
 
-// ncclResult_t values (digest 2.1). Enums crossing the ABI are plain ints.
+// ncclResult_t values (docs/nccl-notes.md §2.1). Enums crossing the ABI are plain ints.
 using Result = int;
 constexpr Result kSuccess = 0;
 constexpr Result kUnhandledCudaError = 1;
@@ -25,7 +25,7 @@ constexpr Result kInvalidUsage = 5;
 constexpr Result kRemoteError = 6;
 constexpr Result kInProgress = 7;
 
-// ncclDebugLogLevel values (digest 2.1).
+// ncclDebugLogLevel values (docs/nccl-notes.md §2.1).
 constexpr int kLogNone = 0;
 constexpr int kLogVersion = 1;
 constexpr int kLogWarn = 2;
@@ -33,14 +33,14 @@ constexpr int kLogInfo = 3;
 constexpr int kLogAbort = 4;
 constexpr int kLogTrace = 5;
 
-// Debug subsystem flag for profiler messages (NCCL_DEBUG_SUBSYS=PROFILE, digest 2.1).
+// Debug subsystem flag for profiler messages (NCCL_DEBUG_SUBSYS=PROFILE, docs/nccl-notes.md §2.1).
 constexpr unsigned long kSubsysInit = 0x1;
 constexpr unsigned long kSubsysProfile = 0x4000;
 
 // The logger NCCL hands to init: (level, subsystem flags, file-or-function, line, printf fmt, ...).
 using Logger = void (*)(int level, unsigned long flags, const char* file, int line, const char* fmt, ...);
 
-// Event type bits, used both in the activation mask and in descriptor.type (digest 2.2).
+// Event type bits, used both in the activation mask and in descriptor.type (docs/nccl-notes.md §2.2).
 constexpr uint64_t kEvGroup = 1u << 0;         // legacy group: one per kernel plan
 constexpr uint64_t kEvColl = 1u << 1;          // collective task, enqueue time
 constexpr uint64_t kEvP2p = 1u << 2;           // point-to-point task
@@ -57,7 +57,7 @@ constexpr uint64_t kEvCeColl = 1u << 12;       // copy-engine collective (v6)
 constexpr uint64_t kEvCeSync = 1u << 13;       // copy-engine sync (v6)
 constexpr uint64_t kEvCeBatch = 1u << 14;      // copy-engine batch memop (v6)
 
-// Event states passed to recordEventState (digest 2.3). Only the ones NCCL 2.28/2.30 emit.
+// Event states passed to recordEventState (docs/nccl-notes.md §2.3). Only the ones NCCL 2.28/2.30 emit.
 constexpr int kStateProxyStepSendGPUWait = 8;
 constexpr int kStateProxyStepSendWait = 9;
 constexpr int kStateProxyStepRecvWait = 10;
@@ -77,10 +77,10 @@ constexpr int kStateGroupStartApiStop = 23; // GroupApi; args pointer is NULL
 constexpr int kStateGroupEndApiStart = 24;  // GroupApi; args pointer is NULL
 
 // ---------------------------------------------------------------------------------------------
-// Descriptor union members. Field names follow the digest's tables; types are ours.
+// Descriptor union members. Field names follow docs/nccl-notes.md §2.5; types are ours.
 
 struct CollV4 {              // v4 coll and the first part of v5/v6 coll (offsets 24..96)
-  uint64_t seqNumber;        // comm->seqNumber[func] before increment; 0-based (digest 3.6)
+  uint64_t seqNumber;        // comm->seqNumber[func] before increment; 0-based (docs/nccl-notes.md §3.6)
   const char* func;          // "AllReduce", ... static strings in libnccl
   const void* sendBuff;
   void* recvBuff;
@@ -268,7 +268,7 @@ union StateArgs {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Function tables: name + 5 function pointers, 48 bytes, identical slot layout (digest 2.4).
+// Function tables: name + 5 function pointers, 48 bytes, identical slot layout (docs/nccl-notes.md §2.4).
 
 struct ProfilerV4 {
   const char* name;
@@ -300,13 +300,13 @@ struct ProfilerV6 {
   Result (*finalize)(void* context);
 };
 
-// Symbol names NCCL looks up with dlsym (digest 1.2).
+// Symbol names NCCL looks up with dlsym (docs/nccl-notes.md §1.2).
 constexpr const char* kSymbolV4 = "ncclProfiler_v4";
 constexpr const char* kSymbolV5 = "ncclProfiler_v5";
 constexpr const char* kSymbolV6 = "ncclProfiler_v6";
 
 // ---------------------------------------------------------------------------------------------
-// Layout checks: every size and offset of the digest's tables (section 2.4, 2.5).
+// Layout checks: every size and offset of docs/nccl-notes.md §2.4 and §2.5.
 
 static_assert(sizeof(bool) == 1 && sizeof(pid_t) == 4 && sizeof(void*) == 8, "LP64 expected");
 

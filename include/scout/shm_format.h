@@ -1,7 +1,7 @@
 // scout: the shared-memory record stream between the plugin (writer) and the observer (reader).
 //
 // Public and versioned: anything that reads scout segments includes this header and checks
-// SegmentHeader::magic and ::layout_version first. Design brief section 2; docs/record-format.md
+// SegmentHeader::magic and ::layout_version first. docs/record-format.md
 // describes every field for people.
 //
 // One segment per training process, a regular file of SCOUT_SHM_DIR (default /dev/shm) named
@@ -68,7 +68,7 @@ enum OpKind : uint8_t {
   kKindCeColl = 5,     // v6 copy-engine collective (unmatched; key = ceColl.seqNumber)
 };
 
-// Function ids. 0-4 follow NCCL's seqNumber index (digest 3.6).
+// Function ids. 0-4 follow NCCL's seqNumber index (docs/nccl-notes.md §3.6).
 enum Func : uint8_t {
   kFuncBroadcast = 0,
   kFuncReduce = 1,
@@ -102,7 +102,7 @@ enum Datatype : uint8_t {
   kTypeUnknown = 255,
 };
 
-// Algorithm ids (descriptor coll.algo strings, digest 2.5).
+// Algorithm ids (descriptor coll.algo strings, docs/nccl-notes.md §2.5).
 enum Algo : uint8_t {
   kAlgoRing = 0,
   kAlgoTree = 1,
@@ -139,7 +139,7 @@ enum OpState : uint32_t {
   kStateEmpty = 0,
   kStateEnqueued = 1,  // Coll/P2p start seen: handed to NCCL's proxy, not yet on the GPU
   kStateRunning = 2,   // first KernelCh start seen: the kernel runs on this rank
-  kStateComplete = 3,  // KernelCh stopped on all n_channels channels (design brief section 2)
+  kStateComplete = 3,  // KernelCh stopped on all n_channels channels
   kStateApiOnly = 4,   // unmatched API call recorded at group end; no GPU progress known
 };
 

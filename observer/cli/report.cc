@@ -1,4 +1,4 @@
-// `scout report`: the per-collective table (issue 6): key, function, datatype, bytes,
+// `scout report`: the per-collective table: key, function, datatype, bytes,
 // algorithm/protocol, per-rank arrival spread, duration, bus bandwidth, fingerprint verdict.
 #include <cstdlib>
 #include <map>

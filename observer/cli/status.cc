@@ -1,4 +1,4 @@
-// `scout status`: the job on one screen, like NCCL RAS's summary (digest 7.2): nodes, ranks
+// `scout status`: the job on one screen, like NCCL RAS's summary (docs/nccl-notes.md §7.2): nodes, ranks
 // alive and dead, communicators and their progress, open findings with their suspects.
 #include <algorithm>
 #include <map>

@@ -1,4 +1,4 @@
-// Hangs across nodes (design brief section 5; docs/observer-network.md, "Hangs across nodes").
+// Hangs across nodes (docs/observer.md#hangs; docs/observer-network.md, "Hangs across nodes").
 //
 // A node's observer sees only its own ranks, so a rank waiting in a communicator with ranks
 // elsewhere cannot be followed to the root of a hang there. When a hang drill-down is asked for,

@@ -1,4 +1,4 @@
-// Bus bandwidth of a collective, nccl-tests convention (digest 5.1): algbw = traffic / time,
+// Bus bandwidth of a collective, nccl-tests convention (docs/nccl-notes.md §5.1): algbw = traffic / time,
 // busbw = algbw * factor, with per function
 //   AllReduce      traffic = msg        factor 2(n-1)/n
 //   ReduceScatter  traffic = msg * n    factor (n-1)/n

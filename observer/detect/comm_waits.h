@@ -1,4 +1,4 @@
-// What the ranks of one communicator are waiting for (design brief section 5), from the per-rank
+// What the ranks of one communicator are waiting for (docs/observer.md#hangs), from the per-rank
 // in-flight operations in the Model. Pure function of the Model; no thresholds.
 //
 // A rank waits in the communicator when one of its operations runs on its GPU (state Running)

@@ -1,4 +1,4 @@
-// Equivalent communicators (design brief section 4, fourth row): communicators the user declares
+// Equivalent communicators (docs/observer.md#consensus): communicators the user declares
 // to carry the same data for corresponding operations, e.g. the sharding groups of different
 // data-parallel replicas in HSDP, whose parameter AllGathers must give every replica's rank r the
 // same bytes. For each declared group and each key (func, seqNumber) present in every member,

@@ -1,4 +1,4 @@
-// Received-fingerprint agreement (design brief section 4, second row): after AllReduce,
+// Received-fingerprint agreement (docs/observer.md#consensus): after AllReduce,
 // AllGather and Broadcast every rank of the communicator holds the same bytes, so their receive
 // fingerprints must be equal. A rank outvoted by a strict majority of the communicator received
 // corrupted data (silent data corruption, SDC).

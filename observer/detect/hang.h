@@ -1,4 +1,4 @@
-// Hangs, deadlocks and crashes (design brief section 5).
+// Hangs, deadlocks and crashes (docs/observer.md#hangs).
 //
 // Each pass, every communicator whose members are all known is analysed (comm_waits.h). A
 // communicator is stalled when some rank waits in it and it has shown no progress (no record

@@ -14,7 +14,7 @@ struct JudgedOp {
   CommKey comm;
   OpId id;
   uint8_t datatype = 0;
-  uint64_t bytes = 0;     // message bytes of the record (digest 5.1 convention per func)
+  uint64_t bytes = 0;     // message bytes of the record (docs/nccl-notes.md §5.1 convention per func)
   uint64_t count = 0;     // element count of the task (the record's count)
   uint8_t algo = 0, proto = 0;  // shm::Algo / shm::Proto of the record
   int n = 0;              // participants (coll: nranks, p2p: 2)

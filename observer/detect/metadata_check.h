@@ -1,9 +1,9 @@
-// Metadata agreement (design brief section 4, first row): every rank of a communicator must call
+// Metadata agreement (docs/observer.md#consensus): every rank of a communicator must call
 // the same collective with the same datatype, count and root for the same key (func, seqNumber).
 // A disagreement is a desynchronization.
 //
 // Compared fields: the datatype and count given to the API when every voter recorded them
-// (api_count != 0; the task's count differs from the API's for AllGather, digest 5.1), else
+// (api_count != 0; the task's count differs from the API's for AllGather, docs/nccl-notes.md §5.1), else
 // those of the task; the root for Broadcast and Reduce. The reduction op is not in record
 // layout v1, so it is not compared. A point-to-point pair compares the send side with the recv
 // side (two voters: a mismatch is always inconclusive).

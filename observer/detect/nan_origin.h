@@ -1,4 +1,4 @@
-// NaN/Inf origin (design brief section 4, note): once a non-finite value enters a collective it
+// NaN/Inf origin (docs/observer.md#consensus): once a non-finite value enters a collective it
 // spreads to every rank, so what matters is the FIRST rank whose send buffer carried one. The
 // tracker watches the send-buffer NaN/Inf counts of every judged operation (only fingerprinted
 // sends have them) and names the rank(s) of the earliest such operation: ordered by the time the

@@ -1,4 +1,4 @@
-// Communication-slow communicators and links (design brief section 6).
+// Communication-slow communicators and links (docs/observer.md#slow-links).
 //
 // A "channel" is a communicator (for its collectives) or a point-to-point pair inside one (for
 // its send/recv). For each completed operation the transfer time is

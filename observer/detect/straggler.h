@@ -1,4 +1,4 @@
-// Compute-side stragglers (design brief section 6).
+// Compute-side stragglers (docs/observer.md#stragglers).
 //
 // For each completed collective, rank r's arrival a_r is the GPU start of its kernel, and its
 // lateness L_r = a_r - min_s a_s. Lateness alone blames victims: a rank that waited for a

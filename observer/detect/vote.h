@@ -1,4 +1,4 @@
-// Strict-majority voting (design brief section 4): the one rule behind every consensus verdict.
+// Strict-majority voting (docs/observer.md#consensus): the one rule behind every consensus verdict.
 //
 //   Agree        every voter holds the same value.
 //   Attributed   one value is held by a strict majority of the electorate (more than half of

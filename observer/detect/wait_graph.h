@@ -1,4 +1,4 @@
-// The wait-for graph across communicators (design brief section 5): nodes are processes, an edge
+// The wait-for graph across communicators (docs/observer.md#hangs): nodes are processes, an edge
 // a -> b says "a waits (in some communicator) for b". Roots of a hang are sinks (they wait for
 // nobody); cycles are deadlocks. Generic over node ids; each edge carries a caller tag.
 #pragma once

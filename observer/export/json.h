@@ -29,7 +29,7 @@ nlohmann::json op_json(const obs::OpSummary& o);
 //  null), "fp_status"}
 nlohmann::json timing_json(const obs::OpRankTiming& t);
 
-// last_arrival_ns - first_arrival_ns; 0 when no rank has started (design brief section 6).
+// last_arrival_ns - first_arrival_ns; 0 when no rank has started (docs/observer.md#stragglers).
 int64_t arrival_spread_ns(const obs::OpSummary& o);
 // Every rank of the operation has started on the GPU: only then do the spread and the last
 // arrival mean something (report, Prometheus).

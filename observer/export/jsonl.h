@@ -1,4 +1,4 @@
-// `scout export --format jsonl`: the store as JSON lines (docs/cli.md, "export jsonl").
+// `scout export --format jsonl`: the store as JSON lines (docs/cli.md, "JSON lines").
 //   line 1: {"type":"header","format":"scout-jsonl","version":1,"schema_version":N,"job":{...}|null}
 //   then one line per rank ("type":"rank"), communicator ("comm"), finding ("finding": the keys
 //   of obs::to_json) and operation ("op": op_json keys plus "timings": [timing_json...]),

@@ -1,6 +1,6 @@
 // `scout export --format prometheus`: a text file in the Prometheus exposition format (0.0.4)
-// for node-exporter's textfile collector. Metric and label names: docs/cli.md ("Prometheus
-// metrics"). Aggregates over operations cover the operations the store keeps
+// for node-exporter's textfile collector. Metric and label names: docs/cli.md
+// ("Prometheus"). Aggregates over operations cover the operations the store keeps
 // (SCOUT_STORE_MAX_OPS); series are sorted and complete (e.g. every finding kind), so the file
 // is stable for a given store.
 #pragma once

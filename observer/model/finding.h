@@ -2,7 +2,7 @@
 //
 // Contract between the detectors (observer/detect), the store (observer/store), the observers'
 // channel (observer/net) and the CLI (observer/cli). The JSON form is the one `scout findings
-// --json` prints (issue 6): one object per finding with at least the keys
+// --json` prints: one object per finding with at least the keys
 //   id, kind, verdict, status, suspects[{global_rank, host, pid, gpu}], peer, comm{hash, name},
 //   key{func, seq}, first_seen_ns, last_seen_ns, summary, evidence
 // Kinds and their evidence objects are documented in docs/findings.md; every detector fills
@@ -18,7 +18,7 @@
 
 namespace scout::obs {
 
-// Kinds (issue 6): hang, deadlock, desync, straggler, slowlink, sdc, nan, crash.
+// Kinds: hang, deadlock, desync, straggler, slowlink, sdc, nan, crash.
 enum class FindingKind { kHang, kDeadlock, kDesync, kStraggler, kSlowLink, kSdc, kNan, kCrash };
 // Every kind, in declaration order (for per-kind tables and metrics).
 inline constexpr FindingKind kAllFindingKinds[] = {FindingKind::kHang,     FindingKind::kDeadlock,
@@ -26,7 +26,7 @@ inline constexpr FindingKind kAllFindingKinds[] = {FindingKind::kHang,     Findi
                                                    FindingKind::kSlowLink, FindingKind::kSdc,
                                                    FindingKind::kNan,      FindingKind::kCrash};
 
-// Verdicts (design brief section 4). Agree produces no finding.
+// Verdicts (docs/observer.md#consensus). Agree produces no finding.
 enum class Verdict { kAttributed, kInconclusive };
 
 // One suspect (or the peer of a link): who to blame, with the identity a person needs.
@@ -70,7 +70,7 @@ const char* to_string(Verdict v);       // "attributed", "inconclusive"
 std::optional<FindingKind> kind_from_string(const std::string& s);
 std::optional<Verdict> verdict_from_string(const std::string& s);
 
-// The JSON object of issue 6 (keys listed at the top of this file). comm is null when
+// The JSON object of `scout findings --json` (keys listed at the top of this file). comm is null when
 // comm_hash == 0, key and peer are null when absent. comm.hash is "0x" + 16 hex digits.
 nlohmann::json to_json(const Finding& f);
 

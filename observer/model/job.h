@@ -39,7 +39,7 @@ struct CommInfo {
   std::string state;                   // "active", "stalled", "hung", "finalized"
 };
 
-// One collective (or p2p pair) as the per-collective report shows it (issue 6: key, func,
+// One collective (or p2p pair) as the per-collective report shows it (key, func,
 // datatype, bytes, algo/proto, per-rank arrival spread, duration, bus bandwidth, verdict).
 struct OpSummary {
   uint64_t comm_hash = 0;
@@ -61,7 +61,7 @@ struct OpSummary {
   int last_rank = -1;            // global rank that arrived last
   int64_t end_ns = 0;            // latest GPU end across ranks
   int64_t duration_ns = 0;       // end_ns - last_arrival_ns (the transfer once all arrived)
-  double busbw_gbps = 0;         // bus bandwidth, GB/s, nccl-tests convention (digest 5.1)
+  double busbw_gbps = 0;         // bus bandwidth, GB/s, nccl-tests convention (docs/nccl-notes.md §5.1)
   std::string fp_verdict;        // "agree", "attributed", "inconclusive", "partial",
                                  // "not-sampled", "n/a" (function not compared)
   std::string meta_verdict;      // "agree", "attributed", "inconclusive", "partial"

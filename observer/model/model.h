@@ -51,7 +51,7 @@ struct Proc {
 };
 constexpr size_t kTimelineLen = 256;
 
-// Communicator identity (design brief 3.7: commHash is not guaranteed unique; nranks helps).
+// Communicator identity (docs/nccl-notes.md §3.7: commHash is not guaranteed unique; nranks helps).
 struct CommKey {
   uint64_t hash = 0;
   int nranks = 0;
@@ -59,7 +59,7 @@ struct CommKey {
 };
 
 // Which operation: collectives by (func, NCCL seqNumber); point-to-point by the pair
-// (src comm rank, dst comm rank) and scout's per-pair counter (design brief section 2).
+// (src comm rank, dst comm rank) and scout's per-pair counter (docs/record-format.md).
 enum class OpClass : uint8_t { kColl = 0, kP2p = 1 };
 struct OpId {
   OpClass cls = OpClass::kColl;
@@ -112,7 +112,7 @@ struct OpMark {
   bool valid = false;
 };
 
-// What one comm rank has done in its communicator (design brief section 5).
+// What one comm rank has done in its communicator (docs/observer.md#hangs).
 struct RankProgress {
   int proc = -1;             // Model proc id; -1 while no segment names this rank
   int64_t init_ns = 0;       // communicator init on this rank

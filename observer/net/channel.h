@@ -1,5 +1,4 @@
-// The observers' channel: what scout-observers on different nodes say to each other (design brief
-// section 7; docs/observer-network.md).
+// The observers' channel: what scout-observers on different nodes say to each other (docs/observer-network.md).
 //
 // One endpoint per node-rank (0 .. size-1; node-rank 0 is the leader). Every collective below is
 // called by every endpoint in the same order (a collective call number tags its messages, so

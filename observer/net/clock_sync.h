@@ -1,5 +1,5 @@
-// Clock offsets between observers (design brief section 6: "clocks of different nodes are
-// aligned by the observers, not assumed"; docs/observer-network.md, "Clock alignment").
+// Clock offsets between observers: clocks of different nodes are aligned by the observers, not
+// assumed (docs/observer-network.md, "Clock alignment").
 //
 // Every node estimates offset = (its clock) - (the leader's clock), so that a local timestamp t
 // reads t - offset on the leader's time line. Method: a binomial tree rooted at the leader

@@ -1,5 +1,5 @@
-// The digest protocol of the observer network (design brief section 7; the full specification
-// with sizes and costs is docs/observer-network.md, "Digest round").
+// The digest protocol of the observer network (the full specification
+// with sizes and costs is docs/observer-network.md, "The digest round").
 //
 // Once per interval every observer calls DigestExchange::round(). In healthy operation a round is
 // ONE allreduce (element-wise MIN) of a fixed-size vector of uint64 words; a MAX is carried as

@@ -1,7 +1,7 @@
 // The observers' channel over TCP through Gloo (Debian libgloo-dev): rendezvous through Gloo's
 // FileStore ("file:DIR", a directory every node can reach) or RedisStore ("redis:HOST:PORT", a
 // real redis-server), a full mesh of Gloo TCP pairs, and the collectives of channel.h on Gloo's
-// unbound buffers. Design brief section 7; docs/observer-network.md ("Rendezvous").
+// unbound buffers. docs/observer-network.md ("Rendezvous").
 #pragma once
 
 #include <atomic>

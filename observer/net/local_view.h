@@ -19,7 +19,7 @@ struct RankOpView {
   int comm_rank = -1;
   int global_rank = -1;
   // Hash of what every rank of the communicator must agree on for this key: func, datatype,
-  // count, root, reduction op where known (design brief section 4). Equal inputs, equal hash.
+  // count, root, reduction op where known (docs/observer.md#consensus). Equal inputs, equal hash.
   uint64_t meta = 0;
   // Receive-buffer fingerprint when the function's output must agree on every rank (AllReduce,
   // AllGather, Broadcast) and it was computed; 0 otherwise (not sampled, skipped, not compared).
@@ -44,7 +44,7 @@ struct RankProgressView {
 };
 
 // One stream: the collectives of one function on one communicator, numbered by NCCL's
-// seqNumber (matching key (commHash, func, seqNumber), design brief section 2).
+// seqNumber (matching key (commHash, func, seqNumber), docs/record-format.md).
 struct StreamView {
   uint64_t comm_hash = 0;
   uint8_t func = 0;           // scout::shm::Func, 0..4
@@ -63,7 +63,7 @@ struct RankIdentity {
   std::string gpu;
 };
 
-// ---- hang drill-down: what the local ranks wait in (design brief section 5) ----
+// ---- hang drill-down: what the local ranks wait in (docs/observer.md#hangs) ----
 
 // A training process as the node's observer knows it.
 struct ProcView {

@@ -57,8 +57,8 @@ class Observer {
   using CrossNodeStep = std::function<void(CrossNodeIo& io)>;
   void set_cross_node_step(CrossNodeStep step) { cross_node_ = std::move(step); }
 
-  // Held for the duration of every pass: another thread (the network agent, through ModelView
-  // in observer/core/model_view.h) reads the Model under it.
+  // Held for the duration of every pass: another thread (the network agent, through the
+  // NodeView of observer/cluster/node_view.h) reads the Model under it.
   std::mutex& mutex() { return mu_; }
 
   const Model& model() const { return model_; }

@@ -1,8 +1,8 @@
-// The plugin's ABI boundary: the three tables NCCL looks up with dlsym (digest 1.2) and the
+// The plugin's ABI boundary: the three tables NCCL looks up with dlsym (docs/nccl-notes.md §1.2) and the
 // entry points behind them. Thin on purpose: each entry point is noexcept, catches everything,
 // reports an escaped exception once through NCCL's logger, and returns ncclSuccess (NCCL
 // ignores the results of the event functions, and a failing init would not disable the plugin
-// cleanly, digest 1.3). All logic lives in plugin/core (events.h), which the tests call too.
+// cleanly, docs/nccl-notes.md §1.3). All logic lives in plugin/core (events.h), which the tests call too.
 //
 // v5 (NCCL 2.28) and v6 (2.29+) share one implementation; v6 adds the copy-engine events. v4
 // (NCCL 2.27) descriptors are translated by plugin/core/v4_adapter.h. With SCOUT_RECORD_CALLS
@@ -187,7 +187,7 @@ abi::Result fini(void* ctx) noexcept {
 }  // namespace
 
 // Non-const globals with default visibility: a namespace-scope const object would have internal
-// linkage in C++ and dlsym would not find it (digest 1.2).
+// linkage in C++ and dlsym would not find it (docs/nccl-notes.md §1.2).
 extern "C" {
 __attribute__((visibility("default"))) scout::abi::ProfilerV4 ncclProfiler_v4 = {
     "scout", init_v4, start_v4, stop<4>, record<4>, fini<4>};

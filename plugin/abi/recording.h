@@ -21,7 +21,7 @@ inline rec::Recorder* recorder() { return g_recorder.load(std::memory_order_acqu
 void recording_on_init();
 
 // Called after every finalize: when the event layer holds no communicator any more, flushes and
-// closes the recorder (NCCL may dlclose the library next, digest 1.2).
+// closes the recorder (NCCL may dlclose the library next, docs/nccl-notes.md §1.2).
 void recording_on_finalize();
 
 }  // namespace scout::abi_hook

@@ -232,7 +232,7 @@ void group_end(Process* p, ThreadBlock* tb) {
       extend_deferred(tb, k);
     }
   }
-  // 3. Captured calls stay claimable for replays (digest 3.8): pending until their
+  // 3. Captured calls stay claimable for replays (docs/nccl-notes.md §3.8): pending until their
   // communicator is finalized or their slot is reused.
   uint64_t cnext = tb->next_counter[1];
   uint64_t cfirst = tb->group_first_cap;

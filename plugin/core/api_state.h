@@ -1,8 +1,8 @@
 // Per-thread API state: the GroupApi, CollApi and P2pApi events of the threads that call NCCL.
 //
-// NCCL starts and stops these on the user thread (digest 1.4, 3.1), but their handles come back
+// NCCL starts and stops these on the user thread (docs/nccl-notes.md §1.4, 3.1), but their handles come back
 // later on other threads: as the parent of a Coll/P2p on the launching thread or a CUDA
-// host-callback thread (non-blocking communicators, graph replays, digest 3.8). So each calling
+// host-callback thread (non-blocking communicators, graph replays, docs/nccl-notes.md §3.8). So each calling
 // thread owns a ThreadBlock in a process-wide table (not in thread_local storage, which dies
 // with the thread and cannot be reached safely from others); thread_local holds only a cached
 // index. A block holds two rings of API slots, one for ordinary calls and one for calls made
@@ -14,7 +14,7 @@
 // so a decision about an API call (matched / emitted as unmatched) is taken exactly once and
 // can never apply to a later call reusing the slot.
 //
-// Unmatched API calls (issue 2; design brief section 2, "never guessed"): at the outermost
+// Unmatched API calls (docs/record-format.md#unmatched-api-calls, "never guessed"): at the outermost
 // GroupApi stop each call of the group that no Coll/P2p/CeColl claimed is
 //   * emitted at once as a kKindUnmatched record when its communicator already enqueued a
 //     Coll/P2p of this group (all of that group's plans were launched: blocking path);
@@ -120,7 +120,7 @@ enum class ClaimResult {
   kFirst,     // first claim: use the API information
   kReplay,    // captured call claimed again (graph replay): use it
   kLate,      // the call had been recorded as unmatched already: use it, count a late match
-  kStale,     // already claimed by another Coll/P2p and not captured (digest 3.10): ignore it
+  kStale,     // already claimed by another Coll/P2p and not captured (docs/nccl-notes.md §3.10): ignore it
   kGone,      // slot reused meanwhile
 };
 // The Coll/P2p/CeColl start path: copies the API call named by an Api handle payload into

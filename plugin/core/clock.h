@@ -9,7 +9,7 @@
 namespace scout::core {
 
 // Estimates the offset between NCCL's KernelCh timestamps (pTimer: the GPU's %globaltimer in
-// ns, digest 3.5) and CLOCK_REALTIME, so that wall_ns = pTimer + offset.
+// ns, docs/nccl-notes.md §3.5) and CLOCK_REALTIME, so that wall_ns = pTimer + offset.
 //
 // Method: a KernelCh callback is delivered by the proxy thread some time d >= 0 after the GPU
 // wrote the timestamp it carries (the start time at KernelCh start, the stop times at the last

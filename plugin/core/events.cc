@@ -42,7 +42,7 @@ bool resolve_api(Process* p, CommState* c, void* parent, int abi_version, ApiCop
       case ClaimResult::kGone: break;
     }
     *flags |= shm::kFlagNoApi;
-    count_bad_handle(p, c);  // stale (digest 3.10), reused, or another communicator's
+    count_bad_handle(p, c);  // stale (docs/nccl-notes.md §3.10), reused, or another communicator's
     return false;
   }
   *flags |= shm::kFlagNoApi;
@@ -164,7 +164,7 @@ __attribute__((noinline)) void start_other(Process* p, void* ctx, void** out, ui
   *out = handle_of(p, HandleType::kInert, kInertIgnore);
 }
 
-// ProxyOp: under PXN, context and parentObj belong to another process (digest 3.9): they are
+// ProxyOp: under PXN, context and parentObj belong to another process (docs/nccl-notes.md §3.9): they are
 // neither dereferenced nor decoded.
 __attribute__((noinline)) void start_proxy_op(Process* p, void* ctx, void** out,
                                               const abi::DescrV5& d) {
@@ -216,7 +216,7 @@ abi::Result init(void** ctx, uint64_t comm_hash, int* mask, const char* comm_nam
   }
   if (p->engine != nullptr) {
     // NCCL does not pass the device: -1 = the init thread's current CUDA device, which NCCL set
-    // to the communicator's (digest 1.3). The GPU identity comes from the driver unless
+    // to the communicator's (docs/nccl-notes.md §1.3). The GPU identity comes from the driver unless
     // SCOUT_GPU gave one.
     c->fp = p->engine->comm_init(comm_hash, nranks, -1, c->hdr);
     if (c->fp != nullptr) p->fp_any.store(true, std::memory_order_relaxed);
@@ -241,7 +241,7 @@ void start_event(void* ctx, void** out, const abi::DescrV5* d, int abi_version) 
   if (p == nullptr || d == nullptr) return;
   // A thin dispatcher: each kind of event has its own out-of-line function, so the frequent
   // small ones do not pay for the large ones' register saves.
-  // Types are single bits (digest 2.2): switch on the bit's position (a jump table).
+  // Types are single bits (docs/nccl-notes.md §2.2): switch on the bit's position (a jump table).
   uint64_t type = d->type;
   int bit = type != 0 && (type & (type - 1)) == 0 ? __builtin_ctzll(type) : -1;
   switch (bit) {
@@ -251,7 +251,7 @@ void start_event(void* ctx, void** out, const abi::DescrV5* d, int abi_version) 
     case 11: return start_launch(p, ctx, out, *d);            // KernelLaunch
     case 0:                                                   // Group
       // Nothing is recorded for the legacy Group event; a non-null handle keeps NCCL's rule for
-      // graph-captured seqNumbers working (digest 3.6) and marks v4 Coll/P2p parents.
+      // graph-captured seqNumbers working (docs/nccl-notes.md §3.6) and marks v4 Coll/P2p parents.
       *out = handle_of(p, HandleType::kGroup, 0);
       return;
     case 1:                                                   // Coll
@@ -272,7 +272,7 @@ void start_event_v6(void* ctx, void** out, const abi::DescrV6* d) {
   if (d == nullptr) return;
   uint64_t type = d->type;
   if (type != abi::kEvCeColl && type != abi::kEvCeSync && type != abi::kEvCeBatch) {
-    // Every v5 member has the same offsets in v6 (digest 2.5).
+    // Every v5 member has the same offsets in v6 (docs/nccl-notes.md §2.5).
     start_event(ctx, out, reinterpret_cast<const abi::DescrV5*>(d), 6);
     return;
   }
@@ -316,7 +316,7 @@ void stop_event(void* handle) {
     case HandleType::kKernelLaunch:  // the launch returned; the fingerprint work was queued at its start
     case HandleType::kApi:     // CollApi/P2pApi stop: the call returned (nothing to record)
     case HandleType::kGroup:   // legacy Group stop
-    case HandleType::kOp:      // Coll/P2p stop = enqueued, not completed (digest 3.3)
+    case HandleType::kOp:      // Coll/P2p stop = enqueued, not completed (docs/nccl-notes.md §3.3)
     case HandleType::kInert: return;
     case HandleType::kContext:
     case HandleType::kInvalid: count_bad_handle(p, nullptr); return;

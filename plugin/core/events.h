@@ -1,12 +1,12 @@
 // The event layer's entry points: what the exported ABI tables (plugin/abi/exports.cc) call.
 //
 // Version-neutral: v5 descriptors are handled directly, v6 adds the copy-engine events (its v5
-// members have identical offsets, digest 2.5), v4 descriptors are translated by v4_adapter.h.
+// members have identical offsets, docs/nccl-notes.md §2.5), v4 descriptors are translated by v4_adapter.h.
 // Every function returns normally whatever it is given: a bad handle, context or descriptor is
-// counted in the segment and ignored (design brief section 2). None of them throws; the ABI
+// counted in the segment and ignored (docs/plugin.md). None of them throws; the ABI
 // layer still catches everything as a last line of defence.
 //
-// NCCL's call sequence and threads (digest 1.4, 3.1-3.5), and what each event does here:
+// NCCL's call sequence and threads (docs/nccl-notes.md §1.4, 3.1-3.5), and what each event does here:
 //   GroupApi start/stop (user thread)   open/close the thread's group; at the outermost stop,
 //                                       unclaimed API calls are decided (api_state.h) and the
 //                                       fingerprint engine's on_group_end runs
@@ -14,7 +14,7 @@
 //   KernelLaunch start (launcher)       communicator's latest launch time/stream/thread; engine
 //                                       on_launch_start (its stop records nothing)
 //   Group start/stop                    nothing recorded (a non-null handle keeps NCCL's
-//                                       graph seqNumber rule working, digest 3.6)
+//                                       graph seqNumber rule working, docs/nccl-notes.md §3.6)
 //   Coll/P2p start (launcher or CUDA    the operation's record (records.h); engine
 //     host-callback thread)             on_op_enqueued; Coll/P2p stop: nothing (enqueued only)
 //   KernelCh start/stop (proxy thread)  GPU progress and completion (kernel_ch.h)
@@ -30,7 +30,7 @@
 namespace scout::core {
 
 // The activation mask scout asks for: CollApi | P2pApi | KernelLaunch | Coll | P2p | KernelCh.
-// NCCL adds the ancestors GroupApi and Group (digest 2.2).
+// NCCL adds the ancestors GroupApi and Group (docs/nccl-notes.md §2.2).
 constexpr int kActivationMask = int(abi::kEvCollApi | abi::kEvP2pApi | abi::kEvKernelLaunch |
                                     abi::kEvColl | abi::kEvP2p | abi::kEvKernelCh);
 static_assert(kActivationMask == 0xE46);
@@ -54,7 +54,7 @@ void start_event_v6(void* ctx, void** handle, const abi::DescrV6* d);
 // stopEvent.
 void stop_event(void* handle);
 
-// recordEventState; `args` may be NULL (GroupApi states, digest 2.3).
+// recordEventState; `args` may be NULL (GroupApi states, docs/nccl-notes.md §2.3).
 void record_state(void* handle, int state, const abi::StateArgs* args);
 
 // Communicator finalize: unclaimed API calls of the communicator are recorded as unmatched,

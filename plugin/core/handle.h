@@ -1,8 +1,8 @@
 // Handles: the opaque values scout gives NCCL as contexts (init) and event handles (startEvent).
 //
 // NCCL never dereferences them; it stores them and passes them back as parentObj, to stopEvent
-// and to recordEventState, possibly long after the event ended (stale handles, digest 3.10), and
-// under PXN a handle of *another process* may come back (digest 3.9). So a handle is never a
+// and to recordEventState, possibly long after the event ended (stale handles, docs/nccl-notes.md §3.10), and
+// under PXN a handle of *another process* may come back (docs/nccl-notes.md §3.9). So a handle is never a
 // pointer: it is an encoded 64-bit value that scout decodes and validates before any use.
 //
 //   bits 63..48  salt     per-process, per-load random value != 0 (so a handle is never NULL,

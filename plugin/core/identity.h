@@ -1,6 +1,6 @@
 // Who this process is in the job: job id, global/local rank, world size, host, GPU.
-// Read from the launcher's environment at the first communicator init (issue 2, design brief
-// section 2). Pure functions of an environment lookup, so tests pass their own.
+// Read from the launcher's environment at the first communicator init
+// (docs/record-format.md, SegmentHeader). Pure functions of an environment lookup, so tests pass their own.
 #pragma once
 
 #include <string>

@@ -1,7 +1,7 @@
 // KernelCh handling and completion (kernel_ch.h).
 //
 // Threads: every KernelCh event of one operation comes from its communicator's proxy progress
-// thread (digest 1.4: one per proxy state), so the per-operation channel masks, counters and
+// thread (docs/nccl-notes.md §1.4: one per proxy state), so the per-operation channel masks, counters and
 // min/max times are updated with plain loads and stores, no locked instruction. (Should NCCL
 // ever deliver one operation's channels from two threads at once, the cost would be a miscount
 // of that operation, never a crash or an unbounded counter: every value is derived from masks

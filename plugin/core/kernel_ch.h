@@ -2,16 +2,16 @@
 //
 // NCCL's proxy thread starts a KernelCh event when a channel's kernel work started (pTimer =
 // GPU start time) and records KernelChStop (args pTimer = GPU stop time) then stops it when the
-// work completed (digest 3.5). The parent is the Coll/P2p handle, whose payload names the
+// work completed (docs/nccl-notes.md §3.5). The parent is the Coll/P2p handle, whose payload names the
 // record directly (ring + record index), validated with RingWriter::at() on every callback, so
-// an event for an overwritten record (ring overrun, digest 3.5 caveat 2) is counted as an
+// an event for an overwritten record (ring overrun, docs/nccl-notes.md §3.5 caveat 2) is counted as an
 // orphan and touches nothing.
 //
 // Per record: ch_started / ch_stopped count distinct channels (a duplicate channel or more
 // channels than the descriptor's nChannels are ignored and counted in kernelch_extra, so the
 // counters never pass nChannels); state goes Enqueued -> Running at the first start; the stop of
 // the last of nChannels channels sets complete_ns then state Complete (release) and calls the
-// fingerprint engine's on_op_complete exactly once (design brief section 2: completion =
+// fingerprint engine's on_op_complete exactly once (docs/record-format.md: completion =
 // KernelCh stopped on all channels). gpu_start_ns = earliest start (set when the first channel
 // starts), gpu_end_ns = latest stop (set at completion), both converted with the
 // communicator's ClockOffset (clock.h) and re-converted at completion with the freshest offset.

@@ -1,8 +1,8 @@
-// Logging of the plugin through NCCL's logger (subsystem PROFILE, digest 2.1).
+// Logging of the plugin through NCCL's logger (subsystem PROFILE, docs/nccl-notes.md §2.1).
 //
 // The logger NCCL hands to init is kept process-wide. Each distinct problem is reported once per
 // load of the plugin (Problem ids below), so nothing on the hot path can flood NCCL's log; the
-// loss itself is counted in the segment (design brief section 2). Messages are formatted into a
+// loss itself is counted in the segment (docs/plugin.md). Messages are formatted into a
 // stack buffer and passed to NCCL as "%s". Without a logger, nothing is printed.
 #pragma once
 

@@ -3,7 +3,7 @@
 //
 // Created at the first communicator init of a load cycle and destroyed at the last finalize
 // (refcounted by live contexts), so after the last finalize nothing of the plugin remains: no
-// thread, no atexit handler, no pthread key, no mapping (digest 1.2: NCCL then dlcloses the
+// thread, no atexit handler, no pthread key, no mapping (docs/nccl-notes.md §1.2: NCCL then dlcloses the
 // library and may dlopen it again). Creation and destruction run under one mutex that only
 // init and finalize take; the hot path reads the state through one atomic pointer.
 #pragma once

@@ -23,7 +23,7 @@ struct OpContext {
   int64_t now = 0;               // CLOCK_REALTIME of the start callback
 };
 
-// Coll start: key = descriptor seqNumber (digest 3.6). A func string NCCL does not number gives
+// Coll start: key = descriptor seqNumber (docs/nccl-notes.md §3.6). A func string NCCL does not number gives
 // a kKindUnmatched record with a fallback key. Returns false if nothing was written; *index is
 // the record's ring index.
 bool write_coll(Process* p, CommState* c, const abi::CollV5& d, const OpContext& ctx,
@@ -35,7 +35,7 @@ bool write_p2p(Process* p, CommState* c, const abi::P2pV5& d, const OpContext& c
                uint64_t* index);
 
 // v6 CeColl start: kKindCeColl, key = ceColl.seqNumber, always kFlagUnmatched (copy-engine
-// collectives are not numbered by NCCL's seqNumber, digest 3.6) and kFlagNoKernelCh.
+// collectives are not numbered by NCCL's seqNumber, docs/nccl-notes.md §3.6) and kFlagNoKernelCh.
 bool write_ce_coll(Process* p, CommState* c, const abi::CeCollDescr& d, const OpContext& ctx,
                    uint64_t* index);
 

@@ -1,6 +1,6 @@
 // The plugin's only thread-local state: one small struct per thread, in `__thread` storage
 // (C-style TLS: no constructor, no destructor, no TLS wrapper call), so the .so can be
-// dlclosed with threads still alive (digest 1.2: no pthread key destructors). Everything in it
+// dlclosed with threads still alive (docs/nccl-notes.md §1.2: no pthread key destructors). Everything in it
 // is a cache that is validated before use: `salt` ties it to the current load cycle of the
 // plugin (process.h), so a value left by an earlier load is never trusted.
 #pragma once

@@ -1,5 +1,5 @@
 // Translation of NCCL's v4 profiler descriptors (NCCL 2.27) into the v5 layout the event layer
-// handles. Facts from digest 2.5 and 2.6: the v4 type is 8 bits; for Coll/P2p, parentObj is the
+// handles. Facts from docs/nccl-notes.md §2.5 and 2.6: the v4 type is 8 bits; for Coll/P2p, parentObj is the
 // legacy Group handle (there are no API events in v4); p2p.nChannels is never filled by NCCL's
 // v4 adapter (uninitialised memory): the event layer treats it as unknown.
 #pragma once

@@ -3,7 +3,7 @@
 //
 // Contract between the event layer (plugin/core, which calls the hooks below at the points of
 // NCCL's call sequence named in each comment) and the fingerprint implementation
-// (plugin/fingerprint, plugin/gpu). Semantics: design brief section 3, digest section 4, issue 3.
+// (plugin/fingerprint, plugin/gpu). Semantics: docs/fingerprint.md, docs/nccl-notes.md §4.
 //
 // Rules every hook follows: never throws, never blocks on the GPU, never calls CUDA from a
 // CUDA host-callback thread, allocates nothing per operation after warm-up, and reports every

@@ -1,5 +1,5 @@
 // Sampling decisions every rank of a communicator makes identically (docs/fingerprint.md,
-// "Sampling"; design brief section 3).
+// "Sampling").
 #include <cstring>
 
 #include "scout/fingerprint.h"

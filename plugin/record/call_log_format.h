@@ -1,7 +1,7 @@
 // Call recordings: every profiler callback NCCL makes, with its descriptor fields, thread and
 // time, in a compact binary file per process (SCOUT_RECORD_CALLS=PATH -> PATH.<pid>.bin).
 // Recordings made under real NCCL on a GPU become test fixtures: test/support/call_replay
-// drives the plugin from them and the resulting records are compared exactly (issue 7).
+// drives the plugin from them and the resulting records are compared exactly.
 // docs/call-recording.md describes the format for people; this header is the definition.
 //
 // File = FileHeader, then entries back to back. All integers little-endian; entries are

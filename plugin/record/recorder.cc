@@ -119,7 +119,7 @@ uint32_t Recorder::string_id(const char* s) {
   for (uint32_t i = 0; i < n_strings_; ++i) {
     if (str_ptr_[i] == s) return i + 1;
   }
-  // NCCL's strings are static literals (digest 2.5); commName may not be: a new pointer with
+  // NCCL's strings are static literals (docs/nccl-notes.md §2.5); commName may not be: a new pointer with
   // the same text gets a new id, which is harmless.
   if (n_strings_ >= kMaxStrings) return 0;
   uint32_t id = ++n_strings_;
@@ -163,7 +163,7 @@ void Recorder::init(int abi, void* context_out, uint64_t comm_hash, const char* 
 
 namespace {
 
-// Fills the type-specific fields shared by v5 and v6 (identical offsets, digest 2.5).
+// Fills the type-specific fields shared by v5 and v6 (identical offsets, docs/nccl-notes.md §2.5).
 template <typename Descr, typename StrFn>
 void fill_v5(StartEntry* e, const Descr* d, StrFn&& str) {
   switch (d->type) {
@@ -297,7 +297,7 @@ void Recorder::start_v6(void* context, void* handle_out, const abi::DescrV6* d, 
 
 void Recorder::start_v4(void* context, void* handle_out, const abi::DescrV4* d, int result) {
   // v4's union members (coll, p2p, proxyOp, proxyStep, kernelCh, netPlugin) have the same
-  // offsets as v5's (digest 2.5), and v4 never carries the v5-only types: view it as v5.
+  // offsets as v5's (docs/nccl-notes.md §2.5), and v4 never carries the v5-only types: view it as v5.
   abi::DescrV5 v5{};
   v5.type = d->type;
   v5.parentObj = d->parentObj;

@@ -1,5 +1,5 @@
 // Recording mode (SCOUT_RECORD_CALLS=PATH): writes every profiler callback of this process to
-// PATH.<pid>.bin in the format of call_log_format.h, for replay in tests (issue 7).
+// PATH.<pid>.bin in the format of call_log_format.h, for replay in tests.
 //
 // Opt-in debugging aid with a documented cost: callbacks are serialised by one mutex held across
 // the plugin's own handling and the append (so the file order is a valid global order), and

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A small PyTorch DDP training job for scripts/gpu-check.sh (issue 7).
+"""A small PyTorch DDP training job for scripts/gpu-check.sh.
 
 Run under torchrun with every rank on the same GPU (cuda:0). Faults are injected from the
 training script only, the way a user could reproduce them:
@@ -15,7 +15,7 @@ training script only, the way a user could reproduce them:
                                          block in it: a hang whose root is R)
 
 The multi-rank-per-GPU method is chosen by the caller's environment:
-  --hostid   each rank sets NCCL_HOSTID=scout-<rank> before init (digest 7.3; NCCL_NET=Socket)
+  --hostid   each rank sets NCCL_HOSTID=scout-<rank> before init (docs/nccl-notes.md §7.3; NCCL_NET=Socket)
   (otherwise NCCL_MULTI_RANK_GPU_ENABLE=1 is expected in the environment, NCCL >= 2.30)
 
 Writes one JSON line per injected fault to --truth and per-step times to --times (rank 0).

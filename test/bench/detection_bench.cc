@@ -1,4 +1,4 @@
-// Detection latency (issue 5, "make bench"): scout-sim runs an 8-rank job with one fault while
+// Detection latency (`make bench`): scout-sim runs an 8-rank job with one fault while
 // scout-observer (default 250 ms interval) watches it; this program polls the observer's store
 // every 10 ms and prints when the finding appeared, against the targets:
 //   hang       root named within --hang-timeout + 2 s of the rank stopping

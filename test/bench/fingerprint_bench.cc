@@ -1,4 +1,4 @@
-// Fingerprint throughput against same-run baselines (issue 3, docs/fingerprint.md "Benchmarks"):
+// Fingerprint throughput against same-run baselines (docs/fingerprint.md "Benchmarks"):
 //  * CPU: fingerprint() vs plain XXH64 (libxxhash) over the same bytes, one core; target >= 90%.
 //  * GPU (when a CUDA driver and device are present): the kernel vs cuMemcpyDtoD of the same
 //    bytes; target >= 80% of the copy's read bandwidth for buffers of 64 MiB and more.

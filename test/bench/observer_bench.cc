@@ -1,4 +1,4 @@
-// Observer CPU per record (issue 5, "make bench"): emulated segments of an 8-rank 3-D parallel
+// Observer CPU per record (`make bench`): emulated segments of an 8-rank 3-D parallel
 // job (TP=2, PP=2, DP=2 plus a world communicator) are read and judged by a fresh observer, and
 // the cost per record is printed next to a baseline measured in the same run: the bare validated
 // copy of every record (SegmentReader::read), which any reader of the segments pays.

@@ -1,5 +1,5 @@
-// Cost per observer of the observer network (issue 5: "bytes sent per observer per second for 4,
-// 64 and 1024 simulated nodes ... the per-observer cost stays flat as nodes grow").
+// Cost per observer of the observer network: bytes sent per observer per second for 4,
+// 64 and 1024 simulated nodes; the per-observer cost must stay flat as nodes grow.
 //
 // Workload (test/support/net_workload.h): 8 ranks per node, tensor parallelism inside the node,
 // data parallelism across nodes: 8 DP communicators span every node, each with an AllReduce and

@@ -1,4 +1,4 @@
-// CPU cost of the plugin per collective (issue 2): every callback NCCL makes for one collective
+// CPU cost of the plugin per collective: every callback NCCL makes for one collective
 // outside a group on a blocking communicator (GroupApi start + GroupStartApiStop, CollApi
 // start/stop, GroupEndApiStart, KernelLaunch start/stop, Group start, Coll start/stop, Group
 // stop, GroupApi stop, and per channel of 4: KernelCh start, KernelChStop, stop), called

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The plugin carries the fingerprint kernel: sm_80, sm_90, sm_100 machine code and compute_100
-# PTX in section .nv_fatbin (issue 3; what `cuobjdump --list-elf` shows on a GPU machine).
+# PTX in section .nv_fatbin (what `cuobjdump --list-elf` shows on a GPU machine).
 # Skips, saying so, when nvcc was absent at build time (the plugin then has no kernel).
 set -uo pipefail
 BUILD=${1:-build}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/gpu-check.sh on a machine without a GPU (issue 7): it must run its CPU-side steps,
+# scripts/gpu-check.sh on a machine without a GPU: it must run its CPU-side steps,
 # say which steps it skipped, and exit 0. On a machine with a GPU this test only checks that
 # the script completes with exit 0 and writes its summary (the GPU session reads the numbers).
 set -u

@@ -1,4 +1,4 @@
-// Consensus (design brief section 4): metadata agreement (desync), receive-fingerprint agreement
+// Consensus (docs/observer.md#consensus): metadata agreement (desync), receive-fingerprint agreement
 // (sdc), NaN/Inf origin, equivalent communicators, and the per-collective summaries, on
 // synthetic multi-rank segments with exact expected findings.
 #include <gtest/gtest.h>

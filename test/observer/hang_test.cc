@@ -1,4 +1,4 @@
-// Hangs (design brief section 5): absent rank, stuck collective, mismatch, the wait-for chain
+// Hangs (docs/observer.md#hangs): absent rank, stuck collective, mismatch, the wait-for chain
 // across communicators to the root, deadlock cycles, crashes, and "slow but progressing is not
 // hung". The hang timeout of the harness is 10 s.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Communication-slow channels (design brief section 6): a slow TP pair names the link, a rank
+// Communication-slow channels (docs/observer.md#slow-links): a slow TP pair names the link, a rank
 // whose every communicator is slow is the endpoint, a slow p2p pair names its link, and healthy
 // channels give nothing.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Stragglers (design brief section 6): a rank that arrives late persistently is named, the ranks
+// Stragglers (docs/observer.md#stragglers): a rank that arrives late persistently is named, the ranks
 // that only waited for it are not, jitter is not a straggler, and the finding closes when the
 // rank recovers.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Strict-majority voting (design brief section 4): the edge cases every verdict depends on.
+// Strict-majority voting (docs/observer.md#consensus): the edge cases every verdict depends on.
 #include "observer/detect/vote.h"
 
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // Replays committed call recordings into the built plugin and compares the records it writes
-// with the committed expectations, field by field (issue 7).
+// with the committed expectations, field by field.
 //
 //   test/fixtures/real-nccl/*.bin   recorded under real NCCL on a GPU (scripts/gpu-check.sh,
 //                                   step 5); empty until a GPU session brings them back

@@ -1,4 +1,4 @@
-// Bad input never crashes the host process and is counted (issue 2, "What it must show"): NULL,
+// Bad input never crashes the host process and is counted: NULL,
 // stale and garbage handles, unknown event types and states, NULL strings, a full ring, an
 // unusable SCOUT_SHM_DIR, dlclose/re-dlopen cycles, concurrent inits. All through the real .so.
 #include <dlfcn.h>
@@ -71,7 +71,7 @@ TEST_F(PluginTest, StaleHandlesAreCountedNeverFollowed) {
   CollHandles h = nccl_single_coll(*pl_, ctx, op);
   // GroupApi stopped twice.
   pl_->stop(h.group_api);
-  // Digest 3.10: a later task inherits an already used CollApi handle.
+  // docs/nccl-notes.md §3.10: a later task inherits an already used CollApi handle.
   void* g = pl_->start(ctx, d_group());
   pl_->start(ctx, d_coll(1, "AllReduce", (void*)1, (void*)2, 8, 0, "ncclFloat32", 1, "RING", "LL",
                          h.coll_api, g, 0));
@@ -207,7 +207,7 @@ TEST_F(PluginTest, NullStringsAndNullStateArgs) {
   void* g = pl_->start(ctx, d_group());
   void* c1 = pl_->start(ctx, d_coll(3, nullptr, nullptr, nullptr, 10, 0, nullptr, 1, nullptr,
                                     nullptr, ca, g, 0));
-  // NCCL prints ncclUint8 as "Unknown" (digest 2.5).
+  // NCCL prints ncclUint8 as "Unknown" (docs/nccl-notes.md §2.5).
   void* c2 = pl_->start(ctx, d_coll(4, "AllReduce", nullptr, nullptr, 10, 0, "Unknown", 1, "RING",
                                     "SIMPLE", nullptr, g, 0));
   void* p1 = pl_->start(ctx, d_p2p(nullptr, nullptr, nullptr, 7, 1, 1, nullptr, g, 0));
@@ -355,7 +355,7 @@ void run_ops(Plugin& pl, void* ctx, int n) {
   }
 }
 
-// NCCL dlcloses the plugin after the last communicator and may dlopen it again (digest 1.2).
+// NCCL dlcloses the plugin after the last communicator and may dlopen it again (docs/nccl-notes.md §1.2).
 TEST_F(PluginTest, DlcloseAndReopenCyclesWithThreadsGone) {
   for (int cycle = 0; cycle < 5; ++cycle) {
     load();

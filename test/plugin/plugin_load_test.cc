@@ -1,4 +1,4 @@
-// The .so is found and loaded exactly as NCCL resolves NCCL_PROFILER_PLUGIN (digest 1.1, 1.2):
+// The .so is found and loaded exactly as NCCL resolves NCCL_PROFILER_PLUGIN (docs/nccl-notes.md §1.1, 1.2):
 // full path, bare soname, short name X -> libnccl-profiler-X.so, unset -> libnccl-profiler.so;
 // NCCL 2.28's lookup gets v5, 2.30's gets v6. The dynamic loader's search path is fixed at
 // process start, so each case runs in a child process (this test binary re-executed with

@@ -1,5 +1,5 @@
 // The built plugin driven with the exact call sequences NCCL makes, on the threads it makes
-// them (digest sections 1.4, 3.1-3.5, 3.8, 3.9), records checked field by field from the
+// them (docs/nccl-notes.md §1.4, 3.1-3.5, 3.8, 3.9), records checked field by field from the
 // segment through SegmentReader.
 #include <sys/stat.h>
 #include <unistd.h>
@@ -41,7 +41,7 @@ TEST_F(PluginTest, SingleCollectiveOutsideGroupIsRecordedAndCompletes) {
   int64_t after = shm::wall_ns();
   for (void* x : {h.group_api, h.coll_api, h.launch, h.group, h.coll}) EXPECT_NE(x, nullptr);
 
-  // Enqueued, not complete: Coll stop only means "handed to the proxy" (digest 3.3).
+  // Enqueued, not complete: Coll stop only means "handed to the proxy" (docs/nccl-notes.md §3.3).
   SegmentView v = segment();
   ASSERT_EQ(v.records.size(), 1u);
   ASSERT_EQ(v.records[0].size(), 1u);
@@ -135,7 +135,7 @@ TEST_F(PluginTest, KernelChOnProxyThreadBeforeCollStop) {
   load();
   void* ctx = pl_->init(kHashA, 2, 0);
   // NCCL's hostStreamPlanTask: the proxy may start KernelCh children between Coll start and
-  // Coll stop (digest 3.3 step 4).
+  // Coll stop (docs/nccl-notes.md §3.3 step 4).
   void* ga = pl_->start(ctx, d_group_api(false, 1));
   void* ca = pl_->start(ctx, d_coll_api("AllGather", 256, "ncclBfloat16", 0, kStream, false, ga));
   pl_->stop(ca);
@@ -155,7 +155,7 @@ TEST_F(PluginTest, KernelChOnProxyThreadBeforeCollStop) {
   const RecordSnapshot& r = v.records[0][0];
   EXPECT_EQ(r.state, uint32_t(shm::kStateComplete));
   EXPECT_EQ(r.func, shm::kFuncAllGather);
-  // Task values: count in bytes with ncclInt8 (digest 2.5); the API's count and type kept.
+  // Task values: count in bytes with ncclInt8 (docs/nccl-notes.md §2.5); the API's count and type kept.
   EXPECT_EQ(r.datatype, shm::kTypeInt8);
   EXPECT_EQ(r.count, 512u);
   EXPECT_EQ(r.bytes, 512u);
@@ -234,7 +234,7 @@ TEST_F(PluginTest, UserGroupWithSeveralCollectivesOnSeveralCommunicators) {
   pl_->finalize(b);
 }
 
-// Send #k of rank a to b pairs with recv #k of b from a (design brief section 2).
+// Send #k of rank a to b pairs with recv #k of b from a (docs/record-format.md).
 TEST_F(PluginTest, SendRecvKeysPairUpAcrossCommunicators) {
   load();
   // Two ranks of one communicator in this process (ncclCommInitAll): same commHash.
@@ -297,7 +297,7 @@ TEST_F(PluginTest, SendRecvKeysPairUpAcrossCommunicators) {
 }
 
 // Non-blocking communicator: ncclGroupEnd returns ncclInProgress and GroupApi stops before the
-// group job thread launches the kernel and posts the Coll (digest 3.1).
+// group job thread launches the kernel and posts the Coll (docs/nccl-notes.md §3.1).
 TEST_F(PluginTest, NonBlockingCommunicatorLaunchesAfterGroupApiStop) {
   load();
   void* ctx = pl_->init(kHashA, 2, 0);
@@ -349,7 +349,7 @@ TEST_F(PluginTest, NonBlockingCommunicatorLaunchesAfterGroupApiStop) {
   EXPECT_EQ(segment().comms[0].n_unmatched, 0u);
 }
 
-// CUDA graph capture (digest 3.8): API events and KernelLaunch at capture time only; Group/Coll
+// CUDA graph capture (docs/nccl-notes.md §3.8): API events and KernelLaunch at capture time only; Group/Coll
 // from a host-callback thread at every replay with the capture-time CollApi as parent;
 // KernelCh on the proxy thread.
 TEST_F(PluginTest, GraphCapturedCollectiveRecordedAtEachReplay) {
@@ -470,7 +470,7 @@ TEST_F(PluginTest, ApiCallsWithoutCollAreRecordedAsUnmatched) {
   EXPECT_EQ(segment().comms[0].n_unmatched, 2u);
 }
 
-// KernelCh ring-overrun shapes (digest 3.5 caveat 2) and channel bookkeeping limits.
+// KernelCh ring-overrun shapes (docs/nccl-notes.md §3.5 caveat 2) and channel bookkeeping limits.
 TEST_F(PluginTest, KernelChOverrunDuplicateAndExtraChannels) {
   env_.set("SCOUT_RING_SLOTS", "16");
   load();
@@ -533,7 +533,7 @@ TEST_F(PluginTest, KernelChOverrunDuplicateAndExtraChannels) {
   pl_->finalize(ctx);
 }
 
-// PXN (digest 3.9): a ProxyOp of another process arrives with that process's context and
+// PXN (docs/nccl-notes.md §3.9): a ProxyOp of another process arrives with that process's context and
 // parent; both are garbage here and would crash if touched.
 TEST_F(PluginTest, ForeignPxnProxyOpsAreCountedNeverTouched) {
   load();
@@ -570,7 +570,7 @@ TEST_F(PluginTest, ForeignPxnProxyOpsAreCountedNeverTouched) {
 }
 
 // NCCL 2.27 loads v4: no API or KernelLaunch events; Coll/P2p parent = legacy Group handle;
-// p2p.nChannels uninitialised (digest 2.5).
+// p2p.nChannels uninitialised (docs/nccl-notes.md §2.5).
 TEST_F(PluginTest, V4SequencesAreRecordedWithoutApiInformation) {
   load_v4();
   int mask = 0;
@@ -780,7 +780,7 @@ TEST_F(PluginTest, FingerprintHooksSeeTheRightBuffersAndSizes) {
 }
 
 
-// SCOUT_RECORD_CALLS: the ABI layer appends every callback to PATH.<pid>.bin (issue 7); replaying
+// SCOUT_RECORD_CALLS: the ABI layer appends every callback to PATH.<pid>.bin; replaying
 // that file into a fresh load of the plugin gives the same records.
 TEST_F(PluginTest, RecordedCallsReplayToTheSameRecords) {
   std::string a = dir_.path() + "/a", b = dir_.path() + "/b", prefix = dir_.path() + "/calls";

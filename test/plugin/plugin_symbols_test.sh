@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The plugin exports only the three profiler tables (plus what the toolchain must add) and
 # depends on nothing beyond libc, libstdc++, libgcc_s, libm, libdl, libpthread, librt and the
-# dynamic loader (design brief section 2; issue 2). Usage: plugin_symbols_test.sh [BUILD]
+# dynamic loader (docs/plugin.md). Usage: plugin_symbols_test.sh [BUILD]
 set -uo pipefail
 BUILD=${1:-build}
 SO="$BUILD/lib/libnccl-profiler-scout.so"
@@ -16,7 +16,7 @@ if [ "$syms" != "$want" ]; then
 else
   echo "ok: exports exactly: $(echo $syms)"
 fi
-# Each is a data object (dlsym finds a struct, digest 1.2).
+# Each is a data object (dlsym finds a struct, docs/nccl-notes.md §1.2).
 for s in ncclProfiler_v4 ncclProfiler_v5 ncclProfiler_v6; do
   t=$(nm -D --defined-only "$SO" | awk -v s="$s" '$3==s {print $2}')
   [ "$t" = "D" ] || { echo "FAIL: $s has type '$t', want D (initialised data)"; fail=1; }

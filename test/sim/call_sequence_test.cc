@@ -1,5 +1,5 @@
 // scout-sim's NCCL call sequences, checked against an in-process recording plugin: the exact
-// order, threads, parent links, descriptors and seqNumbers NCCL 2.28.9 produces (digest 1.4,
+// order, threads, parent links, descriptors and seqNumbers NCCL 2.28.9 produces (docs/nccl-notes.md §1.4,
 // 2.2, 3.1-3.3, 3.6, 3.10), and the bytes the emulated kernels deliver.
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -432,7 +432,7 @@ TEST_F(CallSequence, AlltoAllIsLoweredToSendRecvTasks) {
 
 TEST_F(CallSequence, ActivationMaskGatesEventsAndIsReadAtEveryCall) {
   SimOptions o = opts(2);
-  CallRecorder::reset(abi::kEvColl);  // Coll alone also yields GroupApi, CollApi, Group (digest 2.2)
+  CallRecorder::reset(abi::kEvColl);  // Coll alone also yields GroupApi, CollApi, Group (docs/nccl-notes.md §2.2)
   InProcJob job(o, &prof_);
   RankThreads th;
   job.run([&](RankJob& r, int g) {
@@ -462,7 +462,7 @@ TEST_F(CallSequence, ActivationMaskGatesEventsAndIsReadAtEveryCall) {
                                             "record GroupApi GroupEndApiStart", "start KernelLaunch",
                                             "stop KernelLaunch", "stop GroupApi"};
     EXPECT_EQ(t.lines, concat({coll_only, launch_only, coll_only}));
-    // seqNumber counts every launch, also the ones without a Coll event (digest 3.6).
+    // seqNumber counts every launch, also the ones without a Coll event (docs/nccl-notes.md §3.6).
     std::vector<uint64_t> seqs;
     for (const RecordedCall& c : t.starts)
       if (c.descr.type == abi::kEvColl) seqs.push_back(c.descr.coll.seqNumber);
@@ -491,7 +491,7 @@ TEST_F(CallSequence, FinalizeAfterProxyStopsAndOnlyForNonNullContexts) {
   EXPECT_EQ(finals, 4);  // world and dp0 on two ranks
 }
 
-// A v4-only plugin: what NCCL 2.28.9's v4 adapter hands it (digest 2.5, "v4 caveats").
+// A v4-only plugin: what NCCL 2.28.9's v4 adapter hands it (docs/nccl-notes.md §2.5, "v4 caveats").
 struct V4Call {
   std::string what;
   uint8_t type = 0;

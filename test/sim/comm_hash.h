@@ -1,4 +1,4 @@
-// Communicator identity as NCCL derives it (digest 3.7): a root communicator's commHash is a
+// Communicator identity as NCCL derives it (docs/nccl-notes.md §3.7): a root communicator's commHash is a
 // hash of its 128-byte ncclUniqueId; a communicator made by ncclCommSplit hashes (parent
 // commHash, parent's split counter, color). scout-sim follows that scheme with its own hash
 // function (XXH64), so the values are the same on every member and differ between children,

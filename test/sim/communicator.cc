@@ -53,7 +53,7 @@ void Communicator::destroy() {
     proxy_.join();
     started_ = false;
   }
-  rc_->prof->finalize(context_);  // after the proxy is gone, as commFree does (digest 1.3)
+  rc_->prof->finalize(context_);  // after the proxy is gone, as commFree does (docs/nccl-notes.md §1.3)
   context_ = nullptr;
 }
 

@@ -1,6 +1,6 @@
 // One rank's emulated NCCL communicator: identity (commHash, name, rank), NCCL's per-function
 // seqNumber counters, and the proxy thread that runs the communicator's emulated kernels and
-// delivers KernelCh events (digest 1.4: ProxyOp/KernelCh come from the proxy thread).
+// delivers KernelCh events (docs/nccl-notes.md §1.4: ProxyOp/KernelCh come from the proxy thread).
 #pragma once
 
 #include <condition_variable>
@@ -43,7 +43,7 @@ struct KernelPlan {
 
 class Communicator {
  public:
-  // `spec` must contain rc->global_rank. `comm_hash` per digest 3.7 (comm_hash.h).
+  // `spec` must contain rc->global_rank. `comm_hash` per docs/nccl-notes.md §3.7 (comm_hash.h).
   Communicator(RankContext* rc, const CommSpec* spec, uint64_t comm_hash);
   ~Communicator();  // joins the proxy thread if destroy() was not called
   Communicator(const Communicator&) = delete;
@@ -51,7 +51,7 @@ class Communicator {
 
   // ncclCommInitRank / ncclCommSplit on this rank: waits for every member (NCCL's bootstrap),
   // calls the plugin's init with (commHash, &mask, name, nNodes, nranks, rank, logger), then
-  // starts the proxy thread (digest 1.3: init runs before the proxy thread exists). Returns the
+  // starts the proxy thread (docs/nccl-notes.md §1.3: init runs before the proxy thread exists). Returns the
   // plugin's init result (NCCL 2.28.9 logs a failure and continues).
   abi::Result init(abi::Logger logger);
   // ncclCommDestroy: drains and stops the proxy thread, then the plugin's finalize.
@@ -71,7 +71,7 @@ class Communicator {
   // The emulated cudaStream_t of this rank's work on the communicator (never dereferenced).
   void* stream() { return &stream_token_; }
 
-  // NCCL's comm->seqNumber[func] (digest 3.6): reported in Coll start, then incremented; counts
+  // NCCL's comm->seqNumber[func] (docs/nccl-notes.md §3.6): reported in Coll start, then incremented; counts
   // launches whether or not a plugin is loaded.
   uint64_t seq[kNumSeqFuncs] = {};
   // Counters the sequencer keeps at API time to name operations in ground truth (the same

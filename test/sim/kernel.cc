@@ -1,6 +1,6 @@
 // The emulated NCCL kernel: moves real bytes through the fabric (fabric.h protocols) on the
 // communicator's proxy thread and delivers KernelCh events around it, with pTimer = CLOCK_REALTIME
-// when this rank's kernel starts (arrives) and ends (digest 3.5).
+// when this rank's kernel starts (arrives) and ends (docs/nccl-notes.md §3.5).
 #include <signal.h>
 #include <unistd.h>
 
@@ -30,7 +30,7 @@ void kernelch_start(Communicator& c, const KernelTask& t, int64_t t_ns, ChannelE
     std::memset(static_cast<void*>(&d), 0, sizeof(d));
     d.type = abi::kEvKernelCh;
     d.parentObj = t.handle;
-    d.rank = 0;  // NCCL leaves rank unset for KernelCh (digest 3.5)
+    d.rank = 0;  // NCCL leaves rank unset for KernelCh (docs/nccl-notes.md §3.5)
     d.kernelCh.channelId = static_cast<uint8_t>((t.channel_base + i) % 64);
     d.kernelCh.pTimer = static_cast<uint64_t>(t_ns);
     c.rc()->prof->start(c.context(), &ev->handles[i], d);

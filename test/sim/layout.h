@@ -62,7 +62,7 @@ class Layout {
 
   // Every communicator with at least 2 ranks, in creation order: world first, then the TP, DP,
   // PP and EP groups (each kind in index order). Groups of size 1 are not created (NCCL
-  // produces no events for nRanks == 1, digest 3.9; frameworks skip them).
+  // produces no events for nRanks == 1, docs/nccl-notes.md §3.9; frameworks skip them).
   const std::vector<CommSpec>& comms() const { return comms_; }
   // The communicator of `kind` that global rank g belongs to, or nullptr if that group has one
   // rank (not created).

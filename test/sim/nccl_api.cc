@@ -211,7 +211,7 @@ void NcclApi::all_to_all(const float* send, float* recv, uint64_t count, Communi
     e.detail = "\"element\":" + std::to_string(element) + ",\"api\":\"AlltoAll\"";
     rc_->write_truth(e);
   }
-  // Lowered to P2P tasks, one Send and one Recv per peer (digest 3.1): P2pApi "Send"/"Recv",
+  // Lowered to P2P tasks, one Send and one Recv per peer (docs/nccl-notes.md §3.1): P2pApi "Send"/"Recv",
   // no CollApi, no Coll, no seqNumber.
   group_start_internal();
   for (int r = 0; r < comm.nranks(); ++r) {
@@ -281,7 +281,7 @@ void NcclApi::launch(Pending& p) {
   // cuLaunchKernelEx: the kernel is queued; it runs once the proxy receives the plan.
   prof.stop(kl);
 
-  // hostStreamPlanTask, on this thread right after the launch (digest 3.3).
+  // hostStreamPlanTask, on this thread right after the launch (docs/nccl-notes.md §3.3).
   void* group = nullptr;
   if (prof.loaded() && (plan_mask & gate::kGroup)) {
     abi::DescrV5 d = descr(abi::kEvGroup, nullptr, 0);  // NCCL fills neither parent nor rank
@@ -303,7 +303,7 @@ void NcclApi::launch(Pending& p) {
       d.coll.func = func_name(t.k.func);
       d.coll.sendBuff = t.k.send;
       d.coll.recvBuff = t.k.recv;
-      // AllGather and Broadcast tasks are counted in bytes of ncclInt8 (digest 2.5).
+      // AllGather and Broadcast tasks are counted in bytes of ncclInt8 (docs/nccl-notes.md §2.5).
       d.coll.count = bytes_task ? t.k.count * kFloatBytes : t.k.count;
       d.coll.root = t.k.peer >= 0 ? t.k.peer : 0;
       d.coll.datatype = bytes_task ? kInt8Name : kFloat32Name;
@@ -341,7 +341,7 @@ void NcclApi::launch(Pending& p) {
   }
   plan.stream_seq = rc_->next_kernel();
   // uploadProxyOps + ncclProxyStart: from here the proxy thread may deliver KernelCh events,
-  // possibly before the stops below (digest 3.3 step 4).
+  // possibly before the stops below (docs/nccl-notes.md §3.3 step 4).
   comm.post(std::move(plan));
   for (void* h : to_stop) prof.stop(h);
   prof.stop(group);

@@ -1,6 +1,6 @@
 // The NCCL call sequencer: ncclGroupStart/End, collectives, send/recv and AlltoAll on emulated
 // communicators, issuing the profiler callbacks in NCCL 2.28.9's order, on its threads, with its
-// descriptors (digest 1.4, 3.1-3.3, 3.6, 3.10; docs/scout-sim.md "Call sequence"):
+// descriptors (docs/nccl-notes.md §1.4, 3.1-3.3, 3.6, 3.10; docs/scout-sim.md "Call sequence"):
 //
 //   user thread, per API call (taskAppend):
 //     GroupApi start (outermost group only; groupDepth = ncclGroupDepth) + GroupStartApiStop
@@ -13,7 +13,7 @@
 //     GroupApi stop
 //   proxy thread: KernelCh start per channel, KernelChStop state + stop per channel.
 //
-// Every event is gated by the activation mask NCCL read at the API call (digest 2.2). One NcclApi
+// Every event is gated by the activation mask NCCL read at the API call (docs/nccl-notes.md §2.2). One NcclApi
 // per rank, used from one thread (NCCL's thread-local API state lives here).
 #pragma once
 
@@ -83,7 +83,7 @@ class NcclApi {
   int group_api_state_ = 0;  // 0 none/reset, 1 started, 2 start-stop recorded
   void* group_api_ = nullptr;
   uint64_t api_mask_ = 0;
-  void* coll_api_ = nullptr;  // not cleared by CollApi stop (digest 3.10, "Stale handles")
+  void* coll_api_ = nullptr;  // not cleared by CollApi stop (docs/nccl-notes.md §3.10, "Stale handles")
   void* p2p_api_ = nullptr;
   std::vector<Pending> pending_;       // communicators of the open group, first use first
   std::vector<Communicator*> used_;    // communicators launched on (for synchronize)

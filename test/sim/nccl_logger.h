@@ -10,7 +10,7 @@
 
 namespace scout::sim {
 
-// ncclDebugLogger_t-compatible function (digest 2.1). Thread-safe; reads the environment once.
+// ncclDebugLogger_t-compatible function (docs/nccl-notes.md §2.1). Thread-safe; reads the environment once.
 void nccl_debug_log(int level, unsigned long flags, const char* file, int line, const char* fmt, ...)
     __attribute__((format(printf, 5, 6)));
 

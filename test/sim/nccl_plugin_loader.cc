@@ -9,7 +9,7 @@ namespace scout::sim {
 namespace {
 
 void* try_open(const std::string& name, std::string* last_error) {
-  // Any case-insensitive prefix of "STATIC_PLUGIN" searches the executable (digest 1.1, item 6).
+  // Any case-insensitive prefix of "STATIC_PLUGIN" searches the executable (docs/nccl-notes.md §1.1, item 6).
   const bool static_plugin = !name.empty() && ::strncasecmp(name.c_str(), "STATIC_PLUGIN", name.size()) == 0;
   void* h = ::dlopen(static_plugin ? nullptr : name.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!h) {

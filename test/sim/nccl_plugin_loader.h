@@ -1,4 +1,4 @@
-// Loads a profiler plugin the way NCCL does (digest sections 1.1 and 1.2), for scout-sim and
+// Loads a profiler plugin the way NCCL does (docs/nccl-notes.md §1.1 and 1.2), for scout-sim and
 // the tests: same environment variable, same dlopen name resolution, same dlsym order.
 #pragma once
 
@@ -33,7 +33,7 @@ struct LoadedPlugin {
 //   X                                -> dlopen(X); if that fails and X has no '/' and is not
 //                                       "lib*.so", dlopen("libnccl-profiler-X.so");
 //   a case-insensitive prefix of "STATIC_PLUGIN" -> dlopen(NULL): the executable itself.
-// NCCL's last resort, searching an already loaded external net plugin (digest 1.1 item 5), does
+// NCCL's last resort, searching an already loaded external net plugin (docs/nccl-notes.md §1.1 item 5), does
 // not apply: scout-sim loads no net plugin.
 // Then dlsym in the order of `lookup`. Returns the first table found; a library without any of
 // the symbols is closed and reported ("unsupported").

@@ -1,4 +1,4 @@
-// The sim's plugin loader follows NCCL 2.28.9's name resolution (digest 1.1, 1.2).
+// The sim's plugin loader follows NCCL 2.28.9's name resolution (docs/nccl-notes.md §1.1, 1.2).
 #include <gtest/gtest.h>
 
 #include "test/sim/nccl_plugin_loader.h"

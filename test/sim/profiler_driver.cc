@@ -62,7 +62,7 @@ void ProfilerDriver::start(void* context, void** handle, const abi::DescrV5& d) 
       d4.p2p.datatype = d.p2p.datatype;
       d4.p2p.count = d.p2p.count;
       d4.p2p.peer = d.p2p.peer;
-      d4.p2p.nChannels = 0xCD;  // NCCL's v4 adapter leaves it uninitialised (digest 2.5)
+      d4.p2p.nChannels = 0xCD;  // NCCL's v4 adapter leaves it uninitialised (docs/nccl-notes.md §2.5)
     } else if (d.type == abi::kEvKernelCh) {
       d4.kernelCh.channelId = d.kernelCh.channelId;
       d4.kernelCh.pTimer = d.kernelCh.pTimer;

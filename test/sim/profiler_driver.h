@@ -1,6 +1,6 @@
 // NCCL 2.28.9's side of the profiler ABI, as scout-sim drives it: calls the plugin's table with
-// v5 descriptors, adapting to a v4-only plugin the way NCCL's v4 adapter does (digest 2.5,
-// "v4 caveats"), and the activation-mask gates NCCL applies before each event (digest 2.2).
+// v5 descriptors, adapting to a v4-only plugin the way NCCL's v4 adapter does (docs/nccl-notes.md §2.5,
+// "v4 caveats"), and the activation-mask gates NCCL applies before each event (docs/nccl-notes.md §2.2).
 // Without a plugin every call is a no-op, as in NCCL with profiling off.
 #pragma once
 
@@ -11,7 +11,7 @@
 
 namespace scout::sim {
 
-// Mask gates (digest 2.2; v2.28.9-1:src/plugin/profiler.cc): an event is started only if the
+// Mask gates (docs/nccl-notes.md §2.2; v2.28.9-1:src/plugin/profiler.cc): an event is started only if the
 // activation mask has one of these bits.
 namespace gate {
 using namespace scout::abi;
@@ -35,18 +35,18 @@ class ProfilerDriver {
   int version() const { return version_; }
   const char* name() const;
 
-  // init with NCCL's argument order for the table's version (digest 2.4). Returns the
-  // plugin's result; NCCL 2.28.9 only logs a failure and keeps calling the plugin (digest 1.3).
+  // init with NCCL's argument order for the table's version (docs/nccl-notes.md §2.4). Returns the
+  // plugin's result; NCCL 2.28.9 only logs a failure and keeps calling the plugin (docs/nccl-notes.md §1.3).
   abi::Result init(void** context, uint64_t comm_hash, int* mask, const char* comm_name, int n_nodes, int nranks,
                    int rank, abi::Logger log) const;
   // startEvent. *handle is set to what the plugin returns (nullptr when no plugin, or when a v4
-  // plugin cannot receive the type: types >= GroupApi are dropped, digest 2.5).
+  // plugin cannot receive the type: types >= GroupApi are dropped, docs/nccl-notes.md §2.5).
   void start(void* context, void** handle, const abi::DescrV5& d) const;
   // stopEvent / recordEventState for a non-null handle (NCCL never passes null here except on
   // the net-plugin path, which the sim does not emulate). v4 gets no GroupApi states.
   void stop(void* handle) const;
   void record(void* handle, int state, abi::StateArgs* args) const;
-  // finalize, only for a non-null context (digest 1.3).
+  // finalize, only for a non-null context (docs/nccl-notes.md §1.3).
   void finalize(void* context) const;
 
  private:

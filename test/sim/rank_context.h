@@ -27,7 +27,7 @@ struct RankContext {
   TruthWriter* truth = nullptr;     // may be null (no ground truth)
   RankStatus* status = nullptr;     // may be null (in-process tests)
   // ncclProfilerEventMask: one int per process, its address passed to every init; the plugin
-  // may change it at any time; NCCL reads it (relaxed) at every API call (digest 0.6).
+  // may change it at any time; NCCL reads it (relaxed) at every API call (docs/nccl-notes.md §0.6).
   int mask = 0;
 
   // True the first time it is called for `f` (one ground-truth line per timed fault).

@@ -177,7 +177,7 @@ int rank_main(const SimOptions& o) {
                  g, env_or("RANK"), env_or("LOCAL_RANK"), env_or("WORLD_SIZE"), env_or("LOCAL_WORLD_SIZE"),
                  env_or("SCOUT_JOB_ID"), env_or("SCOUT_HOST"));
 
-  // NCCL loads the plugin at the first communicator init (digest 1.1, 1.2).
+  // NCCL loads the plugin at the first communicator init (docs/nccl-notes.md §1.1, 1.2).
   const char* env = std::getenv("NCCL_PROFILER_PLUGIN");
   if (env) nccl_debug_log(abi::kLogInfo, 0x80, "scout-sim", __LINE__, "NCCL_PROFILER_PLUGIN set by environment to %s", env);
   LoadedPlugin plugin = load_profiler_plugin(env);

@@ -165,7 +165,7 @@ TEST_F(SimE2E, HealthyJobEveryMemberRecordsTheSameKeys) {
     EXPECT_EQ(s.info.job, "healthy");
     EXPECT_EQ(s.rings.size(), 4u);  // world, tp, dp, pp
   }
-  // commHash values as scout-sim derives them (digest 3.7): world from the unique id of seed 1,
+  // commHash values as scout-sim derives them (docs/nccl-notes.md §3.7): world from the unique id of seed 1,
   // the others split from world with counter tp=0, dp=1, pp=2 and color = group index.
   uint64_t world = root_comm_hash(make_unique_id(1));
   EXPECT_EQ(v.hash_of("world"), world);

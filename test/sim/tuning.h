@@ -1,5 +1,5 @@
 // What NCCL's tuner would pick for an emulated operation: algorithm, protocol, channels and
-// warps (descriptor strings of digest 2.5). Deterministic functions of the message, so every rank
+// warps (descriptor strings of docs/nccl-notes.md §2.5). Deterministic functions of the message, so every rank
 // of a communicator reports the same choice, as NCCL's ranks do.
 #pragma once
 

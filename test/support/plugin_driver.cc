@@ -200,7 +200,7 @@ void* Plugin::start(void* ctx, const abi::DescrV5& d) {
         v4.p2p.datatype = d.p2p.datatype;
         v4.p2p.count = d.p2p.count;
         v4.p2p.peer = d.p2p.peer;
-        v4.p2p.nChannels = 0xA5;  // uninitialised in NCCL's v4 adapter (digest 2.5)
+        v4.p2p.nChannels = 0xA5;  // uninitialised in NCCL's v4 adapter (docs/nccl-notes.md §2.5)
         break;
       case abi::kEvProxyOp: v4.proxyOp = d.proxyOp; break;
       case abi::kEvKernelCh: v4.kernelCh = d.kernelCh; break;

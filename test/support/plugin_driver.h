@@ -1,6 +1,6 @@
 // Test helper: drives a loaded profiler plugin (the real .so, loaded by
 // test/sim/nccl_plugin_loader.h) with the descriptors and call sequences NCCL makes
-// (digest sections 1.4 and 3), whatever ABI version was loaded, and reads back what it wrote.
+// (docs/nccl-notes.md §1.4 and 3), whatever ABI version was loaded, and reads back what it wrote.
 #pragma once
 
 #include <sys/types.h>
@@ -92,7 +92,7 @@ struct OpSpec {
 };
 
 // NCCL's exact sequence for one collective outside a group on a blocking communicator, on the
-// calling thread (digest 3.1-3.3 and 4, "Ordering on the default path"): GroupApi start (depth
+// calling thread (docs/nccl-notes.md §3.1-3.3 and 4, "Ordering on the default path"): GroupApi start (depth
 // 1), GroupStartApiStop, CollApi start/stop, GroupEndApiStart, KernelLaunch start/stop, Group
 // start, Coll start, Coll stop, Group stop, GroupApi stop. No KernelCh (see run_kernel_ch).
 CollHandles nccl_single_coll(Plugin& pl, void* ctx, const OpSpec& op);

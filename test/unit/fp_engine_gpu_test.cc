@@ -1,5 +1,5 @@
 // The fingerprint engine's GPU path with the fake backend (test/support/fake_gpu.h), driven in
-// NCCL's call order (digest section 4): group start, KernelLaunch start, NCCL's kernel on the
+// NCCL's call order (docs/nccl-notes.md §4): group start, KernelLaunch start, NCCL's kernel on the
 // stream, KernelLaunch stop, Coll start, group end, completion.
 #include <gtest/gtest.h>
 

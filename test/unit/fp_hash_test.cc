@@ -1,6 +1,6 @@
 // Our XXH64 and the kernel's decomposition, compiled for the host, against libxxhash and the CPU
 // reference fingerprint(): bit-identical on every size class, alignment and element type
-// (issue 3, "the CPU/GPU equality test").
+// (the CPU/GPU equality test).
 #include "plugin/gpu/fp_hash.h"
 
 #include <gtest/gtest.h>
