@@ -155,7 +155,7 @@ std::vector<Sample> EmuBackend::run_coll(const Recipe& r, const std::vector<Part
     return out;
   }
   // Every member computes its float32 input from the seed and its rank (the emulation moves
-  // float32 whatever the recorded datatype; docs/replay.md, "Emulation").
+  // float32 whatever the recorded datatype; docs/replay.md, "Backends").
   const uint64_t cnt = std::max<uint64_t>(1, std::min<uint64_t>(c.count, kEmuBytes / 4 / uint64_t(nr)));
   std::vector<EmuDeviceState> dev;
   for (const Participant& p : members) dev.push_back(device(p.gpu));

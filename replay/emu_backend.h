@@ -1,4 +1,4 @@
-// The emulated replay backend (docs/replay.md, "Emulation"): runs the recipes on the CPU "on"
+// The emulated replay backend (docs/replay.md, "Backends"): runs the recipes on the CPU "on"
 // the emulated GPUs of a scout-sim job (emu_device.h), so every verdict path of replay is
 // exercised without a GPU. Outputs are real computations, fingerprinted with scout's
 // fingerprint; a GEMM is computed on a proxy of at most kEmuDim per dimension and a link or

@@ -1,4 +1,4 @@
-// The emulated GPU of a scout-sim rank (docs/replay.md, "Emulation"; docs/scout-sim.md,
+// The emulated GPU of a scout-sim rank (docs/replay.md, "Backends"; docs/scout-sim.md,
 // "Hardware faults"). scout-sim's persistent hardware faults (gpusdc, slowgpu, linksdc, and
 // slowlink on links) change the state of the emulated device of a rank when they start; the
 // emulated replay backend runs recipes "on" that device, so a faulty device computes wrong

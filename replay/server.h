@@ -1,4 +1,4 @@
-// The scout-replay side of the protocol with its observer (docs/replay.md, "Protocol"): one JSON
+// The scout-replay side of the protocol with its observer (docs/replay.md, "Processes"): one JSON
 // object per line on stdin, one answer per line on stdout, one request at a time.
 //   {"op":"prepare","contract":{...},"participants":[{global_rank,gpu,cuda_dev}],"recipes":[...]}
 //       -> {"op":"ready","cycle":N,"answers":[{"gpu":{GpuInfo},"digest":"0x..."}]}

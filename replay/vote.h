@@ -1,4 +1,4 @@
-// Strict-majority vote over fingerprints (docs/replay.md, "Votes"): every voter gives one
+// Strict-majority vote over fingerprints (docs/replay.md, "Verdicts"): every voter gives one
 // 64-bit value; the value held by more than half of all voters is the majority and the others
 // are attributed; without a strict majority the vote is inconclusive (e.g. one of two differs).
 // The same rule as live consensus (docs/findings.md, "sdc") and the SCOUT reference's
