@@ -1,6 +1,8 @@
 #include "observer/pipeline/replay_coordinator.h"
 
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -84,7 +86,12 @@ ReplayCoordinator::~ReplayCoordinator() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  sigset_t pipe_set, old_set;  // stop() writes "quit" from this thread
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_set, &old_set);
   channel_->stop();
+  pthread_sigmask(SIG_SETMASK, &old_set, nullptr);
 }
 
 int ReplayCoordinator::child_pid() const {
@@ -235,6 +242,13 @@ std::optional<ReplayCoordinator::Job> ReplayCoordinator::next_job(const Model& m
 }
 
 void ReplayCoordinator::worker() {
+  // A write to a scout-replay that died must fail with EPIPE, not kill the observer: SIGPIPE is
+  // directed at the writing thread, so blocking it here is enough (the child inherits the mask;
+  // scout-replay ignores SIGPIPE anyway).
+  sigset_t pipe_set;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_set, nullptr);
   for (;;) {
     Job job;
     {
