@@ -91,6 +91,9 @@ ReplayCoordinator::~ReplayCoordinator() {
   sigaddset(&pipe_set, SIGPIPE);
   pthread_sigmask(SIG_BLOCK, &pipe_set, &old_set);
   channel_->stop();
+  timespec zero{0, 0};  // consume a SIGPIPE the write raised before unblocking
+  while (sigtimedwait(&pipe_set, nullptr, &zero) > 0) {
+  }
   pthread_sigmask(SIG_SETMASK, &old_set, nullptr);
 }
 
