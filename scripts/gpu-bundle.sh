@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Packs what scripts/gpu-check.sh needs on a machine without our build dependencies (the lent
 # GPU machine: CUDA and PyTorch, no Debian -dev packages, no network) into .gpu-bundle/:
-#   bin/    scout, scout-observer, scout-sim, scout-dump
+#   bin/    scout, scout-observer, scout-sim, scout-dump, scout-replay
 #   lib/    libnccl-profiler-scout.so
 #   bench/  fingerprint_bench
 #   test/   record_replay_test (fixture check), if built
@@ -16,7 +16,7 @@ mkdir -p "$DEST"/{bin,lib,bench,test,syslib}
 grep -qx '/.gpu-bundle/' .git/info/exclude 2>/dev/null || echo '/.gpu-bundle/' >> .git/info/exclude
 
 cp "$BUILD"/lib/libnccl-profiler-scout.so "$DEST/lib/"
-for b in scout scout-observer scout-sim scout-dump; do
+for b in scout scout-observer scout-sim scout-dump scout-replay; do
   [ -x "$BUILD/bin/$b" ] && cp "$BUILD/bin/$b" "$DEST/bin/"
 done
 [ -x "$BUILD/bench/fingerprint_bench" ] && cp "$BUILD/bench/fingerprint_bench" "$DEST/bench/"

@@ -15,6 +15,8 @@ struct JudgedOp {
   OpId id;
   uint8_t datatype = 0;
   uint64_t bytes = 0;     // message bytes of the record (docs/nccl-notes.md §5.1 convention per func)
+  uint64_t count = 0;     // element count of the task (the record's count)
+  uint8_t algo = 0, proto = 0;  // shm::Algo / shm::Proto of the record
   int n = 0;              // participants (coll: nranks, p2p: 2)
   bool complete = false;  // every participant present, complete, with GPU start and end
   struct Part {

@@ -37,6 +37,9 @@ JudgedOp make_judged(const Comm& c, const Op& op) {
       const RecordSnapshot& r = s.rec;
       j.datatype = r.datatype;
       j.bytes = r.bytes;
+      j.count = r.count;
+      j.algo = r.algo;
+      j.proto = r.proto;
       p.api_ns = r.api_ns;
       p.enqueue_ns = r.enqueue_ns;
       if (r.state == kStateComplete) {

@@ -18,6 +18,10 @@ class MemorySink : public Sink {
   void put_comms(const std::vector<CommInfo>& comms) override;
   void put_ops(const std::vector<OpSummary>& ops, const std::vector<OpRankTiming>& timings) override;
   void upsert_finding(Finding* f) override;
+  void put_replay_cycle(ReplayCycleRecord* c) override {
+    c->id = int64_t(cycles_.size()) + 1;
+    cycles_.push_back(*c);
+  }
   void flush() override { flushes_++; }
 
   const JobInfo& job() const { return job_; }
@@ -27,6 +31,7 @@ class MemorySink : public Sink {
   const std::vector<OpRankTiming>& timings() const { return timings_; }
   std::vector<Finding> findings() const;  // in id order
   int flushes() const { return flushes_; }
+  const std::vector<ReplayCycleRecord>& replay_cycles() const { return cycles_; }
 
  private:
   JobInfo job_;
@@ -37,6 +42,7 @@ class MemorySink : public Sink {
   std::map<std::string, Finding> findings_;
   int64_t next_id_ = 1;
   int flushes_ = 0;
+  std::vector<ReplayCycleRecord> cycles_;
 };
 
 }  // namespace scout::obs

@@ -8,6 +8,7 @@
 
 #include "observer/model/finding.h"
 #include "observer/model/job.h"
+#include "observer/model/replay_cycle.h"
 
 namespace scout::obs {
 
@@ -27,6 +28,9 @@ class Sink {
   // Inserts a finding or, when a stored finding has the same dedup_key, updates it (suspects,
   // last_seen_ns, status, evidence, summary; first_seen_ns and id are kept). Sets f->id.
   virtual void upsert_finding(Finding* f) = 0;
+  // Stores one finished replay cycle (docs/replay.md); sets c->id. Sinks without a place for
+  // replay cycles ignore them.
+  virtual void put_replay_cycle(ReplayCycleRecord* c) { (void)c; }
   // Ends a batch.
   virtual void flush() = 0;
 };

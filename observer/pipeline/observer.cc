@@ -25,7 +25,10 @@ Observer::Observer(ObserverOptions opt, Sink* sink)
       equiv_(opt_.equiv),
       straggler_(opt_.straggler),
       slowlink_(opt_.slowlink),
-      hang_(opt_.hang) {}
+      hang_(opt_.hang) {
+  if (opt_.replay.enabled)
+    replay_ = std::make_unique<ReplayCoordinator>(opt_.replay, opt_.job, opt_.shm_dir, opt_.node_rank, opt_.log);
+}
 
 void Observer::pass(int64_t now_ns) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -43,10 +46,12 @@ void Observer::pass(int64_t now_ns) {
     equiv_.observe(model_, j, now_ns, board_);
     straggler_.observe(model_, j);
     slowlink_.observe(model_, j);
+    if (replay_) replay_->observe(model_, j);
   }
   hang_.pass(model_, now_ns, board_);
   straggler_.evaluate(model_, now_ns, board_);
   slowlink_.evaluate(model_, now_ns, board_);
+  if (replay_) replay_->step(model_, board_, now_ns);
   write(now_ns, out);
   reclaim(now_ns);
   if (after_pass_) after_pass_(model_, out, board_, now_ns);
@@ -115,6 +120,8 @@ void Observer::write(int64_t now_ns, JudgeOutput& out) {
   sink_->put_comms(comms);
   if (!out.summaries.empty() || !out.timings.empty()) sink_->put_ops(out.summaries, out.timings);
   board_.flush_to(*sink_);
+  if (replay_)
+    for (ReplayCycleRecord& c : replay_->take_records()) sink_->put_replay_cycle(&c);
   sink_->flush();
 }
 

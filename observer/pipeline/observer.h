@@ -12,6 +12,8 @@
 //                    summaries for the store; judged operations leave the Model;
 //   4. windows       NaN origin, equivalent communicators, straggler and slow-link windows;
 //   5. hangs         wait-for analysis (hang, deadlock, crash), then straggler/slow-link verdicts;
+//   5b. replay       apply a finished replay cycle, mark straggler causes, start the next cycle
+//                    (observer/pipeline/replay_coordinator.h; never waits for replay);
 //   6. write         job, ranks, communicators, operations and changed findings to the Sink;
 //   7. reclaim       unlink segments whose owner is gone once everything in them is judged;
 //   8. after-pass    optional step (set_after_pass_step): checkpoint certification.
@@ -33,6 +35,7 @@
 #include "observer/detect/straggler.h"
 #include "observer/ingest/ingestor.h"
 #include "observer/model/sink.h"
+#include "observer/pipeline/replay_coordinator.h"
 
 namespace scout::obs {
 
@@ -70,6 +73,8 @@ class Observer {
   IngestStats ingest_stats() const { return ingest_.stats(); }
   const JudgeStats& judge_stats() const { return judge_.stats(); }
   uint64_t passes() const { return passes_; }
+  // Replay cycles (docs/replay.md); null when opt.replay.enabled is false.
+  ReplayCoordinator* replay() { return replay_.get(); }
   // One line of counters (segments, records read/lost/rejected, ops judged, findings).
   std::string stats_line() const;
 
@@ -90,6 +95,7 @@ class Observer {
   HangDetector hang_;
   CrossNodeStep cross_node_;
   AfterPassStep after_pass_;
+  std::unique_ptr<ReplayCoordinator> replay_;
   int64_t started_ns_ = 0;
   uint64_t passes_ = 0;
   bool hung_ = false;  // some communicator's state was "hung" at the last write

@@ -13,6 +13,7 @@
 #include "observer/detect/slowlink.h"
 #include "observer/detect/straggler.h"
 #include "observer/ingest/liveness.h"
+#include "observer/pipeline/replay_coordinator.h"
 #include "scout/config.h"
 
 namespace scout::obs {
@@ -33,6 +34,7 @@ struct ObserverOptions {
   StragglerConfig straggler;
   SlowLinkConfig slowlink;
   std::vector<EquivGroup> equiv;
+  ReplayOptions replay;           // off unless enabled (the SCOUT_REPLAY registry default is on)
   LivenessFn liveness;            // empty: owner_running
   std::function<void(const std::string&)> log;  // empty: silent
 };

@@ -298,4 +298,37 @@ uint64_t StoreReader::op_count() {
   return static_cast<uint64_t>(db_->query_int("SELECT count(*) FROM ops"));
 }
 
+std::vector<obs::ReplayCycleRecord> StoreReader::select_cycles(const std::string& where, int64_t a, int64_t b) {
+  std::vector<obs::ReplayCycleRecord> out;
+  if (!has_table(*db_, "replay_cycles")) return out;
+  Stmt s(*db_, "SELECT id, cycle, trigger, started_ns, ended_ns, outcome, backend, detail FROM replay_cycles WHERE " +
+                   where);
+  s.bind(1, a).bind(2, b);
+  while (s.step()) {
+    obs::ReplayCycleRecord c;
+    c.id = s.i64(0);
+    c.cycle = uint64_t(s.i64(1));
+    c.trigger = s.str(2);
+    c.started_ns = s.i64(3);
+    c.ended_ns = s.i64(4);
+    c.outcome = s.str(5);
+    c.backend = s.str(6);
+    c.detail = parse_json(s.str(7), nlohmann::json::object());
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::vector<obs::ReplayCycleRecord> StoreReader::replay_cycles(int64_t from_ns, int64_t to_ns) {
+  return select_cycles("started_ns >= ? AND started_ns <= ? ORDER BY started_ns, id", from_ns, to_ns);
+}
+
+std::optional<obs::ReplayCycleRecord> StoreReader::replay_cycle_covering(int64_t t_ns) {
+  auto running = select_cycles("started_ns <= ? AND ended_ns >= ? ORDER BY started_ns DESC, id DESC LIMIT 1", t_ns, t_ns);
+  if (!running.empty()) return running[0];
+  auto after = select_cycles("started_ns > ? AND started_ns <= ? ORDER BY started_ns, id LIMIT 1", t_ns, INT64_MAX);
+  if (!after.empty()) return after[0];
+  return std::nullopt;
+}
+
 }  // namespace scout::store

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "observer/model/finding.h"
+#include "observer/model/replay_cycle.h"
 #include "observer/model/job.h"
 
 namespace scout::store {
@@ -77,12 +78,22 @@ class StoreReader {
   std::vector<TimingRow> timings(const std::vector<int64_t>& op_ids = {});
   uint64_t op_count();
 
+  // Replay cycles (docs/replay.md, "Cycles in the store") that started in [from_ns, to_ns],
+  // ordered by started_ns then id. A store written before replay existed has none.
+  std::vector<obs::ReplayCycleRecord> replay_cycles(int64_t from_ns = 0, int64_t to_ns = INT64_MAX);
+  // The replay cycle that covers time `t_ns`, for checkpoint certification: the cycle running at
+  // t_ns (started_ns <= t_ns <= ended_ns; the latest such), else the first cycle that started
+  // after t_ns; nullopt when there is none yet. "Did the replay cycle covering T pass" is
+  // `c && c->outcome == "pass"`.
+  std::optional<obs::ReplayCycleRecord> replay_cycle_covering(int64_t t_ns);
+
   const std::string& path() const;
 
  private:
   explicit StoreReader(std::unique_ptr<Db> db);
   // only_id != 0: just that finding.
   std::vector<obs::Finding> select_findings(bool open_only, int64_t only_id);
+  std::vector<obs::ReplayCycleRecord> select_cycles(const std::string& where, int64_t a, int64_t b);
   std::unique_ptr<Db> db_;
   // findings.evidence_version exists (stores written before it have evidence version 1).
   bool has_evidence_version_ = true;

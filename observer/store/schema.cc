@@ -165,6 +165,28 @@ constexpr const char* kFormat = "scout-store";
 
 }  // namespace
 
+void add_optional_tables(Db& db) {
+  db.exec(R"sql(
+CREATE TABLE IF NOT EXISTS replay_cycles (
+  id         INTEGER PRIMARY KEY,
+  cycle      INTEGER NOT NULL,
+  trigger    TEXT NOT NULL,
+  started_ns INTEGER NOT NULL,
+  ended_ns   INTEGER NOT NULL,
+  outcome    TEXT NOT NULL,
+  backend    TEXT NOT NULL,
+  detail     TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS replay_cycles_by_start ON replay_cycles (started_ns);
+)sql");
+}
+
+bool has_table(Db& db, const std::string& name) {
+  Stmt s(db, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?");
+  s.bind(1, name);
+  return s.step() && s.i64(0) > 0;
+}
+
 bool is_empty(Db& db) { return db.query_int("SELECT count(*) FROM sqlite_schema") == 0; }
 
 void create_schema(Db& db, int64_t now_ns) {

@@ -72,6 +72,7 @@ std::unique_ptr<StoreWriter> StoreWriter::open(const std::string& path,
       upgrade_schema(*db);
       db->exec("PRAGMA journal_mode = WAL");
     }
+    add_optional_tables(*db);
     db->exec("PRAGMA synchronous = NORMAL");
     Stmt last(*db, "INSERT OR REPLACE INTO meta (key, value) VALUES ('last_writer', ?)");
     last.bind(1, std::string("scout ") + kVersion).run();
@@ -323,6 +324,22 @@ void StoreWriter::upsert_finding(obs::Finding* f) {
     });
   } catch (const Error& e) {
     fail(std::string("upsert_finding: ") + e.what());
+  }
+}
+
+void StoreWriter::put_replay_cycle(obs::ReplayCycleRecord* c) {
+  try {
+    begin();
+    guarded(*db_, [&] {
+      Stmt ins(*db_,
+               "INSERT INTO replay_cycles (cycle, trigger, started_ns, ended_ns, outcome, backend, detail) "
+               "VALUES (?, ?, ?, ?, ?, ?, ?)");
+      ins.bind(1, int64_t(c->cycle)).bind(2, c->trigger).bind(3, c->started_ns).bind(4, c->ended_ns)
+          .bind(5, c->outcome).bind(6, c->backend).bind(7, c->detail.dump()).run();
+      c->id = db_->last_insert_rowid();
+    });
+  } catch (const Error& e) {
+    fail(std::string("put_replay_cycle: ") + e.what());
   }
 }
 

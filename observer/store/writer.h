@@ -63,6 +63,7 @@ class StoreWriter : public obs::Sink {
   // dedup_key and f->id naming a stored finding -> update that row the same way. Otherwise
   // insert. Sets f->id.
   void upsert_finding(obs::Finding* f) override;
+  void put_replay_cycle(obs::ReplayCycleRecord* c) override;
   // Applies the history bound and commits the batch (one transaction).
   void flush() override;
 

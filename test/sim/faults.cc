@@ -8,6 +8,13 @@ FaultPlan::FaultPlan(const std::vector<FaultSpec>& faults, int global_rank) : ra
   for (const FaultSpec& f : faults) {
     if (f.kind == FaultKind::kSlowlink) links_.push_back(f);
     else if (f.rank == global_rank) mine_.push_back(f);
+    if (f.kind == FaultKind::kSlowlink && f.peer == global_rank) {  // both ends' devices see the delay
+      FaultSpec g = f;
+      std::swap(g.rank, g.peer);
+      hw_links_.push_back(g);
+    } else if (f.kind == FaultKind::kSlowlink && f.rank == global_rank) {
+      hw_links_.push_back(f);
+    }
   }
 }
 
@@ -27,7 +34,7 @@ OpFaults FaultPlan::at_op(uint64_t op) const {
           r.straggler = &f;
         }
         break;
-      case FaultKind::kSlowlink: break;
+      default: break;  // slowlink and hardware faults act outside operations
     }
   }
   return r;
@@ -52,6 +59,48 @@ std::vector<const FaultSpec*> FaultPlan::slowlinks_of_mine(const CommSpec& comm,
   for (const FaultSpec& f : links_)
     if (f.rank == rank_ && step >= f.target_step && comm.rank_of(f.peer) >= 0) out.push_back(&f);
   return out;
+}
+
+bool FaultPlan::gpusdc_at(int64_t step) const {
+  for (const FaultSpec& f : mine_)
+    if (f.kind == FaultKind::kGpuSdc && step >= f.target_step) return true;
+  return false;
+}
+
+double FaultPlan::slow_factor_at(int64_t step) const {
+  double x = 1.0;
+  for (const FaultSpec& f : mine_)
+    if (f.kind == FaultKind::kSlowGpu && step >= f.target_step) x = std::max(x, f.factor);
+  return x;
+}
+
+bool FaultPlan::linksdc_from(int sender, int64_t step) const {
+  for (const FaultSpec& f : mine_)
+    if (f.kind == FaultKind::kLinkSdc && f.peer == sender && step >= f.target_step) return true;
+  return false;
+}
+
+std::vector<const FaultSpec*> FaultPlan::hardware_starting(int64_t step) const {
+  std::vector<const FaultSpec*> out;
+  for (const FaultSpec& f : mine_)
+    if (is_hardware_fault(f.kind) && f.target_step == step) out.push_back(&f);
+  for (const FaultSpec& f : hw_links_)
+    if (f.target_step == step) out.push_back(&f);
+  return out;
+}
+
+replay::EmuDeviceState FaultPlan::device_at(int64_t step, const std::function<std::string(int)>& gpu_of) const {
+  replay::EmuDeviceState d;
+  d.gemm_flip = gpusdc_at(step);
+  d.slow_factor = slow_factor_at(step);
+  for (const FaultSpec& f : mine_)
+    if (f.kind == FaultKind::kLinkSdc && step >= f.target_step) d.links_in[gpu_of(f.peer)].flip = true;
+  for (const FaultSpec& f : hw_links_)
+    if (step >= f.target_step) {
+      auto& l = d.links_in[gpu_of(f.peer)];
+      l.delay_ns = std::max(l.delay_ns, f.ms * 1'000'000);
+    }
+  return d;
 }
 
 }  // namespace scout::sim

@@ -6,6 +6,10 @@
 #include <cstdint>
 #include <vector>
 
+#include <functional>
+#include <string>
+
+#include "replay/emu_device.h"
 #include "test/sim/layout.h"
 #include "test/sim/options.h"
 
@@ -40,9 +44,22 @@ class FaultPlan {
   // member of `comm` (for the ground-truth line R writes on its first delayed operation).
   std::vector<const FaultSpec*> slowlinks_of_mine(const CommSpec& comm, int64_t step) const;
 
+  // Hardware faults (docs/scout-sim.md, "Hardware faults") of this rank's GPU at `step`:
+  // gpusdc active (its computed send buffers carry a flipped bit), the slowgpu factor (1: none),
+  // whether messages from global rank `sender` arrive corrupted (linksdc).
+  bool gpusdc_at(int64_t step) const;
+  double slow_factor_at(int64_t step) const;
+  bool linksdc_from(int sender, int64_t step) const;
+  // The hardware faults of this rank that start exactly at `step` (ground truth, device update).
+  std::vector<const FaultSpec*> hardware_starting(int64_t step) const;
+  // The emulated device state of this rank's GPU at `step` (replay/emu_device.h); `gpu_of`
+  // gives the GPU id of a global rank (links are keyed by the sender's GPU).
+  replay::EmuDeviceState device_at(int64_t step, const std::function<std::string(int)>& gpu_of) const;
+
  private:
   std::vector<FaultSpec> mine_;      // faults on this rank, except slowlink
   std::vector<FaultSpec> links_;     // every slowlink of the job
+  std::vector<FaultSpec> hw_links_;  // slowlinks with this rank at either end, as rank=me, peer=other
   int rank_ = -1;
 };
 

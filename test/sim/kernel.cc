@@ -222,6 +222,13 @@ void run_p2p(Communicator& c, std::vector<KernelTask*>& tasks) {
     if (slow_ms > 0) sleep_until_ns(std::max(m->post_ns[slot], t0) + slow_ms * 1000000);
     copy_or_zero(t->recv, t->count, reinterpret_cast<const float*>(fab->mailbox_data(id, t->peer, me, slot)),
                  m->count[slot]);
+    // linksdc: every message from that sender arrives with a flipped bit.
+    if (t->count && c.rc()->faults.linksdc_from(peer_g, t->step)) {
+      uint32_t u;
+      std::memcpy(&u, &t->recv[0], 4);
+      u ^= 1u << 20;
+      std::memcpy(&t->recv[0], &u, 4);
+    }
     m->consumed.store(k + 1, std::memory_order_release);
     publish(&m->epoch);
     t_end[i] = shm::wall_ns();

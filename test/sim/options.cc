@@ -45,6 +45,17 @@ std::string resolve_fault(FaultSpec* f, const Layout& L, const SimOptions& o) {
   const int n = o.ranks;
   if (f->rank >= n)
     return "rank " + std::to_string(f->rank) + " is out of range (--ranks " + std::to_string(n) + ")";
+  if (f->kind == FaultKind::kLinkSdc) {
+    if (f->peer >= n)
+      return "peer " + std::to_string(f->peer) + " is out of range (--ranks " + std::to_string(n) + ")";
+    if (f->peer == f->rank) return "peer must differ from rank";
+  }
+  if (is_hardware_fault(f->kind)) {
+    if (f->step >= o.steps)
+      return "step " + std::to_string(f->step) + " is beyond the run (--steps " + std::to_string(o.steps) + ")";
+    f->target_step = f->step;
+    return "";
+  }
   if (f->kind == FaultKind::kSlowlink) {
     if (f->peer >= n)
       return "peer " + std::to_string(f->peer) + " is out of range (--ranks " + std::to_string(n) + ")";
@@ -87,8 +98,15 @@ std::string resolve_fault(FaultSpec* f, const Layout& L, const SimOptions& o) {
 
 }  // namespace
 
+bool is_hardware_fault(FaultKind k) {
+  return k == FaultKind::kGpuSdc || k == FaultKind::kLinkSdc || k == FaultKind::kSlowGpu;
+}
+
 const char* fault_kind_name(FaultKind k) {
   switch (k) {
+    case FaultKind::kGpuSdc: return "gpusdc";
+    case FaultKind::kLinkSdc: return "linksdc";
+    case FaultKind::kSlowGpu: return "slowgpu";
     case FaultKind::kSdc: return "sdc";
     case FaultKind::kStraggler: return "straggler";
     case FaultKind::kHang: return "hang";
@@ -104,14 +122,15 @@ bool parse_fault_spec(const std::string& text, FaultSpec* out, std::string* erro
   static const std::map<std::string, FaultKind> kinds = {
       {"sdc", FaultKind::kSdc},       {"straggler", FaultKind::kStraggler}, {"hang", FaultKind::kHang},
       {"desync", FaultKind::kDesync}, {"crash", FaultKind::kCrash},         {"slowlink", FaultKind::kSlowlink},
-      {"nan", FaultKind::kNan}};
+      {"nan", FaultKind::kNan},       {"gpusdc", FaultKind::kGpuSdc},       {"linksdc", FaultKind::kLinkSdc},
+      {"slowgpu", FaultKind::kSlowGpu}};
   FaultSpec f;
   f.text = text;
   size_t colon = text.find(':');
   std::string kind = text.substr(0, colon);
   auto it = kinds.find(kind);
   if (it == kinds.end()) {
-    *error = "fault '" + text + "': unknown fault kind '" + kind + "' (sdc, straggler, hang, desync, crash, slowlink, nan)";
+    *error = "fault '" + text + "': unknown fault kind '" + kind + "' (sdc, straggler, hang, desync, crash, slowlink, nan, gpusdc, linksdc, slowgpu)";
     return false;
   }
   f.kind = it->second;
@@ -125,8 +144,8 @@ bool parse_fault_spec(const std::string& text, FaultSpec* out, std::string* erro
   while (std::getline(ss, item, ',')) {
     size_t eq = item.find('=');
     std::string key = item.substr(0, eq);
-    if (key != "rank" && key != "op" && key != "step" && key != "ms" && key != "peer") {
-      *error = "fault '" + text + "': unknown key '" + key + "' (rank, op, step, ms, peer)";
+    if (key != "rank" && key != "op" && key != "step" && key != "ms" && key != "peer" && key != "factor") {
+      *error = "fault '" + text + "': unknown key '" + key + "' (rank, op, step, ms, peer, factor)";
       return false;
     }
     if (eq == std::string::npos || eq + 1 == item.size()) {
@@ -135,6 +154,21 @@ bool parse_fault_spec(const std::string& text, FaultSpec* out, std::string* erro
     }
     uint64_t v = 0;
     std::string val = item.substr(eq + 1);
+    if (key == "factor") {
+      char* end = nullptr;
+      double d = std::strtod(val.c_str(), &end);
+      if (end == val.c_str() || *end || !(d > 1.0) || d > 1000.0) {
+        *error = "fault '" + text + "': factor=" + val + " must be a number in (1, 1000]";
+        return false;
+      }
+      if (kv.count(key)) {
+        *error = "fault '" + text + "': " + key + " given twice";
+        return false;
+      }
+      f.factor = d;
+      kv[key] = 1;
+      continue;
+    }
     if (!parse_u64(val, &v) || v > (1ull << 40)) {
       *error = "fault '" + text + "': " + key + "=" + val + " is not a non-negative integer";
       return false;
@@ -152,6 +186,20 @@ bool parse_fault_spec(const std::string& text, FaultSpec* out, std::string* erro
   };
   if (!kv.count("rank")) return fail("needs rank=R");
   if (kv.count("op") && kv.count("step")) return fail("give op=N or step=N, not both");
+  if (is_hardware_fault(f.kind)) {
+    if (kv.count("op")) return fail(std::string(fault_kind_name(f.kind)) + " takes step=N (a persistent hardware fault)");
+    if (kv.count("ms")) return fail("ms applies to straggler and slowlink only");
+    if (f.kind == FaultKind::kLinkSdc && !kv.count("peer")) return fail("linksdc needs peer=Q (the sender)");
+    if (f.kind != FaultKind::kLinkSdc && kv.count("peer")) return fail("peer applies to slowlink and linksdc only");
+    if (f.kind == FaultKind::kSlowGpu && !kv.count("factor")) return fail("slowgpu needs factor=F");
+    if (f.kind != FaultKind::kSlowGpu && kv.count("factor")) return fail("factor applies to slowgpu only");
+    f.rank = static_cast<int>(std::min<uint64_t>(kv["rank"], 1u << 30));
+    f.step = kv.count("step") ? static_cast<int64_t>(kv["step"]) : 0;
+    if (kv.count("peer")) f.peer = static_cast<int>(std::min<uint64_t>(kv["peer"], 1u << 30));
+    *out = f;
+    return true;
+  }
+  if (kv.count("factor")) return fail("factor applies to slowgpu only");
   if (f.kind == FaultKind::kSlowlink && kv.count("op"))
     return fail("slowlink takes step=N (it acts on operations of both ranks)");
   if (!timed && !kv.count("op") && !kv.count("step")) return fail(std::string(fault_kind_name(f.kind)) + " needs op=N or step=N");

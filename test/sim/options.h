@@ -8,12 +8,16 @@
 
 namespace scout::sim {
 
-enum class FaultKind { kSdc, kStraggler, kHang, kDesync, kCrash, kSlowlink, kNan };
+enum class FaultKind { kSdc, kStraggler, kHang, kDesync, kCrash, kSlowlink, kNan, kGpuSdc, kLinkSdc, kSlowGpu };
+
+// Persistent hardware faults: they act on the rank's emulated GPU from their step on, in
+// training and in replay (docs/scout-sim.md, "Hardware faults").
+bool is_hardware_fault(FaultKind k);
 
 // "sdc", "straggler", ... (the spelling of --fault).
 const char* fault_kind_name(FaultKind k);
 
-// One --fault KIND:rank=R[,op=N|,step=N][,ms=M][,peer=Q].
+// One --fault KIND:rank=R[,op=N|,step=N][,ms=M][,peer=Q][,factor=F].
 // `op` is rank R's operation index: the 0-based count of NCCL API operations R issued before
 // (every ncclAllReduce/AllGather/ReduceScatter/Broadcast/Send/Recv/AlltoAll call is one
 // operation; group calls are not). `step` means "the first operation of step N". Exactly one of
@@ -24,7 +28,8 @@ struct FaultSpec {
   int64_t op = -1;    // rank R's operation index, or -1
   int64_t step = -1;  // training step, or -1
   int64_t ms = 0;     // straggler / slowlink delay, milliseconds
-  int peer = -1;      // slowlink: the other end Q (global rank)
+  int peer = -1;      // slowlink, linksdc: the other end Q (global rank; linksdc: the sender)
+  double factor = 1;  // slowgpu: kernels take this many times longer (> 1)
   std::string text;   // the flag as given, for messages
   // Resolved by parse_options (docs/scout-sim.md, "Faults"): rank R's operation the fault acts
   // on first (sdc: first AllReduce/AllGather/Broadcast at or after N; nan: first operation with

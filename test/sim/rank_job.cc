@@ -4,6 +4,10 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+
+#include "common/clock.h"
+#include "replay/emu_device.h"
 
 #include "test/sim/checkpoint_writer.h"
 #include "test/sim/comm_hash.h"
@@ -69,6 +73,15 @@ void RankJob::run_step(int64_t step) {
     float* recv = out_n ? buffer(recv_bufs_, i, out_n) : nullptr;
     float* send = a.in_place ? recv : (in_n ? buffer(send_bufs_, i, in_n) : nullptr);
     if (in_n) fill_input(send, in_n, o.seed, rc_->global_rank, api_.ops());
+    // gpusdc: this GPU computed its send buffer wrong (one flipped bit, every rank then agrees
+    // on the corrupted result, as on real hardware).
+    if (in_n && rc_->faults.gpusdc_at(step)) {
+      uint32_t u;
+      const uint64_t e = (api_.ops() * 2654435761ull) % in_n;
+      std::memcpy(&u, &send[e], 4);
+      u ^= 1u << 20;
+      std::memcpy(&send[e], &u, 4);
+    }
     switch (a.kind) {
       case ActionKind::kColl:
         switch (a.func) {
@@ -88,8 +101,37 @@ void RankJob::run_step(int64_t step) {
   api_.synchronize();
 }
 
+void RankJob::start_hardware_faults(int64_t step) {
+  std::vector<const FaultSpec*> starting = rc_->faults.hardware_starting(step);
+  if (starting.empty()) return;
+  const Layout& L = *rc_->layout;
+  auto gpu_of = [&](int g) {
+    RankCoord c = L.coord(g);
+    return "GPU-sim-" + Layout::host_name(c.node) + "-" + std::to_string(c.local_rank);
+  };
+  const char* mine = std::getenv("SCOUT_GPU");
+  const char* dir = std::getenv("SCOUT_SHM_DIR");
+  std::string err;
+  const std::string path = replay::emu_device_path(dir && *dir ? dir : "/dev/shm", rc_->opts->job,
+                                                   mine && *mine ? mine : gpu_of(rc_->global_rank));
+  if (!replay::write_emu_device(path, rc_->faults.device_at(step, gpu_of), &err))
+    std::fprintf(stderr, "scout-sim: rank %d: %s\n", rc_->global_rank, err.c_str());
+  for (const FaultSpec* f : starting) {
+    if (f->kind == FaultKind::kSlowlink) continue;  // its ground truth is written where it delays
+    TruthEvent e;
+    e.kind = f->kind;
+    e.global_rank = rc_->global_rank;
+    e.peer = f->peer;
+    e.step = step;
+    e.time_ns = shm::wall_ns();
+    if (f->kind == FaultKind::kSlowGpu) e.detail = "\"factor\":" + std::to_string(f->factor);
+    rc_->write_truth(e);
+  }
+}
+
 void RankJob::run_steps() {
   for (int64_t s = 0; s < rc_->opts->steps; ++s) {
+    start_hardware_faults(s);
     run_step(s);
     const SimOptions& o = *rc_->opts;
     if (o.ckpt_every > 0 && (s + 1) % o.ckpt_every == 0) {
@@ -106,7 +148,8 @@ void RankJob::run_steps() {
       write_checkpoint(r, s + 1, o.ckpt_kill_at == s + 1);
     }
     if (rc_->status) rc_->status->steps.store(static_cast<uint64_t>(s + 1), std::memory_order_relaxed);
-    sleep_ms(rc_->opts->step_ms);
+    // The step's compute: slowgpu makes this GPU's kernels take `factor` times longer.
+    sleep_ms(static_cast<int64_t>(double(rc_->opts->step_ms) * rc_->faults.slow_factor_at(s)));
   }
 }
 

@@ -33,6 +33,9 @@ class RankJob {
   NcclApi& api() { return api_; }
 
  private:
+  // Writes this rank's emulated device state and the ground truth of hardware faults that start
+  // at `step` (docs/scout-sim.md, "Hardware faults").
+  void start_hardware_faults(int64_t step);
   float* buffer(std::vector<std::vector<float>>& pool, size_t index, uint64_t elems);
 
   RankContext* rc_;

@@ -66,7 +66,7 @@ struct BadFlag {
 TEST_F(SimCli, BadFlagsGetOneLineAndExitCode2) {
   const std::vector<BadFlag> cases = {
       {{"--ranks", "8", "--fault", "bogus:rank=1,op=2"},
-       "fault 'bogus:rank=1,op=2': unknown fault kind 'bogus' (sdc, straggler, hang, desync, crash, slowlink, nan)"},
+       "fault 'bogus:rank=1,op=2': unknown fault kind 'bogus' (sdc, straggler, hang, desync, crash, slowlink, nan, gpusdc, linksdc, slowgpu)"},
       {{"--ranks", "8", "--fault", "sdc:rank=8,op=1"}, "fault 'sdc:rank=8,op=1': rank 8 is out of range (--ranks 8)"},
       {{"--ranks", "8", "--tp", "3"}, "--tp 3 x --pp 1 does not divide --ranks 8"},
       {{"--ranks", "8", "--tp", "2", "--pp", "2", "--ep", "3"}, "--ep 3 does not divide DP = 2"},

@@ -1,0 +1,547 @@
+#include "observer/pipeline/replay_coordinator.h"
+
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "common/clock.h"
+#include "common/names.h"
+#include "observer/detect/finding_util.h"
+#include "replay/contract.h"
+#include "replay/server.h"
+#include "replay/vote.h"
+
+namespace scout::obs {
+namespace {
+
+using replay::Participant;
+using replay::Recipe;
+using replay::RecipeKind;
+
+int64_t mono_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+std::string ms_text(int64_t ns) {
+  char b[32];
+  std::snprintf(b, sizeof(b), "%.1f ms", double(ns) / 1e6);
+  return b;
+}
+
+int proc_of_rank(const Model& m, int global_rank) {
+  for (const Proc& p : m.procs())
+    if (p.global_rank == global_rank) return p.id;
+  return -1;
+}
+
+// Global ranks of a communicator's members; empty if one is unknown.
+std::vector<int> members_of(const Model& m, const Comm& c) {
+  std::vector<int> out;
+  for (const RankProgress& r : c.ranks) {
+    if (r.proc < 0 || m.proc(r.proc).global_rank < 0) return {};
+    out.push_back(m.proc(r.proc).global_rank);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+const Comm* comm_by_hash(const Model& m, uint64_t hash, int nranks) {
+  auto it = m.comms().find(CommKey{hash, nranks});
+  return it == m.comms().end() ? nullptr : &it->second;
+}
+
+}  // namespace
+
+std::string default_replay_program() {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return "scout-replay";
+  std::string exe(buf, size_t(n));
+  return exe.substr(0, exe.rfind('/') + 1) + "scout-replay";
+}
+
+ReplayCoordinator::ReplayCoordinator(ReplayOptions opt, std::string job, std::string shm_dir, int node_rank,
+                                     std::function<void(const std::string&)> log)
+    : opt_(std::move(opt)), job_(std::move(job)), shm_dir_(std::move(shm_dir)), node_rank_(node_rank), log_(std::move(log)) {
+  std::vector<std::string> argv = opt_.program;
+  if (argv.empty()) argv = {default_replay_program()};
+  if (argv.size() == 1) {
+    argv.insert(argv.end(), {"--job", job_, "--shm-dir", shm_dir_, "--max-mem", std::to_string(opt_.max_mem)});
+  }
+  channel_ = std::make_unique<ReplayChannel>(argv);
+  thread_ = std::thread([this] { worker(); });
+}
+
+ReplayCoordinator::~ReplayCoordinator() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  sigset_t pipe_set, old_set;  // stop() writes "quit" from this thread
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_set, &old_set);
+  channel_->stop();
+  timespec zero{0, 0};  // consume a SIGPIPE the write raised before unblocking
+  while (sigtimedwait(&pipe_set, nullptr, &zero) > 0) {
+  }
+  pthread_sigmask(SIG_SETMASK, &old_set, nullptr);
+}
+
+int ReplayCoordinator::child_pid() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return channel_->pid();
+}
+
+uint64_t ReplayCoordinator::cycles_done() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cycles_done_;
+}
+
+bool ReplayCoordinator::busy() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return in_flight_;
+}
+
+std::vector<ReplayCycleRecord> ReplayCoordinator::take_records() {
+  std::vector<ReplayCycleRecord> out;
+  out.swap(records_);
+  return out;
+}
+
+void ReplayCoordinator::observe(const Model& m, const JudgedOp& j) {
+  if (j.id.cls != OpClass::kColl || !j.complete || j.n < 2) return;
+  if (j.id.func != shm::kFuncAllReduce && j.id.func != shm::kFuncAllGather && j.id.func != shm::kFuncReduceScatter &&
+      j.id.func != shm::kFuncBroadcast)
+    return;  // the collectives replay re-issues
+  const Comm* c = comm_by_hash(m, j.comm.hash, j.comm.nranks);
+  if (!c) return;
+  std::vector<int> members = members_of(m, *c);
+  if (members.empty()) return;
+  if (std::find(groups_.begin(), groups_.end(), members) == groups_.end() && groups_.size() < 1024)
+    groups_.push_back(members);
+  replay::CollClass cls;
+  cls.func = shm::func_name(j.id.func);
+  cls.datatype = shm::datatype_name(j.datatype);
+  cls.elem_bytes = int(shm::datatype_size(j.datatype));
+  cls.count = j.count;
+  cls.algo = j.algo ? shm::algo_name(j.algo) : "";
+  cls.proto = j.proto ? shm::proto_name(j.proto) : "";
+  cls.ranks = members;
+  classes_.add(cls);
+}
+
+std::vector<replay::GemmShape> ReplayCoordinator::gemm_shapes() {
+  if (opt_.gemms.empty()) return replay::default_gemms();
+  std::vector<replay::GemmShape> g;
+  std::string err;
+  if (!replay::parse_gemms(opt_.gemms, &g, &err)) {
+    if (log_) log_("replay: " + err + "; using the default GEMM set");
+    opt_.gemms.clear();
+    return replay::default_gemms();
+  }
+  return g;
+}
+
+std::optional<ReplayCoordinator::Job> ReplayCoordinator::next_job(const Model& m, const FindingBoard& board,
+                                                                  int64_t now_ns) {
+  Job job;
+  std::set<int> local;
+  for (const Proc& p : m.procs()) {
+    if (p.node_rank != node_rank_ || p.state != ProcState::kRunning || p.global_rank < 0 || p.gpu.empty()) continue;
+    job.participants.push_back({p.global_rank, p.gpu, p.cuda_dev});
+    local.insert(p.global_rank);
+  }
+  if (job.participants.empty()) return std::nullopt;
+  std::sort(job.participants.begin(), job.participants.end(),
+            [](const Participant& a, const Participant& b) { return a.global_rank < b.global_rank; });
+  if (first_seen_ns_ == 0) {
+    first_seen_ns_ = now_ns;
+    next_periodic_ns_ = now_ns + opt_.min_period_ns;
+  }
+  replay::RecipePlan plan;
+  plan.seed = next_cycle_;
+  auto local_only = [&](const std::vector<int>& ranks) {
+    for (int r : ranks)
+      if (!local.count(r)) return false;
+    return true;
+  };
+  auto colls_within = [&](const std::vector<int>& members) {
+    std::vector<replay::CollClass> out;
+    for (const replay::CollClass& c : classes_.classes())
+      if (int(out.size()) < opt_.max_colls && local_only(c.ranks) &&
+          std::includes(members.begin(), members.end(), c.ranks.begin(), c.ranks.end()))
+        out.push_back(c);
+    return out;
+  };
+  // Triggers from findings, first come first served.
+  for (const Finding* f : board.all()) {
+    if (!f->open || handled_.count(f->dedup_key)) continue;
+    const bool from_replay = f->evidence.is_object() && f->evidence.value("source", "") == "replay";
+    if (f->kind == FindingKind::kSdc && f->verdict == Verdict::kInconclusive && !from_replay) {
+      const Comm* c = comm_by_hash(m, f->comm_hash, f->comm_nranks);
+      std::vector<int> members = c ? members_of(m, *c) : std::vector<int>{};
+      std::vector<int> mine;
+      for (int r : members)
+        if (local.count(r)) mine.push_back(r);
+      plan.gemms = gemm_shapes();
+      plan.colls = colls_within(mine);
+      plan.links = replay::pairs_of({mine});
+      job.trigger = "sdc";
+    } else if (f->kind == FindingKind::kStraggler && !f->suspects.empty()) {
+      auto it = causes_.find(f->suspects[0].global_rank);
+      if (it != causes_.end() && it->second.at_ns >= f->first_seen_ns) continue;
+      if (!local.count(f->suspects[0].global_rank)) continue;
+      plan.gemms = gemm_shapes();
+      job.trigger = "straggler";
+    } else if (f->kind == FindingKind::kSlowLink && f->evidence.is_object() && f->evidence.value("class", "") == "comm") {
+      const Comm* c = comm_by_hash(m, f->comm_hash, f->comm_nranks);
+      std::vector<int> mine;
+      if (c)
+        for (int r : members_of(m, *c))
+          if (local.count(r)) mine.push_back(r);
+      plan.links = replay::pairs_of({mine});
+      job.trigger = "slowlink";
+    } else {
+      continue;
+    }
+    handled_.insert(f->dedup_key);
+    break;
+  }
+  if (job.trigger.empty()) {
+    if (now_ns < next_periodic_ns_) return std::nullopt;
+    job.trigger = "periodic";
+    if (!gemm_unavailable_) plan.gemms = gemm_shapes();
+    plan.colls = colls_within(std::vector<int>(local.begin(), local.end()));
+    std::vector<std::vector<int>> groups;
+    for (const auto& g : groups_) {
+      std::vector<int> mine;
+      for (int r : g)
+        if (local.count(r)) mine.push_back(r);
+      groups.push_back(mine);
+    }
+    std::vector<std::pair<int, int>> pairs = replay::pairs_of(groups);
+    for (size_t i = 0; i < pairs.size() && int(plan.links.size()) < opt_.max_pairs; ++i)
+      plan.links.push_back(pairs[(pair_cursor_ + i) % pairs.size()]);
+    if (!pairs.empty()) pair_cursor_ = (pair_cursor_ + plan.links.size()) % pairs.size();
+  }
+  job.recipes = replay::build_recipes(plan);
+  if (job.recipes.empty()) {
+    if (job.trigger == "periodic") next_periodic_ns_ = now_ns + opt_.min_period_ns;
+    return std::nullopt;
+  }
+  job.cycle = next_cycle_++;
+  job.started_ns = now_ns;
+  return job;
+}
+
+void ReplayCoordinator::worker() {
+  // A write to a scout-replay that died must fail with EPIPE, not kill the observer: SIGPIPE is
+  // directed at the writing thread, so blocking it here is enough (the child inherits the mask;
+  // scout-replay ignores SIGPIPE anyway).
+  sigset_t pipe_set;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_set, nullptr);
+  for (;;) {
+    Job job;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stop_ || pending_.has_value(); });
+      if (stop_) return;
+      job = std::move(*pending_);
+      pending_.reset();
+    }
+    Done d = run(job);
+    std::lock_guard<std::mutex> lock(mu_);
+    done_ = std::move(d);
+    in_flight_ = false;
+    cycles_done_++;
+  }
+}
+
+ReplayCoordinator::Done ReplayCoordinator::run(const Job& job) {
+  Done d;
+  d.job = job;
+  ReplayCycleRecord& rec = d.record;
+  rec.cycle = job.cycle;
+  rec.trigger = job.trigger;
+  rec.started_ns = shm::wall_ns();
+  rec.outcome = "inconclusive";
+  nlohmann::json parts = nlohmann::json::array(), rids = nlohmann::json::array(), recipes = nlohmann::json::array();
+  for (const Participant& p : job.participants) parts.push_back(replay::to_json(p));
+  for (const Recipe& r : job.recipes) {
+    rids.push_back(r.id);
+    recipes.push_back(replay::to_json(r));
+  }
+  rec.detail["participants"] = parts;
+  rec.detail["recipes"] = rids;
+  const int64_t t0 = mono_ns();
+  const int64_t deadline = t0 + opt_.deadline_ns;
+  replay::Contract contract;
+  contract.cycle = job.cycle;
+  for (const Recipe& r : job.recipes) contract.recipes.push_back(r.id);
+  for (const Participant& p : job.participants) contract.members.push_back(p.global_rank);
+  auto give_up = [&](const std::string& why) {
+    rec.detail["error"] = why;
+    rec.ended_ns = shm::wall_ns();
+    return d;
+  };
+  nlohmann::json ans;
+  std::string err;
+  nlohmann::json prep = {{"op", "prepare"}, {"contract", replay::to_json(contract)}, {"participants", parts},
+                         {"recipes", recipes}};
+  if (!channel_->call(prep, &ans, deadline - mono_ns(), &err)) return give_up(err);
+  if (ans.value("op", "") != "ready") return give_up("scout-replay: " + ans.value("error", ans.dump()));
+  rec.backend = ans.value("backend", "");
+  std::vector<replay::Readiness> answers;
+  std::vector<replay::GpuInfo> gpus;
+  nlohmann::json gj = nlohmann::json::array();
+  for (const auto& a : ans.value("answers", nlohmann::json::array())) {
+    replay::Readiness r;
+    std::string e;
+    if (!a.contains("gpu") || !replay::from_json(a["gpu"], &r.gpu, &e)) continue;
+    r.digest = std::strtoull(a.value("digest", "0").c_str(), nullptr, 16);
+    answers.push_back(r);
+    gpus.push_back(r.gpu);
+    gj.push_back(replay::to_json(r.gpu));
+  }
+  rec.detail["gpus"] = gj;
+  replay::ContractCheck check = replay::check_contract(contract, answers);
+  replay::Admission adm = replay::admit(job.recipes, check, answers);
+  rec.detail["contract"] = {{"digest", replay::fp_hex(replay::contract_digest(contract))}, {"missing", check.missing},
+                            {"not_ready", check.not_ready}, {"wrong_contract", check.wrong_contract}};
+  std::vector<replay::Sample> samples;
+  if (!adm.run.empty()) {
+    const int64_t left_ms = (deadline - mono_ns()) / 1'000'000;
+    nlohmann::json run = {{"op", "run"}, {"cycle", job.cycle}, {"admitted", adm.run}, {"deadline_ms", std::max<int64_t>(0, left_ms * 8 / 10)}};
+    if (!channel_->call(run, &ans, deadline - mono_ns(), &err)) {
+      // A participant lost mid-cycle: every admitted recipe is undecided.
+      for (const std::string& id : adm.run) adm.inconclusive.push_back({id, "participant lost: " + err});
+      rec.detail["error"] = err;
+    } else if (ans.value("op", "") != "result") {
+      for (const std::string& id : adm.run) adm.inconclusive.push_back({id, "scout-replay: " + ans.value("error", "")});
+    } else {
+      nlohmann::json sj = nlohmann::json::array();
+      for (const auto& s : ans.value("samples", nlohmann::json::array())) {
+        replay::Sample x;
+        std::string e;
+        if (replay::from_json(s, &x, &e)) {
+          samples.push_back(x);
+          sj.push_back(s);
+        }
+      }
+      rec.detail["samples"] = sj;
+      std::map<int, int64_t> busy;
+      for (const replay::Sample& x : samples) {
+        if (x.status != replay::SampleStatus::kOk || x.ns < 0) continue;
+        d.any_ok = true;
+        busy[x.global_rank] += x.ns;
+        if (x.peer >= 0) busy[x.peer] += x.ns;  // a link occupies the sender too
+      }
+      for (const auto& [rank, ns] : busy) d.gpu_cost_ns = std::max(d.gpu_cost_ns, ns);
+    }
+  }
+  d.verdict = replay::judge(job.recipes, gpus, samples, adm.inconclusive, opt_.rule);
+  d.have_verdict = true;
+  rec.outcome = d.verdict.outcome;
+  rec.detail["verdict"] = replay::to_json(d.verdict);
+  rec.ended_ns = shm::wall_ns();
+  return d;
+}
+
+void ReplayCoordinator::apply(const Model& m, FindingBoard& board, const Done& d, int64_t now_ns) {
+  const ReplayCycleRecord& rec = d.record;
+  const int64_t cost = rec.ended_ns - rec.started_ns;
+  if (d.job.trigger == "periodic") {
+    // The budget is GPU time: the most any one GPU gave to this cycle, over the wall time until
+    // the next periodic cycle. A cycle that ran nothing (no GPU usable) backs off instead.
+    if (d.any_ok) {
+      idle_period_ns_ = 0;
+      next_periodic_ns_ = now_ns + std::max<int64_t>(opt_.min_period_ns,
+                                                     int64_t(double(d.gpu_cost_ns) / std::max(1e-6, opt_.budget)));
+    } else {
+      idle_period_ns_ = idle_period_ns_ ? std::min<int64_t>(60'000'000'000, idle_period_ns_ * 2)
+                                        : std::max<int64_t>(opt_.min_period_ns, 1'000'000'000);
+      next_periodic_ns_ = now_ns + idle_period_ns_;
+    }
+  }
+  if (log_) {
+    std::string why = rec.detail.contains("error") ? " (" + rec.detail["error"].get<std::string>() + ")" : "";
+    log_("replay cycle " + std::to_string(rec.cycle) + " (" + rec.trigger + "): " + rec.outcome + ", " +
+         std::to_string(d.job.recipes.size()) + " recipes, " + ms_text(cost) + why);
+  }
+  if (!d.have_verdict) return;
+  const replay::CycleVerdict& v = d.verdict;
+  // GEMMs that no GPU could run (library missing): stop asking for them periodically.
+  bool any_gemm = false, gemm_ran = false;
+  std::string gemm_why;
+  for (const replay::RecipeOutcome& r : v.recipes) {
+    if (r.kind != "gemm") continue;
+    any_gemm = true;
+    if (r.outcome != "inconclusive" || r.reason.find("skipped") == std::string::npos) gemm_ran = true;
+    else gemm_why = r.reason;
+  }
+  if (any_gemm && !gemm_ran && !gemm_unavailable_) {
+    gemm_unavailable_ = true;
+    if (log_) log_("replay: GEMM recipes cannot run here (" + gemm_why + "); periodic cycles leave them out");
+  }
+  // sdc: one finding per suspect rank.
+  std::map<int, std::vector<const replay::SdcVerdict*>> by_rank;
+  for (const replay::SdcVerdict& s : v.sdc) by_rank[s.global_rank].push_back(&s);
+  for (const auto& [rank, list] : by_rank) {
+    const int proc = proc_of_rank(m, rank);
+    if (proc < 0) continue;
+    Finding f;
+    f.kind = FindingKind::kSdc;
+    f.verdict = Verdict::kAttributed;
+    f.suspects.push_back(suspect_of(m, proc));
+    const replay::SdcVerdict& first = *list[0];
+    int peer = -1;
+    for (const auto* s : list)
+      if (s->peer >= 0) peer = s->peer;
+    if (peer >= 0 && proc_of_rank(m, peer) >= 0) f.peer = suspect_of(m, proc_of_rank(m, peer));
+    f.first_seen_ns = rec.started_ns;
+    f.last_seen_ns = now_ns;
+    nlohmann::json checks = nlohmann::json::array();
+    for (const auto* s : list)
+      checks.push_back({{"check", s->check}, {"recipe", s->recipe}, {"votes", s->votes},
+                        {"peer", s->peer >= 0 ? nlohmann::json(s->peer) : nlohmann::json(nullptr)}});
+    nlohmann::json gpus = nlohmann::json::array();
+    for (const Participant& p : d.job.participants) gpus.push_back({{"global_rank", p.global_rank}, {"gpu", p.gpu}});
+    f.evidence = {{"source", "replay"}, {"cycle", rec.cycle},   {"trigger", rec.trigger}, {"check", first.check},
+                  {"recipe", first.recipe}, {"votes", first.votes}, {"checks", checks}, {"gpus", gpus},
+                  {"gpu", first.gpu}};
+    const Proc& p = m.proc(proc);
+    f.dedup_key = "sdc:replay:" + p.host + ":" + std::to_string(p.pid);
+    if (first.check == "link" || (peer >= 0 && first.check != "gemm-vote" && first.check != "gemm-self"))
+      f.summary = "replay: data " + who(m, proc) + " receives from rank " + std::to_string(peer) +
+                  " arrives corrupted (" + first.recipe + ")";
+    else if (first.check == "gemm-self")
+      f.summary = "replay: the GPU of " + who(m, proc) + " (" + first.gpu + ") gives different bits for the same " +
+                  first.recipe + " on two runs";
+    else if (first.check == "gemm-vote")
+      f.summary = "replay: the GPU of " + who(m, proc) + " (" + first.gpu + ") computes " + first.recipe +
+                  " differently from the majority of its peers";
+    else
+      f.summary = "replay: " + who(m, proc) + " received a wrong result in " + first.recipe;
+    board.report(f);
+  }
+  // Slow pairs: a slowlink of class link (the live detector's key for the same pair).
+  std::set<std::string> slow_now;
+  for (const replay::SlowPair& sp : v.slow_pairs) {
+    const int pa = proc_of_rank(m, sp.a), pb = proc_of_rank(m, sp.b);
+    if (pa < 0 || pb < 0) continue;
+    auto key_of = [&](int x, int y) {
+      return "slowlink:link:" + m.proc(x).host + ":" + std::to_string(m.proc(x).pid) + ":" + m.proc(y).host + ":" +
+             std::to_string(m.proc(y).pid);
+    };
+    // The live detector's key for this pair (observer/detect/slowlink.cc: ends in process order),
+    // or the key of an open finding that already names the pair.
+    std::string key = key_of(std::min(pa, pb), std::max(pa, pb));
+    for (const Finding* g : board.all()) {
+      if (g->kind != FindingKind::kSlowLink || !g->open || g->suspects.empty() || !g->peer) continue;
+      std::set<int> ends = {g->suspects[0].global_rank, g->peer->global_rank};
+      if (ends == std::set<int>{sp.a, sp.b}) key = g->dedup_key;
+    }
+    Finding f;
+    f.kind = FindingKind::kSlowLink;
+    f.verdict = Verdict::kAttributed;
+    f.suspects.push_back(suspect_of(m, pa));
+    f.peer = suspect_of(m, pb);
+    f.first_seen_ns = rec.started_ns;
+    f.last_seen_ns = now_ns;
+    f.dedup_key = key;
+    f.evidence = {{"class", "link"},
+                  {"source", "replay"},
+                  {"cycle", rec.cycle},
+                  {"recipes", sp.recipes},
+                  {"ms", to_ms(sp.ns)},
+                  {"median_ms", to_ms(sp.median_ns)},
+                  {"thresholds", {{"min_ratio", opt_.rule.min_ratio}, {"min_ms", to_ms(opt_.rule.min_ns)}}}};
+    f.summary = "replay: the link between " + who(m, pa) + " and " + who(m, pb) + " is slow: " + ms_text(sp.ns) +
+                " for a transfer the cycle's other pairs do in " + ms_text(sp.median_ns) + " (median)";
+    board.report(f);
+    replay_links_.insert(key);
+    slow_now.insert(key);
+  }
+  // A pair this cycle measured and found normal closes its replay finding.
+  bool measured_links = false;
+  for (const replay::RecipeOutcome& r : v.recipes) measured_links |= r.kind == "link" && r.outcome != "inconclusive";
+  if (measured_links)
+    for (auto it = replay_links_.begin(); it != replay_links_.end();) {
+      if (!slow_now.count(*it)) {
+        board.close(*it, now_ns);
+        it = replay_links_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  // GEMM timing verdicts: straggler causes.
+  for (const replay::SlowGpu& s : v.slow_gpus)
+    causes_[s.global_rank] = {"gpu", rec.started_ns,
+                              {{"cycle", rec.cycle}, {"recipe", s.recipe}, {"ms", [&] {
+                                                                              nlohmann::json a = nlohmann::json::array();
+                                                                              for (int64_t x : s.ns) a.push_back(to_ms(x));
+                                                                              return a;
+                                                                            }()},
+                               {"median_ms", to_ms(s.median_ns)}}};
+  for (int r : v.gpu_normal) causes_[r] = {"host", rec.started_ns, {{"cycle", rec.cycle}}};
+}
+
+void ReplayCoordinator::mark_stragglers(const Model& m, FindingBoard& board) {
+  std::vector<Finding> updates;
+  for (const Finding* f : board.all()) {
+    if (f->kind != FindingKind::kStraggler || !f->open || f->suspects.empty()) continue;
+    std::string cause = "unknown";
+    nlohmann::json detail;
+    auto it = causes_.find(f->suspects[0].global_rank);
+    if (it != causes_.end() && it->second.at_ns >= f->first_seen_ns) {
+      cause = it->second.cause;
+      detail = it->second.evidence;
+    }
+    if (f->evidence.is_object() && f->evidence.value("cause", "") == cause) continue;
+    Finding g = *f;
+    if (!g.evidence.is_object()) g.evidence = nlohmann::json::object();
+    g.evidence["cause"] = cause;
+    if (!detail.is_null()) g.evidence["replay"] = detail;
+    updates.push_back(std::move(g));
+  }
+  for (Finding& g : updates) board.report(std::move(g));
+}
+
+void ReplayCoordinator::step(const Model& m, FindingBoard& board, int64_t now_ns) {
+  std::optional<Done> d;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    d.swap(done_);
+  }
+  if (d) {
+    apply(m, board, *d, now_ns);
+    records_.push_back(d->record);
+  }
+  mark_stragglers(m, board);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (in_flight_) return;
+  }
+  std::optional<Job> job = next_job(m, board, now_ns);
+  if (!job) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_ = std::move(job);
+    in_flight_ = true;
+  }
+  cv_.notify_all();
+}
+
+}  // namespace scout::obs

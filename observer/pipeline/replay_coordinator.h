@@ -1,0 +1,138 @@
+// Replay cycles for one observer (docs/replay.md): decides when scout-replay runs what, talks to
+// it through a ReplayChannel on a worker thread (a pass never waits for replay), judges the
+// samples (replay/judge.h) and turns the verdicts into findings.
+//
+// Triggers, checked once per pass (step()):
+//   straggler  an open straggler finding without a replay verdict since it opened: GEMM timing
+//              on its GPU and every other GPU of this node (cause "gpu" or "host");
+//   sdc        an inconclusive sdc finding: GEMM, collective and link recipes on the GPUs of its
+//              communicator plus every other GPU of this node as voters;
+//   slowlink   a slowlink finding of class "comm": the link sweep inside its communicator;
+//   periodic   GEMM recipes on every GPU, the job's collective classes and the directed pairs
+//              of its communicators (round-robin, at most max_pairs per cycle), at most as often
+//              as keeps the GPU time replay takes from any one GPU within SCOUT_REPLAY_BUDGET of
+//              wall time (a cycle that ran nothing backs off, doubling up to 60 s).
+// Each cycle: readiness contract (prepare), admission (replay/contract.h), run with a deadline,
+// judgement. A scout-replay that dies or misses the deadline ends the cycle "inconclusive"; the
+// next cycle starts a fresh one.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "observer/detect/judged_op.h"
+#include "observer/model/finding_board.h"
+#include "observer/model/model.h"
+#include "observer/model/replay_cycle.h"
+#include "observer/pipeline/replay_channel.h"
+#include "replay/backend.h"
+#include "replay/judge.h"
+#include "replay/recipe.h"
+
+namespace scout::obs {
+
+struct ReplayOptions {
+  bool enabled = false;                  // SCOUT_REPLAY (the registry's default is on)
+  double budget = 0.01;                  // SCOUT_REPLAY_BUDGET: fraction of wall time
+  int64_t max_mem = int64_t(2) << 30;    // SCOUT_REPLAY_MAX_MEM: device bytes per GPU
+  std::string gemms;                     // SCOUT_REPLAY_GEMMS ("" = the default set)
+  int64_t deadline_ns = 30'000'000'000;  // SCOUT_REPLAY_DEADLINE_S: one cycle, contract to verdict
+  int64_t min_period_ns = 1'000'000'000; // periodic cycles at most this often
+  int max_pairs = 64;                    // link recipes per periodic cycle
+  int max_colls = 8;                     // collective recipes per cycle
+  std::vector<std::string> program;      // scout-replay argv ("" = next to this executable)
+  replay::OutlierRule rule;
+};
+
+class ReplayCoordinator {
+ public:
+  // `node_rank`: this observer's node (its GPUs are the procs with that node_rank).
+  ReplayCoordinator(ReplayOptions opt, std::string job, std::string shm_dir, int node_rank,
+                    std::function<void(const std::string&)> log);
+  ~ReplayCoordinator();
+
+  // A judged operation of the job (collective classes for the recipes).
+  void observe(const Model& m, const JudgedOp& j);
+  // Once per pass, after the detectors: applies a finished cycle to `board`, marks straggler
+  // findings with their cause, and starts the next cycle when one is due. Never blocks on replay.
+  void step(const Model& m, FindingBoard& board, int64_t now_ns);
+  // Cycles finished since the last call, for the Sink.
+  std::vector<ReplayCycleRecord> take_records();
+
+  // For tests: the scout-replay process now running (0 none), cycles finished, whether a cycle
+  // is in flight.
+  int child_pid() const;
+  uint64_t cycles_done() const;
+  bool busy() const;
+
+ private:
+  struct Job {
+    uint64_t cycle = 0;
+    std::string trigger;
+    std::vector<replay::Participant> participants;
+    std::vector<replay::Recipe> recipes;
+    int64_t started_ns = 0;
+  };
+  struct Done {
+    Job job;
+    ReplayCycleRecord record;
+    replay::CycleVerdict verdict;
+    bool have_verdict = false;
+    int64_t gpu_cost_ns = 0;  // the most GPU time the cycle took from one GPU
+    bool any_ok = false;      // some recipe ran somewhere
+  };
+  struct Cause {
+    std::string cause;  // "gpu", "host"
+    int64_t at_ns = 0;  // when the cycle started
+    nlohmann::json evidence;
+  };
+
+  void worker();
+  Done run(const Job& job);
+  void apply(const Model& m, FindingBoard& board, const Done& d, int64_t now_ns);
+  void mark_stragglers(const Model& m, FindingBoard& board);
+  std::optional<Job> next_job(const Model& m, const FindingBoard& board, int64_t now_ns);
+  std::vector<replay::GemmShape> gemm_shapes();
+
+  ReplayOptions opt_;
+  std::string job_, shm_dir_;
+  int node_rank_ = 0;
+  std::set<std::string> replay_links_;       // open slowlink findings a replay cycle made
+  std::function<void(const std::string&)> log_;
+  replay::CollClassSet classes_;
+  std::vector<std::vector<int>> groups_;  // communicator memberships (global ranks) seen
+  size_t pair_cursor_ = 0;
+  uint64_t next_cycle_ = 1;
+  int64_t first_seen_ns_ = 0;
+  int64_t next_periodic_ns_ = 0;
+  int64_t idle_period_ns_ = 0;               // backoff while cycles run nothing
+  std::map<int, Cause> causes_;              // global rank -> latest timing verdict
+  std::set<std::string> handled_;            // findings a trigger already ran for
+  bool gemm_unavailable_ = false;            // every GEMM was skipped: no periodic GEMMs
+  std::vector<ReplayCycleRecord> records_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::optional<Job> pending_;
+  std::optional<Done> done_;
+  bool in_flight_ = false;
+  bool stop_ = false;
+  uint64_t cycles_done_ = 0;
+  std::unique_ptr<ReplayChannel> channel_;
+  std::thread thread_;
+};
+
+// scout-replay's path: SCOUT_REPLAY_PROGRAM is not a variable; the program next to the running
+// executable (<dir of /proc/self/exe>/scout-replay).
+std::string default_replay_program();
+
+}  // namespace scout::obs

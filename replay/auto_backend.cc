@@ -1,0 +1,48 @@
+#include "replay/auto_backend.h"
+
+namespace scout::replay {
+
+Backend& AutoBackend::pick(const std::string& gpu) {
+  if (is_emulated_gpu(gpu)) return emu_;
+  if (!cuda_) {
+    libs_ = std::make_unique<cudalib::Libs>();
+    cudalib::load_libs(libs_.get());
+    cuda_ = std::make_unique<CudaBackend>(libs_.get(), limits_);
+  }
+  return *cuda_;
+}
+
+Sample AutoBackend::run_link(const Recipe& r, const Participant& src, const Participant& dst, int round) {
+  if (is_emulated_gpu(src.gpu) != is_emulated_gpu(dst.gpu)) {
+    Sample s;
+    s.recipe = r.id;
+    s.global_rank = dst.global_rank;
+    s.gpu = dst.gpu;
+    s.round = round;
+    s.peer = src.global_rank;
+    s.status = SampleStatus::kSkipped;
+    s.reason = "an emulated and a real GPU cannot exchange data";
+    return s;
+  }
+  return pick(dst.gpu).run_link(r, src, dst, round);
+}
+
+std::vector<Sample> AutoBackend::run_coll(const Recipe& r, const std::vector<Participant>& members, int round) {
+  bool emu = !members.empty() && is_emulated_gpu(members[0].gpu), mixed = false;
+  for (const Participant& p : members) mixed |= is_emulated_gpu(p.gpu) != emu;
+  if (!mixed) return pick(members.empty() ? "" : members[0].gpu).run_coll(r, members, round);
+  std::vector<Sample> out;
+  for (const Participant& p : members) {
+    Sample s;
+    s.recipe = r.id;
+    s.global_rank = p.global_rank;
+    s.gpu = p.gpu;
+    s.round = round;
+    s.status = SampleStatus::kSkipped;
+    s.reason = "an emulated and a real GPU cannot exchange data";
+    out.push_back(s);
+  }
+  return out;
+}
+
+}  // namespace scout::replay

@@ -1,0 +1,42 @@
+// The emulated GPU of a scout-sim rank (docs/replay.md, "Backends"; docs/scout-sim.md,
+// "Hardware faults"). scout-sim's persistent hardware faults (gpusdc, slowgpu, linksdc, and
+// slowlink on links) change the state of the emulated device of a rank when they start; the
+// emulated replay backend runs recipes "on" that device, so a faulty device computes wrong
+// GEMMs, runs slowly or receives corrupted messages in replay as it does in training. The
+// observer never reads this state: only the emulated backend does, the way a real backend runs
+// on the real GPU.
+//
+// One small JSON file per device, <dir>/scout-emugpu.<job>.<gpu>.json, written whole (temporary
+// file + rename) by the rank that owns the device; a missing file is a healthy device.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace scout::replay {
+
+struct EmuLinkState {
+  bool flip = false;      // every message from that sender arrives with one bit flipped
+  int64_t delay_ns = 0;   // and this much later
+};
+
+struct EmuDeviceState {
+  bool gemm_flip = false;     // GEMM outputs (and computed inputs) carry a flipped bit
+  double slow_factor = 1.0;   // kernels take this many times longer
+  std::map<std::string, EmuLinkState> links_in;  // by the sending GPU's id
+};
+
+// GPU ids scout-sim gives its ranks ("GPU-sim-node<i>-<local rank>", docs/scout-sim.md).
+bool is_emulated_gpu(const std::string& gpu);
+
+// <dir>/scout-emugpu.<job>.<gpu>.json
+std::string emu_device_path(const std::string& dir, const std::string& job, const std::string& gpu);
+
+// Writes `s` to `path` atomically. False with *error.
+bool write_emu_device(const std::string& path, const EmuDeviceState& s, std::string* error);
+
+// Reads the state at `path`; a missing or unreadable file is a healthy device.
+EmuDeviceState read_emu_device(const std::string& path);
+
+}  // namespace scout::replay

@@ -1,0 +1,257 @@
+#include "replay/judge.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "replay/contract.h"
+#include "replay/vote.h"
+
+namespace scout::replay {
+namespace {
+
+using SampleList = std::vector<const Sample*>;
+
+void judge_gemm(const Recipe& r, const SampleList& ss, const std::map<int, const GpuInfo*>& gpus,
+                const OutlierRule& rule, CycleVerdict* v, RecipeOutcome* ro, std::set<int>* normal) {
+  // rank -> samples by round
+  std::map<int, std::map<int, const Sample*>> by_rank;
+  for (const Sample* s : ss)
+    if (s->status == SampleStatus::kOk) by_rank[s->global_rank][s->round] = s;
+  if (by_rank.empty()) {
+    ro->outcome = "inconclusive";
+    ro->reason = ss.empty() ? "no sample" : ss[0]->reason;
+    return;
+  }
+  std::map<std::string, std::vector<int>> classes;
+  for (const auto& [rank, rounds] : by_rank) {
+    auto it = gpus.find(rank);
+    classes[it == gpus.end() ? "?" : vote_class(*it->second)].push_back(rank);
+  }
+  bool fail = false, undecided = false;
+  std::string why;
+  for (const auto& [cls, ranks] : classes) {
+    std::vector<Ballot> ballots;
+    for (int rank : ranks) {
+      const auto& rounds = by_rank[rank];
+      const Sample* first = rounds.begin()->second;
+      bool consistent = true;
+      for (const auto& [rd, s] : rounds) consistent &= s->fp == first->fp;
+      if (!consistent) {
+        SdcVerdict sv{rank, first->gpu, "gemm-self", r.id, -1, nlohmann::json::object()};
+        for (const auto& [rd, s] : rounds) sv.votes["round" + std::to_string(rd)] = fp_hex(s->fp);
+        v->sdc.push_back(sv);
+        fail = true;
+        continue;
+      }
+      ballots.push_back({rank, first->fp});
+    }
+    VoteResult vr = vote(ballots);
+    if (vr.outcome == VoteOutcome::kAttributed) {
+      for (int rank : vr.minority)
+        v->sdc.push_back({rank, by_rank[rank].begin()->second->gpu, "gemm-vote", r.id, -1, to_json(vr)});
+      fail = true;
+    } else if (vr.outcome == VoteOutcome::kInconclusive) {
+      undecided = true;
+      why = "no strict majority among " + std::to_string(ballots.size()) + " GPUs of class " + cls;
+    }
+    // Timing inside the class.
+    std::map<int, std::vector<int64_t>> per_round;  // round -> ns per class member (or -1)
+    for (size_t i = 0; i < ranks.size(); ++i)
+      for (const auto& [rd, s] : by_rank[ranks[i]]) {
+        auto& row = per_round[rd];
+        row.resize(ranks.size(), -1);
+        row[i] = s->ns;
+      }
+    std::vector<std::vector<int64_t>> rounds;
+    for (auto& [rd, row] : per_round) {
+      row.resize(ranks.size(), -1);
+      rounds.push_back(row);
+    }
+    std::vector<int> slow = confirmed_outliers(rounds, rule);
+    std::set<int> slow_set(slow.begin(), slow.end());
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      int measured = 0;
+      for (const auto& row : rounds) measured += row[i] >= 0;
+      if (slow_set.count(int(i))) {
+        SlowGpu sg;
+        sg.global_rank = ranks[i];
+        sg.gpu = by_rank[ranks[i]].begin()->second->gpu;
+        sg.recipe = r.id;
+        sg.median_ns = median_of([&] {
+          std::vector<int64_t> x;
+          for (int64_t t : rounds[0]) if (t >= 0) x.push_back(t);
+          return x;
+        }());
+        for (const auto& row : rounds) sg.ns.push_back(row[i]);
+        v->slow_gpus.push_back(sg);
+      } else if (measured >= rule.confirm_rounds && ranks.size() >= 3) {
+        normal->insert(ranks[i]);
+      }
+    }
+  }
+  ro->outcome = fail ? "fail" : undecided ? "inconclusive" : "pass";
+  if (fail) ro->reason = "GPU output differs";
+  else ro->reason = why;
+}
+
+}  // namespace
+
+CycleVerdict judge(const std::vector<Recipe>& recipes, const std::vector<GpuInfo>& gpus,
+                   const std::vector<Sample>& samples,
+                   const std::vector<std::pair<std::string, std::string>>& not_admitted, const OutlierRule& rule) {
+  CycleVerdict v;
+  std::map<int, const GpuInfo*> gpu_of;
+  for (const GpuInfo& g : gpus) gpu_of[g.global_rank] = &g;
+  std::map<std::string, SampleList> by_recipe;
+  for (const Sample& s : samples) by_recipe[s.recipe].push_back(&s);
+  std::map<std::string, std::string> blocked(not_admitted.begin(), not_admitted.end());
+  std::set<int> normal, slow_ranks;
+  // Link timing is compared across the cycle's link recipes: round -> (recipe index -> ns).
+  std::vector<const Recipe*> links;
+  for (const Recipe& r : recipes) {
+    RecipeOutcome ro{r.id, to_string(r.kind), "pass", ""};
+    if (blocked.count(r.id)) {
+      ro.outcome = "inconclusive";
+      ro.reason = blocked[r.id];
+      v.recipes.push_back(ro);
+      continue;
+    }
+    const SampleList& ss = by_recipe[r.id];
+    std::string skip;
+    for (const Sample* s : ss)
+      if (s->status != SampleStatus::kOk && skip.empty()) skip = std::string(to_string(s->status)) + ": " + s->reason;
+    if (r.kind == RecipeKind::kGemm) {
+      judge_gemm(r, ss, gpu_of, rule, &v, &ro, &normal);
+      if (ro.outcome == "pass" && !skip.empty()) {
+        ro.outcome = "inconclusive";
+        ro.reason = skip;
+      }
+    } else if (r.kind == RecipeKind::kLink) {
+      links.push_back(&r);
+      bool ok = !ss.empty() && skip.empty();
+      bool corrupt = false;
+      nlohmann::json fps = nlohmann::json::object();
+      for (const Sample* s : ss)
+        if (s->status == SampleStatus::kOk && s->expected_known && s->fp != s->expected_fp) {
+          corrupt = true;
+          fps["round" + std::to_string(s->round)] = fp_hex(s->fp);
+          fps["expected"] = fp_hex(s->expected_fp);
+        }
+      if (corrupt) {
+        v.sdc.push_back({r.dst, ss[0]->gpu, "link", r.id, r.src, fps});
+        ro.outcome = "fail";
+        ro.reason = "payload from rank " + std::to_string(r.src) + " arrived corrupted";
+      } else if (!ok) {
+        ro.outcome = "inconclusive";
+        ro.reason = ss.empty() ? "no sample (participant lost)" : skip;
+      }
+    } else {
+      std::vector<const Sample*> wrong, right;
+      std::vector<Ballot> ballots;  // members without an exact expected result vote instead
+      for (const Sample* s : ss) {
+        if (s->status != SampleStatus::kOk) continue;
+        if (s->expected_known) (s->fp == s->expected_fp ? right : wrong).push_back(s);
+        else if (r.coll.func == "AllReduce" || r.coll.func == "AllGather" || r.coll.func == "Broadcast")
+          ballots.push_back({s->global_rank, s->fp});
+      }
+      VoteResult vr = vote(ballots);
+      if (vr.outcome == VoteOutcome::kAttributed)
+        for (const Sample* s : ss)
+          if (std::find(vr.minority.begin(), vr.minority.end(), s->global_rank) != vr.minority.end()) wrong.push_back(s);
+      if (vr.outcome == VoteOutcome::kInconclusive && skip.empty()) skip = "members disagree without a strict majority";
+      std::set<int> wrong_ranks;
+      for (const Sample* s : wrong) wrong_ranks.insert(s->global_rank);
+      // Members hold the same result only in AllReduce, AllGather and Broadcast: there a member
+      // that differs while others match received corrupted data. In a ReduceScatter a corrupted
+      // input changes only the chunk of the member that owns it, so nobody can be blamed.
+      const bool same_result = r.coll.func != "ReduceScatter";
+      if (!wrong.empty() && !right.empty() && same_result) {
+        for (int rank : wrong_ranks) {
+          const Sample* s = *std::find_if(wrong.begin(), wrong.end(), [&](const Sample* x) { return x->global_rank == rank; });
+          v.sdc.push_back({rank, s->gpu, "coll", r.id, -1,
+                           {{"got", fp_hex(s->fp)}, {"expected", fp_hex(s->expected_fp)}}});
+        }
+        ro.outcome = "fail";
+        ro.reason = "members received a result that differs from the expected one";
+      } else if (!wrong.empty()) {
+        ro.outcome = "fail";
+        ro.reason = right.empty() ? "every member's result differs from the expected one (a corrupted input)"
+                                  : "some members' chunks differ from the expected ones (a corrupted input or link)";
+      } else if (!skip.empty() || ss.empty()) {
+        ro.outcome = "inconclusive";
+        ro.reason = ss.empty() ? "no sample (participant lost)" : skip;
+      }
+    }
+    v.recipes.push_back(ro);
+  }
+  // Slow links: outliers among the cycle's directed pairs, per round.
+  if (!links.empty()) {
+    std::map<int, std::vector<int64_t>> per_round;
+    for (size_t i = 0; i < links.size(); ++i)
+      for (const Sample* s : by_recipe[links[i]->id]) {
+        if (s->status != SampleStatus::kOk) continue;
+        auto& row = per_round[s->round];
+        row.resize(links.size(), -1);
+        row[i] = s->ns;
+      }
+    std::vector<std::vector<int64_t>> rounds;
+    for (auto& [rd, row] : per_round) {
+      row.resize(links.size(), -1);
+      rounds.push_back(row);
+    }
+    const int64_t med = rounds.empty() ? 0 : median_of([&] {
+      std::vector<int64_t> x;
+      for (int64_t t : rounds[0]) if (t >= 0) x.push_back(t);
+      return x;
+    }());
+    std::map<std::pair<int, int>, SlowPair> pairs;
+    for (int i : confirmed_outliers(rounds, rule)) {
+      const Recipe* r = links[i];
+      std::pair<int, int> key{std::min(r->src, r->dst), std::max(r->src, r->dst)};
+      SlowPair& p = pairs[key];
+      p.a = key.first;
+      p.b = key.second;
+      p.recipes.push_back(r->id);
+      p.ns = std::max(p.ns, rounds[0][i]);
+      p.median_ns = med;
+    }
+    for (auto& [k, p] : pairs) v.slow_pairs.push_back(p);
+  }
+  for (const SlowGpu& s : v.slow_gpus) slow_ranks.insert(s.global_rank);
+  for (int r : normal)
+    if (!slow_ranks.count(r)) v.gpu_normal.push_back(r);
+  bool any_fail = !v.sdc.empty(), any_undecided = false;
+  for (const RecipeOutcome& ro : v.recipes) {
+    any_undecided |= ro.outcome == "inconclusive";
+    any_fail |= ro.outcome == "fail";  // e.g. every member of a collective got the same wrong result
+  }
+  v.outcome = any_fail ? "fail" : (any_undecided || v.recipes.empty()) ? "inconclusive" : "pass";
+  return v;
+}
+
+nlohmann::json to_json(const CycleVerdict& v) {
+  nlohmann::json j;
+  j["outcome"] = v.outcome;
+  j["recipes"] = nlohmann::json::array();
+  for (const RecipeOutcome& r : v.recipes)
+    j["recipes"].push_back({{"recipe", r.recipe}, {"kind", r.kind}, {"outcome", r.outcome}, {"reason", r.reason}});
+  j["sdc"] = nlohmann::json::array();
+  for (const SdcVerdict& s : v.sdc) {
+    nlohmann::json e = {{"global_rank", s.global_rank}, {"gpu", s.gpu}, {"check", s.check}, {"recipe", s.recipe},
+                        {"votes", s.votes}};
+    e["peer"] = s.peer >= 0 ? nlohmann::json(s.peer) : nlohmann::json(nullptr);
+    j["sdc"].push_back(e);
+  }
+  j["slow_gpus"] = nlohmann::json::array();
+  for (const SlowGpu& s : v.slow_gpus)
+    j["slow_gpus"].push_back({{"global_rank", s.global_rank}, {"gpu", s.gpu}, {"recipe", s.recipe},
+                              {"median_ns", s.median_ns}, {"ns", s.ns}});
+  j["slow_pairs"] = nlohmann::json::array();
+  for (const SlowPair& p : v.slow_pairs)
+    j["slow_pairs"].push_back({{"ranks", {p.a, p.b}}, {"recipes", p.recipes}, {"ns", p.ns}, {"median_ns", p.median_ns}});
+  j["gpu_normal"] = v.gpu_normal;
+  return j;
+}
+
+}  // namespace scout::replay

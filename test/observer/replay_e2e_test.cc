@@ -1,0 +1,185 @@
+// End to end with replay on (the default): scout-sim runs an emulated 8-rank job (--tp 2 --pp 2,
+// 300 steps of 40 ms) with a persistent hardware fault while scout-observer watches it and runs
+// scout-replay on the emulated GPUs. What live consensus cannot localize must come out as
+// attributed findings: a GPU computing wrong GEMMs (sdc on it, source replay), a link
+// corrupting messages (sdc on the receiver, peer the sender), a slow GPU (straggler with cause
+// "gpu") against a host-side straggler (cause "host"). A healthy run gives no finding and its
+// replay cycles pass.
+//
+// Thresholds: as in sim_e2e_test (2 shared cores: straggler and slow-link minimums raised to
+// 20 ms, fingerprints on every operation). On a heavily loaded machine the live straggler
+// detector may name other ranks too (scheduling noise); the assertions are on what replay adds:
+// the findings whose evidence.source is "replay", and the cause of the straggler on rank 6.
+#include <signal.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "observer/store/reader.h"
+#include "test/support/subprocess.h"
+#include "test/support/tmpdir.h"
+#include "test/support/truth.h"
+
+namespace {
+
+using scout::testing::build_path;
+using scout::testing::Named;
+using scout::testing::ProcessResult;
+using scout::testing::show;
+using scout::testing::Subprocess;
+using scout::testing::TempDir;
+
+struct Outcome {
+  std::vector<scout::obs::Finding> findings;
+  std::vector<scout::obs::ReplayCycleRecord> cycles;
+  std::multiset<Named> found, truth;
+  ProcessResult sim;
+  std::string observer_err;
+};
+
+// Findings replay made (evidence.source "replay"), as (kind, ranks named).
+std::multiset<Named> from_replay(const std::vector<scout::obs::Finding>& fs) {
+  std::vector<scout::obs::Finding> r;
+  for (const auto& f : fs)
+    if (f.evidence.is_object() && f.evidence.value("source", "") == "replay") r.push_back(f);
+  std::multiset<Named> out;
+  for (const auto& f : r) {
+    Named n{to_string(f.kind), {}};
+    for (const auto& s : f.suspects) n.ranks.insert(s.global_rank);
+    if (f.peer) n.ranks.insert(f.peer->global_rank);
+    out.insert(n);
+  }
+  return out;
+}
+
+std::multiset<Named> named(const std::vector<scout::obs::Finding>& fs) {
+  std::multiset<Named> out;
+  for (const auto& f : fs) {
+    Named n{to_string(f.kind), {}};
+    for (const auto& s : f.suspects) n.ranks.insert(s.global_rank);
+    if (f.peer) n.ranks.insert(f.peer->global_rank);
+    out.insert(n);
+  }
+  return out;
+}
+
+// Runs the job under an observer; `done` says when the store holds what the test waits for
+// (checked for up to 20 s after the job ended).
+Outcome run(const std::string& job, const std::vector<std::string>& faults,
+            const std::function<bool(const std::vector<scout::obs::Finding>&)>& done) {
+  TempDir dir;
+  std::map<std::string, std::string> env = {
+      {"SCOUT_SHM_DIR", dir.path()},
+      {"SCOUT_STATE_DIR", dir.path() + "/state"},
+      {"SCOUT_FP_BUDGET", "0"},
+      {"SCOUT_OBSERVER_STRAGGLER_MIN_MS", "20"},
+      {"SCOUT_OBSERVER_SLOW_MIN_MS", "20"},
+      {"SCOUT_OBSERVER_SLOW_FACTOR", "3"},
+  };
+  const std::string store = dir.path() + "/state/" + job + "/node-0.db";
+  Subprocess observer({build_path("bin/scout-observer"), "--job", job, "--hang-timeout", "5", "--interval", "50"}, env);
+  std::vector<std::string> argv = {build_path("bin/scout-sim"), "--job", job, "--truth", dir.path() + "/truth.jsonl",
+                                   "--ranks", "8", "--tp", "2", "--pp", "2", "--steps", "300", "--step-ms", "40"};
+  for (const std::string& f : faults) {
+    argv.push_back("--fault");
+    argv.push_back(f);
+  }
+  Outcome o;
+  o.sim = scout::testing::run_process(argv, env, 300);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < deadline) {
+    try {
+      if (std::filesystem::exists(store) && done(scout::store::StoreReader::open(store)->findings())) break;
+    } catch (const std::exception&) {
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  observer.signal(SIGTERM);
+  ProcessResult obs = observer.wait(900);  // counted from its start, before the job
+  o.observer_err = obs.err;
+  EXPECT_EQ(obs.exit_code, 0) << obs.err;
+  auto reader = scout::store::StoreReader::open(store);
+  o.findings = reader->findings();
+  o.cycles = reader->replay_cycles();
+  o.found = named(o.findings);
+  o.truth = scout::testing::read_truth(dir.path() + "/truth.jsonl");
+  EXPECT_EQ(o.sim.exit_code, 0) << o.sim.err;
+  return o;
+}
+
+// The only finding of kind `k` (suspect `rank` when >= 0), else null.
+const scout::obs::Finding* only(const Outcome& o, scout::obs::FindingKind k, int rank = -1) {
+  const scout::obs::Finding* f = nullptr;
+  int n = 0;
+  for (const auto& x : o.findings)
+    if (x.kind == k && (rank < 0 || (!x.suspects.empty() && x.suspects[0].global_rank == rank))) {
+      f = &x;
+      n++;
+    }
+  return n == 1 ? f : nullptr;
+}
+
+bool has_replay_sdc(const std::vector<scout::obs::Finding>& fs) {
+  for (const auto& f : fs)
+    if (f.kind == scout::obs::FindingKind::kSdc && f.evidence.value("source", "") == "replay") return true;
+  return false;
+}
+
+bool straggler_with_cause(const std::vector<scout::obs::Finding>& fs) {
+  for (const auto& f : fs)
+    if (f.kind == scout::obs::FindingKind::kStraggler && !f.suspects.empty() && f.suspects[0].global_rank == 6 &&
+        f.evidence.value("cause", "unknown") != "unknown")
+      return true;
+  return false;
+}
+
+TEST(ReplayEndToEnd, GpuComputingWrongGemmsIsAttributedByReplay) {
+  Outcome o = run("gpusdc", {"gpusdc:rank=5,step=20"}, has_replay_sdc);
+  EXPECT_EQ(from_replay(o.findings), (std::multiset<Named>{{"sdc", {5}}})) << show(o.found) << "\n" << o.observer_err;
+  const auto* f = only(o, scout::obs::FindingKind::kSdc);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->verdict, scout::obs::Verdict::kAttributed);
+  EXPECT_EQ(f->evidence["source"], "replay");
+  EXPECT_EQ(f->evidence["check"], "gemm-vote");
+  EXPECT_EQ(f->suspects[0].gpu, "GPU-sim-node0-5");
+  EXPECT_EQ(o.truth, (std::multiset<Named>{{"gpusdc", {5}}}));
+}
+
+TEST(ReplayEndToEnd, CorruptingLinkNamesReceiverAndSender) {
+  Outcome o = run("linksdc", {"linksdc:rank=2,peer=3,step=20"}, has_replay_sdc);
+  EXPECT_EQ(from_replay(o.findings), (std::multiset<Named>{{"sdc", {2, 3}}})) << show(o.found) << "\n" << o.observer_err;
+  const auto* f = only(o, scout::obs::FindingKind::kSdc);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->suspects[0].global_rank, 2);
+  ASSERT_TRUE(f->peer.has_value());
+  EXPECT_EQ(f->peer->global_rank, 3);
+  EXPECT_EQ(f->evidence["source"], "replay");
+}
+
+TEST(ReplayEndToEnd, SlowGpuStragglerHasCauseGpu) {
+  Outcome o = run("slowgpu", {"slowgpu:rank=6,factor=2,step=10"}, straggler_with_cause);
+  EXPECT_TRUE(from_replay(o.findings).empty()) << show(o.found) << "\n" << o.observer_err;
+  const auto* f = only(o, scout::obs::FindingKind::kStraggler, 6);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->evidence["cause"], "gpu") << f->evidence.dump();
+}
+
+TEST(ReplayEndToEnd, HostStragglerHasCauseHost) {
+  Outcome o = run("hoststraggler", {"straggler:rank=6,step=10,ms=30"}, straggler_with_cause);
+  EXPECT_TRUE(from_replay(o.findings).empty()) << show(o.found) << "\n" << o.observer_err;
+  const auto* f = only(o, scout::obs::FindingKind::kStraggler, 6);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->evidence["cause"], "host") << f->evidence.dump();
+}
+
+TEST(ReplayEndToEnd, HealthyRunHasNoFindingAndPassingCycles) {
+  Outcome o = run("healthy", {}, [](const std::vector<scout::obs::Finding>&) { return true; });
+  EXPECT_TRUE(from_replay(o.findings).empty()) << show(o.found) << "\n" << o.observer_err;
+  ASSERT_FALSE(o.cycles.empty()) << o.observer_err;
+  for (const auto& c : o.cycles) EXPECT_EQ(c.outcome, "pass") << c.detail.dump();
+}
+
+}  // namespace
