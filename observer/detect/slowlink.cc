@@ -25,16 +25,6 @@ std::string size_words(int bucket) {
   return std::to_string(1ull << (bucket - 10 * u)) + " " + units[u];
 }
 
-// "tp3" -> "tp", "dp_12" -> "dp", "" -> "": communicators named alike play the same role.
-std::string name_stem(const std::string& name) {
-  size_t n = name.size();
-  while (n > 0 && ((name[n - 1] >= '0' && name[n - 1] <= '9') || name[n - 1] == '_' || name[n - 1] == '-' ||
-                   name[n - 1] == '.')) {
-    --n;
-  }
-  return name.substr(0, n);
-}
-
 std::string ms_words(double ns) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.2f ms", ns / 1e6);
@@ -85,7 +75,8 @@ nlohmann::json SlowLinkDetector::channel_json(const Model& m, const Judged& j) c
           {"peer_median_ms", to_ms(int64_t(j.peer_ns))},
           {"ratio", j.peer_ns > 0 ? j.median_ns / j.peer_ns : 0},
           {"samples", j.samples},
-          {"peers", j.peers}};
+          {"peers", j.peers},
+          {"min_diff_ms", to_ms(int64_t(j.noise_ns))}};
 }
 
 void SlowLinkDetector::evaluate(const Model& m, int64_t now_ns, FindingBoard& board) {
@@ -106,6 +97,8 @@ void SlowLinkDetector::evaluate(const Model& m, int64_t now_ns, FindingBoard& bo
     std::vector<int64_t> d;
     for (const Sample& s : w) d.push_back(s.dur_ns);
     j.median_ns = median(d);
+    std::nth_element(d.begin(), d.begin() + d.size() / 4, d.end());
+    j.low_ns = double(d[d.size() / 4]);
     j.samples = int(w.size());
     auto cit = m.comms().find(ch.comm);
     int nnodes = cit != m.comms().end() ? cit->second.nnodes : 0;
@@ -117,13 +110,20 @@ void SlowLinkDetector::evaluate(const Model& m, int64_t now_ns, FindingBoard& bo
     if (chans.size() < 2) continue;
     for (size_t i = 0; i < chans.size(); ++i) {
       std::vector<double> others;
+      std::vector<int64_t> peer_samples;
       for (size_t k = 0; k < chans.size(); ++k) {
-        if (k != i) others.push_back(chans[k].median_ns);
+        if (k == i) continue;
+        others.push_back(chans[k].median_ns);
+        for (const Sample& s : samples_[chans[k].ch]) peer_samples.push_back(s.dur_ns);
       }
       Judged& j = chans[i];
       j.peer_ns = median(others);
       j.peers = int(others.size());
-      j.slow = j.median_ns >= cfg_.factor * j.peer_ns && j.median_ns - j.peer_ns >= double(cfg_.min_ns);
+      j.noise_ns = std::max(double(cfg_.min_ns), cfg_.noise_k * mad(peer_samples));
+      // Both the median and the lower quartile: a slow link is slow in most operations, a burst
+      // of noise lifts only some of them.
+      j.slow = j.median_ns >= cfg_.factor * j.peer_ns && j.median_ns - j.peer_ns >= j.noise_ns &&
+               j.low_ns >= cfg_.factor * j.peer_ns && j.low_ns - j.peer_ns >= j.noise_ns;
       Run& run = runs_[j.ch];
       run.slow_for = j.slow ? run.slow_for + (run.total - run.seen) : 0;
       run.seen = run.total;
@@ -183,7 +183,8 @@ void SlowLinkDetector::evaluate(const Model& m, int64_t now_ns, FindingBoard& bo
     f.suspects.push_back(suspect_of(m, p, comm_rank_of(first->ch.comm, p)));
     f.dedup_key = "slowlink:endpoint:" + m.proc(p).host + ":" + std::to_string(m.proc(p).pid);
     f.evidence = {{"class", "endpoint"}, {"slow", slow}, {"normal", nlohmann::json::array()},
-                  {"thresholds", {{"factor", cfg_.factor}, {"min_ms", to_ms(cfg_.min_ns)}, {"window", cfg_.window}}}};
+                  {"thresholds", {{"factor", cfg_.factor}, {"min_ms", to_ms(cfg_.min_ns)}, {"window", cfg_.window},
+                                  {"noise_k", cfg_.noise_k}}}};
     f.summary = who(m, p) + " is a slow endpoint: all " + std::to_string(slow.size()) +
                 " of its compared channels are slow (" + where(*first) + ")";
     board.report(f);
@@ -211,7 +212,8 @@ void SlowLinkDetector::evaluate(const Model& m, int64_t now_ns, FindingBoard& bo
       for (int p : cand) shares |= std::binary_search(o.procs.begin(), o.procs.end(), p);
       if (shares) normal.push_back(channel_json(m, o));
     }
-    nlohmann::json thresholds = {{"factor", cfg_.factor}, {"min_ms", to_ms(cfg_.min_ns)}, {"window", cfg_.window}};
+    nlohmann::json thresholds = {{"factor", cfg_.factor}, {"min_ms", to_ms(cfg_.min_ns)}, {"window", cfg_.window},
+                                 {"noise_k", cfg_.noise_k}};
     if (cand.size() == 2) {
       f.verdict = Verdict::kAttributed;
       f.suspects.push_back(suspect_of(m, cand[0], comm_rank_of(j.ch.comm, cand[0])));
