@@ -7,6 +7,7 @@
 set -uo pipefail
 BUILD=${1:-build}
 RUNS=${2:-100}
+BUILD=$(cd "$BUILD" 2>/dev/null && pwd) || { echo "fp-campaign: no build directory ${1:-build}" >&2; exit 2; }
 SCOUT="$BUILD/bin/scout"
 SIM="$BUILD/bin/scout-sim"
 for b in "$SCOUT" "$SIM"; do
@@ -35,7 +36,7 @@ for ((i = 0; i < RUNS; i++)); do
   job="fp-$$-$i"
   # shellcheck disable=SC2086
   (cd "$TMP" && SCOUT_STATE_DIR="$TMP/state" SCOUT_SHM_DIR="$TMP/shm-$i" \
-     timeout -k 5 300 "$OLDPWD/$SCOUT" run --job "$job" -- "$OLDPWD/$SIM" $shape --seed "$i" \
+     timeout -k 5 300 "$SCOUT" run --job "$job" -- "$SIM" $shape --seed "$i" \
      >"$TMP/out" 2>"$TMP/err")
   rc=$?
   runs=$((runs + 1))
