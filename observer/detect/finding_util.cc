@@ -82,4 +82,17 @@ std::string fp_hex(uint64_t v) { return hex64(v); }
 
 double to_ms(int64_t ns) { return std::round(double(ns) / 1e3) / 1e3; }
 
+std::string name_stem(const std::string& name) {
+  size_t n = name.size();
+  while (n > 0 && ((name[n - 1] >= '0' && name[n - 1] <= '9') || name[n - 1] == '_' || name[n - 1] == '-' ||
+                   name[n - 1] == '.')) {
+    --n;
+  }
+  return name.substr(0, n);
+}
+
+std::string comm_class(const Comm& c) {
+  return name_stem(c.name) + "/" + std::to_string(c.key.nranks) + "/" + std::to_string(c.nnodes);
+}
+
 }  // namespace scout::obs

@@ -38,6 +38,11 @@ int rank_of(const Comm& c, int proc);
 std::vector<int> global_ranks(const Model& m, const Comm& c, const std::vector<int>& ranks);
 // "0x" + 16 hex digits (same as hex64, for fingerprints).
 std::string fp_hex(uint64_t v);
+// "tp3" -> "tp", "dp_12" -> "dp", "" -> "": communicators named alike play the same role.
+std::string name_stem(const std::string& name);
+// Class of a communicator for noise calibration: its name stem, rank count and node count
+// ("tp/2/1"); communicators of one class do the same work (docs/observer.md, "Stragglers").
+std::string comm_class(const Comm& c);
 // ns -> ms rounded to 3 decimals, for evidence.
 double to_ms(int64_t ns);
 

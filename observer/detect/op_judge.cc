@@ -64,6 +64,7 @@ void OpJudge::finish(Model& m, Comm& c, Op& op, int64_t now_ns, FindingBoard& bo
   if (!op.meta_judged) {
     MetaOutcome meta = check_metadata(op);
     if (auto f = desync_finding(m, c, op, meta, now_ns)) board.report(*f);
+    classes_.record(m, c, op, meta);
     op.meta_verdict = meta.vote.verdict == VoteVerdict::kAgree ? (meta.partial ? "partial" : "agree")
                                                                 : to_string(meta.vote.verdict);
     op.meta_judged = true;
@@ -173,6 +174,7 @@ void OpJudge::pass(Model& m, int64_t now_ns, FindingBoard& board, JudgeOutput* o
       if (!op.meta_judged && op.all_present()) {
         MetaOutcome meta = check_metadata(op);
         if (auto f = desync_finding(m, c, op, meta, now_ns)) board.report(*f);
+        classes_.record(m, c, op, meta);
         op.meta_verdict = meta.vote.verdict == VoteVerdict::kAgree ? "agree" : to_string(meta.vote.verdict);
         op.meta_judged = true;
       }
@@ -183,6 +185,7 @@ void OpJudge::pass(Model& m, int64_t now_ns, FindingBoard& board, JudgeOutput* o
     }
     for (const OpId& id : done) m.drop(c, id);
   }
+  classes_.resolve(m, now_ns, board);
 }
 
 }  // namespace scout::obs

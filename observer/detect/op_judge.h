@@ -1,5 +1,6 @@
 // Decides each live operation once its evidence is in, then drops it from the Model:
-//  - metadata agreement as soon as every participant's record is present (desync findings);
+//  - metadata agreement as soon as every participant's record is present (desync findings; an
+//    inconclusive one is voted again with the equivalent communicators, class_vote.h);
 //  - when every record is final (complete, fingerprints written), or `settle_timeout` after the
 //    op was first seen with every present record complete: receive-fingerprint agreement (sdc
 //    findings), the per-collective summary and per-rank timings for the Sink, and a JudgedOp for
@@ -11,6 +12,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "observer/detect/class_vote.h"
 #include "observer/model/finding_board.h"
 #include "observer/model/model.h"
 #include "observer/detect/judged_op.h"
@@ -46,6 +48,7 @@ class OpJudge {
   void finish(Model& m, Comm& c, Op& op, int64_t now_ns, FindingBoard& board, JudgeOutput* out);
   JudgeConfig cfg_;
   JudgeStats stats_;
+  ClassVote classes_;
 };
 
 }  // namespace scout::obs

@@ -25,16 +25,6 @@ std::string size_words(int bucket) {
   return std::to_string(1ull << (bucket - 10 * u)) + " " + units[u];
 }
 
-// "tp3" -> "tp", "dp_12" -> "dp", "" -> "": communicators named alike play the same role.
-std::string name_stem(const std::string& name) {
-  size_t n = name.size();
-  while (n > 0 && ((name[n - 1] >= '0' && name[n - 1] <= '9') || name[n - 1] == '_' || name[n - 1] == '-' ||
-                   name[n - 1] == '.')) {
-    --n;
-  }
-  return name.substr(0, n);
-}
-
 std::string ms_words(double ns) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.2f ms", ns / 1e6);
@@ -83,6 +73,7 @@ EvChannel SlowLinkDetector::channel(const Model& m, const Judged& j) const {
   ch.ratio = j.peer_ns > 0 ? j.median_ns / j.peer_ns : 0;
   ch.samples = j.samples;
   ch.peers = j.peers;
+  ch.min_diff_ms = to_ms(int64_t(j.noise_ns));
   return ch;
 }
 
@@ -104,6 +95,8 @@ std::vector<SlowLinkDetector::Judged> SlowLinkDetector::judge_channels(const Mod
     std::vector<int64_t> d;
     for (const Sample& s : w) d.push_back(s.dur_ns);
     j.median_ns = median(d);
+    std::nth_element(d.begin(), d.begin() + d.size() / 4, d.end());
+    j.low_ns = double(d[d.size() / 4]);
     j.samples = int(w.size());
     auto cit = m.comms().find(ch.comm);
     int nnodes = cit != m.comms().end() ? cit->second.nnodes : 0;
@@ -115,13 +108,20 @@ std::vector<SlowLinkDetector::Judged> SlowLinkDetector::judge_channels(const Mod
     if (chans.size() < 2) continue;
     for (size_t i = 0; i < chans.size(); ++i) {
       std::vector<double> others;
+      std::vector<int64_t> peer_samples;
       for (size_t k = 0; k < chans.size(); ++k) {
-        if (k != i) others.push_back(chans[k].median_ns);
+        if (k == i) continue;
+        others.push_back(chans[k].median_ns);
+        for (const Sample& s : samples_[chans[k].ch]) peer_samples.push_back(s.dur_ns);
       }
       Judged& j = chans[i];
       j.peer_ns = median(others);
       j.peers = int(others.size());
-      j.slow = j.median_ns >= cfg_.factor * j.peer_ns && j.median_ns - j.peer_ns >= double(cfg_.min_ns);
+      j.noise_ns = std::max(double(cfg_.min_ns), cfg_.noise_k * mad(peer_samples));
+      // Both the median and the lower quartile: a slow link is slow in most operations, a burst
+      // of noise lifts only some of them.
+      j.slow = j.median_ns >= cfg_.factor * j.peer_ns && j.median_ns - j.peer_ns >= j.noise_ns &&
+               j.low_ns >= cfg_.factor * j.peer_ns && j.low_ns - j.peer_ns >= j.noise_ns;
       Run& run = runs_[j.ch];
       run.slow_for = j.slow ? run.slow_for + (run.total - run.seen) : 0;
       run.seen = run.total;
@@ -152,7 +152,7 @@ void SlowLinkDetector::evaluate(const Model& m, int64_t now_ns, FindingBoard& bo
     if (n >= 2 && !normal_n.count(p)) endpoints.insert(p);
   }
   std::set<std::string> reported;
-  auto thresholds = [&] { return EvSlowThresholds{cfg_.factor, to_ms(cfg_.min_ns), cfg_.window}; };
+  auto thresholds = [&] { return EvSlowThresholds{cfg_.factor, to_ms(cfg_.min_ns), cfg_.window, cfg_.noise_k}; };
   auto base = [&](const Judged& j, Finding& f) {
     f.kind = FindingKind::kSlowLink;
     auto it = m.comms().find(j.ch.comm);

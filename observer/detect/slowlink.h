@@ -9,7 +9,10 @@
 // spans, and the stem of its name: "tp3" -> "tp"), e.g. every TP group's AllReduce of 8 MiB, not
 // the DP pairs' (which cross nodes and run at network speed). Each channel keeps the last `window` durations per class; with at least
 // `min_samples` of them its median m is compared with the median of its peers' medians r:
-//     slow when m >= factor * r and m - r >= min_ms.
+//     slow when m >= factor * r and m - r >= max(min_ms, noise_k * MAD of the peers' samples)
+// (the job's own noise: on a busy host every transfer time scatters, and the floor min_ms is
+// only the least difference that counts), and the same holds for the channel's lower quartile
+// (a slow link is slow in most of its operations; a burst of noise lifts only some).
 // At least two channels with samples are needed in a class. A channel counts as slow only once it
 // has stayed slow while `confirm` more of its operations completed (persistence: a burst of
 // scheduling noise on a busy host moves a median briefly, a bad link keeps it there); a channel
@@ -44,6 +47,7 @@ struct SlowLinkConfig {
   double factor = 2.0;          // SCOUT_OBSERVER_SLOW_FACTOR
   int64_t min_ns = 1'000'000;   // SCOUT_OBSERVER_SLOW_MIN_MS
   int confirm = 8;              // operations a channel must stay slow (window / 2)
+  double noise_k = 3.0;         // SCOUT_OBSERVER_SLOW_NOISE_K (MADs of the peers' samples)
 };
 
 class SlowLinkDetector {
@@ -68,7 +72,7 @@ class SlowLinkDetector {
   struct Judged {
     Channel ch;
     std::vector<int> procs;
-    double median_ns = 0, peer_ns = 0;
+    double median_ns = 0, low_ns = 0, peer_ns = 0, noise_ns = 0;  // low: lower quartile
     int samples = 0, peers = 0;
     bool slow = false;
     OpId first_slow;

@@ -87,14 +87,52 @@ StragglerDetector::Entry StragglerDetector::score(const CrossNodeArrivals& op, i
   return e;
 }
 
+StragglerConfig StragglerDetector::calibrated(const Model* m, const CommKey& comm) {
+  auto cit = class_of_.find(comm);
+  if (cit == class_of_.end()) {
+    std::string cls;
+    if (m) {
+      auto it = m->comms().find(comm);
+      if (it != m->comms().end()) cls = comm_class(it->second);
+    }
+    if (cls.empty()) cls = "?/" + std::to_string(comm.nranks);
+    cit = class_of_.emplace(comm, cls).first;
+  }
+  StragglerConfig c = cfg_;
+  const Noise& n = noise_[cit->second];
+  if (n.threshold_ns > c.min_ns) c.min_ns = n.threshold_ns;
+  return c;
+}
+
+void StragglerDetector::learn(const CommKey& comm, const Entry& e) {
+  Noise& n = noise_[class_of_.at(comm)];
+  for (size_t i = 0; i < e.signal.size(); ++i) {
+    if (e.procs[i] < 0) continue;
+    n.signals.push_back(e.signal[i]);
+    ++n.since;
+  }
+  while (n.signals.size() > kNoiseSamples) n.signals.pop_front();
+  if (n.since >= kNoiseEvery || (n.threshold_ns < 0 && n.signals.size() >= 16)) {
+    std::vector<int64_t> v(n.signals.begin(), n.signals.end());
+    n.threshold_ns = int64_t(noise_threshold(v, cfg_.noise_k, double(cfg_.min_ns)));
+    n.since = 0;
+  }
+}
+
 void StragglerDetector::observe_cross_node(const CrossNodeArrivals& op) {
   if (op.id.cls != OpClass::kColl || op.comm.nranks < 2 || op.ranks.empty()) return;
-  add(op.comm, score(op, op.comm.nranks, cfg_));
+  if (seen_[op.comm]++ < cfg_.warmup) return;
+  Entry e = score(op, op.comm.nranks, calibrated(nullptr, op.comm));
+  learn(op.comm, e);
+  add(op.comm, std::move(e));
 }
 
 void StragglerDetector::observe(const Model& m, const JudgedOp& op) {
   if (op.id.cls != OpClass::kColl || !op.complete || op.parts.size() < 2) return;
-  add(op.comm, score(m, op, cfg_));
+  if (seen_[op.comm]++ < cfg_.warmup) return;
+  Entry e = score(m, op, calibrated(&m, op.comm));
+  learn(op.comm, e);
+  add(op.comm, std::move(e));
 }
 
 void StragglerDetector::add(const CommKey& comm, Entry e) {
@@ -120,22 +158,64 @@ StragglerDetector::Count StragglerDetector::comm_count(const std::deque<Entry>& 
   return c;
 }
 
-bool StragglerDetector::persistent(const Count& c) const {
-  return c.late >= cfg_.min_late && double(c.late) >= cfg_.persist * double(c.any);
+bool StragglerDetector::persistent(const Count& c, double background) const {
+  return c.late >= cfg_.min_late && double(c.late) >= cfg_.persist * double(c.any) &&
+         beyond_rate(c.late, c.ops, background, cfg_.z, cfg_.min_late);
 }
 
 void StragglerDetector::evaluate(const Model& m, int64_t now_ns, FindingBoard& board) {
+  // Late rates of every (communicator, comm rank) per class and of every process's aggregated
+  // window: the background a straggler must stand out from.
+  std::map<int, Count> aggs;
+  for (const auto& [proc, w] : procs_) {
+    Count& agg = aggs[proc];
+    for (const Agg& a : w) {
+      agg.ops++;
+      agg.late += a.late;
+      agg.any += a.any;
+    }
+  }
+  std::map<std::pair<CommKey, int>, Count> counts;
+  std::map<std::string, std::vector<CommKey>> class_comms;
+  for (const auto& [key, w] : comms_) {
+    auto cit = m.comms().find(key);
+    if (cit == m.comms().end()) continue;
+    class_of_[key] = comm_class(cit->second);
+    class_comms[class_of_[key]].push_back(key);
+    for (int r = 0; r < int(cit->second.ranks.size()); ++r) counts[{key, r}] = comm_count(w, r);
+  }
+  // Background late rate of comm rank r of `key`: the median rate of the same comm rank in the
+  // other communicators of its class (ranks at one position often share a role, e.g. the first
+  // rank of every TP group), or of the other ranks of `key` when it is alone in its class.
+  auto comm_background = [&](const CommKey& key, int r) {
+    std::vector<double> rates, all;
+    for (const CommKey& o : class_comms[class_of_[key]]) {
+      for (int q = 0; q < o.nranks; ++q) {
+        auto it = counts.find({o, q});
+        if ((o == key && q == r) || it == counts.end() || it->second.ops == 0) continue;
+        all.push_back(it->second.rate());
+        if (q == r) rates.push_back(it->second.rate());
+      }
+    }
+    if (rates.empty()) rates = all;
+    double mean = 0;
+    for (double x : all) mean += x / double(all.size());
+    return std::max(median(rates), mean);
+  };
+  // Median of `rates` without one occurrence of `own`.
+  auto others = [](std::vector<double> rates, double own) {
+    auto it = std::find(rates.begin(), rates.end(), own);
+    if (it != rates.end()) rates.erase(it);
+    return median(rates);
+  };
+  std::vector<double> agg_rates;
+  for (const auto& [proc, c] : aggs) agg_rates.push_back(c.rate());
   for (const Proc& p : m.procs()) {
     // Aggregated window.
     Count agg;
-    auto pit = procs_.find(p.id);
-    if (pit != procs_.end()) {
-      for (const Agg& a : pit->second) {
-        agg.ops++;
-        agg.late += a.late;
-        agg.any += a.any;
-      }
-    }
+    auto pit = aggs.find(p.id);
+    if (pit != aggs.end()) agg = pit->second;
+    double agg_background = others(agg_rates, agg.rate());
     // Per communicator windows of this process.
     struct CommHit {
       const Comm* comm;
@@ -143,16 +223,21 @@ void StragglerDetector::evaluate(const Model& m, int64_t now_ns, FindingBoard& b
       Count count;
     };
     std::vector<CommHit> hits;
-    bool flagged = persistent(agg);
+    bool flagged = persistent(agg, agg_background);
+    double background = agg_background;
     for (const auto& [key, w] : comms_) {
       auto cit = m.comms().find(key);
       if (cit == m.comms().end()) continue;
       const Comm& c = cit->second;
       for (int r = 0; r < int(c.ranks.size()); ++r) {
         if (c.ranks[r].proc != p.id) continue;
-        Count cnt = comm_count(w, r);
+        Count cnt = counts[{key, r}];
         if (cnt.late > 0) hits.push_back(CommHit{&c, r, cnt});
-        flagged |= persistent(cnt);
+        double bg = comm_background(key, r);
+        if (persistent(cnt, bg)) {
+          flagged = true;
+          background = bg;
+        }
       }
     }
     auto oit = open_.find(p.id);
@@ -229,7 +314,9 @@ void StragglerDetector::evaluate(const Model& m, int64_t now_ns, FindingBoard& b
       ev.comms.push_back(std::move(sc));
     }
     ev.aggregate = EvStragglerAggregate{agg.ops, agg.late, agg.any};
-    ev.thresholds = EvStragglerThresholds{to_ms(cfg_.min_ns), cfg_.rel, cfg_.persist, cfg_.min_late, cfg_.window};
+    ev.thresholds = EvStragglerThresholds{to_ms(cfg_.min_ns), cfg_.rel, cfg_.persist, cfg_.min_late, cfg_.window,
+                                         cfg_.z, cfg_.noise_k, to_ms(calibrated(&m, main.comm->key).min_ns),
+                                         std::round(background * 1000) / 1000};
     f.evidence = to_json(ev);
     char ms[32];
     std::snprintf(ms, sizeof(ms), "%.1f ms", median(late_signals) / 1e6);

@@ -9,14 +9,25 @@
 //   X_r = g_r - median of the others' gaps
 //   S_r = min(L_r, max(X_r, 0))      (S_r = L_r when gaps are unknown)
 // A rank is LATE in that operation when
-//   S_r >= min_ms                                  (absolute threshold) and
-//   S_r >= rel * median of the other ranks' L      (relative to the communicator's noise).
+//   S_r >= T_class                                 (the job's own noise, floor min_ms) and
+//   S_r >= rel * median of the other ranks' L      (relative to the communicator's noise),
+// where T_class = max(min_ms, median + noise_k * MAD) of the last kNoiseSamples signals of every
+// rank in communicators of the same class (comm_class(): name stem, ranks, nodes), recomputed
+// every kNoiseEvery signals.
+// The first `warmup` collectives of each communicator are not scored: process start-up and first
+// allocations make everyone late at random then.
 // Per communicator a window of the last `window` completed collectives is kept; a rank is a
-// straggler when it is late in at least min_late of them AND in at least `persist` of the
-// window's late events (operations where anyone was late): stragglers own the late events,
-// jitter spreads them. The same rule also runs on a per-rank window across all its communicators
-// (aggregated). The finding stays open while the rule holds and closes when the rank's late
-// operations in its aggregated window drop to min_late / 2 or fewer.
+// straggler when it is late in at least min_late of them, in at least `persist` of the window's
+// late events (operations where anyone was late: stragglers own the late events, jitter spreads
+// them) AND more often than the class's background explains: the late count exceeds the
+// binomial expectation at the background rate by `z` standard deviations (a busy host makes every
+// rank late now and then; a straggler is an outlier among them). The background of comm rank r is
+// the larger of the median late rate of comm rank r in the other communicators of the class (ranks
+// at one position often share a role) and the mean rate of every other rank of the class, and at
+// least 0.05 (beyond_rate()). The same rule also runs on a per-rank window across all its communicators (aggregated,
+// background: the median of the other ranks' aggregated rates). The finding stays open while the
+// rule holds and closes when the rank's late operations in its aggregated window drop to
+// min_late / 2 or fewer.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +48,9 @@ struct StragglerConfig {
   double rel = 3.0;                // SCOUT_OBSERVER_STRAGGLER_REL
   double persist = 0.6;            // SCOUT_OBSERVER_STRAGGLER_PERSIST
   int min_late = 4;                // SCOUT_OBSERVER_STRAGGLER_MIN_LATE
+  double z = 6.0;                  // SCOUT_OBSERVER_STRAGGLER_Z (standard deviations)
+  double noise_k = 5.0;            // SCOUT_OBSERVER_STRAGGLER_NOISE_K (MADs above the median)
+  int warmup = 8;                  // first collectives of each communicator not scored (start-up)
 };
 
 // g_r above: time from the end of `p`'s latest GPU interval that ended at or before `arrival`
@@ -102,15 +116,30 @@ class StragglerDetector {
   };
   struct Count {
     int late = 0, any = 0, ops = 0;
+    double rate() const { return ops > 0 ? double(late) / ops : 0; }
   };
+  // Signals of one communicator class and the late threshold they give.
+  struct Noise {
+    std::deque<int64_t> signals;
+    int64_t threshold_ns = -1;  // -1: not computed yet (the floor applies)
+    int since = 0;              // signals added since the threshold was computed
+  };
+  static constexpr size_t kNoiseSamples = 4096;
+  static constexpr int kNoiseEvery = 64;
   void add(const CommKey& comm, Entry e);
+  // The late threshold for communicator `comm` (class noise, floor min_ns); adds `e`'s signals.
+  StragglerConfig calibrated(const Model* m, const CommKey& comm);
+  void learn(const CommKey& comm, const Entry& e);
   Count comm_count(const std::deque<Entry>& w, int rank) const;
-  bool persistent(const Count& c) const;
+  bool persistent(const Count& c, double background) const;
 
   StragglerConfig cfg_;
   std::map<CommKey, std::deque<Entry>> comms_;
   std::map<int, std::deque<Agg>> procs_;
   std::map<int, Episode> open_;  // proc -> open episode
+  std::map<std::string, Noise> noise_;      // comm class -> noise
+  std::map<CommKey, std::string> class_of_;  // comm -> its class
+  std::map<CommKey, int> seen_;              // comm -> collectives observed (warm-up)
 };
 
 }  // namespace scout::obs

@@ -249,6 +249,10 @@ struct EvStragglerThresholds {
   double persist = 0;
   int min_late = 0;
   int window = 0;
+  std::optional<double> z;                // persistence test: standard deviations over the background
+  std::optional<double> noise_k;          // late threshold: median + noise_k x MAD of the class
+  std::optional<double> late_ms;          // late threshold in force for the communicator class
+  std::optional<double> background_rate;  // late rate the rank was compared with
 };
 
 // Evidence of kind straggler.
@@ -270,6 +274,7 @@ struct EvChannel {
   double ratio = 0;
   int samples = 0;
   int peers = 0;
+  std::optional<double> min_diff_ms;  // least excess over the peers counted as slow
 };
 
 // The slow-link thresholds in force.
@@ -277,6 +282,7 @@ struct EvSlowThresholds {
   double factor = 0;
   double min_ms = 0;
   int window = 0;
+  std::optional<double> noise_k;  // a channel is slow beyond max(min_ms, noise_k x MAD of its peers)
 };
 
 // Evidence of kind slowlink.
@@ -370,15 +376,18 @@ SCOUT_EVIDENCE_FIELDS(EvStragglerComm, req("comm", &S::comm), req("comm_rank", &
 SCOUT_EVIDENCE_FIELDS(EvStragglerAggregate, req("window_ops", &S::window_ops), req("late_ops", &S::late_ops),
                       req("late_events", &S::late_events))
 SCOUT_EVIDENCE_FIELDS(EvStragglerThresholds, req("min_ms", &S::min_ms), req("rel", &S::rel),
-                      req("persist", &S::persist), req("min_late", &S::min_late), req("window", &S::window))
+                      req("persist", &S::persist), req("min_late", &S::min_late), req("window", &S::window),
+                      opt("z", &S::z), opt("noise_k", &S::noise_k), opt("late_ms", &S::late_ms),
+                      opt("background_rate", &S::background_rate))
 SCOUT_EVIDENCE_FIELDS(StragglerEvidence, req("comms", &S::comms), req("aggregate", &S::aggregate),
                       req("thresholds", &S::thresholds))
 SCOUT_EVIDENCE_FIELDS(EvChannel, req("comm", &S::comm), req("kind", &S::kind), req("func", &S::func),
                       req("bytes_bucket", &S::bytes_bucket), req("ranks", &S::ranks),
                       req("median_ms", &S::median_ms), req("peer_median_ms", &S::peer_median_ms),
-                      req("ratio", &S::ratio), req("samples", &S::samples), req("peers", &S::peers))
+                      req("ratio", &S::ratio), req("samples", &S::samples), req("peers", &S::peers),
+                      opt("min_diff_ms", &S::min_diff_ms))
 SCOUT_EVIDENCE_FIELDS(EvSlowThresholds, req("factor", &S::factor), req("min_ms", &S::min_ms),
-                      req("window", &S::window))
+                      req("window", &S::window), opt("noise_k", &S::noise_k))
 SCOUT_EVIDENCE_FIELDS(SlowLinkEvidence, req("class", &S::cls), req("slow", &S::slow), req("normal", &S::normal),
                       req("thresholds", &S::thresholds))
 

@@ -19,6 +19,8 @@ bool options_from_config(const config::Config& cfg, ObserverOptions* out, std::s
   o.straggler.rel = cfg.observer_straggler_rel;
   o.straggler.persist = cfg.observer_straggler_persist;
   o.straggler.min_late = int(cfg.observer_straggler_min_late);
+  o.straggler.noise_k = cfg.observer_straggler_noise_k;
+  o.straggler.z = cfg.observer_straggler_z;
   o.slowlink.window = int(cfg.observer_slow_window);
   o.slowlink.min_samples = std::max(2, o.slowlink.window / 4);
   o.slowlink.confirm = std::max(1, o.slowlink.window / 2);
@@ -37,6 +39,7 @@ bool options_from_config(const config::Config& cfg, ObserverOptions* out, std::s
       return false;
     }
   }
+  o.slowlink.noise_k = cfg.observer_slow_noise_k;
   if (!cfg.equiv.empty() && !parse_equiv(cfg.equiv, ';', &o.equiv, error)) {
     if (error) *error = "SCOUT_EQUIV: " + *error;
     return false;

@@ -113,8 +113,7 @@ int main() {
   line("crash", crash, 2.0, "grace + 1 s");
   Result strag = measure("bench-straggler", "straggler",
                          {"--ranks", "8", "--tp", "2", "--pp", "2", "--steps", "40", "--fault",
-                          "straggler:rank=3,ms=60,step=2"},
-                         {{"SCOUT_OBSERVER_STRAGGLER_MIN_MS", "20"}});
+                          "straggler:rank=3,ms=60,step=2"});
   if (strag.found) {
     std::printf("  %-10s rank %d named %6.2f s after onset, after %llu collectives of its communicator; target: "
                 "within the window (64): %s\n",

@@ -76,9 +76,6 @@ class RealRun : public ::testing::Test {
     j.env = {{"SCOUT_SHM_DIR", d + "/shm"},
              {"SCOUT_STATE_DIR", d + "/state"},
              {"SCOUT_HOST", "node0"},
-             {"SCOUT_OBSERVER_STRAGGLER_MIN_MS", "20"},
-             {"SCOUT_OBSERVER_SLOW_MIN_MS", "20"},
-             {"SCOUT_OBSERVER_SLOW_FACTOR", "3"},
              // Hermetic: nothing from the caller's job or launcher.
              {"SCOUT_JOB_ID", ""},
              {"TORCHELASTIC_RUN_ID", ""},

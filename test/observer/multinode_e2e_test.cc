@@ -78,9 +78,6 @@ Outcome run(const std::string& job, const std::string& rdzv, const TempDir& dir)
       {"SCOUT_NET_TIMEOUT_MS", "10000"},
       {"SCOUT_NET_JOIN_TIMEOUT_MS", "30000"},
       {"SCOUT_OBSERVER_FP_TIMEOUT_S", "2"},
-      {"SCOUT_OBSERVER_STRAGGLER_MIN_MS", "20"},
-      {"SCOUT_OBSERVER_SLOW_MIN_MS", "20"},
-      {"SCOUT_OBSERVER_SLOW_FACTOR", "3"},
   };
   std::filesystem::create_directories(dir.path() + "/shm");
   auto store = [&](int k) { return dir.path() + "/node-" + std::to_string(k) + ".db"; };

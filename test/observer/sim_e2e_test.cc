@@ -60,9 +60,6 @@ Outcome run(const std::string& job, const std::vector<std::string>& sim_args, si
       {"SCOUT_SHM_DIR", dir.path()},
       {"SCOUT_STATE_DIR", dir.path() + "/state"},
       {"SCOUT_FP_BUDGET", "0"},
-      {"SCOUT_OBSERVER_STRAGGLER_MIN_MS", "20"},
-      {"SCOUT_OBSERVER_SLOW_MIN_MS", "20"},
-      {"SCOUT_OBSERVER_SLOW_FACTOR", "3"},
   };
   std::string store = dir.path() + "/state/" + job + "/node-0.db";
   Subprocess observer({build_path("bin/scout-observer"), "--job", job, "--hang-timeout", "1.5", "--interval", "50"},
@@ -116,6 +113,18 @@ TEST(SimEndToEnd, DesyncIsAttributed) {
   Outcome o = run("desync", {"--ranks", "8", "--tp", "4", "--steps", "12", "--fault", "desync:rank=2,step=4"}, 1);
   ASSERT_EQ(o.truth.size(), 1u);
   expect_exact(o);
+}
+
+// In a TP group of two ranks one side cannot out-vote the other; the TP groups of the other
+// replicas ran the same sequence and vote too (equivalent communicators found automatically).
+TEST(SimEndToEnd, DesyncInATwoRankGroupIsAttributedByEquivalentGroups) {
+  Outcome o = run("desync2", {"--ranks", "8", "--tp", "2", "--pp", "2", "--steps", "12", "--fault", "desync:rank=2,step=9"},
+                  1);
+  ASSERT_EQ(o.truth.size(), 1u);
+  expect_exact(o);
+  ASSERT_EQ(o.findings.size(), 1u);
+  EXPECT_EQ(o.findings[0].verdict, scout::obs::Verdict::kAttributed);
+  EXPECT_TRUE(o.findings[0].evidence.contains("class")) << o.findings[0].evidence.dump();
 }
 
 TEST(SimEndToEnd, NanOriginIsTheInjectedRank) {

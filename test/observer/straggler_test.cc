@@ -50,6 +50,10 @@ struct Job4 {
 TEST(Straggler, LateRankIsNamedItsVictimsAreNotAndItClosesOnRecovery) {
   Job4 j;
   j.h.opt.straggler.window = 16;
+  // The counting rule in isolation: no warm-up, and a background test (4 standard deviations
+  // over a quiet job) that min_late decides.
+  j.h.opt.straggler.warmup = 0;
+  j.h.opt.straggler.z = 4;
   for (int s = 0; s < 5; ++s) j.step(s, {0, 0, 0, 0});
   EXPECT_TRUE(j.h.findings().empty());
   for (int s = 5; s < 8; ++s) j.step(s, {0, 0, 30 * kMs, 0});
@@ -92,6 +96,26 @@ TEST(Straggler, JitterAndOneOffHiccupsAreNotStragglers) {
     j.step(s, extra);
   }
   EXPECT_TRUE(j.h.findings().empty());
+}
+
+// A busy host: every rank is 30 ms late now and then (about one step in six, at random), which
+// the 5 ms floor alone would call late. Nobody stands out from that background: no finding. A
+// rank late by 30 ms in every step on top of the same noise does stand out and is named.
+TEST(Straggler, NoiseEveryRankSharesIsNotAStragglerAPersistentOutlierIs) {
+  Job4 j;
+  uint64_t x = 777;
+  auto rnd = [&]() {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    return (x >> 33) % 6 == 0 ? 30 * kMs : int64_t((x >> 40) % 1000) * 1000;
+  };
+  for (int s = 0; s < 120; ++s) j.step(s, {rnd(), rnd(), rnd(), rnd()});
+  EXPECT_TRUE(j.h.findings().empty());
+  for (int s = 120; s < 170; ++s) j.step(s, {rnd(), rnd(), 30 * kMs, rnd()});
+  auto f = j.h.findings();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, FindingKind::kStraggler);
+  EXPECT_EQ(suspect_ranks(f[0]), std::vector<int>{2});
+  EXPECT_GT(f[0].evidence["thresholds"]["background_rate"].get<double>(), 0.05);
 }
 
 TEST(Straggler, LatenessSignalSubtractsTimeSpentWaitingElsewhere) {
