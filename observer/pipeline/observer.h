@@ -16,6 +16,7 @@
 //   7. reclaim       unlink segments whose owner is gone once everything in them is judged.
 #pragma once
 
+#include <map>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -69,6 +70,7 @@ class Observer {
  private:
   void write(int64_t now_ns, JudgeOutput& out);
   void reclaim(int64_t now_ns);
+  void write_gemm();  // GEMM capture rows of processes whose table changed (Sink::put_gemm)
 
   ObserverOptions opt_;
   Sink* sink_;
@@ -86,6 +88,7 @@ class Observer {
   uint64_t passes_ = 0;
   bool hung_ = false;  // some communicator's state was "hung" at the last write
   std::mutex mu_;
+  std::map<int, uint64_t> gemm_written_;  // proc id -> change stamp last written
 };
 
 }  // namespace scout::obs

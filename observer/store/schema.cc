@@ -138,6 +138,45 @@ constexpr const char* kFormat = "scout-store";
 
 }  // namespace
 
+void ensure_gemm_tables(Db& db) {
+  db.exec(R"sql(
+CREATE TABLE IF NOT EXISTS gemm_capture (
+  host         TEXT NOT NULL,
+  pid          INTEGER NOT NULL,
+  global_rank  INTEGER NOT NULL,
+  state        INTEGER NOT NULL,
+  capacity     INTEGER NOT NULL,
+  n_entries    INTEGER NOT NULL,
+  windows      INTEGER NOT NULL,
+  lines        INTEGER NOT NULL,
+  captured     INTEGER NOT NULL,
+  ignored      INTEGER NOT NULL,
+  malformed    INTEGER NOT NULL,
+  dropped_full INTEGER NOT NULL,
+  dropped_busy INTEGER NOT NULL,
+  window_ns    INTEGER NOT NULL,
+  PRIMARY KEY (host, pid)
+);
+CREATE TABLE IF NOT EXISTS gemm_shapes (
+  host        TEXT NOT NULL,
+  pid         INTEGER NOT NULL,
+  global_rank INTEGER NOT NULL,
+  m INTEGER NOT NULL, n INTEGER NOT NULL, k INTEGER NOT NULL, batch INTEGER NOT NULL,
+  a_type INTEGER NOT NULL, b_type INTEGER NOT NULL, c_type INTEGER NOT NULL, d_type INTEGER NOT NULL,
+  compute INTEGER NOT NULL, scale_type INTEGER NOT NULL, layout INTEGER NOT NULL, algo INTEGER NOT NULL,
+  tile_m INTEGER NOT NULL, tile_n INTEGER NOT NULL,
+  count       INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS gemm_shapes_by_proc ON gemm_shapes (host, pid);
+)sql");
+}
+
+bool has_table(Db& db, const std::string& name) {
+  Stmt s(db, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?");
+  s.bind(1, name);
+  return s.step() && s.i64(0) > 0;
+}
+
 bool is_empty(Db& db) { return db.query_int("SELECT count(*) FROM sqlite_schema") == 0; }
 
 void create_schema(Db& db, int64_t now_ns) {

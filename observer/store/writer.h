@@ -58,6 +58,8 @@ class StoreWriter : public obs::Sink {
   // dedup_key and f->id naming a stored finding -> update that row the same way. Otherwise
   // insert. Sets f->id.
   void upsert_finding(obs::Finding* f) override;
+  void put_gemm(const std::vector<obs::GemmCaptureInfo>& capture,
+                const std::vector<obs::GemmShapeInfo>& shapes) override;
   // Applies the history bound and commits the batch (one transaction).
   void flush() override;
 
