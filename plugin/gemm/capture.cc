@@ -36,13 +36,15 @@ bool find_loaded_logger(LoggerApi* api) {
   static const char* const kBlas[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so.11",
                                       "libcublas.so", nullptr};
   void* lt = open_loaded(kLt);
-  if (lt == nullptr) return false;
+  // Not loaded under these names: cuBLASLt linked statically into the program (or a library of
+  // the global scope) still exports its logger entry points there.
+  void* scope = lt != nullptr ? lt : RTLD_DEFAULT;
   LoggerApi a;
   a.lt_handle = lt;
-  a.lt_set_callback = reinterpret_cast<int (*)(LtCallback)>(::dlsym(lt, "cublasLtLoggerSetCallback"));
-  a.lt_set_level = reinterpret_cast<int (*)(int)>(::dlsym(lt, "cublasLtLoggerSetLevel"));
+  a.lt_set_callback = reinterpret_cast<int (*)(LtCallback)>(::dlsym(scope, "cublasLtLoggerSetCallback"));
+  a.lt_set_level = reinterpret_cast<int (*)(int)>(::dlsym(scope, "cublasLtLoggerSetLevel"));
   if (a.lt_set_callback == nullptr || a.lt_set_level == nullptr) {
-    ::dlclose(lt);
+    if (lt != nullptr) ::dlclose(lt);
     return false;
   }
   if (void* blas = open_loaded(kBlas)) {

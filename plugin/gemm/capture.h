@@ -38,7 +38,8 @@ struct LoggerApi {
 };
 
 // Finds the libraries in the process; false if cuBLASLt is not loaded. The default looks for
-// libcublasLt.so.13/.12/.11/libcublasLt.so and libcublas.so.13/... with RTLD_NOLOAD.
+// libcublasLt.so.13/.12/.11/libcublasLt.so and libcublas.so.13/... with RTLD_NOLOAD, then for the
+// logger entry points in the global scope (cuBLASLt linked statically; scout-sim's stand-in).
 using LoggerFinder = std::function<bool(LoggerApi*)>;
 bool find_loaded_logger(LoggerApi* api);
 

@@ -191,6 +191,8 @@ ParseStatus parse_options(int argc, const char* const* argv, SimOptions* out, st
   app.add_option("--fault", fault_texts, "KIND:rank=R[,op=N|,step=N][,ms=M][,peer=Q]; repeatable");
   app.add_option("--truth", o.truth, "ground-truth file (JSON lines); default <job>.truth.jsonl");
   app.add_option("--bcast-every", o.bcast_every, "world Broadcast every K steps (0: never)");
+  app.add_option("--moe-experts", o.moe_experts,
+                 "X experts over the E expert-parallel ranks: each step logs its GEMMs through a cuBLASLt logger stand-in");
   app.add_option("--worker-rank", o.worker_rank)->group("");
   app.add_option("--fabric-fd", o.fabric_fd)->group("");
   try {
@@ -216,6 +218,9 @@ ParseStatus parse_options(int argc, const char* const* argv, SimOptions* out, st
                 std::to_string(o.ranks));
   if (o.dp() % o.ep != 0)
     return fail("--ep " + std::to_string(o.ep) + " does not divide DP = " + std::to_string(o.dp()));
+  if (o.moe_experts < 0 || o.moe_experts > 4096 || (o.moe_experts > 0 && o.moe_experts % o.ep != 0))
+    return fail("--moe-experts " + std::to_string(o.moe_experts) + " must be in [0, 4096] and a multiple of --ep " +
+                std::to_string(o.ep));
   if (o.ranks % o.nodes != 0)
     return fail("--nodes " + std::to_string(o.nodes) + " does not divide --ranks " + std::to_string(o.ranks));
   if ((o.ranks / o.nodes) % o.tp != 0)
@@ -253,6 +258,7 @@ std::vector<std::string> worker_argv(const std::string& exe, const SimOptions& o
                                 "--seed", std::to_string(o.seed),
                                 "--timeout", std::to_string(o.timeout_s),
                                 "--bcast-every", std::to_string(o.bcast_every),
+                                "--moe-experts", std::to_string(o.moe_experts),
                                 "--worker-rank", std::to_string(rank),
                                 "--fabric-fd", std::to_string(fabric_fd)};
   if (!o.truth.empty()) {

@@ -50,6 +50,7 @@ struct SimOptions {
   std::vector<FaultSpec> faults;
   std::string truth;             // ground-truth file; empty: "<job>.truth.jsonl" if faults given
   int bcast_every = 10;          // world Broadcast every this many steps (step % k == 0)
+  int moe_experts = 0;           // experts X (divisible by E): each step logs expert GEMMs (gemm_lt.h)
   // Internal (set by the launcher for its workers, hidden from --help):
   int worker_rank = -1;          // >= 0: run as this global rank
   int fabric_fd = -1;            // the shared fabric (memfd) inherited from the launcher
