@@ -79,6 +79,7 @@ void start_gemm_capture(Process* p) {
 }
 
 void stop_gemm_capture(Process* p) {
+  if (p->gemm != nullptr) p->gemm->stop(now_ns());
   delete p->gemm;  // restores cuBLASLt's logger before the table goes
   p->gemm = nullptr;
   delete p->gemm_table;

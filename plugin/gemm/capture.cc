@@ -2,6 +2,7 @@
 #include "plugin/gemm/capture.h"
 
 #include <dlfcn.h>
+#include <sched.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -16,6 +17,8 @@ namespace {
 // The installed capture (the logger callback has no user pointer).
 std::atomic<Capture*> g_capture{nullptr};
 std::atomic<ShapeTable*> g_table{nullptr};
+// Callbacks inside on_log now: closing a window waits for them before the table can go.
+std::atomic<int> g_inflight{0};
 
 constexpr int kLevelOff = 0;
 constexpr int kLevelTrace = 2;  // "Performance Trace": kernel-launching calls log their parameters
@@ -79,7 +82,11 @@ Capture::~Capture() {
 }
 
 void Capture::on_log(int level, const char* function, const char* message) {
-  ShapeTable* t = g_table.load(std::memory_order_acquire);
+  struct Inflight {
+    Inflight() { g_inflight.fetch_add(1); }
+    ~Inflight() { g_inflight.fetch_sub(1); }
+  } in;
+  ShapeTable* t = g_table.load();
   if (t == nullptr || function == nullptr || message == nullptr) return;
   shm::GemmTableHeader* h = t->header();
   h->lines.fetch_add(1, std::memory_order_relaxed);
@@ -158,7 +165,10 @@ void Capture::close_window(int64_t now_ns) {
   if (!open_) return;
   api_.lt_set_level(kLevelOff);
   api_.lt_set_callback(nullptr);
-  g_table.store(nullptr, std::memory_order_release);
+  g_table.store(nullptr);
+  // A callback that saw the table before the store is counted in g_inflight (both sequentially
+  // consistent): wait for it (microseconds: one parse), so the table can be released after.
+  for (int spins = 0; g_inflight.load() != 0 && spins < 1000000; ++spins) sched_yield();
   g_capture.store(nullptr, std::memory_order_release);
   open_ = false;
   int64_t start = hdr_->window_start_ns.load(std::memory_order_relaxed);
