@@ -101,7 +101,9 @@ NVCC_FLAGS := -std=c++17 -O3 -Iinclude -I. $(NVCC_GENCODE)
 .DEFAULT_GOAL := all
 
 all: $(PLUGIN) $(BINS) $(SIM_BINS)
-tests: all $(TESTS)
+# gpu-check's CPU-side test (test/gpu/gpu_check_cpu_test.sh) runs the fingerprint benchmark's
+# --check and throughput modes, so that one benchmark program is built with the tests.
+tests: all $(TESTS) $(BUILD)/bench/fingerprint_bench
 benches: all $(BENCHES)
 
 # ---------------------------------------------------------------- rules
