@@ -1,6 +1,7 @@
 // scout-sim's cuBLASLt logger stand-in and MoE expert GEMMs (gemm_lt.h).
 #include "test/sim/gemm_lt.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
