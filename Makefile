@@ -172,7 +172,8 @@ $(BINS): $(BUILD)/bin/%: $(LAYER_LIBS)
 
 $(SIM_BINS): $(BUILD)/bin/%: $(SIM_LIB) $(LAYER_LIBS)
 	@mkdir -p $(dir $@)
-	$(CXX) -o $@ $(call obj,$(filter %/bin/$*.cc,$(SIM_BIN_CC))) $(SIM_LIB) $(LINK_LIBS) $(LDFLAGS) $(TOOL_LIBS)
+	$(CXX) -o $@ $(call obj,$(filter %/bin/$*.cc,$(SIM_BIN_CC))) $(SIM_LIB) $(LINK_LIBS) $(LDFLAGS) $(TOOL_LIBS) \
+	  -Wl,--export-dynamic-symbol=cublasLtLogger*
 
 $(BUILD)/test/%: $(SIM_LIB) $(SUPPORT_LIB) $(LAYER_LIBS)
 	@mkdir -p $(dir $@)
@@ -182,7 +183,7 @@ $(BUILD)/test/%: $(SIM_LIB) $(SUPPORT_LIB) $(LAYER_LIBS)
 $(BUILD)/bench/%: $(SIM_LIB) $(SUPPORT_LIB) $(LAYER_LIBS)
 	@mkdir -p $(dir $@)
 	$(CXX) -o $@ $(call obj,$(filter %/$*.cc,$(BENCH_CC))) $(SUPPORT_LIB) $(SIM_LIB) $(LINK_LIBS) \
-	  $(LDFLAGS) $(BENCH_LIBS) $(TOOL_LIBS)
+	  $(LDFLAGS) $(BENCH_LIBS) $(TOOL_LIBS) -Wl,--export-dynamic-symbol=cublasLtLogger*
 
 # Each executable also depends on its own object (second expansion keeps the pattern rules simple).
 .SECONDEXPANSION:

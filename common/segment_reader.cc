@@ -147,7 +147,16 @@ std::unique_ptr<SegmentReader> SegmentReader::open(const std::string& path, std:
       h->ring_stride != kCommHeaderBytes + uint64_t(h->ring_capacity) * kRecordBytes) {
     return bad("bad ring geometry");
   }
-  uint64_t expect = segment_bytes(h->max_comms, h->ring_capacity);
+  uint64_t rings_end = segment_bytes(h->max_comms, h->ring_capacity);
+  if (h->n_tables > kMaxTables || h->tables_bytes > (uint64_t(1) << 40)) return bad("bad table directory");
+  uint64_t expect = rings_end + h->tables_bytes;
+  for (uint32_t i = 0; i < h->n_tables; ++i) {
+    const TableRef& t = h->tables[i];
+    if (t.id == kTableNone || t.offset % 64 != 0 || t.offset < rings_end || t.bytes > expect ||
+        t.offset > expect - t.bytes) {
+      return bad("table " + std::to_string(i) + " out of bounds");
+    }
+  }
   if (h->segment_bytes != expect || size != expect) {
     return bad("size " + std::to_string(size) + " bytes, header says " +
                std::to_string(h->segment_bytes) + ", geometry needs " + std::to_string(expect));
@@ -160,6 +169,17 @@ std::unique_ptr<SegmentReader> SegmentReader::open(const std::string& path, std:
   r->stride_ = h->ring_stride;
   r->path_ = path;
   return r;
+}
+
+const void* SegmentReader::table(uint32_t id, uint32_t* version, uint64_t* bytes) const {
+  for (uint32_t i = 0; i < hdr_->n_tables && i < kMaxTables; ++i) {
+    const TableRef& t = hdr_->tables[i];
+    if (t.id != id) continue;
+    if (version) *version = t.version;
+    if (bytes) *bytes = t.bytes;
+    return reinterpret_cast<const char*>(hdr_) + t.offset;
+  }
+  return nullptr;
 }
 
 SegmentReader::~SegmentReader() {

@@ -115,9 +115,14 @@ class SegmentReader {
   bool comm(uint32_t ring, CommSnapshot* out) const;
   // Reads record `index` of ring `ring` following the protocol in shm_format.h.
   ReadStatus read(uint32_t ring, uint64_t index, RecordSnapshot* out) const;
+  // Start of table `id` (shm_format.h, "Tables") if the segment has one with that id, with
+  // *version and *bytes set (bounds were validated at open); nullptr otherwise.
+  const void* table(uint32_t id, uint32_t* version, uint64_t* bytes) const;
   // True while the owner process runs (pid + start time).
   bool owner_alive() const;
   const std::string& path() const { return path_; }
+  // Size of the segment validated at open (rings and tables), bytes.
+  uint64_t bytes() const { return bytes_; }
 
  private:
   SegmentReader() = default;

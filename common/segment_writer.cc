@@ -89,7 +89,8 @@ OpRecord* RingWriter::at(uint64_t index) const {
 
 std::unique_ptr<SegmentWriter> SegmentWriter::create(const std::string& dir,
                                                      const SegmentIdentity& id, uint32_t max_comms,
-                                                     uint32_t ring_capacity, std::string* error) {
+                                                     uint32_t ring_capacity, std::string* error,
+                                                     const std::vector<TableRequest>& tables) {
   auto fail = [&](const std::string& msg) -> std::unique_ptr<SegmentWriter> {
     if (error) *error = msg;
     return nullptr;
@@ -98,9 +99,19 @@ std::unique_ptr<SegmentWriter> SegmentWriter::create(const std::string& dir,
   if (!valid_ring_capacity(ring_capacity)) {
     return fail("ring capacity must be a power of two in [16, 2^20]");
   }
+  if (tables.size() > kMaxTables) return fail("too many tables");
+  uint64_t rings_end = segment_bytes(max_comms, ring_capacity);
+  uint64_t tables_bytes = 0;
+  for (size_t i = 0; i < tables.size(); ++i) {
+    if (tables[i].id == kTableNone || tables[i].bytes == 0) return fail("bad table request");
+    for (size_t j = 0; j < i; ++j) {
+      if (tables[j].id == tables[i].id) return fail("duplicate table id");
+    }
+    tables_bytes += (tables[i].bytes + 63) / 64 * 64;
+  }
   int pid = static_cast<int>(::getpid());
   std::string path = dir + "/" + segment_name(id.job, id.host, pid);
-  uint64_t bytes = segment_bytes(max_comms, ring_capacity);
+  uint64_t bytes = rings_end + tables_bytes;
 
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0 && errno == EEXIST) {
@@ -108,7 +119,7 @@ std::unique_ptr<SegmentWriter> SegmentWriter::create(const std::string& dir,
     // plugin again after the last communicator was destroyed, docs/nccl-notes.md §1.2) is reopened and
     // continues with fresh rings; a stale one of an earlier process with the same pid, or one
     // whose geometry differs, is replaced.
-    if (auto w = reopen_own(path, max_comms, ring_capacity)) return w;
+    if (auto w = reopen_own(path, max_comms, ring_capacity, bytes)) return w;
     ::unlink(path.c_str());
     fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   }
@@ -170,6 +181,16 @@ std::unique_ptr<SegmentWriter> SegmentWriter::create(const std::string& dir,
   copy_cstr(h->host, sizeof(h->host), id.host);
   copy_cstr(h->gpu, sizeof(h->gpu), id.gpu);
   copy_cstr(h->plugin_version, sizeof(h->plugin_version), id.plugin_version);
+  h->n_tables = uint32_t(tables.size());
+  h->tables_bytes = tables_bytes;
+  uint64_t at = rings_end;
+  for (size_t i = 0; i < tables.size(); ++i) {
+    h->tables[i].id = tables[i].id;
+    h->tables[i].version = tables[i].version;
+    h->tables[i].offset = at;
+    h->tables[i].bytes = tables[i].bytes;
+    at += (tables[i].bytes + 63) / 64 * 64;
+  }
   char* base = static_cast<char*>(mem);
   for (uint32_t r = 0; r < max_comms; ++r) {
     char* ring = base + h->rings_offset + uint64_t(r) * h->ring_stride;
@@ -185,11 +206,11 @@ std::unique_ptr<SegmentWriter> SegmentWriter::create(const std::string& dir,
 
 std::unique_ptr<SegmentWriter> SegmentWriter::reopen_own(const std::string& path,
                                                          uint32_t max_comms,
-                                                         uint32_t ring_capacity) {
+                                                         uint32_t ring_capacity,
+                                                         uint64_t bytes) {
   int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return nullptr;
   struct stat st;
-  uint64_t bytes = segment_bytes(max_comms, ring_capacity);
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || uint64_t(st.st_size) != bytes ||
       st.st_uid != ::geteuid()) {
     ::close(fd);
@@ -237,6 +258,17 @@ std::unique_ptr<SegmentWriter> SegmentWriter::reopen_own(const std::string& path
                       std::memory_order_relaxed);
   h->closed_ns.store(0, std::memory_order_release);
   return w;
+}
+
+void* SegmentWriter::table(uint32_t id, uint64_t* bytes) const {
+  uint32_t n = std::min(hdr_->n_tables, kMaxTables);
+  for (uint32_t i = 0; i < n; ++i) {
+    const TableRef& t = hdr_->tables[i];
+    if (t.id != id) continue;
+    if (bytes) *bytes = t.bytes;
+    return reinterpret_cast<char*>(hdr_) + t.offset;
+  }
+  return nullptr;
 }
 
 SegmentWriter::~SegmentWriter() {

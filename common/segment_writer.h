@@ -70,6 +70,13 @@ class RingWriter {
   uint32_t ring_index_;
 };
 
+// A table to place after the rings (shm_format.h, "Tables").
+struct TableRequest {
+  uint32_t id = kTableNone;
+  uint32_t version = 0;
+  uint64_t bytes = 0;  // rounded up to a multiple of 64
+};
+
 // The writer's view of its process's segment. Creation is the only place that can fail; after
 // that nothing here blocks or allocates.
 class SegmentWriter {
@@ -83,9 +90,15 @@ class SegmentWriter {
   // start time, same geometry: the plugin was dlclosed and dlopened again), it is reopened:
   // its records and counters stay, new communicators get the rings not used yet, closed_ns is
   // cleared. Any other existing file of that name (pid reuse, other geometry) is replaced.
+  // `tables` (at most kMaxTables, distinct ids) are zero-filled and listed in the header.
   static std::unique_ptr<SegmentWriter> create(const std::string& dir, const SegmentIdentity& id,
                                                uint32_t max_comms, uint32_t ring_capacity,
-                                               std::string* error);
+                                               std::string* error,
+                                               const std::vector<TableRequest>& tables = {});
+
+  // Start of table `id` (zero-filled at creation, or as left by an earlier load cycle of this
+  // process), or nullptr if the segment has no such table. *bytes receives its size.
+  void* table(uint32_t id, uint64_t* bytes = nullptr) const;
   ~SegmentWriter();  // unmaps; the file stays for the observer, which reclaims it
   SegmentWriter(const SegmentWriter&) = delete;
   SegmentWriter& operator=(const SegmentWriter&) = delete;
@@ -105,7 +118,7 @@ class SegmentWriter {
  private:
   SegmentWriter() = default;
   static std::unique_ptr<SegmentWriter> reopen_own(const std::string& path, uint32_t max_comms,
-                                                   uint32_t ring_capacity);
+                                                   uint32_t ring_capacity, uint64_t bytes);
   SegmentHeader* hdr_ = nullptr;
   uint64_t bytes_ = 0;
   std::string path_;

@@ -15,7 +15,7 @@ import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PLUGIN_ORDER = ["plugin/gpu", "plugin/fingerprint", "plugin/core", "plugin/net", "plugin/record",
+PLUGIN_ORDER = ["plugin/gpu", "plugin/fingerprint", "plugin/gemm", "plugin/core", "plugin/net", "plugin/record",
                 "plugin/abi"]
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 SOURCE_EXT = (".h", ".cc", ".cu")

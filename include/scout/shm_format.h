@@ -12,6 +12,7 @@
 //     [SegmentHeader: 4096 bytes]
 //     [ring 0: CommHeader (1024 bytes) + ring_capacity x OpRecord (256 bytes each)]
 //     [ring 1 ...] ... up to max_comms rings, ring_stride bytes apart
+//     [tables listed in SegmentHeader::tables, if any (see "Tables")]
 //
 // Each communicator the process initialises owns one ring. A ring holds one OpRecord per
 // operation (collective, send, recv, or unmatched API call). Records are claimed in order,
@@ -157,6 +158,25 @@ enum FpStatus : uint8_t {
   kFpTimedOut = 7,         // send hash waited too long for the buffer address
 };
 
+// ----- Tables -----
+// Optional fixed-size tables that follow the rings, listed in SegmentHeader::tables. Each has its
+// own id and version, so a new table is added without touching the ring layout: a reader finds a
+// table by id, checks its version and size, and ignores ids it does not know. Tables start on a
+// 64-byte boundary inside [rings end, segment end); SegmentHeader::segment_bytes covers them
+// (segment_bytes(max_comms, ring_capacity) + tables_bytes). docs/record-format.md, "Tables".
+constexpr uint32_t kMaxTables = 8;
+enum TableId : uint32_t {
+  kTableNone = 0,
+  kTableGemmShapes = 1,  // GemmTableHeader + GemmShapeEntry[capacity] (docs/record-format.md)
+};
+struct TableRef {
+  uint32_t id;       // 0   TableId
+  uint32_t version;  // 4   layout version of that table
+  uint64_t offset;   // 8   from the segment start, multiple of 64
+  uint64_t bytes;    // 16  bytes of the table
+};
+static_assert(sizeof(TableRef) == 24);
+
 // Segment header: 4096 bytes at offset 0.
 struct SegmentHeader {
   uint64_t magic;                     // 0    kSegmentMagic
@@ -188,7 +208,12 @@ struct SegmentHeader {
   std::atomic<uint64_t> events_unknown;    // 344  unknown event types or states ignored
   std::atomic<int64_t> last_event_ns;      // 352  CPU time of the latest callback of any kind
   std::atomic<int64_t> closed_ns;          // 360  set when the last communicator is finalized
-  uint8_t reserved[4096 - 368];            // 368
+  // Table directory (additive tables after the rings; see "Tables" below). All zero: no tables.
+  uint32_t n_tables;                       // 368  entries of tables[] in use (<= kMaxTables)
+  uint32_t reserved1;                      // 372
+  uint64_t tables_bytes;                   // 376  bytes of all tables (segment end - rings end)
+  TableRef tables[kMaxTables];             // 384  24 bytes each
+  uint8_t reserved[4096 - 576];            // 576
 };
 
 // Per-ring (per-communicator) header: kCommHeaderBytes at the start of each ring.
@@ -295,6 +320,108 @@ struct OpRecord {
   uint32_t fp_version;                // 252  fingerprint format version (0: none)
 };
 
+// ----- GEMM shape table (kTableGemmShapes, version 1) -----
+// Written by the plugin's GEMM capture (docs/record-format.md, "GEMM shape table"): each distinct
+// matmul shape class the cuBLASLt logger reported during a capture window, with its count. One
+// writer at a time (a try-lock in the plugin); entries are appended, filled, then published by
+// n_entries (release); after publication only `count` and `flop_units` change (relaxed atomics).
+constexpr uint32_t kGemmTableVersion = 1;
+constexpr uint32_t kGemmTableHeaderBytes = 256;
+constexpr uint32_t kGemmEntryBytes = 64;
+
+// Element and scale types of a logged matmul: cuBLASLt's cudaDataType names (R_16F, ...).
+enum GemmType : uint8_t {
+  kGemmTypeUnknown = 0,
+  kGemmR16F = 1,
+  kGemmR16BF = 2,
+  kGemmR32F = 3,
+  kGemmR64F = 4,
+  kGemmR8I = 5,
+  kGemmR8U = 6,
+  kGemmR32I = 7,
+  kGemmR8FE4M3 = 8,
+  kGemmR8FE5M2 = 9,
+  kGemmR4FE2M1 = 10,
+  kGemmC32F = 11,
+  kGemmC64F = 12,
+  kGemmC16F = 13,
+  kGemmTypeCount = 14,
+};
+
+// Compute types: cuBLAS's cublasComputeType_t names (COMPUTE_32F, ...).
+enum GemmCompute : uint8_t {
+  kGemmComputeUnknown = 0,
+  kGemmCompute16F = 1,
+  kGemmCompute16FPedantic = 2,
+  kGemmCompute32F = 3,
+  kGemmCompute32FPedantic = 4,
+  kGemmCompute32FFast16F = 5,
+  kGemmCompute32FFast16BF = 6,
+  kGemmCompute32FFastTF32 = 7,
+  kGemmCompute64F = 8,
+  kGemmCompute64FPedantic = 9,
+  kGemmCompute32I = 10,
+  kGemmCompute32IPedantic = 11,
+  kGemmComputeCount = 12,
+};
+
+// GemmShapeEntry::layout bits.
+enum GemmLayoutBits : uint8_t {
+  kGemmTransA = 1u << 0,   // op(A) = A^T (transa=OP_T)
+  kGemmTransB = 1u << 1,   // op(B) = B^T
+  kGemmConjA = 1u << 2,    // op(A) = A^H (OP_C)
+  kGemmConjB = 1u << 3,
+  kGemmRowA = 1u << 4,     // A stored row-major (order=ORDER_ROW)
+  kGemmRowB = 1u << 5,
+  kGemmRowD = 1u << 6,     // C/D row-major
+};
+
+// GemmTableHeader::state values.
+enum GemmCaptureState : uint32_t {
+  kGemmOff = 0,            // SCOUT_GEMM_CAPTURE=0 (the table exists but is never written)
+  kGemmWaiting = 1,        // capture on, between windows
+  kGemmCapturing = 2,      // a window is open: scout's logger callback is installed
+  kGemmNoLibrary = 3,      // cuBLASLt is not loaded in this process (retried each window)
+  kGemmUserLogger = 4,     // the user logs cuBLASLt/cuBLAS themselves: scout leaves it alone
+  kGemmFailed = 5,         // the library refused the logger calls: capture stopped
+};
+
+struct GemmTableHeader {
+  uint32_t capacity;                       // 0    entries the table holds
+  uint32_t entry_bytes;                    // 4    kGemmEntryBytes
+  std::atomic<uint32_t> state;             // 8    GemmCaptureState
+  std::atomic<uint32_t> n_entries;         // 12   entries published (<= capacity)
+  std::atomic<uint64_t> windows;           // 16   capture windows opened
+  std::atomic<uint64_t> lines;             // 24   logger callbacks received in windows
+  std::atomic<uint64_t> captured;          // 32   matmul lines parsed and counted
+  std::atomic<uint64_t> ignored;           // 40   lines of other functions (not a matmul)
+  std::atomic<uint64_t> malformed;         // 48   matmul lines the parser rejected (skipped)
+  std::atomic<uint64_t> dropped_full;      // 56   matmuls of a new class with the table full
+  std::atomic<uint64_t> dropped_busy;      // 64   lines while another thread held the table
+  std::atomic<int64_t> window_start_ns;    // 72   CLOCK_REALTIME of the latest window open
+  std::atomic<int64_t> window_end_ns;      // 80   ... and close (0 while open)
+  std::atomic<uint64_t> window_ns;         // 88   total time windows were open
+  uint8_t reserved[256 - 96];              // 96
+};
+
+// One shape class: identical dimensions, types, layouts, compute type and algorithm.
+struct GemmShapeEntry {
+  uint64_t m;                              // 0    rows of op(A) and D
+  uint64_t n;                              // 8    columns of op(B) and D
+  uint64_t k;                              // 16   inner dimension
+  uint32_t batch;                          // 24   batchCount (1 if not logged)
+  uint8_t a_type, b_type, c_type, d_type;  // 28   GemmType
+  uint8_t compute;                         // 32   GemmCompute
+  uint8_t scale_type;                      // 33   GemmType
+  uint8_t layout;                          // 34   GemmLayoutBits
+  uint8_t reserved0;                       // 35
+  int32_t algo;                            // 36   algoId, -1 if not logged
+  uint16_t tile_m, tile_n;                 // 40   MATMUL_TILE_<m>x<n>, 0 if not logged
+  uint32_t reserved1;                      // 44
+  std::atomic<uint64_t> count;             // 48   matmuls of this class seen in windows
+  std::atomic<uint64_t> reserved2;         // 56
+};
+
 // ----- helpers shared by writer and reader -----
 
 // Sequence value of a fully written record with ring index `index`.
@@ -317,6 +444,11 @@ constexpr uint64_t segment_bytes(uint32_t max_comms, uint32_t ring_capacity) {
          uint64_t(max_comms) * (kCommHeaderBytes + uint64_t(ring_capacity) * kRecordBytes);
 }
 
+// Bytes of a GEMM shape table with `capacity` entries.
+constexpr uint64_t gemm_table_bytes(uint32_t capacity) {
+  return kGemmTableHeaderBytes + uint64_t(capacity) * kGemmEntryBytes;
+}
+
 // ----- layout checks -----
 static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<uint32_t>::is_always_lock_free &&
               std::atomic<uint16_t>::is_always_lock_free && std::atomic<int64_t>::is_always_lock_free);
@@ -324,6 +456,18 @@ static_assert(sizeof(std::atomic<uint64_t>) == 8 && sizeof(std::atomic<uint16_t>
 static_assert(std::is_standard_layout_v<SegmentHeader> && std::is_standard_layout_v<CommHeader> &&
               std::is_standard_layout_v<OpRecord>);
 static_assert(sizeof(SegmentHeader) == kSegmentHeaderBytes);
+static_assert(offsetof(SegmentHeader, n_tables) == 368);
+static_assert(offsetof(SegmentHeader, tables_bytes) == 376);
+static_assert(offsetof(SegmentHeader, tables) == 384);
+static_assert(sizeof(GemmTableHeader) == kGemmTableHeaderBytes);
+static_assert(offsetof(GemmTableHeader, windows) == 16);
+static_assert(offsetof(GemmTableHeader, window_ns) == 88);
+static_assert(sizeof(GemmShapeEntry) == kGemmEntryBytes);
+static_assert(offsetof(GemmShapeEntry, batch) == 24);
+static_assert(offsetof(GemmShapeEntry, compute) == 32);
+static_assert(offsetof(GemmShapeEntry, algo) == 36);
+static_assert(offsetof(GemmShapeEntry, count) == 48);
+static_assert(std::is_standard_layout_v<GemmTableHeader> && std::is_standard_layout_v<GemmShapeEntry>);
 static_assert(offsetof(SegmentHeader, layout_version) == 8);
 static_assert(offsetof(SegmentHeader, owner_pid) == 24);
 static_assert(offsetof(SegmentHeader, ring_capacity) == 48);

@@ -97,6 +97,15 @@ struct CkptOptions {
 
 // Subcommands. Each writes to `out` and returns the exit code; user errors throw UsageError,
 // store failures throw store::Error.
+// `scout replay plan` (docs/cli.md): flags of the GEMM replay scheduler (replay/schedule/plan.h).
+struct ReplayPlanOptions {
+  bool json = false;
+  double budget_ms = 50;
+  int sm_count = 132;
+  int max_recipes = 0;
+};
+int cmd_replay_plan(store::StoreReader& rd, const ReplayPlanOptions& o, std::ostream& out);
+
 int cmd_status(store::StoreReader& rd, const StatusOptions& o, std::ostream& out);
 int cmd_report(store::StoreReader& rd, const ReportOptions& o, std::ostream& out);
 int cmd_findings(store::StoreReader& rd, const FindingsOptions& o, std::ostream& out);

@@ -133,6 +133,19 @@ int main(int argc, char** argv) {
   s_config->add_flag("--markdown", cfg_markdown, "The registry as the table of docs/configuration.md");
   s_config->add_flag("--json", cfg_json, "JSON lines, one per variable");
 
+  ReplayPlanOptions rplan;
+  CLI::App* s_replay = app.add_subcommand("replay", "Replay: the GEMM replay plan");
+  CLI::App* s_rplan = s_replay->add_subcommand("plan", "Captured GEMM shapes, regimes, chosen recipes, coverage");
+  s_replay->require_subcommand(1);
+  add_store_flags(s_rplan, &where);
+  s_rplan->add_flag("--json", rplan.json, "One JSON object (keys shapes, regimes, recipes, coverage, cycle_ms, budget)");
+  s_rplan->add_option("--budget-ms", rplan.budget_ms, "Replay time per check cycle, ms (default 50)")
+      ->check(CLI::Range(0.001, 1e9));
+  s_rplan->add_option("--sm-count", rplan.sm_count, "SMs of the GPU model for pressure classes (default 132)")
+      ->check(CLI::Range(1, 100000));
+  s_rplan->add_option("--max-recipes", rplan.max_recipes, "At most this many recipes (default 0: cover every shape)")
+      ->check(CLI::Range(0, 1000000));
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -192,6 +205,7 @@ int main(int argc, char** argv) {
     if (*s_findings) return cmd_findings(*rd, findings, std::cout);
     if (*s_explain) return cmd_explain(*rd, explain_id, explain_json, std::cout);
     if (*s_export) return cmd_export(*rd, exp, std::cout);
+    if (*s_rplan) return cmd_replay_plan(*rd, rplan, std::cout);
   } catch (const UsageError& e) {
     std::cout.flush();
     std::cerr << "scout: " << e.what() << "\n";

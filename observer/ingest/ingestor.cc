@@ -1,5 +1,6 @@
 #include "observer/ingest/ingestor.h"
 
+#include <algorithm>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -49,7 +50,16 @@ void Ingestor::attach_new() {
     s->path = path;
     s->reader = std::move(rd);
     shm::SegmentInfo info = s->reader->info();
-    s->bytes = shm::segment_bytes(info.max_comms, info.ring_capacity);
+    s->bytes = s->reader->bytes();
+    uint32_t version = 0;
+    uint64_t tbytes = 0;
+    const void* t = s->reader->table(shm::kTableGemmShapes, &version, &tbytes);
+    if (t != nullptr && version == shm::kGemmTableVersion && tbytes >= shm::kGemmTableHeaderBytes) {
+      s->gemm = static_cast<const shm::GemmTableHeader*>(t);
+      s->gemm_capacity = uint32_t(std::min<uint64_t>((tbytes - shm::kGemmTableHeaderBytes) / shm::kGemmEntryBytes,
+                                                     1u << 24));
+      s->gemm_scratch.reserve(s->gemm_capacity);
+    }
     s->inode = uint64_t(st.st_ino);
     segs_.emplace(path, std::move(s));
     stats_.segments_attached++;
@@ -154,8 +164,46 @@ Ingestor::ReadResult Ingestor::read_segment(Segment& s, Model& model, int64_t no
     model.set_member(*ctx.comm, cs.rank, s.proc, cs.init_ns, cs.state == shm::kCommFinalized);
     ring.cursor.poll(rd, r, cs.head, info.ring_capacity, s.owner_gone, on_record, on_lost);
   }
+  if (s.gemm != nullptr) read_gemm(s);
   guard.leave();
+  if (s.gemm != nullptr) {
+    Proc& pr = model.proc(s.proc);
+    pr.has_gemm = true;
+    s.gemm_info.global_rank = pr.global_rank;
+    s.gemm_info.host = pr.host;
+    s.gemm_info.pid = pr.pid;
+    pr.gemm = s.gemm_info;
+    pr.gemm_shapes.assign(s.gemm_scratch.begin(), s.gemm_scratch.end());
+  }
   return ReadResult::kOk;
+}
+
+void Ingestor::read_gemm(Segment& s) {
+  const shm::GemmTableHeader* h = s.gemm;
+  GemmCaptureInfo& g = s.gemm_info;
+  g.state = h->state.load(std::memory_order_relaxed);
+  g.capacity = s.gemm_capacity;
+  g.windows = h->windows.load(std::memory_order_relaxed);
+  g.lines = h->lines.load(std::memory_order_relaxed);
+  g.captured = h->captured.load(std::memory_order_relaxed);
+  g.ignored = h->ignored.load(std::memory_order_relaxed);
+  g.malformed = h->malformed.load(std::memory_order_relaxed);
+  g.dropped_full = h->dropped_full.load(std::memory_order_relaxed);
+  g.dropped_busy = h->dropped_busy.load(std::memory_order_relaxed);
+  g.window_ns = h->window_ns.load(std::memory_order_relaxed);
+  uint32_t n = std::min(h->n_entries.load(std::memory_order_acquire), s.gemm_capacity);
+  g.n_entries = n;
+  const auto* e = reinterpret_cast<const shm::GemmShapeEntry*>(reinterpret_cast<const char*>(h) +
+                                                                 shm::kGemmTableHeaderBytes);
+  s.gemm_scratch.clear();  // capacity reserved at attach: no allocation here
+  for (uint32_t i = 0; i < n; ++i) {
+    shm::GemmKey k;
+    k.m = e[i].m, k.n = e[i].n, k.k = e[i].k, k.batch = e[i].batch;
+    k.a_type = e[i].a_type, k.b_type = e[i].b_type, k.c_type = e[i].c_type, k.d_type = e[i].d_type;
+    k.compute = e[i].compute, k.scale_type = e[i].scale_type, k.layout = e[i].layout, k.algo = e[i].algo;
+    k.tile_m = e[i].tile_m, k.tile_n = e[i].tile_n;
+    s.gemm_scratch.emplace_back(k, e[i].count.load(std::memory_order_relaxed));
+  }
 }
 
 void Ingestor::pass(Model& model, int64_t now_ns) {

@@ -102,7 +102,15 @@ class Ingestor {
     int64_t last_event_ns = 0;
     int64_t gone_ns = 0;
     std::vector<Ring> rings;
+    // GEMM shape table (kTableGemmShapes): scratch sized at attach (no allocation under the
+    // SIGBUS guard), copied into the model after it.
+    const shm::GemmTableHeader* gemm = nullptr;
+    uint32_t gemm_capacity = 0;
+    GemmCaptureInfo gemm_info;
+    std::vector<std::pair<shm::GemmKey, uint64_t>> gemm_scratch;
   };
+  // Copies the segment's GEMM table into s.gemm_info / s.gemm_scratch (inside the guard).
+  static void read_gemm(Segment& s);
   void attach_new();
   enum class ReadResult { kOk, kFault, kShrunk, kForeign };
   // Reads one segment; kFault (SIGBUS), kShrunk (the file no longer has the size its header

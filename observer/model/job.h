@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "common/gemm_key.h"
+
 namespace scout::obs {
 
 // One training process (one segment).
@@ -24,6 +26,26 @@ struct RankInfo {
   std::string state;          // "running", "exited" (owner gone, segment closed), "dead"
   int64_t first_seen_ns = 0;
   int64_t last_event_ns = 0;  // latest callback of any kind
+};
+
+// GEMM capture of one process (its segment's GEMM shape table header, docs/record-format.md).
+struct GemmCaptureInfo {
+  int global_rank = -1;
+  std::string host;
+  int pid = 0;
+  uint32_t state = 0;           // shm::GemmCaptureState
+  uint32_t capacity = 0, n_entries = 0;
+  uint64_t windows = 0, lines = 0, captured = 0, ignored = 0, malformed = 0;
+  uint64_t dropped_full = 0, dropped_busy = 0, window_ns = 0;
+};
+
+// One GEMM shape class one process ran, with its count.
+struct GemmShapeInfo {
+  int global_rank = -1;
+  std::string host;
+  int pid = 0;
+  shm::GemmKey key;
+  uint64_t count = 0;
 };
 
 // One communicator (identified by commHash and nranks; names may repeat).

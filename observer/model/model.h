@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/segment_reader.h"
+#include "observer/model/job.h"
 
 namespace scout::obs {
 
@@ -48,6 +49,10 @@ struct Proc {
   // communicator, ordered by end (bounded by kTimelineLen, oldest ends dropped): the straggler
   // detector uses them to tell a rank's own delay from time it spent blocked elsewhere.
   std::deque<std::pair<int64_t, int64_t>> timeline;
+  // GEMM shape capture (segment table kTableGemmShapes), when the segment has one.
+  bool has_gemm = false;
+  GemmCaptureInfo gemm;
+  std::vector<std::pair<shm::GemmKey, uint64_t>> gemm_shapes;  // class, count
 };
 constexpr size_t kTimelineLen = 256;
 

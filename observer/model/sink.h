@@ -25,6 +25,10 @@ class Sink {
   // keyed by (comm_hash, kind, func, seq) / plus global_rank; replaces rows with the same key.
   // The store keeps a bounded history (oldest dropped first).
   virtual void put_ops(const std::vector<OpSummary>& ops, const std::vector<OpRankTiming>& timings) = 0;
+  // GEMM capture state and shape classes of the processes whose capture changed since the last
+  // call; replaces the rows of those processes (keyed by host, pid). Default: ignored (sinks
+  // that do not keep GEMM shapes).
+  virtual void put_gemm(const std::vector<GemmCaptureInfo>& capture, const std::vector<GemmShapeInfo>& shapes) {}
   // Inserts a finding or, when a stored finding has the same dedup_key, updates it (suspects,
   // last_seen_ns, status, evidence, summary; first_seen_ns and id are kept). Sets f->id.
   virtual void upsert_finding(Finding* f) = 0;

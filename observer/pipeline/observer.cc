@@ -118,11 +118,36 @@ void Observer::write(int64_t now_ns, JudgeOutput& out) {
     comms.push_back(ci);
   }
   sink_->put_comms(comms);
+  write_gemm();
   if (!out.summaries.empty() || !out.timings.empty()) sink_->put_ops(out.summaries, out.timings);
   board_.flush_to(*sink_);
   if (replay_)
     for (ReplayCycleRecord& c : replay_->take_records()) sink_->put_replay_cycle(&c);
   sink_->flush();
+}
+
+void Observer::write_gemm() {
+  std::vector<GemmCaptureInfo> capture;
+  std::vector<GemmShapeInfo> shapes;
+  for (const Proc& p : model_.procs()) {
+    if (!p.has_gemm) continue;
+    // Rewrite a process's rows only when its table changed (new classes or counts).
+    uint64_t stamp = p.gemm.captured + p.gemm.lines + p.gemm.windows + p.gemm.state;
+    auto [it, fresh] = gemm_written_.try_emplace(p.id, stamp);
+    if (!fresh && it->second == stamp) continue;
+    it->second = stamp;
+    capture.push_back(p.gemm);
+    for (const auto& [key, count] : p.gemm_shapes) {
+      GemmShapeInfo s;
+      s.global_rank = p.global_rank;
+      s.host = p.host;
+      s.pid = p.pid;
+      s.key = key;
+      s.count = count;
+      shapes.push_back(s);
+    }
+  }
+  if (!capture.empty()) sink_->put_gemm(capture, shapes);
 }
 
 void Observer::reclaim(int64_t now_ns) {

@@ -19,6 +19,7 @@
 //   8. after-pass    optional step (set_after_pass_step): checkpoint certification.
 #pragma once
 
+#include <map>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -81,6 +82,7 @@ class Observer {
  private:
   void write(int64_t now_ns, JudgeOutput& out);
   void reclaim(int64_t now_ns);
+  void write_gemm();  // GEMM capture rows of processes whose table changed (Sink::put_gemm)
 
   ObserverOptions opt_;
   Sink* sink_;
@@ -102,6 +104,7 @@ class Observer {
   std::string warned_;        // ingestion warning last logged
   uint64_t lost_logged_ = 0;  // records_lost at the last write (a rise is logged)
   std::mutex mu_;
+  std::map<int, uint64_t> gemm_written_;  // proc id -> change stamp last written
 };
 
 }  // namespace scout::obs

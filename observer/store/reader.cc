@@ -171,6 +171,64 @@ std::vector<obs::CommInfo> StoreReader::comms() {
   return out;
 }
 
+std::vector<obs::GemmCaptureInfo> StoreReader::gemm_capture() {
+  std::vector<obs::GemmCaptureInfo> out;
+  if (!has_table(*db_, "gemm_capture")) return out;
+  Stmt s(*db_,
+         "SELECT host, pid, global_rank, state, capacity, n_entries, windows, lines, captured, ignored, "
+         "malformed, dropped_full, dropped_busy, window_ns FROM gemm_capture ORDER BY global_rank, host, pid");
+  while (s.step()) {
+    obs::GemmCaptureInfo c;
+    c.host = s.str(0);
+    c.pid = s.i32(1);
+    c.global_rank = s.i32(2);
+    c.state = uint32_t(s.i64(3));
+    c.capacity = uint32_t(s.i64(4));
+    c.n_entries = uint32_t(s.i64(5));
+    c.windows = s.u64(6);
+    c.lines = s.u64(7);
+    c.captured = s.u64(8);
+    c.ignored = s.u64(9);
+    c.malformed = s.u64(10);
+    c.dropped_full = s.u64(11);
+    c.dropped_busy = s.u64(12);
+    c.window_ns = s.u64(13);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::vector<obs::GemmShapeInfo> StoreReader::gemm_shapes() {
+  std::vector<obs::GemmShapeInfo> out;
+  if (!has_table(*db_, "gemm_shapes")) return out;
+  Stmt s(*db_,
+         "SELECT host, pid, global_rank, m, n, k, batch, a_type, b_type, c_type, d_type, compute, scale_type, "
+         "layout, algo, tile_m, tile_n, count FROM gemm_shapes ORDER BY global_rank, host, pid, m, n, k");
+  while (s.step()) {
+    obs::GemmShapeInfo g;
+    g.host = s.str(0);
+    g.pid = s.i32(1);
+    g.global_rank = s.i32(2);
+    g.key.m = s.u64(3);
+    g.key.n = s.u64(4);
+    g.key.k = s.u64(5);
+    g.key.batch = uint32_t(s.i64(6));
+    g.key.a_type = uint8_t(s.i64(7));
+    g.key.b_type = uint8_t(s.i64(8));
+    g.key.c_type = uint8_t(s.i64(9));
+    g.key.d_type = uint8_t(s.i64(10));
+    g.key.compute = uint8_t(s.i64(11));
+    g.key.scale_type = uint8_t(s.i64(12));
+    g.key.layout = uint8_t(s.i64(13));
+    g.key.algo = int32_t(s.i64(14));
+    g.key.tile_m = uint16_t(s.i64(15));
+    g.key.tile_n = uint16_t(s.i64(16));
+    g.count = s.u64(17);
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
 std::vector<obs::Finding> StoreReader::findings(const FindingFilter& filter) {
   return select_findings(filter.open_only, 0);
 }

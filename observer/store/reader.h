@@ -68,6 +68,10 @@ class StoreReader {
   std::vector<obs::RankInfo> ranks();
   // Ordered by name, then comm_hash, nranks.
   std::vector<obs::CommInfo> comms();
+  // GEMM capture state per process and the shape classes each ran (empty when the store has no
+  // GEMM tables: written before them, or capture never on). Ordered by global rank, then shape.
+  std::vector<obs::GemmCaptureInfo> gemm_capture();
+  std::vector<obs::GemmShapeInfo> gemm_shapes();
   // Ordered by id. Findings carry their dedup_key.
   std::vector<obs::Finding> findings(const FindingFilter& filter = {});
   std::optional<obs::Finding> finding(int64_t id);

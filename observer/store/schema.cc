@@ -178,6 +178,37 @@ CREATE TABLE IF NOT EXISTS replay_cycles (
   detail     TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS replay_cycles_by_start ON replay_cycles (started_ns);
+
+void ensure_gemm_tables(Db& db) {
+  db.exec(R"sql(
+CREATE TABLE IF NOT EXISTS gemm_capture (
+  host         TEXT NOT NULL,
+  pid          INTEGER NOT NULL,
+  global_rank  INTEGER NOT NULL,
+  state        INTEGER NOT NULL,
+  capacity     INTEGER NOT NULL,
+  n_entries    INTEGER NOT NULL,
+  windows      INTEGER NOT NULL,
+  lines        INTEGER NOT NULL,
+  captured     INTEGER NOT NULL,
+  ignored      INTEGER NOT NULL,
+  malformed    INTEGER NOT NULL,
+  dropped_full INTEGER NOT NULL,
+  dropped_busy INTEGER NOT NULL,
+  window_ns    INTEGER NOT NULL,
+  PRIMARY KEY (host, pid)
+);
+CREATE TABLE IF NOT EXISTS gemm_shapes (
+  host        TEXT NOT NULL,
+  pid         INTEGER NOT NULL,
+  global_rank INTEGER NOT NULL,
+  m INTEGER NOT NULL, n INTEGER NOT NULL, k INTEGER NOT NULL, batch INTEGER NOT NULL,
+  a_type INTEGER NOT NULL, b_type INTEGER NOT NULL, c_type INTEGER NOT NULL, d_type INTEGER NOT NULL,
+  compute INTEGER NOT NULL, scale_type INTEGER NOT NULL, layout INTEGER NOT NULL, algo INTEGER NOT NULL,
+  tile_m INTEGER NOT NULL, tile_n INTEGER NOT NULL,
+  count       INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS gemm_shapes_by_proc ON gemm_shapes (host, pid);
 )sql");
 }
 

@@ -22,6 +22,13 @@ constexpr int32_t kApplicationId = 0x53434f54;
 // created_by).
 void create_schema(Db& db, int64_t now_ns);
 
+// Creates the GEMM capture tables (gemm_capture, gemm_shapes; docs/store.md) if missing: an
+// additive part of schema version 1, so a store written before them gains them when an observer
+// opens it, and readers treat a missing table as empty.
+void ensure_gemm_tables(Db& db);
+// True if `db` has a table named `name`.
+bool has_table(Db& db, const std::string& name);
+
 // Opens the SQLite file at `path` with `flags` (SQLITE_OPEN_*), waiting up to 5 s for another
 // connection's lock, and checks that it is an SQLite database at all. Throws Error with one line:
 // "<path> is not a scout store (not an SQLite database)" only when SQLite says so; otherwise

@@ -74,6 +74,7 @@ std::unique_ptr<StoreWriter> StoreWriter::open(const std::string& path,
     }
     add_optional_tables(*db);
     db->exec("PRAGMA synchronous = NORMAL");
+    ensure_gemm_tables(*db);
     Stmt last(*db, "INSERT OR REPLACE INTO meta (key, value) VALUES ('last_writer', ?)");
     last.bind(1, std::string("scout ") + kVersion).run();
     return std::unique_ptr<StoreWriter>(new StoreWriter(std::move(db), options));
@@ -267,6 +268,44 @@ void StoreWriter::write_suspects(int64_t finding_id, const obs::Finding& f) {
   };
   for (size_t i = 0; i < f.suspects.size(); ++i) put("suspect", static_cast<int>(i), f.suspects[i]);
   if (f.peer) put("peer", 0, *f.peer);
+}
+
+void StoreWriter::put_gemm(const std::vector<obs::GemmCaptureInfo>& capture,
+                           const std::vector<obs::GemmShapeInfo>& shapes) {
+  try {
+    begin();
+    guarded(*db_, [&] {
+      Stmt cap(*db_,
+               "INSERT OR REPLACE INTO gemm_capture (host, pid, global_rank, state, capacity, n_entries, "
+               "windows, lines, captured, ignored, malformed, dropped_full, dropped_busy, window_ns) "
+               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      Stmt del(*db_, "DELETE FROM gemm_shapes WHERE host = ? AND pid = ?");
+      for (const obs::GemmCaptureInfo& c : capture) {
+        cap.bind(1, c.host).bind(2, c.pid).bind(3, c.global_rank).bind(4, int64_t(c.state))
+            .bind(5, int64_t(c.capacity)).bind(6, int64_t(c.n_entries)).bind(7, c.windows).bind(8, c.lines)
+            .bind(9, c.captured).bind(10, c.ignored).bind(11, c.malformed).bind(12, c.dropped_full)
+            .bind(13, c.dropped_busy).bind(14, c.window_ns).run();
+        cap.reset();
+        del.bind(1, c.host).bind(2, c.pid).run();
+        del.reset();
+      }
+      Stmt ins(*db_,
+               "INSERT INTO gemm_shapes (host, pid, global_rank, m, n, k, batch, a_type, b_type, c_type, "
+               "d_type, compute, scale_type, layout, algo, tile_m, tile_n, count) "
+               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      for (const obs::GemmShapeInfo& s : shapes) {
+        const shm::GemmKey& k = s.key;
+        ins.bind(1, s.host).bind(2, s.pid).bind(3, s.global_rank).bind(4, k.m).bind(5, k.n).bind(6, k.k)
+            .bind(7, int64_t(k.batch)).bind(8, int64_t(k.a_type)).bind(9, int64_t(k.b_type))
+            .bind(10, int64_t(k.c_type)).bind(11, int64_t(k.d_type)).bind(12, int64_t(k.compute))
+            .bind(13, int64_t(k.scale_type)).bind(14, int64_t(k.layout)).bind(15, int64_t(k.algo))
+            .bind(16, int64_t(k.tile_m)).bind(17, int64_t(k.tile_n)).bind(18, s.count).run();
+        ins.reset();
+      }
+    });
+  } catch (const Error& e) {
+    fail(std::string("put_gemm: ") + e.what());
+  }
 }
 
 void StoreWriter::upsert_finding(obs::Finding* f) {

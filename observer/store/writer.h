@@ -64,6 +64,8 @@ class StoreWriter : public obs::Sink {
   // insert. Sets f->id.
   void upsert_finding(obs::Finding* f) override;
   void put_replay_cycle(obs::ReplayCycleRecord* c) override;
+  void put_gemm(const std::vector<obs::GemmCaptureInfo>& capture,
+                const std::vector<obs::GemmShapeInfo>& shapes) override;
   // Applies the history bound and commits the batch (one transaction).
   void flush() override;
 

@@ -8,6 +8,7 @@
 #include "plugin/core/log.h"
 #include "common/names.h"
 #include "plugin/core/process.h"
+#include "plugin/gemm/capture.h"
 #include "plugin/core/records.h"
 #include "plugin/core/thread_cache.h"
 #include "plugin/fingerprint/engine.h"
@@ -90,6 +91,7 @@ __attribute__((noinline)) void start_api(Process* p, void* ctx, void** out,
                           std::memory_order_relaxed);
   c->hdr->last_api_ns.store(now, std::memory_order_relaxed);
   touch(p, now);
+  if (p->gemm != nullptr) p->gemm->tick(now);  // GEMM capture windows (plugin/gemm/capture.h)
   if (is_p2p && !p->p2p) {
     *out = handle_of(p, HandleType::kInert, kInertIgnore);
     return;

@@ -8,10 +8,12 @@
 #include <cstring>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "plugin/core/identity.h"
 #include "plugin/core/log.h"
 #include "plugin/fingerprint/engine.h"
+#include "plugin/gemm/capture.h"
 #include "scout/version.h"
 
 namespace scout::core {
@@ -53,6 +55,37 @@ std::string one_line(std::string s) {
   return s;
 }
 
+// GEMM shape capture (plugin/gemm/capture.h) into the segment's table, when configured.
+void start_gemm_capture(Process* p) {
+  if (!p->cfg.gemm_capture) return;
+  uint64_t bytes = 0;
+  void* t = p->seg->table(shm::kTableGemmShapes, &bytes);
+  auto table = gemm::ShapeTable::attach(static_cast<shm::GemmTableHeader*>(t), bytes);
+  if (!table) {
+    log::warn("GEMM capture: cannot set up the shape table; capture off");
+    return;
+  }
+  gemm::CaptureOptions o;
+  o.window_ns = int64_t(p->cfg.gemm_window_ms) * 1000000;
+  o.period_ns = int64_t(p->cfg.gemm_period_s) * 1000000000;
+  o.log = [](const std::string& m) { log::info("%s", m.c_str()); };
+  auto cap = gemm::Capture::create(table.get(), std::move(o));
+  if (!cap) {
+    log::warn("GEMM capture: out of memory; capture off");
+    return;
+  }
+  p->gemm_table = table.release();
+  p->gemm = cap.release();
+}
+
+void stop_gemm_capture(Process* p) {
+  if (p->gemm != nullptr) p->gemm->stop(now_ns());
+  delete p->gemm;  // restores cuBLASLt's logger before the table goes
+  p->gemm = nullptr;
+  delete p->gemm_table;
+  p->gemm_table = nullptr;
+}
+
 }  // namespace
 
 std::atomic<Process*> g_process{nullptr};
@@ -83,7 +116,12 @@ Process* process_acquire(int abi_version) {
   uint32_t max_comms = uint32_t(cfg.max_comms);
   uint32_t slots = round_pow2(cfg.ring_slots);
   std::string err;
-  auto seg = shm::SegmentWriter::create(cfg.shm_dir, sid, max_comms, slots, &err);
+  std::vector<shm::TableRequest> tables;
+  if (cfg.gemm_capture) {
+    tables.push_back({shm::kTableGemmShapes, shm::kGemmTableVersion,
+                      shm::gemm_table_bytes(uint32_t(cfg.gemm_max_shapes))});
+  }
+  auto seg = shm::SegmentWriter::create(cfg.shm_dir, sid, max_comms, slots, &err, tables);
   if (!seg) {
     log::warn_once(log::Problem::kSegmentCreate,
                    "cannot create the shared-memory segment (%s); recording nothing in this "
@@ -107,6 +145,7 @@ Process* process_acquire(int abi_version) {
   p->seg = std::move(seg);
   g_gpu_set.store(!id.gpu.empty(), std::memory_order_relaxed);
   p->engine = fp::Engine::create(cfg, log::logger());
+  start_gemm_capture(p);
   log::info("recording to %s (ABI v%d, job %s, host %s, global rank %d); config: %s",
             p->seg->path().c_str(), abi_version, id.job.c_str(), id.host.c_str(),
             id.global_rank, one_line(config::describe(cfg)).c_str());
@@ -118,6 +157,7 @@ void process_release(Process* p) {
   if (p == nullptr) return;
   g_process.store(nullptr, std::memory_order_release);
   if (p->engine != nullptr) fp::Engine::destroy(p->engine);
+  stop_gemm_capture(p);
   p->seg_hdr->closed_ns.store(now_ns(), std::memory_order_release);
   for (auto& slot : p->comms) {
     comm_free(slot.load(std::memory_order_relaxed));

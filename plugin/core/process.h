@@ -21,6 +21,10 @@
 namespace scout::fp {
 class Engine;
 }
+namespace scout::gemm {
+class Capture;
+class ShapeTable;
+}
 
 namespace scout::core {
 
@@ -32,6 +36,8 @@ struct Process {
   std::unique_ptr<shm::SegmentWriter> seg;
   shm::SegmentHeader* seg_hdr = nullptr;
   fp::Engine* engine = nullptr;
+  gemm::ShapeTable* gemm_table = nullptr;  // SCOUT_GEMM_CAPTURE=1 only (plugin/gemm/)
+  gemm::Capture* gemm = nullptr;
   std::atomic<bool> fp_any{false};  // some communicator has fingerprints (group hooks needed)
   uint32_t max_comms = 0;
   int live_contexts = 0;       // guarded by the init mutex

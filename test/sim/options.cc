@@ -244,6 +244,8 @@ ParseStatus parse_options(int argc, const char* const* argv, SimOptions* out, st
   app.add_option("--ckpt-dir", o.ckpt_dir, "checkpoint directory (needed with --ckpt-every)");
   app.add_option("--ckpt-format", o.ckpt_format, "checkpoint layout: megatron, dcp, deepspeed, hf or nemo");
   app.add_option("--ckpt-kill-at", o.ckpt_kill_at, "kill every rank half-way through writing the checkpoint of step N");
+  app.add_option("--moe-experts", o.moe_experts,
+                 "X experts over the E expert-parallel ranks: each step logs its GEMMs through a cuBLASLt logger stand-in");
   app.add_option("--worker-rank", o.worker_rank)->group("");
   app.add_option("--fabric-fd", o.fabric_fd)->group("");
   try {
@@ -269,6 +271,9 @@ ParseStatus parse_options(int argc, const char* const* argv, SimOptions* out, st
                 std::to_string(o.ranks));
   if (o.dp() % o.ep != 0)
     return fail("--ep " + std::to_string(o.ep) + " does not divide DP = " + std::to_string(o.dp()));
+  if (o.moe_experts < 0 || o.moe_experts > 4096 || (o.moe_experts > 0 && o.moe_experts % o.ep != 0))
+    return fail("--moe-experts " + std::to_string(o.moe_experts) + " must be in [0, 4096] and a multiple of --ep " +
+                std::to_string(o.ep));
   if (o.ranks % o.nodes != 0)
     return fail("--nodes " + std::to_string(o.nodes) + " does not divide --ranks " + std::to_string(o.ranks));
   if ((o.ranks / o.nodes) % o.tp != 0)
@@ -316,6 +321,7 @@ std::vector<std::string> worker_argv(const std::string& exe, const SimOptions& o
                                 "--ckpt-dir", o.ckpt_dir,
                                 "--ckpt-format", o.ckpt_format,
                                 "--ckpt-kill-at", std::to_string(o.ckpt_kill_at),
+                                "--moe-experts", std::to_string(o.moe_experts),
                                 "--worker-rank", std::to_string(rank),
                                 "--fabric-fd", std::to_string(fabric_fd)};
   if (!o.truth.empty()) {

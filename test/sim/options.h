@@ -59,6 +59,7 @@ struct SimOptions {
   std::string ckpt_dir;          // where (required with ckpt_every)
   std::string ckpt_format = "megatron";  // megatron | dcp | deepspeed | hf | nemo
   int64_t ckpt_kill_at = 0;      // iteration whose checkpoint every rank is killed writing (0: none)
+  int moe_experts = 0;           // experts X (divisible by E): each step logs expert GEMMs (gemm_lt.h)
   // Internal (set by the launcher for its workers, hidden from --help):
   int worker_rank = -1;          // >= 0: run as this global rank
   int fabric_fd = -1;            // the shared fabric (memfd) inherited from the launcher

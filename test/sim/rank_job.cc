@@ -1,5 +1,7 @@
 #include "test/sim/rank_job.h"
 
+#include "test/sim/gemm_lt.h"
+
 #include <unistd.h>
 
 #include <cstdio>
@@ -54,6 +56,7 @@ void RankJob::run_step(int64_t step) {
   const SimOptions& o = *rc_->opts;
   api_.set_step(step);
   std::vector<Action> acts = step_actions(*rc_->layout, o, rc_->global_rank, step);
+  if (o.moe_experts > 0) run_step_gemms(*rc_->layout, o, rc_->global_rank, step);
   for (size_t i = 0; i < acts.size(); ++i) {
     const Action& a = acts[i];
     Communicator* c = comm(a.comm);

@@ -48,6 +48,51 @@ TEST(Segment, NameIsEncodedAndParsed) {
   EXPECT_FALSE(parse_segment_name("other.a.b.1", nullptr, nullptr, nullptr));
 }
 
+TEST(Segment, TablesFollowTheRingsAndAreFoundById) {
+  TempDir dir;
+  std::string err;
+  std::vector<TableRequest> tables = {{kTableGemmShapes, kGemmTableVersion, gemm_table_bytes(16)}, {77, 3, 100}};
+  auto w = SegmentWriter::create(dir.path(), ident(), 2, 16, &err, tables);
+  ASSERT_TRUE(w) << err;
+  const uint64_t rings_end = segment_bytes(2, 16);
+  struct stat st;
+  ASSERT_EQ(::stat(w->path().c_str(), &st), 0);
+  EXPECT_EQ(uint64_t(st.st_size), rings_end + gemm_table_bytes(16) + 128);  // 100 rounded up to 64
+  uint64_t bytes = 0;
+  char* t1 = static_cast<char*>(w->table(kTableGemmShapes, &bytes));
+  ASSERT_NE(t1, nullptr);
+  EXPECT_EQ(bytes, gemm_table_bytes(16));
+  EXPECT_EQ(t1 - reinterpret_cast<char*>(w->header()), int64_t(rings_end));
+  EXPECT_EQ(static_cast<char*>(w->table(77)) - t1, int64_t(gemm_table_bytes(16)));
+  EXPECT_EQ(w->table(5), nullptr);
+  t1[0] = 42;
+  auto r = SegmentReader::open(w->path(), &err);
+  ASSERT_TRUE(r) << err;
+  uint32_t version = 0;
+  const char* rt = static_cast<const char*>(r->table(77, &version, &bytes));
+  ASSERT_NE(rt, nullptr);
+  EXPECT_EQ(version, 3u);
+  EXPECT_EQ(bytes, 100u);
+  EXPECT_EQ(*static_cast<const char*>(r->table(kTableGemmShapes, &version, &bytes)), 42);
+  EXPECT_EQ(r->table(5, &version, &bytes), nullptr);
+  EXPECT_EQ(r->bytes(), uint64_t(st.st_size));
+  // Duplicate ids and more than kMaxTables are refused.
+  EXPECT_FALSE(SegmentWriter::create(dir.path() + "/x", ident(), 2, 16, &err, {{9, 1, 64}, {9, 1, 64}}));
+  EXPECT_EQ(err, "duplicate table id");
+}
+
+TEST(Segment, ReaderRejectsATableOutsideTheFile) {
+  TempDir dir;
+  std::string err;
+  auto w = SegmentWriter::create(dir.path(), ident(), 1, 16, &err, {{kTableGemmShapes, 1, 256}});
+  ASSERT_TRUE(w) << err;
+  w->header()->tables[0].offset = segment_bytes(1, 16) + 64;  // past the end
+  EXPECT_FALSE(SegmentReader::open(w->path(), &err));
+  EXPECT_NE(err.find("table 0 out of bounds"), std::string::npos) << err;
+  w->header()->tables[0].offset = 64;  // inside the header
+  EXPECT_FALSE(SegmentReader::open(w->path(), &err));
+}
+
 TEST(Segment, CreatedWithMode0600AndFullSize) {
   TempDir dir;
   std::string err;
