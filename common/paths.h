@@ -17,7 +17,7 @@ constexpr size_t kMaxComponentChars = 64;
 // other byte (including '_' and '.') becomes "_" and two lowercase hex digits ("a.b" -> "a_2eb",
 // "a_b" -> "a_5fb"); "" becomes "_". An encoding longer than kMaxComponentChars keeps its first
 // 46 characters followed by "_h" and the 16 hex digits of a 64-bit FNV-1a hash of the whole
-// name (no short encoding contains "_h"). docs/record-format.md, "Segment names".
+// name (no short encoding contains "_h"). docs/record-format.md, "Naming and lifetime".
 std::string encode_component(std::string_view s);
 
 // "scout.<job>.<host>.<pid>" with job and host encoded (encode_component).

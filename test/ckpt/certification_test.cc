@@ -192,7 +192,7 @@ std::string slurp(const std::string& p) {
 }
 
 // Issues three certificates into `dir` and returns their hashes.
-std::vector<std::string> issue3(const std::string& dir) {
+std::vector<std::string> issue_three_certificates(const std::string& dir) {
   std::vector<std::string> h;
   std::string prev;
   for (int i = 1; i <= 3; ++i) {
@@ -211,7 +211,7 @@ std::vector<std::string> issue3(const std::string& dir) {
 
 TEST(Chain, IntactChainVerifies) {
   TempDir d;
-  auto h = issue3(d.path() + "/certs");
+  auto h = issue_three_certificates(d.path() + "/certs");
   ChainCheck r = verify_chain(d.path() + "/certs", h);
   EXPECT_TRUE(r.intact) << r.problem;
   EXPECT_EQ(r.certificates, 3);
@@ -225,7 +225,7 @@ TEST(Chain, IntactChainVerifies) {
 TEST(Chain, EditedCertificateBreaksTheChainAtItsSeq) {
   TempDir d;
   const std::string dir = d.path() + "/certs";
-  auto h = issue3(dir);
+  auto h = issue_three_certificates(dir);
   std::string text = slurp(certificate_file(dir, 2));
   text.replace(text.find("\"rejected\""), 10, "\"verified\"");
   std::ofstream(certificate_file(dir, 2)) << text;
@@ -238,7 +238,7 @@ TEST(Chain, EditedCertificateBreaksTheChainAtItsSeq) {
 TEST(Chain, RehashedEditStillBreaksAgainstTheNextLinkAndTheStore) {
   TempDir d;
   const std::string dir = d.path() + "/certs";
-  auto h = issue3(dir);
+  auto h = issue_three_certificates(dir);
   nlohmann::json doc = nlohmann::json::parse(slurp(certificate_file(dir, 2)));
   doc["verdict"] = "verified";
   doc["sha256"] = certificate_hash(doc);  // a careful forger re-hashes the one file
@@ -255,7 +255,7 @@ TEST(Chain, RehashedEditStillBreaksAgainstTheNextLinkAndTheStore) {
 TEST(Chain, RemovedCertificateIsMissing) {
   TempDir d;
   const std::string dir = d.path() + "/certs";
-  auto h = issue3(dir);
+  auto h = issue_three_certificates(dir);
   fs::remove(certificate_file(dir, 3));
   ChainCheck r = verify_chain(dir, h);
   EXPECT_FALSE(r.intact);
