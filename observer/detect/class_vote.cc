@@ -60,7 +60,7 @@ void ClassVote::resolve(const Model& m, int64_t now_ns, FindingBoard& board) {
       for (int r = 0; r < other.nranks; ++r) ballots.emplace_back(electorate + r, it->second.v);
       electorate += other.nranks;
       auto oc = m.comms().find(other);
-      peers.push_back(oc != m.comms().end() ? comm_json(oc->second) : nlohmann::json(hex64(other.hash)));
+      peers.push_back(oc != m.comms().end() ? to_json(ev_comm(oc->second)) : nlohmann::json(hex64(other.hash)));
     }
     VoteResult<MetaValue> vote = strict_majority(ballots, electorate);
     if (peers.empty() || vote.verdict != VoteVerdict::kAttributed) {

@@ -178,6 +178,8 @@ CREATE TABLE IF NOT EXISTS replay_cycles (
   detail     TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS replay_cycles_by_start ON replay_cycles (started_ns);
+)sql");
+}
 
 void ensure_gemm_tables(Db& db) {
   db.exec(R"sql(
