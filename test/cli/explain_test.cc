@@ -234,6 +234,8 @@ std::string straggler(bool json) {
   Scenario s(4);
   auto& j = s.h.job;
   s.h.opt.straggler.window = 16;
+  s.h.opt.straggler.warmup = 0;  // the scenario is 10 steps: score from the first collective
+  s.h.opt.straggler.z = 4.0;
   int tp0 = j.add_comm(0x70, {0, 1}, "tp0");
   int tp1 = j.add_comm(0x71, {2, 3}, "tp1");
   int dp0 = j.add_comm(0xd0, {0, 2}, "dp0");
