@@ -114,7 +114,7 @@ TEST(StorePaths, DefaultPathRule) {
   std::string err;
   EXPECT_EQ(store::default_store_path("/tmp/scout", "demo", 0, &err), "/tmp/scout/demo/node-0.db");
   EXPECT_EQ(store::default_store_path("/var/lib/scout/", "job 7/../x", 3, &err),
-            "/var/lib/scout/job_7____x/node-3.db");
+            "/var/lib/scout/job_207_2f_2e_2e_2fx/node-3.db");  // injective escapes (docs/store.md)
   EXPECT_EQ(store::default_store_path("/tmp/scout", "", 0, &err), "");
   EXPECT_EQ(err, "empty job id");
   EXPECT_EQ(store::default_store_path("/tmp/scout", "j", -1, &err), "");
