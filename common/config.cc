@@ -33,9 +33,7 @@ std::string lower(std::string s) {
 }
 
 std::string fmt_number(double v) {
-  if (v == std::floor(v) && std::fabs(v) < 9.007199254740992e15) {
-    return std::to_string(static_cast<long long>(v));
-  }
+  if (v == std::floor(v) && std::fabs(v) < 9.007199254740992e15) { return std::to_string(static_cast<long long>(v)); }
   std::string s = std::to_string(v);
   while (!s.empty() && s.back() == '0') s.pop_back();
   if (!s.empty() && s.back() == '.') s.pop_back();
@@ -79,15 +77,24 @@ const VarInfo* find(std::string_view name) {
 
 bool parse_bool(std::string_view text, bool* out, std::string* error) {
   std::string t = lower(trim(text));
-  if (t == "1" || t == "true" || t == "yes" || t == "on") { *out = true; return true; }
-  if (t == "0" || t == "false" || t == "no" || t == "off") { *out = false; return true; }
+  if (t == "1" || t == "true" || t == "yes" || t == "on") {
+    *out = true;
+    return true;
+  }
+  if (t == "0" || t == "false" || t == "no" || t == "off") {
+    *out = false;
+    return true;
+  }
   if (error) *error = "expected 0/1, true/false, yes/no or on/off";
   return false;
 }
 
 bool parse_int(std::string_view text, double min, double max, int64_t* out, std::string* error) {
   std::string t = trim(text);
-  if (t.empty()) { if (error) *error = "empty"; return false; }
+  if (t.empty()) {
+    if (error) *error = "empty";
+    return false;
+  }
   errno = 0;
   char* end = nullptr;
   long long v = std::strtoll(t.c_str(), &end, 10);
@@ -120,11 +127,16 @@ bool parse_size(std::string_view text, double min, double max, uint64_t* out, st
   if (!suffix.empty() && suffix.back() == 'b') suffix.pop_back();  // accept "64MB", "64MiB"
   if (suffix.size() == 2 && suffix[1] == 'i') suffix.pop_back();
   int shift = 0;
-  if (suffix.empty()) shift = 0;
-  else if (suffix == "k") shift = 10;
-  else if (suffix == "m") shift = 20;
-  else if (suffix == "g") shift = 30;
-  else if (suffix == "t") shift = 40;
+  if (suffix.empty())
+    shift = 0;
+  else if (suffix == "k")
+    shift = 10;
+  else if (suffix == "m")
+    shift = 20;
+  else if (suffix == "g")
+    shift = 30;
+  else if (suffix == "t")
+    shift = 40;
   else {
     if (error) *error = "unknown size suffix '" + std::string(end) + "' (use K, M, G or T)";
     return false;
@@ -144,7 +156,10 @@ bool parse_size(std::string_view text, double min, double max, uint64_t* out, st
 
 bool parse_double(std::string_view text, double min, double max, double* out, std::string* error) {
   std::string t = trim(text);
-  if (t.empty()) { if (error) *error = "empty"; return false; }
+  if (t.empty()) {
+    if (error) *error = "empty";
+    return false;
+  }
   errno = 0;
   char* end = nullptr;
   double v = std::strtod(t.c_str(), &end);
@@ -182,10 +197,14 @@ bool assign(Type type, const VarInfo& info, std::string_view text, T* field, std
 
 template <typename T>
 std::string value_text(const T& v) {
-  if constexpr (std::is_same_v<T, bool>) return v ? "1" : "0";
-  else if constexpr (std::is_same_v<T, std::string>) return v;
-  else if constexpr (std::is_same_v<T, double>) return fmt_number(v);
-  else return std::to_string(v);
+  if constexpr (std::is_same_v<T, bool>)
+    return v ? "1" : "0";
+  else if constexpr (std::is_same_v<T, std::string>)
+    return v;
+  else if constexpr (std::is_same_v<T, double>)
+    return fmt_number(v);
+  else
+    return std::to_string(v);
 }
 
 }  // namespace
@@ -202,19 +221,16 @@ Config defaults() {
 
 Config load(const EnvLookup& env, const WarnSink& warn) {
   Config c = defaults();
-  auto lookup = [&](const char* name) -> const char* {
-    return env ? env(name) : std::getenv(name);
-  };
-#define SCOUT_VAR(field, name, type, def, min, max, section, doc)                              \
-  do {                                                                                         \
-    const char* raw = lookup(name);                                                            \
-    if (raw != nullptr && raw[0] != '\0') {                                                    \
-      std::string error;                                                                       \
-      if (!assign(Type::type, *find(name), raw, &c.field, &error) && warn) {                   \
-        warn(std::string(name) + "=\"" + raw + "\" ignored: " + error + "; using default " + \
-             (def[0] ? def : "\"\""));                                                         \
-      }                                                                                        \
-    }                                                                                          \
+  auto lookup = [&](const char* name) -> const char* { return env ? env(name) : std::getenv(name); };
+#define SCOUT_VAR(field, name, type, def, min, max, section, doc)                                                      \
+  do {                                                                                                                 \
+    const char* raw = lookup(name);                                                                                    \
+    if (raw != nullptr && raw[0] != '\0') {                                                                            \
+      std::string error;                                                                                               \
+      if (!assign(Type::type, *find(name), raw, &c.field, &error) && warn) {                                           \
+        warn(std::string(name) + "=\"" + raw + "\" ignored: " + error + "; using default " + (def[0] ? def : "\"\"")); \
+      }                                                                                                                \
+    }                                                                                                                  \
   } while (0);
 #include "scout/config_vars.def"
 #undef SCOUT_VAR
@@ -237,8 +253,8 @@ std::string markdown_table() {
   for (const VarInfo& v : kRegistry) {
     std::string def = v.default_text[0] ? std::string("`") + v.default_text + "`" : "(empty)";
     std::string range = range_text(v);
-    out += "| `" + std::string(v.name) + "` | " + type_name(v.type) + " | " + def + " | " + range +
-           " | " + v.section + " | " + v.doc + " |\n";
+    out += "| `" + std::string(v.name) + "` | " + type_name(v.type) + " | " + def + " | " + range + " | " + v.section +
+           " | " + v.doc + " |\n";
   }
   return out;
 }

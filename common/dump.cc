@@ -14,8 +14,7 @@ std::string hex(uint64_t v) {
   return buf;
 }
 
-void gap(std::ostream& out, uint32_t ring, uint64_t from, uint64_t to, const char* why,
-         DumpStats* st) {
+void gap(std::ostream& out, uint32_t ring, uint64_t from, uint64_t to, const char* why, DumpStats* st) {
   nlohmann::json g = {{"type", "gap"}, {"ring", ring}, {"from", from}, {"to", to}, {"reason", why}};
   out << g.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
   st->missing += to - from;
@@ -25,10 +24,14 @@ void gap(std::ostream& out, uint32_t ring, uint64_t from, uint64_t to, const cha
 
 nlohmann::json flag_names(uint32_t flags) {
   static const std::pair<uint32_t, const char*> kNames[] = {
-      {kFlagGraphCaptured, "graph_captured"}, {kFlagUserGroup, "user_group"},
-      {kFlagFpSampled, "fp_sampled"},         {kFlagUnmatched, "unmatched"},
-      {kFlagNoApi, "no_api"},                 {kFlagInPlace, "in_place"},
-      {kFlagHostBuffers, "host_buffers"},     {kFlagNoKernelCh, "no_kernel_ch"},
+      {kFlagGraphCaptured, "graph_captured"},
+      {kFlagUserGroup, "user_group"},
+      {kFlagFpSampled, "fp_sampled"},
+      {kFlagUnmatched, "unmatched"},
+      {kFlagNoApi, "no_api"},
+      {kFlagInPlace, "in_place"},
+      {kFlagHostBuffers, "host_buffers"},
+      {kFlagNoKernelCh, "no_kernel_ch"},
   };
   nlohmann::json a = nlohmann::json::array();
   for (auto& [bit, name] : kNames) {
@@ -202,8 +205,8 @@ DumpStats dump_segment(const SegmentReader& r, std::ostream& out, const DumpOpti
   return st;
 }
 
-bool dump_segment_file(const std::string& path, std::ostream& out, const DumpOptions& opt,
-                       DumpStats* stats, std::string* error) {
+bool dump_segment_file(const std::string& path, std::ostream& out, const DumpOptions& opt, DumpStats* stats,
+                       std::string* error) {
   auto r = SegmentReader::open(path, error);
   if (!r) return false;
   DumpStats st = dump_segment(*r, out, opt);

@@ -20,8 +20,8 @@
 namespace scout::shm {
 
 struct DumpOptions {
-  bool ops = true;     // false: segment and comm lines only
-  int64_t ring = -1;   // >= 0: only this ring
+  bool ops = true;    // false: segment and comm lines only
+  int64_t ring = -1;  // >= 0: only this ring
 };
 
 struct DumpStats {
@@ -41,8 +41,8 @@ DumpStats dump_segment(const SegmentReader& r, std::ostream& out, const DumpOpti
 
 // Opens `path` (SegmentReader::open) and dumps it. False with *error (nothing printed) when the
 // file is not a readable scout segment.
-bool dump_segment_file(const std::string& path, std::ostream& out, const DumpOptions& opt,
-                       DumpStats* stats, std::string* error);
+bool dump_segment_file(const std::string& path, std::ostream& out, const DumpOptions& opt, DumpStats* stats,
+                       std::string* error);
 
 // The set bits of OpFlags by name ("graph_captured", ...); the enums' names are in
 // common/names.h (Spelling::kRecord).

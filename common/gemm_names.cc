@@ -10,10 +10,9 @@ struct Name {
 };
 
 constexpr Name kTypes[] = {
-    {"R_16F", kGemmR16F},       {"R_16BF", kGemmR16BF},       {"R_32F", kGemmR32F},
-    {"R_64F", kGemmR64F},       {"R_8I", kGemmR8I},           {"R_8U", kGemmR8U},
-    {"R_32I", kGemmR32I},       {"R_8F_E4M3", kGemmR8FE4M3},  {"R_8F_E5M2", kGemmR8FE5M2},
-    {"R_4F_E2M1", kGemmR4FE2M1}, {"C_32F", kGemmC32F},        {"C_64F", kGemmC64F},
+    {"R_16F", kGemmR16F},        {"R_16BF", kGemmR16BF},      {"R_32F", kGemmR32F}, {"R_64F", kGemmR64F},
+    {"R_8I", kGemmR8I},          {"R_8U", kGemmR8U},          {"R_32I", kGemmR32I}, {"R_8F_E4M3", kGemmR8FE4M3},
+    {"R_8F_E5M2", kGemmR8FE5M2}, {"R_4F_E2M1", kGemmR4FE2M1}, {"C_32F", kGemmC32F}, {"C_64F", kGemmC64F},
     {"C_16F", kGemmC16F},
 };
 constexpr uint32_t kTypeSizes[kGemmTypeCount] = {0, 2, 2, 4, 8, 1, 1, 4, 1, 1, 1, 8, 16, 4};

@@ -22,15 +22,23 @@ constexpr Name kFuncs[] = {
 };
 
 constexpr Name kTypes[] = {
-    {"ncclInt8", kTypeInt8},          {"ncclUint8", kTypeUint8},
-    {"ncclInt32", kTypeInt32},        {"ncclUint32", kTypeUint32},
-    {"ncclInt64", kTypeInt64},        {"ncclUint64", kTypeUint64},
-    {"ncclFloat16", kTypeFloat16},    {"ncclFloat32", kTypeFloat32},
-    {"ncclFloat64", kTypeFloat64},    {"ncclBfloat16", kTypeBfloat16},
-    {"ncclFloat8e4m3", kTypeFloat8e4m3}, {"ncclFloat8e5m2", kTypeFloat8e5m2},
+    {"ncclInt8", kTypeInt8},
+    {"ncclUint8", kTypeUint8},
+    {"ncclInt32", kTypeInt32},
+    {"ncclUint32", kTypeUint32},
+    {"ncclInt64", kTypeInt64},
+    {"ncclUint64", kTypeUint64},
+    {"ncclFloat16", kTypeFloat16},
+    {"ncclFloat32", kTypeFloat32},
+    {"ncclFloat64", kTypeFloat64},
+    {"ncclBfloat16", kTypeBfloat16},
+    {"ncclFloat8e4m3", kTypeFloat8e4m3},
+    {"ncclFloat8e5m2", kTypeFloat8e5m2},
     // Aliases of nccl.h (same values); listed after the canonical names.
-    {"ncclChar", kTypeInt8},          {"ncclInt", kTypeInt32},
-    {"ncclHalf", kTypeFloat16},       {"ncclFloat", kTypeFloat32},
+    {"ncclChar", kTypeInt8},
+    {"ncclInt", kTypeInt32},
+    {"ncclHalf", kTypeFloat16},
+    {"ncclFloat", kTypeFloat32},
     {"ncclDouble", kTypeFloat64},
 };
 
@@ -141,16 +149,17 @@ const char* func_name(uint8_t func) { return name_of(func, kFuncs); }
 const char* nccl_datatype_name(uint8_t dtype) { return name_of(dtype, kTypes); }
 
 namespace {
-constexpr const char* kShortTypes[] = {"int8",    "uint8",    "int32",      "uint32",
-                                       "int64",   "uint64",   "float16",    "float32",
-                                       "float64", "bfloat16", "float8e4m3", "float8e5m2"};
+constexpr const char* kShortTypes[] = {"int8",    "uint8",   "int32",   "uint32",   "int64",      "uint64",
+                                       "float16", "float32", "float64", "bfloat16", "float8e4m3", "float8e5m2"};
 // Each state in both spellings, index = enum value.
 struct Spelled {
   const char* record;
   const char* display;
 };
-constexpr Spelled kOpStates[] = {{"empty", "empty"},       {"enqueued", "enqueued"},
-                                 {"running", "running"},   {"complete", "complete"},
+constexpr Spelled kOpStates[] = {{"empty", "empty"},
+                                 {"enqueued", "enqueued"},
+                                 {"running", "running"},
+                                 {"complete", "complete"},
                                  {"api_only", "api-only"}};
 constexpr Spelled kFpStatuses[] = {
     {"none", "none"},
@@ -174,14 +183,10 @@ const char* spelled(const Spelled (&table)[N], unsigned i, Spelling s) {
 }
 }  // namespace
 
-const char* datatype_name(uint8_t dtype) {
-  return dtype < std::size(kShortTypes) ? kShortTypes[dtype] : "unknown";
-}
+const char* datatype_name(uint8_t dtype) { return dtype < std::size(kShortTypes) ? kShortTypes[dtype] : "unknown"; }
 const char* kind_name(uint8_t kind) { return kind < std::size(kKinds) ? kKinds[kind] : "none"; }
 const char* op_state_name(uint32_t state, Spelling s) { return spelled(kOpStates, state, s); }
-const char* comm_state_name(uint32_t state) {
-  return state < std::size(kCommStates) ? kCommStates[state] : "unknown";
-}
+const char* comm_state_name(uint32_t state) { return state < std::size(kCommStates) ? kCommStates[state] : "unknown"; }
 const char* fp_status_name(uint8_t status, Spelling s) { return spelled(kFpStatuses, status, s); }
 const char* algo_name(uint8_t algo) { return name_of(algo, kAlgos); }
 const char* proto_name(uint8_t proto) { return name_of(proto, kProtos); }

@@ -73,8 +73,7 @@ struct NameMemo {
     if (s != nullptr && (w >> 16) == a && uint8_t(w >> 8) == uint8_t(s[0])) return uint8_t(w);
     uint8_t id = slow(s);
     if (s != nullptr && (a >> 48) == 0) {
-      word.store((uint64_t(a) << 16) | (uint64_t(uint8_t(s[0])) << 8) | id,
-                 std::memory_order_relaxed);
+      word.store((uint64_t(a) << 16) | (uint64_t(uint8_t(s[0])) << 8) | id, std::memory_order_relaxed);
     }
     return id;
   }

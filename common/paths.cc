@@ -50,8 +50,7 @@ std::string encode_component(std::string_view s) {
 }
 
 std::string segment_name(std::string_view job, std::string_view host, int pid) {
-  return std::string(kSegmentPrefix) + encode_component(job) + "." + encode_component(host) +
-         "." + std::to_string(pid);
+  return std::string(kSegmentPrefix) + encode_component(job) + "." + encode_component(host) + "." + std::to_string(pid);
 }
 
 bool parse_segment_name(std::string_view name, std::string* job, std::string* host, int* pid) {
@@ -76,8 +75,7 @@ bool parse_segment_name(std::string_view name, std::string* job, std::string* ho
   return true;
 }
 
-std::vector<std::string> list_segments(const std::string& dir, std::string_view job,
-                                       std::string_view host) {
+std::vector<std::string> list_segments(const std::string& dir, std::string_view job, std::string_view host) {
   std::vector<std::string> out;
   std::string prefix = std::string(kSegmentPrefix) + encode_component(job) + ".";
   if (!host.empty()) prefix += encode_component(host) + ".";
@@ -98,8 +96,7 @@ std::vector<std::string> list_segments(const std::string& dir, std::string_view 
 
 namespace scout::store {
 
-std::string default_store_path(std::string_view state_dir, std::string_view job, int node_rank,
-                               std::string* error) {
+std::string default_store_path(std::string_view state_dir, std::string_view job, int node_rank, std::string* error) {
   auto fail = [&](const char* why) {
     if (error) *error = why;
     return std::string();
@@ -111,6 +108,5 @@ std::string default_store_path(std::string_view state_dir, std::string_view job,
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   return dir + "/" + shm::encode_component(job) + "/node-" + std::to_string(node_rank) + ".db";
 }
-
 
 }  // namespace scout::store

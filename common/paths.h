@@ -25,8 +25,7 @@ std::string segment_name(std::string_view job, std::string_view host, int pid);
 
 // Paths of the segments in `dir` whose names start with "scout.<job>." (and, when `host` is not
 // empty, "scout.<job>.<host>."), job and host encoded as in segment_name(). Sorted by name.
-std::vector<std::string> list_segments(const std::string& dir, std::string_view job,
-                                       std::string_view host = {});
+std::vector<std::string> list_segments(const std::string& dir, std::string_view job, std::string_view host = {});
 
 // Parses "scout.<job>.<host>.<pid>" (a file name, no directory); false if it is not one.
 bool parse_segment_name(std::string_view name, std::string* job, std::string* host, int* pid);
@@ -40,7 +39,6 @@ namespace scout::store {
 // `state_dir` is SCOUT_STATE_DIR (default /tmp/scout); `job` is encoded the same way segment
 // names encode it (shm::encode_component), so a job id can never escape state_dir and two job
 // ids never share a store. Returns "" with *error set when job is empty, state_dir is empty or node_rank < 0.
-std::string default_store_path(std::string_view state_dir, std::string_view job, int node_rank,
-                               std::string* error);
+std::string default_store_path(std::string_view state_dir, std::string_view job, int node_rank, std::string* error);
 
 }  // namespace scout::store

@@ -46,8 +46,8 @@ bool trusted_file(const struct stat& st, const TrustPolicy& trust, std::string* 
   bool owner_ok = uid == static_cast<uint32_t>(::geteuid()) ||
                   std::find(trust.uids.begin(), trust.uids.end(), uid) != trust.uids.end();
   if (!owner_ok) {
-    *why = "owned by uid " + std::to_string(uid) + ", not by this user (uid " +
-           std::to_string(::geteuid()) + ") or SCOUT_SHM_TRUSTED_UIDS: refused";
+    *why = "owned by uid " + std::to_string(uid) + ", not by this user (uid " + std::to_string(::geteuid()) +
+           ") or SCOUT_SHM_TRUSTED_UIDS: refused";
     return false;
   }
   if ((st.st_mode & 077) != 0) {
@@ -118,8 +118,8 @@ std::unique_ptr<SegmentReader> SegmentReader::open(const std::string& path, std:
   }
   if (size > kMaxSegmentBytes) {
     ::close(fd);
-    return fail("size " + std::to_string(size) + " bytes is beyond any segment's (" +
-                std::to_string(kMaxSegmentBytes) + ")");
+    return fail("size " + std::to_string(size) + " bytes is beyond any segment's (" + std::to_string(kMaxSegmentBytes) +
+                ")");
   }
   void* mem = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
   int map_errno = errno;
@@ -140,9 +140,7 @@ std::unique_ptr<SegmentReader> SegmentReader::open(const std::string& path, std:
     return bad("header or record size mismatch");
   }
   if (h->max_comms < 1 || h->max_comms > kMaxCommsLimit) return bad("bad max_comms");
-  if (!valid_ring_capacity(h->ring_capacity)) {
-    return bad("bad ring capacity");
-  }
+  if (!valid_ring_capacity(h->ring_capacity)) { return bad("bad ring capacity"); }
   if (h->rings_offset != kSegmentHeaderBytes ||
       h->ring_stride != kCommHeaderBytes + uint64_t(h->ring_capacity) * kRecordBytes) {
     return bad("bad ring geometry");
@@ -158,8 +156,8 @@ std::unique_ptr<SegmentReader> SegmentReader::open(const std::string& path, std:
     }
   }
   if (h->segment_bytes != expect || size != expect) {
-    return bad("size " + std::to_string(size) + " bytes, header says " +
-               std::to_string(h->segment_bytes) + ", geometry needs " + std::to_string(expect));
+    return bad("size " + std::to_string(size) + " bytes, header says " + std::to_string(h->segment_bytes) +
+               ", geometry needs " + std::to_string(expect));
   }
   std::unique_ptr<SegmentReader> r(new SegmentReader());
   r->hdr_ = h;
@@ -280,7 +278,7 @@ ReadStatus SegmentReader::read(uint32_t ring, uint64_t index, RecordSnapshot* ou
   const OpRecord* rec = &slots[index & (capacity_ - 1)];
   uint64_t s1 = rec->seq.load(std::memory_order_acquire);
   if (s1 == seq_writing(index)) return ReadStatus::kNotYet;  // claimed, being written
-  if (s1 < seq_valid(index)) return ReadStatus::kNotYet;  // an older record still there
+  if (s1 < seq_valid(index)) return ReadStatus::kNotYet;     // an older record still there
   if (s1 != seq_valid(index)) return ReadStatus::kOverwritten;
 
   RecordSnapshot& r = *out;
@@ -337,9 +335,7 @@ ReadStatus SegmentReader::read(uint32_t ring, uint64_t index, RecordSnapshot* ou
   return ReadStatus::kOk;
 }
 
-bool SegmentReader::owner_alive() const {
-  return process_alive(hdr_->owner_pid, hdr_->owner_start_ticks);
-}
+bool SegmentReader::owner_alive() const { return process_alive(hdr_->owner_pid, hdr_->owner_start_ticks); }
 
 bool validate_record(const RecordSnapshot& r, std::string* why) {
   auto no = [&](const char* m) {

@@ -76,9 +76,7 @@ OpRecord* RingWriter::begin(uint64_t* index) {
   return rec;
 }
 
-void RingWriter::publish(OpRecord* rec, uint64_t index) {
-  rec->seq.store(seq_valid(index), std::memory_order_release);
-}
+void RingWriter::publish(OpRecord* rec, uint64_t index) { rec->seq.store(seq_valid(index), std::memory_order_release); }
 
 OpRecord* RingWriter::at(uint64_t index) const {
   OpRecord* rec = &slots_[index & mask_];
@@ -87,18 +85,15 @@ OpRecord* RingWriter::at(uint64_t index) const {
 
 // ---------------------------------------------------------------- SegmentWriter
 
-std::unique_ptr<SegmentWriter> SegmentWriter::create(const std::string& dir,
-                                                     const SegmentIdentity& id, uint32_t max_comms,
-                                                     uint32_t ring_capacity, std::string* error,
+std::unique_ptr<SegmentWriter> SegmentWriter::create(const std::string& dir, const SegmentIdentity& id,
+                                                     uint32_t max_comms, uint32_t ring_capacity, std::string* error,
                                                      const std::vector<TableRequest>& tables) {
   auto fail = [&](const std::string& msg) -> std::unique_ptr<SegmentWriter> {
     if (error) *error = msg;
     return nullptr;
   };
   if (max_comms < 1 || max_comms > kMaxCommsLimit) return fail("max_comms out of range");
-  if (!valid_ring_capacity(ring_capacity)) {
-    return fail("ring capacity must be a power of two in [16, 2^20]");
-  }
+  if (!valid_ring_capacity(ring_capacity)) { return fail("ring capacity must be a power of two in [16, 2^20]"); }
   if (tables.size() > kMaxTables) return fail("too many tables");
   uint64_t rings_end = segment_bytes(max_comms, ring_capacity);
   uint64_t tables_bytes = 0;
@@ -130,8 +125,7 @@ std::unique_ptr<SegmentWriter> SegmentWriter::create(const std::string& dir,
   if (rc != 0) {
     ::close(fd);
     ::unlink(path.c_str());
-    return fail("cannot allocate " + std::to_string(bytes) + " bytes for " + path + ": " +
-                std::strerror(rc));
+    return fail("cannot allocate " + std::to_string(bytes) + " bytes for " + path + ": " + std::strerror(rc));
   }
   // MAP_POPULATE: the writer's page tables are filled now (creation is at communicator init),
   // so the first pass through each ring takes no page fault on NCCL's threads.
@@ -196,23 +190,19 @@ std::unique_ptr<SegmentWriter> SegmentWriter::create(const std::string& dir,
     char* ring = base + h->rings_offset + uint64_t(r) * h->ring_stride;
     auto* ch = reinterpret_cast<CommHeader*>(ring);
     ch->ring_capacity = ring_capacity;
-    w->rings_.emplace_back(ch, reinterpret_cast<OpRecord*>(ring + kCommHeaderBytes),
-                           ring_capacity, r);
+    w->rings_.emplace_back(ch, reinterpret_cast<OpRecord*>(ring + kCommHeaderBytes), ring_capacity, r);
   }
   scout::release_fence();
   __atomic_store_n(&h->magic, kSegmentMagic, __ATOMIC_RELEASE);
   return w;
 }
 
-std::unique_ptr<SegmentWriter> SegmentWriter::reopen_own(const std::string& path,
-                                                         uint32_t max_comms,
-                                                         uint32_t ring_capacity,
-                                                         uint64_t bytes) {
+std::unique_ptr<SegmentWriter> SegmentWriter::reopen_own(const std::string& path, uint32_t max_comms,
+                                                         uint32_t ring_capacity, uint64_t bytes) {
   int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return nullptr;
   struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || uint64_t(st.st_size) != bytes ||
-      st.st_uid != ::geteuid()) {
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || uint64_t(st.st_size) != bytes || st.st_uid != ::geteuid()) {
     ::close(fd);
     return nullptr;
   }
@@ -223,22 +213,19 @@ std::unique_ptr<SegmentWriter> SegmentWriter::reopen_own(const std::string& path
   if (mem == MAP_FAILED) return nullptr;
   auto* h = static_cast<SegmentHeader*>(mem);
   int pid = static_cast<int>(::getpid());
-  bool ours = __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) == kSegmentMagic &&
-              h->layout_version == kLayoutVersion && h->header_bytes == kSegmentHeaderBytes &&
-              h->record_bytes == kRecordBytes && h->segment_bytes == bytes &&
+  bool ours = __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) == kSegmentMagic && h->layout_version == kLayoutVersion &&
+              h->header_bytes == kSegmentHeaderBytes && h->record_bytes == kRecordBytes && h->segment_bytes == bytes &&
               h->max_comms == max_comms && h->ring_capacity == ring_capacity &&
               h->rings_offset == kSegmentHeaderBytes &&
-              h->ring_stride == kCommHeaderBytes + uint64_t(ring_capacity) * kRecordBytes &&
-              h->owner_pid == pid && h->owner_start_ticks == process_start_ticks(pid);
+              h->ring_stride == kCommHeaderBytes + uint64_t(ring_capacity) * kRecordBytes && h->owner_pid == pid &&
+              h->owner_start_ticks == process_start_ticks(pid);
   std::unique_ptr<SegmentWriter> w;
   if (ours) {
     w.reset(new (std::nothrow) SegmentWriter());
     if (w) {
       try {
         w->rings_.reserve(max_comms);
-      } catch (...) {
-        w.reset();
-      }
+      } catch (...) { w.reset(); }
     }
   }
   if (!w) {
@@ -251,11 +238,10 @@ std::unique_ptr<SegmentWriter> SegmentWriter::reopen_own(const std::string& path
   char* base = static_cast<char*>(mem);
   for (uint32_t r = 0; r < max_comms; ++r) {
     char* ring = base + h->rings_offset + uint64_t(r) * h->ring_stride;
-    w->rings_.emplace_back(reinterpret_cast<CommHeader*>(ring),
-                           reinterpret_cast<OpRecord*>(ring + kCommHeaderBytes), ring_capacity, r);
+    w->rings_.emplace_back(reinterpret_cast<CommHeader*>(ring), reinterpret_cast<OpRecord*>(ring + kCommHeaderBytes),
+                           ring_capacity, r);
   }
-  w->next_ring_.store(std::min(h->n_comms.load(std::memory_order_acquire), max_comms),
-                      std::memory_order_relaxed);
+  w->next_ring_.store(std::min(h->n_comms.load(std::memory_order_acquire), max_comms), std::memory_order_relaxed);
   h->closed_ns.store(0, std::memory_order_release);
   return w;
 }
@@ -275,8 +261,8 @@ SegmentWriter::~SegmentWriter() {
   if (hdr_) ::munmap(hdr_, bytes_);
 }
 
-RingWriter* SegmentWriter::open_ring(uint64_t comm_hash, int nranks, int rank, int nnodes,
-                                     const char* name, int cuda_dev) {
+RingWriter* SegmentWriter::open_ring(uint64_t comm_hash, int nranks, int rank, int nnodes, const char* name,
+                                     int cuda_dev) {
   uint32_t r = next_ring_.fetch_add(1, std::memory_order_relaxed);
   if (r >= hdr_->max_comms) {
     next_ring_.store(hdr_->max_comms, std::memory_order_relaxed);
@@ -297,8 +283,7 @@ RingWriter* SegmentWriter::open_ring(uint64_t comm_hash, int nranks, int rank, i
   ch->state.store(kCommActive, std::memory_order_release);
   // Publish the ring count in order: n_comms only grows past a ring once it is active.
   uint32_t expect = r;
-  while (!hdr_->n_comms.compare_exchange_weak(expect, r + 1, std::memory_order_release,
-                                              std::memory_order_relaxed)) {
+  while (!hdr_->n_comms.compare_exchange_weak(expect, r + 1, std::memory_order_release, std::memory_order_relaxed)) {
     if (expect > r) break;  // a later ring already published past us
     expect = r;             // an earlier ring is still publishing: retry (rare, short)
   }

@@ -91,9 +91,8 @@ class SegmentWriter {
   // its records and counters stay, new communicators get the rings not used yet, closed_ns is
   // cleared. Any other existing file of that name (pid reuse, other geometry) is replaced.
   // `tables` (at most kMaxTables, distinct ids) are zero-filled and listed in the header.
-  static std::unique_ptr<SegmentWriter> create(const std::string& dir, const SegmentIdentity& id,
-                                               uint32_t max_comms, uint32_t ring_capacity,
-                                               std::string* error,
+  static std::unique_ptr<SegmentWriter> create(const std::string& dir, const SegmentIdentity& id, uint32_t max_comms,
+                                               uint32_t ring_capacity, std::string* error,
                                                const std::vector<TableRequest>& tables = {});
 
   // Start of table `id` (zero-filled at creation, or as left by an earlier load cycle of this
@@ -105,8 +104,7 @@ class SegmentWriter {
 
   // Assigns the next free ring to a communicator and publishes it. Returns nullptr when all
   // max_comms rings are taken (SegmentHeader::comms_dropped advances). Thread-safe.
-  RingWriter* open_ring(uint64_t comm_hash, int nranks, int rank, int nnodes, const char* name,
-                        int cuda_dev);
+  RingWriter* open_ring(uint64_t comm_hash, int nranks, int rank, int nnodes, const char* name, int cuda_dev);
 
   // Marks a ring finalized (records stay readable). Thread-safe.
   void close_ring(RingWriter* ring);
@@ -117,8 +115,8 @@ class SegmentWriter {
 
  private:
   SegmentWriter() = default;
-  static std::unique_ptr<SegmentWriter> reopen_own(const std::string& path, uint32_t max_comms,
-                                                   uint32_t ring_capacity, uint64_t bytes);
+  static std::unique_ptr<SegmentWriter> reopen_own(const std::string& path, uint32_t max_comms, uint32_t ring_capacity,
+                                                   uint64_t bytes);
   SegmentHeader* hdr_ = nullptr;
   uint64_t bytes_ = 0;
   std::string path_;

@@ -18,7 +18,9 @@ class AutoBackend : public Backend {
       : emu_(std::move(dir), std::move(job)), limits_(limits) {}
   std::string name() const override { return "auto"; }
   GpuInfo describe(const Participant& p) override { return pick(p.gpu).describe(p); }
-  Sample run_gemm(const Recipe& r, const Participant& p, int round) override { return pick(p.gpu).run_gemm(r, p, round); }
+  Sample run_gemm(const Recipe& r, const Participant& p, int round) override {
+    return pick(p.gpu).run_gemm(r, p, round);
+  }
   Sample run_link(const Recipe& r, const Participant& src, const Participant& dst, int round) override;
   std::vector<Sample> run_coll(const Recipe& r, const std::vector<Participant>& members, int round) override;
 

@@ -9,8 +9,14 @@ uint64_t parse_hex(const std::string& s) { return std::stoull(s, nullptr, 16); }
 }  // namespace
 
 nlohmann::json to_json(const GpuInfo& g) {
-  return {{"global_rank", g.global_rank}, {"gpu", g.gpu},   {"model", g.model}, {"sm_count", g.sm_count},
-          {"libs", g.libs},               {"free_bytes", g.free_bytes}, {"ready", g.ready}, {"reason", g.reason}};
+  return {{"global_rank", g.global_rank},
+          {"gpu", g.gpu},
+          {"model", g.model},
+          {"sm_count", g.sm_count},
+          {"libs", g.libs},
+          {"free_bytes", g.free_bytes},
+          {"ready", g.ready},
+          {"reason", g.reason}};
 }
 
 bool from_json(const nlohmann::json& j, GpuInfo* out, std::string* error) {
@@ -42,7 +48,7 @@ const char* to_string(SampleStatus s) {
 }
 
 nlohmann::json to_json(const Sample& s) {
-  nlohmann::json j = {{"recipe", s.recipe}, {"global_rank", s.global_rank}, {"gpu", s.gpu},
+  nlohmann::json j = {{"recipe", s.recipe}, {"global_rank", s.global_rank},  {"gpu", s.gpu},
                       {"round", s.round},   {"status", to_string(s.status)}, {"ns", s.ns}};
   if (!s.reason.empty()) j["reason"] = s.reason;
   if (s.status == SampleStatus::kOk) j["fp"] = fp_hex(s.fp);
@@ -59,9 +65,12 @@ bool from_json(const nlohmann::json& j, Sample* out, std::string* error) {
     s.gpu = j.at("gpu").get<std::string>();
     s.round = j.at("round").get<int>();
     const std::string st = j.at("status").get<std::string>();
-    if (st == "ok") s.status = SampleStatus::kOk;
-    else if (st == "skipped") s.status = SampleStatus::kSkipped;
-    else if (st == "failed") s.status = SampleStatus::kFailed;
+    if (st == "ok")
+      s.status = SampleStatus::kOk;
+    else if (st == "skipped")
+      s.status = SampleStatus::kSkipped;
+    else if (st == "failed")
+      s.status = SampleStatus::kFailed;
     else {
       *error = "sample: unknown status '" + st + "'";
       return false;

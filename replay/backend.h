@@ -26,7 +26,7 @@ struct Participant {
 struct GpuInfo {
   int global_rank = -1;
   std::string gpu;
-  std::string model;       // "NVIDIA H200", "scout-sim emulated GPU"
+  std::string model;  // "NVIDIA H200", "scout-sim emulated GPU"
   int sm_count = 0;
   std::string libs;        // library versions, e.g. "cuda 13000; cublasLt 130100; nccl 22809"
   int64_t free_bytes = 0;  // device memory free when asked
@@ -41,23 +41,23 @@ const char* to_string(SampleStatus s);  // "ok", "skipped", "failed"
 
 // One run of a recipe on one GPU (gemm: the GPU; link: the receiver; coll: each member).
 struct Sample {
-  std::string recipe;       // Recipe::id
+  std::string recipe;  // Recipe::id
   int global_rank = -1;
   std::string gpu;
   int round = 0;
   SampleStatus status = SampleStatus::kOk;
-  std::string reason;       // skipped / failed: why
-  uint64_t fp = 0;          // fingerprint of the output (docs/fingerprint.md)
+  std::string reason;           // skipped / failed: why
+  uint64_t fp = 0;              // fingerprint of the output (docs/fingerprint.md)
   bool expected_known = false;  // link, coll: the exact expected output is known
   uint64_t expected_fp = 0;
-  int64_t ns = -1;          // GPU time of the recipe's kernels (CUPTI or the emulated clock)
-  int peer = -1;            // link: the sender
+  int64_t ns = -1;  // GPU time of the recipe's kernels (CUPTI or the emulated clock)
+  int peer = -1;    // link: the sender
 };
 nlohmann::json to_json(const Sample& s);
 bool from_json(const nlohmann::json& j, Sample* out, std::string* error);
 
 struct BackendLimits {
-  int64_t max_mem = int64_t(2) << 30;   // SCOUT_REPLAY_MAX_MEM: device bytes replay may hold per GPU
+  int64_t max_mem = int64_t(2) << 30;     // SCOUT_REPLAY_MAX_MEM: device bytes replay may hold per GPU
   int64_t mem_margin = int64_t(1) << 30;  // never take the last this many free bytes
 };
 

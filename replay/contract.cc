@@ -53,9 +53,12 @@ ContractCheck check_contract(const Contract& c, const std::vector<Readiness>& an
   for (const Readiness& a : answers) by_rank[a.gpu.global_rank] = &a;
   for (int m : c.members) {
     auto it = by_rank.find(m);
-    if (it == by_rank.end()) r.missing.push_back(m);
-    else if (it->second->digest != want) r.wrong_contract.push_back(m);
-    else if (!it->second->gpu.ready) r.not_ready.push_back(m);
+    if (it == by_rank.end())
+      r.missing.push_back(m);
+    else if (it->second->digest != want)
+      r.wrong_contract.push_back(m);
+    else if (!it->second->gpu.ready)
+      r.not_ready.push_back(m);
     else {
       r.ready.push_back(m);
       r.classes[vote_class(it->second->gpu)].push_back(m);
@@ -91,8 +94,10 @@ Admission admit(const std::vector<Recipe>& recipes, const ContractCheck& check, 
     } else {
       why = why_not(r.coll.ranks);
     }
-    if (why.empty()) a.run.push_back(r.id);
-    else a.inconclusive.push_back({r.id, why});
+    if (why.empty())
+      a.run.push_back(r.id);
+    else
+      a.inconclusive.push_back({r.id, why});
   }
   return a;
 }

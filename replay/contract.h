@@ -39,10 +39,10 @@ struct Readiness {
 };
 
 struct ContractCheck {
-  std::vector<int> missing;          // asked, no answer
-  std::vector<int> not_ready;        // answered, cannot replay (GpuInfo::reason)
-  std::vector<int> wrong_contract;   // answered for another digest
-  std::vector<int> ready;            // the others
+  std::vector<int> missing;         // asked, no answer
+  std::vector<int> not_ready;       // answered, cannot replay (GpuInfo::reason)
+  std::vector<int> wrong_contract;  // answered for another digest
+  std::vector<int> ready;           // the others
   // Vote classes of the ready GPUs: "model|sm_count|libs" -> global ranks.
   std::map<std::string, std::vector<int>> classes;
   bool all_ready() const { return missing.empty() && not_ready.empty() && wrong_contract.empty(); }

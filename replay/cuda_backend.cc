@@ -87,7 +87,8 @@ std::vector<unsigned char> seeded_matrix(uint64_t stream, uint64_t n, const std:
   std::vector<unsigned char> out(n * uint64_t(eb));
   for (uint64_t i = 0; i < n; ++i) {
     float f = seeded(stream, i);
-    if (eb == 4) std::memcpy(&out[i * 4], &f, 4);
+    if (eb == 4)
+      std::memcpy(&out[i * 4], &f, 4);
     else {
       uint16_t h = to_half_bits(f, dtype == "bf16");
       std::memcpy(&out[i * 2], &h, 2);
@@ -123,8 +124,8 @@ std::vector<unsigned char> gemm_input(const Recipe& r, char which) {
 std::string uuid_text(const cu::Uuid& u) {
   char buf[64];
   const unsigned char* b = u.bytes;
-  std::snprintf(buf, sizeof(buf), "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
-                b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+  std::snprintf(buf, sizeof(buf), "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+                b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
   return buf;
 }
 
@@ -294,8 +295,10 @@ Sample CudaBackend::run_gemm(const Recipe& r, const Participant& p, int round) {
     cudalib::LtHeuristic h{};
     int got = 0;
     heuristic_calls_++;
-    if (B.MatmulAlgoGetHeuristic(lt, op, la, lb, ld, ld, pref, 1, &h, &got) || got < 1) fail = "no cuBLASLt algorithm for " + r.id;
-    else algos_[r.id] = h.algo;
+    if (B.MatmulAlgoGetHeuristic(lt, op, la, lb, ld, ld, pref, 1, &h, &got) || got < 1)
+      fail = "no cuBLASLt algorithm for " + r.id;
+    else
+      algos_[r.id] = h.algo;
   }
   int64_t ns = -1;
   if (fail.empty()) {
@@ -342,7 +345,11 @@ Sample CudaBackend::run_gemm(const Recipe& r, const Participant& p, int round) {
   if (fail.empty()) {
     std::vector<unsigned char> hd(m * n * eb);
     L_->cu.MemcpyDtoH(hd.data(), d, hd.size());
-    s.fp = fp::fingerprint(hd.data(), hd.size(), eb == 4 ? shm::kTypeFloat32 : eb == 2 && dtype == cudalib::kDataR16BF ? shm::kTypeBfloat16 : shm::kTypeFloat16, nullptr);
+    s.fp = fp::fingerprint(hd.data(), hd.size(),
+                           eb == 4                                   ? shm::kTypeFloat32
+                           : eb == 2 && dtype == cudalib::kDataR16BF ? shm::kTypeBfloat16
+                                                                     : shm::kTypeFloat16,
+                           nullptr);
     s.ns = ns;
   }
   release();
@@ -356,10 +363,12 @@ Sample CudaBackend::run_link(const Recipe& r, const Participant& src, const Part
   cu::Device ds, dd;
   std::string why;
   if (!enter(src, &ds, &why) || !enter(dst, &dd, &why))
-    return skip(s, SampleStatus::kSkipped, why + " (members on other hosts need a replay communicator bootstrapped over the observers' channel)");
+    return skip(s, SampleStatus::kSkipped,
+                why + " (members on other hosts need a replay communicator bootstrapped over the observers' channel)");
   const uint64_t count = r.bytes / 4;
   std::string need_why;
-  if (int64_t(r.bytes) > budget_bytes(&need_why)) return skip(s, SampleStatus::kSkipped, "link payload exceeds the replay memory limit");
+  if (int64_t(r.bytes) > budget_bytes(&need_why))
+    return skip(s, SampleStatus::kSkipped, "link payload exceeds the replay memory limit");
   std::vector<float> payload(count);
   for (uint64_t i = 0; i < count; ++i) payload[i] = seeded(r.seed ^ uint64_t(src.global_rank) * 0x100000001b3ull, i);
   s.expected_known = true;
@@ -402,17 +411,22 @@ std::vector<Sample> CudaBackend::run_coll(const Recipe& r, const std::vector<Par
     return out;
   };
   if (!L_->have_nccl) return all_skip(SampleStatus::kSkipped, L_->missing);
-  if (r.coll.func != "AllReduce") return all_skip(SampleStatus::kSkipped, "only AllReduce classes are replayed on GPUs in this version");
+  if (r.coll.func != "AllReduce")
+    return all_skip(SampleStatus::kSkipped, "only AllReduce classes are replayed on GPUs in this version");
   std::vector<int> devs;
   std::string why;
   for (const Participant& p : members) {
     cu::Device d;
-    if (!enter(p, &d, &why)) return all_skip(SampleStatus::kSkipped, why + " (members on other hosts need a replay communicator bootstrapped over the observers' channel)");
+    if (!enter(p, &d, &why))
+      return all_skip(
+          SampleStatus::kSkipped,
+          why + " (members on other hosts need a replay communicator bootstrapped over the observers' channel)");
     devs.push_back(d);
   }
   const int nr = int(members.size());
   const uint64_t count = std::max<uint64_t>(1, r.coll.count);
-  if (int64_t(count * 8) > budget_bytes(&why)) return all_skip(SampleStatus::kSkipped, "collective exceeds the replay memory limit");
+  if (int64_t(count * 8) > budget_bytes(&why))
+    return all_skip(SampleStatus::kSkipped, "collective exceeds the replay memory limit");
   // NCCL_ALGO / NCCL_PROTO are read at each communicator init (NCCL src/graph/tuning.cc).
   if (!r.coll.algo.empty()) setenv("NCCL_ALGO", r.coll.algo.c_str(), 1);
   if (!r.coll.proto.empty()) setenv("NCCL_PROTO", r.coll.proto.c_str(), 1);
@@ -424,8 +438,9 @@ std::vector<Sample> CudaBackend::run_coll(const Recipe& r, const std::vector<Par
   std::vector<std::vector<float>> in(nr, std::vector<float>(count));
   std::vector<float> want(count, 0.0f);
   for (int i = 0; i < nr; ++i)
-    for (uint64_t e = 0; e < count; ++e) in[i][e] = seeded(r.seed ^ uint64_t(members[i].global_rank) * 0x9E3779B9ull, e);
-  for (uint64_t e = 0; e < count; ++e)  // NCCL's ring reduction order is not ours: compare with
+    for (uint64_t e = 0; e < count; ++e)
+      in[i][e] = seeded(r.seed ^ uint64_t(members[i].global_rank) * 0x9E3779B9ull, e);
+  for (uint64_t e = 0; e < count; ++e)                 // NCCL's ring reduction order is not ours: compare with
     for (int i = 0; i < nr; ++i) want[e] += in[i][e];  // one exact order only for 2 members
   std::vector<cu::DevicePtr> buf(nr, 0);
   for (int i = 0; i < nr; ++i) {

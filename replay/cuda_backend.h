@@ -42,8 +42,8 @@ class CudaBackend : public Backend {
 
  private:
   bool enter(const Participant& p, cu::Device* dev, std::string* why);  // context current
-  int64_t budget_bytes(std::string* why);  // bytes this GPU may take now (0: none)
-  int64_t kernel_ns_since(uint64_t t0_ns, int device);  // CUPTI: kernel time on `device`
+  int64_t budget_bytes(std::string* why);                               // bytes this GPU may take now (0: none)
+  int64_t kernel_ns_since(uint64_t t0_ns, int device);                  // CUPTI: kernel time on `device`
   std::string libs_text() const;
 
   const cudalib::Libs* L_;

@@ -68,24 +68,25 @@ void load_libs(Libs* L) {
     L->missing += std::string(L->missing.empty() ? "" : "; ") + "libcublasLt.so.13 not found";
   }
   if (void* lib = open_first({"libnccl.so.2", "libnccl.so"})) {
-    L->have_nccl = resolve(lib,
-                           {E(&L->nccl.GetVersion, "ncclGetVersion"), E(&L->nccl.CommInitAll, "ncclCommInitAll"),
-                            E(&L->nccl.CommDestroy, "ncclCommDestroy"), E(&L->nccl.CommAbort, "ncclCommAbort"),
-                            E(&L->nccl.GroupStart, "ncclGroupStart"), E(&L->nccl.GroupEnd, "ncclGroupEnd"),
-                            E(&L->nccl.AllReduce, "ncclAllReduce"), E(&L->nccl.Send, "ncclSend"),
-                            E(&L->nccl.Recv, "ncclRecv")},
-                           "libnccl", &L->missing);
+    L->have_nccl =
+        resolve(lib,
+                {E(&L->nccl.GetVersion, "ncclGetVersion"), E(&L->nccl.CommInitAll, "ncclCommInitAll"),
+                 E(&L->nccl.CommDestroy, "ncclCommDestroy"), E(&L->nccl.CommAbort, "ncclCommAbort"),
+                 E(&L->nccl.GroupStart, "ncclGroupStart"), E(&L->nccl.GroupEnd, "ncclGroupEnd"),
+                 E(&L->nccl.AllReduce, "ncclAllReduce"), E(&L->nccl.Send, "ncclSend"), E(&L->nccl.Recv, "ncclRecv")},
+                "libnccl", &L->missing);
   } else {
     L->missing += std::string(L->missing.empty() ? "" : "; ") + "libnccl.so.2 not found";
   }
   if (void* lib = open_first({"libcupti.so.13", "libcupti.so"})) {
-    L->have_cupti = resolve(lib,
-                            {E(&L->cupti.GetVersion, "cuptiGetVersion"), E(&L->cupti.ActivityEnable, "cuptiActivityEnable"),
-                             E(&L->cupti.ActivityDisable, "cuptiActivityDisable"),
-                             E(&L->cupti.ActivityRegisterCallbacks, "cuptiActivityRegisterCallbacks"),
-                             E(&L->cupti.ActivityFlushAll, "cuptiActivityFlushAll"),
-                             E(&L->cupti.ActivityGetNextRecord, "cuptiActivityGetNextRecord")},
-                            "libcupti", &L->missing);
+    L->have_cupti =
+        resolve(lib,
+                {E(&L->cupti.GetVersion, "cuptiGetVersion"), E(&L->cupti.ActivityEnable, "cuptiActivityEnable"),
+                 E(&L->cupti.ActivityDisable, "cuptiActivityDisable"),
+                 E(&L->cupti.ActivityRegisterCallbacks, "cuptiActivityRegisterCallbacks"),
+                 E(&L->cupti.ActivityFlushAll, "cuptiActivityFlushAll"),
+                 E(&L->cupti.ActivityGetNextRecord, "cuptiActivityGetNextRecord")},
+                "libcupti", &L->missing);
   } else {
     L->missing += std::string(L->missing.empty() ? "" : "; ") + "libcupti.so.13 not found";
   }

@@ -17,11 +17,11 @@ namespace cu = scout::fp::gpu::cu;
 
 // ---- driver calls beyond plugin/gpu/cuda_api.h
 struct DriverExtra {
-  cu::Result (*MemGetInfo)(size_t* free_bytes, size_t* total_bytes);          // cuMemGetInfo_v2
-  cu::Result (*DeviceGetName)(char* name, int len, cu::Device dev);           // cuDeviceGetName
-  cu::Result (*CtxGetStreamPriorityRange)(int* least, int* greatest);         // cuCtxGetStreamPriorityRange
+  cu::Result (*MemGetInfo)(size_t* free_bytes, size_t* total_bytes);                    // cuMemGetInfo_v2
+  cu::Result (*DeviceGetName)(char* name, int len, cu::Device dev);                     // cuDeviceGetName
+  cu::Result (*CtxGetStreamPriorityRange)(int* least, int* greatest);                   // cuCtxGetStreamPriorityRange
   cu::Result (*StreamCreateWithPriority)(cu::Stream* s, unsigned flags, int priority);  // cuStreamCreateWithPriority
-  cu::Result (*StreamDestroy)(cu::Stream s);                                  // cuStreamDestroy_v2
+  cu::Result (*StreamDestroy)(cu::Stream s);                                            // cuStreamDestroy_v2
 };
 
 // ---- cuBLASLt (cublasLt.h of cuBLAS 13.1)
@@ -42,28 +42,29 @@ struct LtHeuristic {
   int reserved[4];
 };
 static_assert(sizeof(LtHeuristic) == 96, "cublasLtMatmulHeuristicResult_t is 96 bytes");
-constexpr int kComputeType32F = 68;  // CUBLAS_COMPUTE_32F
-constexpr int kDataR32F = 0;         // CUDA_R_32F
-constexpr int kDataR16F = 2;         // CUDA_R_16F
-constexpr int kDataR16BF = 14;       // CUDA_R_16BF
+constexpr int kComputeType32F = 68;        // CUBLAS_COMPUTE_32F
+constexpr int kDataR32F = 0;               // CUDA_R_32F
+constexpr int kDataR16F = 2;               // CUDA_R_16F
+constexpr int kDataR16BF = 14;             // CUDA_R_16BF
 constexpr int kPrefMaxWorkspaceBytes = 1;  // CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES (uint64)
 
 struct Blas {
-  int (*Create)(LtHandle* h);                                              // cublasLtCreate
-  int (*Destroy)(LtHandle h);                                              // cublasLtDestroy
-  size_t (*GetVersion)();                                                  // cublasLtGetVersion
-  int (*MatmulDescCreate)(LtDesc* d, int compute_type, int scale_type);    // cublasLtMatmulDescCreate
-  int (*MatmulDescDestroy)(LtDesc d);                                      // cublasLtMatmulDescDestroy
-  int (*MatrixLayoutCreate)(LtLayout* l, int type, uint64_t rows, uint64_t cols, int64_t ld);  // cublasLtMatrixLayoutCreate
-  int (*MatrixLayoutDestroy)(LtLayout l);                                  // cublasLtMatrixLayoutDestroy
-  int (*MatmulPreferenceCreate)(LtPref* p);                                // cublasLtMatmulPreferenceCreate
-  int (*MatmulPreferenceDestroy)(LtPref p);                                // cublasLtMatmulPreferenceDestroy
+  int (*Create)(LtHandle* h);                                            // cublasLtCreate
+  int (*Destroy)(LtHandle h);                                            // cublasLtDestroy
+  size_t (*GetVersion)();                                                // cublasLtGetVersion
+  int (*MatmulDescCreate)(LtDesc* d, int compute_type, int scale_type);  // cublasLtMatmulDescCreate
+  int (*MatmulDescDestroy)(LtDesc d);                                    // cublasLtMatmulDescDestroy
+  int (*MatrixLayoutCreate)(LtLayout* l, int type, uint64_t rows, uint64_t cols,
+                            int64_t ld);     // cublasLtMatrixLayoutCreate
+  int (*MatrixLayoutDestroy)(LtLayout l);    // cublasLtMatrixLayoutDestroy
+  int (*MatmulPreferenceCreate)(LtPref* p);  // cublasLtMatmulPreferenceCreate
+  int (*MatmulPreferenceDestroy)(LtPref p);  // cublasLtMatmulPreferenceDestroy
   int (*MatmulPreferenceSetAttribute)(LtPref p, int attr, const void* buf, size_t size);  // ...SetAttribute
   int (*MatmulAlgoGetHeuristic)(LtHandle h, LtDesc d, LtLayout a, LtLayout b, LtLayout c, LtLayout dd, LtPref p,
                                 int requested, LtHeuristic* results, int* returned);  // cublasLtMatmulAlgoGetHeuristic
   int (*Matmul)(LtHandle h, LtDesc d, const void* alpha, const void* a, LtLayout al, const void* b, LtLayout bl,
                 const void* beta, const void* c, LtLayout cl, void* dd, LtLayout dl, const LtAlgo* algo,
-                void* workspace, size_t workspace_bytes, cu::Stream s);    // cublasLtMatmul
+                void* workspace, size_t workspace_bytes, cu::Stream s);  // cublasLtMatmul
 };
 
 // ---- NCCL (nccl.h of NCCL 2.28.9)
@@ -74,12 +75,12 @@ struct NcclUniqueId {
 constexpr int kNcclFloat32 = 7;  // ncclFloat32
 constexpr int kNcclSum = 0;      // ncclSum
 struct Nccl {
-  int (*GetVersion)(int* version);                                          // ncclGetVersion
-  int (*CommInitAll)(NcclComm* comms, int ndev, const int* devlist);        // ncclCommInitAll
-  int (*CommDestroy)(NcclComm c);                                           // ncclCommDestroy
-  int (*CommAbort)(NcclComm c);                                             // ncclCommAbort
-  int (*GroupStart)();                                                      // ncclGroupStart
-  int (*GroupEnd)();                                                        // ncclGroupEnd
+  int (*GetVersion)(int* version);                                    // ncclGetVersion
+  int (*CommInitAll)(NcclComm* comms, int ndev, const int* devlist);  // ncclCommInitAll
+  int (*CommDestroy)(NcclComm c);                                     // ncclCommDestroy
+  int (*CommAbort)(NcclComm c);                                       // ncclCommAbort
+  int (*GroupStart)();                                                // ncclGroupStart
+  int (*GroupEnd)();                                                  // ncclGroupEnd
   int (*AllReduce)(const void* send, void* recv, size_t count, int dtype, int op, NcclComm c, cu::Stream s);
   int (*Send)(const void* buf, size_t count, int dtype, int peer, NcclComm c, cu::Stream s);  // ncclSend
   int (*Recv)(void* buf, size_t count, int dtype, int peer, NcclComm c, cu::Stream s);        // ncclRecv
@@ -95,12 +96,12 @@ constexpr size_t kKernelRecStart = 16, kKernelRecEnd = 24, kKernelRecDevice = 40
 using BufferRequested = void (*)(uint8_t** buffer, size_t* size, size_t* max_records);
 using BufferCompleted = void (*)(void* ctx, uint32_t stream_id, uint8_t* buffer, size_t size, size_t valid_size);
 struct Cupti {
-  int (*GetVersion)(uint32_t* version);                                     // cuptiGetVersion
-  int (*ActivityEnable)(int kind);                                          // cuptiActivityEnable
-  int (*ActivityDisable)(int kind);                                         // cuptiActivityDisable
+  int (*GetVersion)(uint32_t* version);                                         // cuptiGetVersion
+  int (*ActivityEnable)(int kind);                                              // cuptiActivityEnable
+  int (*ActivityDisable)(int kind);                                             // cuptiActivityDisable
   int (*ActivityRegisterCallbacks)(BufferRequested req, BufferCompleted done);  // cuptiActivityRegisterCallbacks
-  int (*ActivityFlushAll)(uint32_t flag);                                   // cuptiActivityFlushAll
-  int (*ActivityGetNextRecord)(uint8_t* buffer, size_t valid, void** record);  // cuptiActivityGetNextRecord
+  int (*ActivityFlushAll)(uint32_t flag);                                       // cuptiActivityFlushAll
+  int (*ActivityGetNextRecord)(uint8_t* buffer, size_t valid, void** record);   // cuptiActivityGetNextRecord
 };
 
 // Every library scout-replay may use; a library that failed to load leaves its have_* false and

@@ -7,8 +7,8 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#include "scout/shm_format.h"
 #include "scout/fingerprint.h"
+#include "scout/shm_format.h"
 
 namespace scout::replay {
 namespace {
@@ -63,7 +63,9 @@ Sample base_sample(const Recipe& r, const Participant& p, int round) {
 
 }  // namespace
 
-EmuDeviceState EmuBackend::device(const std::string& gpu) const { return read_emu_device(emu_device_path(dir_, job_, gpu)); }
+EmuDeviceState EmuBackend::device(const std::string& gpu) const {
+  return read_emu_device(emu_device_path(dir_, job_, gpu));
+}
 
 GpuInfo EmuBackend::describe(const Participant& p) {
   GpuInfo g;
@@ -143,8 +145,8 @@ std::vector<Sample> EmuBackend::run_coll(const Recipe& r, const std::vector<Part
   std::vector<Sample> out;
   const int nr = int(members.size());
   const CollClass& c = r.coll;
-  const bool known = c.func == "AllReduce" || c.func == "AllGather" || c.func == "ReduceScatter" ||
-                     c.func == "Broadcast";
+  const bool known =
+      c.func == "AllReduce" || c.func == "AllGather" || c.func == "ReduceScatter" || c.func == "Broadcast";
   if (!known || nr < 2) {
     for (const Participant& p : members) {
       Sample s = base_sample(r, p, round);
@@ -174,8 +176,10 @@ std::vector<Sample> EmuBackend::run_coll(const Recipe& r, const std::vector<Part
       std::vector<float> sum(in[0].size(), 0.0f);
       for (int i = 0; i < nr; ++i)
         for (size_t e = 0; e < sum.size(); ++e) sum[e] += in[i][e];
-      if (c.func == "AllReduce") o = sum;
-      else o.assign(sum.begin() + int64_t(cnt) * me, sum.begin() + int64_t(cnt) * (me + 1));
+      if (c.func == "AllReduce")
+        o = sum;
+      else
+        o.assign(sum.begin() + int64_t(cnt) * me, sum.begin() + int64_t(cnt) * (me + 1));
     } else if (c.func == "AllGather") {
       for (int i = 0; i < nr; ++i) o.insert(o.end(), in[i].begin(), in[i].end());
     } else {
@@ -200,7 +204,8 @@ std::vector<Sample> EmuBackend::run_coll(const Recipe& r, const std::vector<Part
     s.expected_known = true;
     s.expected_fp = fp::fingerprint(want.data(), want.size() * 4, shm::kTypeFloat32, nullptr);
     s.fp = fp::fingerprint(got.data(), got.size() * 4, shm::kTypeFloat32, nullptr);
-    s.ns = int64_t((2.0 * bytes / kEmuLinkBytesPerS * 1e9 * slow + double(delay)) * jitter(members[i].gpu, r.id, round));
+    s.ns =
+        int64_t((2.0 * bytes / kEmuLinkBytesPerS * 1e9 * slow + double(delay)) * jitter(members[i].gpu, r.id, round));
     out.push_back(s);
   }
   return out;

@@ -14,11 +14,11 @@
 
 namespace scout::replay {
 
-constexpr int64_t kEmuDim = 48;                  // GEMM proxy dimension cap
-constexpr uint64_t kEmuBytes = 16 * 1024;        // link / collective payload cap
-constexpr double kEmuGemmFlops16 = 400e12;       // emulated bf16/fp16 rate, FLOP/s
-constexpr double kEmuGemmFlops32 = 200e12;       // emulated fp32 rate
-constexpr double kEmuLinkBytesPerS = 25e9;       // emulated link bandwidth
+constexpr int64_t kEmuDim = 48;             // GEMM proxy dimension cap
+constexpr uint64_t kEmuBytes = 16 * 1024;   // link / collective payload cap
+constexpr double kEmuGemmFlops16 = 400e12;  // emulated bf16/fp16 rate, FLOP/s
+constexpr double kEmuGemmFlops32 = 200e12;  // emulated fp32 rate
+constexpr double kEmuLinkBytesPerS = 25e9;  // emulated link bandwidth
 
 class EmuBackend : public Backend {
  public:

@@ -17,7 +17,8 @@ std::string emu_device_path(const std::string& dir, const std::string& job, cons
 }
 
 bool write_emu_device(const std::string& path, const EmuDeviceState& s, std::string* error) {
-  nlohmann::json j = {{"gemm_flip", s.gemm_flip}, {"slow_factor", s.slow_factor}, {"links_in", nlohmann::json::object()}};
+  nlohmann::json j = {
+      {"gemm_flip", s.gemm_flip}, {"slow_factor", s.slow_factor}, {"links_in", nlohmann::json::object()}};
   for (const auto& [peer, l] : s.links_in) j["links_in"][peer] = {{"flip", l.flip}, {"delay_ns", l.delay_ns}};
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   {

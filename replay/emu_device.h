@@ -17,13 +17,13 @@
 namespace scout::replay {
 
 struct EmuLinkState {
-  bool flip = false;      // every message from that sender arrives with one bit flipped
-  int64_t delay_ns = 0;   // and this much later
+  bool flip = false;     // every message from that sender arrives with one bit flipped
+  int64_t delay_ns = 0;  // and this much later
 };
 
 struct EmuDeviceState {
-  bool gemm_flip = false;     // GEMM outputs (and computed inputs) carry a flipped bit
-  double slow_factor = 1.0;   // kernels take this many times longer
+  bool gemm_flip = false;                        // GEMM outputs (and computed inputs) carry a flipped bit
+  double slow_factor = 1.0;                      // kernels take this many times longer
   std::map<std::string, EmuLinkState> links_in;  // by the sending GPU's id
 };
 

@@ -80,7 +80,8 @@ void judge_gemm(const Recipe& r, const SampleList& ss, const std::map<int, const
         sg.recipe = r.id;
         sg.median_ns = median_of([&] {
           std::vector<int64_t> x;
-          for (int64_t t : rounds[0]) if (t >= 0) x.push_back(t);
+          for (int64_t t : rounds[0])
+            if (t >= 0) x.push_back(t);
           return x;
         }());
         for (const auto& row : rounds) sg.ns.push_back(row[i]);
@@ -91,8 +92,10 @@ void judge_gemm(const Recipe& r, const SampleList& ss, const std::map<int, const
     }
   }
   ro->outcome = fail ? "fail" : undecided ? "inconclusive" : "pass";
-  if (fail) ro->reason = "GPU output differs";
-  else ro->reason = why;
+  if (fail)
+    ro->reason = "GPU output differs";
+  else
+    ro->reason = why;
 }
 
 }  // namespace
@@ -151,14 +154,16 @@ CycleVerdict judge(const std::vector<Recipe>& recipes, const std::vector<GpuInfo
       std::vector<Ballot> ballots;  // members without an exact expected result vote instead
       for (const Sample* s : ss) {
         if (s->status != SampleStatus::kOk) continue;
-        if (s->expected_known) (s->fp == s->expected_fp ? right : wrong).push_back(s);
+        if (s->expected_known)
+          (s->fp == s->expected_fp ? right : wrong).push_back(s);
         else if (r.coll.func == "AllReduce" || r.coll.func == "AllGather" || r.coll.func == "Broadcast")
           ballots.push_back({s->global_rank, s->fp});
       }
       VoteResult vr = vote(ballots);
       if (vr.outcome == VoteOutcome::kAttributed)
         for (const Sample* s : ss)
-          if (std::find(vr.minority.begin(), vr.minority.end(), s->global_rank) != vr.minority.end()) wrong.push_back(s);
+          if (std::find(vr.minority.begin(), vr.minority.end(), s->global_rank) != vr.minority.end())
+            wrong.push_back(s);
       if (vr.outcome == VoteOutcome::kInconclusive && skip.empty()) skip = "members disagree without a strict majority";
       std::set<int> wrong_ranks;
       for (const Sample* s : wrong) wrong_ranks.insert(s->global_rank);
@@ -168,9 +173,10 @@ CycleVerdict judge(const std::vector<Recipe>& recipes, const std::vector<GpuInfo
       const bool same_result = r.coll.func != "ReduceScatter";
       if (!wrong.empty() && !right.empty() && same_result) {
         for (int rank : wrong_ranks) {
-          const Sample* s = *std::find_if(wrong.begin(), wrong.end(), [&](const Sample* x) { return x->global_rank == rank; });
-          v.sdc.push_back({rank, s->gpu, "coll", r.id, -1,
-                           {{"got", fp_hex(s->fp)}, {"expected", fp_hex(s->expected_fp)}}});
+          const Sample* s =
+              *std::find_if(wrong.begin(), wrong.end(), [&](const Sample* x) { return x->global_rank == rank; });
+          v.sdc.push_back(
+              {rank, s->gpu, "coll", r.id, -1, {{"got", fp_hex(s->fp)}, {"expected", fp_hex(s->expected_fp)}}});
         }
         ro.outcome = "fail";
         ro.reason = "members received a result that differs from the expected one";
@@ -202,7 +208,8 @@ CycleVerdict judge(const std::vector<Recipe>& recipes, const std::vector<GpuInfo
     }
     const int64_t med = rounds.empty() ? 0 : median_of([&] {
       std::vector<int64_t> x;
-      for (int64_t t : rounds[0]) if (t >= 0) x.push_back(t);
+      for (int64_t t : rounds[0])
+        if (t >= 0) x.push_back(t);
       return x;
     }());
     std::map<std::pair<int, int>, SlowPair> pairs;
@@ -238,18 +245,22 @@ nlohmann::json to_json(const CycleVerdict& v) {
     j["recipes"].push_back({{"recipe", r.recipe}, {"kind", r.kind}, {"outcome", r.outcome}, {"reason", r.reason}});
   j["sdc"] = nlohmann::json::array();
   for (const SdcVerdict& s : v.sdc) {
-    nlohmann::json e = {{"global_rank", s.global_rank}, {"gpu", s.gpu}, {"check", s.check}, {"recipe", s.recipe},
-                        {"votes", s.votes}};
+    nlohmann::json e = {
+        {"global_rank", s.global_rank}, {"gpu", s.gpu}, {"check", s.check}, {"recipe", s.recipe}, {"votes", s.votes}};
     e["peer"] = s.peer >= 0 ? nlohmann::json(s.peer) : nlohmann::json(nullptr);
     j["sdc"].push_back(e);
   }
   j["slow_gpus"] = nlohmann::json::array();
   for (const SlowGpu& s : v.slow_gpus)
-    j["slow_gpus"].push_back({{"global_rank", s.global_rank}, {"gpu", s.gpu}, {"recipe", s.recipe},
-                              {"median_ns", s.median_ns}, {"ns", s.ns}});
+    j["slow_gpus"].push_back({{"global_rank", s.global_rank},
+                              {"gpu", s.gpu},
+                              {"recipe", s.recipe},
+                              {"median_ns", s.median_ns},
+                              {"ns", s.ns}});
   j["slow_pairs"] = nlohmann::json::array();
   for (const SlowPair& p : v.slow_pairs)
-    j["slow_pairs"].push_back({{"ranks", {p.a, p.b}}, {"recipes", p.recipes}, {"ns", p.ns}, {"median_ns", p.median_ns}});
+    j["slow_pairs"].push_back(
+        {{"ranks", {p.a, p.b}}, {"recipes", p.recipes}, {"ns", p.ns}, {"median_ns", p.median_ns}});
   j["gpu_normal"] = v.gpu_normal;
   return j;
 }

@@ -30,9 +30,9 @@ namespace scout::replay {
 struct SdcVerdict {
   int global_rank = -1;
   std::string gpu;
-  std::string check;    // "gemm-vote", "gemm-self", "link", "coll"
+  std::string check;  // "gemm-vote", "gemm-self", "link", "coll"
   std::string recipe;
-  int peer = -1;        // link: the sender
+  int peer = -1;                                    // link: the sender
   nlohmann::json votes = nlohmann::json::object();  // gemm-vote: vote.h to_json; others: fingerprints
 };
 
@@ -40,15 +40,15 @@ struct SlowGpu {
   int global_rank = -1;
   std::string gpu;
   std::string recipe;
-  int64_t median_ns = 0;           // of the class, first round
-  std::vector<int64_t> ns;         // its time per round
+  int64_t median_ns = 0;    // of the class, first round
+  std::vector<int64_t> ns;  // its time per round
 };
 
 struct SlowPair {
-  int a = -1, b = -1;               // a < b
-  std::vector<std::string> recipes; // the slow directed recipes
-  int64_t ns = 0;                   // the slowest direction's first-round time
-  int64_t median_ns = 0;            // median of the cycle's link times, first round
+  int a = -1, b = -1;                // a < b
+  std::vector<std::string> recipes;  // the slow directed recipes
+  int64_t ns = 0;                    // the slowest direction's first-round time
+  int64_t median_ns = 0;             // median of the cycle's link times, first round
 };
 
 struct RecipeOutcome {

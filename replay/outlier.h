@@ -11,10 +11,10 @@
 namespace scout::replay {
 
 struct OutlierRule {
-  double min_ratio = 1.1;        // slower than min_ratio x median ...
-  int64_t min_ns = 2'000'000;    // ... and than median + min_ns
-  double mad_k = 3.0;            // and more than mad_k x MAD above the median (MAD > 0)
-  int confirm_rounds = 2;        // rounds in which a GPU must be an outlier
+  double min_ratio = 1.1;      // slower than min_ratio x median ...
+  int64_t min_ns = 2'000'000;  // ... and than median + min_ns
+  double mad_k = 3.0;          // and more than mad_k x MAD above the median (MAD > 0)
+  int confirm_rounds = 2;      // rounds in which a GPU must be an outlier
 };
 
 // Median as sorted[n/2] (the upper median for even n; 0 for an empty list).

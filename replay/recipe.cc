@@ -21,7 +21,8 @@ int gemm_dtype_bytes(const std::string& d) {
 }
 
 nlohmann::json to_json(const Recipe& r) {
-  nlohmann::json j = {{"id", r.id}, {"kind", to_string(r.kind)}, {"seed", r.seed}, {"rounds", r.rounds}, {"iters", r.iters}};
+  nlohmann::json j = {
+      {"id", r.id}, {"kind", to_string(r.kind)}, {"seed", r.seed}, {"rounds", r.rounds}, {"iters", r.iters}};
   switch (r.kind) {
     case RecipeKind::kGemm:
       j["gemm"] = {{"m", r.gemm.m}, {"n", r.gemm.n}, {"k", r.gemm.k}, {"dtype", r.gemm.dtype}};
@@ -31,9 +32,7 @@ nlohmann::json to_json(const Recipe& r) {
                    {"count", r.coll.count}, {"algo", r.coll.algo},         {"proto", r.coll.proto},
                    {"ranks", r.coll.ranks}};
       break;
-    case RecipeKind::kLink:
-      j["link"] = {{"src", r.src}, {"dst", r.dst}, {"bytes", r.bytes}};
-      break;
+    case RecipeKind::kLink: j["link"] = {{"src", r.src}, {"dst", r.dst}, {"bytes", r.bytes}}; break;
   }
   return j;
 }
@@ -111,8 +110,10 @@ bool parse_gemms(const std::string& spec, std::vector<GemmShape>* out, std::stri
     while (ok && nv < 3) {
       size_t x = dims.find('x', p);
       std::string num = dims.substr(p, x == std::string::npos ? std::string::npos : x - p);
-      if (num.empty() || num.find_first_not_of("0123456789") != std::string::npos || num.size() > 6) ok = false;
-      else v[nv++] = std::stoll(num);
+      if (num.empty() || num.find_first_not_of("0123456789") != std::string::npos || num.size() > 6)
+        ok = false;
+      else
+        v[nv++] = std::stoll(num);
       if (x == std::string::npos) break;
       p = x + 1;
     }

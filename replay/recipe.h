@@ -31,18 +31,18 @@ int gemm_dtype_bytes(const std::string& dtype);
 
 // A collective class as recorded by the plugin (docs/record-format.md).
 struct CollClass {
-  std::string func;      // "AllReduce", "AllGather", "ReduceScatter", "Broadcast"
-  std::string datatype;  // record datatype name ("float32", "bfloat16", ...)
-  int elem_bytes = 4;     // bytes per element of `datatype`
-  uint64_t count = 0;    // elements per rank (the record's count)
-  std::string algo;      // "RING", "TREE", ... ("" unknown)
-  std::string proto;     // "LL", "LL128", "SIMPLE" ("" unknown)
+  std::string func;        // "AllReduce", "AllGather", "ReduceScatter", "Broadcast"
+  std::string datatype;    // record datatype name ("float32", "bfloat16", ...)
+  int elem_bytes = 4;      // bytes per element of `datatype`
+  uint64_t count = 0;      // elements per rank (the record's count)
+  std::string algo;        // "RING", "TREE", ... ("" unknown)
+  std::string proto;       // "LL", "LL128", "SIMPLE" ("" unknown)
   std::vector<int> ranks;  // members, global ranks, ascending
   bool operator==(const CollClass&) const = default;
 };
 
 struct Recipe {
-  std::string id;          // stable name, e.g. "gemm:bf16:256x256x256", "link:2->3", "coll:AllReduce:..."
+  std::string id;  // stable name, e.g. "gemm:bf16:256x256x256", "link:2->3", "coll:AllReduce:..."
   RecipeKind kind = RecipeKind::kGemm;
   GemmShape gemm;          // kGemm
   CollClass coll;          // kColl
@@ -84,11 +84,11 @@ class CollClassSet {
 
 // What a cycle should run.
 struct RecipePlan {
-  std::vector<GemmShape> gemms;           // GEMM recipes (run on every participating GPU)
-  std::vector<CollClass> colls;           // collective recipes (classes from the records)
-  std::vector<std::pair<int, int>> links; // directed pairs (sender, receiver), global ranks
+  std::vector<GemmShape> gemms;            // GEMM recipes (run on every participating GPU)
+  std::vector<CollClass> colls;            // collective recipes (classes from the records)
+  std::vector<std::pair<int, int>> links;  // directed pairs (sender, receiver), global ranks
   uint64_t link_bytes = 4 << 20;
-  uint64_t max_coll_bytes = 64 << 20;     // a class larger than this is replayed at this size
+  uint64_t max_coll_bytes = 64 << 20;  // a class larger than this is replayed at this size
   uint64_t seed = 1;
   int rounds = 2;
   int gemm_iters = 10;

@@ -67,8 +67,10 @@ std::vector<Sample> run_recipes(Backend& backend, const std::vector<Participant>
         case RecipeKind::kLink: {
           auto s = by_rank.find(r.src), d = by_rank.find(r.dst);
           Participant dst = d != by_rank.end() ? *d->second : Participant{r.dst, "", -1};
-          if (s == by_rank.end() || d == by_rank.end()) out.push_back(skipped(r, dst, round, "not a participant"));
-          else out.push_back(late ? skipped(r, dst, round, "deadline") : backend.run_link(r, *s->second, dst, round));
+          if (s == by_rank.end() || d == by_rank.end())
+            out.push_back(skipped(r, dst, round, "not a participant"));
+          else
+            out.push_back(late ? skipped(r, dst, round, "deadline") : backend.run_link(r, *s->second, dst, round));
           break;
         }
         case RecipeKind::kColl: {
@@ -84,7 +86,8 @@ std::vector<Sample> run_recipes(Backend& backend, const std::vector<Participant>
             }
           }
           if (!all || late) {
-            for (const Participant& p : members) out.push_back(skipped(r, p, round, late ? "deadline" : "not a participant"));
+            for (const Participant& p : members)
+              out.push_back(skipped(r, p, round, late ? "deadline" : "not a participant"));
           } else {
             for (Sample& s : backend.run_coll(r, members, round)) out.push_back(std::move(s));
           }
@@ -98,7 +101,8 @@ std::vector<Sample> run_recipes(Backend& backend, const std::vector<Participant>
 
 std::string ReplayServer::handle(const std::string& line, bool* quit) {
   nlohmann::json req = nlohmann::json::parse(line, nullptr, false);
-  if (!req.is_object() || !req.contains("op") || !req["op"].is_string()) return error_line("request is not a JSON object with \"op\"");
+  if (!req.is_object() || !req.contains("op") || !req["op"].is_string())
+    return error_line("request is not a JSON object with \"op\"");
   const std::string op = req["op"].get<std::string>();
   std::string err;
   if (op == "quit") {
@@ -107,7 +111,8 @@ std::string ReplayServer::handle(const std::string& line, bool* quit) {
   }
   if (op == "prepare") {
     Contract c;
-    if (!req.contains("contract") || !from_json(req["contract"], &c, &err)) return error_line(err.empty() ? "no contract" : err);
+    if (!req.contains("contract") || !from_json(req["contract"], &c, &err))
+      return error_line(err.empty() ? "no contract" : err);
     std::vector<Participant> ps;
     std::vector<Recipe> rs;
     try {
@@ -121,17 +126,17 @@ std::string ReplayServer::handle(const std::string& line, bool* quit) {
         if (!from_json(rj, &r, &err)) return error_line(err);
         rs.push_back(r);
       }
-    } catch (const std::exception& e) {
-      return error_line(std::string("prepare: ") + e.what());
-    }
+    } catch (const std::exception& e) { return error_line(std::string("prepare: ") + e.what()); }
     contract_ = c;
     participants_ = ps;
     recipes_ = rs;
     prepared_ = true;
     const uint64_t digest = contract_digest(c);
     nlohmann::json answers = nlohmann::json::array();
-    for (const Participant& p : ps) answers.push_back({{"gpu", to_json(backend_->describe(p))}, {"digest", fp_hex(digest)}});
-    return nlohmann::json{{"op", "ready"}, {"cycle", c.cycle}, {"backend", backend_->name()}, {"answers", answers}}.dump();
+    for (const Participant& p : ps)
+      answers.push_back({{"gpu", to_json(backend_->describe(p))}, {"digest", fp_hex(digest)}});
+    return nlohmann::json{{"op", "ready"}, {"cycle", c.cycle}, {"backend", backend_->name()}, {"answers", answers}}
+        .dump();
   }
   if (op == "run") {
     if (!prepared_) return error_line("run before prepare");
@@ -144,10 +149,9 @@ std::string ReplayServer::handle(const std::string& line, bool* quit) {
     try {
       admitted = req.at("admitted").get<std::vector<std::string>>();
       deadline_ms = req.at("deadline_ms").get<int64_t>();
-    } catch (const std::exception& e) {
-      return error_line(std::string("run: ") + e.what());
-    }
-    std::vector<Sample> ss = run_recipes(*backend_, participants_, recipes_, admitted, mono_ns() + deadline_ms * 1'000'000);
+    } catch (const std::exception& e) { return error_line(std::string("run: ") + e.what()); }
+    std::vector<Sample> ss =
+        run_recipes(*backend_, participants_, recipes_, admitted, mono_ns() + deadline_ms * 1'000'000);
     prepared_ = false;
     nlohmann::json samples = nlohmann::json::array();
     for (const Sample& s : ss) samples.push_back(to_json(s));

@@ -29,9 +29,9 @@ struct VoteGroup {
 
 struct VoteResult {
   VoteOutcome outcome = VoteOutcome::kEmpty;
-  std::vector<VoteGroup> groups;    // largest first, ties by value
+  std::vector<VoteGroup> groups;  // largest first, ties by value
   std::optional<uint64_t> majority;
-  std::vector<int> minority;        // attributed: voters outside the majority, ascending
+  std::vector<int> minority;  // attributed: voters outside the majority, ascending
 };
 
 VoteResult vote(const std::vector<Ballot>& ballots);

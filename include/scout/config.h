@@ -20,13 +20,13 @@ enum class Type { Bool, Int, Size, Double, String, Path };
 
 // One registry entry. min/max apply to Int, Size and Double.
 struct VarInfo {
-  const char* name;          // "SCOUT_FP_BUDGET"
+  const char* name;  // "SCOUT_FP_BUDGET"
   Type type;
   const char* default_text;  // default as it would be written in the environment
   double min;
   double max;
-  const char* section;       // "plugin", "observer" or "sim"
-  const char* doc;           // one line
+  const char* section;  // "plugin", "observer" or "sim"
+  const char* doc;      // one line
 };
 
 // Typed values of every variable. Bool -> bool, Int -> int64_t, Size -> uint64_t (bytes),

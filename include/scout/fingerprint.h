@@ -30,8 +30,8 @@ uint64_t fingerprint(const void* data, uint64_t len, uint8_t dtype, Counts* coun
 // included block's index is mixed in), so every rank that passes the same selector, length and
 // cap hashes the same blocks. *bytes_hashed receives the bytes covered. With len <= max_bytes
 // it equals fingerprint().
-uint64_t fingerprint_capped(const void* data, uint64_t len, uint64_t max_bytes, uint64_t selector,
-                            uint8_t dtype, Counts* counts, uint64_t* bytes_hashed);
+uint64_t fingerprint_capped(const void* data, uint64_t len, uint64_t max_bytes, uint64_t selector, uint8_t dtype,
+                            Counts* counts, uint64_t* bytes_hashed);
 
 // The selector every rank derives for one operation: a hash of (comm_hash, func, key).
 uint64_t op_selector(uint64_t comm_hash, uint8_t func, uint64_t key);

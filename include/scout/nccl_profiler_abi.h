@@ -8,9 +8,9 @@
 // Platform: x86-64 / aarch64 Linux, LP64 (bool 1 byte, pid_t 4 bytes, enums int-sized).
 #pragma once
 
+#include <sys/types.h>
 #include <cstddef>
 #include <cstdint>
-#include <sys/types.h>
 
 namespace scout::abi {
 
@@ -41,21 +41,21 @@ constexpr unsigned long kSubsysProfile = 0x4000;
 using Logger = void (*)(int level, unsigned long flags, const char* file, int line, const char* fmt, ...);
 
 // Event type bits, used both in the activation mask and in descriptor.type (docs/nccl-notes.md §2.2).
-constexpr uint64_t kEvGroup = 1u << 0;         // legacy group: one per kernel plan
-constexpr uint64_t kEvColl = 1u << 1;          // collective task, enqueue time
-constexpr uint64_t kEvP2p = 1u << 2;           // point-to-point task
-constexpr uint64_t kEvProxyOp = 1u << 3;       // proxy op per channel/peer
-constexpr uint64_t kEvProxyStep = 1u << 4;     // one network transfer step
-constexpr uint64_t kEvProxyCtrl = 1u << 5;     // proxy thread idle/active/sleep/append
-constexpr uint64_t kEvKernelCh = 1u << 6;      // kernel work on one channel (GPU timers since v4)
-constexpr uint64_t kEvNetPlugin = 1u << 7;     // net-plugin defined events
-constexpr uint64_t kEvGroupApi = 1u << 8;      // outermost group API (v5+)
-constexpr uint64_t kEvCollApi = 1u << 9;       // collective API call (v5+)
-constexpr uint64_t kEvP2pApi = 1u << 10;       // send/recv API call (v5+)
-constexpr uint64_t kEvKernelLaunch = 1u << 11; // kernel launch call (v5+)
-constexpr uint64_t kEvCeColl = 1u << 12;       // copy-engine collective (v6)
-constexpr uint64_t kEvCeSync = 1u << 13;       // copy-engine sync (v6)
-constexpr uint64_t kEvCeBatch = 1u << 14;      // copy-engine batch memop (v6)
+constexpr uint64_t kEvGroup = 1u << 0;          // legacy group: one per kernel plan
+constexpr uint64_t kEvColl = 1u << 1;           // collective task, enqueue time
+constexpr uint64_t kEvP2p = 1u << 2;            // point-to-point task
+constexpr uint64_t kEvProxyOp = 1u << 3;        // proxy op per channel/peer
+constexpr uint64_t kEvProxyStep = 1u << 4;      // one network transfer step
+constexpr uint64_t kEvProxyCtrl = 1u << 5;      // proxy thread idle/active/sleep/append
+constexpr uint64_t kEvKernelCh = 1u << 6;       // kernel work on one channel (GPU timers since v4)
+constexpr uint64_t kEvNetPlugin = 1u << 7;      // net-plugin defined events
+constexpr uint64_t kEvGroupApi = 1u << 8;       // outermost group API (v5+)
+constexpr uint64_t kEvCollApi = 1u << 9;        // collective API call (v5+)
+constexpr uint64_t kEvP2pApi = 1u << 10;        // send/recv API call (v5+)
+constexpr uint64_t kEvKernelLaunch = 1u << 11;  // kernel launch call (v5+)
+constexpr uint64_t kEvCeColl = 1u << 12;        // copy-engine collective (v6)
+constexpr uint64_t kEvCeSync = 1u << 13;        // copy-engine sync (v6)
+constexpr uint64_t kEvCeBatch = 1u << 14;       // copy-engine batch memop (v6)
 
 // Event states passed to recordEventState (docs/nccl-notes.md §2.3). Only the ones NCCL 2.28/2.30 emit.
 constexpr int kStateProxyStepSendGPUWait = 8;
@@ -72,38 +72,38 @@ constexpr int kStateProxyCtrlAppendEnd = 18;
 constexpr int kStateProxyOpInProgress = 19;
 constexpr int kStateProxyStepSendPeerWait = 20;
 constexpr int kStateNetPluginUpdate = 21;
-constexpr int kStateKernelChStop = 22;      // args.kernelCh.pTimer = GPU stop time; stop follows
-constexpr int kStateGroupStartApiStop = 23; // GroupApi; args pointer is NULL
-constexpr int kStateGroupEndApiStart = 24;  // GroupApi; args pointer is NULL
+constexpr int kStateKernelChStop = 22;       // args.kernelCh.pTimer = GPU stop time; stop follows
+constexpr int kStateGroupStartApiStop = 23;  // GroupApi; args pointer is NULL
+constexpr int kStateGroupEndApiStart = 24;   // GroupApi; args pointer is NULL
 
 // ---------------------------------------------------------------------------------------------
 // Descriptor union members. Field names follow docs/nccl-notes.md §2.5; types are ours.
 
-struct CollV4 {              // v4 coll and the first part of v5/v6 coll (offsets 24..96)
-  uint64_t seqNumber;        // comm->seqNumber[func] before increment; 0-based (docs/nccl-notes.md §3.6)
-  const char* func;          // "AllReduce", ... static strings in libnccl
+struct CollV4 {        // v4 coll and the first part of v5/v6 coll (offsets 24..96)
+  uint64_t seqNumber;  // comm->seqNumber[func] before increment; 0-based (docs/nccl-notes.md §3.6)
+  const char* func;    // "AllReduce", ... static strings in libnccl
   const void* sendBuff;
   void* recvBuff;
-  size_t count;              // task count (AllGather/Broadcast: bytes with datatype ncclInt8)
+  size_t count;  // task count (AllGather/Broadcast: bytes with datatype ncclInt8)
   int root;
-  const char* datatype;      // "ncclFloat32", ...
+  const char* datatype;  // "ncclFloat32", ...
   uint8_t nChannels;
   uint8_t nWarps;
-  const char* algo;          // "RING", "TREE", ...
-  const char* proto;         // "LL", "LL128", "SIMPLE"
+  const char* algo;   // "RING", "TREE", ...
+  const char* proto;  // "LL", "LL128", "SIMPLE"
 };
 
 struct P2pV4 {
-  const char* func;          // "Send" or "Recv"
+  const char* func;  // "Send" or "Recv"
   void* buff;
   const char* datatype;
   size_t count;
-  int peer;                  // peer rank inside the communicator
-  uint8_t nChannels;         // NOT filled by NCCL's v4 adapter (uninitialised)
+  int peer;           // peer rank inside the communicator
+  uint8_t nChannels;  // NOT filled by NCCL's v4 adapter (uninitialised)
 };
 
 struct ProxyOpDescr {
-  pid_t pid;                 // originating process; != getpid() means PXN (foreign pointers)
+  pid_t pid;  // originating process; != getpid() means PXN (foreign pointers)
   uint8_t channelId;
   int peer;
   int nSteps;
@@ -116,26 +116,26 @@ struct ProxyStepDescr {
 };
 
 struct KernelChDescr {
-  uint8_t channelId;         // NCCL's real channel index 0..63
-  uint64_t pTimer;           // GPU start time: raw %globaltimer ns
+  uint8_t channelId;  // NCCL's real channel index 0..63
+  uint64_t pTimer;    // GPU start time: raw %globaltimer ns
 };
 
 struct NetPluginDescr {
-  int64_t id;                // bits 0-15 struct version, 16-31 type (IB 1<<16, socket 2<<16)
+  int64_t id;  // bits 0-15 struct version, 16-31 type (IB 1<<16, socket 2<<16)
   void* data;
 };
 
 struct GroupApiDescr {
   bool graphCaptured;
-  int groupDepth;            // 1: implicit group of a single call; >1: user ncclGroupStart
+  int groupDepth;  // 1: implicit group of a single call; >1: user ncclGroupStart
 };
 
 struct CollApiDescr {
   const char* func;
-  size_t count;              // the user's count
-  const char* datatype;      // the user's datatype
+  size_t count;          // the user's count
+  const char* datatype;  // the user's datatype
   int root;
-  void* stream;              // cudaStream_t given by the user
+  void* stream;  // cudaStream_t given by the user
   bool graphCaptured;
 };
 
@@ -148,10 +148,10 @@ struct P2pApiDescr {
 };
 
 struct KernelLaunchDescr {
-  void* stream;              // the stream the plan's kernel is launched on
+  void* stream;  // the stream the plan's kernel is launched on
 };
 
-struct CollV5 {              // v4 coll plus parentGroup; parentObj is the CollApi handle
+struct CollV5 {  // v4 coll plus parentGroup; parentObj is the CollApi handle
   uint64_t seqNumber;
   const char* func;
   const void* sendBuff;
@@ -163,10 +163,10 @@ struct CollV5 {              // v4 coll plus parentGroup; parentObj is the CollA
   uint8_t nWarps;
   const char* algo;
   const char* proto;
-  void* parentGroup;         // legacy Group handle
+  void* parentGroup;  // legacy Group handle
 };
 
-struct P2pV5 {               // v4 p2p plus parentGroup; parentObj is the P2pApi handle
+struct P2pV5 {  // v4 p2p plus parentGroup; parentObj is the P2pApi handle
   const char* func;
   void* buff;
   const char* datatype;
@@ -176,7 +176,7 @@ struct P2pV5 {               // v4 p2p plus parentGroup; parentObj is the P2pApi
   void* parentGroup;
 };
 
-struct CeCollDescr {         // v6 only
+struct CeCollDescr {  // v6 only
   uint64_t seqNumber;
   const char* func;
   const void* sendBuff;
@@ -206,8 +206,8 @@ struct CeBatchDescr {
 // ---------------------------------------------------------------------------------------------
 // Descriptors.
 
-struct DescrV4 {             // 104 bytes
-  uint8_t type;              // one kEv* bit
+struct DescrV4 {  // 104 bytes
+  uint8_t type;   // one kEv* bit
   void* parentObj;
   int rank;
   union {
@@ -220,8 +220,8 @@ struct DescrV4 {             // 104 bytes
   };
 };
 
-struct DescrV5 {             // 112 bytes
-  uint64_t type;             // widened in v5
+struct DescrV5 {  // 112 bytes
+  uint64_t type;  // widened in v5
   void* parentObj;
   int rank;
   union {
@@ -238,7 +238,7 @@ struct DescrV5 {             // 112 bytes
   };
 };
 
-struct DescrV6 {             // 112 bytes; all v5 members at the same offsets
+struct DescrV6 {  // 112 bytes; all v5 members at the same offsets
   uint64_t type;
   void* parentObj;
   int rank;
@@ -261,10 +261,18 @@ struct DescrV6 {             // 112 bytes; all v5 members at the same offsets
 
 // State arguments (8 bytes; every member at offset 0). Same type for v4, v5 and v6.
 union StateArgs {
-  struct { size_t transSize; } proxyStep;
-  struct { int appendedProxyOps; } proxyCtrl;
-  struct { void* data; } netPlugin;
-  struct { uint64_t pTimer; } kernelCh;
+  struct {
+    size_t transSize;
+  } proxyStep;
+  struct {
+    int appendedProxyOps;
+  } proxyCtrl;
+  struct {
+    void* data;
+  } netPlugin;
+  struct {
+    uint64_t pTimer;
+  } kernelCh;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -272,8 +280,8 @@ union StateArgs {
 
 struct ProfilerV4 {
   const char* name;
-  Result (*init)(void** context, int* eActivationMask, const char* commName, uint64_t commHash,
-                 int nNodes, int nranks, int rank, Logger logfn);
+  Result (*init)(void** context, int* eActivationMask, const char* commName, uint64_t commHash, int nNodes, int nranks,
+                 int rank, Logger logfn);
   Result (*startEvent)(void* context, void** eHandle, DescrV4* eDescr);
   Result (*stopEvent)(void* eHandle);
   Result (*recordEventState)(void* eHandle, int eState, StateArgs* eStateArgs);
@@ -282,8 +290,8 @@ struct ProfilerV4 {
 
 struct ProfilerV5 {
   const char* name;
-  Result (*init)(void** context, uint64_t commId, int* eActivationMask, const char* commName,
-                 int nNodes, int nranks, int rank, Logger logfn);
+  Result (*init)(void** context, uint64_t commId, int* eActivationMask, const char* commName, int nNodes, int nranks,
+                 int rank, Logger logfn);
   Result (*startEvent)(void* context, void** eHandle, DescrV5* eDescr);
   Result (*stopEvent)(void* eHandle);
   Result (*recordEventState)(void* eHandle, int eState, StateArgs* eStateArgs);
@@ -292,8 +300,8 @@ struct ProfilerV5 {
 
 struct ProfilerV6 {
   const char* name;
-  Result (*init)(void** context, uint64_t commId, int* eActivationMask, const char* commName,
-                 int nNodes, int nranks, int rank, Logger logfn);
+  Result (*init)(void** context, uint64_t commId, int* eActivationMask, const char* commName, int nNodes, int nranks,
+                 int rank, Logger logfn);
   Result (*startEvent)(void* context, void** eHandle, DescrV6* eDescr);
   Result (*stopEvent)(void* eHandle);
   Result (*recordEventState)(void* eHandle, int eState, StateArgs* eStateArgs);

@@ -49,7 +49,7 @@ constexpr uint32_t kLayoutVersion = 1;
 constexpr uint32_t kSegmentHeaderBytes = 4096;
 constexpr uint32_t kCommHeaderBytes = 1024;
 constexpr uint32_t kRecordBytes = 256;
-constexpr uint32_t kMaxCommsLimit = 255;     // comm index must fit in 8 bits of a handle
+constexpr uint32_t kMaxCommsLimit = 255;  // comm index must fit in 8 bits of a handle
 constexpr uint32_t kMinRingCapacity = 16;
 constexpr uint32_t kMaxRingCapacity = 1u << 20;
 // True for a ring capacity writers may create and readers accept: a power of two in
@@ -179,91 +179,91 @@ static_assert(sizeof(TableRef) == 24);
 
 // Segment header: 4096 bytes at offset 0.
 struct SegmentHeader {
-  uint64_t magic;                     // 0    kSegmentMagic
-  uint32_t layout_version;            // 8    kLayoutVersion
-  uint32_t header_bytes;              // 12   kSegmentHeaderBytes
-  uint64_t segment_bytes;             // 16   total file size
-  int32_t owner_pid;                  // 24   process that created and writes the segment
-  uint32_t max_comms;                 // 28   number of rings
-  uint64_t owner_start_ticks;         // 32   /proc/<pid>/stat starttime (pid reuse check)
-  int64_t created_ns;                 // 40   CLOCK_REALTIME at creation
-  uint32_t ring_capacity;             // 48   records per ring, power of two
-  uint32_t record_bytes;              // 52   kRecordBytes
-  uint64_t rings_offset;              // 56   offset of ring 0 (= kSegmentHeaderBytes)
-  uint64_t ring_stride;               // 64   kCommHeaderBytes + ring_capacity * record_bytes
-  std::atomic<uint32_t> n_comms;      // 72   rings handed out so far (release on publish)
-  uint32_t flags;                     // 76   reserved, 0
-  int32_t global_rank;                // 80   RANK / OMPI_COMM_WORLD_RANK / SLURM_PROCID ..., -1
-  int32_t local_rank;                 // 84   LOCAL_RANK / ..., -1
-  int32_t world_size;                 // 88   WORLD_SIZE / ..., -1
-  int32_t cuda_dev;                   // 92   CUDA device ordinal of the first comm, -1
-  char job[64];                       // 96   job id, NUL-terminated
-  char host[64];                      // 160  host identity (SCOUT_HOST or hostname)
-  char gpu[64];                       // 224  GPU identity: "GPU-<uuid>", SCOUT_GPU, or ""
-  char plugin_version[32];            // 288  scout version string
-  uint32_t abi_version;               // 320  profiler ABI NCCL picked: 4, 5 or 6 (0 = none yet)
-  uint32_t reserved0;                 // 324
-  std::atomic<uint64_t> comms_dropped;     // 328  comm inits beyond max_comms (not recorded)
-  std::atomic<uint64_t> events_bad_handle; // 336  stale/invalid/foreign parent handles ignored
-  std::atomic<uint64_t> events_unknown;    // 344  unknown event types or states ignored
-  std::atomic<int64_t> last_event_ns;      // 352  CPU time of the latest callback of any kind
-  std::atomic<int64_t> closed_ns;          // 360  set when the last communicator is finalized
+  uint64_t magic;                           // 0    kSegmentMagic
+  uint32_t layout_version;                  // 8    kLayoutVersion
+  uint32_t header_bytes;                    // 12   kSegmentHeaderBytes
+  uint64_t segment_bytes;                   // 16   total file size
+  int32_t owner_pid;                        // 24   process that created and writes the segment
+  uint32_t max_comms;                       // 28   number of rings
+  uint64_t owner_start_ticks;               // 32   /proc/<pid>/stat starttime (pid reuse check)
+  int64_t created_ns;                       // 40   CLOCK_REALTIME at creation
+  uint32_t ring_capacity;                   // 48   records per ring, power of two
+  uint32_t record_bytes;                    // 52   kRecordBytes
+  uint64_t rings_offset;                    // 56   offset of ring 0 (= kSegmentHeaderBytes)
+  uint64_t ring_stride;                     // 64   kCommHeaderBytes + ring_capacity * record_bytes
+  std::atomic<uint32_t> n_comms;            // 72   rings handed out so far (release on publish)
+  uint32_t flags;                           // 76   reserved, 0
+  int32_t global_rank;                      // 80   RANK / OMPI_COMM_WORLD_RANK / SLURM_PROCID ..., -1
+  int32_t local_rank;                       // 84   LOCAL_RANK / ..., -1
+  int32_t world_size;                       // 88   WORLD_SIZE / ..., -1
+  int32_t cuda_dev;                         // 92   CUDA device ordinal of the first comm, -1
+  char job[64];                             // 96   job id, NUL-terminated
+  char host[64];                            // 160  host identity (SCOUT_HOST or hostname)
+  char gpu[64];                             // 224  GPU identity: "GPU-<uuid>", SCOUT_GPU, or ""
+  char plugin_version[32];                  // 288  scout version string
+  uint32_t abi_version;                     // 320  profiler ABI NCCL picked: 4, 5 or 6 (0 = none yet)
+  uint32_t reserved0;                       // 324
+  std::atomic<uint64_t> comms_dropped;      // 328  comm inits beyond max_comms (not recorded)
+  std::atomic<uint64_t> events_bad_handle;  // 336  stale/invalid/foreign parent handles ignored
+  std::atomic<uint64_t> events_unknown;     // 344  unknown event types or states ignored
+  std::atomic<int64_t> last_event_ns;       // 352  CPU time of the latest callback of any kind
+  std::atomic<int64_t> closed_ns;           // 360  set when the last communicator is finalized
   // Table directory (additive tables after the rings; see "Tables" below). All zero: no tables.
-  uint32_t n_tables;                       // 368  entries of tables[] in use (<= kMaxTables)
-  uint32_t reserved1;                      // 372
-  uint64_t tables_bytes;                   // 376  bytes of all tables (segment end - rings end)
-  TableRef tables[kMaxTables];             // 384  24 bytes each
-  uint8_t reserved[4096 - 576];            // 576
+  uint32_t n_tables;             // 368  entries of tables[] in use (<= kMaxTables)
+  uint32_t reserved1;            // 372
+  uint64_t tables_bytes;         // 376  bytes of all tables (segment end - rings end)
+  TableRef tables[kMaxTables];   // 384  24 bytes each
+  uint8_t reserved[4096 - 576];  // 576
 };
 
 // Per-ring (per-communicator) header: kCommHeaderBytes at the start of each ring.
 struct CommHeader {
-  std::atomic<uint32_t> state;        // 0    CommState
-  uint32_t generation;                // 4    incremented each time the ring is (re)assigned
-  uint64_t comm_hash;                 // 8    NCCL commHash (same on every rank of the comm)
-  int32_t nranks;                     // 16
-  int32_t rank;                       // 20   this process's rank in the communicator
-  int32_t nnodes;                     // 24
-  int32_t cuda_dev;                   // 28   -1 if unknown
-  char name[64];                      // 32   commName copied at init ("" if NULL)
-  int64_t init_ns;                    // 96   CLOCK_REALTIME of init
-  std::atomic<int64_t> finalize_ns;   // 104  0 while live
-  uint32_t ring_capacity;             // 112  copy of SegmentHeader::ring_capacity
-  uint32_t reserved0;                 // 116
-  uint8_t pad0[128 - 120];            // 120
+  std::atomic<uint32_t> state;             // 0    CommState
+  uint32_t generation;                     // 4    incremented each time the ring is (re)assigned
+  uint64_t comm_hash;                      // 8    NCCL commHash (same on every rank of the comm)
+  int32_t nranks;                          // 16
+  int32_t rank;                            // 20   this process's rank in the communicator
+  int32_t nnodes;                          // 24
+  int32_t cuda_dev;                        // 28   -1 if unknown
+  char name[64];                           // 32   commName copied at init ("" if NULL)
+  int64_t init_ns;                         // 96   CLOCK_REALTIME of init
+  std::atomic<int64_t> finalize_ns;        // 104  0 while live
+  uint32_t ring_capacity;                  // 112  copy of SegmentHeader::ring_capacity
+  uint32_t reserved0;                      // 116
+  uint8_t pad0[128 - 120];                 // 120
   alignas(64) std::atomic<uint64_t> head;  // 128  records ever claimed in this ring
   uint8_t pad1[192 - 136];                 // 136
   // Counters (relaxed; informative). Each says what was lost or skipped, never silently.
-  std::atomic<uint64_t> n_coll;             // 192  Coll records
-  std::atomic<uint64_t> n_p2p;              // 200  Send + Recv records
-  std::atomic<uint64_t> n_unmatched;        // 208  Unmatched + CeColl records
-  std::atomic<uint64_t> overwritten_live;   // 216  slots reused while their op was incomplete
-                                            //      (not counted for kFlagNoKernelCh records)
-  std::atomic<uint64_t> bad_handles;        // 224  stale or invalid parent/event handles
-  std::atomic<uint64_t> foreign_proxy;      // 232  PXN events from other processes ignored
-  std::atomic<uint64_t> kernelch_orphans;   // 240  KernelCh events whose op slot was reused
-  std::atomic<uint64_t> api_calls;          // 248  CollApi + P2pApi starts on this comm
-  std::atomic<int64_t> last_api_ns;         // 256  CPU time of the latest API call
-  std::atomic<int64_t> gpu_clock_offset_ns; // 264  wall_ns = gpu_ns + offset (current estimate)
-  std::atomic<uint64_t> fp_sampled;         // 272  ops selected for fingerprints
-  std::atomic<uint64_t> fp_skipped;         // 280  sampled ops whose hash was skipped
-  std::atomic<uint32_t> fp_level;           // 288  sampling level in force (budget), see fp docs
-  uint32_t reserved1;                       // 292
-  std::atomic<uint64_t> fp_gpu_ns;          // 296  total fingerprint time (GPU or CPU) ns
-  std::atomic<uint64_t> kernel_ns;          // 304  total NCCL kernel time seen ns
-  std::atomic<uint64_t> disabled_reason;    // 312  nonzero: ring stopped recording (see docs)
-  std::atomic<uint64_t> kernelch_extra;     // 320  KernelCh events repeating a channel or beyond
-                                            //      nChannels: ignored (counters never pass it)
-  std::atomic<uint64_t> ignored_events;     // 328  known events scout does not record (v6 CeSync,
-                                            //      CeBatch; proxy/net events if ever enabled)
-  std::atomic<uint64_t> late_matches;       // 336  Coll/P2p whose API call had already been
-                                            //      recorded as unmatched (both records exist)
-  uint8_t reserved[1024 - 344];             // 344
+  std::atomic<uint64_t> n_coll;              // 192  Coll records
+  std::atomic<uint64_t> n_p2p;               // 200  Send + Recv records
+  std::atomic<uint64_t> n_unmatched;         // 208  Unmatched + CeColl records
+  std::atomic<uint64_t> overwritten_live;    // 216  slots reused while their op was incomplete
+                                             //      (not counted for kFlagNoKernelCh records)
+  std::atomic<uint64_t> bad_handles;         // 224  stale or invalid parent/event handles
+  std::atomic<uint64_t> foreign_proxy;       // 232  PXN events from other processes ignored
+  std::atomic<uint64_t> kernelch_orphans;    // 240  KernelCh events whose op slot was reused
+  std::atomic<uint64_t> api_calls;           // 248  CollApi + P2pApi starts on this comm
+  std::atomic<int64_t> last_api_ns;          // 256  CPU time of the latest API call
+  std::atomic<int64_t> gpu_clock_offset_ns;  // 264  wall_ns = gpu_ns + offset (current estimate)
+  std::atomic<uint64_t> fp_sampled;          // 272  ops selected for fingerprints
+  std::atomic<uint64_t> fp_skipped;          // 280  sampled ops whose hash was skipped
+  std::atomic<uint32_t> fp_level;            // 288  sampling level in force (budget), see fp docs
+  uint32_t reserved1;                        // 292
+  std::atomic<uint64_t> fp_gpu_ns;           // 296  total fingerprint time (GPU or CPU) ns
+  std::atomic<uint64_t> kernel_ns;           // 304  total NCCL kernel time seen ns
+  std::atomic<uint64_t> disabled_reason;     // 312  nonzero: ring stopped recording (see docs)
+  std::atomic<uint64_t> kernelch_extra;      // 320  KernelCh events repeating a channel or beyond
+                                             //      nChannels: ignored (counters never pass it)
+  std::atomic<uint64_t> ignored_events;      // 328  known events scout does not record (v6 CeSync,
+                                             //      CeBatch; proxy/net events if ever enabled)
+  std::atomic<uint64_t> late_matches;        // 336  Coll/P2p whose API call had already been
+                                             //      recorded as unmatched (both records exist)
+  uint8_t reserved[1024 - 344];              // 344
 };
 
 enum CommState : uint32_t {
   kCommFree = 0,
-  kCommInit = 1,       // being set up; reader must skip
+  kCommInit = 1,  // being set up; reader must skip
   kCommActive = 2,
   kCommFinalized = 3,  // finalize seen; records stay readable
 };
@@ -271,53 +271,53 @@ enum CommState : uint32_t {
 // One operation: 256 bytes, four cache lines.
 struct OpRecord {
   // -- line 0: identity (written once, before seq is published) --
-  std::atomic<uint64_t> seq;          // 0    2*index+2 when valid; odd while being written
-  uint64_t key;                       // 8    matching key: NCCL seqNumber / p2p counter / ...
-  uint8_t kind;                       // 16   OpKind
-  uint8_t func;                       // 17   Func
-  uint8_t datatype;                   // 18   Datatype of the Coll/P2p task
-  uint8_t api_datatype;               // 19   Datatype given to the API (CollApi), or unknown
-  uint8_t algo;                       // 20   Algo
-  uint8_t proto;                      // 21   Proto
-  uint8_t n_channels;                 // 22   channels the op runs on (KernelCh expected)
-  uint8_t n_warps;                    // 23
-  uint32_t flags;                     // 24   OpFlags
-  int32_t peer;                       // 28   root (Coll) or peer rank in comm (P2P); -1 none
-  uint64_t count;                     // 32   element count of the task (Coll/P2p descriptor)
-  uint64_t api_count;                 // 40   element count given to the API (0 if unknown)
-  uint64_t bytes;                     // 48   count * size(datatype): bytes of the message
-  uint64_t group;                     // 56   process-wide ordinal of the GroupApi (0 if none)
+  std::atomic<uint64_t> seq;  // 0    2*index+2 when valid; odd while being written
+  uint64_t key;               // 8    matching key: NCCL seqNumber / p2p counter / ...
+  uint8_t kind;               // 16   OpKind
+  uint8_t func;               // 17   Func
+  uint8_t datatype;           // 18   Datatype of the Coll/P2p task
+  uint8_t api_datatype;       // 19   Datatype given to the API (CollApi), or unknown
+  uint8_t algo;               // 20   Algo
+  uint8_t proto;              // 21   Proto
+  uint8_t n_channels;         // 22   channels the op runs on (KernelCh expected)
+  uint8_t n_warps;            // 23
+  uint32_t flags;             // 24   OpFlags
+  int32_t peer;               // 28   root (Coll) or peer rank in comm (P2P); -1 none
+  uint64_t count;             // 32   element count of the task (Coll/P2p descriptor)
+  uint64_t api_count;         // 40   element count given to the API (0 if unknown)
+  uint64_t bytes;             // 48   count * size(datatype): bytes of the message
+  uint64_t group;             // 56   process-wide ordinal of the GroupApi (0 if none)
   // -- line 1: CPU-side times and addresses (written once) --
-  int64_t api_ns;                     // 64   CollApi/P2pApi start, CLOCK_REALTIME ns (0: none)
-  int64_t launch_ns;                  // 72   KernelLaunch start (0: none seen)
-  int64_t enqueue_ns;                 // 80   Coll/P2p start
-  uint64_t send_buf;                  // 88   address (for people; never dereferenced by readers)
-  uint64_t recv_buf;                  // 96
-  uint64_t stream;                    // 104  launch stream (KernelLaunch, else API stream)
-  uint32_t thread;                    // 112  Linux tid of the thread that issued the API call
-  uint32_t reserved1;                 // 116
-  uint64_t reserved2;                 // 120
+  int64_t api_ns;      // 64   CollApi/P2pApi start, CLOCK_REALTIME ns (0: none)
+  int64_t launch_ns;   // 72   KernelLaunch start (0: none seen)
+  int64_t enqueue_ns;  // 80   Coll/P2p start
+  uint64_t send_buf;   // 88   address (for people; never dereferenced by readers)
+  uint64_t recv_buf;   // 96
+  uint64_t stream;     // 104  launch stream (KernelLaunch, else API stream)
+  uint32_t thread;     // 112  Linux tid of the thread that issued the API call
+  uint32_t reserved1;  // 116
+  uint64_t reserved2;  // 120
   // -- line 2: GPU progress (updated in place by the proxy thread) --
-  std::atomic<uint32_t> state;        // 128  OpState
-  std::atomic<uint16_t> ch_started;   // 132  KernelCh starts seen
-  std::atomic<uint16_t> ch_stopped;   // 134  KernelCh stops seen
-  std::atomic<int64_t> gpu_start_ns;  // 136  earliest KernelCh start, wall-clock ns (0: none)
-  std::atomic<int64_t> gpu_end_ns;    // 144  latest KernelCh stop, wall-clock ns (0: none)
-  std::atomic<int64_t> complete_ns;   // 152  CPU time the last KernelCh stop arrived (0: none)
-  std::atomic<uint64_t> gpu_start_raw;// 160  raw pTimer of the earliest start (diagnostics)
-  uint8_t pad2[192 - 168];            // 168
+  std::atomic<uint32_t> state;          // 128  OpState
+  std::atomic<uint16_t> ch_started;     // 132  KernelCh starts seen
+  std::atomic<uint16_t> ch_stopped;     // 134  KernelCh stops seen
+  std::atomic<int64_t> gpu_start_ns;    // 136  earliest KernelCh start, wall-clock ns (0: none)
+  std::atomic<int64_t> gpu_end_ns;      // 144  latest KernelCh stop, wall-clock ns (0: none)
+  std::atomic<int64_t> complete_ns;     // 152  CPU time the last KernelCh stop arrived (0: none)
+  std::atomic<uint64_t> gpu_start_raw;  // 160  raw pTimer of the earliest start (diagnostics)
+  uint8_t pad2[192 - 168];              // 168
   // -- line 3: fingerprints (written by the fingerprint engine or the GPU) --
-  std::atomic<uint64_t> fp_send_word; // 192  (tag << 8) | FpStatus for the send buffer
-  std::atomic<uint64_t> fp_recv_word; // 200  (tag << 8) | FpStatus for the receive buffer
-  uint64_t fp_send;                   // 208  fingerprint of the send buffer (docs/fingerprint.md)
-  uint64_t fp_recv;                   // 216  fingerprint of the receive buffer
-  uint32_t send_nan;                  // 224  NaN elements in the send buffer (float types)
-  uint32_t send_inf;                  // 228  +-Inf elements in the send buffer
-  uint32_t recv_nan;                  // 232
-  uint32_t recv_inf;                  // 236
-  uint64_t fp_bytes;                  // 240  bytes covered by the fingerprints (byte cap)
-  uint32_t fp_level;                  // 248  sampling level when sampled
-  uint32_t fp_version;                // 252  fingerprint format version (0: none)
+  std::atomic<uint64_t> fp_send_word;  // 192  (tag << 8) | FpStatus for the send buffer
+  std::atomic<uint64_t> fp_recv_word;  // 200  (tag << 8) | FpStatus for the receive buffer
+  uint64_t fp_send;                    // 208  fingerprint of the send buffer (docs/fingerprint.md)
+  uint64_t fp_recv;                    // 216  fingerprint of the receive buffer
+  uint32_t send_nan;                   // 224  NaN elements in the send buffer (float types)
+  uint32_t send_inf;                   // 228  +-Inf elements in the send buffer
+  uint32_t recv_nan;                   // 232
+  uint32_t recv_inf;                   // 236
+  uint64_t fp_bytes;                   // 240  bytes covered by the fingerprints (byte cap)
+  uint32_t fp_level;                   // 248  sampling level when sampled
+  uint32_t fp_version;                 // 252  fingerprint format version (0: none)
 };
 
 // ----- GEMM shape table (kTableGemmShapes, version 1) -----
@@ -367,41 +367,41 @@ enum GemmCompute : uint8_t {
 
 // GemmShapeEntry::layout bits.
 enum GemmLayoutBits : uint8_t {
-  kGemmTransA = 1u << 0,   // op(A) = A^T (transa=OP_T)
-  kGemmTransB = 1u << 1,   // op(B) = B^T
-  kGemmConjA = 1u << 2,    // op(A) = A^H (OP_C)
+  kGemmTransA = 1u << 0,  // op(A) = A^T (transa=OP_T)
+  kGemmTransB = 1u << 1,  // op(B) = B^T
+  kGemmConjA = 1u << 2,   // op(A) = A^H (OP_C)
   kGemmConjB = 1u << 3,
-  kGemmRowA = 1u << 4,     // A stored row-major (order=ORDER_ROW)
+  kGemmRowA = 1u << 4,  // A stored row-major (order=ORDER_ROW)
   kGemmRowB = 1u << 5,
-  kGemmRowD = 1u << 6,     // C/D row-major
+  kGemmRowD = 1u << 6,  // C/D row-major
 };
 
 // GemmTableHeader::state values.
 enum GemmCaptureState : uint32_t {
-  kGemmOff = 0,            // SCOUT_GEMM_CAPTURE=0 (the table exists but is never written)
-  kGemmWaiting = 1,        // capture on, between windows
-  kGemmCapturing = 2,      // a window is open: scout's logger callback is installed
-  kGemmNoLibrary = 3,      // cuBLASLt is not loaded in this process (retried each window)
-  kGemmUserLogger = 4,     // the user logs cuBLASLt/cuBLAS themselves: scout leaves it alone
-  kGemmFailed = 5,         // the library refused the logger calls: capture stopped
+  kGemmOff = 0,         // SCOUT_GEMM_CAPTURE=0 (the table exists but is never written)
+  kGemmWaiting = 1,     // capture on, between windows
+  kGemmCapturing = 2,   // a window is open: scout's logger callback is installed
+  kGemmNoLibrary = 3,   // cuBLASLt is not loaded in this process (retried each window)
+  kGemmUserLogger = 4,  // the user logs cuBLASLt/cuBLAS themselves: scout leaves it alone
+  kGemmFailed = 5,      // the library refused the logger calls: capture stopped
 };
 
 struct GemmTableHeader {
-  uint32_t capacity;                       // 0    entries the table holds
-  uint32_t entry_bytes;                    // 4    kGemmEntryBytes
-  std::atomic<uint32_t> state;             // 8    GemmCaptureState
-  std::atomic<uint32_t> n_entries;         // 12   entries published (<= capacity)
-  std::atomic<uint64_t> windows;           // 16   capture windows opened
-  std::atomic<uint64_t> lines;             // 24   logger callbacks received in windows
-  std::atomic<uint64_t> captured;          // 32   matmul lines parsed and counted
-  std::atomic<uint64_t> ignored;           // 40   lines of other functions (not a matmul)
-  std::atomic<uint64_t> malformed;         // 48   matmul lines the parser rejected (skipped)
-  std::atomic<uint64_t> dropped_full;      // 56   matmuls of a new class with the table full
-  std::atomic<uint64_t> dropped_busy;      // 64   lines while another thread held the table
-  std::atomic<int64_t> window_start_ns;    // 72   CLOCK_REALTIME of the latest window open
-  std::atomic<int64_t> window_end_ns;      // 80   ... and close (0 while open)
-  std::atomic<uint64_t> window_ns;         // 88   total time windows were open
-  uint8_t reserved[256 - 96];              // 96
+  uint32_t capacity;                     // 0    entries the table holds
+  uint32_t entry_bytes;                  // 4    kGemmEntryBytes
+  std::atomic<uint32_t> state;           // 8    GemmCaptureState
+  std::atomic<uint32_t> n_entries;       // 12   entries published (<= capacity)
+  std::atomic<uint64_t> windows;         // 16   capture windows opened
+  std::atomic<uint64_t> lines;           // 24   logger callbacks received in windows
+  std::atomic<uint64_t> captured;        // 32   matmul lines parsed and counted
+  std::atomic<uint64_t> ignored;         // 40   lines of other functions (not a matmul)
+  std::atomic<uint64_t> malformed;       // 48   matmul lines the parser rejected (skipped)
+  std::atomic<uint64_t> dropped_full;    // 56   matmuls of a new class with the table full
+  std::atomic<uint64_t> dropped_busy;    // 64   lines while another thread held the table
+  std::atomic<int64_t> window_start_ns;  // 72   CLOCK_REALTIME of the latest window open
+  std::atomic<int64_t> window_end_ns;    // 80   ... and close (0 while open)
+  std::atomic<uint64_t> window_ns;       // 88   total time windows were open
+  uint8_t reserved[256 - 96];            // 96
 };
 
 // One shape class: identical dimensions, types, layouts, compute type and algorithm.
@@ -440,8 +440,7 @@ constexpr FpStatus fp_status(uint64_t word, uint64_t index) {
 }
 // Total bytes of a segment for the given ring count and capacity.
 constexpr uint64_t segment_bytes(uint32_t max_comms, uint32_t ring_capacity) {
-  return kSegmentHeaderBytes +
-         uint64_t(max_comms) * (kCommHeaderBytes + uint64_t(ring_capacity) * kRecordBytes);
+  return kSegmentHeaderBytes + uint64_t(max_comms) * (kCommHeaderBytes + uint64_t(ring_capacity) * kRecordBytes);
 }
 
 // Bytes of a GEMM shape table with `capacity` entries.

@@ -17,14 +17,14 @@
 #include <memory>
 #include <string>
 
-#include "observer/ckpt/certifier.h"
-#include "observer/store/sqlite.h"
-#include "observer/pipeline/command_line.h"
-#include "observer/cluster/cross_node.h"
-#include "observer/pipeline/observer.h"
-#include "observer/net/clock_sync.h"
-#include "observer/store/writer.h"
 #include "common/clock.h"
+#include "observer/ckpt/certifier.h"
+#include "observer/cluster/cross_node.h"
+#include "observer/net/clock_sync.h"
+#include "observer/pipeline/command_line.h"
+#include "observer/pipeline/observer.h"
+#include "observer/store/sqlite.h"
+#include "observer/store/writer.h"
 #include "scout/version.h"
 
 namespace {
@@ -40,8 +40,8 @@ void announce(const scout::obs::FindingBoard& board, std::map<std::string, bool>
   for (const scout::obs::Finding* f : board.all()) {
     auto it = seen->find(f->dedup_key);
     if (it != seen->end() && it->second == f->open) continue;
-    say(std::string(f->open ? "finding " : "closed ") + std::to_string(f->id) + " " + to_string(f->kind) +
-        " (" + to_string(f->verdict) + "): " + f->summary);
+    say(std::string(f->open ? "finding " : "closed ") + std::to_string(f->id) + " " + to_string(f->kind) + " (" +
+        to_string(f->verdict) + "): " + f->summary);
     (*seen)[f->dedup_key] = f->open;
   }
 }
@@ -54,14 +54,9 @@ int main(int argc, char** argv) {
   scout::obs::CommandLine cl;
   std::string msg;
   switch (scout::obs::parse_command_line(argc, argv, cfg, &cl, &msg)) {
-    case scout::obs::ParseResult::kHelp:
-      std::fputs(msg.c_str(), stdout);
-      return 0;
-    case scout::obs::ParseResult::kError:
-      say(msg);
-      return 2;
-    case scout::obs::ParseResult::kOk:
-      break;
+    case scout::obs::ParseResult::kHelp: std::fputs(msg.c_str(), stdout); return 0;
+    case scout::obs::ParseResult::kError: say(msg); return 2;
+    case scout::obs::ParseResult::kOk: break;
   }
   for (const auto& w : warnings) say(w);
   if (!cl.quiet) cl.opt.log = say;
@@ -112,14 +107,13 @@ int main(int argc, char** argv) {
     if (!cl.quiet) co.log = say;
     certifier = std::make_unique<scout::ckpt::Certifier>(co, ckpt_store.get());
     observer.set_after_pass_step([&](const scout::obs::Model& m, const scout::obs::JudgeOutput& out,
-                                     const scout::obs::FindingBoard& board, int64_t now_ns) {
-      certifier->on_pass(m, out, board, now_ns);
-    });
+                                     const scout::obs::FindingBoard& board,
+                                     int64_t now_ns) { certifier->on_pass(m, out, board, now_ns); });
     if (!cl.quiet) {
       std::string dirs;
       for (const auto& d : cl.ckpt_dirs) dirs += (dirs.empty() ? "" : ", ") + d;
-      say("certification: watching " + dirs + ", check cycle " + std::to_string(co.cycle_ns / 1'000'000) +
-          " ms, K " + std::to_string(co.k) + ", certificates in " + co.cert_dir);
+      say("certification: watching " + dirs + ", check cycle " + std::to_string(co.cycle_ns / 1'000'000) + " ms, K " +
+          std::to_string(co.k) + ", certificates in " + co.cert_dir);
     }
   }
   // Several nodes: the observer network runs beside the passes (docs/observer-network.md).

@@ -65,7 +65,11 @@ nlohmann::json make_certificate(const std::string& job, int64_t seq, const Check
       {"job", job},
       {"seq", seq},
       {"checkpoint",
-       {{"id", c.id}, {"path", c.path}, {"framework", c.framework}, {"step", c.step}, {"completed_ns", c.completed_ns}}},
+       {{"id", c.id},
+        {"path", c.path},
+        {"framework", c.framework},
+        {"step", c.step},
+        {"completed_ns", c.completed_ns}}},
       {"verdict", to_string(c.state)},
       {"reason", c.reason},
       {"finding_ids", c.finding_ids},
@@ -161,8 +165,8 @@ ChainCheck verify_chain(const std::string& dir, const std::vector<std::string>& 
     prev = stated;
   }
   if (!expected.empty() && expected.size() > names.size())
-    return broken(int64_t(names.size()) + 1, "missing (the store recorded " + std::to_string(expected.size()) +
-                                                 " certificates)");
+    return broken(int64_t(names.size()) + 1,
+                  "missing (the store recorded " + std::to_string(expected.size()) + " certificates)");
   return r;
 }
 

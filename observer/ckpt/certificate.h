@@ -40,9 +40,9 @@ bool write_atomic(const std::string& path, const std::string& text, std::string*
 // One link of the chain as checked by verify_chain.
 struct ChainCheck {
   bool intact = true;
-  int64_t certificates = 0;   // files checked
-  int64_t broken_seq = 0;     // first certificate that breaks the chain (0 when intact)
-  std::string problem;        // in words, for the first break
+  int64_t certificates = 0;  // files checked
+  int64_t broken_seq = 0;    // first certificate that breaks the chain (0 when intact)
+  std::string problem;       // in words, for the first break
 };
 
 // Checks every certificate file in `dir` in seq order: each parses, its sha256 matches its

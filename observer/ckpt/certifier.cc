@@ -128,7 +128,8 @@ void Certifier::discover(int64_t now_ns) {
     Checkpoint& ref = ckpts_.back();
     // Cycles judged before it was seen (a late scan) still count.
     bool done = reject_on_findings(ref, events(), horizon, now_ns);
-    for (auto it = judged_.begin(); !done && it != judged_.end(); ++it) done = apply_cycle(ref, it->second, o_.k, now_ns);
+    for (auto it = judged_.begin(); !done && it != judged_.end(); ++it)
+      done = apply_cycle(ref, it->second, o_.k, now_ns);
     if (done) decided(ref, now_ns);
     store_->put_checkpoint(&ref);
   }
@@ -175,8 +176,8 @@ void Certifier::judge_cycles(const obs::Model& m, int64_t now_ns) {
     if (blocked && now_ns < end + o_.stale_ns) return;
     std::optional<ReplayCycleResult> replay;
     if (replay_) replay = replay_->result(begin, end);
-    CycleVerdict v = judge_cycle(next_cycle_, o_.cycle_ns, evidence_[next_cycle_], begin >= watch_start_ns_, events(),
-                                 replay);
+    CycleVerdict v =
+        judge_cycle(next_cycle_, o_.cycle_ns, evidence_[next_cycle_], begin >= watch_start_ns_, events(), replay);
     if (blocked && v.status != CycleStatus::kDirty) {
       v.status = CycleStatus::kIncomplete;
       v.reasons.push_back(std::to_string(undecided) + " operations still undecided " +
@@ -227,8 +228,7 @@ void Certifier::on_pass(const obs::Model& m, const obs::JudgeOutput& out, const 
     say(std::string("certification store: ") + e.what());
     try {
       store_->rollback();
-    } catch (const store::Error&) {
-    }
+    } catch (const store::Error&) {}
   }
 }
 

@@ -33,14 +33,14 @@ namespace scout::ckpt {
 struct CertifierOptions {
   std::string job;
   WatchOptions watch;
-  int64_t cycle_ns = 300'000'000'000;   // SCOUT_CHECK_CYCLE_S
-  int k = 2;                            // SCOUT_CKPT_K
-  int64_t grace_ns = 500'000'000;       // wait after a cycle's end before judging it (records of
-                                        // operations begun in it reach the observer)
-  int64_t stale_ns = 30'000'000'000;    // an operation undecided this long after its cycle's end
-                                        // makes the cycle incomplete instead of holding it
-  std::string cert_dir;                 // certificates' JSON files
-  bool write_beside = false;            // --ckpt-write-certificate: also <checkpoint>/scout-certificate.json
+  int64_t cycle_ns = 300'000'000'000;           // SCOUT_CHECK_CYCLE_S
+  int k = 2;                                    // SCOUT_CKPT_K
+  int64_t grace_ns = 500'000'000;               // wait after a cycle's end before judging it (records of
+                                                // operations begun in it reach the observer)
+  int64_t stale_ns = 30'000'000'000;            // an operation undecided this long after its cycle's end
+                                                // makes the cycle incomplete instead of holding it
+  std::string cert_dir;                         // certificates' JSON files
+  bool write_beside = false;                    // --ckpt-write-certificate: also <checkpoint>/scout-certificate.json
   std::function<void(const std::string&)> log;  // one line per discovery and verdict
 };
 

@@ -178,7 +178,12 @@ void CkptStore::put_finding_event(const FindingEvent& e) {
   store::Stmt s(*db_,
                 "INSERT OR REPLACE INTO ckpt_findings (id, kind, verdict, event_ns, open, last_seen_ns) "
                 "VALUES (?1,?2,?3,?4,?5,?6)");
-  s.bind(1, e.id).bind(2, e.kind).bind(3, e.verdict).bind(4, e.event_ns).bind(5, int64_t(e.open)).bind(6, e.last_seen_ns);
+  s.bind(1, e.id)
+      .bind(2, e.kind)
+      .bind(3, e.verdict)
+      .bind(4, e.event_ns)
+      .bind(5, int64_t(e.open))
+      .bind(6, e.last_seen_ns);
   s.run();
 }
 

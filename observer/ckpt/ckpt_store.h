@@ -23,8 +23,8 @@ struct CertificateRow {
   int64_t seq = 0;
   int64_t checkpoint_id = 0;
   std::string sha256, prev_sha256;
-  std::string file;   // JSON file path
-  std::string json;   // the document as issued
+  std::string file;  // JSON file path
+  std::string json;  // the document as issued
 };
 
 class CkptStore {
@@ -36,10 +36,10 @@ class CkptStore {
   static std::unique_ptr<CkptStore> open_reader(const std::string& path);
   ~CkptStore();
 
-  std::vector<Checkpoint> checkpoints() const;         // by id
-  std::vector<CycleVerdict> cycles() const;            // by index
-  std::vector<FindingEvent> finding_events() const;    // by id
-  std::vector<CertificateRow> certificates() const;    // by seq
+  std::vector<Checkpoint> checkpoints() const;       // by id
+  std::vector<CycleVerdict> cycles() const;          // by index
+  std::vector<FindingEvent> finding_events() const;  // by id
+  std::vector<CertificateRow> certificates() const;  // by seq
   std::optional<std::string> meta(const std::string& key) const;
 
   void begin();

@@ -125,7 +125,8 @@ CycleVerdict judge_cycle(int64_t index, int64_t cycle_ns, const CycleEvidence& e
     v.comms_ran++;
     const int64_t disagree = c.compared - c.agree;
     v.comparisons += c.compared;
-    if (disagree > 0) dirty.push_back("comm " + c.name + ": " + std::to_string(disagree) + " fingerprint disagreements");
+    if (disagree > 0)
+      dirty.push_back("comm " + c.name + ": " + std::to_string(disagree) + " fingerprint disagreements");
     if (c.comparable == 0) continue;  // nothing of it can be compared: not required
     if (c.partial > 0)
       missing.push_back("comm " + c.name + ": " + std::to_string(c.partial) + " comparisons missed voters");

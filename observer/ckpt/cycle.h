@@ -42,7 +42,7 @@ struct CommCoverage {
   int64_t comparable = 0;  // of which fingerprints are compared for this function
   int64_t compared = 0;    // sampled and decided: agree, attributed or inconclusive
   int64_t agree = 0;
-  int64_t partial = 0;     // sampled but some voter's fingerprint or record missing
+  int64_t partial = 0;  // sampled but some voter's fingerprint or record missing
 };
 
 // What one cycle saw, accumulated over passes.
@@ -51,8 +51,8 @@ struct CycleEvidence {
   std::map<int, int64_t> voters;           // voters per decided comparison -> comparisons
   uint64_t bytes_fingerprinted = 0;        // message bytes x voters of compared operations
   // Adds one judged collective. fp_verdict: OpSummary::fp_verdict (observer/model/job.h).
-  void add(uint64_t comm_hash, const std::string& name, int nranks, const std::string& fp_verdict,
-           int voters, uint64_t bytes);
+  void add(uint64_t comm_hash, const std::string& name, int nranks, const std::string& fp_verdict, int voters,
+           uint64_t bytes);
 };
 
 enum class CycleStatus { kClean, kDirty, kIncomplete };
@@ -63,12 +63,12 @@ struct CycleVerdict {
   int64_t index = 0;
   int64_t begin_ns = 0, end_ns = 0;
   CycleStatus status = CycleStatus::kIncomplete;
-  std::vector<std::string> reasons;    // in words, e.g. "comm tp0: 2 comparisons missed voters"
-  std::vector<int64_t> finding_ids;    // findings that made it dirty
+  std::vector<std::string> reasons;  // in words, e.g. "comm tp0: 2 comparisons missed voters"
+  std::vector<int64_t> finding_ids;  // findings that made it dirty
   int64_t comparisons = 0;
   int comms_ran = 0, comms_covered = 0;
-  std::map<int, int64_t> voters;       // voters per comparison -> comparisons (min and median
-                                       // over cycles come from these)
+  std::map<int, int64_t> voters;  // voters per comparison -> comparisons (min and median
+                                  // over cycles come from these)
   uint64_t bytes_fingerprinted = 0;
   ReplayStatus replay = ReplayStatus::kNone;
   std::vector<std::string> replay_recipes, replay_gpus;

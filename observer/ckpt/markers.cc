@@ -155,7 +155,8 @@ std::vector<Entry> scan_root(const std::string& root, int64_t now_ns, int64_t qu
       if (in) {
         nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
         if (j.is_object()) {
-          if (j.contains("global_step") && j["global_step"].is_number_integer()) e.step = j["global_step"].get<int64_t>();
+          if (j.contains("global_step") && j["global_step"].is_number_integer())
+            e.step = j["global_step"].get<int64_t>();
           complete_with(&e, state);
         }
       }

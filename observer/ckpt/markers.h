@@ -30,12 +30,12 @@ namespace scout::ckpt {
 
 // How a candidate entry was recognized.
 struct Entry {
-  std::string path;        // absolute or as given: <root>/<name>
-  std::string framework;   // "megatron", "dcp", "deepspeed", "hf", "nemo", "generic"
-  int64_t step = -1;       // -1 unknown
-  bool complete = false;   // marker present (generic: quiet for the quiet time)
-  int64_t marker_ns = 0;   // mtime of the marker (generic: newest mtime in the entry), wall ns
-  std::string marker;      // the file that proves completion ("" while incomplete)
+  std::string path;       // absolute or as given: <root>/<name>
+  std::string framework;  // "megatron", "dcp", "deepspeed", "hf", "nemo", "generic"
+  int64_t step = -1;      // -1 unknown
+  bool complete = false;  // marker present (generic: quiet for the quiet time)
+  int64_t marker_ns = 0;  // mtime of the marker (generic: newest mtime in the entry), wall ns
+  std::string marker;     // the file that proves completion ("" while incomplete)
 };
 
 // Scans the top level of checkpoint directory `root` at wall time `now_ns`. Returns every

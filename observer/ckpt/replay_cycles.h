@@ -20,9 +20,9 @@ const char* to_string(ReplayStatus s);  // "none", "pass", "fail", "unfinished"
 
 struct ReplayCycleResult {
   ReplayStatus status = ReplayStatus::kNone;
-  std::vector<std::string> recipes;   // recipe ids replayed (for the certificate)
-  std::vector<std::string> gpus;      // GPU identities that replayed
-  std::vector<int64_t> finding_ids;   // findings a failure opened (reasons of a rejection)
+  std::vector<std::string> recipes;  // recipe ids replayed (for the certificate)
+  std::vector<std::string> gpus;     // GPU identities that replayed
+  std::vector<int64_t> finding_ids;  // findings a failure opened (reasons of a rejection)
 };
 
 class ReplayCycles {

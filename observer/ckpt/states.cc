@@ -51,9 +51,7 @@ bool apply_cycle(Checkpoint& c, const CycleVerdict& v, int k, int64_t now_ns) {
       c.decided_ns = now_ns;
       return true;
     }
-    case CycleStatus::kIncomplete:
-      c.cycles.clear();
-      return false;
+    case CycleStatus::kIncomplete: c.cycles.clear(); return false;
     case CycleStatus::kClean:
       c.cycles.push_back(v.index);
       if (int(c.cycles.size()) < k) return false;

@@ -23,17 +23,17 @@ const char* to_string(State s);  // "candidate", "verified", "rejected"
 std::optional<State> state_from_string(const std::string& s);
 
 struct Checkpoint {
-  int64_t id = 0;              // store row id
+  int64_t id = 0;  // store row id
   std::string path;
   std::string framework;
   int64_t step = -1;
-  int64_t completed_ns = 0;    // the marker's mtime (wall ns)
-  int64_t discovered_ns = 0;   // when the observer saw it complete
+  int64_t completed_ns = 0;   // the marker's mtime (wall ns)
+  int64_t discovered_ns = 0;  // when the observer saw it complete
   State state = State::kCandidate;
-  std::string reason;          // words; "" for a candidate
+  std::string reason;                // words; "" for a candidate
   std::vector<int64_t> finding_ids;  // findings that rejected it
   std::vector<int64_t> cycles;       // the current run of clean cycles (all K once verified)
-  int64_t decided_ns = 0;      // observer time of the verdict; 0 while a candidate
+  int64_t decided_ns = 0;            // observer time of the verdict; 0 while a candidate
 };
 
 // Rejects a candidate when a finding in `events` falls in its window: began before completion

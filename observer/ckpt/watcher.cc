@@ -28,8 +28,8 @@ Watcher::~Watcher() {
 
 void Watcher::watch(const std::string& dir) {
   if (fd_ < 0 || watches_.count(dir)) return;
-  const int wd = ::inotify_add_watch(fd_, dir.c_str(),
-                                     IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE | IN_DELETE | IN_ONLYDIR);
+  const int wd =
+      ::inotify_add_watch(fd_, dir.c_str(), IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE | IN_DELETE | IN_ONLYDIR);
   if (wd >= 0) watches_[dir] = wd;
 }
 

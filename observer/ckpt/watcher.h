@@ -15,10 +15,10 @@
 namespace scout::ckpt {
 
 struct WatchOptions {
-  std::vector<std::string> roots;   // --ckpt-dir / SCOUT_CKPT_DIR
-  int64_t quiet_ns = 60'000'000'000;   // SCOUT_CKPT_QUIET_S: generic rule
-  int64_t poll_ns = 5'000'000'000;     // SCOUT_CKPT_POLL_S: full scan at least this often
-  bool inotify = true;                 // false: polling only
+  std::vector<std::string> roots;     // --ckpt-dir / SCOUT_CKPT_DIR
+  int64_t quiet_ns = 60'000'000'000;  // SCOUT_CKPT_QUIET_S: generic rule
+  int64_t poll_ns = 5'000'000'000;    // SCOUT_CKPT_POLL_S: full scan at least this often
+  bool inotify = true;                // false: polling only
 };
 
 class Watcher {

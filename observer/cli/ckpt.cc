@@ -68,9 +68,8 @@ int list(const std::vector<ckpt::Checkpoint>& all, const std::vector<ckpt::Certi
     std::snprintf(line, sizeof(line), "%8lld  %-9s  %-9s  ", static_cast<long long>(c.step), c.framework.c_str(),
                   ckpt::to_string(c.state));
     out << line
-        << (c.state == ckpt::State::kCandidate
-                ? "waiting: " + std::to_string(c.cycles.size()) + " clean cycles so far"
-                : c.reason)
+        << (c.state == ckpt::State::kCandidate ? "waiting: " + std::to_string(c.cycles.size()) + " clean cycles so far"
+                                               : c.reason)
         << "\n";
   }
   return kExitOk;
@@ -133,18 +132,16 @@ int cmd_ckpt(const std::string& store_path, const CkptOptions& o, std::ostream& 
   out << "  state: " << ckpt::to_string(c.state);
   if (!c.reason.empty()) out << " (" << c.reason << ")";
   out << "\n";
-  if (c.state == ckpt::State::kCandidate)
-    out << "  clean check cycles after it so far: " << c.cycles.size() << "\n";
+  if (c.state == ckpt::State::kCandidate) out << "  clean check cycles after it so far: " << c.cycles.size() << "\n";
   if (cert) {
     std::ifstream in(cert->file);
     nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
     out << "  certificate " << cert->seq << ": " << cert->file << "\n";
     if (doc.is_object()) {
       out << "    cycles " << doc.value("cycles", nlohmann::json::array()).size() << ", comparisons "
-          << doc.value("comparisons", int64_t(0)) << ", communicators covered "
-          << doc.value("communicators_covered", 0) << ", voters min " << doc.value("voters_min", 0) << " median "
-          << doc.value("voters_median", 0.0) << ", bytes fingerprinted " << doc.value("bytes_fingerprinted", uint64_t(0))
-          << "\n";
+          << doc.value("comparisons", int64_t(0)) << ", communicators covered " << doc.value("communicators_covered", 0)
+          << ", voters min " << doc.value("voters_min", 0) << " median " << doc.value("voters_median", 0.0)
+          << ", bytes fingerprinted " << doc.value("bytes_fingerprinted", uint64_t(0)) << "\n";
       out << "    sha256 " << doc.value("sha256", "") << "\n";
     }
   }

@@ -49,7 +49,7 @@ struct StatusOptions {
   std::string selector;
 };
 struct ReportOptions {
-  std::string comm;        // "" = all; "0x..." = commHash, else name
+  std::string comm;  // "" = all; "0x..." = commHash, else name
   std::optional<int> rank;
   std::string func;
   int64_t last = 0;
@@ -89,8 +89,8 @@ struct RunOptions {
 
 // `scout ckpt list|show|latest`.
 struct CkptOptions {
-  std::string action;     // list | show | latest
-  std::string target;     // show: checkpoint path or id
+  std::string action;  // list | show | latest
+  std::string target;  // show: checkpoint path or id
   bool json = false;
   bool verified = false;  // latest: only verified checkpoints
 };

@@ -48,7 +48,9 @@ int cmd_config(bool markdown, bool json, std::ostream& out) {
   for (const auto& w : warnings) std::cerr << "scout: " << w << "\n";
   if (json) {
     for (const auto& v : config::registry()) {
-      out << nlohmann::json{{"name", v.name}, {"value", value[v.name]}, {"source", source(v.name)},
+      out << nlohmann::json{{"name", v.name},
+                            {"value", value[v.name]},
+                            {"source", source(v.name)},
                             {"section", v.section}}
                  .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
           << "\n";

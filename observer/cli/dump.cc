@@ -3,9 +3,9 @@
 // output as build/bin/scout-dump).
 #include <iostream>
 
-#include "observer/cli/common.h"
-#include "common/paths.h"
 #include "common/dump.h"
+#include "common/paths.h"
+#include "observer/cli/common.h"
 #include "scout/config.h"
 
 namespace scout::cli {

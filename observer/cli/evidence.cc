@@ -89,18 +89,17 @@ std::string list_text(const std::string& key, const nlohmann::json& arr, int64_t
 
 // A vote group {"value": V, "ranks": [...]} -> "ranks 0-4,6-7 (7): V".
 bool vote_text(const nlohmann::json& g, std::string* out) {
-  if (!g.is_object() || !g.contains("ranks") || !g["ranks"].is_array() || !g.contains("value")) {
-    return false;
-  }
+  if (!g.is_object() || !g.contains("ranks") || !g["ranks"].is_array() || !g.contains("value")) { return false; }
   const auto& ranks = g["ranks"];
   std::string value;
   if (g["value"].is_null()) {
     value = "(no operation)";
   } else if (!op_text(g["value"], &value)) {
-    value = g["value"].is_primitive() ? scalar_text(g["value"]) : g["value"].dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    value = g["value"].is_primitive() ? scalar_text(g["value"])
+                                      : g["value"].dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
-  *out = (ranks.size() == 1 ? "rank " : "ranks ") + list_text("ranks", ranks, 0) + " (" +
-         std::to_string(ranks.size()) + "): " + value;
+  *out = (ranks.size() == 1 ? "rank " : "ranks ") + list_text("ranks", ranks, 0) + " (" + std::to_string(ranks.size()) +
+         "): " + value;
   return true;
 }
 
@@ -126,8 +125,8 @@ bool edge_text(const nlohmann::json& e, std::string* out) {
 
 void render(const nlohmann::json& j, int64_t origin, const std::string& indent, std::string* out);
 
-void render_entry(const std::string& key, const nlohmann::json& v, int64_t origin,
-                  const std::string& indent, std::string* out) {
+void render_entry(const std::string& key, const nlohmann::json& v, int64_t origin, const std::string& indent,
+                  std::string* out) {
   std::string text;
   if ((key == "comm" && comm_text(v, &text)) || (key == "op" && op_text(v, &text))) {
     *out += indent + key + ": " + text + "\n";
@@ -224,9 +223,7 @@ std::string render_evidence(const obs::Finding& f, int64_t origin_ns, const std:
   if (e.is_null() || (e.is_object() && e.empty())) return indent + "(no evidence recorded)\n";
   // Evidence of the detectors (docs/findings.md; cross-node findings are decided by the same
   // detectors on the leader); anything of another shape is rendered by shape.
-  if (!e.is_object()) {
-    return render_json_generic(e, origin_ns, indent);
-  }
+  if (!e.is_object()) { return render_json_generic(e, origin_ns, indent); }
   using K = obs::FindingKind;
   switch (f.kind) {
     case K::kHang: return typed<obs::HangEvidence>(f, ev::hang, origin_ns, indent);

@@ -33,10 +33,8 @@ void slowlink(const obs::Finding& f, const obs::SlowLinkEvidence& e, EvidenceTex
 
 // Shared by hang, deadlock, crash and desync: a list of wait edges under `title` ("none" when
 // empty), and the *comm state* objects of the communicators involved.
-void wait_edges(EvidenceText& t, const std::string& title, const std::vector<obs::EvWaitEdge>& edges,
-                int depth = 0);
-void comm_states(EvidenceText& t, const std::string& title, const std::vector<obs::EvCommState>& comms,
-                 int depth = 0);
+void wait_edges(EvidenceText& t, const std::string& title, const std::vector<obs::EvWaitEdge>& edges, int depth = 0);
+void comm_states(EvidenceText& t, const std::string& title, const std::vector<obs::EvCommState>& comms, int depth = 0);
 // "20.0s without progress (hang timeout 10.0s); last progress at +1.000s" (the parts in
 // parentheses and after ';' only when known).
 std::string stalled(EvidenceText& t, double stalled_ms, std::optional<double> timeout_ms,

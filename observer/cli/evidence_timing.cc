@@ -33,8 +33,9 @@ std::string channel(const obs::EvChannel& c) {
 
 void straggler(const obs::Finding& f, const obs::StragglerEvidence& e, EvidenceText& t) {
   (void)f;
-  t.line("per communicator (lateness = GPU start minus the earliest rank's; the signal is the part the rank "
-         "caused itself):");
+  t.line(
+      "per communicator (lateness = GPU start minus the earliest rank's; the signal is the part the rank "
+      "caused itself):");
   for (const auto& c : e.comms) {
     const std::string late = std::to_string(c.late_ops);
     t.line(comm(c.comm) + ", comm rank " + std::to_string(c.comm_rank) + ": late in " + late + " of its last " +

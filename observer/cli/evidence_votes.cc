@@ -66,8 +66,8 @@ void desync(const obs::Finding& f, const obs::DesyncEvidence& e, EvidenceText& t
     t.line("votes (datatype, count and root per rank):");
     if (e.votes) vote_lines(t, *e.votes, f.comm_nranks, meta_value, 1);
     const bool none = !e.majority || !*e.majority;
-    t.line("majority: " + (none ? std::string("none (no value is held by more than half of the ranks)")
-                                : meta_value(**e.majority)));
+    t.line("majority: " +
+           (none ? std::string("none (no value is held by more than half of the ranks)") : meta_value(**e.majority)));
     if (e.partial) {
       t.line(*e.partial ? "partial: yes (some ranks' records were missing)"
                         : "partial: no (every rank's record was present)");
@@ -91,7 +91,9 @@ void sdc_recv(const obs::Finding& f, const obs::SdcEvidence& e, EvidenceText& t)
   t.line("check: receive fingerprints (after " + (f.key ? f.key->func : std::string("the operation")) +
          " every rank holds the same bytes)");
   t.line("votes (receive fingerprint per rank):");
-  if (e.votes) vote_lines(t, *e.votes, f.comm_nranks, [](const std::string& v) { return v; }, 1);
+  if (e.votes)
+    vote_lines(
+        t, *e.votes, f.comm_nranks, [](const std::string& v) { return v; }, 1);
   const std::string nr = text(js(e.nranks));
   const bool none = !e.majority || !*e.majority;
   t.line("majority: " + (none ? "none (no fingerprint is held by more than half of the " + nr +
@@ -158,8 +160,8 @@ void nan(const obs::Finding& f, const obs::NanEvidence& e, EvidenceText& t) {
   const obs::EvNanOrigin& o = e.origin;
   t.line("first operation with non-finite sends: " + comm_op(o.comm, o.op) + ", called at " + t.when(o.time_ns));
   for (const auto& c : o.carriers) {
-    t.line("rank " + std::to_string(c.global_rank) + " (comm rank " + std::to_string(c.comm_rank) + "): " +
-               std::to_string(c.send_nan) + " NaN, " + std::to_string(c.send_inf) + " Inf in its send buffer",
+    t.line("rank " + std::to_string(c.global_rank) + " (comm rank " + std::to_string(c.comm_rank) +
+               "): " + std::to_string(c.send_nan) + " NaN, " + std::to_string(c.send_inf) + " Inf in its send buffer",
            1);
   }
   t.line("operations with non-finite sends in this episode: " + std::to_string(e.ops_with_nonfinite));

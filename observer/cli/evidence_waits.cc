@@ -8,9 +8,7 @@ namespace {
 
 // One root of a hang: {global_rank, reason, detail, process} or {reason: "stuck", comm, op}.
 std::string root_words(const obs::EvHangRoot& r) {
-  if (r.reason == "stuck") {
-    return comm_op(r.comm, r.op) + ": every rank started it and none can finish";
-  }
+  if (r.reason == "stuck") { return comm_op(r.comm, r.op) + ": every rank started it and none can finish"; }
   std::string who = "rank " + (r.global_rank ? std::to_string(*r.global_rank) : std::string("-"));
   const std::string detail = r.detail.value_or("");
   const bool has_detail = !detail.empty() && detail != "-";
@@ -87,8 +85,9 @@ void hang(const obs::Finding& f, const obs::HangEvidence& e, EvidenceText& t) {
   if (e.cls == "absent") {
     t.line("class: absent (a participant never arrived)");
   } else if (e.cls == "stuck") {
-    t.line("class: stuck (every participant started the operation and none can finish; the transfer that never "
-           "arrives is not visible to scout)");
+    t.line(
+        "class: stuck (every participant started the operation and none can finish; the transfer that never "
+        "arrives is not visible to scout)");
   } else {
     t.line("class: " + e.cls);
   }
@@ -107,9 +106,7 @@ void hang(const obs::Finding& f, const obs::HangEvidence& e, EvidenceText& t) {
            ", directly or through other communicators)");
   }
   t.line("stalled: " + stalled(t, e.stalled_ms, e.timeout_ms, e.last_progress_ns));
-  if (e.cls != "stuck" || !e.chain.empty()) {
-    wait_edges(t, "wait-for chain (closest to the root first)", e.chain);
-  }
+  if (e.cls != "stuck" || !e.chain.empty()) { wait_edges(t, "wait-for chain (closest to the root first)", e.chain); }
   comm_states(t, "communicators", e.comms);
 }
 
@@ -125,8 +122,7 @@ void crash(const obs::Finding& f, const obs::CrashEvidence& e, EvidenceText& t) 
   std::string proc = "pid " + std::to_string(e.pid) + " on " + e.host;
   t.line("process: " + proc +
          (e.finalized ? " exited after finalizing its communicators" : " died without finalizing its communicators"));
-  t.line("last event: " + t.when(e.last_event_ns) + " (its last plugin callback); seen gone at " +
-         t.when(e.gone_ns));
+  t.line("last event: " + t.when(e.last_event_ns) + " (its last plugin callback); seen gone at " + t.when(e.gone_ns));
   if (e.open_ops.empty()) {
     t.line("operations in flight: none");
   } else {

@@ -41,9 +41,7 @@ std::string op(const nlohmann::json& o) {
   if (o.is_null()) return "none";
   if (!o.is_object() || !o.contains("func") || !o.contains("seq")) return text(o);
   std::string s = text(o["func"]) + " #" + text(o["seq"]);
-  if (o.contains("src") && o.contains("dst")) {
-    s += " (comm rank " + text(o["src"]) + " -> " + text(o["dst"]) + ")";
-  }
+  if (o.contains("src") && o.contains("dst")) { s += " (comm rank " + text(o["src"]) + " -> " + text(o["dst"]) + ")"; }
   return s;
 }
 

@@ -8,8 +8,8 @@
 #pragma once
 
 #include <cstdint>
-#include <set>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 

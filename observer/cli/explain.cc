@@ -18,8 +18,8 @@ int cmd_explain(store::StoreReader& rd, int64_t id, bool json, std::ostream& out
   s.job = rd.job();
   s.findings = {*f};
   const int64_t origin = s.origin_ns();
-  out << "finding #" << f->id << ": " << obs::to_string(f->kind) << ", "
-      << obs::to_string(f->verdict) << ", " << (f->open ? "open" : "closed") << "\n";
+  out << "finding #" << f->id << ": " << obs::to_string(f->kind) << ", " << obs::to_string(f->verdict) << ", "
+      << (f->open ? "open" : "closed") << "\n";
   if (!f->summary.empty()) out << "summary: " << f->summary << "\n";
   if (f->suspects.empty()) {
     // Why nobody is named (docs/findings.md): votes without a strict majority, or a failure the
@@ -27,8 +27,8 @@ int cmd_explain(store::StoreReader& rd, int64_t id, bool json, std::ostream& out
     const bool vote = f->kind == obs::FindingKind::kSdc || f->kind == obs::FindingKind::kDesync;
     out << "suspects: none named"
         << (f->verdict != obs::Verdict::kInconclusive ? ""
-            : vote                                   ? " (inconclusive: no strict majority)"
-                                                     : " (inconclusive: see the evidence)")
+            : vote                                    ? " (inconclusive: no strict majority)"
+                                                      : " (inconclusive: see the evidence)")
         << "\n";
   } else {
     out << (f->suspects.size() == 1 ? "suspect:" : "suspects:") << "\n";
@@ -49,10 +49,8 @@ int cmd_explain(store::StoreReader& rd, int64_t id, bool json, std::ostream& out
     out << ")\n";
   }
   if (f->key) out << "operation: " << key_words(*f) << "\n";
-  out << "first seen: " << fmt_utc(f->first_seen_ns) << " (" << fmt_rel(f->first_seen_ns, origin)
-      << ")\n";
-  out << "last seen: " << fmt_utc(f->last_seen_ns) << " (" << fmt_rel(f->last_seen_ns, origin)
-      << ")\n";
+  out << "first seen: " << fmt_utc(f->first_seen_ns) << " (" << fmt_rel(f->first_seen_ns, origin) << ")\n";
+  out << "last seen: " << fmt_utc(f->last_seen_ns) << " (" << fmt_rel(f->last_seen_ns, origin) << ")\n";
   out << "evidence:\n" << render_evidence(*f, origin, "  ");
   return kExitOk;
 }

@@ -12,7 +12,8 @@ int cmd_findings(store::StoreReader& rd, const FindingsOptions& o, std::ostream&
   filter.open_only = o.open_only;
   std::vector<obs::Finding> fs = rd.findings(filter);
   if (o.json) {
-    for (const auto& f : fs) out << obs::to_json(f).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    for (const auto& f : fs)
+      out << obs::to_json(f).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return kExitOk;
   }
   if (fs.empty()) {
@@ -24,15 +25,14 @@ int cmd_findings(store::StoreReader& rd, const FindingsOptions& o, std::ostream&
   s.findings = fs;
   const int64_t origin = s.origin_ns();
   Table t;
-  t.headers = {"ID", "KIND", "VERDICT", "STATUS", "SUSPECTS", "PEER", "COMM", "KEY",
-               "FIRST SEEN", "LAST SEEN", "SUMMARY"};
+  t.headers = {"ID",   "KIND", "VERDICT",    "STATUS",    "SUSPECTS", "PEER",
+               "COMM", "KEY",  "FIRST SEEN", "LAST SEEN", "SUMMARY"};
   t.right_align = {true, false, false, false, false, false, false, false, true, true, false};
   for (const auto& f : fs) {
     t.rows.push_back({std::to_string(f.id), obs::to_string(f.kind), obs::to_string(f.verdict),
                       f.open ? "open" : "closed", suspect_ranks(f.suspects),
-                      f.peer ? std::to_string(f.peer->global_rank) : "-", comm_words(f),
-                      key_words(f), fmt_rel(f.first_seen_ns, origin),
-                      fmt_rel(f.last_seen_ns, origin), f.summary});
+                      f.peer ? std::to_string(f.peer->global_rank) : "-", comm_words(f), key_words(f),
+                      fmt_rel(f.first_seen_ns, origin), fmt_rel(f.last_seen_ns, origin), f.summary});
   }
   out << t.render();
   return kExitOk;

@@ -68,8 +68,8 @@ std::string fmt_utc(int64_t ns) {
   struct tm tm;
   gmtime_r(&secs, &tm);
   char buf[64];
-  std::snprintf(buf, sizeof(buf), "%04d-%02d-%02d %02d:%02d:%02d.%03d UTC", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
+  std::snprintf(buf, sizeof(buf), "%04d-%02d-%02d %02d:%02d:%02d.%03d UTC", tm.tm_year + 1900, tm.tm_mon + 1,
+                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
   return buf;
 }
 
@@ -79,8 +79,7 @@ std::string fmt_rel(int64_t ns, int64_t origin) {
   char buf[40];
   int64_t a = d < 0 ? -d : d;
   int64_t ms = (a + 500000) / 1000000;
-  std::snprintf(buf, sizeof(buf), "%c%" PRId64 ".%03" PRId64 "s", d < 0 ? '-' : '+', ms / 1000,
-                ms % 1000);
+  std::snprintf(buf, sizeof(buf), "%c%" PRId64 ".%03" PRId64 "s", d < 0 ? '-' : '+', ms / 1000, ms % 1000);
   return buf;
 }
 

@@ -87,9 +87,13 @@ int main(int argc, char** argv) {
   s_run->add_option("--hang-timeout", hang_timeout, "Observer: seconds without progress before a hang")
       ->check(obs::finite_range(0.1, 86400.0));
   s_run->add_option("--interval", interval, "Observer: analysis interval in ms");
-  s_run->add_option("--observer-arg", run.observer_args, "Any other flag for scout-observer, one per use: --observer-arg=--once")
+  s_run
+      ->add_option("--observer-arg", run.observer_args,
+                   "Any other flag for scout-observer, one per use: --observer-arg=--once")
       ->allow_extra_args(false);
-  s_run->add_option("--start-timeout", run.start_timeout_s, "Seconds to wait for the observer's first pass before COMMAND starts")
+  s_run
+      ->add_option("--start-timeout", run.start_timeout_s,
+                   "Seconds to wait for the observer's first pass before COMMAND starts")
       ->check(obs::finite_range(0.0, 3600.0));
   s_run->add_option("--stop-timeout", run.stop_timeout_s, "Seconds the observer gets to flush after COMMAND ends")
       ->check(obs::finite_range(0.0, 3600.0));
@@ -100,7 +104,8 @@ int main(int argc, char** argv) {
   DumpOptions dump;
   CLI::App* s_dump = app.add_subcommand("dump", "Records of shared-memory segments as JSON lines");
   s_dump->add_option("paths", dump.paths, "Segment files (default: the segments of --job in --dir)");
-  s_dump->add_option("--job", dump.job, "Job whose segments to dump (default: SCOUT_JOB_ID, TORCHELASTIC_RUN_ID, SLURM_JOB_ID)");
+  s_dump->add_option("--job", dump.job,
+                     "Job whose segments to dump (default: SCOUT_JOB_ID, TORCHELASTIC_RUN_ID, SLURM_JOB_ID)");
   s_dump->add_option("--dir", dump.dir, "Directory of the segments (default: SCOUT_SHM_DIR, /dev/shm)");
   s_dump->add_option("--host", dump.host, "Only segments of this host (default: every host)");
   s_dump->add_flag("--no-ops", dump.no_ops, "Segment and communicator lines only");
@@ -138,7 +143,8 @@ int main(int argc, char** argv) {
   CLI::App* s_rplan = s_replay->add_subcommand("plan", "Captured GEMM shapes, regimes, chosen recipes, coverage");
   s_replay->require_subcommand(1);
   add_store_flags(s_rplan, &where);
-  s_rplan->add_flag("--json", rplan.json, "One JSON object (keys shapes, regimes, recipes, coverage, cycle_ms, budget)");
+  s_rplan->add_flag("--json", rplan.json,
+                    "One JSON object (keys shapes, regimes, recipes, coverage, cycle_ms, budget)");
   s_rplan->add_option("--budget-ms", rplan.budget_ms, "Replay time per check cycle, ms (default 50)")
       ->check(CLI::Range(0.001, 1e9));
   s_rplan->add_option("--sm-count", rplan.sm_count, "SMs of the GPU model for pressure classes (default 132)")
@@ -148,13 +154,9 @@ int main(int argc, char** argv) {
 
   try {
     app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
+  } catch (const CLI::CallForHelp& e) { return app.exit(e); } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::CallForVersion& e) { return app.exit(e); } catch (const CLI::ParseError& e) {
     std::cerr << "scout: " << e.what() << " (scout --help)\n";
     return kExitUsage;
   }
@@ -181,16 +183,12 @@ int main(int argc, char** argv) {
       if (!nodes.empty()) {
         try {
           run.nodes = std::stoi(nodes);
-        } catch (...) {
-          throw UsageError("--nodes " + nodes + ": not an integer");
-        }
+        } catch (...) { throw UsageError("--nodes " + nodes + ": not an integer"); }
       }
       if (!node_rank.empty()) {
         try {
           run.where.node = std::stoi(node_rank);
-        } catch (...) {
-          throw UsageError("--node-rank " + node_rank + ": not an integer");
-        }
+        } catch (...) { throw UsageError("--node-rank " + node_rank + ": not an integer"); }
       }
       return cmd_run(run);
     }

@@ -124,15 +124,25 @@ int cmd_replay_plan(store::StoreReader& rd, const ReplayPlanOptions& o, std::ost
     }
     j["coverage"] = p.coverage;
     j["cycle_ms"] = p.cycle_ms;
-    j["budget"] = {{"ms", p.budget_ms}, {"sm_count", po.gpu.sm_count}, {"max_recipes", po.max_recipes},
-                   {"cycles", p.cycles.size()}, {"over_budget", p.over_budget}};
+    j["budget"] = {{"ms", p.budget_ms},
+                   {"sm_count", po.gpu.sm_count},
+                   {"max_recipes", po.max_recipes},
+                   {"cycles", p.cycles.size()},
+                   {"over_budget", p.over_budget}};
     j["capture"] = nlohmann::json::array();
     for (const auto& c : cap) {
-      j["capture"].push_back({{"global_rank", c.global_rank}, {"host", c.host}, {"pid", c.pid},
-                              {"windows", c.windows}, {"lines", c.lines}, {"captured", c.captured},
-                              {"ignored", c.ignored}, {"malformed", c.malformed},
-                              {"dropped_full", c.dropped_full}, {"dropped_busy", c.dropped_busy},
-                              {"classes", c.n_entries}, {"capacity", c.capacity}});
+      j["capture"].push_back({{"global_rank", c.global_rank},
+                              {"host", c.host},
+                              {"pid", c.pid},
+                              {"windows", c.windows},
+                              {"lines", c.lines},
+                              {"captured", c.captured},
+                              {"ignored", c.ignored},
+                              {"malformed", c.malformed},
+                              {"dropped_full", c.dropped_full},
+                              {"dropped_busy", c.dropped_busy},
+                              {"classes", c.n_entries},
+                              {"capacity", c.capacity}});
     }
     out << j.dump() << "\n";
     return kExitOk;
@@ -156,25 +166,25 @@ int cmd_replay_plan(store::StoreReader& rd, const ReplayPlanOptions& o, std::ost
       "budget {:.3f} ms{}\n",
       p.coverage, p.observed_ms, po.gpu.sm_count, p.cycles.size(), p.cycle_ms, p.budget_ms,
       p.over_budget ? fmt::format(" ({} recipes over budget, one per cycle)", p.over_budget) : "");
-  out << fmt::format("capture: {} processes, {} log lines, {} malformed, {} dropped\n", cap.size(), lines,
-                     malformed, dropped);
+  out << fmt::format("capture: {} processes, {} log lines, {} malformed, {} dropped\n", cap.size(), lines, malformed,
+                     dropped);
   out << "REGIMES\n";
   out << fmt::format("  {:>3}  {:<27} {:<6} {:<22} {:>5} {:>9} {:<12} {:>6} {:>6} {:>7}\n", "ID", "TYPES A/B/C/D",
                      "OPS", "COMPUTE", "ALGO", "TILE", "PRESSURE", "SHAPES", "SHARE", "RECIPES");
   for (const auto& r : p.regimes) {
     out << fmt::format("  {:>3}  {:<27} {:<6} {:<22} {:>5} {:>9} {:<12} {:>6} {:>6.3f} {:>7}\n", r.id,
-                       types_of(r.sample), layout_of(r.sample), shm::gemm_compute_name(r.sample.compute),
-                       r.sample.algo, tile_of(r.sample), replay::pressure_name(r.pressure), r.members.size(),
-                       r.observed_ms / total, r.recipes.size());
+                       types_of(r.sample), layout_of(r.sample), shm::gemm_compute_name(r.sample.compute), r.sample.algo,
+                       tile_of(r.sample), replay::pressure_name(r.pressure), r.members.size(), r.observed_ms / total,
+                       r.recipes.size());
   }
   out << "RECIPES\n";
-  out << fmt::format("  {:>3} {:>5} {:>6} {:>7} {:>7} {:>7} {:>5} {:>6} {:>7} {:<12} {}\n", "#", "CYCLE", "REGIME",
-                     "M", "N", "K", "BATCH", "COVERS", "SHARE", "RANKS", "REPLAY ON");
+  out << fmt::format("  {:>3} {:>5} {:>6} {:>7} {:>7} {:>7} {:>5} {:>6} {:>7} {:<12} {}\n", "#", "CYCLE", "REGIME", "M",
+                     "N", "K", "BATCH", "COVERS", "SHARE", "RANKS", "REPLAY ON");
   for (size_t i = 0; i < p.recipes.size(); ++i) {
     const auto& r = p.recipes[i];
-    out << fmt::format("  {:>3} {:>5} {:>6} {:>7} {:>7} {:>7} {:>5} {:>6} {:>7.4f} {:<12} {}\n", i, r.cycle,
-                       r.regime, r.shape.m, r.shape.n, r.shape.k, r.shape.batch, r.covers.size(),
-                       r.covered_ms / total, ranks_text(r.ranks), ranks_text(r.participants));
+    out << fmt::format("  {:>3} {:>5} {:>6} {:>7} {:>7} {:>7} {:>5} {:>6} {:>7.4f} {:<12} {}\n", i, r.cycle, r.regime,
+                       r.shape.m, r.shape.n, r.shape.k, r.shape.batch, r.covers.size(), r.covered_ms / total,
+                       ranks_text(r.ranks), ranks_text(r.participants));
   }
   return kExitOk;
 }

@@ -73,10 +73,9 @@ int cmd_report(store::StoreReader& rd, const ReportOptions& o, std::ostream& out
     return kExitOk;
   }
   Table t;
-  t.headers = {"COMM", "FUNC", "SEQ", "DTYPE", "BYTES", "ALGO/PROTO", "RANKS", "SPREAD", "LAST",
-               "DURATION", "BUSBW GB/s", "FP", "META"};
-  t.right_align = {false, false, true, false, true, false, true, true, true, true, true, false,
-                   false};
+  t.headers = {"COMM",   "FUNC", "SEQ",      "DTYPE",      "BYTES", "ALGO/PROTO", "RANKS",
+               "SPREAD", "LAST", "DURATION", "BUSBW GB/s", "FP",    "META"};
+  t.right_align = {false, false, true, false, true, false, true, true, true, true, true, false, false};
   if (o.rank) {
     t.headers.push_back("LATE r" + std::to_string(*o.rank));
     t.right_align.push_back(true);
@@ -85,23 +84,21 @@ int cmd_report(store::StoreReader& rd, const ReportOptions& o, std::ostream& out
     const obs::OpSummary& op = r.op;
     // Spread and last arrival only mean something once every rank has arrived.
     const bool all_arrived = exporter::all_arrived(op);
-    std::string algo = op.algo.empty() && op.proto.empty()
-                           ? "-"
-                           : dash_if_empty(op.algo) + "/" + dash_if_empty(op.proto);
-    std::vector<std::string> row = {
-        op.comm_name.empty() ? obs::hex64(op.comm_hash) : op.comm_name,
-        op.func,
-        std::to_string(op.seq),
-        dash_if_empty(op.datatype),
-        fmt_bytes(op.bytes),
-        algo,
-        std::to_string(op.ranks_complete) + "/" + std::to_string(op.nranks),
-        all_arrived ? fmt_duration(exporter::arrival_spread_ns(op)) : "-",
-        all_arrived && op.last_rank >= 0 ? "r" + std::to_string(op.last_rank) : "-",
-        op.duration_ns > 0 ? fmt_duration(op.duration_ns) : "-",
-        op.busbw_gbps > 0 ? fmt_fixed(op.busbw_gbps, 2) : "-",
-        dash_if_empty(op.fp_verdict),
-        dash_if_empty(op.meta_verdict)};
+    std::string algo =
+        op.algo.empty() && op.proto.empty() ? "-" : dash_if_empty(op.algo) + "/" + dash_if_empty(op.proto);
+    std::vector<std::string> row = {op.comm_name.empty() ? obs::hex64(op.comm_hash) : op.comm_name,
+                                    op.func,
+                                    std::to_string(op.seq),
+                                    dash_if_empty(op.datatype),
+                                    fmt_bytes(op.bytes),
+                                    algo,
+                                    std::to_string(op.ranks_complete) + "/" + std::to_string(op.nranks),
+                                    all_arrived ? fmt_duration(exporter::arrival_spread_ns(op)) : "-",
+                                    all_arrived && op.last_rank >= 0 ? "r" + std::to_string(op.last_rank) : "-",
+                                    op.duration_ns > 0 ? fmt_duration(op.duration_ns) : "-",
+                                    op.busbw_gbps > 0 ? fmt_fixed(op.busbw_gbps, 2) : "-",
+                                    dash_if_empty(op.fp_verdict),
+                                    dash_if_empty(op.meta_verdict)};
     if (o.rank) {
       auto late = lateness(r);
       row.push_back(late ? fmt_duration(*late) : "-");
@@ -109,8 +106,7 @@ int cmd_report(store::StoreReader& rd, const ReportOptions& o, std::ostream& out
     t.rows.push_back(std::move(row));
   }
   out << t.render();
-  out << ops.size() << (ops.size() == 1 ? " operation" : " operations") << " shown, "
-      << rd.op_count() << " stored\n";
+  out << ops.size() << (ops.size() == 1 ? " operation" : " operations") << " shown, " << rd.op_count() << " stored\n";
   return kExitOk;
 }
 

@@ -14,15 +14,15 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <iostream>
 #include <ctime>
+#include <iostream>
 #include <thread>
 
+#include "common/paths.h"
+#include "common/segment_reader.h"
 #include "observer/cli/common.h"
 #include "observer/ingest/ingestor.h"
-#include "common/paths.h"
 #include "observer/store/sqlite.h"
-#include "common/segment_reader.h"
 #include "scout/config.h"
 
 namespace scout::cli {
@@ -65,8 +65,7 @@ std::string find_observer(const std::string& bindir) {
     if (!d.empty() && is_executable(d + "/" + kObserverName)) return d + "/" + kObserverName;
     pos = colon + 1;
   }
-  throw UsageError(std::string(kObserverName) + " not found next to scout (" + bindir +
-                   ") nor on PATH");
+  throw UsageError(std::string(kObserverName) + " not found next to scout (" + bindir + ") nor on PATH");
 }
 
 // NCCL_PROFILER_PLUGIN if already set, else <bindir>/../lib/libnccl-profiler-scout.so (the build
@@ -77,8 +76,7 @@ std::string find_plugin(const std::string& bindir) {
   std::string p = bindir + "/../lib/" + kPluginName;
   char real[PATH_MAX];
   if (::realpath(p.c_str(), real) != nullptr) return real;
-  throw UsageError(std::string(kPluginName) + " not found at " + p +
-                   " (set NCCL_PROFILER_PLUGIN to its path)");
+  throw UsageError(std::string(kPluginName) + " not found at " + p + " (set NCCL_PROFILER_PLUGIN to its path)");
 }
 
 // fork + exec; the child gets its own process group when `own_group`. Returns the pid; an exec
@@ -122,8 +120,7 @@ int stop_observer(pid_t pid, double timeout_s) {
     if (std::chrono::steady_clock::now() >= deadline) {
       std::cerr << "scout: observer did not stop within " << timeout_s << " s; killing it\n";
       ::kill(pid, SIGKILL);
-      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-      }
+      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
       return status;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -235,8 +232,7 @@ int cmd_run(const RunOptions& o) {
   int obs_status = 0;
   bool observer_reaped = false;
   switch (wait_ready(obs_pid, store, since, o.start_timeout_s, &obs_status)) {
-    case Ready::kReady:
-      break;
+    case Ready::kReady: break;
     case Ready::kExited:
       observer_reaped = true;
       if (exit_code(obs_status) == kExitUsage) {
@@ -302,8 +298,9 @@ int cmd_run(const RunOptions& o) {
 
   int rc = exit_code(command_status);
   if (rc != 0) {
-    std::cerr << "scout: COMMAND " << (WIFSIGNALED(command_status) ? "was killed by signal " + std::to_string(WTERMSIG(command_status))
-                                                                  : "exited with status " + std::to_string(rc))
+    std::cerr << "scout: COMMAND "
+              << (WIFSIGNALED(command_status) ? "was killed by signal " + std::to_string(WTERMSIG(command_status))
+                                              : "exited with status " + std::to_string(rc))
               << "; scout run exits with " << rc << "\n";
   }
   try {
@@ -321,9 +318,7 @@ int cmd_run(const RunOptions& o) {
     StatusOptions so;
     so.selector = store_selector(o.where.store.empty() ? where : o.where);
     cmd_status(*rd, so, std::cout);
-  } catch (const std::exception& e) {
-    std::cerr << "scout: " << e.what() << "\n";
-  }
+  } catch (const std::exception& e) { std::cerr << "scout: " << e.what() << "\n"; }
   std::cout.flush();
   return rc;
 }

@@ -66,8 +66,7 @@ void print_json(const exporter::Snapshot& s, std::ostream& out) {
   }
   nlohmann::json host_json = nlohmann::json::object();
   for (const auto& [h, rs] : hosts) host_json[h] = rs;
-  j["ranks"] = {{"total", s.ranks.size()}, {"by_state", states}, {"hosts", host_json},
-                {"not_running", not_running}};
+  j["ranks"] = {{"total", s.ranks.size()}, {"by_state", states}, {"hosts", host_json}, {"not_running", not_running}};
   nlohmann::json comms = nlohmann::json::array();
   for (const auto& c : comms_by_severity(s.comms)) comms.push_back(exporter::comm_json(c));
   j["comms"] = comms;
@@ -119,23 +118,20 @@ int cmd_status(store::StoreReader& rd, const StatusOptions& o, std::ostream& out
   // Job line.
   if (s.job) {
     const obs::JobInfo& j = *s.job;
-    out << "job " << j.job << ": node " << j.node_rank << " of " << j.nodes << ", as of "
-        << fmt_utc(now) << " (observer " << j.observer_version << ", up "
-        << fmt_duration(j.updated_ns - j.started_ns) << ")\n";
+    out << "job " << j.job << ": node " << j.node_rank << " of " << j.nodes << ", as of " << fmt_utc(now)
+        << " (observer " << j.observer_version << ", up " << fmt_duration(j.updated_ns - j.started_ns) << ")\n";
   } else {
     out << "job (no header yet): as of " << fmt_utc(now) << "\n";
   }
   // What the observer could not see: said before anything that may be incomplete because of it.
   if (s.job && !s.job->warning.empty()) out << "warning: " << s.job->warning << "\n";
   if (s.job && s.job->records_lost > 0) {
-    out << "warning: " << s.job->records_lost << " of "
-        << (s.job->records_read + s.job->records_lost)
+    out << "warning: " << s.job->records_lost << " of " << (s.job->records_read + s.job->records_lost)
         << " records lost (ring overwritten before the observer read them): a finding may be "
            "missing; raise SCOUT_RING_SLOTS or start the observer before the job\n";
   }
   if (s.job && s.job->segments_refused > 0) {
-    out << "warning: " << s.job->segments_refused
-        << " segment files refused (see the observer's log)\n";
+    out << "warning: " << s.job->segments_refused << " segment files refused (see the observer's log)\n";
   }
 
   // Ranks.
@@ -155,8 +151,7 @@ int cmd_status(store::StoreReader& rd, const StatusOptions& o, std::ostream& out
     }
     out << ")";
   }
-  out << "; " << states["running"] << " running, " << states["exited"] << " exited, "
-      << states["dead"] << " dead\n";
+  out << "; " << states["running"] << " running, " << states["exited"] << " exited, " << states["dead"] << " dead\n";
   // Ranks that exited (finalized) on one line; dead ranks (gone without finalizing) one by one.
   std::vector<int> exited;
   for (const auto& r : s.ranks) {
@@ -172,12 +167,9 @@ int cmd_status(store::StoreReader& rd, const StatusOptions& o, std::ostream& out
     if (listed >= kMaxRankLines) continue;
     ++listed;
     obs::Suspect who{r.global_rank, r.host, r.pid, r.gpu, -1};
-    out << "  " << r.state << ": " << suspect_words(who) << ", last event "
-        << fmt_ago(r.last_event_ns, now) << "\n";
+    out << "  " << r.state << ": " << suspect_words(who) << ", last event " << fmt_ago(r.last_event_ns, now) << "\n";
   }
-  if (dead > listed) {
-    out << "  ... and " << (dead - listed) << " more (scout status --json)\n";
-  }
+  if (dead > listed) { out << "  ... and " << (dead - listed) << " more (scout status --json)\n"; }
 
   // Communicators.
   std::vector<obs::CommInfo> comms = comms_by_severity(s.comms);
@@ -200,15 +192,13 @@ int cmd_status(store::StoreReader& rd, const StatusOptions& o, std::ostream& out
   out << "\n";
   if (!comms.empty()) {
     Table t;
-    t.headers = {"NAME", "HASH", "RANKS", "NODES", "STATE", "OPS DONE", "LAST PROGRESS",
-                 "COMPLETED PER FUNCTION"};
+    t.headers = {"NAME", "HASH", "RANKS", "NODES", "STATE", "OPS DONE", "LAST PROGRESS", "COMPLETED PER FUNCTION"};
     t.right_align = {false, false, true, true, false, true, false, false};
     for (size_t i = 0; i < comms.size() && i < kMaxCommLines; ++i) {
       const auto& c = comms[i];
-      t.rows.push_back({c.name.empty() ? "-" : c.name, obs::hex64(c.comm_hash),
-                        std::to_string(c.nranks), std::to_string(c.nnodes), c.state,
-                        std::to_string(c.ops_complete), fmt_ago(c.last_progress_ns, now),
-                        per_func(c)});
+      t.rows.push_back({c.name.empty() ? "-" : c.name, obs::hex64(c.comm_hash), std::to_string(c.nranks),
+                        std::to_string(c.nnodes), c.state, std::to_string(c.ops_complete),
+                        fmt_ago(c.last_progress_ns, now), per_func(c)});
     }
     out << t.render("  ");
     if (comms.size() > kMaxCommLines) {
@@ -254,9 +244,7 @@ int cmd_status(store::StoreReader& rd, const StatusOptions& o, std::ostream& out
     out << "\n";
     if (!f.summary.empty()) out << "     " << f.summary << "\n";
   }
-  if (shown > kMaxFindingLines) {
-    out << "  ... and " << (shown - kMaxFindingLines) << " more (scout findings)\n";
-  }
+  if (shown > kMaxFindingLines) { out << "  ... and " << (shown - kMaxFindingLines) << " more (scout findings)\n"; }
   print_checkpoint_line(rd.path(), out);
   if (open + closed > 0) {
     const std::string sel = o.selector.empty() ? "" : " " + o.selector;

@@ -1,9 +1,9 @@
 #include "observer/cluster/core_judge.h"
 
 #include "observer/cluster/job_waits.h"
-#include "observer/model/memory_sink.h"
 #include "observer/detect/fingerprint_check.h"
 #include "observer/detect/metadata_check.h"
+#include "observer/model/memory_sink.h"
 
 namespace scout::obs {
 

@@ -15,8 +15,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "observer/model/finding_board.h"
 #include "observer/detect/hang.h"
+#include "observer/model/finding_board.h"
 #include "observer/net/drill.h"
 
 namespace scout::obs {

@@ -9,7 +9,8 @@ namespace scout::obs {
 CrossNodeOptions cross_node_options(const config::Config& cfg, const ObserverOptions& obs, const std::string& rdzv) {
   CrossNodeOptions o;
   o.agent.interval = std::chrono::milliseconds(cfg.net_interval_ms);
-  o.agent.clock_sync_rounds = int(std::max<int64_t>(1, cfg.net_clock_sync_s * 1000 / std::max<int64_t>(1, cfg.net_interval_ms)));
+  o.agent.clock_sync_rounds =
+      int(std::max<int64_t>(1, cfg.net_clock_sync_s * 1000 / std::max<int64_t>(1, cfg.net_interval_ms)));
   o.agent.clock_samples = int(cfg.net_clock_samples);
   o.agent.digest = net::digest_config(cfg, obs.hang.timeout_ns);
   o.gloo.rdzv = rdzv;
@@ -92,8 +93,8 @@ void CrossNode::step(Observer::CrossNodeIo& io) {
 void CrossNode::forward(const FindingBoard& board, int64_t now_ns) {
   std::vector<Finding> out;
   for (const Finding* f : board.all()) {
-    std::string what = std::string(f->open ? "open " : "closed ") + to_string(f->verdict) + " " +
-                       hex64(f->comm_hash) + (f->key ? " " + f->key->func + " " + std::to_string(f->key->seq) : "");
+    std::string what = std::string(f->open ? "open " : "closed ") + to_string(f->verdict) + " " + hex64(f->comm_hash) +
+                       (f->key ? " " + f->key->func + " " + std::to_string(f->key->seq) : "");
     for (const Suspect& s : f->suspects) what += " " + std::to_string(s.global_rank);
     if (f->peer) what += " peer " + std::to_string(f->peer->global_rank);
     auto [it, added] = sent_.try_emplace(f->dedup_key);
@@ -109,16 +110,16 @@ std::string CrossNode::status_line() const {
   const net::NetAgent::Status s = agent_->status();
   char buf[512];
   const double rounds = double(std::max<uint64_t>(1, s.rounds));
-  std::snprintf(buf, sizeof(buf),
-                "network: node-rank %d of %d, %s, epoch %llu, %llu rounds (%llu gathered), %llu failures, clock offset "
-                "%.1f us +- %.1f us, sent %llu bytes in %llu messages on this channel, per round %.0f us CPU / %.0f us wall",
-                opt_.gloo.rank, opt_.gloo.size, s.connected ? "connected" : "not connected",
-                static_cast<unsigned long long>(s.epoch), static_cast<unsigned long long>(s.rounds),
-                static_cast<unsigned long long>(s.gathers), static_cast<unsigned long long>(s.failures),
-                double(s.clock.offset_ns) / 1e3, double(s.clock.error_ns) / 1e3,
-                static_cast<unsigned long long>(s.traffic.wire_sent()),
-                static_cast<unsigned long long>(s.traffic.messages_sent), double(s.round_cpu_ns) / rounds / 1e3,
-                double(s.round_wall_ns) / rounds / 1e3);
+  std::snprintf(
+      buf, sizeof(buf),
+      "network: node-rank %d of %d, %s, epoch %llu, %llu rounds (%llu gathered), %llu failures, clock offset "
+      "%.1f us +- %.1f us, sent %llu bytes in %llu messages on this channel, per round %.0f us CPU / %.0f us wall",
+      opt_.gloo.rank, opt_.gloo.size, s.connected ? "connected" : "not connected",
+      static_cast<unsigned long long>(s.epoch), static_cast<unsigned long long>(s.rounds),
+      static_cast<unsigned long long>(s.gathers), static_cast<unsigned long long>(s.failures),
+      double(s.clock.offset_ns) / 1e3, double(s.clock.error_ns) / 1e3,
+      static_cast<unsigned long long>(s.traffic.wire_sent()), static_cast<unsigned long long>(s.traffic.messages_sent),
+      double(s.round_cpu_ns) / rounds / 1e3, double(s.round_wall_ns) / rounds / 1e3);
   std::string out = buf;
   std::snprintf(buf, sizeof(buf),
                 ", digests %llu compared / %llu disagreeing / %llu not compared (%llu slot collisions, %llu range "

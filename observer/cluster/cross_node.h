@@ -25,18 +25,18 @@
 #include "observer/cluster/core_judge.h"
 #include "observer/cluster/leader_merge.h"
 #include "observer/cluster/node_view.h"
-#include "observer/pipeline/observer.h"
 #include "observer/net/agent.h"
 #include "observer/net/gloo_channel.h"
+#include "observer/pipeline/observer.h"
 #include "scout/config.h"
 
 namespace scout::obs {
 
 struct CrossNodeOptions {
   net::AgentOptions agent;
-  net::GlooOptions gloo;   // rendezvous, job, node-rank, size, address, timeouts
+  net::GlooOptions gloo;  // rendezvous, job, node-rank, size, address, timeouts
   NodeViewOptions view;
-  HangConfig hang;         // the leader's job-wide hang analysis
+  HangConfig hang;  // the leader's job-wide hang analysis
   int64_t forward_refresh_ns = 10'000'000'000;
 };
 
@@ -48,8 +48,8 @@ class CrossNode {
   // Installs the step on `observer` (which must outlive this object). `connect` and `latest`
   // form the channel of an epoch; empty: Gloo with `opt.gloo` (GlooChannel::connect,
   // GlooChannel::latest_epoch). `clock`: this node's clock (CLOCK_REALTIME in production).
-  CrossNode(Observer& observer, CrossNodeOptions opt, const net::Clock& clock,
-            net::NetAgent::Connect connect = {}, net::NetAgent::LatestEpoch latest = {});
+  CrossNode(Observer& observer, CrossNodeOptions opt, const net::Clock& clock, net::NetAgent::Connect connect = {},
+            net::NetAgent::LatestEpoch latest = {});
   ~CrossNode();
   CrossNode(const CrossNode&) = delete;
   CrossNode& operator=(const CrossNode&) = delete;

@@ -32,8 +32,8 @@ net::WaitSnapshot capture_waits(const Model& m) {
     auto [it, added] = proc_index.try_emplace(id, int(w.procs.size()));
     if (added) {
       const Proc& p = m.proc(id);
-      w.procs.push_back(net::ProcView{p.global_rank, p.local_rank, p.host, p.pid, p.gpu, p.cuda_dev,
-                                      uint8_t(p.state), p.last_event_ns, p.gone_ns});
+      w.procs.push_back(net::ProcView{p.global_rank, p.local_rank, p.host, p.pid, p.gpu, p.cuda_dev, uint8_t(p.state),
+                                      p.last_event_ns, p.gone_ns});
     }
     return it->second;
   };
@@ -109,7 +109,8 @@ void merge_waits(const std::vector<net::NodeWaits>& nodes, int64_t now_ns, Model
       auto [pit, first] = progress.try_emplace(key, cv.last_progress_ns);
       if (!first) pit->second = std::max(pit->second, cv.last_progress_ns);
       for (const net::MemberView& mv : cv.members) {
-        if (mv.proc < 0 || mv.proc >= int(procs.size()) || mv.comm_rank < 0 || mv.comm_rank >= int(c.ranks.size())) continue;
+        if (mv.proc < 0 || mv.proc >= int(procs.size()) || mv.comm_rank < 0 || mv.comm_rank >= int(c.ranks.size()))
+          continue;
         m.set_member(c, mv.comm_rank, procs[mv.proc], mv.init_ns, mv.finalized);
         RankProgress& rp = c.ranks[mv.comm_rank];
         for (const shm::RecordSnapshot& r : mv.records) m.apply(c, mv.comm_rank, r, now_ns);
@@ -138,7 +139,7 @@ void merge_waits(const std::vector<net::NodeWaits>& nodes, int64_t now_ns, Model
         s.rec.key = id.seq;
         s.rec.state = rp.completed[id.func] > id.seq ? shm::kStateComplete
                       : rp.started[id.func] > id.seq ? shm::kStateRunning
-                                                      : shm::kStateEnqueued;
+                                                     : shm::kStateEnqueued;
         s.final = s.rec.state == shm::kStateComplete;
         if (!s.final) rp.inflight[s.rec.index] = id;
       }

@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "observer/model/finding_board.h"
 #include "observer/model/finding.h"
+#include "observer/model/finding_board.h"
 
 namespace scout::obs {
 

@@ -37,7 +37,8 @@ net::RankOpView NodeView::rank_view(const Model& m, const Comm& c, const OpSlot&
   v.fp_recv = recv_must_agree(s.rec.func) && s.rec.fp_recv_status == shm::kFpDone ? s.rec.fp_recv : 0;
   v.arrival_ns = s.rec.gpu_start_ns;
   v.end_ns = s.rec.state == shm::kStateComplete ? s.rec.gpu_end_ns : 0;
-  if (proc >= 0 && v.arrival_ns > 0 && v.end_ns >= v.arrival_ns) v.gap_ns = gap_before(m.proc(proc), v.arrival_ns, v.end_ns);
+  if (proc >= 0 && v.arrival_ns > 0 && v.end_ns >= v.arrival_ns)
+    v.gap_ns = gap_before(m.proc(proc), v.arrival_ns, v.end_ns);
   v.rec = s.rec;
   return v;
 }
@@ -80,7 +81,8 @@ void NodeView::capture(int64_t now_ns, bool hung) {
     }
     // Records of the operations the Model still holds (local ranks only: the communicator spans
     // nodes). An operation that left the Model keeps its last capture and is settled.
-    const size_t local = std::count_if(c.ranks.begin(), c.ranks.end(), [](const RankProgress& r) { return r.proc >= 0; });
+    const size_t local =
+        std::count_if(c.ranks.begin(), c.ranks.end(), [](const RankProgress& r) { return r.proc >= 0; });
     for (const auto& [id, op] : c.ops) {
       if (id.cls != OpClass::kColl || id.func >= shm::kNumNumberedFuncs || !by_func[id.func]) continue;
       Captured& cap = by_func[id.func]->ops[id.seq];

@@ -23,9 +23,9 @@
 #include <utility>
 #include <vector>
 
+#include "common/segment_reader.h"
 #include "observer/model/model.h"
 #include "observer/net/local_view.h"
-#include "common/segment_reader.h"
 
 namespace scout::obs {
 

@@ -10,9 +10,7 @@ namespace scout::obs {
 
 bool has_issued(const Comm& c, const OpId& id, int rank) {
   auto it = c.ops.find(id);
-  if (it != c.ops.end()) {
-    return it->second.slot(it->second.index_of(rank)) != nullptr;
-  }
+  if (it != c.ops.end()) { return it->second.slot(it->second.index_of(rank)) != nullptr; }
   if (id.cls == OpClass::kColl && rank >= 0 && rank < int(c.ranks.size()) && id.func < shm::kNumNumberedFuncs) {
     return c.ranks[rank].issued[id.func] > id.seq;
   }
@@ -103,8 +101,8 @@ CommWaits analyze_waits(const Comm& c, const Model* m) {
   if (w.edges.empty()) {
     w.cls = "stuck";
     auto it = c.ops.find(w.op);
-    w.meta_disagrees = it != c.ops.end() && it->second.meta_judged &&
-                       it->second.meta_verdict != "agree" && it->second.meta_verdict != "partial";
+    w.meta_disagrees = it != c.ops.end() && it->second.meta_judged && it->second.meta_verdict != "agree" &&
+                       it->second.meta_verdict != "partial";
   } else {
     w.cls = "absent";
   }

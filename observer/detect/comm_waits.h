@@ -19,15 +19,15 @@
 #include <string>
 #include <vector>
 
-#include "observer/model/model.h"
 #include "observer/detect/vote.h"
+#include "observer/model/model.h"
 
 namespace scout::obs {
 
 struct WaitEdge {
-  int from = -1;  // comm rank that waits
-  int to = -1;    // comm rank it waits for
-  OpId op;        // the operation `from` is in
+  int from = -1;    // comm rank that waits
+  int to = -1;      // comm rank it waits for
+  OpId op;          // the operation `from` is in
   std::string why;  // "absent", "not-started", "mismatch"
 };
 
@@ -37,13 +37,13 @@ struct RankWaitState {
 };
 
 struct CommWaits {
-  std::string cls;                 // "", "absent", "stuck", "mismatch"
-  OpId op;                         // the operation most waiting ranks are in (valid unless cls "")
-  std::vector<int> waiting;        // comm ranks waiting, ascending
+  std::string cls;           // "", "absent", "stuck", "mismatch"
+  OpId op;                   // the operation most waiting ranks are in (valid unless cls "")
+  std::vector<int> waiting;  // comm ranks waiting, ascending
   std::vector<WaitEdge> edges;
   std::vector<RankWaitState> ranks;  // index = comm rank
-  VoteResult<OpId> frontier_vote;  // mismatch: ranks' current collective (idle ranks vote kIdleOp)
-  bool meta_disagrees = false;     // stuck op whose metadata vote disagreed (a desync hang)
+  VoteResult<OpId> frontier_vote;    // mismatch: ranks' current collective (idle ranks vote kIdleOp)
+  bool meta_disagrees = false;       // stuck op whose metadata vote disagreed (a desync hang)
 };
 
 // The ballot of a rank in no collective (mismatch vote).

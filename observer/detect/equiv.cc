@@ -127,8 +127,8 @@ void EquivChecker::observe(const Model& m, const JudgedOp& op, int64_t now_ns, F
   }
 }
 
-void EquivChecker::compare(const Model& m, size_t g, const std::vector<const Comm*>& members,
-                           const Key& key, int64_t now_ns, FindingBoard& board) {
+void EquivChecker::compare(const Model& m, size_t g, const std::vector<const Comm*>& members, const Key& key,
+                           int64_t now_ns, FindingBoard& board) {
   const EquivGroup& grp = groups_[g];
   int nranks = members[0]->key.nranks;
   for (int which = 0; which < 2; ++which) {
@@ -180,8 +180,8 @@ void EquivChecker::compare(const Model& m, size_t g, const std::vector<const Com
     if (all_attributed) f.suspects = suspects;
     set_comm(f, first_bad ? *first_bad : *members[0]);
     f.key = OpKey{shm::func_name(key.first), key.second};
-    f.dedup_key = "sdc:equiv:" + std::to_string(g) + ":" + (send ? "send:" : "recv:") +
-                  shm::func_name(key.first) + ":" + std::to_string(key.second);
+    f.dedup_key = "sdc:equiv:" + std::to_string(g) + ":" + (send ? "send:" : "recv:") + shm::func_name(key.first) +
+                  ":" + std::to_string(key.second);
     f.first_seen_ns = now_ns;
     f.last_seen_ns = now_ns;
     SdcEvidence ev;
@@ -192,13 +192,13 @@ void EquivChecker::compare(const Model& m, size_t g, const std::vector<const Com
     for (const Comm* mc : members) ev.group->push_back(ev_comm(*mc));
     ev.disagreements = disagreements;
     f.evidence = to_json(ev);
-    std::string what = std::string(send ? "send" : "receive") + " buffers of " + shm::func_name(key.first) +
-                       " #" + std::to_string(key.second) + " in the equivalent communicators '" + grp.text + "'";
+    std::string what = std::string(send ? "send" : "receive") + " buffers of " + shm::func_name(key.first) + " #" +
+                       std::to_string(key.second) + " in the equivalent communicators '" + grp.text + "'";
     if (all_attributed) {
       std::string names;
       for (const Suspect& s : suspects) {
-        names += (names.empty() ? "rank " : ", rank ") + std::to_string(s.global_rank) + " (" + s.host +
-                 ", pid " + std::to_string(s.pid) + ")";
+        names += (names.empty() ? "rank " : ", rank ") + std::to_string(s.global_rank) + " (" + s.host + ", pid " +
+                 std::to_string(s.pid) + ")";
       }
       f.summary = names + " differs from its replicas in the " + what;
     } else {

@@ -21,9 +21,9 @@
 #include <utility>
 #include <vector>
 
+#include "observer/detect/judged_op.h"
 #include "observer/model/finding_board.h"
 #include "observer/model/model.h"
-#include "observer/detect/judged_op.h"
 
 namespace scout::obs {
 
@@ -59,8 +59,8 @@ class EquivChecker {
   };
   using Key = std::pair<uint8_t, uint64_t>;  // (func, seq)
   bool matches(const EquivGroup& g, const Comm& c) const;
-  void compare(const Model& m, size_t g, const std::vector<const Comm*>& members, const Key& key,
-               int64_t now_ns, FindingBoard& board);
+  void compare(const Model& m, size_t g, const std::vector<const Comm*>& members, const Key& key, int64_t now_ns,
+               FindingBoard& board);
 
   std::vector<EquivGroup> groups_;
   std::map<CommKey, std::map<Key, std::map<int, Fp>>> history_;  // comm -> key -> comm rank -> fp

@@ -33,14 +33,14 @@ std::optional<FpOutcome> check_recv_fingerprints(const Op& op, bool timed_out) {
     out.verdict = "not-sampled";
     return out;
   }
-  auto best = std::max_element(coverage.begin(), coverage.end(),
-                               [](const auto& a, const auto& b) { return a.second < b.second; })->first;
+  auto best = std::max_element(coverage.begin(), coverage.end(), [](const auto& a, const auto& b) {
+                return a.second < b.second;
+              })->first;
   out.fp_bytes = best.first;
   out.fp_version = best.second;
   std::vector<std::pair<int, uint64_t>> ballots;
   for (const OpSlot& s : op.slots) {
-    if (!s.lost && s.rec.fp_recv_status == kFpDone && s.rec.fp_bytes == best.first &&
-        s.rec.fp_version == best.second) {
+    if (!s.lost && s.rec.fp_recv_status == kFpDone && s.rec.fp_bytes == best.first && s.rec.fp_version == best.second) {
       ballots.emplace_back(s.index, s.rec.fp_recv);
     }
   }
@@ -55,8 +55,7 @@ std::optional<FpOutcome> check_recv_fingerprints(const Op& op, bool timed_out) {
   return out;
 }
 
-std::optional<Finding> sdc_finding(const Model& m, const Comm& c, const Op& op, const FpOutcome& out,
-                                   int64_t now_ns) {
+std::optional<Finding> sdc_finding(const Model& m, const Comm& c, const Op& op, const FpOutcome& out, int64_t now_ns) {
   if (out.vote.verdict == VoteVerdict::kAgree || out.vote.groups.empty()) return std::nullopt;
   Finding f;
   f.kind = FindingKind::kSdc;
@@ -102,12 +101,12 @@ std::optional<Finding> sdc_finding(const Model& m, const Comm& c, const Op& op, 
       names += (names.empty() ? "" : ", ") + who(m, c, r);
     }
     f.summary = names + " received different bytes in " + what + ": " +
-                std::to_string(out.vote.groups[0].voters.size()) + " of " +
-                std::to_string(c.key.nranks) + " ranks agree on " + fp_hex(out.vote.groups[0].value);
+                std::to_string(out.vote.groups[0].voters.size()) + " of " + std::to_string(c.key.nranks) +
+                " ranks agree on " + fp_hex(out.vote.groups[0].value);
   } else {
     f.summary = "ranks disagree on the result of " + what + " with no majority (" +
-                std::to_string(out.vote.groups.size()) + " different fingerprints among " +
-                std::to_string(out.voters) + " ranks)";
+                std::to_string(out.vote.groups.size()) + " different fingerprints among " + std::to_string(out.voters) +
+                " ranks)";
   }
   return f;
 }

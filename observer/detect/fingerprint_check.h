@@ -13,9 +13,9 @@
 #include <optional>
 #include <string>
 
-#include "observer/model/model.h"
 #include "observer/detect/vote.h"
 #include "observer/model/finding.h"
+#include "observer/model/model.h"
 
 namespace scout::obs {
 
@@ -27,7 +27,7 @@ struct FpOutcome {
   // not vote; those that did agree), "not-sampled" (no rank fingerprinted it), "n/a" (function
   // whose receive buffers differ by design).
   std::string verdict;
-  VoteResult<uint64_t> vote;   // voters are comm ranks; values are fingerprints
+  VoteResult<uint64_t> vote;  // voters are comm ranks; values are fingerprints
   bool partial = false;
   int voters = 0;
   uint64_t fp_bytes = 0;
@@ -39,7 +39,6 @@ struct FpOutcome {
 std::optional<FpOutcome> check_recv_fingerprints(const Op& op, bool timed_out);
 
 // The sdc finding for a disagreement (nullopt when the verdict is not attributed/inconclusive).
-std::optional<Finding> sdc_finding(const Model& m, const Comm& c, const Op& op, const FpOutcome& out,
-                                   int64_t now_ns);
+std::optional<Finding> sdc_finding(const Model& m, const Comm& c, const Op& op, const FpOutcome& out, int64_t now_ns);
 
 }  // namespace scout::obs

@@ -10,8 +10,8 @@
 namespace scout::obs {
 
 namespace {
-constexpr size_t kMaxChain = 256;      // edges listed in evidence
-constexpr int kMaxRanksListed = 64;    // per communicator in evidence
+constexpr size_t kMaxChain = 256;    // edges listed in evidence
+constexpr int kMaxRanksListed = 64;  // per communicator in evidence
 
 std::string what_op(const Comm& c, const OpId& id) { return describe(id) + " of " + comm_label(c); }
 
@@ -52,8 +52,8 @@ int64_t progress_mark(const Comm& c) {
 }  // namespace
 
 std::string hang_key(const Comm& c, const OpId& id) {
-  std::string k = "hang:" + hex64(c.key.hash) + ":" + std::to_string(c.key.nranks) + ":" +
-                  shm::func_name(id.func) + ":" + std::to_string(id.seq);
+  std::string k = "hang:" + hex64(c.key.hash) + ":" + std::to_string(c.key.nranks) + ":" + shm::func_name(id.func) +
+                  ":" + std::to_string(id.seq);
   if (id.cls == OpClass::kP2p) k += ":" + std::to_string(id.src) + ">" + std::to_string(id.dst);
   return k;
 }
@@ -126,8 +126,8 @@ std::vector<EvWaitEdge> HangDetector::chain(const Model& m, const std::vector<Pr
   for (int t : tags) {
     if (out.size() >= kMaxChain) break;
     const ProcEdge& e = edges[t];
-    out.push_back(EvWaitEdge{m.proc(e.from).global_rank, m.proc(e.to).global_rank, ev_comm(*e.comm), ev_op(e.e.op),
-                             e.e.why});
+    out.push_back(
+        EvWaitEdge{m.proc(e.from).global_rank, m.proc(e.to).global_rank, ev_comm(*e.comm), ev_op(e.e.op), e.e.why});
   }
   return out;
 }
@@ -192,15 +192,15 @@ void HangDetector::report_deadlock(const Model& m, const std::vector<int>& cycle
   f.first_seen_ns = since;
   f.last_seen_ns = now_ns;
   f.evidence = to_json(DeadlockEvidence{chain(m, edges, tags), comm_states(m, comms, now_ns), to_ms(now_ns - since),
-                                         to_ms(cfg_.timeout_ns)});
+                                        to_ms(cfg_.timeout_ns)});
   f.summary = "deadlock across " + std::to_string(comms.size()) + " communicators: " + words;
   board.report(f);
   reported_.insert(f.dedup_key);
   track(f.dedup_key, comms);
 }
 
-void HangDetector::report_stuck(const Model& m, const Comm& c, const WaitGraph& g,
-                                const std::vector<ProcEdge>& edges, int64_t now_ns, FindingBoard& board) {
+void HangDetector::report_stuck(const Model& m, const Comm& c, const WaitGraph& g, const std::vector<ProcEdge>& edges,
+                                int64_t now_ns, FindingBoard& board) {
   const CommWaits& w = waits_.at(c.key);
   std::set<int> upstream;
   std::vector<int> tags;
@@ -313,13 +313,12 @@ void HangDetector::report_mismatch(const Model& m, const Comm& c, const WaitGrap
       names += (names.empty() ? "" : "; ") + who(m, c, d) +
                (rs.state == "idle" ? " is in no collective" : " is in " + describe(rs.op));
     }
-    f.summary = names + " while " + std::to_string(v.groups[0].voters.size()) + " ranks wait in " +
-                what_op(c, w.op) + " (ranks disagree on the next collective; stuck for " +
-                seconds(now_ns - c.last_progress_ns) + ")";
+    f.summary = names + " while " + std::to_string(v.groups[0].voters.size()) + " ranks wait in " + what_op(c, w.op) +
+                " (ranks disagree on the next collective; stuck for " + seconds(now_ns - c.last_progress_ns) + ")";
   } else {
     f.summary = "ranks of " + comm_label(c) + " wait in different collectives with no majority (" +
-                std::to_string(v.groups.size()) + " different ones; stuck for " +
-                seconds(now_ns - c.last_progress_ns) + ")";
+                std::to_string(v.groups.size()) + " different ones; stuck for " + seconds(now_ns - c.last_progress_ns) +
+                ")";
   }
   board.report(f);
 }
@@ -496,7 +495,7 @@ void HangDetector::pass(const Model& m, int64_t now_ns, FindingBoard& board) {
   for (int s : roots) {
     std::string detail;
     std::string reason = root_reason(m, s, &detail);
-    if (reason == "stuck" || reason == "desync") continue;  // reported with their communicator
+    if (reason == "stuck" || reason == "desync") continue;         // reported with their communicator
     if (cfg_.defer_cross_node && waits_elsewhere(m, s)) continue;  // the leader decides
     int best = -1;
     for (size_t t = 0; t < edges.size(); ++t) {

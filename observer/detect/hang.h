@@ -27,16 +27,16 @@
 #include <set>
 #include <string>
 
+#include "observer/detect/comm_waits.h"
+#include "observer/detect/wait_graph.h"
 #include "observer/model/evidence.h"
 #include "observer/model/finding_board.h"
 #include "observer/model/model.h"
-#include "observer/detect/comm_waits.h"
-#include "observer/detect/wait_graph.h"
 
 namespace scout::obs {
 
 struct HangConfig {
-  int64_t timeout_ns = 60'000'000'000;    // --hang-timeout / SCOUT_OBSERVER_HANG_TIMEOUT_S
+  int64_t timeout_ns = 60'000'000'000;     // --hang-timeout / SCOUT_OBSERVER_HANG_TIMEOUT_S
   int64_t crash_grace_ns = 1'000'000'000;  // SCOUT_OBSERVER_CRASH_GRACE_MS
   // Observer network on (several nodes): a rank with an operation in flight in a communicator
   // whose members this observer does not all see is not named as a root here. It waits for
@@ -69,18 +69,16 @@ class HangDetector {
   std::string root_reason(const Model& m, int proc, std::string* detail) const;
   // True when `proc` has an operation in flight in a communicator with members not all known.
   static bool waits_elsewhere(const Model& m, int proc);
-  std::vector<EvWaitEdge> chain(const Model& m, const std::vector<ProcEdge>& edges,
-                            const std::vector<int>& tags) const;
+  std::vector<EvWaitEdge> chain(const Model& m, const std::vector<ProcEdge>& edges, const std::vector<int>& tags) const;
   std::vector<EvCommState> comm_states(const Model& m, const std::vector<const Comm*>& comms, int64_t now_ns) const;
   void report_deadlock(const Model& m, const std::vector<int>& cycle, const WaitGraph& g,
                        const std::vector<ProcEdge>& edges, int64_t now_ns, FindingBoard& board);
-  void report_stuck(const Model& m, const Comm& c, const WaitGraph& g,
-                    const std::vector<ProcEdge>& edges, int64_t now_ns, FindingBoard& board);
-  void report_mismatch(const Model& m, const Comm& c, const WaitGraph& g,
-                       const std::vector<ProcEdge>& edges, int64_t now_ns, FindingBoard& board);
-  void report_root(const Model& m, const std::vector<int>& roots, const ProcEdge& primary,
-                   const WaitGraph& g, const std::vector<ProcEdge>& edges, int64_t now_ns,
-                   FindingBoard& board);
+  void report_stuck(const Model& m, const Comm& c, const WaitGraph& g, const std::vector<ProcEdge>& edges,
+                    int64_t now_ns, FindingBoard& board);
+  void report_mismatch(const Model& m, const Comm& c, const WaitGraph& g, const std::vector<ProcEdge>& edges,
+                       int64_t now_ns, FindingBoard& board);
+  void report_root(const Model& m, const std::vector<int>& roots, const ProcEdge& primary, const WaitGraph& g,
+                   const std::vector<ProcEdge>& edges, int64_t now_ns, FindingBoard& board);
   void report_crash(const Model& m, int proc, const ProcEdge& primary, const WaitGraph& g,
                     const std::vector<ProcEdge>& edges, int64_t now_ns, FindingBoard& board);
 
@@ -95,8 +93,8 @@ class HangDetector {
   // merely stopped waiting (killed with the job).
   std::map<std::string, std::vector<std::pair<CommKey, int64_t>>> involved_;
   void track(const std::string& key, const std::vector<const Comm*>& comms);
-  std::map<int, int64_t> blocking_since_;             // dead proc -> first seen blocking peers
-  std::set<int> crashed_;                             // procs with a crash finding
+  std::map<int, int64_t> blocking_since_;  // dead proc -> first seen blocking peers
+  std::set<int> crashed_;                  // procs with a crash finding
 };
 
 // Dedup key of the hang finding about operation `id` of `c`.

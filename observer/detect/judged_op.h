@@ -14,13 +14,13 @@ struct JudgedOp {
   CommKey comm;
   OpId id;
   uint8_t datatype = 0;
-  uint64_t bytes = 0;     // message bytes of the record (docs/nccl-notes.md §5.1 convention per func)
-  uint64_t count = 0;     // element count of the task (the record's count)
+  uint64_t bytes = 0;           // message bytes of the record (docs/nccl-notes.md §5.1 convention per func)
+  uint64_t count = 0;           // element count of the task (the record's count)
   uint8_t algo = 0, proto = 0;  // shm::Algo / shm::Proto of the record
-  int n = 0;              // participants (coll: nranks, p2p: 2)
-  bool complete = false;  // every participant present, complete, with GPU start and end
+  int n = 0;                    // participants (coll: nranks, p2p: 2)
+  bool complete = false;        // every participant present, complete, with GPU start and end
   struct Part {
-    bool present = true;    // false: its record was lost before it was final
+    bool present = true;  // false: its record was lost before it was final
     int comm_rank = -1;
     int proc = -1;
     int64_t api_ns = 0, enqueue_ns = 0;

@@ -33,8 +33,8 @@ MetaOutcome check_metadata(const Op& op) {
 }
 
 std::string desync_key(const Comm& c, const OpId& id) {
-  std::string k = "desync:" + hex64(c.key.hash) + ":" + std::to_string(c.key.nranks) + ":" +
-                  shm::func_name(id.func) + ":" + std::to_string(id.seq);
+  std::string k = "desync:" + hex64(c.key.hash) + ":" + std::to_string(c.key.nranks) + ":" + shm::func_name(id.func) +
+                  ":" + std::to_string(id.seq);
   if (id.cls == OpClass::kP2p) k += ":" + std::to_string(id.src) + ">" + std::to_string(id.dst);
   return k;
 }
@@ -47,8 +47,8 @@ std::string meta_words(const MetaValue& v) {
 }
 }  // namespace
 
-std::optional<Finding> desync_finding(const Model& m, const Comm& c, const Op& op,
-                                      const MetaOutcome& out, int64_t now_ns) {
+std::optional<Finding> desync_finding(const Model& m, const Comm& c, const Op& op, const MetaOutcome& out,
+                                      int64_t now_ns) {
   if (out.vote.verdict == VoteVerdict::kAgree) return std::nullopt;
   Finding f;
   f.kind = FindingKind::kDesync;
@@ -85,11 +85,11 @@ std::optional<Finding> desync_finding(const Model& m, const Comm& c, const Op& o
         minority += who(m, c, r) + " called it with " + meta_words(out.vote.groups[g].value);
       }
     }
-    f.summary = minority + " where " + std::to_string(maj.voters.size()) + " ranks used " +
-                meta_words(maj.value) + " (" + what + ")";
+    f.summary = minority + " where " + std::to_string(maj.voters.size()) + " ranks used " + meta_words(maj.value) +
+                " (" + what + ")";
   } else {
-    f.summary = "ranks disagree on " + what + " with no majority (" +
-                std::to_string(out.vote.groups.size()) + " different calls)";
+    f.summary = "ranks disagree on " + what + " with no majority (" + std::to_string(out.vote.groups.size()) +
+                " different calls)";
   }
   return f;
 }

@@ -13,10 +13,10 @@
 #include <cstdint>
 #include <optional>
 
-#include "observer/model/model.h"
 #include "observer/detect/vote.h"
 #include "observer/model/evidence.h"
 #include "observer/model/finding.h"
+#include "observer/model/model.h"
 
 namespace scout::obs {
 
@@ -43,8 +43,8 @@ struct MetaOutcome {
 MetaOutcome check_metadata(const Op& op);
 
 // The desync finding for a disagreement (nullopt when the ranks agree). `now_ns` is last_seen.
-std::optional<Finding> desync_finding(const Model& m, const Comm& c, const Op& op,
-                                      const MetaOutcome& out, int64_t now_ns);
+std::optional<Finding> desync_finding(const Model& m, const Comm& c, const Op& op, const MetaOutcome& out,
+                                      int64_t now_ns);
 // Dedup key of the desync finding about `id` of `c` (shared with the hang detector's mismatch).
 std::string desync_key(const Comm& c, const OpId& id);
 

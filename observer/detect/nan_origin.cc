@@ -84,8 +84,8 @@ void NanOrigin::report(const Model& m, int64_t now_ns, FindingBoard& board) {
   ev.ops_with_nonfinite = ops_with_nonfinite_;
   ev.ranks_with_nonfinite = ranks_seen_;
   f.evidence = to_json(ev);
-  f.summary = names + " sent the first non-finite values: " + where + " (" + std::to_string(nan) +
-              " NaN, " + std::to_string(inf) + " Inf in the send buffer)";
+  f.summary = names + " sent the first non-finite values: " + where + " (" + std::to_string(nan) + " NaN, " +
+              std::to_string(inf) + " Inf in the send buffer)";
   board.report(f);
 }
 

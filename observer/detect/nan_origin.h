@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "observer/detect/judged_op.h"
 #include "observer/model/finding_board.h"
 #include "observer/model/model.h"
-#include "observer/detect/judged_op.h"
 
 namespace scout::obs {
 

@@ -65,8 +65,8 @@ void OpJudge::finish(Model& m, Comm& c, Op& op, int64_t now_ns, FindingBoard& bo
     MetaOutcome meta = check_metadata(op);
     if (auto f = desync_finding(m, c, op, meta, now_ns)) board.report(*f);
     classes_.record(m, c, op, meta);
-    op.meta_verdict = meta.vote.verdict == VoteVerdict::kAgree ? (meta.partial ? "partial" : "agree")
-                                                                : to_string(meta.vote.verdict);
+    op.meta_verdict =
+        meta.vote.verdict == VoteVerdict::kAgree ? (meta.partial ? "partial" : "agree") : to_string(meta.vote.verdict);
     op.meta_judged = true;
   }
   std::optional<FpOutcome> fp = check_recv_fingerprints(op, true);

@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "observer/detect/class_vote.h"
-#include "observer/model/finding_board.h"
-#include "observer/model/model.h"
 #include "observer/detect/judged_op.h"
+#include "observer/model/finding_board.h"
 #include "observer/model/job.h"
+#include "observer/model/model.h"
 
 namespace scout::obs {
 
@@ -27,7 +27,7 @@ struct JudgeConfig {
 struct JudgeOutput {
   std::vector<OpSummary> summaries;  // collectives only (the store keys p2p pairs poorly)
   std::vector<OpRankTiming> timings;
-  std::vector<JudgedOp> judged;      // collectives and p2p pairs, in judgement order
+  std::vector<JudgedOp> judged;  // collectives and p2p pairs, in judgement order
 };
 
 struct JudgeStats {

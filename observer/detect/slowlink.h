@@ -34,20 +34,20 @@
 #include <string>
 #include <vector>
 
+#include "observer/detect/judged_op.h"
 #include "observer/model/evidence.h"
 #include "observer/model/finding_board.h"
 #include "observer/model/model.h"
-#include "observer/detect/judged_op.h"
 
 namespace scout::obs {
 
 struct SlowLinkConfig {
-  int window = 16;              // SCOUT_OBSERVER_SLOW_WINDOW
-  int min_samples = 4;          // samples a channel needs before it is compared
-  double factor = 2.0;          // SCOUT_OBSERVER_SLOW_FACTOR
-  int64_t min_ns = 1'000'000;   // SCOUT_OBSERVER_SLOW_MIN_MS
-  int confirm = 8;              // operations a channel must stay slow (window / 2)
-  double noise_k = 3.0;         // SCOUT_OBSERVER_SLOW_NOISE_K (MADs of the peers' samples)
+  int window = 16;             // SCOUT_OBSERVER_SLOW_WINDOW
+  int min_samples = 4;         // samples a channel needs before it is compared
+  double factor = 2.0;         // SCOUT_OBSERVER_SLOW_FACTOR
+  int64_t min_ns = 1'000'000;  // SCOUT_OBSERVER_SLOW_MIN_MS
+  int confirm = 8;             // operations a channel must stay slow (window / 2)
+  double noise_k = 3.0;        // SCOUT_OBSERVER_SLOW_NOISE_K (MADs of the peers' samples)
 };
 
 class SlowLinkDetector {
@@ -58,9 +58,9 @@ class SlowLinkDetector {
 
   struct Channel {
     CommKey comm;
-    int a = -1, b = -1;   // p2p: comm ranks (a < b); collective: -1
+    int a = -1, b = -1;  // p2p: comm ranks (a < b); collective: -1
     uint8_t func = 0;
-    int bucket = 0;       // floor(log2(bytes))
+    int bucket = 0;  // floor(log2(bytes))
     auto operator<=>(const Channel&) const = default;
   };
 
@@ -84,9 +84,9 @@ class SlowLinkDetector {
 
   SlowLinkConfig cfg_;
   struct Run {
-    uint64_t total = 0;       // samples ever observed
-    uint64_t seen = 0;        // total at the previous evaluation
-    uint64_t slow_for = 0;    // samples observed while continuously slow
+    uint64_t total = 0;     // samples ever observed
+    uint64_t seen = 0;      // total at the previous evaluation
+    uint64_t slow_for = 0;  // samples observed while continuously slow
   };
   std::map<Channel, std::deque<Sample>> samples_;
   std::map<Channel, Run> runs_;

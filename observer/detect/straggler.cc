@@ -20,8 +20,7 @@ int64_t gap_before(const Proc& p, int64_t arrival, int64_t own_end) {
   return -1;
 }
 
-StragglerDetector::Entry StragglerDetector::score(const Model& m, const JudgedOp& op,
-                                                  const StragglerConfig& cfg) {
+StragglerDetector::Entry StragglerDetector::score(const Model& m, const JudgedOp& op, const StragglerConfig& cfg) {
   Entry e;
   e.id = op.id;
   const int n = int(op.parts.size());
@@ -59,8 +58,7 @@ StragglerDetector::Entry StragglerDetector::score(const Model& m, const JudgedOp
   return e;
 }
 
-StragglerDetector::Entry StragglerDetector::score(const CrossNodeArrivals& op, int nranks,
-                                                  const StragglerConfig& cfg) {
+StragglerDetector::Entry StragglerDetector::score(const CrossNodeArrivals& op, int nranks, const StragglerConfig& cfg) {
   Entry e;
   e.id = op.id;
   e.first_arrival_ns = op.first_arrival_ns;
@@ -314,9 +312,15 @@ void StragglerDetector::evaluate(const Model& m, int64_t now_ns, FindingBoard& b
       ev.comms.push_back(std::move(sc));
     }
     ev.aggregate = EvStragglerAggregate{agg.ops, agg.late, agg.any};
-    ev.thresholds = EvStragglerThresholds{to_ms(cfg_.min_ns), cfg_.rel, cfg_.persist, cfg_.min_late, cfg_.window,
-                                         cfg_.z, cfg_.noise_k, to_ms(calibrated(&m, main.comm->key).min_ns),
-                                         std::round(background * 1000) / 1000};
+    ev.thresholds = EvStragglerThresholds{to_ms(cfg_.min_ns),
+                                          cfg_.rel,
+                                          cfg_.persist,
+                                          cfg_.min_late,
+                                          cfg_.window,
+                                          cfg_.z,
+                                          cfg_.noise_k,
+                                          to_ms(calibrated(&m, main.comm->key).min_ns),
+                                          std::round(background * 1000) / 1000};
     f.evidence = to_json(ev);
     char ms[32];
     std::snprintf(ms, sizeof(ms), "%.1f ms", median(late_signals) / 1e6);

@@ -36,21 +36,21 @@
 #include <string>
 #include <vector>
 
+#include "observer/detect/judged_op.h"
 #include "observer/model/finding_board.h"
 #include "observer/model/model.h"
-#include "observer/detect/judged_op.h"
 
 namespace scout::obs {
 
 struct StragglerConfig {
-  int window = 64;                 // SCOUT_OBSERVER_STRAGGLER_WINDOW (operations)
-  int64_t min_ns = 5'000'000;      // SCOUT_OBSERVER_STRAGGLER_MIN_MS
-  double rel = 3.0;                // SCOUT_OBSERVER_STRAGGLER_REL
-  double persist = 0.6;            // SCOUT_OBSERVER_STRAGGLER_PERSIST
-  int min_late = 4;                // SCOUT_OBSERVER_STRAGGLER_MIN_LATE
-  double z = 6.0;                  // SCOUT_OBSERVER_STRAGGLER_Z (standard deviations)
-  double noise_k = 5.0;            // SCOUT_OBSERVER_STRAGGLER_NOISE_K (MADs above the median)
-  int warmup = 8;                  // first collectives of each communicator not scored (start-up)
+  int window = 64;             // SCOUT_OBSERVER_STRAGGLER_WINDOW (operations)
+  int64_t min_ns = 5'000'000;  // SCOUT_OBSERVER_STRAGGLER_MIN_MS
+  double rel = 3.0;            // SCOUT_OBSERVER_STRAGGLER_REL
+  double persist = 0.6;        // SCOUT_OBSERVER_STRAGGLER_PERSIST
+  int min_late = 4;            // SCOUT_OBSERVER_STRAGGLER_MIN_LATE
+  double z = 6.0;              // SCOUT_OBSERVER_STRAGGLER_Z (standard deviations)
+  double noise_k = 5.0;        // SCOUT_OBSERVER_STRAGGLER_NOISE_K (MADs above the median)
+  int warmup = 8;              // first collectives of each communicator not scored (start-up)
 };
 
 // g_r above: time from the end of `p`'s latest GPU interval that ended at or before `arrival`
@@ -69,7 +69,7 @@ struct CrossNodeArrivals {
   struct Local {
     int comm_rank = -1;
     int proc = -1;
-    int64_t lateness_ns = 0;     // arrival - earliest arrival (clock offsets applied)
+    int64_t lateness_ns = 0;  // arrival - earliest arrival (clock offsets applied)
     int64_t gap_ns = -1;
   };
   std::vector<Local> ranks;
@@ -136,8 +136,8 @@ class StragglerDetector {
   StragglerConfig cfg_;
   std::map<CommKey, std::deque<Entry>> comms_;
   std::map<int, std::deque<Agg>> procs_;
-  std::map<int, Episode> open_;  // proc -> open episode
-  std::map<std::string, Noise> noise_;      // comm class -> noise
+  std::map<int, Episode> open_;              // proc -> open episode
+  std::map<std::string, Noise> noise_;       // comm class -> noise
   std::map<CommKey, std::string> class_of_;  // comm -> its class
   std::map<CommKey, int> seen_;              // comm -> collectives observed (warm-up)
 };

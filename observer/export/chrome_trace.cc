@@ -79,7 +79,6 @@ void add_op_events(const Snapshot& s, Tracks& tracks, int64_t origin, int64_t as
                         {"args", args}});
     }
   }
-
 }
 
 // The findings as their own process: one thread and span per finding, and an instant on each
@@ -96,8 +95,10 @@ void add_finding_events(const Snapshot& s, Tracks& tracks, int64_t origin, nlohm
     int tid = static_cast<int>(f.id);
     std::string label = "#" + std::to_string(f.id) + " " + obs::to_string(f.kind);
     events.push_back(meta_event("thread_name", 0, tid, {{"name", label}}));
-    nlohmann::json args = {{"id", f.id}, {"verdict", obs::to_string(f.verdict)},
-                           {"status", f.open ? "open" : "closed"}, {"summary", f.summary}};
+    nlohmann::json args = {{"id", f.id},
+                           {"verdict", obs::to_string(f.verdict)},
+                           {"status", f.open ? "open" : "closed"},
+                           {"summary", f.summary}};
     std::vector<int> suspects;
     for (const auto& su : f.suspects) suspects.push_back(su.global_rank);
     args["suspects"] = suspects;
@@ -190,9 +191,7 @@ nlohmann::json chrome_trace(const Snapshot& s) {
 
 std::string check_chrome_trace(const nlohmann::json& trace) {
   if (!trace.is_object()) return "top level is not an object";
-  if (!trace.contains("traceEvents") || !trace["traceEvents"].is_array()) {
-    return "no traceEvents array";
-  }
+  if (!trace.contains("traceEvents") || !trace["traceEvents"].is_array()) { return "no traceEvents array"; }
   std::set<int64_t> named_pids;
   std::set<std::pair<int64_t, int64_t>> named_tids, used;
   size_t i = 0;
@@ -213,8 +212,7 @@ std::string check_chrome_trace(const nlohmann::json& trace) {
     }
     if (ph == "M") {
       std::string n = e["name"];
-      bool has_name = e.contains("args") && e["args"].contains("name") &&
-                      e["args"]["name"].is_string();
+      bool has_name = e.contains("args") && e["args"].contains("name") && e["args"]["name"].is_string();
       if (n == "process_name") {
         if (!has_name) return where + ": process_name without args.name";
         named_pids.insert(pid);
@@ -229,8 +227,7 @@ std::string check_chrome_trace(const nlohmann::json& trace) {
   for (const auto& [pid, tid] : used) {
     if (!named_pids.count(pid)) return "pid " + std::to_string(pid) + " has no process_name";
     if (!named_tids.count({pid, tid})) {
-      return "track pid " + std::to_string(pid) + " tid " + std::to_string(tid) +
-             " has no thread_name";
+      return "track pid " + std::to_string(pid) + " tid " + std::to_string(tid) + " has no thread_name";
     }
   }
   return "";

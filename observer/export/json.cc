@@ -4,8 +4,7 @@
 
 namespace scout::exporter {
 
-const char* const kSeqFuncs[5] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter",
-                                  "AllReduce"};
+const char* const kSeqFuncs[5] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce"};
 
 nlohmann::json job_json(const obs::JobInfo& j) {
   return {{"job", j.job},
@@ -22,11 +21,16 @@ nlohmann::json job_json(const obs::JobInfo& j) {
 }
 
 nlohmann::json rank_json(const obs::RankInfo& r) {
-  return {{"global_rank", r.global_rank}, {"local_rank", r.local_rank},
-          {"host", r.host},               {"pid", r.pid},
-          {"gpu", r.gpu},                 {"cuda_dev", r.cuda_dev},
-          {"node_rank", r.node_rank},     {"segment", r.segment},
-          {"state", r.state},             {"first_seen_ns", r.first_seen_ns},
+  return {{"global_rank", r.global_rank},
+          {"local_rank", r.local_rank},
+          {"host", r.host},
+          {"pid", r.pid},
+          {"gpu", r.gpu},
+          {"cuda_dev", r.cuda_dev},
+          {"node_rank", r.node_rank},
+          {"segment", r.segment},
+          {"state", r.state},
+          {"first_seen_ns", r.first_seen_ns},
           {"last_event_ns", r.last_event_ns}};
 }
 

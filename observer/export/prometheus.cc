@@ -44,7 +44,7 @@ constexpr const char* kCommStates[] = {"active", "stalled", "hung", "finalized"}
 
 struct Agg {
   uint64_t n = 0;
-  uint64_t n_done = 0;   // with a duration
+  uint64_t n_done = 0;  // with a duration
   double dur_sum = 0, dur_max = 0;
   uint64_t n_bw = 0;
   double bw_sum = 0;
@@ -78,8 +78,7 @@ namespace {
 // The families of the store's identity and of the ranks (state, liveness, lateness).
 void write_rank_families(const Snapshot& s, const std::string& job, std::ostream& out) {
   {
-    Family f(out, "scout_info", "gauge",
-             "Identity of the store this file was exported from (always 1).");
+    Family f(out, "scout_info", "gauge", "Identity of the store this file was exported from (always 1).");
     f.sample({{"job", job},
               {"node_rank", std::to_string(s.job ? s.job->node_rank : 0)},
               {"nodes", std::to_string(s.job ? s.job->nodes : 0)},
@@ -99,11 +98,9 @@ void write_rank_families(const Snapshot& s, const std::string& job, std::ostream
     for (const auto& [st, n] : by_state) f.sample({{"job", job}, {"state", st}}, n);
   }
   {
-    Family f(out, "scout_rank_alive", "gauge",
-             "1 while the rank's process runs (state running), else 0.");
+    Family f(out, "scout_rank_alive", "gauge", "1 while the rank's process runs (state running), else 0.");
     for (const auto& r : s.ranks) {
-      f.sample({{"job", job}, {"global_rank", std::to_string(r.global_rank)}, {"host", r.host},
-                {"gpu", r.gpu}},
+      f.sample({{"job", job}, {"global_rank", std::to_string(r.global_rank)}, {"host", r.host}, {"gpu", r.gpu}},
                r.state == "running" ? 1 : 0);
     }
   }
@@ -138,16 +135,13 @@ void write_comm_families(const Snapshot& s, const std::string& job, std::ostream
     return Labels{{"job", job}, {"comm", c.name}, {"comm_hash", obs::hex64(c.comm_hash)}};
   };
   {
-    Family f(out, "scout_comm_ops_complete", "gauge",
-             "Operations complete on every rank of the communicator.");
+    Family f(out, "scout_comm_ops_complete", "gauge", "Operations complete on every rank of the communicator.");
     for (const auto& c : s.comms) f.sample(comm_labels(c), static_cast<double>(c.ops_complete));
   }
   {
     Family f(out, "scout_comm_last_progress_timestamp_seconds", "gauge",
              "Last time any rank of the communicator completed an operation (Unix seconds).");
-    for (const auto& c : s.comms) {
-      f.sample(comm_labels(c), static_cast<double>(c.last_progress_ns) / 1e9);
-    }
+    for (const auto& c : s.comms) { f.sample(comm_labels(c), static_cast<double>(c.last_progress_ns) / 1e9); }
   }
   {
     Family f(out, "scout_comm_state", "gauge",
@@ -178,20 +172,21 @@ void write_finding_families(const Snapshot& s, const std::string& job, std::ostr
       for (const auto& [k, p] : by_kind) f.sample({{"job", job}, {"kind", k}}, p.first);
     }
     {
-      Family f(out, "scout_findings_closed", "gauge",
-               "Closed findings (failures that stopped) by kind.");
+      Family f(out, "scout_findings_closed", "gauge", "Closed findings (failures that stopped) by kind.");
       for (const auto& [k, p] : by_kind) f.sample({{"job", job}, {"kind", k}}, p.second);
     }
   }
   {
-    Family f(out, "scout_finding_suspect", "gauge",
-             "1 for each suspect rank of each open finding.");
+    Family f(out, "scout_finding_suspect", "gauge", "1 for each suspect rank of each open finding.");
     for (const auto& fd : s.findings) {
       if (!fd.open) continue;
       for (const auto& su : fd.suspects) {
-        f.sample({{"job", job}, {"id", std::to_string(fd.id)}, {"kind", obs::to_string(fd.kind)},
+        f.sample({{"job", job},
+                  {"id", std::to_string(fd.id)},
+                  {"kind", obs::to_string(fd.kind)},
                   {"verdict", obs::to_string(fd.verdict)},
-                  {"global_rank", std::to_string(su.global_rank)}, {"host", su.host},
+                  {"global_rank", std::to_string(su.global_rank)},
+                  {"host", su.host},
                   {"gpu", su.gpu}},
                  1);
       }

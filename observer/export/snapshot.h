@@ -15,10 +15,10 @@ struct Snapshot {
   std::string store_path;
   store::StoreMeta meta;
   std::optional<obs::JobInfo> job;
-  std::vector<obs::RankInfo> ranks;     // StoreReader::ranks() order
-  std::vector<obs::CommInfo> comms;     // StoreReader::comms() order
-  std::vector<obs::Finding> findings;   // by id
-  std::vector<store::OpRow> ops;        // by time (StoreReader::ops() order)
+  std::vector<obs::RankInfo> ranks;       // StoreReader::ranks() order
+  std::vector<obs::CommInfo> comms;       // StoreReader::comms() order
+  std::vector<obs::Finding> findings;     // by id
+  std::vector<store::OpRow> ops;          // by time (StoreReader::ops() order)
   std::vector<store::TimingRow> timings;  // by op_id, global_rank
 
   // Reference time of relative times in reports: job.updated_ns ("as of"), else the latest

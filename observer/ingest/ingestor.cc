@@ -1,15 +1,15 @@
 #include "observer/ingest/ingestor.h"
 
-#include <algorithm>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <algorithm>
 
 #include <cerrno>
 #include <cstring>
 
-#include "observer/ingest/sigbus_guard.h"
 #include "common/paths.h"
 #include "common/utf8.h"
+#include "observer/ingest/sigbus_guard.h"
 
 namespace scout::obs {
 
@@ -19,7 +19,7 @@ constexpr int kMaxRanks = 1 << 18;  // a ring claiming more ranks than this is r
 // the Model, so a hostile segment claiming many huge communicators is refused past this (a real
 // node's communicators add up to a few times the job's world size).
 constexpr int64_t kMaxRankSlots = 1 << 19;
-}
+}  // namespace
 
 Ingestor::Ingestor(IngestOptions opt) : opt_(std::move(opt)) {
   if (!opt_.liveness) opt_.liveness = owner_running;
@@ -56,8 +56,8 @@ void Ingestor::attach_new() {
     const void* t = s->reader->table(shm::kTableGemmShapes, &version, &tbytes);
     if (t != nullptr && version == shm::kGemmTableVersion && tbytes >= shm::kGemmTableHeaderBytes) {
       s->gemm = static_cast<const shm::GemmTableHeader*>(t);
-      s->gemm_capacity = uint32_t(std::min<uint64_t>((tbytes - shm::kGemmTableHeaderBytes) / shm::kGemmEntryBytes,
-                                                     1u << 24));
+      s->gemm_capacity =
+          uint32_t(std::min<uint64_t>((tbytes - shm::kGemmTableHeaderBytes) / shm::kGemmEntryBytes, 1u << 24));
       s->gemm_scratch.reserve(s->gemm_capacity);
     }
     s->inode = uint64_t(st.st_ino);
@@ -140,9 +140,9 @@ Ingestor::ReadResult Ingestor::read_segment(Segment& s, Model& model, int64_t no
       if (rank_slots_ + cs.nranks > kMaxRankSlots) {
         if (!ring.known && !ring.refused) {
           stats_.rings_rejected++;
-          log("segment " + s.path + " ring " + std::to_string(r) + " claims " +
-              std::to_string(cs.nranks) + " ranks beyond the observer's bound of " +
-              std::to_string(kMaxRankSlots) + " rank slots in all communicators: ignored");
+          log("segment " + s.path + " ring " + std::to_string(r) + " claims " + std::to_string(cs.nranks) +
+              " ranks beyond the observer's bound of " + std::to_string(kMaxRankSlots) +
+              " rank slots in all communicators: ignored");
         }
         ring.refused = true;
         ring.known = false;
@@ -193,8 +193,8 @@ void Ingestor::read_gemm(Segment& s) {
   g.window_ns = h->window_ns.load(std::memory_order_relaxed);
   uint32_t n = std::min(h->n_entries.load(std::memory_order_acquire), s.gemm_capacity);
   g.n_entries = n;
-  const auto* e = reinterpret_cast<const shm::GemmShapeEntry*>(reinterpret_cast<const char*>(h) +
-                                                                 shm::kGemmTableHeaderBytes);
+  const auto* e =
+      reinterpret_cast<const shm::GemmShapeEntry*>(reinterpret_cast<const char*>(h) + shm::kGemmTableHeaderBytes);
   s.gemm_scratch.clear();  // capacity reserved at attach: no allocation here
   for (uint32_t i = 0; i < n; ++i) {
     shm::GemmKey k;

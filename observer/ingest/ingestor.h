@@ -13,19 +13,19 @@
 #include <string>
 #include <vector>
 
-#include "observer/model/model.h"
+#include "common/segment_reader.h"
 #include "observer/ingest/liveness.h"
 #include "observer/ingest/ring_cursor.h"
-#include "common/segment_reader.h"
+#include "observer/model/model.h"
 
 namespace scout::obs {
 
 struct IngestOptions {
   std::string shm_dir = "/dev/shm";
   std::string job;
-  std::string host;              // only segments of this host ("" = every host in shm_dir)
+  std::string host;  // only segments of this host ("" = every host in shm_dir)
   int node_rank = 0;
-  LivenessFn liveness;           // default: owner_running
+  LivenessFn liveness;                          // default: owner_running
   std::function<void(const std::string&)> log;  // one line per notable event (may be empty)
 };
 
@@ -39,7 +39,7 @@ struct IngestStats {
   uint64_t segments_rejected = 0;  // files whose header fails validation now (retried each pass)
   uint64_t segments_faulted = 0;   // dropped because the file shrank (seen before reading, or SIGBUS)
   uint64_t segments_reclaimed = 0;
-  uint64_t rings_rejected = 0;     // ring headers with impossible values
+  uint64_t rings_rejected = 0;  // ring headers with impossible values
   RingCounters records;
 };
 
@@ -57,10 +57,10 @@ class Ingestor {
     std::string path;
     int proc = -1;
     bool owner_gone = false;
-    bool closed = false;     // the writer set closed_ns (every communicator finalized)
-    bool drained = false;    // every record claimed so far read and final
+    bool closed = false;   // the writer set closed_ns (every communicator finalized)
+    bool drained = false;  // every record claimed so far read and final
     int64_t last_event_ns = 0;
-    int64_t gone_ns = 0;     // observer time the owner was first seen gone
+    int64_t gone_ns = 0;  // observer time the owner was first seen gone
   };
   std::vector<SegmentView> segments() const;
 
@@ -90,8 +90,8 @@ class Ingestor {
   struct Segment {
     std::string path;
     std::unique_ptr<shm::SegmentReader> reader;
-    uint64_t bytes = 0;   // file size the header promised when attached
-    uint64_t inode = 0;   // file identity when attached
+    uint64_t bytes = 0;  // file size the header promised when attached
+    uint64_t inode = 0;  // file identity when attached
     // Scratch copies filled inside the SIGBUS-guarded region: members, not locals, so a fault
     // (which skips destructors) leaks nothing.
     shm::SegmentInfo info;
@@ -120,11 +120,11 @@ class Ingestor {
 
   IngestOptions opt_;
   std::map<std::string, std::unique_ptr<Segment>> segs_;
-  std::map<std::string, std::string> rejected_;  // path -> last error (retried each pass)
-  std::string last_rejection_;                   // latest rejection message
+  std::map<std::string, std::string> rejected_;         // path -> last error (retried each pass)
+  std::string last_rejection_;                          // latest rejection message
   std::set<std::pair<std::string, uint64_t>> dropped_;  // (path, inode) dropped: not reattached
-  IngestStats stats_;  // records: counters of detached segments only
-  std::set<CommKey> admitted_;  // communicators whose rank slots are counted in rank_slots_
+  IngestStats stats_;                                   // records: counters of detached segments only
+  std::set<CommKey> admitted_;                          // communicators whose rank slots are counted in rank_slots_
   int64_t rank_slots_ = 0;
 };
 

@@ -17,9 +17,8 @@ RingCounters& RingCounters::operator+=(const RingCounters& o) {
   return *this;
 }
 
-void RingCursor::poll(const shm::SegmentReader& rd, uint32_t ring, uint64_t head,
-                      uint32_t capacity, bool owner_gone, const OnRecord& on_record,
-                      const OnLost& on_lost) {
+void RingCursor::poll(const shm::SegmentReader& rd, uint32_t ring, uint64_t head, uint32_t capacity, bool owner_gone,
+                      const OnRecord& on_record, const OnLost& on_lost) {
   if (!started_) {
     next_ = head > capacity ? head - capacity : 0;
     c_.before_attach += next_;  // claimed and already overwritten: never seen by this cursor

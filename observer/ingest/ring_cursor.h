@@ -41,8 +41,8 @@ class RingCursor {
   // `owner_gone`: the writer is dead, so a half-written slot will never be published and is
   // skipped at once (otherwise it is skipped after kAbandonPasses passes), and records still in
   // progress are read one last time and then no longer followed.
-  void poll(const shm::SegmentReader& rd, uint32_t ring, uint64_t head, uint32_t capacity,
-            bool owner_gone, const OnRecord& on_record, const OnLost& on_lost);
+  void poll(const shm::SegmentReader& rd, uint32_t ring, uint64_t head, uint32_t capacity, bool owner_gone,
+            const OnRecord& on_record, const OnLost& on_lost);
 
   // Forget everything (the ring was reassigned to another communicator).
   void reset() { *this = RingCursor(); }
@@ -58,8 +58,8 @@ class RingCursor {
 
  private:
   bool started_ = false;
-  uint64_t next_ = 0;                // next index never read
-  std::vector<uint64_t> pending_;    // indexes read but not final, ascending
+  uint64_t next_ = 0;              // next index never read
+  std::vector<uint64_t> pending_;  // indexes read but not final, ascending
   uint64_t stuck_index_ = UINT64_MAX;
   int stuck_passes_ = 0;
   RingCounters c_;

@@ -73,15 +73,15 @@ struct EvWaitEdge {
 struct EvRankState {
   int global_rank = -1;
   int comm_rank = -1;
-  std::string state;                       // running, enqueued, idle, absent
-  std::optional<EvOp> op;                  // absent for idle ranks
-  std::optional<EvOp> last_completed;      // null when it completed nothing
+  std::string state;                   // running, enqueued, idle, absent
+  std::optional<EvOp> op;              // absent for idle ranks
+  std::optional<EvOp> last_completed;  // null when it completed nothing
 };
 
 // *comm state*: one communicator of a wait-for chain.
 struct EvCommState {
   EvComm comm;
-  std::string cls;       // "class": absent, stuck, mismatch
+  std::string cls;  // "class": absent, stuck, mismatch
   EvOp op;
   double stalled_ms = 0;
   int waiting_in_op = 0;
@@ -111,7 +111,7 @@ struct HangEvidence {
   double timeout_ms = 0;
   std::optional<std::vector<int>> waiting_ranks;
   std::optional<std::vector<int>> blocked_elsewhere;  // stuck only
-  std::vector<EvWaitEdge> chain;                       // closest to the root first, <= 256
+  std::vector<EvWaitEdge> chain;                      // closest to the root first, <= 256
   std::vector<EvCommState> comms;
 };
 
@@ -148,7 +148,7 @@ struct CrashEvidence {
 struct EvMetaValue {
   std::string datatype;  // "float32", ...
   uint64_t count = 0;
-  int root = -1;         // Broadcast and Reduce; -1 otherwise
+  int root = -1;  // Broadcast and Reduce; -1 otherwise
 };
 
 // Evidence of kind desync. source "metadata" fills fields/votes/majority/partial; source "hang"
@@ -267,8 +267,8 @@ struct EvChannel {
   std::optional<EvComm> comm;  // null when the communicator is unknown
   std::string kind;            // coll, p2p
   std::string func;
-  uint64_t bytes_bucket = 0;   // power of two
-  std::vector<int> ranks;      // global ranks
+  uint64_t bytes_bucket = 0;  // power of two
+  std::vector<int> ranks;     // global ranks
   double median_ms = 0;
   double peer_median_ms = 0;
   double ratio = 0;
@@ -317,14 +317,14 @@ constexpr Field<S, M> opt(const char* name, M S::*member) {
 template <class T>
 struct EvidenceFields;
 
-#define SCOUT_EVIDENCE_FIELDS(T, ...)                       \
-  template <>                                               \
-  struct EvidenceFields<T> {                                \
-    static constexpr auto list() {                          \
-      using namespace evidence_detail;                      \
-      using S = T;                                          \
-      return std::make_tuple(__VA_ARGS__);                  \
-    }                                                       \
+#define SCOUT_EVIDENCE_FIELDS(T, ...)      \
+  template <>                              \
+  struct EvidenceFields<T> {               \
+    static constexpr auto list() {         \
+      using namespace evidence_detail;     \
+      using S = T;                         \
+      return std::make_tuple(__VA_ARGS__); \
+    }                                      \
   };
 
 SCOUT_EVIDENCE_FIELDS(EvComm, req("hash", &S::hash), req("name", &S::name), req("nranks", &S::nranks))
@@ -337,8 +337,7 @@ SCOUT_EVIDENCE_FIELDS(EvCommState, req("comm", &S::comm), req("class", &S::cls),
                       req("stalled_ms", &S::stalled_ms), req("waiting_in_op", &S::waiting_in_op),
                       req("ranks", &S::ranks))
 SCOUT_EVIDENCE_FIELDS(EvHangRoot, opt("global_rank", &S::global_rank), req("reason", &S::reason),
-                      opt("detail", &S::detail), opt("process", &S::process), opt("comm", &S::comm),
-                      opt("op", &S::op))
+                      opt("detail", &S::detail), opt("process", &S::process), opt("comm", &S::comm), opt("op", &S::op))
 SCOUT_EVIDENCE_FIELDS(HangEvidence, req("class", &S::cls), opt("root", &S::root), req("stalled_ms", &S::stalled_ms),
                       req("last_progress_ns", &S::last_progress_ns), req("timeout_ms", &S::timeout_ms),
                       opt("waiting_ranks", &S::waiting_ranks), opt("blocked_elsewhere", &S::blocked_elsewhere),
@@ -348,8 +347,7 @@ SCOUT_EVIDENCE_FIELDS(DeadlockEvidence, req("cycle", &S::cycle), req("comms", &S
 SCOUT_EVIDENCE_FIELDS(EvOpenOp, req("comm", &S::comm), req("op", &S::op), req("state", &S::state))
 SCOUT_EVIDENCE_FIELDS(CrashEvidence, req("pid", &S::pid), req("host", &S::host), req("finalized", &S::finalized),
                       req("last_event_ns", &S::last_event_ns), req("gone_ns", &S::gone_ns),
-                      req("open_ops", &S::open_ops), req("waiting_ranks", &S::waiting_ranks),
-                      req("chain", &S::chain))
+                      req("open_ops", &S::open_ops), req("waiting_ranks", &S::waiting_ranks), req("chain", &S::chain))
 SCOUT_EVIDENCE_FIELDS(EvMetaValue, req("datatype", &S::datatype), req("count", &S::count), req("root", &S::root))
 SCOUT_EVIDENCE_FIELDS(DesyncEvidence, req("source", &S::source), req("op", &S::op), opt("fields", &S::fields),
                       opt("votes", &S::votes), opt("majority", &S::majority), opt("partial", &S::partial),
@@ -359,10 +357,9 @@ SCOUT_EVIDENCE_FIELDS(EvEquivDisagreement, req("comm_rank", &S::comm_rank), req(
                       req("majority", &S::majority))
 SCOUT_EVIDENCE_FIELDS(SdcEvidence, req("check", &S::check), req("op", &S::op), opt("votes", &S::votes),
                       opt("majority", &S::majority), opt("voters", &S::voters), opt("nranks", &S::nranks),
-                      opt("partial", &S::partial), opt("fp_bytes", &S::fp_bytes),
-                      opt("fp_version", &S::fp_version), opt("bytes", &S::bytes), opt("datatype", &S::datatype),
-                      opt("declaration", &S::declaration), opt("group", &S::group),
-                      opt("disagreements", &S::disagreements))
+                      opt("partial", &S::partial), opt("fp_bytes", &S::fp_bytes), opt("fp_version", &S::fp_version),
+                      opt("bytes", &S::bytes), opt("datatype", &S::datatype), opt("declaration", &S::declaration),
+                      opt("group", &S::group), opt("disagreements", &S::disagreements))
 SCOUT_EVIDENCE_FIELDS(EvNanCarrier, req("global_rank", &S::global_rank), req("comm_rank", &S::comm_rank),
                       req("send_nan", &S::send_nan), req("send_inf", &S::send_inf))
 SCOUT_EVIDENCE_FIELDS(EvNanOrigin, req("comm", &S::comm), req("op", &S::op), req("time_ns", &S::time_ns),
@@ -382,12 +379,11 @@ SCOUT_EVIDENCE_FIELDS(EvStragglerThresholds, req("min_ms", &S::min_ms), req("rel
 SCOUT_EVIDENCE_FIELDS(StragglerEvidence, req("comms", &S::comms), req("aggregate", &S::aggregate),
                       req("thresholds", &S::thresholds))
 SCOUT_EVIDENCE_FIELDS(EvChannel, req("comm", &S::comm), req("kind", &S::kind), req("func", &S::func),
-                      req("bytes_bucket", &S::bytes_bucket), req("ranks", &S::ranks),
-                      req("median_ms", &S::median_ms), req("peer_median_ms", &S::peer_median_ms),
-                      req("ratio", &S::ratio), req("samples", &S::samples), req("peers", &S::peers),
-                      opt("min_diff_ms", &S::min_diff_ms))
-SCOUT_EVIDENCE_FIELDS(EvSlowThresholds, req("factor", &S::factor), req("min_ms", &S::min_ms),
-                      req("window", &S::window), opt("noise_k", &S::noise_k))
+                      req("bytes_bucket", &S::bytes_bucket), req("ranks", &S::ranks), req("median_ms", &S::median_ms),
+                      req("peer_median_ms", &S::peer_median_ms), req("ratio", &S::ratio), req("samples", &S::samples),
+                      req("peers", &S::peers), opt("min_diff_ms", &S::min_diff_ms))
+SCOUT_EVIDENCE_FIELDS(EvSlowThresholds, req("factor", &S::factor), req("min_ms", &S::min_ms), req("window", &S::window),
+                      opt("noise_k", &S::noise_k))
 SCOUT_EVIDENCE_FIELDS(SlowLinkEvidence, req("class", &S::cls), req("slow", &S::slow), req("normal", &S::normal),
                       req("thresholds", &S::thresholds))
 
@@ -457,9 +453,7 @@ void get_field(const nlohmann::json& j, const Field<S, M>& f, S& v) {
   }
   try {
     get(*it, m);
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(std::string(f.name) + ": " + e.what());
-  }
+  } catch (const std::invalid_argument& e) { throw std::invalid_argument(std::string(f.name) + ": " + e.what()); }
 }
 
 template <class T>
@@ -525,8 +519,8 @@ nlohmann::json to_json(const T& e) requires evidence_detail::has_fields<T>::valu
 // required key is missing or a value has another type; keys the struct does not know are
 // ignored (the caller can list them with unknown_keys).
 template <class T>
-bool read_evidence(const nlohmann::json& j, T* out, std::string* error = nullptr)
-  requires evidence_detail::has_fields<T>::value {
+bool read_evidence(const nlohmann::json& j, T* out,
+                   std::string* error = nullptr) requires evidence_detail::has_fields<T>::value {
   try {
     T v;
     evidence_detail::get(j, v);

@@ -7,13 +7,11 @@
 namespace scout::obs {
 
 namespace {
-constexpr const char* kKindNames[] = {"hang", "deadlock", "desync", "straggler",
-                                      "slowlink", "sdc", "nan", "crash"};
+constexpr const char* kKindNames[] = {"hang", "deadlock", "desync", "straggler", "slowlink", "sdc", "nan", "crash"};
 static_assert(std::size(kKindNames) == std::size(kAllFindingKinds));
 
 nlohmann::json suspect_json(const Suspect& s) {
-  nlohmann::json j = {{"global_rank", s.global_rank}, {"host", s.host}, {"pid", s.pid},
-                      {"gpu", s.gpu}};
+  nlohmann::json j = {{"global_rank", s.global_rank}, {"host", s.host}, {"pid", s.pid}, {"gpu", s.gpu}};
   if (s.comm_rank >= 0) j["comm_rank"] = s.comm_rank;
   return j;
 }
@@ -34,9 +32,7 @@ bool suspect_from(const nlohmann::json& j, Suspect* s, std::string* error) {
 
 const char* to_string(FindingKind k) { return kKindNames[static_cast<int>(k)]; }
 
-const char* to_string(Verdict v) {
-  return v == Verdict::kAttributed ? "attributed" : "inconclusive";
-}
+const char* to_string(Verdict v) { return v == Verdict::kAttributed ? "attributed" : "inconclusive"; }
 
 std::optional<FindingKind> kind_from_string(const std::string& s) {
   for (size_t i = 0; i < std::size(kAllFindingKinds); ++i) {
@@ -71,8 +67,7 @@ nlohmann::json to_json(const Finding& f) {
   } else {
     j["comm"] = nullptr;
   }
-  j["key"] = f.key ? nlohmann::json{{"func", f.key->func}, {"seq", f.key->seq}}
-                   : nlohmann::json(nullptr);
+  j["key"] = f.key ? nlohmann::json{{"func", f.key->func}, {"seq", f.key->seq}} : nlohmann::json(nullptr);
   j["first_seen_ns"] = f.first_seen_ns;
   j["last_seen_ns"] = f.last_seen_ns;
   j["summary"] = f.summary;

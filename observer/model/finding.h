@@ -23,10 +23,9 @@ namespace scout::obs {
 // Kinds: hang, deadlock, desync, straggler, slowlink, sdc, nan, crash.
 enum class FindingKind { kHang, kDeadlock, kDesync, kStraggler, kSlowLink, kSdc, kNan, kCrash };
 // Every kind, in declaration order (for per-kind tables and metrics).
-inline constexpr FindingKind kAllFindingKinds[] = {FindingKind::kHang,     FindingKind::kDeadlock,
-                                                   FindingKind::kDesync,   FindingKind::kStraggler,
-                                                   FindingKind::kSlowLink, FindingKind::kSdc,
-                                                   FindingKind::kNan,      FindingKind::kCrash};
+inline constexpr FindingKind kAllFindingKinds[] = {
+    FindingKind::kHang,     FindingKind::kDeadlock, FindingKind::kDesync, FindingKind::kStraggler,
+    FindingKind::kSlowLink, FindingKind::kSdc,      FindingKind::kNan,    FindingKind::kCrash};
 
 // Verdicts (docs/observer.md#consensus). Agree produces no finding.
 enum class Verdict { kAttributed, kInconclusive };
@@ -36,8 +35,8 @@ struct Suspect {
   int global_rank = -1;  // -1 if unknown
   std::string host;
   int pid = 0;
-  std::string gpu;       // GPU UUID or SCOUT_GPU, "" if unknown
-  int comm_rank = -1;    // rank inside the finding's communicator, -1 if not applicable
+  std::string gpu;     // GPU UUID or SCOUT_GPU, "" if unknown
+  int comm_rank = -1;  // rank inside the finding's communicator, -1 if not applicable
 };
 
 // The operation a finding is about (collectives: NCCL seqNumber; p2p: scout's counter).
@@ -47,20 +46,20 @@ struct OpKey {
 };
 
 struct Finding {
-  int64_t id = 0;                  // store row id; 0 until stored
+  int64_t id = 0;  // store row id; 0 until stored
   FindingKind kind = FindingKind::kHang;
   Verdict verdict = Verdict::kAttributed;
-  bool open = true;                // false once the failure stopped (e.g. a straggler recovered)
-  std::vector<Suspect> suspects;   // attributed: the guilty; inconclusive: may be empty
-  std::optional<Suspect> peer;     // slowlink: the other end of the link
-  uint64_t comm_hash = 0;          // 0 if the finding is not about one communicator
+  bool open = true;               // false once the failure stopped (e.g. a straggler recovered)
+  std::vector<Suspect> suspects;  // attributed: the guilty; inconclusive: may be empty
+  std::optional<Suspect> peer;    // slowlink: the other end of the link
+  uint64_t comm_hash = 0;         // 0 if the finding is not about one communicator
   std::string comm_name;
   int comm_nranks = 0;
-  std::optional<OpKey> key;        // the first operation that showed the failure
-  int64_t first_seen_ns = 0;       // CLOCK_REALTIME
+  std::optional<OpKey> key;   // the first operation that showed the failure
+  int64_t first_seen_ns = 0;  // CLOCK_REALTIME
   int64_t last_seen_ns = 0;
-  std::string summary;             // one line in words, e.g. "rank 5 (node2, pid 4242) never
-                                   // entered AllReduce #812 of dp; 7 ranks wait in it"
+  std::string summary;                                 // one line in words, e.g. "rank 5 (node2, pid 4242) never
+                                                       // entered AllReduce #812 of dp; 7 ranks wait in it"
   nlohmann::json evidence = nlohmann::json::object();  // per kind, docs/findings.md
   // Version of the evidence shapes (observer/model/evidence.h); stored with the finding
   // (docs/store.md), not part of the JSON object.
@@ -70,8 +69,8 @@ struct Finding {
   std::string dedup_key;
 };
 
-const char* to_string(FindingKind k);   // "hang", "deadlock", ...
-const char* to_string(Verdict v);       // "attributed", "inconclusive"
+const char* to_string(FindingKind k);  // "hang", "deadlock", ...
+const char* to_string(Verdict v);      // "attributed", "inconclusive"
 std::optional<FindingKind> kind_from_string(const std::string& s);
 std::optional<Verdict> verdict_from_string(const std::string& s);
 

@@ -19,11 +19,11 @@ struct RankInfo {
   int local_rank = -1;
   std::string host;
   int pid = 0;
-  std::string gpu;            // GPU UUID or SCOUT_GPU, "" if unknown
+  std::string gpu;  // GPU UUID or SCOUT_GPU, "" if unknown
   int cuda_dev = -1;
-  int node_rank = 0;          // observer node that owns the segment
-  std::string segment;        // segment path on that node
-  std::string state;          // "running", "exited" (owner gone, segment closed), "dead"
+  int node_rank = 0;    // observer node that owns the segment
+  std::string segment;  // segment path on that node
+  std::string state;    // "running", "exited" (owner gone, segment closed), "dead"
   int64_t first_seen_ns = 0;
   int64_t last_event_ns = 0;  // latest callback of any kind
 };
@@ -33,7 +33,7 @@ struct GemmCaptureInfo {
   int global_rank = -1;
   std::string host;
   int pid = 0;
-  uint32_t state = 0;           // shm::GemmCaptureState
+  uint32_t state = 0;  // shm::GemmCaptureState
   uint32_t capacity = 0, n_entries = 0;
   uint64_t windows = 0, lines = 0, captured = 0, ignored = 0, malformed = 0;
   uint64_t dropped_full = 0, dropped_busy = 0, window_ns = 0;
@@ -54,11 +54,11 @@ struct CommInfo {
   std::string name;
   int nranks = 0;
   int nnodes = 0;
-  std::vector<int> global_ranks;       // index = comm rank; -1 where not known yet
-  uint64_t ops_complete = 0;           // operations complete on every rank
+  std::vector<int> global_ranks;           // index = comm rank; -1 where not known yet
+  uint64_t ops_complete = 0;               // operations complete on every rank
   uint64_t last_seq[5] = {0, 0, 0, 0, 0};  // highest completed seqNumber+1 per func (NCCL order)
-  int64_t last_progress_ns = 0;        // last time any rank completed an operation
-  std::string state;                   // "active", "stalled", "hung", "finalized"
+  int64_t last_progress_ns = 0;            // last time any rank completed an operation
+  std::string state;                       // "active", "stalled", "hung", "finalized"
 };
 
 // One collective (or p2p pair) as the per-collective report shows it (key, func,
@@ -67,14 +67,14 @@ struct OpSummary {
   uint64_t comm_hash = 0;
   std::string comm_name;
   int nranks = 0;
-  std::string kind;        // "coll", "send", "recv", "unmatched"
-  std::string func;        // "AllReduce", ...
-  uint64_t seq = 0;        // NCCL seqNumber (coll) / scout p2p counter
-  std::string datatype;    // "float32", ...
-  uint64_t count = 0;      // elements as given to the API
-  uint64_t bytes = 0;      // message bytes
-  std::string algo;        // "RING", ...
-  std::string proto;       // "SIMPLE", ...
+  std::string kind;      // "coll", "send", "recv", "unmatched"
+  std::string func;      // "AllReduce", ...
+  uint64_t seq = 0;      // NCCL seqNumber (coll) / scout p2p counter
+  std::string datatype;  // "float32", ...
+  uint64_t count = 0;    // elements as given to the API
+  uint64_t bytes = 0;    // message bytes
+  std::string algo;      // "RING", ...
+  std::string proto;     // "SIMPLE", ...
   int n_channels = 0;
   int ranks_reported = 0;  // ranks whose record was seen
   int ranks_complete = 0;
@@ -97,27 +97,27 @@ struct OpRankTiming {
   int global_rank = -1;
   int comm_rank = -1;
   int64_t api_ns = 0;
-  int64_t start_ns = 0;  // GPU start (wall clock)
-  int64_t end_ns = 0;    // GPU end (0 if not complete)
-  uint64_t fp_recv = 0;  // 0 if none
-  std::string fp_status; // "done", "none", "skipped-device", ...
+  int64_t start_ns = 0;   // GPU start (wall clock)
+  int64_t end_ns = 0;     // GPU end (0 if not complete)
+  uint64_t fp_recv = 0;   // 0 if none
+  std::string fp_status;  // "done", "none", "skipped-device", ...
 };
 
 // Whole-job header (`scout status`).
 struct JobInfo {
   std::string job;
-  int nodes = 0;          // observers in the job
-  int node_rank = 0;      // node that wrote this store
-  int64_t started_ns = 0; // observer start
-  int64_t updated_ns = 0; // last store update
+  int nodes = 0;           // observers in the job
+  int node_rank = 0;       // node that wrote this store
+  int64_t started_ns = 0;  // observer start
+  int64_t updated_ns = 0;  // last store update
   std::string observer_version;
   // Ingestion health (docs/observer.md, "Lost records"), cumulative since the observer started.
-  uint64_t records_read = 0;     // records read from the segments
-  uint64_t records_lost = 0;     // overwritten before this observer read them (also before it
-                                 // attached) or before they were final: a finding may be missing
-  uint64_t records_invalid = 0;  // rejected by validation or abandoned half-written
-  uint64_t segments_refused = 0; // files named like the job's segments that were not read now
-  std::string warning;           // one line on what keeps the observer from seeing the job, or ""
+  uint64_t records_read = 0;      // records read from the segments
+  uint64_t records_lost = 0;      // overwritten before this observer read them (also before it
+                                  // attached) or before they were final: a finding may be missing
+  uint64_t records_invalid = 0;   // rejected by validation or abandoned half-written
+  uint64_t segments_refused = 0;  // files named like the job's segments that were not read now
+  std::string warning;            // one line on what keeps the observer from seeing the job, or ""
 };
 
 }  // namespace scout::obs

@@ -21,8 +21,7 @@ const char* to_string(ProcState s) {
 
 std::string describe(const OpId& id) {
   if (id.cls == OpClass::kColl) return std::string(shm::func_name(id.func)) + " #" + std::to_string(id.seq);
-  return "Send " + std::to_string(id.src) + "->" + std::to_string(id.dst) + " #" +
-         std::to_string(id.seq);
+  return "Send " + std::to_string(id.src) + "->" + std::to_string(id.dst) + " #" + std::to_string(id.seq);
 }
 
 int Op::n_final() const {
@@ -38,16 +37,14 @@ int Op::n_complete() const {
 }
 
 const OpSlot* Op::slot(int index) const {
-  auto it = std::lower_bound(slots.begin(), slots.end(), index,
-                             [](const OpSlot& s, int i) { return s.index < i; });
+  auto it = std::lower_bound(slots.begin(), slots.end(), index, [](const OpSlot& s, int i) { return s.index < i; });
   return it != slots.end() && it->index == index ? &*it : nullptr;
 }
 
 OpSlot* Op::slot(int index) { return const_cast<OpSlot*>(std::as_const(*this).slot(index)); }
 
 OpSlot& Op::add(int index) {
-  auto it = std::lower_bound(slots.begin(), slots.end(), index,
-                             [](const OpSlot& s, int i) { return s.index < i; });
+  auto it = std::lower_bound(slots.begin(), slots.end(), index, [](const OpSlot& s, int i) { return s.index < i; });
   if (it != slots.end() && it->index == index) return *it;
   OpSlot s;
   s.index = index;
@@ -204,7 +201,8 @@ Op* Model::apply(Comm& c, int rank, const RecordSnapshot& r, int64_t now_ns) {
   }
   if (id.cls == OpClass::kColl) {
     rp.issued[id.func] = std::max(rp.issued[id.func], id.seq + 1);
-    if (r.state == kStateRunning || r.state == kStateComplete) rp.started[id.func] = std::max(rp.started[id.func], id.seq + 1);
+    if (r.state == kStateRunning || r.state == kStateComplete)
+      rp.started[id.func] = std::max(rp.started[id.func], id.seq + 1);
     if (r.state == kStateComplete) rp.completed[id.func] = std::max(rp.completed[id.func], id.seq + 1);
   }
   if (newly_complete && r.gpu_start_ns > 0 && r.gpu_end_ns >= r.gpu_start_ns && rp.proc >= 0) {

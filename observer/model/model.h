@@ -32,15 +32,15 @@ const char* to_string(ProcState s);  // "running", "exited", "dead"
 
 // One training process (one segment, local or remote).
 struct Proc {
-  int id = -1;               // index in Model::procs()
-  int global_rank = -1;      // RANK / OMPI_COMM_WORLD_RANK / ...; -1 unknown
+  int id = -1;           // index in Model::procs()
+  int global_rank = -1;  // RANK / OMPI_COMM_WORLD_RANK / ...; -1 unknown
   int local_rank = -1;
   std::string host;
   int pid = 0;
-  std::string gpu;           // GPU UUID or SCOUT_GPU; "" unknown
+  std::string gpu;  // GPU UUID or SCOUT_GPU; "" unknown
   int cuda_dev = -1;
-  int node_rank = 0;         // observer node that reads its segment
-  std::string segment;       // segment path on that node
+  int node_rank = 0;    // observer node that reads its segment
+  std::string segment;  // segment path on that node
   ProcState state = ProcState::kRunning;
   int64_t first_seen_ns = 0;  // observer clock
   int64_t last_event_ns = 0;  // CPU time of the latest plugin callback (segment header)
@@ -90,12 +90,12 @@ struct OpSlot {
 // 8 are on this node costs 8 slots per operation, not 100k.
 struct Op {
   OpId id;
-  int n = 0;                    // participants: coll nranks, p2p 2
-  std::vector<OpSlot> slots;    // reported participants, ascending index
-  int64_t first_seen_ns = 0;    // observer clock
-  int64_t last_change_ns = 0;   // observer clock
-  bool meta_judged = false;     // metadata agreement decided (once every slot is present)
-  std::string meta_verdict;     // OpSummary::meta_verdict once judged
+  int n = 0;                   // participants: coll nranks, p2p 2
+  std::vector<OpSlot> slots;   // reported participants, ascending index
+  int64_t first_seen_ns = 0;   // observer clock
+  int64_t last_change_ns = 0;  // observer clock
+  bool meta_judged = false;    // metadata agreement decided (once every slot is present)
+  std::string meta_verdict;    // OpSummary::meta_verdict once judged
   int present() const { return int(slots.size()); }
   int n_final() const;
   int n_complete() const;
@@ -119,8 +119,8 @@ struct OpMark {
 
 // What one comm rank has done in its communicator (docs/observer.md#hangs).
 struct RankProgress {
-  int proc = -1;             // Model proc id; -1 while no segment names this rank
-  int64_t init_ns = 0;       // communicator init on this rank
+  int proc = -1;        // Model proc id; -1 while no segment names this rank
+  int64_t init_ns = 0;  // communicator init on this rank
   bool finalized = false;
   std::map<uint64_t, OpId> inflight;  // ring index -> matched op enqueued or running, not complete
   OpMark last_enqueued, last_started, last_completed;
@@ -133,15 +133,15 @@ struct Comm {
   CommKey key;
   std::string name;
   int nnodes = 0;
-  std::vector<RankProgress> ranks;  // index = comm rank (size nranks)
-  std::map<OpId, Op> ops;           // live (not yet judged) operations
-  int64_t last_progress_ns = 0;     // latest evidence of progress (record times or observer time)
-  uint64_t ops_complete = 0;        // collectives complete on every rank (judged)
+  std::vector<RankProgress> ranks;                 // index = comm rank (size nranks)
+  std::map<OpId, Op> ops;                          // live (not yet judged) operations
+  int64_t last_progress_ns = 0;                    // latest evidence of progress (record times or observer time)
+  uint64_t ops_complete = 0;                       // collectives complete on every rank (judged)
   uint64_t last_seq[shm::kNumNumberedFuncs] = {};  // highest completed seq + 1 per func
-  uint64_t ops_dropped = 0;         // live ops dropped by the kMaxLiveOps bound
-  uint64_t records_lost = 0;        // records overwritten before they were final
-  bool members_known() const;       // every comm rank maps to a process
-  bool finalized() const;           // every rank finalized
+  uint64_t ops_dropped = 0;                        // live ops dropped by the kMaxLiveOps bound
+  uint64_t records_lost = 0;                       // records overwritten before they were final
+  bool members_known() const;                      // every comm rank maps to a process
+  bool finalized() const;                          // every rank finalized
 };
 constexpr size_t kMaxLiveOps = 16384;
 

@@ -13,13 +13,13 @@
 namespace scout::obs {
 
 struct ReplayCycleRecord {
-  int64_t id = 0;           // store row id; 0 until stored
-  uint64_t cycle = 0;       // the observer's cycle counter (restarts with the observer)
-  std::string trigger;      // "periodic", "straggler", "sdc", "slowlink"
-  int64_t started_ns = 0;   // CLOCK_REALTIME when the readiness contract was sent
-  int64_t ended_ns = 0;     // when the verdict was reached (or the cycle was given up)
-  std::string outcome;      // "pass", "fail", "inconclusive" (replay/judge.h)
-  std::string backend;      // "emu", "cuda", "auto", "" when no answer came
+  int64_t id = 0;          // store row id; 0 until stored
+  uint64_t cycle = 0;      // the observer's cycle counter (restarts with the observer)
+  std::string trigger;     // "periodic", "straggler", "sdc", "slowlink"
+  int64_t started_ns = 0;  // CLOCK_REALTIME when the readiness contract was sent
+  int64_t ended_ns = 0;    // when the verdict was reached (or the cycle was given up)
+  std::string outcome;     // "pass", "fail", "inconclusive" (replay/judge.h)
+  std::string backend;     // "emu", "cuda", "auto", "" when no answer came
   // {"participants": [...], "recipes": [...], "gpus": [...], "samples": [...],
   //  "verdict": {...}, "error": "..."} (docs/replay.md)
   nlohmann::json detail = nlohmann::json::object();

@@ -14,9 +14,13 @@ uint64_t thread_cpu_ns() {
 }
 }  // namespace
 
-NetAgent::NetAgent(const AgentOptions& opts, Connect connect, LatestEpoch latest, LocalView& view,
-                   Judge& judge, const Clock& clock)
-    : opts_(opts), connect_(std::move(connect)), latest_(std::move(latest)), view_(view), judge_(judge),
+NetAgent::NetAgent(const AgentOptions& opts, Connect connect, LatestEpoch latest, LocalView& view, Judge& judge,
+                   const Clock& clock)
+    : opts_(opts),
+      connect_(std::move(connect)),
+      latest_(std::move(latest)),
+      view_(view),
+      judge_(judge),
       clock_(clock) {}
 
 NetAgent::~NetAgent() { stop(); }
@@ -131,9 +135,8 @@ void NetAgent::run() {
           status_.rounds++;
           status_.partitions = r.partitions;
           status_.round_cpu_ns += thread_cpu_ns() - cpu0;
-          status_.round_wall_ns += uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                                std::chrono::steady_clock::now() - wall0)
-                                                .count());
+          status_.round_wall_ns += uint64_t(
+              std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - wall0).count());
           status_.gathers += r.gathered;
           status_.compared += uint64_t(r.streams_compared);
           status_.disagreeing += uint64_t(r.streams_disagreeing);

@@ -55,9 +55,9 @@ class NetAgent {
   void submit(std::vector<obs::Finding> findings);
 
   struct Harvest {
-    std::vector<obs::Finding> findings;       // leader: other nodes' findings (leader clock)
-    std::vector<obs::Finding> decided;        // leader: the Judge's decisions from drill-downs
-    std::vector<CrossNodeTiming> timings;     // this node's streams, job-wide arrival view
+    std::vector<obs::Finding> findings;    // leader: other nodes' findings (leader clock)
+    std::vector<obs::Finding> decided;     // leader: the Judge's decisions from drill-downs
+    std::vector<CrossNodeTiming> timings;  // this node's streams, job-wide arrival view
   };
   // What the rounds produced since the last call.
   Harvest take();
@@ -65,17 +65,17 @@ class NetAgent {
   struct Status {
     bool connected = false;
     uint64_t epoch = 0;
-    uint64_t rounds = 0;      // digest rounds completed, all epochs
-    uint64_t failures = 0;    // channels lost or not formed
-    std::string last_error;   // the most recent ChannelError, "" if none
-    ClockEstimate clock;      // the latest offset estimate
-    Traffic traffic;          // current channel
+    uint64_t rounds = 0;     // digest rounds completed, all epochs
+    uint64_t failures = 0;   // channels lost or not formed
+    std::string last_error;  // the most recent ChannelError, "" if none
+    ClockEstimate clock;     // the latest offset estimate
+    Traffic traffic;         // current channel
     uint64_t partitions = 1;
     // Cost of the rounds so far (all epochs): this thread's CPU time and the wall time inside
     // DigestExchange::round(), clock estimates excluded.
     uint64_t round_cpu_ns = 0;
     uint64_t round_wall_ns = 0;
-    uint64_t gathers = 0;     // rounds that gathered to the leader (drill-down or findings)
+    uint64_t gathers = 0;  // rounds that gathered to the leader (drill-down or findings)
     // Digest outcomes summed over rounds (RoundResult): streams compared, of which disagreeing;
     // not compared because of a slot collision, a range mismatch or operations no longer retained.
     uint64_t compared = 0, disagreeing = 0, collisions = 0, range_mismatches = 0, digest_gaps = 0;

@@ -33,8 +33,8 @@ void reduce_into(uint64_t* acc, const uint64_t* in, size_t n, ReduceOp op) {
 
 Channel::Channel(int rank, int size) : rank_(rank), size_(size) {
   if (size < 1 || rank < 0 || rank >= size) {
-    throw ChannelError("observer network: node-rank " + std::to_string(rank) +
-                       " is outside 0.." + std::to_string(size - 1));
+    throw ChannelError("observer network: node-rank " + std::to_string(rank) + " is outside 0.." +
+                       std::to_string(size - 1));
   }
   for (int r = 1; r < size; ++r) others_.push_back(r);
 }
@@ -61,15 +61,13 @@ void Channel::count_recv(size_t n) {
 template <typename F>
 void Channel::run(const char* what, F&& body) {
   if (failed()) {
-    throw ChannelError(std::string("observer network: ") + what + ": channel failed earlier (" +
-                       error_ + ")");
+    throw ChannelError(std::string("observer network: ") + what + ": channel failed earlier (" + error_ + ")");
   }
   try {
     body();
   } catch (const ChannelError& e) {
-    error_ = std::string("observer network: ") + what + " (call " + std::to_string(calls_) +
-             ", node-rank " + std::to_string(rank_) + " of " + std::to_string(size_) +
-             "): " + e.what();
+    error_ = std::string("observer network: ") + what + " (call " + std::to_string(calls_) + ", node-rank " +
+             std::to_string(rank_) + " of " + std::to_string(size_) + "): " + e.what();
     close_after_failure();
     throw ChannelError(error_);
   }
@@ -262,8 +260,7 @@ std::vector<std::vector<uint8_t>> Channel::allgather(std::span<const uint8_t> mi
   return out;
 }
 
-std::vector<Contribution> Channel::gather_to_leader(std::span<const uint8_t> mine,
-                                                    int contributors) {
+std::vector<Contribution> Channel::gather_to_leader(std::span<const uint8_t> mine, int contributors) {
   if (contributors < 0) {
     uint64_t c = mine.empty() ? 0 : 1;
     allreduce(std::span<uint64_t>(&c, 1), ReduceOp::kSum);
@@ -282,8 +279,8 @@ std::vector<Contribution> Channel::gather_to_leader(std::span<const uint8_t> min
     if (!mine.empty()) out.push_back({0, std::vector<uint8_t>(mine.begin(), mine.end())});
     const int expect = contributors - (mine.empty() ? 0 : 1);
     if (expect < 0 || expect > size_ - 1) {
-      throw ChannelError("contributor count " + std::to_string(contributors) +
-                         " does not fit " + std::to_string(size_) + " endpoints");
+      throw ChannelError("contributor count " + std::to_string(contributors) + " does not fit " +
+                         std::to_string(size_) + " endpoints");
     }
     for (int i = 0; i < expect; ++i) {
       uint64_t n = 0;
@@ -294,16 +291,14 @@ std::vector<Contribution> Channel::gather_to_leader(std::span<const uint8_t> min
       recv(tag | 1, src, c.bytes.data(), n);
       out.push_back(std::move(c));
     }
-    std::sort(out.begin(), out.end(),
-              [](const Contribution& a, const Contribution& b) { return a.rank < b.rank; });
+    std::sort(out.begin(), out.end(), [](const Contribution& a, const Contribution& b) { return a.rank < b.rank; });
   });
   return out;
 }
 
 void Channel::exchange(int peer, std::span<const uint8_t> out, std::span<uint8_t> in) {
-  run("exchange", [&] {
-    sendrecv((calls_ << kStepBits) | kP2pStep, peer, out.data(), out.size(), in.data(), in.size());
-  });
+  run("exchange",
+      [&] { sendrecv((calls_ << kStepBits) | kP2pStep, peer, out.data(), out.size(), in.data(), in.size()); });
 }
 
 void Channel::send_to(int peer, std::span<const uint8_t> out) {

@@ -67,8 +67,8 @@ struct Traffic {
     return payload_received + 2 * kPreambleBytes * messages_received + kPreambleBytes * messages_sent;
   }
   Traffic operator-(const Traffic& o) const {
-    return {messages_sent - o.messages_sent, messages_received - o.messages_received,
-            payload_sent - o.payload_sent, payload_received - o.payload_received};
+    return {messages_sent - o.messages_sent, messages_received - o.messages_received, payload_sent - o.payload_sent,
+            payload_received - o.payload_received};
   }
 };
 
@@ -154,11 +154,11 @@ class Channel {
     size_t len = 0;
   };
   struct RecvSpec {
-    int peer = -1;                          // -1: any of from_any
-    std::span<const int> from_any;          // used when peer == -1
+    int peer = -1;                  // -1: any of from_any
+    std::span<const int> from_any;  // used when peer == -1
     void* data = nullptr;
     size_t len = 0;
-    int* source = nullptr;                  // out: sender
+    int* source = nullptr;  // out: sender
   };
   virtual void transfer(uint64_t tag, const SendSpec* send, const RecvSpec* recv) = 0;
   // Called once, at the first failure: drop the connections so that peers waiting on this

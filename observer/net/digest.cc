@@ -21,8 +21,7 @@ constexpr size_t kHeaderWords = 6;
 constexpr size_t kStreamWords = 10;
 constexpr size_t kTimingWords = 6;
 // Header words.
-constexpr size_t kConfigMin = 0, kConfigMax = 1, kRoundTime = 2, kHasFindings = 3, kWantWaits = 4,
-                 kStalled = 5;
+constexpr size_t kConfigMin = 0, kConfigMax = 1, kRoundTime = 2, kHasFindings = 3, kWantWaits = 4, kStalled = 5;
 constexpr uint64_t kMaxPartitions = 1ull << 20;
 constexpr int kMaxProbes = 8;  // stream slot placement: linear probing bound
 
@@ -58,7 +57,16 @@ struct Words {
 // One stream slot of the vector.
 struct StreamSlot {
   enum Word : size_t {
-    kKeyMin, kKeyMax, kCompletedMin, kEnqueuedMax, kFromMin, kFromMax, kToMin, kToMax, kDigestMin, kDigestMax,
+    kKeyMin,
+    kKeyMax,
+    kCompletedMin,
+    kEnqueuedMax,
+    kFromMin,
+    kFromMax,
+    kToMin,
+    kToMax,
+    kDigestMin,
+    kDigestMax,
     kWordCount
   };
   Words w;
@@ -149,20 +157,16 @@ uint64_t node_value(std::vector<RankOpView>& ranks, size_t expected) {
 
 }  // namespace
 
-uint64_t DigestExchange::stream_key(uint64_t comm_hash, uint8_t func) {
-  return hash_words({comm_hash, func}, 0x5c07);
-}
+uint64_t DigestExchange::stream_key(uint64_t comm_hash, uint8_t func) { return hash_words({comm_hash, func}, 0x5c07); }
 
-DigestExchange::DigestExchange(Channel* ch, Judge* judge, const DigestConfig& cfg)
-    : ch_(ch), judge_(judge), cfg_(cfg) {
+DigestExchange::DigestExchange(Channel* ch, Judge* judge, const DigestConfig& cfg) : ch_(ch), judge_(judge), cfg_(cfg) {
   if (cfg_.stream_slots < 1 || cfg_.timing_slots < 1 || cfg_.timing_ops < 0 || cfg_.max_range_ops < 1) {
     throw std::invalid_argument("observer network: digest slots and range must be positive");
   }
-  config_key_ = hash_words({2 /* protocol version */, uint64_t(cfg_.stream_slots),
-                            uint64_t(cfg_.timing_slots), uint64_t(cfg_.timing_ops),
-                            cfg_.max_range_ops, uint64_t(cfg_.stall_ns),
-                            uint64_t(cfg_.drill_repeat_rounds)},
-                           0xc0f1);
+  config_key_ = hash_words(
+      {2 /* protocol version */, uint64_t(cfg_.stream_slots), uint64_t(cfg_.timing_slots), uint64_t(cfg_.timing_ops),
+       cfg_.max_range_ops, uint64_t(cfg_.stall_ns), uint64_t(cfg_.drill_repeat_rounds)},
+      0xc0f1);
 }
 
 StreamSlot DigestExchange::stream_slot(std::vector<uint64_t>& v, size_t slot) const {
@@ -358,9 +362,7 @@ void DigestExchange::update_partitions(size_t occupied) {
   cycle_streams_ += est;
   if (++cycle_rounds_ >= partitions_) {
     const uint64_t want = std::max<uint64_t>(1, uint64_t(std::ceil(cycle_streams_ / std::max(1.0, k / 4.0))));
-    if (want > partitions_ || want * 2 <= partitions_) {
-      partitions_ = std::min(kMaxPartitions, std::bit_ceil(want));
-    }
+    if (want > partitions_ || want * 2 <= partitions_) { partitions_ = std::min(kMaxPartitions, std::bit_ceil(want)); }
     cycle_streams_ = 0;
     cycle_rounds_ = 0;
   }
@@ -432,7 +434,8 @@ void DigestExchange::exchange_reports(const NodeReport& rep, RoundResult* res) {
   res->findings = std::move(in.findings);
   if (!judge_) return;
   for (const DigestDrill& d : in.digests) {
-    for (obs::Finding& f : judge_->judge_digest(d, in.identities, res->round_time_ns)) res->decided.push_back(std::move(f));
+    for (obs::Finding& f : judge_->judge_digest(d, in.identities, res->round_time_ns))
+      res->decided.push_back(std::move(f));
   }
   if (!in.waits.empty()) {
     for (obs::Finding& f : judge_->judge_waits(in.waits, res->round_time_ns)) res->decided.push_back(std::move(f));

@@ -61,10 +61,10 @@ struct StreamSlot;
 struct TimingSlot;
 
 struct DigestConfig {
-  int stream_slots = 128;   // K: stream slots (10 words each)
-  int timing_slots = 128;   // T: timing slots (6 words each)
-  int timing_ops = 2;       // operations per digested range sampled for cross-node arrival
-  uint64_t max_range_ops = 1024;  // digest covers at most the last this-many ops of its range
+  int stream_slots = 128;          // K: stream slots (10 words each)
+  int timing_slots = 128;          // T: timing slots (6 words each)
+  int timing_ops = 2;              // operations per digested range sampled for cross-node arrival
+  uint64_t max_range_ops = 1024;   // digest covers at most the last this-many ops of its range
   int64_t stall_ns = 30000000000;  // job-wide no progress with ops pending this long: hang drill-down
   int drill_repeat_rounds = 10;    // drill a lasting disagreement or stall again after this many rounds
   // Words in the vector: 6 + 10 K + 6 T.
@@ -75,9 +75,9 @@ struct DigestConfig {
 struct StalledStream {
   uint64_t comm_hash = 0;
   uint8_t func = 0;
-  uint64_t completed = 0;      // job-wide watermark
-  uint64_t enqueued_max = 0;   // some rank enqueued up to here
-  int64_t since_ns = 0;        // leader clock: last progress
+  uint64_t completed = 0;     // job-wide watermark
+  uint64_t enqueued_max = 0;  // some rank enqueued up to here
+  int64_t since_ns = 0;       // leader clock: last progress
 };
 
 // Cross-node timing of one operation of a local stream (times on the leader's clock).
@@ -89,7 +89,7 @@ struct CrossNodeTiming {
   int64_t earliest_arrival_ns = 0;  // first rank to start, job-wide
   int64_t latest_arrival_ns = 0;
   int64_t latest_end_ns = 0;
-  int64_t min_gap_ns = -1;          // smallest gap of any rank, job-wide (-1: none known)
+  int64_t min_gap_ns = -1;  // smallest gap of any rank, job-wide (-1: none known)
   struct Local {
     int comm_rank = -1;
     int global_rank = -1;
@@ -101,24 +101,24 @@ struct CrossNodeTiming {
 
 struct RoundResult {
   uint64_t round = 0;
-  int64_t round_time_ns = 0;     // leader clock (latest "now" of all observers)
-  int streams_placed = 0;        // local streams in the vector this round
-  int streams_compared = 0;      // ... whose digests were compared (2+ nodes or 1: agree)
-  int streams_disagreeing = 0;   // ... whose digests differed: drilled down
-  int collisions = 0;            // ... voided by a slot collision (retried next time)
-  int range_mismatches = 0;      // ... whose contributors disagreed on the range (not compared)
-  int digest_gaps = 0;           // ... whose range was no longer retained here
-  uint64_t partitions = 1;       // P for the next round
-  bool gathered = false;         // a drill-down / findings gather ran
+  int64_t round_time_ns = 0;    // leader clock (latest "now" of all observers)
+  int streams_placed = 0;       // local streams in the vector this round
+  int streams_compared = 0;     // ... whose digests were compared (2+ nodes or 1: agree)
+  int streams_disagreeing = 0;  // ... whose digests differed: drilled down
+  int collisions = 0;           // ... voided by a slot collision (retried next time)
+  int range_mismatches = 0;     // ... whose contributors disagreed on the range (not compared)
+  int digest_gaps = 0;          // ... whose range was no longer retained here
+  uint64_t partitions = 1;      // P for the next round
+  bool gathered = false;        // a drill-down / findings gather ran
   std::vector<CrossNodeTiming> timings;
   std::vector<StalledStream> stalls;  // streams stalled as of this round (drilled for waits)
   // Leader only (leader clock): findings other nodes sent ...
   std::vector<obs::Finding> findings;
   // ... and what the Judge decided from drill-downs (new, updated and closed).
   std::vector<obs::Finding> decided;
-  bool stalled_anywhere = false; // some observer reports a stalled stream or communicator
-  int bad_reports = 0;           // leader: node messages that did not decode (counted, skipped)
-  std::string bad_report_error;  // the first such error
+  bool stalled_anywhere = false;  // some observer reports a stalled stream or communicator
+  int bad_reports = 0;            // leader: node messages that did not decode (counted, skipped)
+  std::string bad_report_error;   // the first such error
 };
 
 class DigestExchange {
@@ -145,9 +145,9 @@ class DigestExchange {
     uint64_t last_completed = ~0ull;  // job-wide watermark last seen
     int64_t changed_at = 0;           // round time it last moved
     bool stalled = false;
-    uint64_t next_stall_drill = 0;    // round from which a lasting stall is drilled again
-    uint64_t next_digest_drill = 0;   // same for a lasting digest disagreement
-    bool stall_drill_pending = false; // decided last round, asked for this round
+    uint64_t next_stall_drill = 0;     // round from which a lasting stall is drilled again
+    uint64_t next_digest_drill = 0;    // same for a lasting digest disagreement
+    bool stall_drill_pending = false;  // decided last round, asked for this round
   };
   struct Placed {
     const StreamView* view;
@@ -176,8 +176,8 @@ class DigestExchange {
                            bool* stalled_here);
   // Places the streams taking part this round in their slots, with digests and timing samples.
   void contribute_streams(LocalView& local, const std::vector<StreamView>& streams, const ClockEstimate& clock,
-                          std::vector<uint64_t>& v, std::vector<Placed>* placed,
-                          std::vector<TimingSample>* samples, RoundResult* res);
+                          std::vector<uint64_t>& v, std::vector<Placed>* placed, std::vector<TimingSample>* samples,
+                          RoundResult* res);
   // After the allreduce: compares each placed stream, advances its range and stall state, and
   // lists the streams to drill down.
   void settle_streams(std::vector<uint64_t>& v, std::vector<Placed>& placed, std::vector<const Placed*>* drills,
@@ -198,8 +198,8 @@ class DigestExchange {
   uint64_t config_key_;
   uint64_t round_ = 0;
   uint64_t partitions_ = 1;
-  double cycle_streams_ = 0;   // estimated streams seen in the current cycle of P rounds
-  uint64_t cycle_rounds_ = 0;  // rounds of the current cycle so far
+  double cycle_streams_ = 0;       // estimated streams seen in the current cycle of P rounds
+  uint64_t cycle_rounds_ = 0;      // rounds of the current cycle so far
   uint64_t next_local_drill_ = 0;  // round from which a local stall asks for a drill-down again
   std::unordered_map<uint64_t, StreamState> state_;
 };

@@ -307,9 +307,7 @@ bool decode_report(std::span<const uint8_t> bytes, NodeReport* out, std::string*
       const nlohmann::json j = nlohmann::json::parse(text);
       if (!obs::from_json(j, &f, &why)) return fail("bad finding: " + why);
       if (f.dedup_key.empty()) return fail("bad finding: no dedup_key");
-    } catch (const std::exception& e) {
-      return fail(std::string("bad finding: ") + e.what());
-    }
+    } catch (const std::exception& e) { return fail(std::string("bad finding: ") + e.what()); }
     f.id = 0;
     rep.findings.push_back(std::move(f));
   }

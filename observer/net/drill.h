@@ -42,7 +42,7 @@ struct StreamKeyInfo {
 
 struct NodeStreamOps {
   StreamKeyInfo stream;
-  uint64_t from = 0, to = 0;  // the digested range [from, to) of seqNumbers
+  uint64_t from = 0, to = 0;               // the digested range [from, to) of seqNumbers
   std::vector<std::pair<int, int>> ranks;  // local (comm_rank, global_rank)
   std::vector<NodeOpValues> ops;
 };
@@ -101,8 +101,7 @@ class Judge {
  public:
   virtual ~Judge() = default;
   // Consensus over the records of a disagreeing stream (desync, sdc). `now_ns`: leader clock.
-  virtual std::vector<obs::Finding> judge_digest(const DigestDrill& d, const Identities& ids,
-                                                 int64_t now_ns) = 0;
+  virtual std::vector<obs::Finding> judge_digest(const DigestDrill& d, const Identities& ids, int64_t now_ns) = 0;
   // Job-wide wait-for analysis over the snapshots of every node (hang, deadlock, crash);
   // returns new, updated and closed findings.
   virtual std::vector<obs::Finding> judge_waits(const std::vector<NodeWaits>& waits, int64_t now_ns) = 0;

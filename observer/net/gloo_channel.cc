@@ -78,8 +78,7 @@ bool mkdirs(const std::string& dir) {
 
 // Parses "file:DIR" / "redis:HOST:PORT" and opens the store.
 std::unique_ptr<KeyStore> open_store(const std::string& spec) {
-  const std::string bad = "observer network: bad rendezvous '" + spec +
-                          "': expected file:DIR or redis:HOST:PORT";
+  const std::string bad = "observer network: bad rendezvous '" + spec + "': expected file:DIR or redis:HOST:PORT";
   try {
     if (spec.rfind("file:", 0) == 0) {
       const std::string dir = spec.substr(5);
@@ -101,21 +100,15 @@ std::unique_ptr<KeyStore> open_store(const std::string& spec) {
       if (errno != 0 || *end != '\0' || port < 1 || port > 65535) throw ChannelError(bad);
       return std::make_unique<RedisKeys>(host, static_cast<int>(port));
     }
-  } catch (const ChannelError&) {
-    throw;
-  } catch (const std::exception& e) {
+  } catch (const ChannelError&) { throw; } catch (const std::exception& e) {
     throw ChannelError("observer network: rendezvous " + spec + " unreachable: " + e.what());
   }
   throw ChannelError(bad);
 }
 
 std::string job_base(const std::string& job) { return "scout/" + job + "/"; }
-std::string epoch_marker(const std::string& job, uint64_t e) {
-  return job_base(job) + "epoch/" + std::to_string(e);
-}
-std::string epoch_prefix(const std::string& job, uint64_t e) {
-  return job_base(job) + "e" + std::to_string(e);
-}
+std::string epoch_marker(const std::string& job, uint64_t e) { return job_base(job) + "epoch/" + std::to_string(e); }
+std::string epoch_prefix(const std::string& job, uint64_t e) { return job_base(job) + "e" + std::to_string(e); }
 // gloo::rendezvous::PrefixStore joins prefix and key with '/'.
 std::string in_epoch(const std::string& job, uint64_t e, const std::string& key) {
   return epoch_prefix(job, e) + "/" + key;
@@ -155,9 +148,7 @@ uint64_t GlooChannel::latest_epoch(const std::string& rdzv, const std::string& j
       (keys->has(epoch_marker(job, mid)) ? lo : hi) = mid;
     }
     return lo;
-  } catch (const std::exception& e) {
-    throw ChannelError("observer network: rendezvous " + rdzv + ": " + e.what());
-  }
+  } catch (const std::exception& e) { throw ChannelError("observer network: rendezvous " + rdzv + ": " + e.what()); }
 }
 
 std::unique_ptr<GlooChannel> GlooChannel::connect(const GlooOptions& o) {
@@ -171,14 +162,12 @@ std::unique_ptr<GlooChannel> GlooChannel::connect(const GlooOptions& o) {
   struct sigaction old {};
   if (::sigaction(SIGPIPE, nullptr, &old) == 0 && old.sa_handler == SIG_DFL) ::signal(SIGPIPE, SIG_IGN);
 
-  const std::string where = "rendezvous " + o.rdzv + " (job " + o.job + ", epoch " +
-                            std::to_string(o.epoch) + ")";
+  const std::string where = "rendezvous " + o.rdzv + " (job " + o.job + ", epoch " + std::to_string(o.epoch) + ")";
   auto keys = open_store(o.rdzv);
   const std::string present = "present_" + std::to_string(o.rank);
   const std::string complete = "complete";
   // Keys this observer writes in its epoch (Gloo's connectFullMesh writes the last two).
-  const std::vector<std::string> own = {present, "rank_" + std::to_string(o.rank),
-                                        std::to_string(o.rank)};
+  const std::vector<std::string> own = {present, "rank_" + std::to_string(o.rank), std::to_string(o.rank)};
   auto erase_own = [&] {
     try {
       for (const auto& k : own) keys->erase(in_epoch(o.job, o.epoch, k));
@@ -222,15 +211,14 @@ std::unique_ptr<GlooChannel> GlooChannel::connect(const GlooOptions& o) {
       if (o.cancel && o.cancel->load()) throw RendezvousTimeout("observer network: " + where + ": cancelled");
       if (std::chrono::steady_clock::now() >= deadline) {
         const auto m = missing();
-        std::string why = m.empty() ? "the leader (node-rank 0) did not confirm that all " +
-                                          std::to_string(o.size) + " observers are present"
-                                    : "node-rank" + std::string(m.size() > 1 ? "s " : " ") +
-                                          rank_list(m) + " (of " + std::to_string(o.size) +
-                                          ") did not join";
+        std::string why = m.empty() ? "the leader (node-rank 0) did not confirm that all " + std::to_string(o.size) +
+                                          " observers are present"
+                                    : "node-rank" + std::string(m.size() > 1 ? "s " : " ") + rank_list(m) + " (of " +
+                                          std::to_string(o.size) + ") did not join";
         // The presence key stays: observers still waiting must not count this one as missing.
         // A retry erases it first (stale keys of this node-rank are always removed on entry).
         throw RendezvousTimeout("observer network: " + where + ": " + why + " within " +
-                           std::to_string(o.join_timeout.count()) + " ms");
+                                std::to_string(o.join_timeout.count()) + " ms");
       }
       std::this_thread::sleep_for(kPollInterval);
     }
@@ -252,12 +240,10 @@ std::unique_ptr<GlooChannel> GlooChannel::connect(const GlooOptions& o) {
     meshing = true;
     ctx->connectFullMesh(prefixed, dev);
     ctx->setTimeout(o.timeout);
-  } catch (const ChannelError&) {
-    throw;
-  } catch (const std::exception& e) {
+  } catch (const ChannelError&) { throw; } catch (const std::exception& e) {
     erase_own();
-    throw ChannelError("observer network: " + where + ": " +
-                       (meshing ? "connecting the TCP mesh failed: " : "") + e.what());
+    throw ChannelError("observer network: " + where + ": " + (meshing ? "connecting the TCP mesh failed: " : "") +
+                       e.what());
   }
   std::unique_ptr<GlooChannel> ch(new GlooChannel(o, std::move(dev), std::move(ctx)));
   // Every observer has read every address once all have passed this barrier.
@@ -329,9 +315,7 @@ void GlooChannel::transfer(uint64_t tag, const SendSpec* send, const RecvSpec* r
       who = "node-rank " + std::to_string(send->peer);
       if (!sb->waitSend(timeout())) throw ChannelError("send to " + who + " aborted");
     }
-  } catch (const ChannelError&) {
-    throw;
-  } catch (const std::exception& e) {
+  } catch (const ChannelError&) { throw; } catch (const std::exception& e) {
     throw ChannelError("waiting for " + who + ": " + e.what());
   }
 }

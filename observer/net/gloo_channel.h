@@ -17,7 +17,7 @@ class Context;
 namespace transport {
 class Device;
 class UnboundBuffer;
-}
+}  // namespace transport
 }  // namespace gloo
 
 namespace scout::net {

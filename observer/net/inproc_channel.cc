@@ -65,9 +65,7 @@ void InprocChannel::transfer(uint64_t tag, const SendSpec* send, const RecvSpec*
     if (send->peer < 0 || send->peer >= size()) {
       throw ChannelError("send to node-rank " + std::to_string(send->peer) + " (no such endpoint)");
     }
-    if (net_->dead_[send->peer]->load()) {
-      throw ChannelError("node-rank " + std::to_string(send->peer) + " is gone");
-    }
+    if (net_->dead_[send->peer]->load()) { throw ChannelError("node-rank " + std::to_string(send->peer) + " is gone"); }
     InprocNetwork::Message m{me, tag, {}};
     const auto* p = static_cast<const uint8_t*>(send->data);
     m.bytes.assign(p, p + send->len);
@@ -90,14 +88,12 @@ void InprocChannel::transfer(uint64_t tag, const SendSpec* send, const RecvSpec*
   std::unique_lock<std::mutex> lock(box.mu);
   bool timed_out = false;
   for (;;) {
-    auto it = std::find_if(box.queue.begin(), box.queue.end(), [&](const InprocNetwork::Message& m) {
-      return m.tag == tag && from_ok(m.source);
-    });
+    auto it = std::find_if(box.queue.begin(), box.queue.end(),
+                           [&](const InprocNetwork::Message& m) { return m.tag == tag && from_ok(m.source); });
     if (it != box.queue.end()) {
       if (it->bytes.size() != recv->len) {
         throw ChannelError("message of " + std::to_string(it->bytes.size()) + " bytes from node-rank " +
-                           std::to_string(it->source) + " where " + std::to_string(recv->len) +
-                           " were expected");
+                           std::to_string(it->source) + " where " + std::to_string(recv->len) + " were expected");
       }
       if (recv->len > 0) std::memcpy(recv->data, it->bytes.data(), recv->len);
       if (recv->source) *recv->source = it->source;
@@ -107,11 +103,10 @@ void InprocChannel::transfer(uint64_t tag, const SendSpec* send, const RecvSpec*
     if (net_->dead_[me]->load()) throw ChannelError("this endpoint was killed");
     if (int d = peer_dead(); d >= 0) throw ChannelError("node-rank " + std::to_string(d) + " is gone");
     if (timed_out) {
-      throw ChannelError("timed out after " + std::to_string(timeout().count()) +
-                         " ms waiting for " +
-                         (recv->peer >= 0 ? "node-rank " + std::to_string(recv->peer)
-                                          : std::string("any of ") +
-                                                std::to_string(recv->from_any.size()) + " node-ranks"));
+      throw ChannelError("timed out after " + std::to_string(timeout().count()) + " ms waiting for " +
+                         (recv->peer >= 0
+                              ? "node-rank " + std::to_string(recv->peer)
+                              : std::string("any of ") + std::to_string(recv->from_any.size()) + " node-ranks"));
     }
     timed_out = box.cv.wait_until(lock, deadline) == std::cv_status::timeout;
   }

@@ -37,9 +37,9 @@ struct RankOpView {
 struct RankProgressView {
   int comm_rank = -1;
   int global_rank = -1;
-  uint64_t enqueued = 0;    // ops of this stream enqueued (highest seqNumber + 1)
-  uint64_t started = 0;     // ops started on the GPU
-  uint64_t completed = 0;   // ops complete (KernelCh stopped on every channel)
+  uint64_t enqueued = 0;   // ops of this stream enqueued (highest seqNumber + 1)
+  uint64_t started = 0;    // ops started on the GPU
+  uint64_t completed = 0;  // ops complete (KernelCh stopped on every channel)
   int64_t last_event_ns = 0;
 };
 
@@ -47,11 +47,11 @@ struct RankProgressView {
 // seqNumber (matching key (commHash, func, seqNumber), docs/record-format.md).
 struct StreamView {
   uint64_t comm_hash = 0;
-  uint8_t func = 0;           // scout::shm::Func, 0..4
+  uint8_t func = 0;  // scout::shm::Func, 0..4
   int nranks = 0;
   std::string comm_name;
-  uint64_t completed = 0;     // ops with seq < completed are complete (and settled) on every local rank
-  uint64_t enqueued = 0;      // max over the local ranks of ops enqueued
+  uint64_t completed = 0;               // ops with seq < completed are complete (and settled) on every local rank
+  uint64_t enqueued = 0;                // max over the local ranks of ops enqueued
   std::vector<RankProgressView> ranks;  // the local ranks of the communicator
 };
 
@@ -91,7 +91,7 @@ struct MarkView {
 // in flight on some local rank of the communicator (its own slot of each, if it has one).
 struct MemberView {
   int comm_rank = -1;
-  int proc = -1;             // index into WaitSnapshot::procs
+  int proc = -1;  // index into WaitSnapshot::procs
   int64_t init_ns = 0;
   bool finalized = false;
   // Per numbered function (shm::Func, NCCL order): highest seqNumber issued / started /
@@ -107,7 +107,7 @@ struct CommWaitView {
   int nranks = 0;
   std::string name;
   int nnodes = 0;
-  int64_t last_progress_ns = 0;  // latest progress this node saw in the communicator
+  int64_t last_progress_ns = 0;     // latest progress this node saw in the communicator
   std::vector<MemberView> members;  // the local members
 };
 

@@ -1,8 +1,8 @@
 #include "observer/pipeline/command_line.h"
 #include "observer/pipeline/flag_check.h"
 
-#include <algorithm>
 #include <unistd.h>
+#include <algorithm>
 
 #include <CLI/CLI.hpp>
 #include <cmath>
@@ -35,9 +35,8 @@ std::string first_line(std::string s) {
 }
 }  // namespace
 
-ParseResult parse_command_line(int argc, const char* const* argv, const config::Config& cfg,
-                               CommandLine* out, std::string* message,
-                               const std::function<const char*(const char*)>& getenv_fn,
+ParseResult parse_command_line(int argc, const char* const* argv, const config::Config& cfg, CommandLine* out,
+                               std::string* message, const std::function<const char*(const char*)>& getenv_fn,
                                const std::string& hostname) {
   CommandLine cl;
   std::string err;
@@ -50,9 +49,10 @@ ParseResult parse_command_line(int argc, const char* const* argv, const config::
   int64_t interval_ms = cfg.observer_interval_ms;
   int nodes = 1, node_rank = 0;
 
-  CLI::App app{"scout-observer: reads every scout segment of a job on this node, finds hangs, "
-               "stragglers, slow links and silent data corruption, and writes the store.",
-               "scout-observer"};
+  CLI::App app{
+      "scout-observer: reads every scout segment of a job on this node, finds hangs, "
+      "stragglers, slow links and silent data corruption, and writes the store.",
+      "scout-observer"};
   app.add_option("--job", job, "job id (default: SCOUT_JOB_ID, TORCHELASTIC_RUN_ID, SLURM_JOB_ID, \"default\")");
   app.add_option("--store", cl.store, "SQLite store (default: <SCOUT_STATE_DIR>/<job>/node-<K>.db)");
   app.add_option("--nodes", nodes, "observers in the job (one per node)")->check(CLI::Range(1, 1 << 20));
@@ -60,9 +60,11 @@ ParseResult parse_command_line(int argc, const char* const* argv, const config::
   app.add_option("--rdzv", cl.rdzv, "rendezvous of the observers: file:DIR or redis:HOST:PORT");
   app.add_option("--hang-timeout", hang_timeout, "seconds without progress before a waiting communicator is hung")
       ->check(finite_range(0.1, 86400.0));
-  app.add_option("--interval", interval_ms, "milliseconds between passes")->check(CLI::Range(int64_t(10), int64_t(60000)));
+  app.add_option("--interval", interval_ms, "milliseconds between passes")
+      ->check(CLI::Range(int64_t(10), int64_t(60000)));
   app.add_flag("--once", cl.once, "one pass: read, judge, write the store, exit");
-  app.add_option("--host", host, "host whose segments to read (default: SCOUT_HOST, else the hostname; '*': every host)");
+  app.add_option("--host", host,
+                 "host whose segments to read (default: SCOUT_HOST, else the hostname; '*': every host)");
   app.add_option("--shm-dir", shm_dir, "directory of the segments (default: SCOUT_SHM_DIR)");
   app.add_option("--equiv", equiv_file, "file declaring equivalent communicators (docs/observer.md)");
   app.add_flag("--quiet", cl.quiet, "print only errors");
@@ -94,7 +96,10 @@ ParseResult parse_command_line(int argc, const char* const* argv, const config::
     return ParseResult::kError;
   }
   cl.opt.job = !job.empty() ? job : config::resolve_job_id(cfg.job_id, getenv_fn);
-  cl.opt.host = !host.empty() ? host : !cfg.host.empty() ? cfg.host : !hostname.empty() ? hostname : config::resolve_host("");
+  cl.opt.host = !host.empty()       ? host
+                : !cfg.host.empty() ? cfg.host
+                : !hostname.empty() ? hostname
+                                    : config::resolve_host("");
   if (cl.opt.host == "*") cl.opt.host.clear();  // every host's segments in the directory
   if (!shm_dir.empty()) cl.opt.shm_dir = shm_dir;
   cl.opt.nodes = nodes;

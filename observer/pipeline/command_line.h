@@ -44,9 +44,8 @@ enum class ParseResult { kOk, kHelp, kError };
 // *message holds one line without a trailing newline (exit 2). `getenv_fn` (std::getenv when
 // empty) is used for the job-id fallbacks; `hostname` for the host when neither --host nor
 // SCOUT_HOST is set.
-ParseResult parse_command_line(int argc, const char* const* argv, const config::Config& cfg,
-                               CommandLine* out, std::string* message,
-                               const std::function<const char*(const char*)>& getenv_fn = {},
+ParseResult parse_command_line(int argc, const char* const* argv, const config::Config& cfg, CommandLine* out,
+                               std::string* message, const std::function<const char*(const char*)>& getenv_fn = {},
                                const std::string& hostname = "");
 
 }  // namespace scout::obs

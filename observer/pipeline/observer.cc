@@ -175,13 +175,12 @@ std::string Observer::stats_line() const {
   const JudgeStats& j = judge_.stats();
   size_t open = 0;
   for (const Finding* f : board_.all()) open += f->open;
-  return "passes " + std::to_string(passes_) + ", segments " + std::to_string(ingest_.attached()) +
-         " attached / " + std::to_string(s.segments_rejected) + " rejected / " +
-         std::to_string(s.segments_faulted) + " faulted / " + std::to_string(s.segments_reclaimed) +
-         " reclaimed, records " + std::to_string(s.records.read) + " read / " +
-         std::to_string(s.records.gaps + s.records.before_attach) + " overwritten unread / " + std::to_string(s.records.lost_inflight) +
-         " lost in flight / " + std::to_string(s.records.invalid) + " invalid / " +
-         std::to_string(s.records.torn) + " torn reads, ops " + std::to_string(j.judged) + " judged (" +
+  return "passes " + std::to_string(passes_) + ", segments " + std::to_string(ingest_.attached()) + " attached / " +
+         std::to_string(s.segments_rejected) + " rejected / " + std::to_string(s.segments_faulted) + " faulted / " +
+         std::to_string(s.segments_reclaimed) + " reclaimed, records " + std::to_string(s.records.read) + " read / " +
+         std::to_string(s.records.gaps + s.records.before_attach) + " overwritten unread / " +
+         std::to_string(s.records.lost_inflight) + " lost in flight / " + std::to_string(s.records.invalid) +
+         " invalid / " + std::to_string(s.records.torn) + " torn reads, ops " + std::to_string(j.judged) + " judged (" +
          std::to_string(j.partial) + " partial), findings " + std::to_string(board_.size()) + " (" +
          std::to_string(open) + " open)";
 }

@@ -19,15 +19,12 @@
 //   8. after-pass    optional step (set_after_pass_step): checkpoint certification.
 #pragma once
 
-#include <map>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 
-#include "observer/model/finding_board.h"
-#include "observer/model/model.h"
-#include "observer/pipeline/options.h"
 #include "observer/detect/equiv.h"
 #include "observer/detect/hang.h"
 #include "observer/detect/nan_origin.h"
@@ -35,7 +32,10 @@
 #include "observer/detect/slowlink.h"
 #include "observer/detect/straggler.h"
 #include "observer/ingest/ingestor.h"
+#include "observer/model/finding_board.h"
+#include "observer/model/model.h"
 #include "observer/model/sink.h"
+#include "observer/pipeline/options.h"
 #include "observer/pipeline/replay_coordinator.h"
 
 namespace scout::obs {
@@ -100,7 +100,7 @@ class Observer {
   std::unique_ptr<ReplayCoordinator> replay_;
   int64_t started_ns_ = 0;
   uint64_t passes_ = 0;
-  bool hung_ = false;  // some communicator's state was "hung" at the last write
+  bool hung_ = false;         // some communicator's state was "hung" at the last write
   std::string warned_;        // ingestion warning last logged
   uint64_t lost_logged_ = 0;  // records_lost at the last write (a rise is logged)
   std::mutex mu_;

@@ -20,7 +20,7 @@ namespace scout::obs {
 
 struct ObserverOptions {
   std::string job;
-  std::string host;               // segments of this host only ("" = all hosts in shm_dir)
+  std::string host;  // segments of this host only ("" = all hosts in shm_dir)
   std::string shm_dir = "/dev/shm";
   int node_rank = 0;
   int nodes = 1;
@@ -34,8 +34,8 @@ struct ObserverOptions {
   StragglerConfig straggler;
   SlowLinkConfig slowlink;
   std::vector<EquivGroup> equiv;
-  ReplayOptions replay;           // off unless enabled (the SCOUT_REPLAY registry default is on)
-  LivenessFn liveness;            // empty: owner_running
+  ReplayOptions replay;                         // off unless enabled (the SCOUT_REPLAY registry default is on)
+  LivenessFn liveness;                          // empty: owner_running
   std::function<void(const std::string&)> log;  // empty: silent
 };
 

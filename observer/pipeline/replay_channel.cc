@@ -78,8 +78,10 @@ void ReplayChannel::kill_and_reap(std::string* why) {
     ::kill(pid_, SIGKILL);
     int st = 0;
     if (waitpid(pid_, &st, 0) == pid_ && why && why->empty()) {
-      if (WIFSIGNALED(st)) *why = "scout-replay exited (signal " + std::to_string(WTERMSIG(st)) + ")";
-      else if (WIFEXITED(st)) *why = "scout-replay exited (status " + std::to_string(WEXITSTATUS(st)) + ")";
+      if (WIFSIGNALED(st))
+        *why = "scout-replay exited (signal " + std::to_string(WTERMSIG(st)) + ")";
+      else if (WIFEXITED(st))
+        *why = "scout-replay exited (status " + std::to_string(WEXITSTATUS(st)) + ")";
     }
   }
   pid_ = 0;

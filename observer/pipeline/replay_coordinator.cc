@@ -69,7 +69,11 @@ std::string default_replay_program() {
 
 ReplayCoordinator::ReplayCoordinator(ReplayOptions opt, std::string job, std::string shm_dir, int node_rank,
                                      std::function<void(const std::string&)> log)
-    : opt_(std::move(opt)), job_(std::move(job)), shm_dir_(std::move(shm_dir)), node_rank_(node_rank), log_(std::move(log)) {
+    : opt_(std::move(opt)),
+      job_(std::move(job)),
+      shm_dir_(std::move(shm_dir)),
+      node_rank_(node_rank),
+      log_(std::move(log)) {
   std::vector<std::string> argv = opt_.program;
   if (argv.empty()) argv = {default_replay_program()};
   if (argv.size() == 1) {
@@ -92,8 +96,7 @@ ReplayCoordinator::~ReplayCoordinator() {
   pthread_sigmask(SIG_BLOCK, &pipe_set, &old_set);
   channel_->stop();
   timespec zero{0, 0};  // consume a SIGPIPE the write raised before unblocking
-  while (sigtimedwait(&pipe_set, nullptr, &zero) > 0) {
-  }
+  while (sigtimedwait(&pipe_set, nullptr, &zero) > 0) {}
   pthread_sigmask(SIG_SETMASK, &old_set, nullptr);
 }
 
@@ -203,7 +206,8 @@ std::optional<ReplayCoordinator::Job> ReplayCoordinator::next_job(const Model& m
       if (!local.count(f->suspects[0].global_rank)) continue;
       plan.gemms = gemm_shapes();
       job.trigger = "straggler";
-    } else if (f->kind == FindingKind::kSlowLink && f->evidence.is_object() && f->evidence.value("class", "") == "comm") {
+    } else if (f->kind == FindingKind::kSlowLink && f->evidence.is_object() &&
+               f->evidence.value("class", "") == "comm") {
       const Comm* c = comm_by_hash(m, f->comm_hash, f->comm_nranks);
       std::vector<int> mine;
       if (c)
@@ -298,8 +302,8 @@ ReplayCoordinator::Done ReplayCoordinator::run(const Job& job) {
   };
   nlohmann::json ans;
   std::string err;
-  nlohmann::json prep = {{"op", "prepare"}, {"contract", replay::to_json(contract)}, {"participants", parts},
-                         {"recipes", recipes}};
+  nlohmann::json prep = {
+      {"op", "prepare"}, {"contract", replay::to_json(contract)}, {"participants", parts}, {"recipes", recipes}};
   if (!channel_->call(prep, &ans, deadline - mono_ns(), &err)) return give_up(err);
   if (ans.value("op", "") != "ready") return give_up("scout-replay: " + ans.value("error", ans.dump()));
   rec.backend = ans.value("backend", "");
@@ -318,12 +322,17 @@ ReplayCoordinator::Done ReplayCoordinator::run(const Job& job) {
   rec.detail["gpus"] = gj;
   replay::ContractCheck check = replay::check_contract(contract, answers);
   replay::Admission adm = replay::admit(job.recipes, check, answers);
-  rec.detail["contract"] = {{"digest", replay::fp_hex(replay::contract_digest(contract))}, {"missing", check.missing},
-                            {"not_ready", check.not_ready}, {"wrong_contract", check.wrong_contract}};
+  rec.detail["contract"] = {{"digest", replay::fp_hex(replay::contract_digest(contract))},
+                            {"missing", check.missing},
+                            {"not_ready", check.not_ready},
+                            {"wrong_contract", check.wrong_contract}};
   std::vector<replay::Sample> samples;
   if (!adm.run.empty()) {
     const int64_t left_ms = (deadline - mono_ns()) / 1'000'000;
-    nlohmann::json run = {{"op", "run"}, {"cycle", job.cycle}, {"admitted", adm.run}, {"deadline_ms", std::max<int64_t>(0, left_ms * 8 / 10)}};
+    nlohmann::json run = {{"op", "run"},
+                          {"cycle", job.cycle},
+                          {"admitted", adm.run},
+                          {"deadline_ms", std::max<int64_t>(0, left_ms * 8 / 10)}};
     if (!channel_->call(run, &ans, deadline - mono_ns(), &err)) {
       // A participant lost mid-cycle: every admitted recipe is undecided.
       for (const std::string& id : adm.run) adm.inconclusive.push_back({id, "participant lost: " + err});
@@ -367,8 +376,8 @@ void ReplayCoordinator::apply(const Model& m, FindingBoard& board, const Done& d
     // the next periodic cycle. A cycle that ran nothing (no GPU usable) backs off instead.
     if (d.any_ok) {
       idle_period_ns_ = 0;
-      next_periodic_ns_ = now_ns + std::max<int64_t>(opt_.min_period_ns,
-                                                     int64_t(double(d.gpu_cost_ns) / std::max(1e-6, opt_.budget)));
+      next_periodic_ns_ =
+          now_ns + std::max<int64_t>(opt_.min_period_ns, int64_t(double(d.gpu_cost_ns) / std::max(1e-6, opt_.budget)));
     } else {
       idle_period_ns_ = idle_period_ns_ ? std::min<int64_t>(60'000'000'000, idle_period_ns_ * 2)
                                         : std::max<int64_t>(opt_.min_period_ns, 1'000'000'000);
@@ -388,8 +397,10 @@ void ReplayCoordinator::apply(const Model& m, FindingBoard& board, const Done& d
   for (const replay::RecipeOutcome& r : v.recipes) {
     if (r.kind != "gemm") continue;
     any_gemm = true;
-    if (r.outcome != "inconclusive" || r.reason.find("skipped") == std::string::npos) gemm_ran = true;
-    else gemm_why = r.reason;
+    if (r.outcome != "inconclusive" || r.reason.find("skipped") == std::string::npos)
+      gemm_ran = true;
+    else
+      gemm_why = r.reason;
   }
   if (any_gemm && !gemm_ran && !gemm_unavailable_) {
     gemm_unavailable_ = true;
@@ -414,13 +425,15 @@ void ReplayCoordinator::apply(const Model& m, FindingBoard& board, const Done& d
     f.last_seen_ns = now_ns;
     nlohmann::json checks = nlohmann::json::array();
     for (const auto* s : list)
-      checks.push_back({{"check", s->check}, {"recipe", s->recipe}, {"votes", s->votes},
+      checks.push_back({{"check", s->check},
+                        {"recipe", s->recipe},
+                        {"votes", s->votes},
                         {"peer", s->peer >= 0 ? nlohmann::json(s->peer) : nlohmann::json(nullptr)}});
     nlohmann::json gpus = nlohmann::json::array();
     for (const Participant& p : d.job.participants) gpus.push_back({{"global_rank", p.global_rank}, {"gpu", p.gpu}});
-    f.evidence = {{"source", "replay"}, {"cycle", rec.cycle},   {"trigger", rec.trigger}, {"check", first.check},
-                  {"recipe", first.recipe}, {"votes", first.votes}, {"checks", checks}, {"gpus", gpus},
-                  {"gpu", first.gpu}};
+    f.evidence = {{"source", "replay"},   {"cycle", rec.cycle},     {"trigger", rec.trigger},
+                  {"check", first.check}, {"recipe", first.recipe}, {"votes", first.votes},
+                  {"checks", checks},     {"gpus", gpus},           {"gpu", first.gpu}};
     const Proc& p = m.proc(proc);
     f.dedup_key = "sdc:replay:" + p.host + ":" + std::to_string(p.pid);
     if (first.check == "link" || (peer >= 0 && first.check != "gemm-vote" && first.check != "gemm-self"))
@@ -488,12 +501,16 @@ void ReplayCoordinator::apply(const Model& m, FindingBoard& board, const Done& d
     }
   // GEMM timing verdicts: straggler causes.
   for (const replay::SlowGpu& s : v.slow_gpus)
-    causes_[s.global_rank] = {"gpu", rec.started_ns,
-                              {{"cycle", rec.cycle}, {"recipe", s.recipe}, {"ms", [&] {
-                                                                              nlohmann::json a = nlohmann::json::array();
-                                                                              for (int64_t x : s.ns) a.push_back(to_ms(x));
-                                                                              return a;
-                                                                            }()},
+    causes_[s.global_rank] = {"gpu",
+                              rec.started_ns,
+                              {{"cycle", rec.cycle},
+                               {"recipe", s.recipe},
+                               {"ms",
+                                [&] {
+                                  nlohmann::json a = nlohmann::json::array();
+                                  for (int64_t x : s.ns) a.push_back(to_ms(x));
+                                  return a;
+                                }()},
                                {"median_ms", to_ms(s.median_ns)}}};
   for (int r : v.gpu_normal) causes_[r] = {"host", rec.started_ns, {{"cycle", rec.cycle}}};
 }

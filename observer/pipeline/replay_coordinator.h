@@ -41,15 +41,15 @@
 namespace scout::obs {
 
 struct ReplayOptions {
-  bool enabled = false;                  // SCOUT_REPLAY (the registry's default is on)
-  double budget = 0.01;                  // SCOUT_REPLAY_BUDGET: fraction of wall time
-  int64_t max_mem = int64_t(2) << 30;    // SCOUT_REPLAY_MAX_MEM: device bytes per GPU
-  std::string gemms;                     // SCOUT_REPLAY_GEMMS ("" = the default set)
-  int64_t deadline_ns = 30'000'000'000;  // SCOUT_REPLAY_DEADLINE_S: one cycle, contract to verdict
-  int64_t min_period_ns = 1'000'000'000; // periodic cycles at most this often
-  int max_pairs = 64;                    // link recipes per periodic cycle
-  int max_colls = 8;                     // collective recipes per cycle
-  std::vector<std::string> program;      // scout-replay argv ("" = next to this executable)
+  bool enabled = false;                   // SCOUT_REPLAY (the registry's default is on)
+  double budget = 0.01;                   // SCOUT_REPLAY_BUDGET: fraction of wall time
+  int64_t max_mem = int64_t(2) << 30;     // SCOUT_REPLAY_MAX_MEM: device bytes per GPU
+  std::string gemms;                      // SCOUT_REPLAY_GEMMS ("" = the default set)
+  int64_t deadline_ns = 30'000'000'000;   // SCOUT_REPLAY_DEADLINE_S: one cycle, contract to verdict
+  int64_t min_period_ns = 1'000'000'000;  // periodic cycles at most this often
+  int max_pairs = 64;                     // link recipes per periodic cycle
+  int max_colls = 8;                      // collective recipes per cycle
+  std::vector<std::string> program;       // scout-replay argv ("" = next to this executable)
   replay::OutlierRule rule;
 };
 
@@ -106,7 +106,7 @@ class ReplayCoordinator {
   ReplayOptions opt_;
   std::string job_, shm_dir_;
   int node_rank_ = 0;
-  std::set<std::string> replay_links_;       // open slowlink findings a replay cycle made
+  std::set<std::string> replay_links_;  // open slowlink findings a replay cycle made
   std::function<void(const std::string&)> log_;
   replay::CollClassSet classes_;
   std::vector<std::vector<int>> groups_;  // communicator memberships (global ranks) seen
@@ -114,10 +114,10 @@ class ReplayCoordinator {
   uint64_t next_cycle_ = 1;
   int64_t first_seen_ns_ = 0;
   int64_t next_periodic_ns_ = 0;
-  int64_t idle_period_ns_ = 0;               // backoff while cycles run nothing
-  std::map<int, Cause> causes_;              // global rank -> latest timing verdict
-  std::set<std::string> handled_;            // findings a trigger already ran for
-  bool gemm_unavailable_ = false;            // every GEMM was skipped: no periodic GEMMs
+  int64_t idle_period_ns_ = 0;     // backoff while cycles run nothing
+  std::map<int, Cause> causes_;    // global rank -> latest timing verdict
+  std::set<std::string> handled_;  // findings a trigger already ran for
+  bool gemm_unavailable_ = false;  // every GEMM was skipped: no periodic GEMMs
   std::vector<ReplayCycleRecord> records_;
 
   mutable std::mutex mu_;

@@ -18,8 +18,7 @@ constexpr const char* kOpColumns =
     "end_ns, duration_ns, busbw_gbps, fp_verdict, meta_verdict";
 
 constexpr const char* kOpOrder = "first_arrival_ns, comm_hash, func, seq, kind";
-constexpr const char* kOpOrderDesc =
-    "first_arrival_ns DESC, comm_hash DESC, func DESC, seq DESC, kind DESC";
+constexpr const char* kOpOrderDesc = "first_arrival_ns DESC, comm_hash DESC, func DESC, seq DESC, kind DESC";
 
 OpRow op_from(const Stmt& s) {
   OpRow r;
@@ -74,8 +73,7 @@ StoreReader::StoreReader(std::unique_ptr<Db> db)
 StoreReader::~StoreReader() {
   try {
     db_->exec("COMMIT");
-  } catch (...) {
-  }
+  } catch (...) {}
 }
 
 const std::string& StoreReader::path() const { return db_->path(); }
@@ -303,8 +301,7 @@ std::vector<OpRow> StoreReader::ops(const OpFilter& filter) {
   if (filter.func) add("func = ? COLLATE NOCASE");
   std::string sql = std::string("SELECT ") + kOpColumns + " FROM ops" + where;
   if (filter.last > 0) {
-    sql = std::string("SELECT * FROM (") + sql + " ORDER BY " + kOpOrderDesc + " LIMIT ?) ORDER BY " +
-          kOpOrder;
+    sql = std::string("SELECT * FROM (") + sql + " ORDER BY " + kOpOrderDesc + " LIMIT ?) ORDER BY " + kOpOrder;
   } else {
     sql += std::string(" ORDER BY ") + kOpOrder;
   }
@@ -352,15 +349,13 @@ std::vector<TimingRow> StoreReader::timings(const std::vector<int64_t>& op_ids) 
   return out;
 }
 
-uint64_t StoreReader::op_count() {
-  return static_cast<uint64_t>(db_->query_int("SELECT count(*) FROM ops"));
-}
+uint64_t StoreReader::op_count() { return static_cast<uint64_t>(db_->query_int("SELECT count(*) FROM ops")); }
 
 std::vector<obs::ReplayCycleRecord> StoreReader::select_cycles(const std::string& where, int64_t a, int64_t b) {
   std::vector<obs::ReplayCycleRecord> out;
   if (!has_table(*db_, "replay_cycles")) return out;
-  Stmt s(*db_, "SELECT id, cycle, trigger, started_ns, ended_ns, outcome, backend, detail FROM replay_cycles WHERE " +
-                   where);
+  Stmt s(*db_,
+         "SELECT id, cycle, trigger, started_ns, ended_ns, outcome, backend, detail FROM replay_cycles WHERE " + where);
   s.bind(1, a).bind(2, b);
   while (s.step()) {
     obs::ReplayCycleRecord c;
@@ -382,7 +377,8 @@ std::vector<obs::ReplayCycleRecord> StoreReader::replay_cycles(int64_t from_ns, 
 }
 
 std::optional<obs::ReplayCycleRecord> StoreReader::replay_cycle_covering(int64_t t_ns) {
-  auto running = select_cycles("started_ns <= ? AND ended_ns >= ? ORDER BY started_ns DESC, id DESC LIMIT 1", t_ns, t_ns);
+  auto running =
+      select_cycles("started_ns <= ? AND ended_ns >= ? ORDER BY started_ns DESC, id DESC LIMIT 1", t_ns, t_ns);
   if (!running.empty()) return running[0];
   auto after = select_cycles("started_ns > ? AND started_ns <= ? ORDER BY started_ns, id LIMIT 1", t_ns, INT64_MAX);
   if (!after.empty()) return after[0];

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "observer/model/finding.h"
-#include "observer/model/replay_cycle.h"
 #include "observer/model/job.h"
+#include "observer/model/replay_cycle.h"
 
 namespace scout::store {
 
@@ -31,11 +31,11 @@ struct TimingRow {
 
 // Filters of `scout report` (every set field must match).
 struct OpFilter {
-  std::optional<uint64_t> comm_hash;   // --comm 0x... (exact commHash)
+  std::optional<uint64_t> comm_hash;     // --comm 0x... (exact commHash)
   std::optional<std::string> comm_name;  // --comm NAME (exact name)
-  std::optional<int> global_rank;      // --rank R: operations with a timing of rank R
-  std::optional<std::string> func;     // --func F, case-insensitive ("allreduce" = "AllReduce")
-  int64_t last = 0;                    // --last N: only the N latest after filtering (0 = all)
+  std::optional<int> global_rank;        // --rank R: operations with a timing of rank R
+  std::optional<std::string> func;       // --func F, case-insensitive ("allreduce" = "AllReduce")
+  int64_t last = 0;                      // --last N: only the N latest after filtering (0 = all)
 };
 
 struct FindingFilter {

@@ -21,8 +21,7 @@ std::unique_ptr<Db> open_db(const std::string& path, int flags) {
     int primary = rc & 0xff;
     if (primary == SQLITE_NOTADB) throw Error(path + " is not a scout store (not an SQLite database)");
     std::string why = sqlite3_errmsg(db->raw());
-    if (primary == SQLITE_CANTOPEN || primary == SQLITE_READONLY || primary == SQLITE_PERM ||
-        primary == SQLITE_IOERR) {
+    if (primary == SQLITE_CANTOPEN || primary == SQLITE_READONLY || primary == SQLITE_PERM || primary == SQLITE_IOERR) {
       int e = sqlite3_system_errno(db->raw());
       if (e != 0) why += std::string(" (") + std::strerror(e) + ")";
       std::filesystem::path dir = std::filesystem::path(path).parent_path();
@@ -242,13 +241,10 @@ void check_schema(Db& db) {
   const std::string& path = db.path();
   int64_t version = db.query_int("PRAGMA user_version");
   int64_t app = db.query_int("PRAGMA application_id");
-  if (app != kApplicationId || version == 0) {
-    throw Error(path + " is not a scout store");
-  }
+  if (app != kApplicationId || version == 0) { throw Error(path + " is not a scout store"); }
   if (version > kSchemaVersion) {
     throw Error("store " + path + " has schema version " + std::to_string(version) +
-                "; this scout reads up to version " + std::to_string(kSchemaVersion) +
-                " (use a newer scout)");
+                "; this scout reads up to version " + std::to_string(kSchemaVersion) + " (use a newer scout)");
   }
   if (version < 1) throw Error(path + " is not a scout store");
   Stmt fmt(db, "SELECT value FROM meta WHERE key = 'format'");

@@ -37,8 +37,7 @@ int64_t Db::query_int(std::string_view sql, int64_t fallback) {
 }
 
 Stmt::Stmt(Db& db, std::string_view sql) : db_(db) {
-  db_.check(sqlite3_prepare_v2(db.raw(), sql.data(), static_cast<int>(sql.size()), &stmt_, nullptr),
-            "prepare");
+  db_.check(sqlite3_prepare_v2(db.raw(), sql.data(), static_cast<int>(sql.size()), &stmt_, nullptr), "prepare");
 }
 
 Stmt::~Stmt() { sqlite3_finalize(stmt_); }
@@ -54,8 +53,7 @@ Stmt& Stmt::bind(int i, double v) {
 }
 
 Stmt& Stmt::bind(int i, std::string_view v) {
-  db_.check(sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT),
-            "bind");
+  db_.check(sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT), "bind");
   return *this;
 }
 
@@ -73,8 +71,7 @@ bool Stmt::step() {
 }
 
 void Stmt::run() {
-  while (step()) {
-  }
+  while (step()) {}
 }
 
 void Stmt::reset() {

@@ -6,9 +6,9 @@
 #include <filesystem>
 #include <unordered_map>
 
+#include "common/clock.h"
 #include "observer/store/schema.h"
 #include "observer/store/sqlite.h"
-#include "common/clock.h"
 #include "scout/config.h"
 #include "scout/version.h"
 
@@ -30,8 +30,7 @@ void guarded(Db& db, F&& body) {
   } catch (...) {
     try {
       db.exec("ROLLBACK TO sink_call; RELEASE sink_call");
-    } catch (...) {
-    }
+    } catch (...) {}
     throw;
   }
   db.exec("RELEASE sink_call");
@@ -39,8 +38,8 @@ void guarded(Db& db, F&& body) {
 
 }  // namespace
 
-std::unique_ptr<StoreWriter> StoreWriter::open(const std::string& path,
-                                               const WriterOptions& options, std::string* error) {
+std::unique_ptr<StoreWriter> StoreWriter::open(const std::string& path, const WriterOptions& options,
+                                               std::string* error) {
   try {
     std::filesystem::path p(path);
     if (p.has_parent_path()) {
@@ -84,8 +83,7 @@ std::unique_ptr<StoreWriter> StoreWriter::open(const std::string& path,
   }
 }
 
-StoreWriter::StoreWriter(std::unique_ptr<Db> db, const WriterOptions& options)
-    : db_(std::move(db)), options_(options) {
+StoreWriter::StoreWriter(std::unique_ptr<Db> db, const WriterOptions& options) : db_(std::move(db)), options_(options) {
   if (options_.max_ops <= 0) options_.max_ops = config::load().store_max_ops;
 }
 
@@ -118,8 +116,13 @@ void StoreWriter::put_job(const obs::JobInfo& job) {
       Stmt st(*db_,
               "INSERT OR REPLACE INTO job (id, job, nodes, node_rank, started_ns, updated_ns, "
               "observer_version) VALUES (1, ?, ?, ?, ?, ?, ?)");
-      st.bind(1, job.job).bind(2, job.nodes).bind(3, job.node_rank).bind(4, job.started_ns)
-          .bind(5, job.updated_ns).bind(6, job.observer_version).run();
+      st.bind(1, job.job)
+          .bind(2, job.nodes)
+          .bind(3, job.node_rank)
+          .bind(4, job.started_ns)
+          .bind(5, job.updated_ns)
+          .bind(6, job.observer_version)
+          .run();
       // Ingestion health lives in meta (no schema change; docs/store.md, "meta").
       Stmt m(*db_, "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)");
       auto put = [&](const char* key, const std::string& value) {
@@ -132,9 +135,7 @@ void StoreWriter::put_job(const obs::JobInfo& job) {
       put("segments_refused", std::to_string(job.segments_refused));
       put("ingest_warning", job.warning);
     });
-  } catch (const Error& e) {
-    fail(std::string("put_job: ") + e.what());
-  }
+  } catch (const Error& e) { fail(std::string("put_job: ") + e.what()); }
 }
 
 void StoreWriter::put_ranks(const std::vector<obs::RankInfo>& ranks) {
@@ -146,15 +147,22 @@ void StoreWriter::put_ranks(const std::vector<obs::RankInfo>& ranks) {
               "node_rank, segment, state, first_seen_ns, last_event_ns) "
               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
       for (const obs::RankInfo& r : ranks) {
-        st.bind(1, r.host).bind(2, r.pid).bind(3, r.global_rank).bind(4, r.local_rank)
-            .bind(5, r.gpu).bind(6, r.cuda_dev).bind(7, r.node_rank).bind(8, r.segment)
-            .bind(9, r.state).bind(10, r.first_seen_ns).bind(11, r.last_event_ns).run();
+        st.bind(1, r.host)
+            .bind(2, r.pid)
+            .bind(3, r.global_rank)
+            .bind(4, r.local_rank)
+            .bind(5, r.gpu)
+            .bind(6, r.cuda_dev)
+            .bind(7, r.node_rank)
+            .bind(8, r.segment)
+            .bind(9, r.state)
+            .bind(10, r.first_seen_ns)
+            .bind(11, r.last_event_ns)
+            .run();
         st.reset();
       }
     });
-  } catch (const Error& e) {
-    fail(std::string("put_ranks: ") + e.what());
-  }
+  } catch (const Error& e) { fail(std::string("put_ranks: ") + e.what()); }
 }
 
 void StoreWriter::put_comms(const std::vector<obs::CommInfo>& comms) {
@@ -168,20 +176,21 @@ void StoreWriter::put_comms(const std::vector<obs::CommInfo>& comms) {
               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
       for (const obs::CommInfo& c : comms) {
         nlohmann::json ranks = c.global_ranks;
-        st.bind(1, c.comm_hash).bind(2, c.nranks).bind(3, c.name).bind(4, c.nnodes)
-            .bind(5, ranks.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)).bind(6, c.ops_complete);
+        st.bind(1, c.comm_hash)
+            .bind(2, c.nranks)
+            .bind(3, c.name)
+            .bind(4, c.nnodes)
+            .bind(5, ranks.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
+            .bind(6, c.ops_complete);
         for (int i = 0; i < 5; ++i) st.bind(7 + i, c.last_seq[i]);
         st.bind(12, c.last_progress_ns).bind(13, c.state).run();
         st.reset();
       }
     });
-  } catch (const Error& e) {
-    fail(std::string("put_comms: ") + e.what());
-  }
+  } catch (const Error& e) { fail(std::string("put_comms: ") + e.what()); }
 }
 
-void StoreWriter::put_ops(const std::vector<obs::OpSummary>& ops,
-                          const std::vector<obs::OpRankTiming>& timings) {
+void StoreWriter::put_ops(const std::vector<obs::OpSummary>& ops, const std::vector<obs::OpRankTiming>& timings) {
   try {
     begin();
     guarded(*db_, [&] {
@@ -206,12 +215,27 @@ void StoreWriter::put_ops(const std::vector<obs::OpSummary>& ops,
         return std::to_string(hash) + "/" + func + "/" + std::to_string(seq);
       };
       for (const obs::OpSummary& o : ops) {
-        st.bind(1, o.comm_hash).bind(2, o.kind).bind(3, o.func).bind(4, o.seq)
-            .bind(5, o.comm_name).bind(6, o.nranks).bind(7, o.datatype).bind(8, o.count)
-            .bind(9, o.bytes).bind(10, o.algo).bind(11, o.proto).bind(12, o.n_channels)
-            .bind(13, o.ranks_reported).bind(14, o.ranks_complete).bind(15, o.first_arrival_ns)
-            .bind(16, o.last_arrival_ns).bind(17, o.last_rank).bind(18, o.end_ns)
-            .bind(19, o.duration_ns).bind(20, o.busbw_gbps).bind(21, o.fp_verdict)
+        st.bind(1, o.comm_hash)
+            .bind(2, o.kind)
+            .bind(3, o.func)
+            .bind(4, o.seq)
+            .bind(5, o.comm_name)
+            .bind(6, o.nranks)
+            .bind(7, o.datatype)
+            .bind(8, o.count)
+            .bind(9, o.bytes)
+            .bind(10, o.algo)
+            .bind(11, o.proto)
+            .bind(12, o.n_channels)
+            .bind(13, o.ranks_reported)
+            .bind(14, o.ranks_complete)
+            .bind(15, o.first_arrival_ns)
+            .bind(16, o.last_arrival_ns)
+            .bind(17, o.last_rank)
+            .bind(18, o.end_ns)
+            .bind(19, o.duration_ns)
+            .bind(20, o.busbw_gbps)
+            .bind(21, o.fp_verdict)
             .bind(22, o.meta_verdict);
         if (st.step()) batch_ids[key_of(o.comm_hash, o.func, o.seq)] = st.i64(0);
         st.run();
@@ -238,21 +262,25 @@ void StoreWriter::put_ops(const std::vector<obs::OpSummary>& ops,
         } else if (find.step()) {
           op_id = find.i64(0);
         } else {
-          add.bind(1, t.comm_hash).bind(2, placeholder_kind(t.func)).bind(3, t.func)
-              .bind(4, t.seq).run();
+          add.bind(1, t.comm_hash).bind(2, placeholder_kind(t.func)).bind(3, t.func).bind(4, t.seq).run();
           add.reset();
           op_id = db_->last_insert_rowid();
           ++stats_.placeholder_ops;
         }
         find.reset();
-        tt.bind(1, op_id).bind(2, t.global_rank).bind(3, t.comm_rank).bind(4, t.api_ns)
-            .bind(5, t.start_ns).bind(6, t.end_ns).bind(7, t.fp_recv).bind(8, t.fp_status).run();
+        tt.bind(1, op_id)
+            .bind(2, t.global_rank)
+            .bind(3, t.comm_rank)
+            .bind(4, t.api_ns)
+            .bind(5, t.start_ns)
+            .bind(6, t.end_ns)
+            .bind(7, t.fp_recv)
+            .bind(8, t.fp_status)
+            .run();
         tt.reset();
       }
     });
-  } catch (const Error& e) {
-    fail(std::string("put_ops: ") + e.what());
-  }
+  } catch (const Error& e) { fail(std::string("put_ops: ") + e.what()); }
 }
 
 void StoreWriter::write_suspects(int64_t finding_id, const obs::Finding& f) {
@@ -262,8 +290,15 @@ void StoreWriter::write_suspects(int64_t finding_id, const obs::Finding& f) {
           "INSERT INTO finding_suspects (finding_id, role, idx, global_rank, host, pid, gpu, "
           "comm_rank) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
   auto put = [&](const char* role, int idx, const obs::Suspect& s) {
-    st.bind(1, finding_id).bind(2, role).bind(3, idx).bind(4, s.global_rank).bind(5, s.host)
-        .bind(6, s.pid).bind(7, s.gpu).bind(8, s.comm_rank).run();
+    st.bind(1, finding_id)
+        .bind(2, role)
+        .bind(3, idx)
+        .bind(4, s.global_rank)
+        .bind(5, s.host)
+        .bind(6, s.pid)
+        .bind(7, s.gpu)
+        .bind(8, s.comm_rank)
+        .run();
     st.reset();
   };
   for (size_t i = 0; i < f.suspects.size(); ++i) put("suspect", static_cast<int>(i), f.suspects[i]);
@@ -281,10 +316,21 @@ void StoreWriter::put_gemm(const std::vector<obs::GemmCaptureInfo>& capture,
                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
       Stmt del(*db_, "DELETE FROM gemm_shapes WHERE host = ? AND pid = ?");
       for (const obs::GemmCaptureInfo& c : capture) {
-        cap.bind(1, c.host).bind(2, c.pid).bind(3, c.global_rank).bind(4, int64_t(c.state))
-            .bind(5, int64_t(c.capacity)).bind(6, int64_t(c.n_entries)).bind(7, c.windows).bind(8, c.lines)
-            .bind(9, c.captured).bind(10, c.ignored).bind(11, c.malformed).bind(12, c.dropped_full)
-            .bind(13, c.dropped_busy).bind(14, c.window_ns).run();
+        cap.bind(1, c.host)
+            .bind(2, c.pid)
+            .bind(3, c.global_rank)
+            .bind(4, int64_t(c.state))
+            .bind(5, int64_t(c.capacity))
+            .bind(6, int64_t(c.n_entries))
+            .bind(7, c.windows)
+            .bind(8, c.lines)
+            .bind(9, c.captured)
+            .bind(10, c.ignored)
+            .bind(11, c.malformed)
+            .bind(12, c.dropped_full)
+            .bind(13, c.dropped_busy)
+            .bind(14, c.window_ns)
+            .run();
         cap.reset();
         del.bind(1, c.host).bind(2, c.pid).run();
         del.reset();
@@ -295,17 +341,29 @@ void StoreWriter::put_gemm(const std::vector<obs::GemmCaptureInfo>& capture,
                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
       for (const obs::GemmShapeInfo& s : shapes) {
         const shm::GemmKey& k = s.key;
-        ins.bind(1, s.host).bind(2, s.pid).bind(3, s.global_rank).bind(4, k.m).bind(5, k.n).bind(6, k.k)
-            .bind(7, int64_t(k.batch)).bind(8, int64_t(k.a_type)).bind(9, int64_t(k.b_type))
-            .bind(10, int64_t(k.c_type)).bind(11, int64_t(k.d_type)).bind(12, int64_t(k.compute))
-            .bind(13, int64_t(k.scale_type)).bind(14, int64_t(k.layout)).bind(15, int64_t(k.algo))
-            .bind(16, int64_t(k.tile_m)).bind(17, int64_t(k.tile_n)).bind(18, s.count).run();
+        ins.bind(1, s.host)
+            .bind(2, s.pid)
+            .bind(3, s.global_rank)
+            .bind(4, k.m)
+            .bind(5, k.n)
+            .bind(6, k.k)
+            .bind(7, int64_t(k.batch))
+            .bind(8, int64_t(k.a_type))
+            .bind(9, int64_t(k.b_type))
+            .bind(10, int64_t(k.c_type))
+            .bind(11, int64_t(k.d_type))
+            .bind(12, int64_t(k.compute))
+            .bind(13, int64_t(k.scale_type))
+            .bind(14, int64_t(k.layout))
+            .bind(15, int64_t(k.algo))
+            .bind(16, int64_t(k.tile_m))
+            .bind(17, int64_t(k.tile_n))
+            .bind(18, s.count)
+            .run();
         ins.reset();
       }
     });
-  } catch (const Error& e) {
-    fail(std::string("put_gemm: ") + e.what());
-  }
+  } catch (const Error& e) { fail(std::string("put_gemm: ") + e.what()); }
 }
 
 void StoreWriter::upsert_finding(obs::Finding* f) {
@@ -314,9 +372,8 @@ void StoreWriter::upsert_finding(obs::Finding* f) {
     guarded(*db_, [&] {
       int64_t id = 0, first_seen = 0;
       {
-        Stmt find(*db_, f->dedup_key.empty()
-                            ? "SELECT id, first_seen_ns FROM findings WHERE id = ?"
-                            : "SELECT id, first_seen_ns FROM findings WHERE dedup_key = ?");
+        Stmt find(*db_, f->dedup_key.empty() ? "SELECT id, first_seen_ns FROM findings WHERE id = ?"
+                                             : "SELECT id, first_seen_ns FROM findings WHERE dedup_key = ?");
         if (f->dedup_key.empty()) {
           find.bind(1, f->id);
         } else {
@@ -333,8 +390,14 @@ void StoreWriter::upsert_finding(obs::Finding* f) {
         Stmt up(*db_,
                 "UPDATE findings SET verdict = ?, status = ?, last_seen_ns = ?, summary = ?, "
                 "evidence = ?, evidence_version = ? WHERE id = ?");
-        up.bind(1, obs::to_string(f->verdict)).bind(2, status).bind(3, f->last_seen_ns)
-            .bind(4, f->summary).bind(5, evidence).bind(6, f->evidence_version).bind(7, id).run();
+        up.bind(1, obs::to_string(f->verdict))
+            .bind(2, status)
+            .bind(3, f->last_seen_ns)
+            .bind(4, f->summary)
+            .bind(5, evidence)
+            .bind(6, f->evidence_version)
+            .bind(7, id)
+            .run();
       } else {
         Stmt ins(*db_,
                  "INSERT INTO findings (dedup_key, kind, verdict, status, comm_hash, comm_name, "
@@ -345,15 +408,23 @@ void StoreWriter::upsert_finding(obs::Finding* f) {
         } else {
           ins.bind(1, f->dedup_key);
         }
-        ins.bind(2, obs::to_string(f->kind)).bind(3, obs::to_string(f->verdict)).bind(4, status)
-            .bind(5, f->comm_hash).bind(6, f->comm_name).bind(7, f->comm_nranks);
+        ins.bind(2, obs::to_string(f->kind))
+            .bind(3, obs::to_string(f->verdict))
+            .bind(4, status)
+            .bind(5, f->comm_hash)
+            .bind(6, f->comm_name)
+            .bind(7, f->comm_nranks);
         if (f->key) {
           ins.bind(8, f->key->func).bind(9, f->key->seq);
         } else {
           ins.bind_null(8).bind_null(9);
         }
-        ins.bind(10, f->first_seen_ns).bind(11, f->last_seen_ns).bind(12, f->summary)
-            .bind(13, evidence).bind(14, f->evidence_version).run();
+        ins.bind(10, f->first_seen_ns)
+            .bind(11, f->last_seen_ns)
+            .bind(12, f->summary)
+            .bind(13, evidence)
+            .bind(14, f->evidence_version)
+            .run();
         id = db_->last_insert_rowid();
         first_seen = f->first_seen_ns;
       }
@@ -361,9 +432,7 @@ void StoreWriter::upsert_finding(obs::Finding* f) {
       f->id = id;
       f->first_seen_ns = first_seen;
     });
-  } catch (const Error& e) {
-    fail(std::string("upsert_finding: ") + e.what());
-  }
+  } catch (const Error& e) { fail(std::string("upsert_finding: ") + e.what()); }
 }
 
 void StoreWriter::put_replay_cycle(obs::ReplayCycleRecord* c) {
@@ -373,13 +442,17 @@ void StoreWriter::put_replay_cycle(obs::ReplayCycleRecord* c) {
       Stmt ins(*db_,
                "INSERT INTO replay_cycles (cycle, trigger, started_ns, ended_ns, outcome, backend, detail) "
                "VALUES (?, ?, ?, ?, ?, ?, ?)");
-      ins.bind(1, int64_t(c->cycle)).bind(2, c->trigger).bind(3, c->started_ns).bind(4, c->ended_ns)
-          .bind(5, c->outcome).bind(6, c->backend).bind(7, c->detail.dump()).run();
+      ins.bind(1, int64_t(c->cycle))
+          .bind(2, c->trigger)
+          .bind(3, c->started_ns)
+          .bind(4, c->ended_ns)
+          .bind(5, c->outcome)
+          .bind(6, c->backend)
+          .bind(7, c->detail.dump())
+          .run();
       c->id = db_->last_insert_rowid();
     });
-  } catch (const Error& e) {
-    fail(std::string("put_replay_cycle: ") + e.what());
-  }
+  } catch (const Error& e) { fail(std::string("put_replay_cycle: ") + e.what()); }
 }
 
 void StoreWriter::flush() {
@@ -407,8 +480,7 @@ void StoreWriter::flush() {
   } catch (const Error& e) {
     try {
       db_->exec("ROLLBACK");
-    } catch (...) {
-    }
+    } catch (...) {}
     in_batch_ = false;
     ++stats_.failed_batches;
     fail(std::string("flush: ") + e.what());

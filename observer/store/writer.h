@@ -31,11 +31,11 @@ struct WriterOptions {
 
 // What the writer has done since it was opened.
 struct WriterStats {
-  uint64_t batches = 0;         // flush() calls that committed
-  uint64_t failed_batches = 0;  // batches rolled back after an error
-  uint64_t errors = 0;          // failed store operations (each reported through on_error)
-  uint64_t ops_dropped = 0;     // operations deleted by the history bound
-  uint64_t placeholder_ops = 0; // timings that arrived without their summary (see put_ops)
+  uint64_t batches = 0;          // flush() calls that committed
+  uint64_t failed_batches = 0;   // batches rolled back after an error
+  uint64_t errors = 0;           // failed store operations (each reported through on_error)
+  uint64_t ops_dropped = 0;      // operations deleted by the history bound
+  uint64_t placeholder_ops = 0;  // timings that arrived without their summary (see put_ops)
 };
 
 class StoreWriter : public obs::Sink {
@@ -44,8 +44,7 @@ class StoreWriter : public obs::Sink {
   // Returns nullptr with *error (one line) when the file is not a scout store, was written by a
   // newer schema, is damaged (check_integrity), belongs to another job (WriterOptions::job), or
   // cannot be opened/created.
-  static std::unique_ptr<StoreWriter> open(const std::string& path, const WriterOptions& options,
-                                           std::string* error);
+  static std::unique_ptr<StoreWriter> open(const std::string& path, const WriterOptions& options, std::string* error);
   ~StoreWriter() override;  // commits a pending batch
 
   void put_job(const obs::JobInfo& job) override;
@@ -55,8 +54,7 @@ class StoreWriter : public obs::Sink {
   // store). A timing is attached to the operation with the same (comm_hash, func, seq); when
   // none is stored, a placeholder operation row is created (kind from func: "send", "recv" or
   // "coll"; other fields empty) so no timing is lost, and counted in placeholder_ops.
-  void put_ops(const std::vector<obs::OpSummary>& ops,
-               const std::vector<obs::OpRankTiming>& timings) override;
+  void put_ops(const std::vector<obs::OpSummary>& ops, const std::vector<obs::OpRankTiming>& timings) override;
   // Sink semantics: same non-empty dedup_key -> update verdict, status, suspects, peer,
   // last_seen_ns, summary and evidence of the stored row (id, kind, comm, key and
   // first_seen_ns kept; f->id and f->first_seen_ns are set from the stored row). Empty

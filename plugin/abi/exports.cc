@@ -25,12 +25,11 @@ using core::log::Problem;
 void caught(Problem p, const char* where) noexcept {
   try {
     core::log::warn_once(p, "internal error in %s (exception caught; event ignored)", where);
-  } catch (...) {
-  }
+  } catch (...) {}
 }
 
-abi::Result init_any(int abi_version, void** ctx, uint64_t hash, int* mask, const char* name,
-                     int nnodes, int nranks, int rank, abi::Logger logfn) noexcept {
+abi::Result init_any(int abi_version, void** ctx, uint64_t hash, int* mask, const char* name, int nnodes, int nranks,
+                     int rank, abi::Logger logfn) noexcept {
   try {
     core::log::set_logger(logfn);
     abi_hook::recording_on_init();
@@ -40,8 +39,8 @@ abi::Result init_any(int abi_version, void** ctx, uint64_t hash, int* mask, cons
     if (r != nullptr) lk = std::unique_lock<std::mutex>(r->mutex());
     core::init(ctx, hash, mask, name, nnodes, nranks, rank, logfn, abi_version);
     if (r != nullptr) {
-      r->init(abi_version, ctx != nullptr ? *ctx : nullptr, hash, name, nnodes, nranks, rank,
-              mask_in, mask != nullptr ? *mask : 0, abi::kSuccess);
+      r->init(abi_version, ctx != nullptr ? *ctx : nullptr, hash, name, nnodes, nranks, rank, mask_in,
+              mask != nullptr ? *mask : 0, abi::kSuccess);
       r->flush();
     }
   } catch (...) {
@@ -51,14 +50,14 @@ abi::Result init_any(int abi_version, void** ctx, uint64_t hash, int* mask, cons
   return abi::kSuccess;
 }
 
-abi::Result init_v4(void** ctx, int* mask, const char* name, uint64_t hash, int nnodes,
-                    int nranks, int rank, abi::Logger logfn) noexcept {
+abi::Result init_v4(void** ctx, int* mask, const char* name, uint64_t hash, int nnodes, int nranks, int rank,
+                    abi::Logger logfn) noexcept {
   return init_any(4, ctx, hash, mask, name, nnodes, nranks, rank, logfn);
 }
 
 template <int kVersion>
-abi::Result init_v5v6(void** ctx, uint64_t hash, int* mask, const char* name, int nnodes,
-                      int nranks, int rank, abi::Logger logfn) noexcept {
+abi::Result init_v5v6(void** ctx, uint64_t hash, int* mask, const char* name, int nnodes, int nranks, int rank,
+                      abi::Logger logfn) noexcept {
   return init_any(kVersion, ctx, hash, mask, name, nnodes, nranks, rank, logfn);
 }
 
@@ -87,8 +86,7 @@ __attribute__((noinline)) void stop_rec(rec::Recorder* r, int v, void* h) {
   core::stop_event(h);
   r->stop(v, h, abi::kSuccess);
 }
-__attribute__((noinline)) void record_rec(rec::Recorder* r, int v, void* h, int st,
-                                          abi::StateArgs* a) {
+__attribute__((noinline)) void record_rec(rec::Recorder* r, int v, void* h, int st, abi::StateArgs* a) {
   std::lock_guard<std::mutex> lk(r->mutex());
   core::record_state(h, st, a);
   r->state(v, h, st, a, abi::kSuccess);
@@ -149,9 +147,7 @@ abi::Result stop(void* handle) noexcept {
     } else {
       core::stop_event(handle);
     }
-  } catch (...) {
-    caught(Problem::kExceptionEvent, "stopEvent");
-  }
+  } catch (...) { caught(Problem::kExceptionEvent, "stopEvent"); }
   return abi::kSuccess;
 }
 
@@ -163,9 +159,7 @@ abi::Result record(void* handle, int state, abi::StateArgs* args) noexcept {
     } else {
       core::record_state(handle, state, args);
     }
-  } catch (...) {
-    caught(Problem::kExceptionEvent, "recordEventState");
-  }
+  } catch (...) { caught(Problem::kExceptionEvent, "recordEventState"); }
   return abi::kSuccess;
 }
 
@@ -178,9 +172,7 @@ abi::Result fini(void* ctx) noexcept {
       core::finalize(ctx);
     }
     abi_hook::recording_on_finalize();
-  } catch (...) {
-    caught(Problem::kExceptionFinalize, "finalize");
-  }
+  } catch (...) { caught(Problem::kExceptionFinalize, "finalize"); }
   return abi::kSuccess;
 }
 
@@ -189,10 +181,10 @@ abi::Result fini(void* ctx) noexcept {
 // Non-const globals with default visibility: a namespace-scope const object would have internal
 // linkage in C++ and dlsym would not find it (docs/nccl-notes.md §1.2).
 extern "C" {
-__attribute__((visibility("default"))) scout::abi::ProfilerV4 ncclProfiler_v4 = {
-    "scout", init_v4, start_v4, stop<4>, record<4>, fini<4>};
-__attribute__((visibility("default"))) scout::abi::ProfilerV5 ncclProfiler_v5 = {
-    "scout", init_v5v6<5>, start_v5, stop<5>, record<5>, fini<5>};
-__attribute__((visibility("default"))) scout::abi::ProfilerV6 ncclProfiler_v6 = {
-    "scout", init_v5v6<6>, start_v6, stop<6>, record<6>, fini<6>};
+__attribute__((visibility("default")))
+scout::abi::ProfilerV4 ncclProfiler_v4 = {"scout", init_v4, start_v4, stop<4>, record<4>, fini<4>};
+__attribute__((visibility("default")))
+scout::abi::ProfilerV5 ncclProfiler_v5 = {"scout", init_v5v6<5>, start_v5, stop<5>, record<5>, fini<5>};
+__attribute__((visibility("default")))
+scout::abi::ProfilerV6 ncclProfiler_v6 = {"scout", init_v5v6<6>, start_v6, stop<6>, record<6>, fini<6>};
 }

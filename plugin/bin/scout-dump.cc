@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "common/dump.h"
-#include "scout/config.h"
 #include "common/paths.h"
+#include "scout/config.h"
 
 namespace {
 

@@ -7,15 +7,15 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "common/fence.h"
+#include "common/names.h"
 #include "plugin/core/clock.h"
 #include "plugin/core/handle.h"
 #include "plugin/core/log.h"
-#include "common/names.h"
 #include "plugin/core/process.h"
 #include "plugin/core/records.h"
 #include "plugin/core/thread_cache.h"
 #include "plugin/fingerprint/engine.h"
-#include "common/fence.h"
 
 namespace scout::core {
 namespace {
@@ -23,17 +23,20 @@ namespace {
 constexpr uint64_t kGroupIdBatch = 64;
 
 template <typename T>
-inline T ld(const T& f) { return __atomic_load_n(&f, __ATOMIC_RELAXED); }
+inline T ld(const T& f) {
+  return __atomic_load_n(&f, __ATOMIC_RELAXED);
+}
 template <typename T>
-inline void st(T& f, T v) { __atomic_store_n(&f, v, __ATOMIC_RELAXED); }
+inline void st(T& f, T v) {
+  __atomic_store_n(&f, v, __ATOMIC_RELAXED);
+}
 
 inline uint64_t word_counter(uint64_t w) { return w >> 4; }
 inline uint64_t word_state(uint64_t w) { return w & 0xf; }
 inline uint64_t make_word(uint64_t counter, uint64_t state) { return (counter << 4) | state; }
 
 inline ApiSlot* slot_at(ThreadBlock* tb, bool captured_ring, uint64_t counter) {
-  return captured_ring ? &tb->captured[counter & (kCapturedSlots - 1)]
-                       : &tb->regular[counter & (kRegularSlots - 1)];
+  return captured_ring ? &tb->captured[counter & (kCapturedSlots - 1)] : &tb->regular[counter & (kRegularSlots - 1)];
 }
 
 // Seqlock copy of a slot whose word carries `counter` (full counter, or the low
@@ -65,8 +68,8 @@ bool copy_slot(const ApiSlot* s, uint64_t counter, bool low_bits_only, ApiCopy* 
 // CAS the state of the call `counter` from `from` to `to`.
 bool transition(ApiSlot* s, uint64_t counter, uint64_t from, uint64_t to) {
   uint64_t expect = make_word(counter, from);
-  return __atomic_compare_exchange_n(&s->word, &expect, make_word(counter, to), false,
-                                     __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+  return __atomic_compare_exchange_n(&s->word, &expect, make_word(counter, to), false, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_RELAXED);
 }
 
 // Emits the call in slot `s` as unmatched if it is still pending (exactly once).
@@ -83,8 +86,8 @@ void emit_if_pending(Process* p, ApiSlot* s) {
 
 ThreadBlock* new_block(uint32_t index, uint32_t tid) {
   // Populated at once (the thread's first NCCL call), not page by page over its next calls.
-  void* mem = ::mmap(nullptr, sizeof(ThreadBlock), PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  void* mem =
+      ::mmap(nullptr, sizeof(ThreadBlock), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
   if (mem == MAP_FAILED) return nullptr;
   auto* tb = static_cast<ThreadBlock*>(mem);  // zeroed: every slot word is 0 (invalid)
   tb->index = index;
@@ -95,9 +98,7 @@ ThreadBlock* new_block(uint32_t index, uint32_t tid) {
   return tb;
 }
 
-bool thread_gone(int pid, uint32_t tid) {
-  return ::syscall(SYS_tgkill, pid, int(tid), 0) != 0 && errno == ESRCH;
-}
+bool thread_gone(int pid, uint32_t tid) { return ::syscall(SYS_tgkill, pid, int(tid), 0) != 0 && errno == ESRCH; }
 
 ThreadBlock* acquire_block(Process* p) {
   uint32_t tid = current_tid();
@@ -121,8 +122,7 @@ ThreadBlock* acquire_block(Process* p) {
       if (b == nullptr) continue;
       uint32_t owner = __atomic_load_n(&b->owner_tid, __ATOMIC_ACQUIRE);
       if (owner == tid || (owner != 0 && thread_gone(p->pid, owner))) {
-        if (__atomic_compare_exchange_n(&b->owner_tid, &owner, tid, false, __ATOMIC_ACQ_REL,
-                                        __ATOMIC_RELAXED)) {
+        if (__atomic_compare_exchange_n(&b->owner_tid, &owner, tid, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
           b->group_open = 0;
           b->group_id = 0;
           b->group_first = b->group_first_cap = 0;
@@ -204,9 +204,7 @@ void group_end(Process* p, ThreadBlock* tb) {
   // 1. Calls deferred at an earlier group end and still unclaimed are unmatched now.
   uint64_t next = tb->next_counter[0];
   uint64_t from = tb->deferred_first;
-  if (tb->deferred_end > from && tb->deferred_end - from > kRegularSlots) {
-    from = tb->deferred_end - kRegularSlots;
-  }
+  if (tb->deferred_end > from && tb->deferred_end - from > kRegularSlots) { from = tb->deferred_end - kRegularSlots; }
   for (uint64_t k = from; k < tb->deferred_end; ++k) {
     ApiSlot* s = slot_at(tb, false, k);
     if (word_counter(__atomic_load_n(&s->word, __ATOMIC_ACQUIRE)) == k) emit_if_pending(p, s);
@@ -247,25 +245,21 @@ void group_end(Process* p, ThreadBlock* tb) {
   if (p->fp_any.load(std::memory_order_relaxed)) p->engine->on_group_end();
 }
 
-uint64_t api_begin(Process* p, ThreadBlock* tb, CommState* c, bool is_p2p, uint8_t func,
-                   uint8_t dtype, uint64_t count, int32_t root, uint64_t stream, bool captured,
-                   int64_t now) {
+uint64_t api_begin(Process* p, ThreadBlock* tb, CommState* c, bool is_p2p, uint8_t func, uint8_t dtype, uint64_t count,
+                   int32_t root, uint64_t stream, bool captured, int64_t now) {
   uint64_t counter = tb->next_counter[captured]++;
   ApiSlot* s = slot_at(tb, captured, counter);
   __builtin_prefetch(slot_at(tb, captured, counter + 1), 1, 3);  // the next call's line
   // Retire the previous call in this slot: a pending (deferred or captured) call that nothing
   // claimed is recorded as unmatched before its slot is reused.
-  if (word_state(__atomic_load_n(&s->word, __ATOMIC_ACQUIRE)) == kSlotPending) {
-    emit_if_pending(p, s);
-  }
+  if (word_state(__atomic_load_n(&s->word, __ATOMIC_ACQUIRE)) == kSlotPending) { emit_if_pending(p, s); }
   __atomic_store_n(&s->word, make_word(counter, kSlotWriting), __ATOMIC_RELAXED);
   scout::release_fence();
   // The largest send buffer since the communicator's last launch: a sizing hint for the
   // fingerprint engine at KernelLaunch start (engine.h).
   if (c->fp != nullptr) {
     uint64_t send_bytes = 0;
-    fp::op_bytes(func, count, shm::datatype_size(dtype), c->nranks, c->rank, root, &send_bytes,
-                 nullptr);
+    fp::op_bytes(func, count, shm::datatype_size(dtype), c->nranks, c->rank, root, &send_bytes, nullptr);
     if (send_bytes > c->send_hint.load(std::memory_order_relaxed)) {
       c->send_hint.store(send_bytes, std::memory_order_relaxed);
     }

@@ -34,9 +34,9 @@ namespace scout::core {
 struct Process;
 struct CommState;
 
-constexpr uint32_t kMaxThreadBlocks = 256;   // threads that may issue NCCL calls at once
-constexpr uint32_t kRegularSlots = 8192;     // API calls in flight per thread (>= one group)
-constexpr uint32_t kCapturedSlots = 2048;    // captured API calls kept claimable per thread
+constexpr uint32_t kMaxThreadBlocks = 256;  // threads that may issue NCCL calls at once
+constexpr uint32_t kRegularSlots = 8192;    // API calls in flight per thread (>= one group)
+constexpr uint32_t kCapturedSlots = 2048;   // captured API calls kept claimable per thread
 
 enum SlotState : uint64_t {
   kSlotWriting = 0,  // being (re)written by the owner; readers skip
@@ -80,7 +80,7 @@ struct ApiCopy {
 struct ThreadBlock {
   uint32_t owner_tid;  // 0: free (atomic builtins)
   uint32_t index;
-  uint64_t owner_self; // pthread_self() of the owner (atomic builtins)
+  uint64_t owner_self;  // pthread_self() of the owner (atomic builtins)
   // Owner-only state.
   uint64_t next_counter[2];  // per ring; counters start at 1
   uint64_t group_id;         // open outermost group (0: none)
@@ -112,16 +112,15 @@ uint64_t group_begin(Process* p, ThreadBlock* tb, bool captured, int depth);
 void group_end(Process* p, ThreadBlock* tb);
 
 // CollApi/P2pApi start: claims a slot, fills it, returns the handle payload.
-uint64_t api_begin(Process* p, ThreadBlock* tb, CommState* c, bool is_p2p, uint8_t func,
-                   uint8_t dtype, uint64_t count, int32_t root, uint64_t stream, bool captured,
-                   int64_t now);
+uint64_t api_begin(Process* p, ThreadBlock* tb, CommState* c, bool is_p2p, uint8_t func, uint8_t dtype, uint64_t count,
+                   int32_t root, uint64_t stream, bool captured, int64_t now);
 
 enum class ClaimResult {
-  kFirst,     // first claim: use the API information
-  kReplay,    // captured call claimed again (graph replay): use it
-  kLate,      // the call had been recorded as unmatched already: use it, count a late match
-  kStale,     // already claimed by another Coll/P2p and not captured (docs/nccl-notes.md §3.10): ignore it
-  kGone,      // slot reused meanwhile
+  kFirst,   // first claim: use the API information
+  kReplay,  // captured call claimed again (graph replay): use it
+  kLate,    // the call had been recorded as unmatched already: use it, count a late match
+  kStale,   // already claimed by another Coll/P2p and not captured (docs/nccl-notes.md §3.10): ignore it
+  kGone,    // slot reused meanwhile
 };
 // The Coll/P2p/CeColl start path: copies the API call named by an Api handle payload into
 // *out (a seqlock copy), checks that it was made on communicator `ring`, and marks it claimed

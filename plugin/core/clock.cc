@@ -28,8 +28,7 @@ int64_t ClockOffset::sample(int64_t cpu_now_ns, uint64_t gpu_ns) {
     cur_min_.store(d, std::memory_order_relaxed);
   } else {
     int64_t cur = cur_min_.load(std::memory_order_relaxed);
-    while (d < cur && !cur_min_.compare_exchange_weak(cur, d, std::memory_order_relaxed)) {
-    }
+    while (d < cur && !cur_min_.compare_exchange_weak(cur, d, std::memory_order_relaxed)) {}
   }
   int64_t a = cur_min_.load(std::memory_order_relaxed);
   int64_t b = prev_min_.load(std::memory_order_relaxed);

@@ -5,8 +5,7 @@
 
 namespace scout::core {
 
-CommState* comm_create(shm::RingWriter* ring, uint64_t comm_hash, int nranks, int rank,
-                       int nnodes) {
+CommState* comm_create(shm::RingWriter* ring, uint64_t comm_hash, int nranks, int rank, int nnodes) {
   CommState* c = new (std::nothrow) CommState();
   if (c == nullptr) return nullptr;
   c->ring_index = ring->ring_index();

@@ -9,9 +9,9 @@
 #include <atomic>
 #include <cstdint>
 
-#include "plugin/core/clock.h"
 #include "common/names.h"
 #include "common/segment_writer.h"
+#include "plugin/core/clock.h"
 
 namespace scout::fp {
 struct CommFp;
@@ -33,17 +33,17 @@ enum CommLive : uint32_t { kCommLiveFree = 0, kCommLiveActive = 1, kCommLiveFina
 struct CommState {
   uint32_t ring_index = 0;
   std::atomic<uint32_t> live{kCommLiveFree};
-  shm::RingWriter* ring = nullptr;        // the segment's writer of this ring
+  shm::RingWriter* ring = nullptr;             // the segment's writer of this ring
   shm::RingWriter rw{nullptr, nullptr, 1, 0};  // a copy of it, one indirection less
   shm::CommHeader* hdr = nullptr;
   uint64_t comm_hash = 0;
   int nranks = 0, rank = 0, nnodes = 0;
-  fp::CommFp* fp = nullptr;               // null: no fingerprints for this communicator
+  fp::CommFp* fp = nullptr;                   // null: no fingerprints for this communicator
   std::atomic<uint64_t>* send_ctr = nullptr;  // [nranks] sends issued to each peer
   std::atomic<uint64_t>* recv_ctr = nullptr;  // [nranks] recvs issued from each peer
-  SlotChannels* channels = nullptr;       // [ring capacity]
-  uint32_t slot_mask = 0;                 // ring capacity - 1
-  std::atomic<uint64_t> fallback_key{0};  // keys of unmatched records
+  SlotChannels* channels = nullptr;           // [ring capacity]
+  uint32_t slot_mask = 0;                     // ring capacity - 1
+  std::atomic<uint64_t> fallback_key{0};      // keys of unmatched records
 
   // Last strings seen in this communicator's descriptors (names.h).
   shm::NameMemo api_func, api_dtype, op_func, op_dtype, op_algo, op_proto;
@@ -57,18 +57,15 @@ struct CommState {
   std::atomic<uint64_t> send_hint{0};      // largest send buffer of API calls since the last
                                            // launch (engine on_launch_start hint), bytes
 
-  alignas(64) ClockOffset clock;           // GPU clock -> wall clock (clock.h)
+  alignas(64) ClockOffset clock;  // GPU clock -> wall clock (clock.h)
 };
 
 // Allocates the communicator state for `ring` (a ring already opened in the segment). Returns
 // nullptr when memory is short.
-CommState* comm_create(shm::RingWriter* ring, uint64_t comm_hash, int nranks, int rank,
-                       int nnodes);
+CommState* comm_create(shm::RingWriter* ring, uint64_t comm_hash, int nranks, int rank, int nnodes);
 void comm_free(CommState* c);
 
 // Slot bookkeeping of record `index` of this communicator.
-inline SlotChannels& slot_channels(CommState* c, uint64_t index) {
-  return c->channels[index & c->slot_mask];
-}
+inline SlotChannels& slot_channels(CommState* c, uint64_t index) { return c->channels[index & c->slot_mask]; }
 
 }  // namespace scout::core

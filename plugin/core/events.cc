@@ -1,17 +1,17 @@
 // The event layer's entry points (events.h).
 #include "plugin/core/events.h"
 
+#include "common/names.h"
 #include "plugin/core/api_state.h"
 #include "plugin/core/clock.h"
 #include "plugin/core/handle.h"
 #include "plugin/core/kernel_ch.h"
 #include "plugin/core/log.h"
-#include "common/names.h"
 #include "plugin/core/process.h"
-#include "plugin/gemm/capture.h"
 #include "plugin/core/records.h"
 #include "plugin/core/thread_cache.h"
 #include "plugin/fingerprint/engine.h"
+#include "plugin/gemm/capture.h"
 
 namespace scout::core {
 namespace {
@@ -20,14 +20,11 @@ namespace {
 constexpr uint64_t kInertIgnore = 0;     // untracked event: its children and stop are ignored
 constexpr uint64_t kInertUntracked = 1;  // API event without state: children recorded, no API
 
-inline void* handle_of(Process* p, HandleType t, uint64_t payload) {
-  return to_ptr(encode(p->salt, t, payload));
-}
+inline void* handle_of(Process* p, HandleType t, uint64_t payload) { return to_ptr(encode(p->salt, t, payload)); }
 
 // The API parent of a Coll/P2p/CeColl: fills *api and returns true if it is usable; sets the
 // flags and counters for the other cases.
-bool resolve_api(Process* p, CommState* c, void* parent, int abi_version, ApiCopy* api,
-                 uint32_t* flags) {
+bool resolve_api(Process* p, CommState* c, void* parent, int abi_version, ApiCopy* api, uint32_t* flags) {
   Decoded par = decode(parent, p->salt);
   if (par.type == HandleType::kApi) {
     switch (api_take(p, par.payload, c->ring_index, api)) {
@@ -53,8 +50,7 @@ bool resolve_api(Process* p, CommState* c, void* parent, int abi_version, ApiCop
   return false;
 }
 
-__attribute__((noinline)) void start_op(Process* p, void* ctx, void** out,
-                                        const abi::DescrV5& d, int abi_version) {
+__attribute__((noinline)) void start_op(Process* p, void* ctx, void** out, const abi::DescrV5& d, int abi_version) {
   CommState* c = comm_from_context(p, ctx);
   if (c == nullptr || (d.type == abi::kEvP2p && !p->p2p)) {
     *out = handle_of(p, HandleType::kInert, kInertIgnore);
@@ -77,8 +73,7 @@ __attribute__((noinline)) void start_op(Process* p, void* ctx, void** out,
             : handle_of(p, HandleType::kInert, kInertIgnore);
 }
 
-__attribute__((noinline)) void start_api(Process* p, void* ctx, void** out,
-                                         const abi::DescrV5& d) {
+__attribute__((noinline)) void start_api(Process* p, void* ctx, void** out, const abi::DescrV5& d) {
   CommState* c = comm_from_context(p, ctx);
   if (c == nullptr) {
     *out = handle_of(p, HandleType::kInert, kInertIgnore);
@@ -87,8 +82,7 @@ __attribute__((noinline)) void start_api(Process* p, void* ctx, void** out,
   bool is_p2p = d.type == abi::kEvP2pApi;
   int64_t now = now_ns();
   // NCCL calls on one communicator are not concurrent (NCCL requires it): plain increments.
-  c->hdr->api_calls.store(c->hdr->api_calls.load(std::memory_order_relaxed) + 1,
-                          std::memory_order_relaxed);
+  c->hdr->api_calls.store(c->hdr->api_calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   c->hdr->last_api_ns.store(now, std::memory_order_relaxed);
   touch(p, now);
   if (p->gemm != nullptr) p->gemm->tick(now);  // GEMM capture windows (plugin/gemm/capture.h)
@@ -107,20 +101,17 @@ __attribute__((noinline)) void start_api(Process* p, void* ctx, void** out,
   uint64_t payload;
   if (is_p2p) {
     payload = api_begin(p, tb, c, true, c->api_func.map(d.p2pApi.func, shm::func_id),
-                        c->api_dtype.map(d.p2pApi.datatype, shm::datatype_id),
-                        d.p2pApi.count, -1, uintptr_t(d.p2pApi.stream), d.p2pApi.graphCaptured,
-                        now);
+                        c->api_dtype.map(d.p2pApi.datatype, shm::datatype_id), d.p2pApi.count, -1,
+                        uintptr_t(d.p2pApi.stream), d.p2pApi.graphCaptured, now);
   } else {
     payload = api_begin(p, tb, c, false, c->api_func.map(d.collApi.func, shm::func_id),
-                        c->api_dtype.map(d.collApi.datatype, shm::datatype_id), d.collApi.count,
-                        d.collApi.root,
+                        c->api_dtype.map(d.collApi.datatype, shm::datatype_id), d.collApi.count, d.collApi.root,
                         uintptr_t(d.collApi.stream), d.collApi.graphCaptured, now);
   }
   *out = handle_of(p, HandleType::kApi, payload);
 }
 
-__attribute__((noinline)) void start_launch(Process* p, void* ctx, void** out,
-                                            const abi::DescrV5& d) {
+__attribute__((noinline)) void start_launch(Process* p, void* ctx, void** out, const abi::DescrV5& d) {
   CommState* c = comm_from_context(p, ctx);
   if (c == nullptr) {
     *out = handle_of(p, HandleType::kInert, kInertIgnore);
@@ -135,9 +126,7 @@ __attribute__((noinline)) void start_launch(Process* p, void* ctx, void** out,
   c->launch_group.store(gid, std::memory_order_release);
   uint64_t hint = c->send_hint.load(std::memory_order_relaxed);
   if (hint != 0) c->send_hint.store(0, std::memory_order_relaxed);
-  if (p->engine != nullptr && c->fp != nullptr) {
-    p->engine->on_launch_start(c->fp, d.kernelLaunch.stream, hint);
-  }
+  if (p->engine != nullptr && c->fp != nullptr) { p->engine->on_launch_start(c->fp, d.kernelLaunch.stream, hint); }
   *out = handle_of(p, HandleType::kKernelLaunch, ring_payload(c->ring_index));
 }
 
@@ -150,8 +139,7 @@ __attribute__((noinline)) void start_group_api(Process* p, void** out, const abi
   }
   bool captured = d.groupApi.graphCaptured;
   uint64_t gid = group_begin(p, tb, captured, d.groupApi.groupDepth);
-  *out = handle_of(p, HandleType::kGroupApi,
-                   group_payload(tb->index, gid, captured, d.groupApi.groupDepth > 1));
+  *out = handle_of(p, HandleType::kGroupApi, group_payload(tb->index, gid, captured, d.groupApi.groupDepth > 1));
 }
 
 // Known events scout does not record (ProxyStep, ProxyCtrl, NetPlugin: only if another party
@@ -168,8 +156,7 @@ __attribute__((noinline)) void start_other(Process* p, void* ctx, void** out, ui
 
 // ProxyOp: under PXN, context and parentObj belong to another process (docs/nccl-notes.md §3.9): they are
 // neither dereferenced nor decoded.
-__attribute__((noinline)) void start_proxy_op(Process* p, void* ctx, void** out,
-                                              const abi::DescrV5& d) {
+__attribute__((noinline)) void start_proxy_op(Process* p, void* ctx, void** out, const abi::DescrV5& d) {
   if (d.proxyOp.pid != p->pid) {
     // Attributed to the communicator whose KernelCh events this (proxy) thread delivered last.
     CommState* c = nullptr;
@@ -189,8 +176,8 @@ __attribute__((noinline)) void start_proxy_op(Process* p, void* ctx, void** out,
 
 }  // namespace
 
-abi::Result init(void** ctx, uint64_t comm_hash, int* mask, const char* comm_name, int nnodes,
-                 int nranks, int rank, abi::Logger logfn, int abi_version) {
+abi::Result init(void** ctx, uint64_t comm_hash, int* mask, const char* comm_name, int nnodes, int nranks, int rank,
+                 abi::Logger logfn, int abi_version) {
   if (ctx == nullptr) return abi::kSuccess;
   *ctx = nullptr;
   log::set_logger(logfn);
@@ -247,23 +234,23 @@ void start_event(void* ctx, void** out, const abi::DescrV5* d, int abi_version) 
   uint64_t type = d->type;
   int bit = type != 0 && (type & (type - 1)) == 0 ? __builtin_ctzll(type) : -1;
   switch (bit) {
-    case 8: return start_group_api(p, out, *d);               // GroupApi
-    case 9:                                                   // CollApi
-    case 10: return start_api(p, ctx, out, *d);               // P2pApi
-    case 11: return start_launch(p, ctx, out, *d);            // KernelLaunch
-    case 0:                                                   // Group
+    case 8: return start_group_api(p, out, *d);     // GroupApi
+    case 9:                                         // CollApi
+    case 10: return start_api(p, ctx, out, *d);     // P2pApi
+    case 11: return start_launch(p, ctx, out, *d);  // KernelLaunch
+    case 0:                                         // Group
       // Nothing is recorded for the legacy Group event; a non-null handle keeps NCCL's rule for
       // graph-captured seqNumbers working (docs/nccl-notes.md §3.6) and marks v4 Coll/P2p parents.
       *out = handle_of(p, HandleType::kGroup, 0);
       return;
-    case 1:                                                   // Coll
-    case 2: return start_op(p, ctx, out, *d, abi_version);    // P2p
-    case 6:                                                   // KernelCh
+    case 1:                                                 // Coll
+    case 2: return start_op(p, ctx, out, *d, abi_version);  // P2p
+    case 6:                                                 // KernelCh
       // The parent names the record and its communicator; the context is only decoded to count
       // a bad parent against it.
       *out = kernelch_start(p, ctx, *d);
       return;
-    case 3: return start_proxy_op(p, ctx, out, *d);           // ProxyOp
+    case 3: return start_proxy_op(p, ctx, out, *d);  // ProxyOp
     default: return start_other(p, ctx, out, type);
   }
 }
@@ -316,9 +303,9 @@ void stop_event(void* handle) {
     }
     case HandleType::kKernelCh: kernelch_stop(p, h.payload); return;
     case HandleType::kKernelLaunch:  // the launch returned; the fingerprint work was queued at its start
-    case HandleType::kApi:     // CollApi/P2pApi stop: the call returned (nothing to record)
-    case HandleType::kGroup:   // legacy Group stop
-    case HandleType::kOp:      // Coll/P2p stop = enqueued, not completed (docs/nccl-notes.md §3.3)
+    case HandleType::kApi:           // CollApi/P2pApi stop: the call returned (nothing to record)
+    case HandleType::kGroup:         // legacy Group stop
+    case HandleType::kOp:            // Coll/P2p stop = enqueued, not completed (docs/nccl-notes.md §3.3)
     case HandleType::kInert: return;
     case HandleType::kContext:
     case HandleType::kInvalid: count_bad_handle(p, nullptr); return;

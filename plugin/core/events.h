@@ -31,8 +31,8 @@ namespace scout::core {
 
 // The activation mask scout asks for: CollApi | P2pApi | KernelLaunch | Coll | P2p | KernelCh.
 // NCCL adds the ancestors GroupApi and Group (docs/nccl-notes.md §2.2).
-constexpr int kActivationMask = int(abi::kEvCollApi | abi::kEvP2pApi | abi::kEvKernelLaunch |
-                                    abi::kEvColl | abi::kEvP2p | abi::kEvKernelCh);
+constexpr int kActivationMask =
+    int(abi::kEvCollApi | abi::kEvP2pApi | abi::kEvKernelLaunch | abi::kEvColl | abi::kEvP2p | abi::kEvKernelCh);
 static_assert(kActivationMask == 0xE46);
 
 // Communicator init. Never fails: returns kSuccess, with *ctx = NULL when scout records nothing
@@ -41,8 +41,8 @@ static_assert(kActivationMask == 0xE46);
 // communicator is recorded. Otherwise *ctx is an encoded context (handle.h) and
 // *eActivationMask = kActivationMask. `abi_version` (4, 5, 6) is stamped into the segment.
 // Thread-safe (concurrent inits of several communicators are serialized on a mutex).
-abi::Result init(void** ctx, uint64_t comm_hash, int* mask, const char* comm_name, int nnodes,
-                 int nranks, int rank, abi::Logger logfn, int abi_version);
+abi::Result init(void** ctx, uint64_t comm_hash, int* mask, const char* comm_name, int nnodes, int nranks, int rank,
+                 abi::Logger logfn, int abi_version);
 
 // startEvent for v5 descriptors (and v6 / translated v4 ones). Sets *handle (never to an
 // address: an encoded value, or NULL when scout has no state at all).

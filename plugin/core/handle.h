@@ -89,8 +89,7 @@ constexpr uint64_t ch_index_low(uint64_t p) { return p & ((1ull << kChIndexBits)
 
 // Api: thread block (8) << 36 | captured-ring bit << 35 | slot counter & (2^35 - 1).
 constexpr uint64_t api_payload(uint32_t block, bool captured_ring, uint64_t counter) {
-  return (uint64_t(block & 0xff) << 36) | (uint64_t(captured_ring) << 35) |
-         (counter & kApiCounterMask);
+  return (uint64_t(block & 0xff) << 36) | (uint64_t(captured_ring) << 35) | (counter & kApiCounterMask);
 }
 constexpr uint32_t api_block(uint64_t p) { return uint32_t((p >> 36) & 0xff); }
 constexpr bool api_captured_ring(uint64_t p) { return (p >> 35) & 1; }
@@ -100,10 +99,9 @@ constexpr uint64_t api_counter(uint64_t p) { return p & kApiCounterMask; }
 // The block lets CollApi/P2pApi (same thread, parentObj = this handle) and the GroupApi stop find
 // the thread's API state without a thread-local lookup; it is trusted only while that block's
 // open group has this id.
-constexpr uint64_t group_payload(uint32_t block, uint64_t group_id, bool captured,
-                                 bool user_group) {
-  return (uint64_t(block & 0xff) << 36) | (uint64_t(user_group) << 35) |
-         (uint64_t(captured) << 34) | (group_id & kGroupIdMask);
+constexpr uint64_t group_payload(uint32_t block, uint64_t group_id, bool captured, bool user_group) {
+  return (uint64_t(block & 0xff) << 36) | (uint64_t(user_group) << 35) | (uint64_t(captured) << 34) |
+         (group_id & kGroupIdMask);
 }
 constexpr uint64_t group_id(uint64_t p) { return p & kGroupIdMask; }
 constexpr bool group_captured(uint64_t p) { return (p >> 34) & 1; }

@@ -38,8 +38,8 @@ void count_extra(CommState* c) {
 }
 
 // The record named by (ring, low index bits); nullptr (counted) when it is gone.
-inline shm::OpRecord* find_record(Process* p, uint32_t ring, uint64_t low, int bits,
-                                  CommState** comm, uint64_t* index) {
+inline shm::OpRecord* find_record(Process* p, uint32_t ring, uint64_t low, int bits, CommState** comm,
+                                  uint64_t* index) {
   CommState* c = comm_at(p, ring);
   *comm = c;
   if (c == nullptr) {
@@ -61,8 +61,7 @@ inline void sample_clock(CommState* c, int64_t cpu_ns, uint64_t gpu_ns) {
 
 // The last channel stopped: the operation completed on this rank (out of line: once per
 // operation, and its register use would otherwise weigh on every channel's stop).
-__attribute__((noinline)) void complete(Process* p, CommState* c, shm::OpRecord* r,
-                                        uint64_t index, SlotChannels& sc) {
+__attribute__((noinline)) void complete(Process* p, CommState* c, shm::OpRecord* r, uint64_t index, SlotChannels& sc) {
   // The CPU time of this callback is also a clock offset sample: it came after every
   // channel's stop time, the latest of which is end_raw.
   int64_t now = now_ns();
@@ -87,8 +86,7 @@ __attribute__((noinline)) void complete(Process* p, CommState* c, shm::OpRecord*
   touch(p, now);
   if (kernel_ns != 0) {
     // Completions of one communicator come from its proxy thread: a plain add, here only.
-    c->hdr->kernel_ns.store(c->hdr->kernel_ns.load(std::memory_order_relaxed) + kernel_ns,
-                            std::memory_order_relaxed);
+    c->hdr->kernel_ns.store(c->hdr->kernel_ns.load(std::memory_order_relaxed) + kernel_ns, std::memory_order_relaxed);
   }
   if (p->engine != nullptr && c->fp != nullptr) p->engine->on_op_complete(c->fp, r, index, kernel_ns);
 }
@@ -103,8 +101,7 @@ void* kernelch_start(Process* p, void* ctx, const abi::DescrV5& d) {
   }
   CommState* c = nullptr;
   uint64_t index = 0;
-  shm::OpRecord* r = find_record(p, op_ring(par.payload), op_index_low(par.payload), kOpIndexBits,
-                                 &c, &index);
+  shm::OpRecord* r = find_record(p, op_ring(par.payload), op_index_low(par.payload), kOpIndexBits, &c, &index);
   if (r == nullptr) return inert(p);
   uint32_t ch = d.kernelCh.channelId;
   if (ch >= kMaxChannels) {
@@ -150,8 +147,7 @@ void* kernelch_start(Process* p, void* ctx, const abi::DescrV5& d) {
 void kernelch_stop_state(Process* p, uint64_t payload, const abi::StateArgs* args) {
   CommState* c = nullptr;
   uint64_t index = 0;
-  shm::OpRecord* r =
-      find_record(p, ch_ring(payload), ch_index_low(payload), kChIndexBits, &c, &index);
+  shm::OpRecord* r = find_record(p, ch_ring(payload), ch_index_low(payload), kChIndexBits, &c, &index);
   if (r == nullptr || args == nullptr || args->kernelCh.pTimer == 0) return;
   // The latest stop time; converted into gpu_end_ns when the operation completes.
   uint64_t raw = args->kernelCh.pTimer;
@@ -162,8 +158,7 @@ void kernelch_stop_state(Process* p, uint64_t payload, const abi::StateArgs* arg
 void kernelch_stop(Process* p, uint64_t payload) {
   CommState* c = nullptr;
   uint64_t index = 0;
-  shm::OpRecord* r =
-      find_record(p, ch_ring(payload), ch_index_low(payload), kChIndexBits, &c, &index);
+  shm::OpRecord* r = find_record(p, ch_ring(payload), ch_index_low(payload), kChIndexBits, &c, &index);
   if (r == nullptr) return;
   SlotChannels& sc = slot_channels(c, index);
   uint64_t bit = 1ull << ch_channel(payload);

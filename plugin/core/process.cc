@@ -118,8 +118,8 @@ Process* process_acquire(int abi_version) {
   std::string err;
   std::vector<shm::TableRequest> tables;
   if (cfg.gemm_capture) {
-    tables.push_back({shm::kTableGemmShapes, shm::kGemmTableVersion,
-                      shm::gemm_table_bytes(uint32_t(cfg.gemm_max_shapes))});
+    tables.push_back(
+        {shm::kTableGemmShapes, shm::kGemmTableVersion, shm::gemm_table_bytes(uint32_t(cfg.gemm_max_shapes))});
   }
   auto seg = shm::SegmentWriter::create(cfg.shm_dir, sid, max_comms, slots, &err, tables);
   if (!seg) {
@@ -146,9 +146,8 @@ Process* process_acquire(int abi_version) {
   g_gpu_set.store(!id.gpu.empty(), std::memory_order_relaxed);
   p->engine = fp::Engine::create(cfg, log::logger());
   start_gemm_capture(p);
-  log::info("recording to %s (ABI v%d, job %s, host %s, global rank %d); config: %s",
-            p->seg->path().c_str(), abi_version, id.job.c_str(), id.host.c_str(),
-            id.global_rank, one_line(config::describe(cfg)).c_str());
+  log::info("recording to %s (ABI v%d, job %s, host %s, global rank %d); config: %s", p->seg->path().c_str(),
+            abi_version, id.job.c_str(), id.host.c_str(), id.global_rank, one_line(config::describe(cfg)).c_str());
   g_process.store(p, std::memory_order_release);
   return p;
 }
@@ -164,7 +163,7 @@ void process_release(Process* p) {
     slot.store(nullptr, std::memory_order_relaxed);
   }
   free_blocks(p);
-  delete p;  // unmaps the segment; the file stays for the observer
+  delete p;           // unmaps the segment; the file stays for the observer
   log::reset_once();  // the cycle is over: the next one reports its problems once again (log.h)
 }
 

@@ -12,10 +12,10 @@
 #include <cstdint>
 #include <memory>
 
+#include "common/segment_writer.h"
 #include "plugin/core/api_state.h"
 #include "plugin/core/comm.h"
 #include "plugin/core/handle.h"
-#include "common/segment_writer.h"
 #include "scout/config.h"
 
 namespace scout::fp {
@@ -24,15 +24,15 @@ class Engine;
 namespace scout::gemm {
 class Capture;
 class ShapeTable;
-}
+}  // namespace scout::gemm
 
 namespace scout::core {
 
 struct Process {
-  uint16_t salt = 0;           // handle salt of this load cycle (handle.h)
+  uint16_t salt = 0;  // handle salt of this load cycle (handle.h)
   int pid = 0;
   config::Config cfg;
-  bool p2p = true;             // SCOUT_P2P
+  bool p2p = true;  // SCOUT_P2P
   std::unique_ptr<shm::SegmentWriter> seg;
   shm::SegmentHeader* seg_hdr = nullptr;
   fp::Engine* engine = nullptr;
@@ -40,7 +40,7 @@ struct Process {
   gemm::Capture* gemm = nullptr;
   std::atomic<bool> fp_any{false};  // some communicator has fingerprints (group hooks needed)
   uint32_t max_comms = 0;
-  int live_contexts = 0;       // guarded by the init mutex
+  int live_contexts = 0;  // guarded by the init mutex
   std::atomic<CommState*> comms[shm::kMaxCommsLimit] = {};
   std::atomic<ThreadBlock*> blocks[kMaxThreadBlocks] = {};
   std::atomic<uint32_t> n_blocks{0};

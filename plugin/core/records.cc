@@ -1,10 +1,10 @@
 // Record writing (records.h).
 #include "plugin/core/records.h"
 
-#include "plugin/core/clock.h"
-#include "plugin/core/thread_cache.h"
 #include "common/names.h"
+#include "plugin/core/clock.h"
 #include "plugin/core/process.h"
+#include "plugin/core/thread_cache.h"
 #include "plugin/fingerprint/engine.h"
 
 namespace scout::core {
@@ -36,9 +36,7 @@ void fill_api(CommState* c, shm::OpRecord* r, const OpContext& ctx) {
       // kernel runs on. At a graph replay the launch was at capture time: not reported.
       uint64_t s = c->launch_stream.load(std::memory_order_relaxed);
       if (s != 0) r->stream = s;
-      if (!(api->flags & shm::kFlagGraphCaptured)) {
-        r->launch_ns = c->launch_ns.load(std::memory_order_relaxed);
-      }
+      if (!(api->flags & shm::kFlagGraphCaptured)) { r->launch_ns = c->launch_ns.load(std::memory_order_relaxed); }
     }
   } else {
     r->api_datatype = shm::kTypeUnknown;
@@ -53,8 +51,8 @@ void reset_channels(CommState* c, uint64_t index) {
   s.end_raw.store(0, std::memory_order_relaxed);
 }
 
-void notify_engine(Process* p, CommState* c, shm::OpRecord* r, uint64_t index, const void* sbuf,
-                   void* rbuf, const OpContext& ctx) {
+void notify_engine(Process* p, CommState* c, shm::OpRecord* r, uint64_t index, const void* sbuf, void* rbuf,
+                   const OpContext& ctx) {
   if (p->engine == nullptr || c->fp == nullptr) return;
   // Most operations are not sampled: decide that before computing sizes, the datatype and the
   // calling thread for the engine.
@@ -66,10 +64,9 @@ void notify_engine(Process* p, CommState* c, shm::OpRecord* r, uint64_t index, c
   op.key = r->key;
   op.send_buf = sbuf;
   op.recv_buf = rbuf;
-  fp::op_bytes(r->func, r->count, shm::datatype_size(r->datatype), c->nranks, c->rank, r->peer,
-               &op.send_bytes, &op.recv_bytes);
-  op.dtype = r->api_datatype != shm::kTypeUnknown && ctx.api != nullptr ? r->api_datatype
-                                                                        : r->datatype;
+  fp::op_bytes(r->func, r->count, shm::datatype_size(r->datatype), c->nranks, c->rank, r->peer, &op.send_bytes,
+               &op.recv_bytes);
+  op.dtype = r->api_datatype != shm::kTypeUnknown && ctx.api != nullptr ? r->api_datatype : r->datatype;
   op.graph_captured = (r->flags & shm::kFlagGraphCaptured) != 0;
   op.stream = reinterpret_cast<void*>(uintptr_t(r->stream));
   op.on_launch_thread = c->launch_tid.load(std::memory_order_relaxed) == current_tid();
@@ -78,8 +75,7 @@ void notify_engine(Process* p, CommState* c, shm::OpRecord* r, uint64_t index, c
 
 }  // namespace
 
-bool write_coll(Process* p, CommState* c, const abi::CollV5& d, const OpContext& ctx,
-                uint64_t* index) {
+bool write_coll(Process* p, CommState* c, const abi::CollV5& d, const OpContext& ctx, uint64_t* index) {
   uint64_t i = 0;
   shm::OpRecord* r = c->rw.begin(&i);
   uint8_t func = c->op_func.map(d.func, shm::func_id);
@@ -117,8 +113,7 @@ bool write_coll(Process* p, CommState* c, const abi::CollV5& d, const OpContext&
   return true;
 }
 
-bool write_p2p(Process* p, CommState* c, const abi::P2pV5& d, const OpContext& ctx,
-               uint64_t* index) {
+bool write_p2p(Process* p, CommState* c, const abi::P2pV5& d, const OpContext& ctx, uint64_t* index) {
   uint64_t i = 0;
   shm::OpRecord* r = c->rw.begin(&i);
   uint8_t func = c->op_func.map(d.func, shm::func_id);
@@ -160,14 +155,12 @@ bool write_p2p(Process* p, CommState* c, const abi::P2pV5& d, const OpContext& c
   } else {
     bump(c->hdr->n_p2p);
   }
-  notify_engine(p, c, r, i, func == shm::kFuncRecv ? nullptr : d.buff,
-                func == shm::kFuncRecv ? d.buff : nullptr, ctx);
+  notify_engine(p, c, r, i, func == shm::kFuncRecv ? nullptr : d.buff, func == shm::kFuncRecv ? d.buff : nullptr, ctx);
   *index = i;
   return true;
 }
 
-bool write_ce_coll(Process* p, CommState* c, const abi::CeCollDescr& d, const OpContext& ctx,
-                   uint64_t* index) {
+bool write_ce_coll(Process* p, CommState* c, const abi::CeCollDescr& d, const OpContext& ctx, uint64_t* index) {
   (void)p;
   uint64_t i = 0;
   shm::OpRecord* r = c->rw.begin(&i);

@@ -26,18 +26,15 @@ struct OpContext {
 // Coll start: key = descriptor seqNumber (docs/nccl-notes.md §3.6). A func string NCCL does not number gives
 // a kKindUnmatched record with a fallback key. Returns false if nothing was written; *index is
 // the record's ring index.
-bool write_coll(Process* p, CommState* c, const abi::CollV5& d, const OpContext& ctx,
-                uint64_t* index);
+bool write_coll(Process* p, CommState* c, const abi::CollV5& d, const OpContext& ctx, uint64_t* index);
 
 // P2p start: key = this communicator's counter of sends to (recvs from) the peer, so send #k of
 // rank a to b pairs with recv #k of b from a.
-bool write_p2p(Process* p, CommState* c, const abi::P2pV5& d, const OpContext& ctx,
-               uint64_t* index);
+bool write_p2p(Process* p, CommState* c, const abi::P2pV5& d, const OpContext& ctx, uint64_t* index);
 
 // v6 CeColl start: kKindCeColl, key = ceColl.seqNumber, always kFlagUnmatched (copy-engine
 // collectives are not numbered by NCCL's seqNumber, docs/nccl-notes.md §3.6) and kFlagNoKernelCh.
-bool write_ce_coll(Process* p, CommState* c, const abi::CeCollDescr& d, const OpContext& ctx,
-                   uint64_t* index);
+bool write_ce_coll(Process* p, CommState* c, const abi::CeCollDescr& d, const OpContext& ctx, uint64_t* index);
 
 // An API call no Coll/P2p followed: kKindUnmatched, state kStateApiOnly, kFlagUnmatched, key =
 // the communicator's fallback counter.

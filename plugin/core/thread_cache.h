@@ -12,10 +12,10 @@ namespace scout::core {
 struct ThreadBlock;
 
 struct ThreadCache {
-  uint32_t tid;       // Linux tid (0: not read yet)
-  uint16_t salt;      // load cycle the two fields below belong to
-  uint16_t last_ring; // communicator whose KernelCh this thread delivered last (+1; 0: none)
-  ThreadBlock* tb;    // this thread's API block (api_state.h), valid when salt matches
+  uint32_t tid;        // Linux tid (0: not read yet)
+  uint16_t salt;       // load cycle the two fields below belong to
+  uint16_t last_ring;  // communicator whose KernelCh this thread delivered last (+1; 0: none)
+  ThreadBlock* tb;     // this thread's API block (api_state.h), valid when salt matches
 };
 
 extern __thread ThreadCache t_cache;

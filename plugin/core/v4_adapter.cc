@@ -46,7 +46,6 @@ bool descr_from_v4(const abi::DescrV4& in, abi::DescrV5* out) {
   }
 }
 
-
 void start_event_v4(void* ctx, void** handle, const abi::DescrV4* d) {
   if (handle == nullptr) return;
   if (d == nullptr) {

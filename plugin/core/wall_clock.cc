@@ -17,8 +17,8 @@ WallClock g_wall_clock;
 
 namespace {
 
-constexpr int64_t kFirstIntervalNs = 10000000;   // first rate measurement after 10 ms
-constexpr int64_t kIntervalNs = 100000000;       // then a new anchor every 100 ms
+constexpr int64_t kFirstIntervalNs = 10000000;  // first rate measurement after 10 ms
+constexpr int64_t kIntervalNs = 100000000;      // then a new anchor every 100 ms
 
 bool invariant_tsc() {
 #if !defined(__x86_64__)
@@ -32,8 +32,7 @@ bool invariant_tsc() {
 }
 
 bool kernel_uses_tsc() {
-  int fd = ::open("/sys/devices/system/clocksource/clocksource0/current_clocksource",
-                  O_RDONLY | O_CLOEXEC);
+  int fd = ::open("/sys/devices/system/clocksource/clocksource0/current_clocksource", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
   char buf[32] = {};
   ssize_t n = ::read(fd, buf, sizeof(buf) - 1);

@@ -33,10 +33,10 @@ struct WallClock {
   std::atomic<uint64_t> mult{0};             // ns per tick << 32; 0: use clock_gettime
   std::atomic<uint64_t> base_tsc{0};
   std::atomic<int64_t> base_ns{0};
-  std::atomic<uint64_t> next_tsc{0};         // re-anchor when the TSC passes this
-  std::atomic<uint32_t> updating{0};         // try-lock of the re-anchoring thread
-  std::atomic<uint32_t> usable{0};           // TSC checked and trustworthy
-  std::atomic<uint64_t> anchor_tsc{0};       // the anchor the next rate is measured from
+  std::atomic<uint64_t> next_tsc{0};    // re-anchor when the TSC passes this
+  std::atomic<uint32_t> updating{0};    // try-lock of the re-anchoring thread
+  std::atomic<uint32_t> usable{0};      // TSC checked and trustworthy
+  std::atomic<uint64_t> anchor_tsc{0};  // the anchor the next rate is measured from
   std::atomic<int64_t> anchor_ns{0};
 };
 
@@ -65,8 +65,7 @@ inline int64_t now_ns() {
   uint64_t next = c.next_tsc.load(std::memory_order_relaxed);
   scout::acquire_fence();
   uint64_t tsc = __rdtsc();
-  if (m == 0 || (s & 1) != 0 || tsc >= next || tsc < bt ||
-      c.seq.load(std::memory_order_relaxed) != s) {
+  if (m == 0 || (s & 1) != 0 || tsc >= next || tsc < bt || c.seq.load(std::memory_order_relaxed) != s) {
     return now_ns_slow(tsc);
   }
   return bn + int64_t((static_cast<unsigned __int128>(tsc - bt) * m) >> 32);

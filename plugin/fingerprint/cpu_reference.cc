@@ -98,7 +98,8 @@ void count_block(const unsigned char* p, uint64_t n, Counts* counts) {
     word(w);
   }
   auto lanes = [](uint64_t v) -> uint64_t {
-    if constexpr (kKind == kF16 || kKind == kBF16) return (v & 0xffff) + ((v >> 16) & 0xffff) + ((v >> 32) & 0xffff) + (v >> 48);
+    if constexpr (kKind == kF16 || kKind == kBF16)
+      return (v & 0xffff) + ((v >> 16) & 0xffff) + ((v >> 32) & 0xffff) + (v >> 48);
     if constexpr (kKind == kF32) return (v & 0xffffffff) + (v >> 32);
     return v;
   };
@@ -118,8 +119,8 @@ void count_block_any(const unsigned char* p, uint64_t n, FloatKind kind, Counts*
 }
 
 // Hashes leaf `b` (a block index) into the tree and counts its non-finite elements.
-inline void add_block(TreeBuilder& tree, const unsigned char* base, uint64_t len, uint64_t b,
-                      FloatKind kind, Counts* counts, uint64_t* bytes) {
+inline void add_block(TreeBuilder& tree, const unsigned char* base, uint64_t len, uint64_t b, FloatKind kind,
+                      Counts* counts, uint64_t* bytes) {
   uint64_t n = block_len(b, len);
   const unsigned char* p = base + b * kBlockBytes;
   tree.push(0, XXH64(n ? p : nullptr, n, node_seed(0, b)));
@@ -133,8 +134,8 @@ uint64_t fingerprint(const void* data, uint64_t len, uint8_t dtype, Counts* coun
   return fingerprint_capped(data, len, ~0ull, 0, dtype, counts, nullptr);
 }
 
-uint64_t fingerprint_capped(const void* data, uint64_t len, uint64_t max_bytes, uint64_t selector,
-                            uint8_t dtype, Counts* counts, uint64_t* bytes_hashed) {
+uint64_t fingerprint_capped(const void* data, uint64_t len, uint64_t max_bytes, uint64_t selector, uint8_t dtype,
+                            Counts* counts, uint64_t* bytes_hashed) {
   const auto* base = static_cast<const unsigned char*>(data);
   if (data == nullptr) len = 0;
   const FloatKind kind = float_kind(dtype);

@@ -21,9 +21,9 @@
 #include <new>
 #include <string>
 
+#include "plugin/fingerprint/gpu_pools.h"
 #include "plugin/gpu/fp_nonfinite.h"
 #include "plugin/gpu/fp_params.h"
-#include "plugin/fingerprint/gpu_pools.h"
 #include "scout/fingerprint.h"
 
 namespace scout::fp {
@@ -104,7 +104,7 @@ struct CommFp {
   Mode mode = Mode::kCpu;
   GpuPools* pools = nullptr;
   Inflight inflight[kInflight];
-  std::atomic<uint32_t> live{0};  // published Inflight entries (harvest returns at once on 0)
+  std::atomic<uint32_t> live{0};   // published Inflight entries (harvest returns at once on 0)
   std::atomic<uint32_t> level{0};  // written by the completion thread, read at enqueue
   Budget budget{0.0};
   uint64_t fp_ns_accum = 0;  // harvested GPU time not yet fed to the budget (completion thread)
@@ -122,7 +122,7 @@ struct RecvReq {
 struct ThreadState {
   uint64_t engine_gen;  // the engine instance this state belongs to
   bool in_group;
-  CommFp* pre_c;        // open send plan (waiting kernel enqueued, not yet released)
+  CommFp* pre_c;  // open send plan (waiting kernel enqueued, not yet released)
   GpuPools* pre_pools;
   int32_t pre_plan;
   uint32_t n_recv;
@@ -151,7 +151,8 @@ struct Engine::Impl {
     if (log) log(abi::kLogInfo, abi::kSubsysProfile, "scout", 0, fmt, a, b);
   }
   void fail_gpu(const char* what) {
-    if (!gpu_failed.exchange(true)) say("scout: fingerprints: %s failed; GPU fingerprints disabled for this process%s", what);
+    if (!gpu_failed.exchange(true))
+      say("scout: fingerprints: %s failed; GPU fingerprints disabled for this process%s", what);
   }
   ThreadState& ts() {
     ThreadState& s = t_state;
@@ -190,7 +191,9 @@ bool begin_write(PendingOp& p, uint64_t index) {
   uint64_t s = state_of(index, kPhaseActive);
   return p.state.compare_exchange_strong(s, state_of(index, kPhaseWriting), std::memory_order_acq_rel);
 }
-void end_write(PendingOp& p, uint64_t index) { p.state.store(state_of(index, kPhaseActive), std::memory_order_release); }
+void end_write(PendingOp& p, uint64_t index) {
+  p.state.store(state_of(index, kPhaseActive), std::memory_order_release);
+}
 
 void write_result(shm::OpRecord* rec, uint64_t index, bool send, uint64_t value, uint64_t nan, uint64_t inf,
                   uint64_t bytes) {
@@ -229,8 +232,7 @@ Engine* Engine::create(const config::Config& cfg, abi::Logger log) {
   return e;
 }
 
-Engine* Engine::create_with_backend(const config::Config& cfg, abi::Logger log,
-                                    std::unique_ptr<gpu::Backend> backend) {
+Engine* Engine::create_with_backend(const config::Config& cfg, abi::Logger log, std::unique_ptr<gpu::Backend> backend) {
   Engine* e = new (std::nothrow) Engine();
   if (!e) return nullptr;
   e->impl_ = new (std::nothrow) Impl();
@@ -294,9 +296,7 @@ CommFp* Engine::comm_init(uint64_t comm_hash, int nranks, int cuda_dev, shm::Com
         c->pools = GpuPools::create(be, ctx, sms, impl_->max_bytes);
         if (!c->pools) why = "allocating the fingerprint buffers failed";
       }
-    } catch (...) {
-      why = "out of memory";
-    }
+    } catch (...) { why = "out of memory"; }
     if (c->pools) {
       impl_->pools[impl_->n_pools++] = c->pools;
     } else {
@@ -365,7 +365,6 @@ void Engine::on_launch_start(CommFp* c, void* stream, uint64_t send_bytes_hint) 
   s.pre_plan = plan;
 }
 
-
 void Engine::Impl::release_pre(ThreadState& s) {
   if (s.pre_plan < 0) return;
   s.pre_pools->release_plan(s.pre_plan);
@@ -383,8 +382,8 @@ Inflight* Engine::Impl::reserve(CommFp* c, uint64_t index) {
   return nullptr;
 }
 
-void Engine::Impl::publish(Inflight* e, shm::OpRecord* rec, uint64_t index, GpuPools* p, int plan, int job,
-                           uint32_t sq, bool send) {
+void Engine::Impl::publish(Inflight* e, shm::OpRecord* rec, uint64_t index, GpuPools* p, int plan, int job, uint32_t sq,
+                           bool send) {
   e->rec = rec;
   e->index = index;
   e->pools = p;
@@ -394,7 +393,6 @@ void Engine::Impl::publish(Inflight* e, shm::OpRecord* rec, uint64_t index, GpuP
   e->send = send;
   e->state.store(2, std::memory_order_release);
 }
-
 
 void Engine::Impl::flush_recv(ThreadState& s) {
   const uint32_t n = s.n_recv;
@@ -483,8 +481,9 @@ void Engine::on_op_enqueued(CommFp* c, shm::OpRecord* rec, uint64_t index, const
   claim_slot(p, index);
   store_relaxed(rec->fp_level, level);
   store_relaxed(rec->fp_version, kFormatVersion);
-  std::atomic_ref<uint32_t>(rec->flags).fetch_or(
-      shm::kFlagFpSampled | (c->mode == Mode::kCpu ? uint32_t(shm::kFlagHostBuffers) : 0u), std::memory_order_relaxed);
+  std::atomic_ref<uint32_t>(rec->flags)
+      .fetch_or(shm::kFlagFpSampled | (c->mode == Mode::kCpu ? uint32_t(shm::kFlagHostBuffers) : 0u),
+                std::memory_order_relaxed);
   c->ring->fp_sampled.fetch_add(1, std::memory_order_relaxed);
 
   const bool want_send = im.send && op.send_buf && op.send_bytes > 0;

@@ -25,17 +25,17 @@ class Backend;
 // What the event layer knows about one operation when NCCL hands it over (Coll/P2p start).
 struct OpInfo {
   uint64_t comm_hash = 0;
-  uint8_t kind = 0;             // shm::OpKind
-  uint8_t func = 0;             // shm::Func
-  uint64_t key = 0;             // matching key (NCCL seqNumber / p2p counter)
+  uint8_t kind = 0;  // shm::OpKind
+  uint8_t func = 0;  // shm::Func
+  uint64_t key = 0;  // matching key (NCCL seqNumber / p2p counter)
   const void* send_buf = nullptr;
   void* recv_buf = nullptr;
-  uint64_t send_bytes = 0;      // bytes this rank sends (see docs/fingerprint.md, "Which bytes")
-  uint64_t recv_bytes = 0;      // bytes this rank receives
-  uint8_t dtype = 0;            // element type for NaN/Inf counting: the API datatype if known
-  bool graph_captured = false;  // from the CollApi/P2pApi/GroupApi parent
-  void* stream = nullptr;       // launch stream (KernelLaunch), else the API stream; may be null
-  bool on_launch_thread = true; // false: Coll start arrived on a CUDA host-callback thread
+  uint64_t send_bytes = 0;       // bytes this rank sends (see docs/fingerprint.md, "Which bytes")
+  uint64_t recv_bytes = 0;       // bytes this rank receives
+  uint8_t dtype = 0;             // element type for NaN/Inf counting: the API datatype if known
+  bool graph_captured = false;   // from the CollApi/P2pApi/GroupApi parent
+  void* stream = nullptr;        // launch stream (KernelLaunch), else the API stream; may be null
+  bool on_launch_thread = true;  // false: Coll start arrived on a CUDA host-callback thread
 };
 
 // The function whose sampling decision an operation follows: a Recv decides like the Send it
@@ -47,8 +47,8 @@ uint8_t sampling_func(uint8_t func);
 // "Which bytes"). `func` is a shm::Func; `count` and `elem_bytes` as the Coll/P2p descriptor
 // gives them (task count: for AllGather and Broadcast NCCL reports bytes with ncclInt8, so
 // elem_bytes = 1); `rank`/`root` inside the communicator. Unknown functions give 0 and 0.
-void op_bytes(uint8_t func, uint64_t count, uint64_t elem_bytes, int nranks, int rank, int root,
-              uint64_t* send_bytes, uint64_t* recv_bytes);
+void op_bytes(uint8_t func, uint64_t count, uint64_t elem_bytes, int nranks, int rank, int root, uint64_t* send_bytes,
+              uint64_t* recv_bytes);
 
 // Per-communicator fingerprint state (sampling level, budget, GPU resources).
 struct CommFp;
@@ -64,8 +64,7 @@ class Engine {
   static Engine* create(const config::Config& cfg, abi::Logger log);
   // The same with a given GPU backend (tests: a fake; nullptr: CPU only). Never fails but for
   // memory exhaustion (nullptr).
-  static Engine* create_with_backend(const config::Config& cfg, abi::Logger log,
-                                     std::unique_ptr<gpu::Backend> backend);
+  static Engine* create_with_backend(const config::Config& cfg, abi::Logger log, std::unique_ptr<gpu::Backend> backend);
   static void destroy(Engine* e);
 
   // Communicator lifetime (init / finalize threads). `ring` is the communicator's CommHeader in

@@ -1,10 +1,10 @@
 // `scout hash FILE`: the fingerprint of a file's bytes (docs/fingerprint.md).
-#include <cerrno>
-#include <cstring>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <cerrno>
+#include <cstring>
 
 #include "scout/fingerprint.h"
 #include "scout/shm_format.h"

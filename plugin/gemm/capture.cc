@@ -34,10 +34,9 @@ void* open_loaded(const char* const* names) {
 }  // namespace
 
 bool find_loaded_logger(LoggerApi* api) {
-  static const char* const kLt[] = {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so.11",
-                                    "libcublasLt.so", nullptr};
-  static const char* const kBlas[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so.11",
-                                      "libcublas.so", nullptr};
+  static const char* const kLt[] = {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so.11", "libcublasLt.so",
+                                    nullptr};
+  static const char* const kBlas[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so.11", "libcublas.so", nullptr};
   void* lt = open_loaded(kLt);
   // Not loaded under these names: cuBLASLt linked statically into the program (or a library of
   // the global scope) still exports its logger entry points there.
@@ -52,8 +51,7 @@ bool find_loaded_logger(LoggerApi* api) {
   }
   if (void* blas = open_loaded(kBlas)) {
     a.cublas_handle = blas;
-    a.cublas_get_callback =
-        reinterpret_cast<int (*)(void (**)(const char*))>(::dlsym(blas, "cublasGetLoggerCallback"));
+    a.cublas_get_callback = reinterpret_cast<int (*)(void (**)(const char*))>(::dlsym(blas, "cublasGetLoggerCallback"));
   }
   *api = a;
   return true;
@@ -194,8 +192,7 @@ void Capture::tick_slow(int64_t now_ns) {
 }
 
 void Capture::stop(int64_t now_ns) {
-  while (switching_.exchange(true, std::memory_order_acquire)) {
-  }
+  while (switching_.exchange(true, std::memory_order_acquire)) {}
   if (open_) close_window(now_ns > 0 ? now_ns : hdr_->window_start_ns.load(std::memory_order_relaxed));
   next_ns_.store(kNever, std::memory_order_relaxed);
   switching_.store(false, std::memory_order_release);

@@ -30,10 +30,10 @@ namespace scout::gemm {
 // 0 = CUBLAS_STATUS_SUCCESS).
 using LtCallback = void (*)(int level, const char* function, const char* message);
 struct LoggerApi {
-  int (*lt_set_callback)(LtCallback) = nullptr;  // cublasLtLoggerSetCallback
-  int (*lt_set_level)(int) = nullptr;            // cublasLtLoggerSetLevel
+  int (*lt_set_callback)(LtCallback) = nullptr;                  // cublasLtLoggerSetCallback
+  int (*lt_set_level)(int) = nullptr;                            // cublasLtLoggerSetLevel
   int (*cublas_get_callback)(void (**)(const char*)) = nullptr;  // cublasGetLoggerCallback (optional)
-  void* lt_handle = nullptr;       // dlopen handles to release (nullptr for a test's table)
+  void* lt_handle = nullptr;  // dlopen handles to release (nullptr for a test's table)
   void* cublas_handle = nullptr;
 };
 
@@ -44,9 +44,9 @@ using LoggerFinder = std::function<bool(LoggerApi*)>;
 bool find_loaded_logger(LoggerApi* api);
 
 struct CaptureOptions {
-  int64_t window_ns = 2000000000;   // SCOUT_GEMM_WINDOW_MS
-  int64_t period_ns = 600000000000; // SCOUT_GEMM_PERIOD_S (window start to window start)
-  LoggerFinder finder;              // default find_loaded_logger
+  int64_t window_ns = 2000000000;                  // SCOUT_GEMM_WINDOW_MS
+  int64_t period_ns = 600000000000;                // SCOUT_GEMM_PERIOD_S (window start to window start)
+  LoggerFinder finder;                             // default find_loaded_logger
   std::function<const char*(const char*)> getenv;  // default ::getenv
   std::function<void(const std::string&)> log;     // one line per notable event
 };

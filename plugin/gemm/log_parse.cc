@@ -138,10 +138,10 @@ ParseResult parse_matmul(std::string_view function, std::string_view message, sh
   key.d_type = d.type;
   key.compute = compute;
   key.scale_type = scale;
-  key.layout = uint8_t((opa == 1 ? shm::kGemmTransA : 0) | (opa == 2 ? shm::kGemmConjA : 0) |
-                       (opb == 1 ? shm::kGemmTransB : 0) | (opb == 2 ? shm::kGemmConjB : 0) |
-                       (a.row_major ? shm::kGemmRowA : 0) | (b.row_major ? shm::kGemmRowB : 0) |
-                       (d.row_major ? shm::kGemmRowD : 0));
+  key.layout =
+      uint8_t((opa == 1 ? shm::kGemmTransA : 0) | (opa == 2 ? shm::kGemmConjA : 0) | (opb == 1 ? shm::kGemmTransB : 0) |
+              (opb == 2 ? shm::kGemmConjB : 0) | (a.row_major ? shm::kGemmRowA : 0) |
+              (b.row_major ? shm::kGemmRowB : 0) | (d.row_major ? shm::kGemmRowD : 0));
   std::string_view ag;
   if (group(message, "algo=[", &ag)) {
     uint64_t id = 0;
@@ -150,8 +150,8 @@ ParseResult parse_matmul(std::string_view function, std::string_view message, sh
       std::string_view t = v.substr(12);
       size_t x = t.find('x');
       uint64_t tm = 0, tn = 0;
-      if (x != std::string_view::npos && to_u64(t.substr(0, x), &tm) && to_u64(t.substr(x + 1), &tn) &&
-          tm < 65536 && tn < 65536) {
+      if (x != std::string_view::npos && to_u64(t.substr(0, x), &tm) && to_u64(t.substr(x + 1), &tn) && tm < 65536 &&
+          tn < 65536) {
         key.tile_m = uint16_t(tm);
         key.tile_n = uint16_t(tn);
       }

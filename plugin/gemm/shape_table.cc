@@ -54,10 +54,9 @@ uint64_t ShapeTable::hash(const shm::GemmKey& k) {
 }
 
 bool ShapeTable::same(const shm::GemmShapeEntry& e, const shm::GemmKey& k) {
-  return e.m == k.m && e.n == k.n && e.k == k.k && e.batch == k.batch && e.a_type == k.a_type &&
-         e.b_type == k.b_type && e.c_type == k.c_type && e.d_type == k.d_type && e.compute == k.compute &&
-         e.scale_type == k.scale_type && e.layout == k.layout && e.algo == k.algo && e.tile_m == k.tile_m &&
-         e.tile_n == k.tile_n;
+  return e.m == k.m && e.n == k.n && e.k == k.k && e.batch == k.batch && e.a_type == k.a_type && e.b_type == k.b_type &&
+         e.c_type == k.c_type && e.d_type == k.d_type && e.compute == k.compute && e.scale_type == k.scale_type &&
+         e.layout == k.layout && e.algo == k.algo && e.tile_m == k.tile_m && e.tile_n == k.tile_n;
 }
 
 void ShapeTable::insert_index(uint64_t h, uint32_t entry) {

@@ -17,7 +17,9 @@ using Function = void*;      // CUfunction
 using Stream = void*;        // CUstream
 using Event = void*;         // CUevent
 using DevicePtr = uint64_t;  // CUdeviceptr
-struct Uuid { unsigned char bytes[16]; };  // CUuuid
+struct Uuid {
+  unsigned char bytes[16];
+};  // CUuuid
 
 constexpr Result kSuccess = 0;
 constexpr Result kErrorNotReady = 600;
@@ -34,40 +36,40 @@ constexpr unsigned kEventDefault = 0x0;
 
 // The function table; each entry named after the driver symbol it is resolved from.
 struct Api {
-  Result (*Init)(unsigned flags);                                            // cuInit
-  Result (*DriverGetVersion)(int* version);                                  // cuDriverGetVersion
-  Result (*GetErrorString)(Result error, const char** str);                  // cuGetErrorString
-  Result (*DeviceGet)(Device* dev, int ordinal);                             // cuDeviceGet
-  Result (*DeviceGetCount)(int* count);                                      // cuDeviceGetCount
-  Result (*DeviceGetAttribute)(int* value, int attrib, Device dev);          // cuDeviceGetAttribute
-  Result (*DeviceGetUuid)(Uuid* uuid, Device dev);                           // cuDeviceGetUuid_v2
-  Result (*DevicePrimaryCtxRetain)(Context* ctx, Device dev);                // cuDevicePrimaryCtxRetain
-  Result (*CtxGetCurrent)(Context* ctx);                                     // cuCtxGetCurrent
-  Result (*CtxSetCurrent)(Context ctx);                                      // cuCtxSetCurrent
-  Result (*CtxGetDevice)(Device* dev);                                       // cuCtxGetDevice
-  Result (*CtxSynchronize)();                                                // cuCtxSynchronize
-  Result (*ModuleLoadData)(Module* mod, const void* image);                  // cuModuleLoadData
-  Result (*ModuleGetFunction)(Function* fn, Module mod, const char* name);   // cuModuleGetFunction
-  Result (*LaunchKernel)(Function fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                         unsigned bz, unsigned shared_bytes, Stream stream, void** params,
-                         void** extra);                                      // cuLaunchKernel
-  Result (*MemHostAlloc)(void** p, size_t bytes, unsigned flags);            // cuMemHostAlloc
-  Result (*MemHostGetDevicePointer)(DevicePtr* dev, void* p, unsigned flags);  // cuMemHostGetDevicePointer_v2
-  Result (*MemFreeHost)(void* p);                                            // cuMemFreeHost
-  Result (*MemAlloc)(DevicePtr* dev, size_t bytes);                          // cuMemAlloc_v2
-  Result (*MemFree)(DevicePtr dev);                                          // cuMemFree_v2
-  Result (*MemsetD8)(DevicePtr dev, unsigned char value, size_t n);          // cuMemsetD8_v2
-  Result (*MemcpyHtoD)(DevicePtr dst, const void* src, size_t n);            // cuMemcpyHtoD_v2
-  Result (*MemcpyDtoH)(void* dst, DevicePtr src, size_t n);                  // cuMemcpyDtoH_v2
+  Result (*Init)(unsigned flags);                                           // cuInit
+  Result (*DriverGetVersion)(int* version);                                 // cuDriverGetVersion
+  Result (*GetErrorString)(Result error, const char** str);                 // cuGetErrorString
+  Result (*DeviceGet)(Device* dev, int ordinal);                            // cuDeviceGet
+  Result (*DeviceGetCount)(int* count);                                     // cuDeviceGetCount
+  Result (*DeviceGetAttribute)(int* value, int attrib, Device dev);         // cuDeviceGetAttribute
+  Result (*DeviceGetUuid)(Uuid* uuid, Device dev);                          // cuDeviceGetUuid_v2
+  Result (*DevicePrimaryCtxRetain)(Context* ctx, Device dev);               // cuDevicePrimaryCtxRetain
+  Result (*CtxGetCurrent)(Context* ctx);                                    // cuCtxGetCurrent
+  Result (*CtxSetCurrent)(Context ctx);                                     // cuCtxSetCurrent
+  Result (*CtxGetDevice)(Device* dev);                                      // cuCtxGetDevice
+  Result (*CtxSynchronize)();                                               // cuCtxSynchronize
+  Result (*ModuleLoadData)(Module* mod, const void* image);                 // cuModuleLoadData
+  Result (*ModuleGetFunction)(Function* fn, Module mod, const char* name);  // cuModuleGetFunction
+  Result (*LaunchKernel)(Function fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                         unsigned shared_bytes, Stream stream, void** params,
+                         void** extra);                                         // cuLaunchKernel
+  Result (*MemHostAlloc)(void** p, size_t bytes, unsigned flags);               // cuMemHostAlloc
+  Result (*MemHostGetDevicePointer)(DevicePtr* dev, void* p, unsigned flags);   // cuMemHostGetDevicePointer_v2
+  Result (*MemFreeHost)(void* p);                                               // cuMemFreeHost
+  Result (*MemAlloc)(DevicePtr* dev, size_t bytes);                             // cuMemAlloc_v2
+  Result (*MemFree)(DevicePtr dev);                                             // cuMemFree_v2
+  Result (*MemsetD8)(DevicePtr dev, unsigned char value, size_t n);             // cuMemsetD8_v2
+  Result (*MemcpyHtoD)(DevicePtr dst, const void* src, size_t n);               // cuMemcpyHtoD_v2
+  Result (*MemcpyDtoH)(void* dst, DevicePtr src, size_t n);                     // cuMemcpyDtoH_v2
   Result (*MemcpyDtoDAsync)(DevicePtr dst, DevicePtr src, size_t n, Stream s);  // cuMemcpyDtoDAsync_v2
-  Result (*StreamIsCapturing)(Stream stream, int* status);                   // cuStreamIsCapturing
-  Result (*ThreadExchangeStreamCaptureMode)(int* mode);                      // cuThreadExchangeStreamCaptureMode
-  Result (*StreamCreate)(Stream* stream, unsigned flags);                    // cuStreamCreate
-  Result (*StreamSynchronize)(Stream stream);                                // cuStreamSynchronize
-  Result (*EventCreate)(Event* ev, unsigned flags);                          // cuEventCreate
-  Result (*EventRecord)(Event ev, Stream stream);                            // cuEventRecord
-  Result (*EventSynchronize)(Event ev);                                      // cuEventSynchronize
-  Result (*EventElapsedTime)(float* ms, Event start, Event end);             // cuEventElapsedTime
+  Result (*StreamIsCapturing)(Stream stream, int* status);                      // cuStreamIsCapturing
+  Result (*ThreadExchangeStreamCaptureMode)(int* mode);                         // cuThreadExchangeStreamCaptureMode
+  Result (*StreamCreate)(Stream* stream, unsigned flags);                       // cuStreamCreate
+  Result (*StreamSynchronize)(Stream stream);                                   // cuStreamSynchronize
+  Result (*EventCreate)(Event* ev, unsigned flags);                             // cuEventCreate
+  Result (*EventRecord)(Event ev, Stream stream);                               // cuEventRecord
+  Result (*EventSynchronize)(Event ev);                                         // cuEventSynchronize
+  Result (*EventElapsedTime)(float* ms, Event start, Event end);                // cuEventElapsedTime
 };
 
 // Loads libcuda.so.1 and fills `api` (every entry non-null) and calls cuInit(0). Returns false

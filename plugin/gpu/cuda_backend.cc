@@ -89,8 +89,8 @@ const char* error_text(const Api& api, Result r) {
 
 void format_gpu_uuid(const unsigned char b[16], char* out, unsigned cap) {
   if (!out || cap == 0) return;
-  std::snprintf(out, cap, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
-                b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+  std::snprintf(out, cap, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2],
+                b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
 }
 
 namespace {
@@ -153,7 +153,8 @@ class CudaBackend final : public Backend {
   bool alloc_host(uint64_t bytes, void** host, uint64_t* dev) override {
     Relaxed r(api_);
     void* p = nullptr;
-    if (api_.MemHostAlloc(&p, bytes, cu::kMemHostAllocPortable | cu::kMemHostAllocDeviceMap) != cu::kSuccess) return false;
+    if (api_.MemHostAlloc(&p, bytes, cu::kMemHostAllocPortable | cu::kMemHostAllocDeviceMap) != cu::kSuccess)
+      return false;
     std::memset(p, 0, bytes);
     cu::DevicePtr d = 0;
     if (api_.MemHostGetDevicePointer(&d, p, 0) != cu::kSuccess) {

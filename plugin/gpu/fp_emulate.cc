@@ -36,7 +36,8 @@ uint64_t leaf_digest(const FpJob& job, uint64_t k, uint64_t n, uint64_t m, uint6
 uint64_t node_digest(const uint64_t* words, uint64_t count, uint64_t seed) {
   uint64_t none = 0, lanes[4];
   AlignedWords w{words, count * 8};
-  for (uint32_t l = 0; l < 4; ++l) lanes[l] = lane_stripes<kNotFloat>(w, uint32_t(count * 8 / kStripeBytes), l, seed, &none, &none);
+  for (uint32_t l = 0; l < 4; ++l)
+    lanes[l] = lane_stripes<kNotFloat>(w, uint32_t(count * 8 / kStripeBytes), l, seed, &none, &none);
   return finish_message<kNotFloat>(w, count * 8, seed, lanes, &none, &none);
 }
 
@@ -94,8 +95,7 @@ void run_tile(const FpJob& job, uint64_t tile, uint64_t gpu_ns) {
 
 }  // namespace
 
-EmuOutcome emulate_launch(FpPlan* plan, FpPlanScratch* ps, uint32_t grid, bool timed_out,
-                          uint64_t gpu_ns_per_job) {
+EmuOutcome emulate_launch(FpPlan* plan, FpPlanScratch* ps, uint32_t grid, bool timed_out, uint64_t gpu_ns_per_job) {
   // Kernel: plan_decision.
   if (plan->wait && std::atomic_ref<uint32_t>(plan->ready).load(std::memory_order_acquire) != kPlanReady) {
     if (!timed_out) return EmuOutcome::kWaiting;

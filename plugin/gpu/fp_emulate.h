@@ -21,7 +21,6 @@ enum class EmuOutcome {
 // Runs one launch of `grid` CTAs over `plan` with launch scratch `ps`, CTA by CTA in index
 // order. With `timed_out` a not-ready waiting plan is abandoned (the kernel's timeout path).
 // `gpu_ns_per_job` is written as each job's FpResult::gpu_ns (tests drive the budget with it).
-EmuOutcome emulate_launch(FpPlan* plan, FpPlanScratch* ps, uint32_t grid, bool timed_out,
-                          uint64_t gpu_ns_per_job);
+EmuOutcome emulate_launch(FpPlan* plan, FpPlanScratch* ps, uint32_t grid, bool timed_out, uint64_t gpu_ns_per_job);
 
 }  // namespace scout::fp::gpu

@@ -28,16 +28,14 @@ constexpr uint64_t kP2 = 0xC2B2AE3D27D4EB4Full;
 constexpr uint64_t kP3 = 0x165667B19E3779F9ull;
 constexpr uint64_t kP4 = 0x85EBCA77C2B2AE63ull;
 constexpr uint64_t kP5 = 0x27D4EB2F165667C5ull;
-constexpr uint32_t kLanes = 4;         // XXH64 accumulators
-constexpr uint32_t kStripeBytes = 32;  // one 8-byte word per lane
+constexpr uint32_t kLanes = 4;                                            // XXH64 accumulators
+constexpr uint32_t kStripeBytes = 32;                                     // one 8-byte word per lane
 constexpr uint32_t kBlockStripes = uint32_t(kBlockBytes / kStripeBytes);  // 128
 
 SCOUT_HD constexpr uint64_t rotl64(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
 
 // One accumulation step of a lane: acc = rotl(acc + word * P2, 31) * P1.
-SCOUT_HD constexpr uint64_t round64(uint64_t acc, uint64_t word) {
-  return rotl64(acc + word * kP2, 31) * kP1;
-}
+SCOUT_HD constexpr uint64_t round64(uint64_t acc, uint64_t word) { return rotl64(acc + word * kP2, 31) * kP1; }
 
 // Initial accumulator of lane 0..3 for `seed`.
 SCOUT_HD constexpr uint64_t lane_init(uint64_t seed, uint32_t lane) {
@@ -70,8 +68,7 @@ SCOUT_HD constexpr uint64_t avalanche(uint64_t h) {
 // whole message length, t0..t3 the last (len % 32) bytes as up to 4 little-endian words, the
 // last one zero-padded (unused words 0). Straight-line code: no dynamically indexed arrays, so
 // a GPU thread keeps everything in registers.
-SCOUT_HD constexpr uint64_t finish(uint64_t h, uint64_t len, uint64_t t0, uint64_t t1, uint64_t t2,
-                                   uint64_t t3) {
+SCOUT_HD constexpr uint64_t finish(uint64_t h, uint64_t len, uint64_t t0, uint64_t t1, uint64_t t2, uint64_t t3) {
   h += len;
   uint32_t rest = uint32_t(len & 31);
   uint64_t cur = t0;
@@ -157,8 +154,8 @@ constexpr uint32_t kBatch = 16;
 // Loads are issued in batches of kBatch independent words, then consumed in order. Messages
 // here are blocks, nodes and roots (at most 4 KiB), so `stripes` fits 32 bits.
 template <FloatKind kKind, class Load>
-SCOUT_HD uint64_t lane_stripes(const Load& load, uint32_t stripes, uint32_t lane, uint64_t seed,
-                               uint64_t* nan, uint64_t* inf) {
+SCOUT_HD uint64_t lane_stripes(const Load& load, uint32_t stripes, uint32_t lane, uint64_t seed, uint64_t* nan,
+                               uint64_t* inf) {
   uint64_t acc = lane_init(seed, lane);
   uint32_t s = 0;
   for (; s + kBatch <= stripes; s += kBatch) {
@@ -182,8 +179,8 @@ SCOUT_HD uint64_t lane_stripes(const Load& load, uint32_t stripes, uint32_t lane
 // The finishing step lane 0 runs once it holds all four accumulators: reads the tail words
 // (counting their non-finite elements) and returns the message's XXH64.
 template <FloatKind kKind, class Load>
-SCOUT_HD uint64_t finish_message(const Load& load, uint64_t len, uint64_t seed, const uint64_t acc[4],
-                                 uint64_t* nan, uint64_t* inf) {
+SCOUT_HD uint64_t finish_message(const Load& load, uint64_t len, uint64_t seed, const uint64_t acc[4], uint64_t* nan,
+                                 uint64_t* inf) {
   const uint64_t stripes = len / kStripeBytes;
   const uint64_t h = stripes ? converge(acc[0], acc[1], acc[2], acc[3]) : seed + kP5;
   const uint32_t tail_words = uint32_t(((len & 31) + 7) / 8);
@@ -206,7 +203,8 @@ SCOUT_HD uint64_t finish_message(const Load& load, uint64_t len, uint64_t seed, 
 template <FloatKind kKind, class Load>
 SCOUT_HD uint64_t xxh64_lanes(const Load& load, uint64_t len, uint64_t seed, uint64_t* nan, uint64_t* inf) {
   uint64_t acc[4];
-  for (uint32_t l = 0; l < kLanes; ++l) acc[l] = lane_stripes<kKind>(load, uint32_t(len / kStripeBytes), l, seed, nan, inf);
+  for (uint32_t l = 0; l < kLanes; ++l)
+    acc[l] = lane_stripes<kKind>(load, uint32_t(len / kStripeBytes), l, seed, nan, inf);
   return finish_message<kKind>(load, len, seed, acc, nan, inf);
 }
 

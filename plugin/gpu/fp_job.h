@@ -11,13 +11,13 @@
 
 namespace scout::fp::gpu {
 
-constexpr uint32_t kMaxJobs = 8;        // buffers per plan (collectives of one NCCL kernel plan)
+constexpr uint32_t kMaxJobs = 8;          // buffers per plan (collectives of one NCCL kernel plan)
 constexpr uint32_t kThreadsPerCta = 256;  // 64 leaf groups x 4 XXH64 lanes
-constexpr uint32_t kLeafGroups = 64;    // = kFanout: one CTA tile builds one level-1 node
+constexpr uint32_t kLeafGroups = 64;      // = kFanout: one CTA tile builds one level-1 node
 
 // FpPlan::ready values (host -> GPU).
 constexpr uint32_t kPlanNotReady = 0;
-constexpr uint32_t kPlanReady = 1;      // jobs[0..njobs) are final
+constexpr uint32_t kPlanReady = 1;  // jobs[0..njobs) are final
 // FpPlan::abandoned (GPU -> host): the kernel stopped waiting before the plan was ready.
 constexpr uint32_t kPlanAbandoned = 1;
 // FpPlanScratch::decision: what every CTA of the launch does.
@@ -42,11 +42,11 @@ struct FpJob {
 static_assert(sizeof(FpJob) == 56);
 
 struct FpPlan {
-  uint32_t ready;       // kPlanNotReady / kPlanReady (host stores with release)
-  uint32_t njobs;       // valid when ready
-  uint32_t wait;        // 1: the kernel was launched before the plan was ready (send hashes)
-  uint32_t abandoned;   // kPlanAbandoned when the kernel timed out waiting
-  uint32_t finished;    // 1 once every CTA of the launch has exited (plan slot reusable)
+  uint32_t ready;      // kPlanNotReady / kPlanReady (host stores with release)
+  uint32_t njobs;      // valid when ready
+  uint32_t wait;       // 1: the kernel was launched before the plan was ready (send hashes)
+  uint32_t abandoned;  // kPlanAbandoned when the kernel timed out waiting
+  uint32_t finished;   // 1 once every CTA of the launch has exited (plan slot reusable)
   uint32_t pad;
   uint64_t timeout_ns;  // how long the kernel waits for ready (%globaltimer ns)
   FpJob jobs[kMaxJobs];
@@ -54,13 +54,13 @@ struct FpPlan {
 static_assert(sizeof(FpPlan) == 32 + 56 * kMaxJobs);
 
 struct FpResult {
-  uint64_t value;       // the fingerprint
-  uint64_t nan;         // NaN elements in the hashed blocks
-  uint64_t inf;         // Inf elements
-  uint64_t bytes;       // bytes hashed
-  uint64_t gpu_ns;      // first tile start to root written (%globaltimer)
-  uint32_t status;      // kResultRunning / kResultDone (written last)
-  uint32_t seq;         // FpJob::seq
+  uint64_t value;   // the fingerprint
+  uint64_t nan;     // NaN elements in the hashed blocks
+  uint64_t inf;     // Inf elements
+  uint64_t bytes;   // bytes hashed
+  uint64_t gpu_ns;  // first tile start to root written (%globaltimer)
+  uint32_t status;  // kResultRunning / kResultDone (written last)
+  uint32_t seq;     // FpJob::seq
 };
 static_assert(sizeof(FpResult) == 48);
 
@@ -77,8 +77,8 @@ struct FpJobScratch {
   uint64_t nan;
   uint64_t inf;
   uint64_t bytes;
-  uint64_t t_start_inv; // ~(earliest tile start, %globaltimer); 0 when idle (atomicMax)
-  uint64_t digests[1];  // [level-1 count + levels above], see scratch_words()
+  uint64_t t_start_inv;  // ~(earliest tile start, %globaltimer); 0 when idle (atomicMax)
+  uint64_t digests[1];   // [level-1 count + levels above], see scratch_words()
 };
 
 // 64-bit words of FpJobScratch::digests for a buffer of up to `max_leaves` hashed leaves:

@@ -77,7 +77,7 @@ struct TileShared {
 // digest (others: unspecified). `valid` is uniform per quad.
 template <FloatKind kKind>
 __device__ __forceinline__ uint64_t leaf_digest(const FpJob& job, uint64_t k, uint64_t n, uint64_t m, bool valid,
-                                uint64_t* nan, uint64_t* inf, uint64_t* blen_out) {
+                                                uint64_t* nan, uint64_t* inf, uint64_t* blen_out) {
   const uint32_t lane = threadIdx.x & 3;
   uint64_t acc = 0, b = 0, blen = 0;
   const unsigned char* p = nullptr;
@@ -100,7 +100,8 @@ __device__ __forceinline__ uint64_t leaf_digest(const FpJob& job, uint64_t k, ui
   uint64_t digest = 0;
   if (valid && lane == 0) {
     if (shift == 0) {
-      digest = finish_message<kKind>(AlignedWords{reinterpret_cast<const uint64_t*>(p), blen}, blen, b, lanes, nan, inf);
+      digest =
+          finish_message<kKind>(AlignedWords{reinterpret_cast<const uint64_t*>(p), blen}, blen, b, lanes, nan, inf);
     } else {
       FunnelWords fw{reinterpret_cast<const uint64_t*>(p - shift), shift, blen};
       digest = finish_message<kKind>(fw, blen, b, lanes, nan, inf);
@@ -223,9 +224,7 @@ __device__ void run_tile(TileShared& sh, const FpJob& job, uint64_t tile) {
 // fixes the decision for all CTAs of this launch.
 __device__ uint32_t plan_decision(const FpPlan* plan, FpPlanScratch* ps) {
   volatile uint32_t* decision = &ps->decision;
-  if (!load_acquire_sys(&plan->wait)) {
-    return kDecisionRun;
-  }
+  if (!load_acquire_sys(&plan->wait)) { return kDecisionRun; }
   const uint64_t t0 = globaltimer();
   const uint64_t timeout = plan->timeout_ns;
   // CTA 0 polls the plan in host memory; the others mostly poll the decision in device memory
@@ -254,8 +253,7 @@ __device__ uint32_t plan_decision(const FpPlan* plan, FpPlanScratch* ps) {
 
 }  // namespace
 
-extern "C" __global__ void __launch_bounds__(kThreadsPerCta)
-scout_fp_plan(const FpPlan* plan, FpPlanScratch* ps) {
+extern "C" __global__ void __launch_bounds__(kThreadsPerCta) scout_fp_plan(const FpPlan* plan, FpPlanScratch* ps) {
   __shared__ TileShared sh;
   if (threadIdx.x == 0) {
     sh.decision = plan_decision(plan, ps);

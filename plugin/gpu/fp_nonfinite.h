@@ -21,9 +21,7 @@ SCOUT_HD constexpr FloatKind float_kind(uint8_t dtype) {
 }
 
 // Sums the 16-bit lanes' indicator bits: m has only bits 15, 31, 47, 63 possibly set.
-SCOUT_HD constexpr uint32_t count_top_bits16(uint64_t m) {
-  return uint32_t(((m >> 15) * 0x0001000100010001ull) >> 48);
-}
+SCOUT_HD constexpr uint32_t count_top_bits16(uint64_t m) { return uint32_t(((m >> 15) * 0x0001000100010001ull) >> 48); }
 
 // Adds the NaN and Inf elements of word `w` (little-endian element order) to *nan and *inf.
 SCOUT_HD void count_nonfinite_word(uint64_t w, FloatKind kind, uint64_t* nan, uint64_t* inf) {

@@ -39,9 +39,7 @@ SCOUT_HD constexpr uint64_t node_seed(uint32_t level, uint64_t index) {
 }
 
 // Number of blocks of a buffer of `len` bytes; an empty buffer has one empty block.
-SCOUT_HD constexpr uint64_t num_blocks(uint64_t len) {
-  return len == 0 ? 1 : (len + kBlockBytes - 1) / kBlockBytes;
-}
+SCOUT_HD constexpr uint64_t num_blocks(uint64_t len) { return len == 0 ? 1 : (len + kBlockBytes - 1) / kBlockBytes; }
 
 // Bytes of block `b` of a buffer of `len` bytes.
 SCOUT_HD constexpr uint64_t block_len(uint64_t b, uint64_t len) {

@@ -4,10 +4,10 @@
 #include <cstring>
 #include <new>
 
-#include "plugin/gpu/fp_nonfinite.h"
-#include "plugin/gpu/fp_params.h"
 #include "plugin/gpu/backend.h"
 #include "plugin/gpu/cuda_api.h"
+#include "plugin/gpu/fp_nonfinite.h"
+#include "plugin/gpu/fp_params.h"
 
 namespace scout::fp::gpu {
 

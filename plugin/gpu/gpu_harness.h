@@ -29,8 +29,8 @@ class GpuHarness {
 
   // Fingerprints [dev, dev + n) on the GPU, `reps` launches back to back; *out = the result of
   // the last one, *ms = mean kernel time per launch (events around the launches).
-  bool hash(uint64_t dev, uint64_t n, uint64_t max_bytes, uint64_t selector, uint8_t dtype, int reps,
-            FpResult* out, float* ms);
+  bool hash(uint64_t dev, uint64_t n, uint64_t max_bytes, uint64_t selector, uint8_t dtype, int reps, FpResult* out,
+            float* ms);
   // Mean time of `reps` cuMemcpyDtoDAsync of n bytes.
   bool copy(uint64_t dst, uint64_t src, uint64_t n, int reps, float* ms);
 

@@ -18,14 +18,14 @@ constexpr uint32_t kFileVersion = 1;
 
 #pragma pack(push, 1)
 
-struct FileHeader {         // 128 bytes
-  char magic[8];            // "SCOUTREC"
-  uint32_t version;         // kFileVersion
-  uint32_t header_bytes;    // sizeof(FileHeader)
+struct FileHeader {       // 128 bytes
+  char magic[8];          // "SCOUTREC"
+  uint32_t version;       // kFileVersion
+  uint32_t header_bytes;  // sizeof(FileHeader)
   int32_t pid;
   uint32_t reserved0;
-  int64_t start_ns;         // CLOCK_REALTIME when recording started; entry times are relative
-  char host[64];            // gethostname()
+  int64_t start_ns;  // CLOCK_REALTIME when recording started; entry times are relative
+  char host[64];     // gethostname()
   char plugin_version[32];
 };
 static_assert(sizeof(FileHeader) == 128);
@@ -39,17 +39,17 @@ enum EntryKind : uint8_t {
   kEntryFinalize = 6,  // finalize(context)
 };
 
-struct EntryHeader {        // 16 bytes
-  uint8_t kind;             // EntryKind
-  uint8_t abi;              // ABI version of the call: 4, 5 or 6
-  uint16_t size;            // bytes of the whole entry
-  uint32_t thread;          // dense thread id: 1, 2, ... in order of first appearance
-  int64_t t_ns;             // CLOCK_REALTIME - FileHeader::start_ns
+struct EntryHeader {  // 16 bytes
+  uint8_t kind;       // EntryKind
+  uint8_t abi;        // ABI version of the call: 4, 5 or 6
+  uint16_t size;      // bytes of the whole entry
+  uint32_t thread;    // dense thread id: 1, 2, ... in order of first appearance
+  int64_t t_ns;       // CLOCK_REALTIME - FileHeader::start_ns
 };
 static_assert(sizeof(EntryHeader) == 16);
 
 // String ids: 0 means NULL. Defined once, before first use.
-struct StringEntry {        // followed by `len` bytes (no NUL)
+struct StringEntry {  // followed by `len` bytes (no NUL)
   EntryHeader h;
   uint32_t id;
   uint16_t len;
@@ -57,14 +57,14 @@ struct StringEntry {        // followed by `len` bytes (no NUL)
 
 struct InitEntry {
   EntryHeader h;
-  uint64_t context_out;     // value the plugin stored in *context (opaque)
+  uint64_t context_out;  // value the plugin stored in *context (opaque)
   uint64_t comm_hash;
-  uint32_t name;            // string id of commName
+  uint32_t name;  // string id of commName
   int32_t nnodes;
   int32_t nranks;
   int32_t rank;
-  int32_t mask_in;          // *eActivationMask before the call
-  int32_t mask_out;         // after
+  int32_t mask_in;   // *eActivationMask before the call
+  int32_t mask_out;  // after
   int32_t result;
 };
 
@@ -73,18 +73,18 @@ struct InitEntry {
 // earlier, so a replayer can map them to the handles of the plugin under test.
 struct StartEntry {
   EntryHeader h;
-  uint64_t context;         // context argument (raw)
-  uint64_t handle_out;      // value the plugin stored in *eHandle (0 = NULL)
-  uint64_t type;            // event type bit
-  uint64_t parent;          // parentObj (raw)
+  uint64_t context;     // context argument (raw)
+  uint64_t handle_out;  // value the plugin stored in *eHandle (0 = NULL)
+  uint64_t type;        // event type bit
+  uint64_t parent;      // parentObj (raw)
   int32_t rank;
   int32_t result;
   // Union of the type-specific fields (meaning depends on `type`, see docs/call-recording.md):
-  uint64_t u64[4];          // seqNumber/count/pTimer/stream/buffers/... by type
-  uint64_t ptr[3];          // sendBuff, recvBuff (or buff), parentGroup (raw)
-  uint32_t str[4];          // func, datatype, algo, proto string ids
-  int32_t i32[6];           // root/peer, groupDepth, pid, channelId, nSteps, chunkSize/isSend...
-  uint8_t u8[8];            // nChannels, nWarps, graphCaptured, ...
+  uint64_t u64[4];  // seqNumber/count/pTimer/stream/buffers/... by type
+  uint64_t ptr[3];  // sendBuff, recvBuff (or buff), parentGroup (raw)
+  uint32_t str[4];  // func, datatype, algo, proto string ids
+  int32_t i32[6];   // root/peer, groupDepth, pid, channelId, nSteps, chunkSize/isSend...
+  uint8_t u8[8];    // nChannels, nWarps, graphCaptured, ...
 };
 
 struct StopEntry {
@@ -97,9 +97,9 @@ struct StateEntry {
   EntryHeader h;
   uint64_t handle;
   int32_t state;
-  uint8_t has_args;         // 0: args pointer was NULL
+  uint8_t has_args;  // 0: args pointer was NULL
   uint8_t pad[3];
-  uint64_t arg;             // the 8-byte state-args union
+  uint64_t arg;  // the 8-byte state-args union
   int32_t result;
 };
 

@@ -5,11 +5,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
-#include <algorithm>
 #include <new>
 
 #include "plugin/record/call_log_format.h"
@@ -144,8 +144,8 @@ void Recorder::header(void* entry_header, uint8_t kind, int abi, size_t size) {
   std::memcpy(entry_header, &h, sizeof(h));
 }
 
-void Recorder::init(int abi, void* context_out, uint64_t comm_hash, const char* name, int nnodes,
-                    int nranks, int rank, int mask_in, int mask_out, int result) {
+void Recorder::init(int abi, void* context_out, uint64_t comm_hash, const char* name, int nnodes, int nranks, int rank,
+                    int mask_in, int mask_out, int result) {
   uint32_t name_id = string_id(name);
   InitEntry e{};
   header(&e.h, kEntryInit, abi, sizeof(e));
@@ -186,9 +186,7 @@ void fill_v5(StartEntry* e, const Descr* d, StrFn&& str) {
       e->u64[3] = raw(d->p2pApi.stream);
       e->u8[2] = d->p2pApi.graphCaptured;
       break;
-    case abi::kEvKernelLaunch:
-      e->u64[3] = raw(d->kernelLaunch.stream);
-      break;
+    case abi::kEvKernelLaunch: e->u64[3] = raw(d->kernelLaunch.stream); break;
     case abi::kEvColl:
       e->u64[0] = d->coll.seqNumber;
       e->str[0] = str(d->coll.func);
@@ -220,9 +218,7 @@ void fill_v5(StartEntry* e, const Descr* d, StrFn&& str) {
       e->i32[4] = d->proxyOp.nSteps;
       e->i32[5] = d->proxyOp.chunkSize;
       break;
-    case abi::kEvProxyStep:
-      e->i32[0] = d->proxyStep.step;
-      break;
+    case abi::kEvProxyStep: e->i32[0] = d->proxyStep.step; break;
     case abi::kEvKernelCh:
       e->i32[3] = d->kernelCh.channelId;
       e->u64[2] = d->kernelCh.pTimer;
@@ -231,15 +227,13 @@ void fill_v5(StartEntry* e, const Descr* d, StrFn&& str) {
       e->u64[0] = static_cast<uint64_t>(d->netPlugin.id);
       e->ptr[0] = raw(d->netPlugin.data);
       break;
-    default:
-      break;
+    default: break;
   }
 }
 
 }  // namespace
 
-void Recorder::start_v5(int abi, void* context, void* handle_out, const abi::DescrV5* d,
-                        int result) {
+void Recorder::start_v5(int abi, void* context, void* handle_out, const abi::DescrV5* d, int result) {
   StartEntry e{};
   auto str = [this](const char* s) { return string_id(s); };
   fill_v5(&e, d, str);
@@ -282,8 +276,7 @@ void Recorder::start_v6(void* context, void* handle_out, const abi::DescrV6* d, 
       e.u64[1] = d->ceCollBatch.totalBytes;
       e.u8[2] = d->ceCollBatch.useIntraSync;
       break;
-    default:
-      break;
+    default: break;
   }
   header(&e.h, kEntryStart, 6, sizeof(e));
   e.context = raw(context);

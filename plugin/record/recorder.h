@@ -28,8 +28,8 @@ class Recorder {
   std::mutex& mutex() { return mu_; }
 
   // Appends one entry each; call with mutex() held. `abi` is 4, 5 or 6.
-  void init(int abi, void* context_out, uint64_t comm_hash, const char* name, int nnodes,
-            int nranks, int rank, int mask_in, int mask_out, int result);
+  void init(int abi, void* context_out, uint64_t comm_hash, const char* name, int nnodes, int nranks, int rank,
+            int mask_in, int mask_out, int result);
   void start_v4(void* context, void* handle_out, const abi::DescrV4* d, int result);
   void start_v5(int abi, void* context, void* handle_out, const abi::DescrV5* d, int result);
   void start_v6(void* context, void* handle_out, const abi::DescrV6* d, int result);

@@ -26,12 +26,16 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--job") job = value("--job");
-    else if (a == "--shm-dir") dir = value("--shm-dir");
-    else if (a == "--max-mem") limits.max_mem = std::stoll(value("--max-mem"));
+    if (a == "--job")
+      job = value("--job");
+    else if (a == "--shm-dir")
+      dir = value("--shm-dir");
+    else if (a == "--max-mem")
+      limits.max_mem = std::stoll(value("--max-mem"));
     else if (a == "--help" || a == "-h") {
-      std::printf("usage: scout-replay --job J [--shm-dir DIR] [--max-mem BYTES]\n"
-                  "Replays recipes for scout-observer over stdin/stdout (docs/replay.md).\n");
+      std::printf(
+          "usage: scout-replay --job J [--shm-dir DIR] [--max-mem BYTES]\n"
+          "Replays recipes for scout-observer over stdin/stdout (docs/replay.md).\n");
       return 0;
     } else {
       std::fprintf(stderr, "scout-replay: unknown option '%s'\n", a.c_str());

@@ -39,8 +39,8 @@ double tflops_of(const shm::GemmKey& k, const GpuModel& g) {
 
 // Everything of a key but its dimensions: what a regime shares.
 auto regime_tie(const shm::GemmKey& k) {
-  return std::make_tuple(k.a_type, k.b_type, k.c_type, k.d_type, k.compute, k.scale_type, k.layout, k.algo,
-                         k.tile_m, k.tile_n);
+  return std::make_tuple(k.a_type, k.b_type, k.c_type, k.d_type, k.compute, k.scale_type, k.layout, k.algo, k.tile_m,
+                         k.tile_n);
 }
 
 void add_unique(std::vector<int>* to, const std::vector<int>& from) {
@@ -108,8 +108,8 @@ std::vector<ObservedShape> merge_shapes(const std::vector<ObservedShape>& in) {
   return out;
 }
 
-std::vector<size_t> greedy_cover(const std::vector<std::vector<size_t>>& sets,
-                                 const std::vector<double>& weight, size_t limit) {
+std::vector<size_t> greedy_cover(const std::vector<std::vector<size_t>>& sets, const std::vector<double>& weight,
+                                 size_t limit) {
   std::vector<bool> covered(weight.size(), false);
   std::vector<bool> used(sets.size(), false);
   std::vector<size_t> picked;

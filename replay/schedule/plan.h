@@ -34,19 +34,19 @@ namespace scout::replay {
 struct GpuModel {
   int sm_count = 132;
   double tflops_fp8 = 1979;
-  double tflops_16bit = 989;   // FP16, BF16 (and FP32 with COMPUTE_32F_FAST_16F/16BF)
+  double tflops_16bit = 989;  // FP16, BF16 (and FP32 with COMPUTE_32F_FAST_16F/16BF)
   double tflops_tf32 = 494;
   double tflops_fp32 = 67;
   double tflops_fp64 = 67;
-  double launch_us = 5;        // per call, added to every estimate
-  uint16_t default_tile = 128; // tile edge used when the log names none
+  double launch_us = 5;         // per call, added to every estimate
+  uint16_t default_tile = 128;  // tile edge used when the log names none
 };
 
 // One observed shape class.
 struct ObservedShape {
   shm::GemmKey key;
-  uint64_t count = 0;          // calls seen in capture windows (all ranks)
-  std::vector<int> ranks;      // global ranks that ran it (sorted, unique)
+  uint64_t count = 0;      // calls seen in capture windows (all ranks)
+  std::vector<int> ranks;  // global ranks that ran it (sorted, unique)
 };
 
 enum class Pressure : uint8_t { kUnderfilled = 0, kOneRepeat = 1, kMultiRepeat = 2 };
@@ -55,10 +55,10 @@ const char* pressure_name(Pressure p);  // "underfilled", "one-repeat", "multi-r
 struct Regime {
   int id = 0;
   Pressure pressure = Pressure::kUnderfilled;
-  shm::GemmKey sample;           // types, layouts, compute, algo and tile of the regime
-  std::vector<size_t> members;   // indices into ReplayPlan::shapes
-  double observed_ms = 0;        // total estimated GPU time of its members
-  std::vector<size_t> recipes;   // indices into ReplayPlan::recipes
+  shm::GemmKey sample;          // types, layouts, compute, algo and tile of the regime
+  std::vector<size_t> members;  // indices into ReplayPlan::shapes
+  double observed_ms = 0;       // total estimated GPU time of its members
+  std::vector<size_t> recipes;  // indices into ReplayPlan::recipes
 };
 
 // What a replay backend executes: one GEMM, D(m x n) = op(A)(m x k) op(B)(k x n), batch times,
@@ -67,33 +67,33 @@ struct Regime {
 struct GemmRecipe {
   shm::GemmKey shape;
   int regime = 0;
-  std::vector<size_t> covers;   // shapes it covers (indices into ReplayPlan::shapes), itself first
-  double covered_ms = 0;        // estimated GPU time of the covered shapes not covered before
-  double replay_ms = 0;         // estimated time of one replay call
-  std::vector<int> ranks;       // ranks that ran a covered shape
+  std::vector<size_t> covers;     // shapes it covers (indices into ReplayPlan::shapes), itself first
+  double covered_ms = 0;          // estimated GPU time of the covered shapes not covered before
+  double replay_ms = 0;           // estimated time of one replay call
+  std::vector<int> ranks;         // ranks that ran a covered shape
   std::vector<int> participants;  // ranks plus their peers: where the recipe is replayed
-  int cycle = 0;                // check cycle (0-based) of the cycle of cycles it is replayed in
+  int cycle = 0;                  // check cycle (0-based) of the cycle of cycles it is replayed in
 };
 
 struct PlanOptions {
   GpuModel gpu;
-  double budget_ms = 50;        // replay time per check cycle
-  int max_recipes = 0;          // 0: cover every shape; else at most this many recipes job-wide
+  double budget_ms = 50;                      // replay time per check cycle
+  int max_recipes = 0;                        // 0: cover every shape; else at most this many recipes job-wide
   std::vector<std::vector<int>> peer_groups;  // e.g. the communicators' global ranks
   int min_voters = 3;
 };
 
 struct ReplayPlan {
   std::vector<ObservedShape> shapes;
-  std::vector<Regime> regimes;           // heaviest first
-  std::vector<GemmRecipe> recipes;       // in replay order (cycle by cycle)
+  std::vector<Regime> regimes;              // heaviest first
+  std::vector<GemmRecipe> recipes;          // in replay order (cycle by cycle)
   std::vector<std::vector<size_t>> cycles;  // recipe indices per check cycle
-  double observed_ms = 0;                // estimated GPU time of every observed shape
-  double covered_ms = 0;                 // ... of the shapes a recipe covers
-  double coverage = 0;                   // covered_ms / observed_ms (1 when nothing observed)
-  double cycle_ms = 0;                   // longest check cycle's estimated replay time
+  double observed_ms = 0;                   // estimated GPU time of every observed shape
+  double covered_ms = 0;                    // ... of the shapes a recipe covers
+  double coverage = 0;                      // covered_ms / observed_ms (1 when nothing observed)
+  double cycle_ms = 0;                      // longest check cycle's estimated replay time
   double budget_ms = 0;
-  int over_budget = 0;                   // recipes longer than the budget (alone in a cycle)
+  int over_budget = 0;  // recipes longer than the budget (alone in a cycle)
 };
 
 // Estimated time of one call of `k` on `gpu`, milliseconds.
@@ -113,8 +113,8 @@ std::vector<ObservedShape> merge_shapes(const std::vector<ObservedShape>& in);
 // (each a list of element indices) maximizing the total weight of the covered elements, each
 // time the set adding the most uncovered weight (ties: the lower index); stops when nothing is
 // added. Returns the chosen set indices in pick order.
-std::vector<size_t> greedy_cover(const std::vector<std::vector<size_t>>& sets,
-                                 const std::vector<double>& weight, size_t limit);
+std::vector<size_t> greedy_cover(const std::vector<std::vector<size_t>>& sets, const std::vector<double>& weight,
+                                 size_t limit);
 
 // The plan for `shapes` (merged or not; merged here).
 ReplayPlan make_plan(const std::vector<ObservedShape>& shapes, const PlanOptions& opt);

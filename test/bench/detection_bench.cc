@@ -15,8 +15,8 @@
 #include <fstream>
 #include <thread>
 
-#include "observer/store/reader.h"
 #include "common/clock.h"
+#include "observer/store/reader.h"
 #include "test/support/subprocess.h"
 #include "test/support/tmpdir.h"
 
@@ -31,24 +31,22 @@ constexpr double kInterval = 0.25;
 
 struct Result {
   bool found = false;
-  double latency_s = 0;       // finding seen - fault injected
+  double latency_s = 0;  // finding seen - fault injected
   int64_t truth_ns = 0;
   scout::obs::Finding finding;
-  uint64_t ops_between = 0;   // collectives of the finding's communicator between fault and detection
+  uint64_t ops_between = 0;  // collectives of the finding's communicator between fault and detection
 };
 
 Result measure(const std::string& job, const std::string& kind, const std::vector<std::string>& sim_args,
                const std::map<std::string, std::string>& extra_env = {}) {
   TempDir dir;
-  std::map<std::string, std::string> env = {{"SCOUT_SHM_DIR", dir.path()},
-                                            {"SCOUT_STATE_DIR", dir.path() + "/state"},
-                                            {"SCOUT_FP_BUDGET", "0"}};
+  std::map<std::string, std::string> env = {
+      {"SCOUT_SHM_DIR", dir.path()}, {"SCOUT_STATE_DIR", dir.path() + "/state"}, {"SCOUT_FP_BUDGET", "0"}};
   env.insert(extra_env.begin(), extra_env.end());
   std::string store = dir.path() + "/state/" + job + "/node-0.db";
   std::string truth = dir.path() + "/truth.jsonl";
-  Subprocess observer({build_path("bin/scout-observer"), "--job", job, "--hang-timeout", std::to_string(kHangTimeout),
-                       "--quiet"},
-                      env);
+  Subprocess observer(
+      {build_path("bin/scout-observer"), "--job", job, "--hang-timeout", std::to_string(kHangTimeout), "--quiet"}, env);
   std::vector<std::string> argv = {build_path("bin/scout-sim"), "--job", job, "--truth", truth};
   argv.insert(argv.end(), sim_args.begin(), sim_args.end());
   Subprocess sim(argv, env);
@@ -69,14 +67,14 @@ Result measure(const std::string& job, const std::string& kind, const std::vecto
         r.finding = f;
         r.latency_s = double(seen - r.truth_ns) / 1e9;
         for (const auto& op : rd->ops()) {
-          if (op.op.comm_hash == f.comm_hash && op.op.first_arrival_ns >= r.truth_ns && op.op.first_arrival_ns <= seen) {
+          if (op.op.comm_hash == f.comm_hash && op.op.first_arrival_ns >= r.truth_ns &&
+              op.op.first_arrival_ns <= seen) {
             r.ops_between++;
           }
         }
         break;
       }
-    } catch (const std::exception&) {
-    }
+    } catch (const std::exception&) {}
     if (r.found) break;
   }
   sim.signal(SIGINT);
@@ -92,8 +90,8 @@ void line(const char* what, const Result& r, double target_s, const char* target
     return;
   }
   std::printf("  %-10s rank %d named %6.2f s after the fault (%4.1f intervals); target %s = %.2f s: %s\n", what,
-              r.finding.suspects.empty() ? -1 : r.finding.suspects[0].global_rank, r.latency_s,
-              r.latency_s / kInterval, target_words, target_s, r.latency_s <= target_s ? "met" : "MISSED");
+              r.finding.suspects.empty() ? -1 : r.finding.suspects[0].global_rank, r.latency_s, r.latency_s / kInterval,
+              target_words, target_s, r.latency_s <= target_s ? "met" : "MISSED");
 }
 
 }  // namespace
@@ -101,24 +99,26 @@ void line(const char* what, const Result& r, double target_s, const char* target
 int main() {
   std::printf("detection latency: 8 emulated ranks, observer interval %.2f s (baseline), hang timeout %.1f s\n",
               kInterval, kHangTimeout);
-  Result hang = measure("bench-hang", "hang",
-                        {"--ranks", "8", "--tp", "2", "--pp", "2", "--steps", "40", "--timeout", "10", "--fault",
-                         "hang:rank=5,step=4"});
+  Result hang = measure(
+      "bench-hang", "hang",
+      {"--ranks", "8", "--tp", "2", "--pp", "2", "--steps", "40", "--timeout", "10", "--fault", "hang:rank=5,step=4"});
   line("hang", hang, kHangTimeout + 2, "timeout + 2 s");
-  Result sdc = measure("bench-sdc", "sdc", {"--ranks", "8", "--tp", "4", "--steps", "40", "--fault", "sdc:rank=5,step=4"});
+  Result sdc =
+      measure("bench-sdc", "sdc", {"--ranks", "8", "--tp", "4", "--steps", "40", "--fault", "sdc:rank=5,step=4"});
   line("sdc", sdc, 1.0, "1 s");
-  Result crash = measure("bench-crash", "crash",
-                         {"--ranks", "8", "--tp", "2", "--pp", "2", "--steps", "40", "--timeout", "10", "--fault",
-                          "crash:rank=2,step=4"});
+  Result crash = measure(
+      "bench-crash", "crash",
+      {"--ranks", "8", "--tp", "2", "--pp", "2", "--steps", "40", "--timeout", "10", "--fault", "crash:rank=2,step=4"});
   line("crash", crash, 2.0, "grace + 1 s");
-  Result strag = measure("bench-straggler", "straggler",
-                         {"--ranks", "8", "--tp", "2", "--pp", "2", "--steps", "40", "--fault",
-                          "straggler:rank=3,ms=60,step=2"});
+  Result strag =
+      measure("bench-straggler", "straggler",
+              {"--ranks", "8", "--tp", "2", "--pp", "2", "--steps", "40", "--fault", "straggler:rank=3,ms=60,step=2"});
   if (strag.found) {
-    std::printf("  %-10s rank %d named %6.2f s after onset, after %llu collectives of its communicator; target: "
-                "within the window (64): %s\n",
-                "straggler", strag.finding.suspects.empty() ? -1 : strag.finding.suspects[0].global_rank,
-                strag.latency_s, (unsigned long long)strag.ops_between, strag.ops_between <= 64 ? "met" : "MISSED");
+    std::printf(
+        "  %-10s rank %d named %6.2f s after onset, after %llu collectives of its communicator; target: "
+        "within the window (64): %s\n",
+        "straggler", strag.finding.suspects.empty() ? -1 : strag.finding.suspects[0].global_rank, strag.latency_s,
+        (unsigned long long)strag.ops_between, strag.ops_between <= 64 ? "met" : "MISSED");
   } else {
     std::printf("  straggler  NOT DETECTED within 30 s\n");
   }

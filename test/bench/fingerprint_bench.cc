@@ -5,10 +5,10 @@
 // Modes: (none) both tables; --cpu; --gpu; --check (GPU kernel vs CPU reference on many sizes,
 // alignments, types and caps; exit status 1 on any mismatch, 2 without a GPU).
 #include <algorithm>
-#include <ctime>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <limits>
 #include <random>
 #include <string>
@@ -71,9 +71,9 @@ int cpu_table() {
   } sizes[] = {{"64 KiB", 64ull << 10}, {"1 MiB", 1ull << 20}, {"64 MiB", 64ull << 20}};
   for (const auto& s : sizes) {
     auto buf = random_buffer(s.bytes, s.bytes);
-    const auto [t_fp, t_xx] = best_seconds(
-        [&] { return scout::fp::fingerprint(buf.data(), buf.size(), scout::shm::kTypeUint8, nullptr); },
-        [&] { return XXH64(buf.data(), buf.size(), 0); }, s.bytes);
+    const auto [t_fp, t_xx] =
+        best_seconds([&] { return scout::fp::fingerprint(buf.data(), buf.size(), scout::shm::kTypeUint8, nullptr); },
+                     [&] { return XXH64(buf.data(), buf.size(), 0); }, s.bytes);
     const double g_fp = double(s.bytes) / t_fp / 1e9, g_xx = double(s.bytes) / t_xx / 1e9;
     const double ratio = g_fp / g_xx;
     const bool ok = ratio >= 0.90;
@@ -85,13 +85,14 @@ int cpu_table() {
   const auto [t_f32, t_u8] = best_seconds(
       [&] { return scout::fp::fingerprint(buf.data(), buf.size(), scout::shm::kTypeFloat32, nullptr); },
       [&] { return scout::fp::fingerprint(buf.data(), buf.size(), scout::shm::kTypeUint8, nullptr); }, buf.size());
-  std::printf("%-10s %9.2f GB/s %9.2f GB/s %7.1f%% (float32 with NaN/Inf counts vs uint8; not a target)\n",
-              "64 MiB", double(buf.size()) / t_f32 / 1e9, double(buf.size()) / t_u8 / 1e9, 100 * t_u8 / t_f32);
+  std::printf("%-10s %9.2f GB/s %9.2f GB/s %7.1f%% (float32 with NaN/Inf counts vs uint8; not a target)\n", "64 MiB",
+              double(buf.size()) / t_f32 / 1e9, double(buf.size()) / t_u8 / 1e9, 100 * t_u8 / t_f32);
   return misses;
 }
 
 int gpu_table(scout::fp::gpu::GpuHarness& h) {
-  std::printf("GPU fingerprint kernel vs device-to-device copy (%s; target >= 80%% for >= 64 MiB)\n", h.device().c_str());
+  std::printf("GPU fingerprint kernel vs device-to-device copy (%s; target >= 80%% for >= 64 MiB)\n",
+              h.device().c_str());
   std::printf("%-10s %14s %16s %8s %s\n", "size", "kernel", "copy (read)", "ratio", "target");
   int misses = 0;
   const uint64_t sizes[] = {1ull << 20, 16ull << 20, 64ull << 20, 256ull << 20};
@@ -117,9 +118,8 @@ int gpu_table(scout::fp::gpu::GpuHarness& h) {
     const bool applies = n >= (64ull << 20);
     const bool ok = ratio >= 0.80;
     misses += applies && !ok;
-    std::printf("%-10s %9.1f GB/s %11.1f GB/s %7.1f%% %s\n",
-                (std::to_string(n >> 20) + " MiB").c_str(), g_k, g_c, 100 * ratio,
-                applies ? (ok ? "met" : "MISSED") : "-");
+    std::printf("%-10s %9.1f GB/s %11.1f GB/s %7.1f%% %s\n", (std::to_string(n >> 20) + " MiB").c_str(), g_k, g_c,
+                100 * ratio, applies ? (ok ? "met" : "MISSED") : "-");
     const uint64_t expect = scout::fp::fingerprint(host.data(), n, scout::shm::kTypeUint8, nullptr);
     if (r.value != expect) {
       std::printf("GPU: MISMATCH at %llu bytes: kernel %016llx, CPU %016llx\n", (unsigned long long)n,
@@ -136,8 +136,22 @@ int gpu_table(scout::fp::gpu::GpuHarness& h) {
 int gpu_check(scout::fp::gpu::GpuHarness& h) {
   std::printf("gpu-check: %s\n", h.device().c_str());
   std::mt19937_64 rng(2024);
-  std::vector<uint64_t> sizes = {0, 1, 7, 8, 31, 32, 33, 4095, 4096, 4097, 65535, 262144, 262145,
-                                 (1u << 20) + 3, (16u << 20) + 4097, (64u << 20) + 123};
+  std::vector<uint64_t> sizes = {0,
+                                 1,
+                                 7,
+                                 8,
+                                 31,
+                                 32,
+                                 33,
+                                 4095,
+                                 4096,
+                                 4097,
+                                 65535,
+                                 262144,
+                                 262145,
+                                 (1u << 20) + 3,
+                                 (16u << 20) + 4097,
+                                 (64u << 20) + 123};
   for (int i = 0; i < 12; ++i) sizes.push_back(rng() % (8u << 20));
   const uint8_t types[] = {scout::shm::kTypeUint8, scout::shm::kTypeFloat16, scout::shm::kTypeBfloat16,
                            scout::shm::kTypeFloat32, scout::shm::kTypeFloat64};
@@ -170,13 +184,14 @@ int gpu_check(scout::fp::gpu::GpuHarness& h) {
           ++cases;
           if (!ok) {
             ++bad;
-            std::printf("MISMATCH size=%llu offset=%llu dtype=%d cap=%s: gpu %016llx nan=%llu inf=%llu bytes=%llu, "
-                        "cpu %016llx nan=%llu inf=%llu bytes=%llu%s%s\n",
-                        (unsigned long long)n, (unsigned long long)offset, int(t),
-                        cap == ~uint64_t(0) ? "none" : "1MiB", (unsigned long long)r.value, (unsigned long long)r.nan,
-                        (unsigned long long)r.inf, (unsigned long long)r.bytes, (unsigned long long)expect,
-                        (unsigned long long)c.nan, (unsigned long long)c.inf, (unsigned long long)bytes,
-                        ran ? "" : " error: ", ran ? "" : h.error().c_str());
+            std::printf(
+                "MISMATCH size=%llu offset=%llu dtype=%d cap=%s: gpu %016llx nan=%llu inf=%llu bytes=%llu, "
+                "cpu %016llx nan=%llu inf=%llu bytes=%llu%s%s\n",
+                (unsigned long long)n, (unsigned long long)offset, int(t), cap == ~uint64_t(0) ? "none" : "1MiB",
+                (unsigned long long)r.value, (unsigned long long)r.nan, (unsigned long long)r.inf,
+                (unsigned long long)r.bytes, (unsigned long long)expect, (unsigned long long)c.nan,
+                (unsigned long long)c.inf, (unsigned long long)bytes,
+                ran ? "" : " error: ", ran ? "" : h.error().c_str());
           }
         }
       }

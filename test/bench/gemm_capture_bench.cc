@@ -92,9 +92,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   const abi::ProfilerV5* t = lp.v5;
-  std::printf("gemm_capture_bench: CPU cost of GEMM shape capture (%d rounds; %d collectives and %d log lines "
-              "per round)\n\n",
-              rounds, steps, lines);
+  std::printf(
+      "gemm_capture_bench: CPU cost of GEMM shape capture (%d rounds; %d collectives and %d log lines "
+      "per round)\n\n",
+      rounds, steps, lines);
   Round best_off{1e18, 0}, best_on{1e18, 0};
   double best_line_base = 1e18, line_diff = 0;
   uint64_t hash = 1;

@@ -12,12 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "common/paths.h"
 #include "observer/model/memory_sink.h"
 #include "observer/pipeline/observer.h"
 #include "observer/store/writer.h"
 #include "test/support/fake_job.h"
 #include "test/support/tmpdir.h"
-#include "common/paths.h"
 
 namespace {
 
@@ -146,9 +146,9 @@ int main() {
   std::printf("observer: 8 ranks, 13 communicators, %d steps: %llu records, %llu operations judged\n", kSteps,
               (unsigned long long)records, (unsigned long long)judged);
   std::printf("  baseline: validated record copy (SegmentReader::read)   %8.1f ns/record\n", per(base));
-  std::printf("  observer pass, in-memory sink (ingest+judge+detect)     %8.1f ns/record  %6.1fx baseline\n",
-              per(mem), mem / base);
-  std::printf("  observer pass, SQLite store                              %8.1f ns/record  %6.1fx baseline\n",
-              per(sql), sql / base);
+  std::printf("  observer pass, in-memory sink (ingest+judge+detect)     %8.1f ns/record  %6.1fx baseline\n", per(mem),
+              mem / base);
+  std::printf("  observer pass, SQLite store                              %8.1f ns/record  %6.1fx baseline\n", per(sql),
+              sql / base);
   return 0;
 }

@@ -36,7 +36,7 @@ using scout::testing::NetWorkload;
 
 constexpr int64_t kSecond = 1000000000;
 constexpr int kRanksPerNode = 8;
-constexpr int kWarmup = 3;    // rounds before digests flow (watermarks) are not measured
+constexpr int kWarmup = 3;  // rounds before digests flow (watermarks) are not measured
 constexpr int kMeasured = 8;
 
 int64_t cpu_ns(clockid_t id) {
@@ -153,8 +153,7 @@ Row run_gloo(int nodes) {
     DigestExchange ex(ch.get(), &judge);
     PerObserver p = observe(*ch, view, ex, CLOCK_THREAD_CPUTIME_ID);
     std::ostringstream out;
-    out << p.payload_sent << " " << p.wire_sent << " " << p.messages_sent << " " << p.cpu_us << " "
-        << p.process_cpu_us;
+    out << p.payload_sent << " " << p.wire_sent << " " << p.messages_sent << " " << p.cpu_us << " " << p.process_cpu_us;
     return out.str();
   });
   std::vector<PerObserver> per(nodes);
@@ -164,8 +163,7 @@ Row run_gloo(int nodes) {
       std::exit(1);
     }
     std::istringstream in(res[n].report);
-    in >> per[n].payload_sent >> per[n].wire_sent >> per[n].messages_sent >> per[n].cpu_us >>
-        per[n].process_cpu_us;
+    in >> per[n].payload_sent >> per[n].wire_sent >> per[n].messages_sent >> per[n].cpu_us >> per[n].process_cpu_us;
   }
   return summarize("Gloo TCP", per);
 }
@@ -199,30 +197,32 @@ void drill_cost(int nodes) {
   uint64_t max_sent = 0;
   for (int n = 1; n < nodes; ++n) max_sent = std::max(max_sent, (after[n] - before[n]).wire_sent());
   const Traffic leader = after[0] - before[0];
-  std::printf("drill-down round, %4d nodes (corrupted rank on the last node, its DP communicator "
-              "spans every node): leader received %.1f KiB in %llu messages, decided %d finding(s); "
-              "busiest other observer sent %.1f KiB\n",
-              nodes, leader.wire_received() / 1024.0, (unsigned long long)leader.messages_received,
-              findings[0], max_sent / 1024.0);
+  std::printf(
+      "drill-down round, %4d nodes (corrupted rank on the last node, its DP communicator "
+      "spans every node): leader received %.1f KiB in %llu messages, decided %d finding(s); "
+      "busiest other observer sent %.1f KiB\n",
+      nodes, leader.wire_received() / 1024.0, (unsigned long long)leader.messages_received, findings[0],
+      max_sent / 1024.0);
 }
 
 void print(const Row& r) {
   char proc[32] = "-";
   if (r.mean.process_cpu_us >= 0) std::snprintf(proc, sizeof(proc), "%.0f", r.mean.process_cpu_us);
-  std::printf("%6d  %-10s  %10.0f  %10.0f  %10.0f  %6.1f  %8.0f  %8.0f  %10s  %10.0f\n", r.nodes,
-              r.label.c_str(), r.mean.payload_sent, r.mean.wire_sent, r.max.wire_sent,
-              r.mean.messages_sent, r.mean.cpu_us, r.max.cpu_us, proc, r.leader.wire_sent);
+  std::printf("%6d  %-10s  %10.0f  %10.0f  %10.0f  %6.1f  %8.0f  %8.0f  %10s  %10.0f\n", r.nodes, r.label.c_str(),
+              r.mean.payload_sent, r.mean.wire_sent, r.max.wire_sent, r.mean.messages_sent, r.mean.cpu_us, r.max.cpu_us,
+              proc, r.leader.wire_sent);
 }
 
 }  // namespace
 
 int main() {
   DigestConfig cfg;
-  std::printf("observer network: cost per observer per round (1 round per second), digest vector "
-              "%zu words = %zu bytes, %d ranks/node, 16 cross-node streams/node, 50 ops/s/stream\n",
-              cfg.words(), cfg.words() * 8, kRanksPerNode);
-  std::printf("%6s  %-10s  %10s  %10s  %10s  %6s  %8s  %8s  %10s  %10s\n", "nodes", "transport",
-              "payload B", "wire B", "wire max", "msgs", "cpu us", "cpu max", "proc cpu", "leader B");
+  std::printf(
+      "observer network: cost per observer per round (1 round per second), digest vector "
+      "%zu words = %zu bytes, %d ranks/node, 16 cross-node streams/node, 50 ops/s/stream\n",
+      cfg.words(), cfg.words() * 8, kRanksPerNode);
+  std::printf("%6s  %-10s  %10s  %10s  %10s  %6s  %8s  %8s  %10s  %10s\n", "nodes", "transport", "payload B", "wire B",
+              "wire max", "msgs", "cpu us", "cpu max", "proc cpu", "leader B");
   const Row gloo4 = run_gloo(4);
   print(gloo4);
   const Row in4 = run_inproc(4);
@@ -231,17 +231,17 @@ int main() {
   print(in64);
   const Row in1024 = run_inproc(1024);
   print(in1024);
-  std::printf("ratio 1024 vs 4 nodes (in-process, mean per observer): wire bytes %.2f, messages %.2f, "
-              "cpu %.2f; leader wire bytes %.2f\n",
-              in1024.mean.wire_sent / in4.mean.wire_sent,
-              in1024.mean.messages_sent / in4.mean.messages_sent, in1024.mean.cpu_us / in4.mean.cpu_us,
-              in1024.leader.wire_sent / in4.leader.wire_sent);
-  std::printf("ratio 1024 vs 64 nodes: wire bytes %.2f; bound on payload for any N: 2 x %zu = %zu bytes "
-              "(+ 288 bytes of framing per log2 N)\n",
-              in1024.mean.wire_sent / in64.mean.wire_sent, cfg.words() * 8, 2 * cfg.words() * 8);
+  std::printf(
+      "ratio 1024 vs 4 nodes (in-process, mean per observer): wire bytes %.2f, messages %.2f, "
+      "cpu %.2f; leader wire bytes %.2f\n",
+      in1024.mean.wire_sent / in4.mean.wire_sent, in1024.mean.messages_sent / in4.mean.messages_sent,
+      in1024.mean.cpu_us / in4.mean.cpu_us, in1024.leader.wire_sent / in4.leader.wire_sent);
+  std::printf(
+      "ratio 1024 vs 64 nodes: wire bytes %.2f; bound on payload for any N: 2 x %zu = %zu bytes "
+      "(+ 288 bytes of framing per log2 N)\n",
+      in1024.mean.wire_sent / in64.mean.wire_sent, cfg.words() * 8, 2 * cfg.words() * 8);
   std::printf("check: Gloo TCP and in-process move the same bytes at 4 nodes: %s (%.0f vs %.0f)\n",
-              gloo4.mean.wire_sent == in4.mean.wire_sent ? "yes" : "NO", gloo4.mean.wire_sent,
-              in4.mean.wire_sent);
+              gloo4.mean.wire_sent == in4.mean.wire_sent ? "yes" : "NO", gloo4.mean.wire_sent, in4.mean.wire_sent);
   drill_cost(64);
   drill_cost(1024);
   return 0;

@@ -27,8 +27,8 @@
 #include <vector>
 
 #include "scout/nccl_profiler_abi.h"
-#include "test/support/collective_events.h"
 #include "test/sim/nccl_plugin_loader.h"
+#include "test/support/collective_events.h"
 #include "test/support/tmpdir.h"
 
 namespace {
@@ -59,13 +59,11 @@ double pct(std::vector<uint32_t>& v, double q) {
 // One thread's share of a configuration: `comms` communicators of its own; each step runs one
 // collective through the do-nothing table and one through scout's, alternating which goes
 // first, so both see the same machine conditions (these machines are shared and noisy).
-void run_thread(int tid, const abi::ProfilerV5* scout_t, std::vector<CommDescr>* scout_c,
-                std::vector<CommDescr>* nop_c, int steps, std::atomic<int>* go, int nthreads,
-                Samples* out) {
+void run_thread(int tid, const abi::ProfilerV5* scout_t, std::vector<CommDescr>* scout_c, std::vector<CommDescr>* nop_c,
+                int steps, std::atomic<int>* go, int nthreads, Samples* out) {
   pin(tid);
   go->fetch_add(1);
-  while (go->load() < nthreads) {
-  }
+  while (go->load() < nthreads) {}
   const abi::ProfilerV5* volatile nop_vt = &g_nop;
   const abi::ProfilerV5* nop_t = nop_vt;
   out->nop.reserve(size_t(steps));
@@ -109,22 +107,20 @@ int main(int argc, char** argv) {
     return 1;
   }
   const abi::ProfilerV5* scout_t = lp.v5;
-  std::printf("plugin_cost_bench: CPU ns per collective, all callbacks of one collective outside a "
-              "group with %d channels\n(scout: %s via its v5 table; baseline: do-nothing table; "
-              "%d rounds of %d collectives each per thread, alternating; SCOUT_FP=0)\n\n",
-              kChannels, so.c_str(), rounds, steps);
-  std::printf("%6s %7s | %10s %10s | %10s %10s | %10s %10s | %-11s | %s\n", "comms", "threads",
-              "base p50", "base p99", "scout p50", "scout p99", "diff p50", "diff p99",
-              "p50 diff, all rounds", "target <300 ns (p50 diff)");
+  std::printf(
+      "plugin_cost_bench: CPU ns per collective, all callbacks of one collective outside a "
+      "group with %d channels\n(scout: %s via its v5 table; baseline: do-nothing table; "
+      "%d rounds of %d collectives each per thread, alternating; SCOUT_FP=0)\n\n",
+      kChannels, so.c_str(), rounds, steps);
+  std::printf("%6s %7s | %10s %10s | %10s %10s | %10s %10s | %-11s | %s\n", "comms", "threads", "base p50", "base p99",
+              "scout p50", "scout p99", "diff p50", "diff p99", "p50 diff, all rounds", "target <300 ns (p50 diff)");
   bool all_ok = true;
   uint64_t hash = 1;
   // SCOUT_BENCH_ONLY=CxT (e.g. 1x1) runs one configuration (for profiling).
   const char* only = std::getenv("SCOUT_BENCH_ONLY");
   for (int nthreads : {1, 2}) {
     for (int ncomms : {1, 8, 64}) {
-      if (only && std::string(only) != std::to_string(ncomms) + "x" + std::to_string(nthreads)) {
-        continue;
-      }
+      if (only && std::string(only) != std::to_string(ncomms) + "x" + std::to_string(nthreads)) { continue; }
       std::vector<std::vector<CommDescr>> sc(nthreads), nc(nthreads);
       std::vector<void*> ctxs;
       for (int t = 0; t < nthreads; ++t) {
@@ -171,14 +167,12 @@ int main(int argc, char** argv) {
       }
       bool ok = s50 - b50 < kTargetNs;
       all_ok &= ok;
-      std::printf("%6d %7d | %10.0f %10.0f | %10.0f %10.0f | %10.0f %10.0f | %5.0f..%-5.0f | %s\n",
-                  ncomms, nthreads, b50, b99, s50, s99, s50 - b50, s99 - b99, dmin, dmax,
-                  ok ? "met" : "NOT MET");
+      std::printf("%6d %7d | %10.0f %10.0f | %10.0f %10.0f | %10.0f %10.0f | %5.0f..%-5.0f | %s\n", ncomms, nthreads,
+                  b50, b99, s50, s99, s50 - b50, s99 - b99, dmin, dmax, ok ? "met" : "NOT MET");
       for (void* c : ctxs) scout_t->finalize(c);
     }
   }
   scout::sim::unload_profiler_plugin(&lp);
-  std::printf("\n%s\n", all_ok ? "target met in every configuration"
-                               : "target NOT met in some configuration");
+  std::printf("\n%s\n", all_ok ? "target met in every configuration" : "target NOT met in some configuration");
   return 0;
 }

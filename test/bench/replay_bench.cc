@@ -52,8 +52,8 @@ double one_cycle(const std::string& dir, uint64_t cycle) {
   }
   for (int g : all) parts.push_back(to_json(Participant{g, "GPU-sim-node0-" + std::to_string(g), g}));
   bool quit = false;
-  json ready = json::parse(server.handle(json{{"op", "prepare"}, {"contract", to_json(c)}, {"participants", parts},
-                                              {"recipes", recipes}}.dump(), &quit));
+  json ready = json::parse(server.handle(
+      json{{"op", "prepare"}, {"contract", to_json(c)}, {"participants", parts}, {"recipes", recipes}}.dump(), &quit));
   std::vector<GpuInfo> gpus;
   for (const auto& a : ready["answers"]) {
     GpuInfo g;
@@ -84,20 +84,19 @@ struct SimRun {
 
 SimRun run_sim(const std::string& replay, const std::string& job) {
   scout::testing::TempDir dir;
-  std::map<std::string, std::string> env = {{"SCOUT_SHM_DIR", dir.path()}, {"SCOUT_STATE_DIR", dir.path() + "/state"},
-                                            {"SCOUT_REPLAY", replay}};
+  std::map<std::string, std::string> env = {
+      {"SCOUT_SHM_DIR", dir.path()}, {"SCOUT_STATE_DIR", dir.path() + "/state"}, {"SCOUT_REPLAY", replay}};
   scout::testing::Subprocess observer(
       {scout::testing::build_path("bin/scout-observer"), "--job", job, "--interval", "50", "--quiet"}, env);
-  auto r = scout::testing::run_process({scout::testing::build_path("bin/scout-sim"), "--job", job, "--ranks", "8", "--tp",
-                                        "2", "--pp", "2", "--steps", "150", "--step-ms", "40"},
+  auto r = scout::testing::run_process({scout::testing::build_path("bin/scout-sim"), "--job", job, "--ranks", "8",
+                                        "--tp", "2", "--pp", "2", "--steps", "150", "--step-ms", "40"},
                                        env, 600);
   observer.signal(SIGTERM);
   observer.wait(30);
   SimRun out{r.seconds, 0, r.exit_code};
   try {
     out.cycles = scout::store::StoreReader::open(dir.path() + "/state/" + job + "/node-0.db")->replay_cycles().size();
-  } catch (const std::exception&) {
-  }
+  } catch (const std::exception&) {}
   return out;
 }
 
@@ -112,7 +111,8 @@ int main() {
   const double budget = 0.01;
   const double period = std::max(1.0, cost / budget);
   std::printf("replay bench: emulated periodic cycle, 8 GPUs, 2 GEMM + 4 collective + 56 link recipes, 2 rounds\n");
-  std::printf("  cycle cost (median of 7): %.1f ms (min %.1f, max %.1f)\n", cost * 1e3, t.front() * 1e3, t.back() * 1e3);
+  std::printf("  cycle cost (median of 7): %.1f ms (min %.1f, max %.1f)\n", cost * 1e3, t.front() * 1e3,
+              t.back() * 1e3);
   std::printf("  at budget %.2f: a periodic cycle every %.2f s, %.3f%% of wall time\n", budget, period,
               100.0 * cost / period);
   std::fflush(stdout);

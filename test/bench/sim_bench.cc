@@ -22,11 +22,25 @@ constexpr const char* kRanks = "64";
 constexpr const char* kSteps = "200";
 
 ProcessResult run_job(const std::string& job, const std::string& shm_dir, const std::string& plugin) {
-  std::vector<std::string> argv = {build_path("bin/scout-sim"), "--ranks", kRanks, "--tp", "4", "--pp", "4",
-                                   "--ep", "2", "--steps", kSteps, "--bytes", "64K", "--job", job,
-                                   "--timeout", "900"};
-  std::map<std::string, std::string> env = {{"SCOUT_SHM_DIR", shm_dir}, {"SCOUT_MAX_COMMS", "8"},
-                                            {"NCCL_DEBUG", ""}, {"NCCL_PROFILER_PLUGIN", plugin}};
+  std::vector<std::string> argv = {build_path("bin/scout-sim"),
+                                   "--ranks",
+                                   kRanks,
+                                   "--tp",
+                                   "4",
+                                   "--pp",
+                                   "4",
+                                   "--ep",
+                                   "2",
+                                   "--steps",
+                                   kSteps,
+                                   "--bytes",
+                                   "64K",
+                                   "--job",
+                                   job,
+                                   "--timeout",
+                                   "900"};
+  std::map<std::string, std::string> env = {
+      {"SCOUT_SHM_DIR", shm_dir}, {"SCOUT_MAX_COMMS", "8"}, {"NCCL_DEBUG", ""}, {"NCCL_PROFILER_PLUGIN", plugin}};
   return run_process(argv, env, 1000);
 }
 

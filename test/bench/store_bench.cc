@@ -17,12 +17,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr int kRanks = 8;
-constexpr int kBatch = 256;     // operations per flush (one observer pass)
-constexpr int kBatches = 40;    // 10240 operations per measurement
-constexpr int kRepeats = 3;     // best of
+constexpr int kBatch = 256;   // operations per flush (one observer pass)
+constexpr int kBatches = 40;  // 10240 operations per measurement
+constexpr int kRepeats = 3;   // best of
 
-void make_batch(int b, std::vector<scout::obs::OpSummary>* ops,
-                std::vector<scout::obs::OpRankTiming>* ts) {
+void make_batch(int b, std::vector<scout::obs::OpSummary>* ops, std::vector<scout::obs::OpRankTiming>* ts) {
   ops->clear();
   ts->clear();
   for (int i = 0; i < kBatch; ++i) {
@@ -107,15 +106,31 @@ double baseline_ns_per_op() {
                             "start_ns, end_ns, fp_recv, fp_status) VALUES (?, ?, ?, 0, ?, ?, 0, ?)");
       size_t k = 0;
       for (const auto& o : ops) {
-        op.bind(1, o.comm_hash).bind(2, o.kind).bind(3, o.func).bind(4, o.seq).bind(5, o.comm_name)
-            .bind(6, o.nranks).bind(7, o.datatype).bind(8, o.bytes).bind(9, o.algo).bind(10, o.proto)
-            .bind(11, o.first_arrival_ns).bind(12, o.fp_verdict).bind(13, o.meta_verdict).run();
+        op.bind(1, o.comm_hash)
+            .bind(2, o.kind)
+            .bind(3, o.func)
+            .bind(4, o.seq)
+            .bind(5, o.comm_name)
+            .bind(6, o.nranks)
+            .bind(7, o.datatype)
+            .bind(8, o.bytes)
+            .bind(9, o.algo)
+            .bind(10, o.proto)
+            .bind(11, o.first_arrival_ns)
+            .bind(12, o.fp_verdict)
+            .bind(13, o.meta_verdict)
+            .run();
         op.reset();
         int64_t id = db.last_insert_rowid();
         for (int r = 0; r < kRanks; ++r, ++k) {
           const auto& t = ts[k];
-          tm.bind(1, id).bind(2, t.global_rank).bind(3, t.comm_rank).bind(4, t.start_ns)
-              .bind(5, t.end_ns).bind(6, t.fp_status).run();
+          tm.bind(1, id)
+              .bind(2, t.global_rank)
+              .bind(3, t.comm_rank)
+              .bind(4, t.start_ns)
+              .bind(5, t.end_ns)
+              .bind(6, t.fp_status)
+              .run();
           tm.reset();
         }
       }
@@ -162,10 +177,9 @@ int main() {
   double base = baseline_ns_per_op();
   double store = store_ns_per_op();
   double read = read_ns_per_op();
-  std::printf("store write: %.2f us per operation (1 summary + %d timings, %d per flush)\n",
-              store / 1e3, kRanks, kBatch);
-  std::printf("baseline (plain INSERTs, same schema, one transaction): %.2f us per operation\n",
-              base / 1e3);
+  std::printf("store write: %.2f us per operation (1 summary + %d timings, %d per flush)\n", store / 1e3, kRanks,
+              kBatch);
+  std::printf("baseline (plain INSERTs, same schema, one transaction): %.2f us per operation\n", base / 1e3);
   std::printf("ratio store/baseline: %.2f\n", store / base);
   std::printf("store read (ops + timings, as scout export): %.2f us per operation\n", read / 1e3);
   return 0;

@@ -60,9 +60,19 @@ JobRun run_job(const std::vector<std::string>& sim_args) {
   fs::create_directories(d + "/shm");
   r.ckpt = d + "/ckpt";
   r.env = base_env(d);
-  std::vector<std::string> argv = {build_path("bin/scout"), "run", "--job", "ck", "--interval", "100",
-                                   "--observer-arg=--ckpt-dir=" + r.ckpt, "--", build_path("bin/scout-sim"),
-                                   "--ckpt-dir", r.ckpt, "--truth", d + "/truth.jsonl"};
+  std::vector<std::string> argv = {build_path("bin/scout"),
+                                   "run",
+                                   "--job",
+                                   "ck",
+                                   "--interval",
+                                   "100",
+                                   "--observer-arg=--ckpt-dir=" + r.ckpt,
+                                   "--",
+                                   build_path("bin/scout-sim"),
+                                   "--ckpt-dir",
+                                   r.ckpt,
+                                   "--truth",
+                                   d + "/truth.jsonl"};
   argv.insert(argv.end(), sim_args.begin(), sim_args.end());
   r.result = run_process(argv, r.env, 180);
   return r;
@@ -96,16 +106,21 @@ std::string states(const std::map<int64_t, nlohmann::json>& m) {
 }
 
 std::vector<std::string> sdc_args(const std::string& format) {
-  return {"--ranks", "8", "--tp", "4", "--steps", "160", "--step-ms", "50", "--ckpt-every", "20", "--ckpt-format",
-          format, "--fault", "sdc:rank=3,step=110"};
+  return {"--ranks",       "8",
+          "--tp",          "4",
+          "--steps",       "160",
+          "--step-ms",     "50",
+          "--ckpt-every",  "20",
+          "--ckpt-format", format,
+          "--fault",       "sdc:rank=3,step=110"};
 }
 
 // What every format must show with an sdc at step 110.
 void expect_sdc_run(const JobRun& r, const std::string& format) {
   ASSERT_NE(r.result.exit_code, -1) << r.result.err;
   auto m = list(r);
-  ASSERT_TRUE(m.count(20) && m.count(40) && m.count(120) && m.count(140)) << format << ": " << states(m)
-                                                                         << r.result.err;
+  ASSERT_TRUE(m.count(20) && m.count(40) && m.count(120) && m.count(140))
+      << format << ": " << states(m) << r.result.err;
   for (const auto& [step, j] : m) EXPECT_EQ(j["framework"], format) << step;
   EXPECT_EQ(m[20]["state"], "verified") << format << ": " << states(m) << m[20]["reason"];
   EXPECT_EQ(m[40]["state"], "verified") << format << ": " << states(m) << m[40]["reason"];
@@ -173,8 +188,8 @@ TEST(CkptE2E, HealthyRunVerifiesEveryCheckpointWithTwoCyclesAfterIt) {
 
 TEST(CkptE2E, InconclusiveSdcInATwoRankGroupRejectsToo) {
   // TP 2 and DP 2: the AllReduce of step 111 has two voters, so the sdc is inconclusive.
-  JobRun r = run_job({"--ranks", "4", "--tp", "2", "--steps", "160", "--step-ms", "50", "--ckpt-every", "20",
-                   "--fault", "sdc:rank=1,step=111"});
+  JobRun r = run_job({"--ranks", "4", "--tp", "2", "--steps", "160", "--step-ms", "50", "--ckpt-every", "20", "--fault",
+                      "sdc:rank=1,step=111"});
   auto m = list(r);
   ASSERT_TRUE(m.count(20) && m.count(120) && m.count(140)) << states(m) << r.result.err;
   EXPECT_EQ(m[20]["state"], "verified") << states(m);
@@ -188,8 +203,8 @@ TEST(CkptE2E, InconclusiveSdcInATwoRankGroupRejectsToo) {
 TEST(CkptE2E, DeadVoterLeavesCandidatesWaiting) {
   // Rank 3 dies in step 21, right after checkpoint 20: every cycle after it misses its votes (its
   // peers' operations are never decided), so checkpoint 20 waits; the launcher ends the job.
-  JobRun r = run_job({"--ranks", "8", "--tp", "4", "--steps", "160", "--step-ms", "50", "--ckpt-every", "20",
-                      "--fault", "crash:rank=3,step=21", "--timeout", "8"});
+  JobRun r = run_job({"--ranks", "8", "--tp", "4", "--steps", "160", "--step-ms", "50", "--ckpt-every", "20", "--fault",
+                      "crash:rank=3,step=21", "--timeout", "8"});
   auto m = list(r);
   ASSERT_TRUE(m.count(20)) << states(m) << r.result.err;
   EXPECT_EQ(m.size(), 1u) << states(m);
@@ -197,14 +212,15 @@ TEST(CkptE2E, DeadVoterLeavesCandidatesWaiting) {
   ProcessResult latest = scout(r, {"ckpt", "latest", "--verified"});
   EXPECT_EQ(latest.exit_code, 1);
   EXPECT_EQ(latest.out, "");
-  EXPECT_EQ(latest.err, "scout: no verified checkpoint: 1 seen, 1 candidate(s) waiting for clean check cycles, 0 rejected\n");
+  EXPECT_EQ(latest.err,
+            "scout: no verified checkpoint: 1 seen, 1 candidate(s) waiting for clean check cycles, 0 rejected\n");
 }
 
 // DISABLED: fails on main after this round's merge: the killed job leaves no shard of checkpoint
 // 60 (iter_0000060/__0_0.distcp missing), so the half-written case is not reached. Enable once fixed.
 TEST(CkptE2E, DISABLED_CheckpointHalfWrittenWhenTheJobIsKilledIsNeverACandidate) {
-  JobRun r = run_job({"--ranks", "8", "--tp", "4", "--steps", "160", "--step-ms", "50", "--ckpt-every", "20",
-                   "--ckpt-kill-at", "60"});
+  JobRun r = run_job(
+      {"--ranks", "8", "--tp", "4", "--steps", "160", "--step-ms", "50", "--ckpt-every", "20", "--ckpt-kill-at", "60"});
   EXPECT_NE(r.result.exit_code, 0);
   ASSERT_TRUE(fs::exists(r.ckpt + "/iter_0000060/__0_0.distcp"));
   EXPECT_FALSE(fs::exists(r.ckpt + "/iter_0000060/metadata.json"));
@@ -221,15 +237,15 @@ TEST(CkptE2E, ObserverRestartKeepsDecidedStatesAndIssuesEachCertificateOnce) {
   env["SCOUT_JOB_ID"] = "ck";
   env["NCCL_PROFILER_PLUGIN"] = build_path("lib/libnccl-profiler-scout.so");
   const std::string ckpt = d + "/ckpt";
-  std::vector<std::string> obs = {build_path("bin/scout-observer"), "--job", "ck", "--interval", "100",
-                                  "--ckpt-dir", ckpt};
+  std::vector<std::string> obs = {
+      build_path("bin/scout-observer"), "--job", "ck", "--interval", "100", "--ckpt-dir", ckpt};
   JobRun view;  // for scout() and list()
   view.env = env;
   auto first = std::make_unique<Subprocess>(obs, env);
-  Subprocess sim({build_path("bin/scout-sim"), "--ranks", "8", "--tp", "4", "--steps", "160", "--step-ms", "50",
-                  "--ckpt-every", "20", "--ckpt-dir", ckpt, "--fault", "sdc:rank=3,step=110", "--truth",
-                  d + "/truth.jsonl"},
-                 env);
+  Subprocess sim(
+      {build_path("bin/scout-sim"), "--ranks", "8", "--tp", "4", "--steps", "160", "--step-ms", "50", "--ckpt-every",
+       "20", "--ckpt-dir", ckpt, "--fault", "sdc:rank=3,step=110", "--truth", d + "/truth.jsonl"},
+      env);
   // Kill the observer (no final pass) once a checkpoint is decided.
   std::map<int64_t, nlohmann::json> before;
   for (int i = 0; i < 200 && sim.running(); ++i) {

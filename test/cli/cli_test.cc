@@ -121,9 +121,8 @@ TEST_F(Cli, FindingsJson) {
   std::istringstream lines(out);
   std::string line;
   int n = 0;
-  const std::vector<std::string> keys = {"comm", "evidence", "first_seen_ns", "id", "key",
-                                         "kind", "last_seen_ns", "peer", "status", "summary",
-                                         "suspects", "verdict"};
+  const std::vector<std::string> keys = {"comm",         "evidence", "first_seen_ns", "id",      "key",      "kind",
+                                         "last_seen_ns", "peer",     "status",        "summary", "suspects", "verdict"};
   while (std::getline(lines, line)) {
     auto j = nlohmann::json::parse(line);
     std::vector<std::string> got;
@@ -131,8 +130,7 @@ TEST_F(Cli, FindingsJson) {
     EXPECT_EQ(got, keys);
     EXPECT_EQ(j["id"], ++n);
     for (const auto& s : j["suspects"]) {
-      EXPECT_TRUE(s.contains("global_rank") && s.contains("host") && s.contains("pid") &&
-                  s.contains("gpu"));
+      EXPECT_TRUE(s.contains("global_rank") && s.contains("host") && s.contains("pid") && s.contains("gpu"));
     }
   }
   EXPECT_EQ(n, 3);
@@ -216,8 +214,11 @@ TEST_F(Cli, ConfigJsonAlsoPrintsTheWarnings) {
   Result r = scout(dir_.path(), "config --json", "SCOUT_FP_BUDGET=7");
   EXPECT_EQ(r.rc, 0);
   EXPECT_EQ(r.err, "scout: SCOUT_FP_BUDGET=\"7\" ignored: out of range 0 .. 1; using default 0.01\n");
-  EXPECT_NE(r.out.find(R"j({"name":"SCOUT_FP_BUDGET","section":"plugin","source":"default (environment value rejected)","value":"0.01"})j"),
-            std::string::npos) << r.out;
+  EXPECT_NE(
+      r.out.find(
+          R"j({"name":"SCOUT_FP_BUDGET","section":"plugin","source":"default (environment value rejected)","value":"0.01"})j"),
+      std::string::npos)
+      << r.out;
 }
 
 TEST_F(Cli, HashPrintsTheFingerprintOfAFile) {
@@ -238,8 +239,7 @@ TEST_F(Cli, ErrorsAreOneLineWithExitCode2) {
   std::string text = dir_.path() + "/text.db";
   std::ofstream(text) << "not a database, only text, long enough for a header of one hundred bytes"
                          " ........................................\n";
-  EXPECT_EQ(fails("findings --store " + text),
-            "scout: <DIR>/text.db is not a scout store (not an SQLite database)\n");
+  EXPECT_EQ(fails("findings --store " + text), "scout: <DIR>/text.db is not a scout store (not an SQLite database)\n");
   {
     scout::store::Db db(store_, SQLITE_OPEN_READWRITE);
     db.exec("PRAGMA user_version = " + std::to_string(scout::store::kSchemaVersion + 1));
@@ -251,8 +251,7 @@ TEST_F(Cli, ErrorsAreOneLineWithExitCode2) {
 }
 
 TEST_F(Cli, UnknownFindingAndBadFlags) {
-  EXPECT_EQ(fails("explain 42 --store " + store_),
-            "scout: no finding with id 42 in <DIR>/state/demo/node-0.db\n");
+  EXPECT_EQ(fails("explain 42 --store " + store_), "scout: no finding with id 42 in <DIR>/state/demo/node-0.db\n");
   EXPECT_EQ(fails("explain abc --store " + store_),
             "scout: id: finding id 'abc' is not a finding number (see scout findings) (scout --help)\n");
   EXPECT_EQ(fails("report --last 0 --store " + store_),

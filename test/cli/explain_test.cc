@@ -311,9 +311,18 @@ const std::vector<Case>& cases() {
       {"sdc: equivalent communicators", sdc_equiv},
       {"nan", nan},
       {"straggler", straggler},
-      {"slowlink: link", [](bool j) { return slowlink({kMs, 5 * kMs, kMs, kMs}, {2 * kMs, 2 * kMs}, j); }},
-      {"slowlink: endpoint", [](bool j) { return slowlink({kMs, kMs, 5 * kMs, kMs}, {2 * kMs, 6 * kMs}, j); }},
-      {"slowlink: communicator", [](bool j) { return slowlink({kMs, kMs, kMs, kMs}, {2 * kMs, 8 * kMs}, j); }},
+      {"slowlink: link",
+       [](bool j) {
+         return slowlink({kMs, 5 * kMs, kMs, kMs}, {2 * kMs, 2 * kMs}, j);
+       }},
+      {"slowlink: endpoint",
+       [](bool j) {
+         return slowlink({kMs, kMs, 5 * kMs, kMs}, {2 * kMs, 6 * kMs}, j);
+       }},
+      {"slowlink: communicator",
+       [](bool j) {
+         return slowlink({kMs, kMs, kMs, kMs}, {2 * kMs, 8 * kMs}, j);
+       }},
   };
   return v;
 }

@@ -42,8 +42,7 @@ TEST(Prometheus, StrictParserAcceptsTheExport) {
 
 TEST(Prometheus, StrictParserRejectsBrokenFiles) {
   EXPECT_EQ(check_exposition("x 1\n"), "line 1: sample of undeclared family x");
-  EXPECT_EQ(check_exposition("# HELP x h\n# TYPE x gauge\nx{a=\"b} 1\n"),
-            "line 3: bad label syntax: a=\"b");
+  EXPECT_EQ(check_exposition("# HELP x h\n# TYPE x gauge\nx{a=\"b} 1\n"), "line 3: bad label syntax: a=\"b");
   EXPECT_EQ(check_exposition("# HELP x h\n# TYPE x gauge\nx 1\nx 2\n"), "line 4: duplicate series");
   EXPECT_EQ(check_exposition("# HELP x h\n# TYPE x gauge\nx one\n"), "line 3: bad value");
   EXPECT_EQ(check_exposition("# HELP x_c h\n# TYPE x_c counter\nx_c 1\n"), "line 3: counter without _total");
@@ -101,10 +100,10 @@ TEST(ChromeTrace, RunningOperationEndsAtTheLastUpdate) {
 TEST(ChromeTrace, SchemaCheckRejectsBrokenTraces) {
   using scout::exporter::check_chrome_trace;
   auto named = [](nlohmann::json events) {
-    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"ts", 0}, {"pid", 1}, {"tid", 0},
-                      {"args", {{"name", "h"}}}});
-    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"ts", 0}, {"pid", 1}, {"tid", 2},
-                      {"args", {{"name", "rank 2"}}}});
+    events.push_back(
+        {{"name", "process_name"}, {"ph", "M"}, {"ts", 0}, {"pid", 1}, {"tid", 0}, {"args", {{"name", "h"}}}});
+    events.push_back(
+        {{"name", "thread_name"}, {"ph", "M"}, {"ts", 0}, {"pid", 1}, {"tid", 2}, {"args", {{"name", "rank 2"}}}});
     return nlohmann::json{{"traceEvents", events}};
   };
   nlohmann::json good = {{"name", "a"}, {"ph", "X"}, {"ts", 1}, {"dur", 2}, {"pid", 1}, {"tid", 2}};

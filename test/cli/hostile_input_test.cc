@@ -77,19 +77,21 @@ TEST_F(HostileInput, DISABLED_InvalidUtf8NamesKeepEveryOutputValid) {
   sql("UPDATE ranks SET host = CAST(X'6EC3' AS TEXT) WHERE global_rank = 7;"
       "UPDATE comms SET name = CAST(X'776FFF' AS TEXT) WHERE name = 'world';"
       "UPDATE findings SET comm_name = CAST(X'776FFF' AS TEXT) WHERE comm_name = 'world';");
-  for (std::string args : {"status --json", "findings --json", "export --format jsonl",
-                                  "export --format chrome-trace", "export --format prometheus", "status"}) {
+  for (std::string args : {"status --json", "findings --json", "export --format jsonl", "export --format chrome-trace",
+                           "export --format prometheus", "status"}) {
     Result r = scout(args + " --store " + store_);
     EXPECT_EQ(r.rc, 0) << args << ": " << r.err;
     EXPECT_TRUE(scout::utf8_valid(r.out)) << args;
     if (args != "status" && args != "export --format prometheus") {
       std::istringstream lines(r.out);
       std::string line;
-      while (std::getline(lines, line)) EXPECT_FALSE(nlohmann::json::parse(line, nullptr, false).is_discarded()) << args;
+      while (std::getline(lines, line))
+        EXPECT_FALSE(nlohmann::json::parse(line, nullptr, false).is_discarded()) << args;
     }
   }
   EXPECT_NE(scout("status --json --store " + store_).out.find("\"host\":\"n\xef\xbf\xbd\""), std::string::npos);
-  EXPECT_NE(scout("export --format prometheus --store " + store_).out.find("comm=\"wo\xef\xbf\xbd\""), std::string::npos);
+  EXPECT_NE(scout("export --format prometheus --store " + store_).out.find("comm=\"wo\xef\xbf\xbd\""),
+            std::string::npos);
 }
 
 // Row 9: numeric flags refuse nan and inf (NaN passes every range comparison).
@@ -139,12 +141,14 @@ TEST_F(HostileInput, ExportNeverFollowsAPlantedLink) {
   EXPECT_EQ(slurp(victim), "precious\n");
   EXPECT_EQ(slurp(link), "new\n");
   EXPECT_FALSE(scout::exporter::write_file_atomic(dir_.path() + "/none/x", "x", &err));
-  EXPECT_EQ(err, "cannot write " + dir_.path() + "/none/x: cannot create a temporary file beside it: No such file or directory");
+  EXPECT_EQ(err, "cannot write " + dir_.path() +
+                     "/none/x: cannot create a temporary file beside it: No such file or directory");
 }
 
 // Row 12: an observer pointed at another job's store refuses it and leaves it as it was.
 TEST_F(HostileInput, ObserverRefusesAnotherJobsStore) {
-  Result r = tool(dir_.path(), "scout-observer", "--job other --once --quiet --shm-dir " + dir_.path() + " --store " + store_);
+  Result r =
+      tool(dir_.path(), "scout-observer", "--job other --once --quiet --shm-dir " + dir_.path() + " --store " + store_);
   EXPECT_EQ(r.rc, 2);
   EXPECT_EQ(r.err, "scout-observer: store " + store_ +
                        " belongs to job 'demo', not 'other': refused (another job's store is never rewritten)\n");
@@ -201,14 +205,17 @@ TEST_F(HostileInput, DISABLED_ReadOnlyStoreDirectoryIsNamed) {
 TEST_F(HostileInput, LostRecordsAndIngestWarningsAreShown) {
   sql("INSERT OR REPLACE INTO meta (key, value) VALUES ('records_read', '32'), ('records_lost', '48'),"
       "('records_invalid', '2'), ('segments_refused', '1'),"
-      "('ingest_warning', 'segment directory /x (SCOUT_SHM_DIR): No such file or directory; the plugin cannot create segments')");
+      "('ingest_warning', 'segment directory /x (SCOUT_SHM_DIR): No such file or directory; the plugin cannot create "
+      "segments')");
   std::string text = scout("status --store " + store_).out;
   EXPECT_NE(text.find("\nwarning: segment directory /x (SCOUT_SHM_DIR): No such file or directory; the plugin cannot "
                       "create segments\n"),
-            std::string::npos) << text;
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("\nwarning: 48 of 80 records lost (ring overwritten before the observer read them): a finding "
                       "may be missing; raise SCOUT_RING_SLOTS or start the observer before the job\n"),
-            std::string::npos) << text;
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("\nwarning: 1 segment files refused (see the observer's log)\n"), std::string::npos) << text;
   auto j = nlohmann::json::parse(scout("status --json --store " + store_).out);
   EXPECT_EQ(j["job"]["records_lost"], 48);
@@ -223,7 +230,8 @@ TEST_F(HostileInput, RunWarnsWhenTheSegmentDirectoryIsMissing) {
   std::string env = "SCOUT_SHM_DIR=" + dir_.path() + "/noshm SCOUT_STATE_DIR=" + dir_.path() + "/st";
   Result r = scout("run --job nodir -- true", env);
   EXPECT_EQ(r.rc, 0) << r.err;
-  std::string why = "segment directory " + dir_.path() + "/noshm (SCOUT_SHM_DIR): No such file or directory; the "
+  std::string why = "segment directory " + dir_.path() +
+                    "/noshm (SCOUT_SHM_DIR): No such file or directory; the "
                     "plugin cannot create segments";
   EXPECT_NE(r.err.find("scout: warning: " + why + "; the job runs unobserved\n"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("scout: warning: the observer saw no rank: " + why + "\n"), std::string::npos) << r.err;
@@ -259,9 +267,13 @@ TEST_F(HostileInput, CleanRemovesSegmentsOfDeadProcesses) {
   EXPECT_FALSE(std::filesystem::exists(dead));
   EXPECT_TRUE(std::filesystem::exists(mine->path()));
   EXPECT_TRUE(std::filesystem::exists(fifo));
-  EXPECT_EQ(r.out, "left " + fifo + ": a FIFO, not a regular file: refused\n"
-                   "removed " + dead + " (pid " + std::to_string(child) + " gone, 9.0KiB)\n"
-                   "scout clean: 1 segments removed (9.0KiB), 1 of running processes kept, 1 left alone, in " + shm + "\n");
+  EXPECT_EQ(r.out, "left " + fifo +
+                       ": a FIFO, not a regular file: refused\n"
+                       "removed " +
+                       dead + " (pid " + std::to_string(child) +
+                       " gone, 9.0KiB)\n"
+                       "scout clean: 1 segments removed (9.0KiB), 1 of running processes kept, 1 left alone, in " +
+                       shm + "\n");
 }
 
 }  // namespace

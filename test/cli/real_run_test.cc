@@ -58,9 +58,9 @@ std::string regex_all(std::string s, const char* re, const char* to) {
 struct Job {
   std::unique_ptr<TempDir> dir;
   std::map<std::string, std::string> env;
-  ProcessResult run;      // scout run -- scout-sim ...
-  std::string store;      // its store
-  std::string truth;      // the sim's ground truth
+  ProcessResult run;  // scout run -- scout-sim ...
+  std::string store;  // its store
+  std::string truth;  // the sim's ground truth
 };
 
 Job* g_job = nullptr;
@@ -83,9 +83,27 @@ class RealRun : public ::testing::Test {
              {"NCCL_PROFILER_PLUGIN", ""},
              {"SCOUT_GPU", ""}};
     j.truth = d + "/truth.jsonl";
-    j.run = run_process({build_path("bin/scout"), "run", "--job", "golden", "--keep-segments", "--",
-                         build_path("bin/scout-sim"), "--ranks", "8", "--tp", "2", "--pp", "2", "--steps", "12",
-                         "--seed", "7", "--fault", "sdc:rank=5,op=111", "--truth", j.truth},
+    j.run = run_process({build_path("bin/scout"),
+                         "run",
+                         "--job",
+                         "golden",
+                         "--keep-segments",
+                         "--",
+                         build_path("bin/scout-sim"),
+                         "--ranks",
+                         "8",
+                         "--tp",
+                         "2",
+                         "--pp",
+                         "2",
+                         "--steps",
+                         "12",
+                         "--seed",
+                         "7",
+                         "--fault",
+                         "sdc:rank=5,op=111",
+                         "--truth",
+                         j.truth},
                         j.env, 120);
     j.store = d + "/state/golden/node-0.db";
   }
@@ -160,8 +178,7 @@ TEST_F(RealRun, RunCompletesAndItsStatusNamesTheInjectedRank) {
   EXPECT_EQ(truth["comm"]["name"], "world");
   EXPECT_EQ(truth["key"], (nlohmann::json{{"func", "Broadcast"}, {"seq", 1}}));
   EXPECT_EQ(truth["step"], 10);
-  EXPECT_EQ(j.run.err.substr(0, j.run.err.find('\n') + 1),
-            "scout: job golden, store " + j.store + "\n");
+  EXPECT_EQ(j.run.err.substr(0, j.run.err.find('\n') + 1), "scout: job golden, store " + j.store + "\n");
   // stdout: the sim's two lines, then exactly `scout status --job golden`.
   auto out = lines_of(j.run.out);
   ASSERT_GT(out.size(), 2u);
@@ -219,13 +236,13 @@ TEST_F(RealRun, FindingsAndExplain) {
 // The same segments read after the fact by `scout-observer --once` give the same findings.
 TEST_F(RealRun, PostMortemObserverFindsTheSame) {
   const std::string pm = g_job->dir->path() + "/pm.db";
-  ProcessResult r = run_process({build_path("bin/scout-observer"), "--job", "golden", "--once", "--quiet",
-                                 "--store", pm},
-                                g_job->env, 60);
+  ProcessResult r = run_process(
+      {build_path("bin/scout-observer"), "--job", "golden", "--once", "--quiet", "--store", pm}, g_job->env, 60);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ProcessResult a = run_process({build_path("bin/scout"), "findings", "--json", "--store", pm}, g_job->env);
   std::string live, post;
-  for (const auto& l : lines_of(scout({"findings", "--json"}))) live += normalize(nlohmann::json::parse(l)).dump() + "\n";
+  for (const auto& l : lines_of(scout({"findings", "--json"})))
+    live += normalize(nlohmann::json::parse(l)).dump() + "\n";
   for (const auto& l : lines_of(a.out)) post += normalize(nlohmann::json::parse(l)).dump() + "\n";
   EXPECT_EQ(post, live);
 }
@@ -248,8 +265,8 @@ TEST_F(RealRun, ExportJsonl) {
                j["gpu"].get<std::string>() + " " + j["state"].get<std::string>() + "\n";
     } else if (t == "comm") {
       comms += "comm " + j["name"].get<std::string>() + " " + j["hash"].get<std::string>() + " nranks " +
-               j["nranks"].dump() + " ops_complete " + j["ops_complete"].dump() + " last_seq " +
-               j["last_seq"].dump() + " " + j["state"].get<std::string>() + "\n";
+               j["nranks"].dump() + " ops_complete " + j["ops_complete"].dump() + " last_seq " + j["last_seq"].dump() +
+               " " + j["state"].get<std::string>() + "\n";
     } else if (t == "finding") {
       findings += "finding " + j["id"].dump() + " " + j["kind"].get<std::string>() + " " +
                   j["verdict"].get<std::string>() + " suspects " + j["suspects"][0]["global_rank"].dump() + "\n";
@@ -280,13 +297,17 @@ TEST_F(RealRun, ExportPrometheus) {
   std::string prom = scout({"export", "--format", "prometheus"});
   EXPECT_EQ(scout::testing::check_exposition(prom), "");
   std::string pt = scout::testing::promtool_check(prom);
-  if (pt != "skip") {
-    EXPECT_EQ(pt, "");
-  }
-  static const std::set<std::string> kStable = {
-      "scout_info",         "scout_ranks",           "scout_rank_alive",         "scout_comm_ops_complete",
-      "scout_comm_state",   "scout_findings_open",   "scout_findings_closed",    "scout_finding_suspect",
-      "scout_collectives_stored", "scout_store_ops_dropped_total"};
+  if (pt != "skip") { EXPECT_EQ(pt, ""); }
+  static const std::set<std::string> kStable = {"scout_info",
+                                                "scout_ranks",
+                                                "scout_rank_alive",
+                                                "scout_comm_ops_complete",
+                                                "scout_comm_state",
+                                                "scout_findings_open",
+                                                "scout_findings_closed",
+                                                "scout_finding_suspect",
+                                                "scout_collectives_stored",
+                                                "scout_store_ops_dropped_total"};
   std::set<std::string> families;
   std::string text;
   for (const auto& line : lines_of(prom)) {
@@ -354,7 +375,8 @@ TEST_F(RealRun, DumpMatchesScoutDump) {
   EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
   bad = run_process({build_path("bin/scout"), "dump", "--job", "nojob"}, g_job->env);
   EXPECT_EQ(bad.exit_code, 2);
-  EXPECT_EQ(normalize(bad.err), "scout: no segment of job nojob in <DIR>/shm (give segment paths, or --job ID [--dir DIR])\n");
+  EXPECT_EQ(normalize(bad.err),
+            "scout: no segment of job nojob in <DIR>/shm (give segment paths, or --job ID [--dir DIR])\n");
 }
 
 }  // namespace

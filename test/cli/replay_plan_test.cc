@@ -38,14 +38,30 @@ TEST(ReplayPlan, MoeJobUnderTheObserver) {
                                             {"NCCL_PROFILER_PLUGIN", ""},
                                             {"CUBLASLT_LOG_LEVEL", ""},
                                             {"SCOUT_GPU", ""}};
-  ProcessResult run = run_process({build_path("bin/scout"), "run", "--job", "moe", "--", build_path("bin/scout-sim"),
-                                   "--ranks", "8", "--tp", "2", "--ep", "4", "--moe-experts", "16", "--steps", "200",
-                                   "--bytes", "4K", "--seed", "3"},
+  ProcessResult run = run_process({build_path("bin/scout"),
+                                   "run",
+                                   "--job",
+                                   "moe",
+                                   "--",
+                                   build_path("bin/scout-sim"),
+                                   "--ranks",
+                                   "8",
+                                   "--tp",
+                                   "2",
+                                   "--ep",
+                                   "4",
+                                   "--moe-experts",
+                                   "16",
+                                   "--steps",
+                                   "200",
+                                   "--bytes",
+                                   "4K",
+                                   "--seed",
+                                   "3"},
                                   env, 300);
   ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
 
-  ProcessResult plan =
-      run_process({build_path("bin/scout"), "replay", "plan", "--job", "moe", "--json"}, env, 60);
+  ProcessResult plan = run_process({build_path("bin/scout"), "replay", "plan", "--job", "moe", "--json"}, env, 60);
   ASSERT_EQ(plan.exit_code, 0) << plan.err;
   nlohmann::json j = nlohmann::json::parse(plan.out);
   for (const char* key : {"shapes", "regimes", "recipes", "coverage", "cycle_ms", "budget"}) {

@@ -87,8 +87,9 @@ TEST_F(Run, StartsObserverSetsEnvironmentStopsObserverAndKeepsExitStatus) {
   std::string out, err;
   int rc = scout("run --job demo --hang-timeout 5 --observer-arg --once -- " + command, &out, &err);
   EXPECT_EQ(rc, 3) << err;
-  EXPECT_EQ(err, "scout: job demo, store " + root_ + "/state/demo/node-0.db\n"
-                 "scout: COMMAND exited with status 3; scout run exits with 3\n");
+  EXPECT_EQ(err, "scout: job demo, store " + root_ +
+                     "/state/demo/node-0.db\n"
+                     "scout: COMMAND exited with status 3; scout run exits with 3\n");
   EXPECT_EQ(slurp(root_ + "/command.ready"), "ready\n");  // COMMAND started after the first pass
   EXPECT_EQ(slurp(root_ + "/command.env"),
             "demo " + fs::canonical(root_ + "/lib/libnccl-profiler-scout.so").string() + "\n");
@@ -135,12 +136,15 @@ TEST_F(Run, JobIdIsFreshUnlessGivenOrInTheEnvironment) {
 TEST_F(Run, SeveralNodesNeedAJobId) {
   std::string out, err;
   EXPECT_EQ(scout("run --nodes 2 --node-rank 1 --rdzv file:" + root_ + "/rdzv -- true", &out, &err), 2);
-  EXPECT_EQ(err, "scout: --nodes 2: every node's observer needs the same job id; give --job ID (or set SCOUT_JOB_ID)\n");
+  EXPECT_EQ(err,
+            "scout: --nodes 2: every node's observer needs the same job id; give --job ID (or set SCOUT_JOB_ID)\n");
   EXPECT_FALSE(fs::exists(root_ + "/observer.args"));
   // With a job, the flags reach the observer and --node-rank picks the store.
   EXPECT_EQ(scout("run --job j --nodes 2 --node-rank 1 --rdzv file:" + root_ + "/rdzv -- true", &out, &err), 0) << err;
-  EXPECT_EQ(slurp(root_ + "/observer.args"), "--job\nj\n--store\n" + root_ + "/state/j/node-1.db\n--nodes\n2\n"
-                                             "--node-rank\n1\n--rdzv\nfile:" + root_ + "/rdzv\n");
+  EXPECT_EQ(slurp(root_ + "/observer.args"), "--job\nj\n--store\n" + root_ +
+                                                 "/state/j/node-1.db\n--nodes\n2\n"
+                                                 "--node-rank\n1\n--rdzv\nfile:" +
+                                                 root_ + "/rdzv\n");
 }
 
 TEST_F(Run, ObserverThatRefusesToStartStopsTheRun) {
@@ -148,8 +152,9 @@ TEST_F(Run, ObserverThatRefusesToStartStopsTheRun) {
   env_ = "FAKE_OBSERVER_EXIT=2";
   EXPECT_EQ(scout("run --job demo -- touch " + root_ + "/command.ran", &out, &err), 2);
   EXPECT_FALSE(fs::exists(root_ + "/command.ran"));
-  EXPECT_EQ(err, "scout: job demo, store " + root_ + "/state/demo/node-0.db\n"
-                 "scout: scout-observer refused to start (see its message above); COMMAND not run\n");
+  EXPECT_EQ(err, "scout: job demo, store " + root_ +
+                     "/state/demo/node-0.db\n"
+                     "scout: scout-observer refused to start (see its message above); COMMAND not run\n");
   // Any other early exit: COMMAND still runs (training must not depend on the observer).
   env_ = "FAKE_OBSERVER_EXIT=1";
   EXPECT_EQ(scout("run --job demo -- touch " + root_ + "/command.ran", &out, &err), 0);
@@ -175,9 +180,10 @@ TEST_F(Run, CommandThatCannotStartExits127) {
   std::string out, err;
   int rc = scout("run --job demo -- /nonexistent/prog", &out, &err);
   EXPECT_EQ(rc, 127);
-  EXPECT_EQ(err, "scout: job demo, store " + root_ + "/state/demo/node-0.db\n"
-                 "scout: cannot run /nonexistent/prog: No such file or directory\n"
-                 "scout: COMMAND exited with status 127; scout run exits with 127\n");
+  EXPECT_EQ(err, "scout: job demo, store " + root_ +
+                     "/state/demo/node-0.db\n"
+                     "scout: cannot run /nonexistent/prog: No such file or directory\n"
+                     "scout: COMMAND exited with status 127; scout run exits with 127\n");
 }
 
 }  // namespace

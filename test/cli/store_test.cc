@@ -10,11 +10,11 @@
 #include <thread>
 
 #include "common/paths.h"
-#include "scout/config.h"
 #include "observer/store/reader.h"
 #include "observer/store/schema.h"
 #include "observer/store/sqlite.h"
 #include "observer/store/writer.h"
+#include "scout/config.h"
 #include "test/support/tmpdir.h"
 
 namespace {
@@ -141,8 +141,7 @@ TEST(Store, RoundTripEveryTable) {
   {
     auto w = open_writer(path);
     w->put_job({"demo", 2, 0, 111, 222, "scout test", 0, 0, 0, 0, ""});
-    obs::RankInfo r{5, 1, "node1", 4242, "GPU-5", 1, 1, "/dev/shm/scout.demo.node1.4242",
-                    "running", 10, 20};
+    obs::RankInfo r{5, 1, "node1", 4242, "GPU-5", 1, 1, "/dev/shm/scout.demo.node1.4242", "running", 10, 20};
     w->put_ranks({r});
     obs::CommInfo c;
     c.comm_hash = kHash;
@@ -358,15 +357,13 @@ TEST(Store, NewerSchemaIsRefusedInOneLine) {
     store::Db db(path, SQLITE_OPEN_READWRITE);
     db.exec("PRAGMA user_version = " + std::to_string(store::kSchemaVersion + 1));
   }
-  std::string want = "store " + path + " has schema version " +
-                     std::to_string(store::kSchemaVersion + 1) + "; this scout reads up to version " +
-                     std::to_string(store::kSchemaVersion) + " (use a newer scout)";
+  std::string want = "store " + path + " has schema version " + std::to_string(store::kSchemaVersion + 1) +
+                     "; this scout reads up to version " + std::to_string(store::kSchemaVersion) +
+                     " (use a newer scout)";
   try {
     StoreReader::open(path);
     FAIL() << "opened a newer store";
-  } catch (const store::Error& e) {
-    EXPECT_EQ(std::string(e.what()), want);
-  }
+  } catch (const store::Error& e) { EXPECT_EQ(std::string(e.what()), want); }
   std::string err;
   EXPECT_FALSE(StoreWriter::open(path, {}, &err));
   EXPECT_EQ(err, want);
@@ -378,9 +375,7 @@ TEST(Store, MissingAndForeignFilesAreRefused) {
   try {
     StoreReader::open(missing);
     FAIL();
-  } catch (const store::Error& e) {
-    EXPECT_EQ(std::string(e.what()), "no store at " + missing);
-  }
+  } catch (const store::Error& e) { EXPECT_EQ(std::string(e.what()), "no store at " + missing); }
   std::string text = dir.path() + "/text.db";
   std::ofstream(text) << "this is not a database, just some text long enough to have a header\n";
   try {

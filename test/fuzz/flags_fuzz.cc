@@ -33,7 +33,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     double d = 0;
     if (config::parse_double(a, -1e300, 1e300, &d, nullptr) && !std::isfinite(d)) std::abort();
     int64_t v = 0;
-    if (config::parse_int(a, -1e18, 1e18, &v, nullptr) && (v < -1000000000000000000 || v > 1000000000000000000)) std::abort();
+    if (config::parse_int(a, -1e18, 1e18, &v, nullptr) && (v < -1000000000000000000 || v > 1000000000000000000))
+      std::abort();
     uint64_t b = 0;
     (void)config::parse_size(a, 0, 1e18, &b, nullptr);
     bool f = false;

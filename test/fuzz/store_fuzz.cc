@@ -36,7 +36,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     scout::exporter::write_prometheus(s, out);
     out << scout::exporter::chrome_trace(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     if (!scout::utf8_valid(out.str())) std::abort();
-  } catch (const scout::store::Error&) {
-  }
+  } catch (const scout::store::Error&) {}
   return 0;
 }

@@ -114,8 +114,9 @@ TEST(NetAgent, StopIsPromptWhileWaitingForAPeer) {
   obs::CoreJudge judge(obs::HangConfig{});
   MonotonicClock clock;
   // Node 1 never runs: node 0 waits for it in its first collective (timeout 5 s).
-  NetAgent a(fast_options(), [&](uint64_t e, const std::atomic<bool>&) { return epochs.connect(e, 0); },
-             [] { return uint64_t(0); }, view, judge, clock);
+  NetAgent a(
+      fast_options(), [&](uint64_t e, const std::atomic<bool>&) { return epochs.connect(e, 0); },
+      [] { return uint64_t(0); }, view, judge, clock);
   a.start();
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   EXPECT_TRUE(a.status().connected);
@@ -183,7 +184,8 @@ std::string run_observer(const ObserverRun& run, int rank, double seconds, const
   }
   const auto t0 = std::chrono::steady_clock::now();
   agent.stop();
-  const auto stop_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  const auto stop_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
   const auto s = agent.status();
   std::ostringstream out;
   out << "rounds=" << s.rounds << " failures=" << s.failures << " epoch=" << max_epoch << " stop_ms=" << stop_ms
@@ -200,24 +202,27 @@ uint64_t field(const std::string& report, const std::string& name) {
 TEST(NetAgent, SurvivorsReformAndARestartedObserverRejoins) {
   scout::testing::TempDir tmp;
   ObserverRun run{RealtimeClock().now_ns(), "file:" + tmp.path() + "/rdzv", 3};
-  auto res = testing::run_processes(3, [&](int rank) -> std::string {
-    if (rank != 2) return run_observer(run, rank, 7.0, "");
-    // Node 2: the first incarnation dies after 1.5 s without any goodbye ...
-    pid_t pid = ::fork();
-    if (pid == 0) {
-      std::thread killer([] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-        ::_exit(0);
-      });
-      run_observer(run, rank, 60.0, "");
-      ::_exit(1);
-    }
-    int st = 0;
-    ::waitpid(pid, &st, 0);
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    // ... and a restarted observer joins and reports a finding.
-    return run_observer(run, rank, 3.0, "node 2 restarted");
-  }, std::chrono::seconds(60));
+  auto res = testing::run_processes(
+      3,
+      [&](int rank) -> std::string {
+        if (rank != 2) return run_observer(run, rank, 7.0, "");
+        // Node 2: the first incarnation dies after 1.5 s without any goodbye ...
+        pid_t pid = ::fork();
+        if (pid == 0) {
+          std::thread killer([] {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+            ::_exit(0);
+          });
+          run_observer(run, rank, 60.0, "");
+          ::_exit(1);
+        }
+        int st = 0;
+        ::waitpid(pid, &st, 0);
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+        // ... and a restarted observer joins and reports a finding.
+        return run_observer(run, rank, 3.0, "node 2 restarted");
+      },
+      std::chrono::seconds(60));
   for (int r = 0; r < 3; ++r) ASSERT_EQ(res[r].status, 0) << "observer " << r << ": " << res[r].report;
   for (int r = 0; r < 2; ++r) {
     EXPECT_GE(field(res[r].report, "failures"), 1u) << res[r].report;

@@ -28,7 +28,7 @@ std::vector<uint64_t> expected(int n, size_t len, uint64_t seed, ReduceOp op) {
   for (int r = 1; r < n; ++r) {
     auto v = input_of(r, len, seed);
     for (size_t i = 0; i < len; ++i) {
-      acc[i] = op == ReduceOp::kMin ? std::min(acc[i], v[i])
+      acc[i] = op == ReduceOp::kMin   ? std::min(acc[i], v[i])
                : op == ReduceOp::kMax ? std::max(acc[i], v[i])
                                       : acc[i] + v[i];
     }
@@ -178,8 +178,10 @@ TEST(Channel, GatherToLeaderMovesOnlyNonEmptyPayloads) {
     std::vector<uint8_t> mine;
     if (ch.rank() == 3 || ch.rank() == 6) mine.assign(100 + ch.rank(), uint8_t(ch.rank()));
     auto got = ch.gather_to_leader(mine, 2);  // count known to all
-    if (ch.is_leader()) at_leader = got;
-    else EXPECT_TRUE(got.empty());
+    if (ch.is_leader())
+      at_leader = got;
+    else
+      EXPECT_TRUE(got.empty());
     t[ch.rank()] = ch.traffic();
   });
   ASSERT_TRUE(all_ok(errors));
@@ -223,9 +225,7 @@ TEST(Channel, DeadEndpointFailsTheOthersAndTheChannelStaysFailed) {
       EXPECT_TRUE(ch.failed());
       try {
         ch.barrier();
-      } catch (const ChannelError& e) {
-        second[ch.rank()] = e.what();
-      }
+      } catch (const ChannelError& e) { second[ch.rank()] = e.what(); }
       throw;
     }
   });
@@ -246,9 +246,7 @@ TEST(Channel, MissingPeerTimesOutWithAClearMessage) {
     ch.set_timeout(std::chrono::milliseconds(100));
     try {
       ch.barrier();
-    } catch (const ChannelError& e) {
-      err = e.what();
-    }
+    } catch (const ChannelError& e) { err = e.what(); }
   });
   t.join();
   EXPECT_NE(err.find("timed out after 100 ms waiting for node-rank 0"), std::string::npos) << err;

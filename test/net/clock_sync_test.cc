@@ -85,8 +85,8 @@ TEST(ClockSync, RecoversInjectedOffsetsOverGloo) {
     const int64_t truth = injected(r) - injected(0);
     EXPECT_LE(std::llabs(off - truth), error) << "node " << r;
     EXPECT_LT(error, 50000000) << "node " << r;
-    std::printf("node %d: offset error %lld ns, bound %lld ns, best round trip %lld ns\n", r,
-                (long long)(off - truth), (long long)error, (long long)rtt);
+    std::printf("node %d: offset error %lld ns, bound %lld ns, best round trip %lld ns\n", r, (long long)(off - truth),
+                (long long)error, (long long)rtt);
   }
 }
 

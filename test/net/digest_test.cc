@@ -49,9 +49,7 @@ struct Cluster {
           auto it = findings.find(i);
           res[i] = exchanges[i]->round(*views[i], t + clock_offset(i), clocks[i],
                                        it == findings.end() ? std::vector<obs::Finding>{} : it->second);
-        } catch (const std::exception& e) {
-          errors[i] = e.what();
-        }
+        } catch (const std::exception& e) { errors[i] = e.what(); }
       });
     }
     for (auto& th : threads) th.join();
@@ -400,9 +398,7 @@ TEST(Digest, ObserversWithDifferentSettingsFailClearly) {
       NetWorkload::Node view(&job, n, 0);
       try {
         ex.round(view, kSecond, ClockEstimate{}, {});
-      } catch (const std::exception& e) {
-        err[n] = e.what();
-      }
+      } catch (const std::exception& e) { err[n] = e.what(); }
     });
   }
   for (auto& t : th) t.join();

@@ -25,10 +25,10 @@
 namespace scout::net {
 namespace {
 
+using scout::testing::TempDir;
 using testing::ChildResult;
 using testing::file_barrier;
 using testing::run_processes;
-using scout::testing::TempDir;
 
 GlooOptions options(const std::string& rdzv, int rank, int size) {
   GlooOptions o;
@@ -62,8 +62,8 @@ std::string scenario(Channel& ch) {
   auto all = ch.allgather(std::vector<uint8_t>(size_t(r + 1), uint8_t(10 + r)));
   uint64_t h = 0;
   for (auto x : a) h = h * 31 + x;
-  out << "a=" << h << " b=" << b[0] << "," << b[1] << "," << b[2] << " c=" << c[0] << " d=" << d.size()
-      << ":" << int(d.empty() ? 0 : d.back()) << " g=";
+  out << "a=" << h << " b=" << b[0] << "," << b[1] << "," << b[2] << " c=" << c[0] << " d=" << d.size() << ":"
+      << int(d.empty() ? 0 : d.back()) << " g=";
   for (auto& x : g) out << x.rank << ":" << x.bytes.size() << ";";
   out << " all=";
   for (auto& x : all) out << x.size() << ";";
@@ -130,7 +130,7 @@ TEST(GlooChannel, FileStoreFourObserversMatchInprocAndTcpCounters) {
     file_barrier(sync, "counted", r, n);
     std::string line = scenario(*ch);
     const Traffic t = ch->traffic() - t0;
-    file_barrier(sync, "done", r, n);  // every message of every observer has arrived
+    file_barrier(sync, "done", r, n);                             // every message of every observer has arrived
     std::this_thread::sleep_for(std::chrono::milliseconds(200));  // loopback ACKs
     const auto [sent, recv] = tcp_delta(s0, tcp_bytes());
     file_barrier(sync, "measured", r, n);  // nobody closes a socket before all have counted
@@ -173,8 +173,7 @@ TEST(GlooChannel, RedisStoreFourObservers) {
   for (int r = 0; r < n; ++r) {
     ASSERT_EQ(res[r].status, 0) << "observer " << r << ": " << res[r].report;
     // The connect() barrier is the first call on the Gloo side: compare results only.
-    EXPECT_EQ(res[r].report.substr(0, res[r].report.find(" traffic=")),
-              want[r].substr(0, want[r].find(" traffic=")));
+    EXPECT_EQ(res[r].report.substr(0, res[r].report.find(" traffic=")), want[r].substr(0, want[r].find(" traffic=")));
   }
   // Keys left in redis: only the epoch marker.
   redisContext* c = redisConnect("127.0.0.1", redis.port());
@@ -198,15 +197,12 @@ TEST(GlooChannel, MissingObserverFailsNamingItInsteadOfHanging) {
     o.join_timeout = std::chrono::milliseconds(1500);
     try {
       GlooChannel::connect(o);
-    } catch (const ChannelError& e) {
-      return e.what();
-    }
+    } catch (const ChannelError& e) { return e.what(); }
     return "connected without node-rank 3";
   });
   for (int r = 0; r < 3; ++r) {
     EXPECT_EQ(res[r].status, 0) << res[r].report;
-    EXPECT_NE(res[r].report.find("node-rank 3 (of 4) did not join within 1500 ms"), std::string::npos)
-        << res[r].report;
+    EXPECT_NE(res[r].report.find("node-rank 3 (of 4) did not join within 1500 ms"), std::string::npos) << res[r].report;
     EXPECT_NE(res[r].report.find("rendezvous file:"), std::string::npos) << res[r].report;
   }
 }
@@ -214,21 +210,24 @@ TEST(GlooChannel, MissingObserverFailsNamingItInsteadOfHanging) {
 TEST(GlooChannel, DeadObserverFailsThePeersWithoutWaitingForTheTimeout) {
   TempDir tmp;
   const std::string rdzv = "file:" + tmp.path() + "/rdzv";
-  auto res = run_processes(4, [&](int r) -> std::string {
-    auto o = options(rdzv, r, 4);
-    o.timeout = std::chrono::milliseconds(60000);
-    auto ch = GlooChannel::connect(o);
-    if (r == 3) ::_exit(0);  // the observer on node 3 dies; the kernel closes its sockets
-    std::vector<uint64_t> v(64, 1);
-    const auto t0 = std::chrono::steady_clock::now();
-    try {
-      for (int i = 0; i < 3; ++i) ch->allreduce(v, ReduceOp::kSum);
-    } catch (const ChannelError& e) {
-      const auto waited = std::chrono::steady_clock::now() - t0;
-      return std::string(e.what()) + (waited < std::chrono::seconds(30) ? " [before timeout]" : "");
-    }
-    return "allreduce succeeded without node-rank 3";
-  }, std::chrono::seconds(50));
+  auto res = run_processes(
+      4,
+      [&](int r) -> std::string {
+        auto o = options(rdzv, r, 4);
+        o.timeout = std::chrono::milliseconds(60000);
+        auto ch = GlooChannel::connect(o);
+        if (r == 3) ::_exit(0);  // the observer on node 3 dies; the kernel closes its sockets
+        std::vector<uint64_t> v(64, 1);
+        const auto t0 = std::chrono::steady_clock::now();
+        try {
+          for (int i = 0; i < 3; ++i) ch->allreduce(v, ReduceOp::kSum);
+        } catch (const ChannelError& e) {
+          const auto waited = std::chrono::steady_clock::now() - t0;
+          return std::string(e.what()) + (waited < std::chrono::seconds(30) ? " [before timeout]" : "");
+        }
+        return "allreduce succeeded without node-rank 3";
+      },
+      std::chrono::seconds(50));
   for (int r = 0; r < 3; ++r) {
     EXPECT_EQ(res[r].status, 0);
     EXPECT_NE(res[r].report.find("observer network: allreduce"), std::string::npos) << res[r].report;
@@ -246,9 +245,7 @@ TEST(GlooChannel, SlowObserverMakesThePeersTimeOut) {
     if (r == 2) std::this_thread::sleep_for(std::chrono::milliseconds(2000));
     try {
       ch->barrier();
-    } catch (const ChannelError& e) {
-      return e.what();
-    }
+    } catch (const ChannelError& e) { return e.what(); }
     return "barrier passed";
   });
   // Node 0 waits for node 2 in the first dissemination round (rank - 1 = 2 mod 3).
@@ -279,8 +276,8 @@ TEST(GlooChannel, EpochsAdvanceAndAreFoundByLatestEpoch) {
 }
 
 TEST(GlooChannel, BadRendezvousSpecsAreRejectedClearly) {
-  for (const char* spec : {"", "file:", "tcp:1.2.3.4", "redis:host", "redis:host:0", "redis::80",
-                           "redis:host:99999", "redis:host:12ab"}) {
+  for (const char* spec :
+       {"", "file:", "tcp:1.2.3.4", "redis:host", "redis:host:0", "redis::80", "redis:host:99999", "redis:host:12ab"}) {
     GlooOptions o = options(spec, 0, 1);
     try {
       GlooChannel::connect(o);

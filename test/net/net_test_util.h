@@ -15,8 +15,7 @@ namespace scout::net::testing {
 
 // Runs fn(channel) on `net.size()` threads, one per endpoint. Returns one message per endpoint
 // whose fn threw ("" for the others).
-inline std::vector<std::string> run_endpoints(InprocNetwork& net,
-                                              const std::function<void(Channel&)>& fn) {
+inline std::vector<std::string> run_endpoints(InprocNetwork& net, const std::function<void(Channel&)>& fn) {
   std::vector<std::string> errors(net.size());
   for (int r = 0; r < net.size(); ++r) net.endpoint(r).set_timeout(std::chrono::milliseconds(10000));
   std::vector<std::thread> threads;
@@ -24,9 +23,7 @@ inline std::vector<std::string> run_endpoints(InprocNetwork& net,
     threads.emplace_back([&, r] {
       try {
         fn(net.endpoint(r));
-      } catch (const std::exception& e) {
-        errors[r] = e.what();
-      }
+      } catch (const std::exception& e) { errors[r] = e.what(); }
     });
   }
   for (auto& t : threads) t.join();

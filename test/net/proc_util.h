@@ -165,8 +165,8 @@ class RedisServer {
       if (pid == 0) {
         int devnull = ::open("/dev/null", O_WRONLY);
         ::dup2(devnull, 1);
-        ::execl(exe.c_str(), exe.c_str(), "--port", port.c_str(), "--bind", "127.0.0.1", "--save", "",
-                "--appendonly", "no", "--dir", dir.c_str(), static_cast<char*>(nullptr));
+        ::execl(exe.c_str(), exe.c_str(), "--port", port.c_str(), "--bind", "127.0.0.1", "--save", "", "--appendonly",
+                "no", "--dir", dir.c_str(), static_cast<char*>(nullptr));
         ::_exit(127);
       }
       for (int i = 0; i < 500; ++i) {

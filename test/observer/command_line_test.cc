@@ -28,14 +28,16 @@ Parsed parse(std::vector<const char*> args, std::map<std::string, std::string> e
   };
   scout::config::Config cfg = scout::config::load(getenv_fn, [](const std::string&) {});
   Parsed r;
-  r.result = scout::obs::parse_command_line(int(args.size()), args.data(), cfg, &r.cl, &r.message, getenv_fn,
-                                            "testhost");
+  r.result =
+      scout::obs::parse_command_line(int(args.size()), args.data(), cfg, &r.cl, &r.message, getenv_fn, "testhost");
   return r;
 }
 
 TEST(CommandLine, DefaultsComeFromTheRegistryAndTheEnvironment) {
-  Parsed r = parse({}, {{"SLURM_JOB_ID", "4711"}, {"SCOUT_STATE_DIR", "/var/scout"},
-                     {"SCOUT_OBSERVER_HANG_TIMEOUT_S", "90"}, {"SCOUT_SHM_DIR", "/dev/shm/x"}});
+  Parsed r = parse({}, {{"SLURM_JOB_ID", "4711"},
+                        {"SCOUT_STATE_DIR", "/var/scout"},
+                        {"SCOUT_OBSERVER_HANG_TIMEOUT_S", "90"},
+                        {"SCOUT_SHM_DIR", "/dev/shm/x"}});
   ASSERT_EQ(r.result, ParseResult::kOk) << r.message;
   EXPECT_EQ(r.cl.opt.job, "4711");
   EXPECT_EQ(r.cl.opt.host, "testhost");
@@ -48,10 +50,10 @@ TEST(CommandLine, DefaultsComeFromTheRegistryAndTheEnvironment) {
 }
 
 TEST(CommandLine, FlagsOverrideVariables) {
-  Parsed r = parse({"--job", "j9", "--host", "h2", "--hang-timeout", "2.5", "--interval", "50", "--once",
-                 "--store", "/tmp/x.db", "--shm-dir", "/tmp/shm", "--nodes", "1", "--node-rank", "0",
-                 "--rdzv", "redis:localhost:6379"},
-                {{"SCOUT_JOB_ID", "env-job"}, {"SCOUT_HOST", "h1"}});
+  Parsed r = parse(
+      {"--job", "j9", "--host", "h2", "--hang-timeout", "2.5", "--interval", "50", "--once", "--store", "/tmp/x.db",
+       "--shm-dir", "/tmp/shm", "--nodes", "1", "--node-rank", "0", "--rdzv", "redis:localhost:6379"},
+      {{"SCOUT_JOB_ID", "env-job"}, {"SCOUT_HOST", "h1"}});
   ASSERT_EQ(r.result, ParseResult::kOk) << r.message;
   EXPECT_EQ(r.cl.opt.job, "j9");
   EXPECT_EQ(r.cl.opt.host, "h2");

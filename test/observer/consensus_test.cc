@@ -163,7 +163,7 @@ TEST(Consensus, PendingFingerprintWaitsThenVotesPartially) {
   h.pass(kT0 + kSec);
   EXPECT_TRUE(h.findings().empty());  // still waiting for rank 4
   EXPECT_TRUE(h.sink.ops().empty());
-  h.pass(kT0 + 10 * kSec);              // past the 5 s settle timeout
+  h.pass(kT0 + 10 * kSec);  // past the 5 s settle timeout
   auto f = h.findings();
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].verdict, Verdict::kAttributed);  // 3 of 5 agree: a strict majority of the comm

@@ -108,8 +108,8 @@ struct Node {
 
 // What to do differently in a step.
 struct Fault {
-  int64_t dp1_delay_ns = 0;       // rank 7's arrival in dp1
-  bool corrupt_dp1 = false;       // rank 7's receive buffer in dp1
+  int64_t dp1_delay_ns = 0;  // rank 7's arrival in dp1
+  bool corrupt_dp1 = false;  // rank 7's receive buffer in dp1
 };
 
 class Cluster {
@@ -246,7 +246,8 @@ TEST(CrossNode, RankThatStopsOnNodeThreeIsTheRootOfOneHangOnTheLeader) {
   }
   auto hang_on_leader = [&] {
     for (const auto& f : c.at(0)) {
-      if (f.kind == obs::FindingKind::kHang && f.evidence.contains("chain") && f.evidence["chain"].size() == 7) return true;
+      if (f.kind == obs::FindingKind::kHang && f.evidence.contains("chain") && f.evidence["chain"].size() == 7)
+        return true;
     }
     return false;
   };
@@ -271,9 +272,9 @@ TEST(CrossNode, RankThatStopsOnNodeThreeIsTheRootOfOneHangOnTheLeader) {
     edges[e["rank"].get<int>()] = {e["waits_for"].get<int>(), e["comm"]["name"].get<std::string>()};
     EXPECT_EQ(e["why"], "absent");
   }
-  const std::map<int, std::pair<int, std::string>> want = {
-      {0, {1, "tp0"}}, {1, {7, "dp1"}}, {2, {3, "tp1"}}, {3, {7, "dp1"}},
-      {4, {5, "tp2"}}, {5, {7, "dp1"}}, {6, {7, "tp3"}}};
+  const std::map<int, std::pair<int, std::string>> want = {{0, {1, "tp0"}}, {1, {7, "dp1"}}, {2, {3, "tp1"}},
+                                                           {3, {7, "dp1"}}, {4, {5, "tp2"}}, {5, {7, "dp1"}},
+                                                           {6, {7, "tp3"}}};
   EXPECT_EQ(edges, want);
   EXPECT_NE(f.summary.find("rank 7 (node3"), std::string::npos) << f.summary;
   // Nodes 0-2 see their ranks wait for ranks that wait elsewhere: they name nobody. Node 3 sees

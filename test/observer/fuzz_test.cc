@@ -13,9 +13,9 @@
 #include <fstream>
 #include <random>
 
+#include "common/paths.h"
 #include "observer/ingest/sigbus_guard.h"
 #include "test/support/observer_harness.h"
-#include "common/paths.h"
 
 namespace {
 
@@ -57,7 +57,8 @@ struct Mutator {
     auto* ring0 = reinterpret_cast<shm::CommHeader*>(base + shm::kSegmentHeaderBytes);
     uint64_t stride = shm::kCommHeaderBytes + uint64_t(kCap) * shm::kRecordBytes;
     auto* ring = reinterpret_cast<shm::CommHeader*>(reinterpret_cast<uint8_t*>(ring0) + stride * below(kComms));
-    auto* rec = reinterpret_cast<shm::OpRecord*>(reinterpret_cast<uint8_t*>(ring) + shm::kCommHeaderBytes) + below(kCap);
+    auto* rec =
+        reinterpret_cast<shm::OpRecord*>(reinterpret_cast<uint8_t*>(ring) + shm::kCommHeaderBytes) + below(kCap);
     switch (below(12)) {
       case 0:  // random bytes anywhere
         for (int i = 0; i < 64; ++i) base[below(size)] = uint8_t(any());
@@ -72,12 +73,8 @@ struct Mutator {
         ring->nranks = int32_t(any());
         ring->rank = int32_t(any());
         return false;
-      case 4:
-        ring->head.store(any(), std::memory_order_relaxed);
-        return false;
-      case 5:
-        ring->head.store(UINT64_MAX - below(3), std::memory_order_relaxed);
-        return false;
+      case 4: ring->head.store(any(), std::memory_order_relaxed); return false;
+      case 5: ring->head.store(UINT64_MAX - below(3), std::memory_order_relaxed); return false;
       case 6:  // absurd record fields with a valid sequence number
         rec->kind = uint8_t(any());
         rec->func = uint8_t(any());

@@ -58,7 +58,8 @@ TEST(Hang, AbsentRankIsNamedAfterTheTimeoutAndClosesWhenItJoins) {
   EXPECT_EQ(f[0].evidence["root"][0]["reason"], "idle");
   EXPECT_EQ(f[0].evidence["waiting_ranks"], (nlohmann::json{0, 1, 2}));
   EXPECT_EQ(f[0].evidence["chain"].size(), 3u);
-  EXPECT_EQ(f[0].summary, "rank 3 (node0, pid 3000003) never entered AllReduce #5 of dp (0x00000000000000d1); 3 ranks wait for it");
+  EXPECT_EQ(f[0].summary,
+            "rank 3 (node0, pid 3000003) never entered AllReduce #5 of dp (0x00000000000000d1); 3 ranks wait for it");
   auto comms = h.sink.comms();
   ASSERT_EQ(comms.size(), 1u);
   EXPECT_EQ(comms[0].state, "hung");
@@ -147,8 +148,8 @@ TEST(Hang, WaitForChainAcrossThreeCommunicatorsEndsAtTheRoot) {
   int c = h.job.add_comm(0xc, {2, 3}, "c");
   // Rank 3 stopped issuing. Rank 2 waits for it in c; rank 1 waits for rank 2 in b (rank 2 never
   // got there); rank 0 waits for rank 1 in a.
-  op(h.job, c, 0, shm::kFuncAllReduce, 0, kT0);          // comm rank 0 of c = rank 2
-  op(h.job, b, 0, shm::kFuncAllReduce, 0, kT0 + kMs);    // comm rank 0 of b = rank 1
+  op(h.job, c, 0, shm::kFuncAllReduce, 0, kT0);            // comm rank 0 of c = rank 2
+  op(h.job, b, 0, shm::kFuncAllReduce, 0, kT0 + kMs);      // comm rank 0 of b = rank 1
   op(h.job, a, 0, shm::kFuncAllReduce, 0, kT0 + 2 * kMs);  // comm rank 0 of a = rank 0
   h.pass(kT0 + 20 * kSec);
   auto f = h.findings();
@@ -270,7 +271,7 @@ TEST(Hang, ExitWithNobodyWaitingIsNoFinding) {
   ObserverHarness h(4);
   int dp = h.job.add_comm(0xd1, {0, 1, 2, 3}, "dp");
   history(h.job, dp, 5);
-  h.job.kill(2);                    // exited without destroying communicators
+  h.job.kill(2);                      // exited without destroying communicators
   h.job.kill(3, /*finalized=*/true);  // clean exit
   h.pass(kT0 + 30 * kSec);
   EXPECT_TRUE(h.findings().empty());

@@ -10,11 +10,11 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/liveness.h"
+#include "common/paths.h"
 #include "observer/ingest/ingestor.h"
 #include "observer/ingest/liveness.h"
 #include "test/support/observer_harness.h"
-#include "common/paths.h"
-#include "common/liveness.h"
 
 namespace {
 
@@ -199,7 +199,7 @@ TEST(Ingest, GoneOwnersSegmentIsReclaimedOnceJudged) {
   h.pass(kT0 + 31 * kSec);
   EXPECT_FALSE(std::filesystem::exists(h.job.path(1)));  // judged, gone, old: reclaimed
   EXPECT_TRUE(std::filesystem::exists(h.job.path(0)));   // its op #1 is not judged yet
-  h.pass(kT0 + 80 * kSec);  // the unmatched op is judged partial after the settle timeout
+  h.pass(kT0 + 80 * kSec);                               // the unmatched op is judged partial after the settle timeout
   EXPECT_FALSE(std::filesystem::exists(h.job.path(0)));
   EXPECT_EQ(h.observer->ingest_stats().segments_reclaimed, 2u);
   // What was learnt stays: ranks and operations are still in the sink.
@@ -228,7 +228,6 @@ TEST(Ingest, ZombieOwnerIsGone) {
   EXPECT_FALSE(obs::owner_running(child, 0));
 }
 
-
 // Row 5 of the hostile-input trial: an observer that starts after the ring wrapped counts what was
 // overwritten before it attached, says so in its log and in the store's job header.
 TEST(IngestLoss, LateObserverCountsRecordsGoneBeforeItAttached) {
@@ -248,8 +247,9 @@ TEST(IngestLoss, LateObserverCountsRecordsGoneBeforeItAttached) {
   EXPECT_EQ(h.sink.job().records_lost, 48u);
   int warned = 0;
   for (const auto& l : h.log) {
-    warned += l == "warning: 48 records lost (ring overwritten before they were read): a finding may be "
-                   "missing; raise SCOUT_RING_SLOTS";
+    warned += l ==
+              "warning: 48 records lost (ring overwritten before they were read): a finding may be "
+              "missing; raise SCOUT_RING_SLOTS";
   }
   EXPECT_EQ(warned, 1);
   EXPECT_NE(h.observer->stats_line().find("records 32 read / 48 overwritten unread"), std::string::npos)
@@ -287,7 +287,8 @@ TEST(IngestBounds, HugeCommunicatorClaimsAreBounded) {
   EXPECT_EQ(h.observer->model().comms().size(), 2u);  // 2 x 2^18 rank slots fill the bound
   EXPECT_EQ(h.observer->ingest_stats().rings_rejected, 30u);
   int refused = 0;
-  for (const auto& l : h.log) refused += l.find("ranks beyond the observer's bound of 524288 rank slots") != std::string::npos;
+  for (const auto& l : h.log)
+    refused += l.find("ranks beyond the observer's bound of 524288 rank slots") != std::string::npos;
   EXPECT_EQ(refused, 30);
   h.pass(kT0 + kSec);  // logged once per ring
   refused = 0;

@@ -29,18 +29,19 @@
 namespace {
 
 using scout::testing::build_path;
-using scout::testing::ProcessResult;
-using scout::testing::Subprocess;
-using scout::testing::TempDir;
 using scout::testing::Named;
+using scout::testing::ProcessResult;
 using scout::testing::read_truth;
 using scout::testing::show;
+using scout::testing::Subprocess;
+using scout::testing::TempDir;
 
 constexpr int kNodes = 4;
 
 // `scout findings --json --store PATH`: one JSON object per line.
 std::vector<nlohmann::json> findings(const std::string& store) {
-  ProcessResult r = scout::testing::run_process({build_path("bin/scout"), "findings", "--json", "--store", store}, {}, 30);
+  ProcessResult r =
+      scout::testing::run_process({build_path("bin/scout"), "findings", "--json", "--store", store}, {}, 30);
   std::vector<nlohmann::json> out;
   if (r.exit_code != 0) return out;
   std::istringstream in(r.out);
@@ -70,14 +71,10 @@ struct Outcome {
 
 Outcome run(const std::string& job, const std::string& rdzv, const TempDir& dir) {
   const std::map<std::string, std::string> env = {
-      {"SCOUT_SHM_DIR", dir.path() + "/shm"},
-      {"SCOUT_FP_BUDGET", "0"},
-      {"SCOUT_NET_HOST", "127.0.0.1"},
-      {"SCOUT_NET_INTERVAL_MS", "100"},
-      {"SCOUT_NET_DRILL_REPEAT", "5"},
-      {"SCOUT_NET_TIMEOUT_MS", "10000"},
-      {"SCOUT_NET_JOIN_TIMEOUT_MS", "30000"},
-      {"SCOUT_OBSERVER_FP_TIMEOUT_S", "2"},
+      {"SCOUT_SHM_DIR", dir.path() + "/shm"}, {"SCOUT_FP_BUDGET", "0"},
+      {"SCOUT_NET_HOST", "127.0.0.1"},        {"SCOUT_NET_INTERVAL_MS", "100"},
+      {"SCOUT_NET_DRILL_REPEAT", "5"},        {"SCOUT_NET_TIMEOUT_MS", "10000"},
+      {"SCOUT_NET_JOIN_TIMEOUT_MS", "30000"}, {"SCOUT_OBSERVER_FP_TIMEOUT_S", "2"},
   };
   std::filesystem::create_directories(dir.path() + "/shm");
   auto store = [&](int k) { return dir.path() + "/node-" + std::to_string(k) + ".db"; };
@@ -92,9 +89,27 @@ Outcome run(const std::string& job, const std::string& rdzv, const TempDir& dir)
   // Rank 7 (node 3): operation 21 is the first DP AllReduce of step 2 (dp1, seqNumber 8), whose
   // receive buffer it corrupts; operation 45 opens the DP AllReduce group of step 5, which it never
   // enters. The job then stands still until the test ends it.
-  Subprocess sim({build_path("bin/scout-sim"), "--ranks", "8", "--tp", "2", "--nodes", "4", "--steps", "12",
-                  "--step-ms", "20", "--job", job, "--truth", dir.path() + "/truth.jsonl", "--timeout", "60",
-                  "--fault", "sdc:rank=7,op=21", "--fault", "hang:rank=7,op=45"},
+  Subprocess sim({build_path("bin/scout-sim"),
+                  "--ranks",
+                  "8",
+                  "--tp",
+                  "2",
+                  "--nodes",
+                  "4",
+                  "--steps",
+                  "12",
+                  "--step-ms",
+                  "20",
+                  "--job",
+                  job,
+                  "--truth",
+                  dir.path() + "/truth.jsonl",
+                  "--timeout",
+                  "60",
+                  "--fault",
+                  "sdc:rank=7,op=21",
+                  "--fault",
+                  "hang:rank=7,op=45"},
                  env);
   Outcome o;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);

@@ -146,7 +146,7 @@ TEST(NodeView, WaitSnapshotHoldsMembersCountersAndInFlightRecords) {
       ASSERT_EQ(cv.members[0].records.size(), 1u);  // its slot of #1
       EXPECT_EQ(cv.members[0].records[0].key, 1u);
       EXPECT_EQ(cv.members[0].records[0].state, shm::kStateRunning);
-      EXPECT_TRUE(cv.members[1].records.empty());   // rank 1 never issued #1
+      EXPECT_TRUE(cv.members[1].records.empty());  // rank 1 never issued #1
       EXPECT_EQ(cv.members[1].issued[shm::kFuncAllReduce], 1u);
     } else {
       EXPECT_EQ(cv.comm_hash, 0xd3u);

@@ -81,8 +81,21 @@ Outcome run(const std::string& job, const std::vector<std::string>& faults,
   };
   const std::string store = dir.path() + "/state/" + job + "/node-0.db";
   Subprocess observer({build_path("bin/scout-observer"), "--job", job, "--hang-timeout", "5", "--interval", "50"}, env);
-  std::vector<std::string> argv = {build_path("bin/scout-sim"), "--job", job, "--truth", dir.path() + "/truth.jsonl",
-                                   "--ranks", "8", "--tp", "2", "--pp", "2", "--steps", "300", "--step-ms", "40"};
+  std::vector<std::string> argv = {build_path("bin/scout-sim"),
+                                   "--job",
+                                   job,
+                                   "--truth",
+                                   dir.path() + "/truth.jsonl",
+                                   "--ranks",
+                                   "8",
+                                   "--tp",
+                                   "2",
+                                   "--pp",
+                                   "2",
+                                   "--steps",
+                                   "300",
+                                   "--step-ms",
+                                   "40"};
   for (const std::string& f : faults) {
     argv.push_back("--fault");
     argv.push_back(f);
@@ -93,8 +106,7 @@ Outcome run(const std::string& job, const std::vector<std::string>& faults,
   while (std::chrono::steady_clock::now() < deadline) {
     try {
       if (std::filesystem::exists(store) && done(scout::store::StoreReader::open(store)->findings())) break;
-    } catch (const std::exception&) {
-    }
+    } catch (const std::exception&) {}
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   observer.signal(SIGTERM);
@@ -150,7 +162,8 @@ TEST(ReplayEndToEnd, GpuComputingWrongGemmsIsAttributedByReplay) {
 
 TEST(ReplayEndToEnd, CorruptingLinkNamesReceiverAndSender) {
   Outcome o = run("linksdc", {"linksdc:rank=2,peer=3,step=20"}, has_replay_sdc);
-  EXPECT_EQ(from_replay(o.findings), (std::multiset<Named>{{"sdc", {2, 3}}})) << show(o.found) << "\n" << o.observer_err;
+  EXPECT_EQ(from_replay(o.findings), (std::multiset<Named>{{"sdc", {2, 3}}})) << show(o.found) << "\n"
+                                                                              << o.observer_err;
   const auto* f = only(o, scout::obs::FindingKind::kSdc);
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->suspects[0].global_rank, 2);

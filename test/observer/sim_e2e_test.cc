@@ -27,12 +27,12 @@
 namespace {
 
 using scout::testing::build_path;
-using scout::testing::ProcessResult;
-using scout::testing::Subprocess;
-using scout::testing::TempDir;
 using scout::testing::Named;
+using scout::testing::ProcessResult;
 using scout::testing::read_truth;
 using scout::testing::show;
+using scout::testing::Subprocess;
+using scout::testing::TempDir;
 
 struct Outcome {
   std::multiset<Named> truth, found;
@@ -73,8 +73,7 @@ Outcome run(const std::string& job, const std::vector<std::string>& sim_args, si
     if (std::filesystem::exists(store)) {
       try {
         if (scout::store::StoreReader::open(store)->findings().size() >= expect && expect > 0) break;
-      } catch (const std::exception&) {
-      }
+      } catch (const std::exception&) {}
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
@@ -91,7 +90,8 @@ Outcome run(const std::string& job, const std::vector<std::string>& sim_args, si
 
 void expect_exact(const Outcome& o) {
   EXPECT_EQ(o.found, o.truth) << "found:" << show(o.found) << "\ntruth:" << show(o.truth) << "\nsim: " << o.sim.err
-                              << "\nobserver:\n" << o.observer_err;
+                              << "\nobserver:\n"
+                              << o.observer_err;
 }
 
 TEST(SimEndToEnd, HealthyEightRanksTwoHundredStepsGiveNoFinding) {
@@ -118,8 +118,8 @@ TEST(SimEndToEnd, DesyncIsAttributed) {
 // In a TP group of two ranks one side cannot out-vote the other; the TP groups of the other
 // replicas ran the same sequence and vote too (equivalent communicators found automatically).
 TEST(SimEndToEnd, DesyncInATwoRankGroupIsAttributedByEquivalentGroups) {
-  Outcome o = run("desync2", {"--ranks", "8", "--tp", "2", "--pp", "2", "--steps", "12", "--fault", "desync:rank=2,step=9"},
-                  1);
+  Outcome o =
+      run("desync2", {"--ranks", "8", "--tp", "2", "--pp", "2", "--steps", "12", "--fault", "desync:rank=2,step=9"}, 1);
   ASSERT_EQ(o.truth.size(), 1u);
   expect_exact(o);
   ASSERT_EQ(o.findings.size(), 1u);
@@ -134,40 +134,45 @@ TEST(SimEndToEnd, NanOriginIsTheInjectedRank) {
 }
 
 TEST(SimEndToEnd, StragglerIsNamedNotItsVictims) {
-  Outcome o = run("straggler",
-                  {"--ranks", "8", "--tp", "2", "--pp", "2", "--steps", "6", "--fault", "straggler:rank=3,ms=60,step=1"}, 1);
+  Outcome o =
+      run("straggler",
+          {"--ranks", "8", "--tp", "2", "--pp", "2", "--steps", "6", "--fault", "straggler:rank=3,ms=60,step=1"}, 1);
   ASSERT_EQ(o.truth.size(), 1u);
   expect_exact(o);
 }
 
 TEST(SimEndToEnd, SlowLinkNamesBothEnds) {
-  Outcome o = run("slowlink",
-                  {"--ranks", "8", "--tp", "2", "--pp", "2", "--steps", "12", "--fault", "slowlink:rank=4,peer=5,ms=60"}, 1);
+  Outcome o =
+      run("slowlink",
+          {"--ranks", "8", "--tp", "2", "--pp", "2", "--steps", "12", "--fault", "slowlink:rank=4,peer=5,ms=60"}, 1);
   ASSERT_EQ(o.truth.size(), 1u);
   expect_exact(o);
 }
 
 TEST(SimEndToEnd, HangRootIsTheRankThatStopped) {
-  Outcome o = run("hang", {"--ranks", "8", "--tp", "2", "--pp", "2", "--steps", "20", "--timeout", "4", "--fault",
-                           "hang:rank=5,step=6"},
-                  1);
+  Outcome o = run(
+      "hang",
+      {"--ranks", "8", "--tp", "2", "--pp", "2", "--steps", "20", "--timeout", "4", "--fault", "hang:rank=5,step=6"},
+      1);
   EXPECT_EQ(o.sim.exit_code, 3) << o.sim.err;  // ended by --timeout
   ASSERT_EQ(o.truth.size(), 1u);
   expect_exact(o);
 }
 
 TEST(SimEndToEnd, CrashIsTheRankThatDied) {
-  Outcome o = run("crash", {"--ranks", "8", "--tp", "2", "--pp", "2", "--steps", "20", "--timeout", "4", "--fault",
-                            "crash:rank=2,step=5"},
-                  1);
+  Outcome o = run(
+      "crash",
+      {"--ranks", "8", "--tp", "2", "--pp", "2", "--steps", "20", "--timeout", "4", "--fault", "crash:rank=2,step=5"},
+      1);
   ASSERT_EQ(o.truth.size(), 1u);
   expect_exact(o);
 }
 
 TEST(SimEndToEnd, TwoFaultsAtOnceGiveTwoFindings) {
-  Outcome o = run("two", {"--ranks", "8", "--tp", "4", "--steps", "12", "--fault", "sdc:rank=1,step=3", "--fault",
-                          "desync:rank=6,step=5"},
-                  2);
+  Outcome o = run(
+      "two",
+      {"--ranks", "8", "--tp", "4", "--steps", "12", "--fault", "sdc:rank=1,step=3", "--fault", "desync:rank=6,step=5"},
+      2);
   ASSERT_EQ(o.truth.size(), 2u);
   expect_exact(o);
 }

@@ -73,7 +73,8 @@ TEST(Straggler, LateRankIsNamedItsVictimsAreNotAndItClosesOnRecovery) {
   EXPECT_EQ(c0["late_ops"], 4);
   EXPECT_EQ(c0["late_events"], 4);
   EXPECT_DOUBLE_EQ(c0["median_late_ms"].get<double>(), 30.0);
-  EXPECT_NE(f[0].summary.find("rank 2 (node0, pid 3000002) arrives late by 30.0 ms"), std::string::npos) << f[0].summary;
+  EXPECT_NE(f[0].summary.find("rank 2 (node0, pid 3000002) arrives late by 30.0 ms"), std::string::npos)
+      << f[0].summary;
   for (int s = 9; s < 15; ++s) j.step(s, {0, 0, 30 * kMs, 0});
   ASSERT_EQ(j.h.findings().size(), 1u);  // one finding while it lasts
   EXPECT_TRUE(j.h.findings()[0].open);

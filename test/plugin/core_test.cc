@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "common/names.h"
 #include "plugin/core/clock.h"
 #include "plugin/core/events.h"
 #include "plugin/core/handle.h"
 #include "plugin/core/identity.h"
-#include "common/names.h"
 #include "plugin/core/v4_adapter.h"
 #include "test/support/plugin_driver.h"
 #include "test/support/tmpdir.h"
@@ -83,8 +83,8 @@ TEST(Names, MapsEveryNcclString) {
   EXPECT_EQ(shm::func_id("Unknown"), shm::kFuncUnknown);
   EXPECT_EQ(shm::func_id(nullptr), shm::kFuncUnknown);
   EXPECT_EQ(shm::func_id("allreduce"), shm::kFuncUnknown);
-  const char* types[] = {"ncclInt8",    "ncclUint8",   "ncclInt32",    "ncclUint32",
-                         "ncclInt64",   "ncclUint64",  "ncclFloat16",  "ncclFloat32",
+  const char* types[] = {"ncclInt8",    "ncclUint8",    "ncclInt32",      "ncclUint32",
+                         "ncclInt64",   "ncclUint64",   "ncclFloat16",    "ncclFloat32",
                          "ncclFloat64", "ncclBfloat16", "ncclFloat8e4m3", "ncclFloat8e5m2"};
   for (int i = 0; i < 12; ++i) EXPECT_EQ(shm::datatype_id(types[i]), i) << types[i];
   EXPECT_EQ(shm::datatype_id("ncclHalf"), shm::kTypeFloat16);
@@ -157,14 +157,17 @@ TEST(Identity, RanksFromTheFirstLauncherVariableSet) {
   EXPECT_EQ(a.global_rank, -1);
   EXPECT_EQ(a.local_rank, -1);
   EXPECT_EQ(a.world_size, -1);
-  Identity b = ident({{"PMIX_RANK", "9"}, {"PMI_RANK", "8"}, {"SLURM_PROCID", "7"},
-                      {"SLURM_LOCALID", "3"}, {"SLURM_NTASKS", "64"}},
-                     &w);
+  Identity b = ident(
+      {{"PMIX_RANK", "9"}, {"PMI_RANK", "8"}, {"SLURM_PROCID", "7"}, {"SLURM_LOCALID", "3"}, {"SLURM_NTASKS", "64"}},
+      &w);
   EXPECT_EQ(b.global_rank, 7);
   EXPECT_EQ(b.local_rank, 3);
   EXPECT_EQ(b.world_size, 64);
-  Identity c = ident({{"RANK", "1"}, {"OMPI_COMM_WORLD_RANK", "2"}, {"LOCAL_RANK", "0"},
-                      {"OMPI_COMM_WORLD_LOCAL_RANK", "5"}, {"WORLD_SIZE", "16"},
+  Identity c = ident({{"RANK", "1"},
+                      {"OMPI_COMM_WORLD_RANK", "2"},
+                      {"LOCAL_RANK", "0"},
+                      {"OMPI_COMM_WORLD_LOCAL_RANK", "5"},
+                      {"WORLD_SIZE", "16"},
                       {"OMPI_COMM_WORLD_SIZE", "32"}},
                      &w);
   EXPECT_EQ(c.global_rank, 1);
@@ -270,8 +273,8 @@ TEST(Events, InProcessSequenceWithoutTheSharedObject) {
   abi::DescrV5 a = testing::d_coll_api("Reduce", 4, "ncclFloat64", 1, nullptr, false, ga);
   void* ca = nullptr;
   start_event(ctx, &ca, &a, 5);
-  abi::DescrV5 c = testing::d_coll(2, "Reduce", (void*)1, (void*)2, 4, 1, "ncclFloat64", 1,
-                                   "TREE", "LL", ca, nullptr, 0);
+  abi::DescrV5 c =
+      testing::d_coll(2, "Reduce", (void*)1, (void*)2, 4, 1, "ncclFloat64", 1, "TREE", "LL", ca, nullptr, 0);
   void* op = nullptr;
   start_event(ctx, &op, &c, 5);
   stop_event(op);

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "plugin/core/events.h"
 #include "common/dump.h"
+#include "plugin/core/events.h"
 #include "test/support/plugin_driver.h"
 #include "test/support/tmpdir.h"
 
@@ -51,8 +51,8 @@ class DumpTest : public ::testing::Test {
       void* ga = start(d_group_api(false, 1));
       void* ca = start(d_coll_api("AllReduce", 10, "ncclFloat32", 0, (void*)0xab, false, ga));
       void* g = start(d_group());
-      void* op = start(d_coll(k, "AllReduce", (void*)0x10, (void*)0x10, 10, 0, "ncclFloat32", 1,
-                              "RING", "LL", ca, g, 1));
+      void* op =
+          start(d_coll(k, "AllReduce", (void*)0x10, (void*)0x10, 10, 0, "ncclFloat32", 1, "RING", "LL", ca, g, 1));
       core::stop_event(op);
       core::stop_event(ga);
       void* kc = start(d_kernel_ch(0, 1000 + k, op));

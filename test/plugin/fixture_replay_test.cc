@@ -45,12 +45,31 @@ std::vector<std::string> fixtures(const std::string& dir) {
 
 // Keys whose values depend on when, where and in which process the replay ran.
 bool volatile_key(const std::string& type, const std::string& k) {
-  static const char* always[] = {"path", "owner_pid", "owner_start_ticks", "owner_alive",
-                                 "created_ns", "closed_ns", "last_event_ns", "plugin_version",
-                                 "host", "init_ns", "finalize_ns", "last_api_ns",
-                                 "gpu_clock_offset_ns", "fp_gpu_ns", "kernel_ns", "thread",
-                                 "send_buf", "recv_buf", "api_ns", "launch_ns", "enqueue_ns",
-                                 "gpu_start_ns", "gpu_end_ns", "complete_ns", "job"};
+  static const char* always[] = {"path",
+                                 "owner_pid",
+                                 "owner_start_ticks",
+                                 "owner_alive",
+                                 "created_ns",
+                                 "closed_ns",
+                                 "last_event_ns",
+                                 "plugin_version",
+                                 "host",
+                                 "init_ns",
+                                 "finalize_ns",
+                                 "last_api_ns",
+                                 "gpu_clock_offset_ns",
+                                 "fp_gpu_ns",
+                                 "kernel_ns",
+                                 "thread",
+                                 "send_buf",
+                                 "recv_buf",
+                                 "api_ns",
+                                 "launch_ns",
+                                 "enqueue_ns",
+                                 "gpu_start_ns",
+                                 "gpu_end_ns",
+                                 "complete_ns",
+                                 "job"};
   for (const char* a : always) {
     if (k == a) return true;
   }

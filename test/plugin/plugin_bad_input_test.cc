@@ -42,8 +42,8 @@ TEST_F(PluginTest, NullHandlesAndNullPointersAreCounted) {
   EXPECT_NE(k, nullptr);
   pl_->kernel_ch_stop(k, gpu_now());
   // A Coll whose CollApi handle is NULL: recorded, flagged, counted.
-  void* coll = pl_->start(ctx, d_coll(5, "AllReduce", (void*)1, (void*)2, 8, 0, "ncclFloat32", 1,
-                                      "RING", "LL", nullptr, nullptr, 0));
+  void* coll = pl_->start(
+      ctx, d_coll(5, "AllReduce", (void*)1, (void*)2, 8, 0, "ncclFloat32", 1, "RING", "LL", nullptr, nullptr, 0));
   // NULL out-pointer and NULL descriptor straight into the table.
   abi::DescrV5 d = d_group();
   EXPECT_EQ(lp_.v5->startEvent(ctx, nullptr, &d), abi::kSuccess);
@@ -55,7 +55,7 @@ TEST_F(PluginTest, NullHandlesAndNullPointersAreCounted) {
 
   SegmentView v = segment();
   EXPECT_EQ(v.info.events_bad_handle, 2u);  // stop(NULL), recordEventState(NULL)
-  EXPECT_EQ(v.comms[0].bad_handles, 2u);     // KernelCh parent NULL, Coll parent NULL
+  EXPECT_EQ(v.comms[0].bad_handles, 2u);    // KernelCh parent NULL, Coll parent NULL
   ASSERT_EQ(v.records[0].size(), 1u);
   EXPECT_EQ(v.records[0][0].key, 5u);
   EXPECT_EQ(v.records[0][0].flags, uint32_t(shm::kFlagNoApi));
@@ -73,8 +73,7 @@ TEST_F(PluginTest, StaleHandlesAreCountedNeverFollowed) {
   pl_->stop(h.group_api);
   // docs/nccl-notes.md §3.10: a later task inherits an already used CollApi handle.
   void* g = pl_->start(ctx, d_group());
-  pl_->start(ctx, d_coll(1, "AllReduce", (void*)1, (void*)2, 8, 0, "ncclFloat32", 1, "RING", "LL",
-                         h.coll_api, g, 0));
+  pl_->start(ctx, d_coll(1, "AllReduce", (void*)1, (void*)2, 8, 0, "ncclFloat32", 1, "RING", "LL", h.coll_api, g, 0));
   SegmentView v = segment();
   ASSERT_EQ(v.records[0].size(), 2u);
   EXPECT_EQ(v.records[0][0].flags, 0u);
@@ -127,10 +126,10 @@ TEST_F(PluginTest, GarbageHandleValuesNeverCrash) {
       reinterpret_cast<void*>(0x1),
       reinterpret_cast<void*>(0xdeadbeefull),
       reinterpret_cast<void*>(~0ull),
-      reinterpret_cast<void*>(opv | (0xfull << 44)),           // our salt, no such type
-      reinterpret_cast<void*>(opv ^ (0x40ull << 36)),          // Op naming ring 64 (of 32)
-      reinterpret_cast<void*>(chv ^ 0x12345ull),               // KernelCh of a record never made
-      reinterpret_cast<void*>(uintptr_t(&garbage)),            // a real address
+      reinterpret_cast<void*>(opv | (0xfull << 44)),   // our salt, no such type
+      reinterpret_cast<void*>(opv ^ (0x40ull << 36)),  // Op naming ring 64 (of 32)
+      reinterpret_cast<void*>(chv ^ 0x12345ull),       // KernelCh of a record never made
+      reinterpret_cast<void*>(uintptr_t(&garbage)),    // a real address
   };
   for (void* g : garbage) {
     pl_->stop(g);
@@ -139,8 +138,7 @@ TEST_F(PluginTest, GarbageHandleValuesNeverCrash) {
     a.kernelCh.pTimer = 1;
     pl_->state(g, abi::kStateKernelChStop, &a);
     pl_->start(ctx, d_kernel_ch(1, gpu_now(), g));
-    pl_->start(ctx, d_coll(0, "AllReduce", nullptr, nullptr, 1, 0, "ncclFloat32", 1, "RING",
-                           "LL", g, nullptr, 0));
+    pl_->start(ctx, d_coll(0, "AllReduce", nullptr, nullptr, 1, 0, "ncclFloat32", 1, "RING", "LL", g, nullptr, 0));
     pl_->start(g, d_kernel_launch(nullptr, nullptr));  // as a context
   }
   SegmentView v = segment();
@@ -156,9 +154,7 @@ TEST_F(PluginTest, GarbageHandleValuesNeverCrash) {
   EXPECT_EQ(v.comms[0].kernelch_orphans, 2u);
   EXPECT_EQ(v.comms[0].bad_handles, 5u * 2u + 1u + 2u);
   EXPECT_EQ(v.records[0].size(), 1u + 7u);
-  for (size_t i = 1; i < v.records[0].size(); ++i) {
-    EXPECT_EQ(v.records[0][i].flags, uint32_t(shm::kFlagNoApi));
-  }
+  for (size_t i = 1; i < v.records[0].size(); ++i) { EXPECT_EQ(v.records[0][i].flags, uint32_t(shm::kFlagNoApi)); }
   // The real operation is untouched by all of it.
   EXPECT_EQ(v.records[0][0].ch_started, 1);
   EXPECT_EQ(v.records[0][0].ch_stopped, 0);
@@ -205,11 +201,10 @@ TEST_F(PluginTest, NullStringsAndNullStateArgs) {
   void* kl = pl_->start(ctx, d_kernel_launch(nullptr, ga));
   pl_->stop(kl);
   void* g = pl_->start(ctx, d_group());
-  void* c1 = pl_->start(ctx, d_coll(3, nullptr, nullptr, nullptr, 10, 0, nullptr, 1, nullptr,
-                                    nullptr, ca, g, 0));
+  void* c1 = pl_->start(ctx, d_coll(3, nullptr, nullptr, nullptr, 10, 0, nullptr, 1, nullptr, nullptr, ca, g, 0));
   // NCCL prints ncclUint8 as "Unknown" (docs/nccl-notes.md §2.5).
-  void* c2 = pl_->start(ctx, d_coll(4, "AllReduce", nullptr, nullptr, 10, 0, "Unknown", 1, "RING",
-                                    "SIMPLE", nullptr, g, 0));
+  void* c2 =
+      pl_->start(ctx, d_coll(4, "AllReduce", nullptr, nullptr, 10, 0, "Unknown", 1, "RING", "SIMPLE", nullptr, g, 0));
   void* p1 = pl_->start(ctx, d_p2p(nullptr, nullptr, nullptr, 7, 1, 1, nullptr, g, 0));
   pl_->stop(c1);
   pl_->stop(c2);
@@ -392,15 +387,13 @@ TEST_F(PluginTest, ConcurrentInitOfEightCommunicatorsOnEightThreads) {
   for (int t = 0; t < kThreads; ++t) {
     ts.emplace_back([&, t] {
       ready.fetch_add(1);
-      while (ready.load() < kThreads) {
-      }
+      while (ready.load() < kThreads) {}
       int mask = 0;
       ctxs[t] = pl_->init(kHash * 3 + t, kThreads, t, nullptr, 1, &mask);
       EXPECT_EQ(mask, 0xE46);
       run_ops(*pl_, ctxs[t], 20);
       ready.fetch_add(1);
-      while (ready.load() < 2 * kThreads) {
-      }
+      while (ready.load() < 2 * kThreads) {}
       pl_->finalize(ctxs[t]);
     });
   }

@@ -38,8 +38,8 @@ class PluginTest : public ::testing::Test {
     // The descriptors carry made-up buffer addresses: the fingerprint engine (which hashes host
     // buffers in CPU mode) stays off except in the tests that pass real buffers.
     env_.set("SCOUT_FP", "0");
-    for (const char* v : {"SCOUT_ENABLE", "SCOUT_P2P", "SCOUT_RING_SLOTS", "SCOUT_MAX_COMMS",
-                          "SCOUT_GPU", "SCOUT_RECORD_CALLS", "NCCL_PROFILER_PLUGIN"}) {
+    for (const char* v : {"SCOUT_ENABLE", "SCOUT_P2P", "SCOUT_RING_SLOTS", "SCOUT_MAX_COMMS", "SCOUT_GPU",
+                          "SCOUT_RECORD_CALLS", "NCCL_PROFILER_PLUGIN"}) {
       env_.unset(v);
     }
     clear_captured_logs();

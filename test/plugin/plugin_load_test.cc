@@ -53,9 +53,8 @@ int child_main() {
   run_kernel_ch(pl, ctx, h.coll, 4, gpu_now(), gpu_now() + 1);
   pl.finalize(ctx);
   SegmentView v = read_segment(std::getenv("SCOUT_SHM_DIR"));
-  bool ok = v.ok && mask == 0xE46 && v.info.abi_version == uint32_t(expect) &&
-            v.records.size() == 1 && v.records[0].size() == 1 &&
-            v.records[0][0].state == shm::kStateComplete && pl.bad_results() == 0;
+  bool ok = v.ok && mask == 0xE46 && v.info.abi_version == uint32_t(expect) && v.records.size() == 1 &&
+            v.records[0].size() == 1 && v.records[0][0].state == shm::kStateComplete && pl.bad_results() == 0;
   std::printf("child: loaded v%d by dlopen(\"%s\"); segment %s\n", p.version, p.opened.c_str(),
               ok ? "ok" : (v.error.empty() ? "wrong" : v.error.c_str()));
   sim::unload_profiler_plugin(&p);
@@ -125,8 +124,8 @@ Child run_child(const std::map<std::string, std::string>& set, const std::vector
 class PluginLoad : public PluginTest {
  protected:
   // Runs one resolution case; the segment goes to a fresh directory.
-  void expect_child(const char* plugin_env, const std::string& ld_path, const char* lookup,
-                    int expect, const char* opened) {
+  void expect_child(const char* plugin_env, const std::string& ld_path, const char* lookup, int expect,
+                    const char* opened) {
     TempDir shm;
     std::map<std::string, std::string> set = {{"SCOUT_SHM_DIR", shm.path()},
                                               {"SCOUT_LOAD_LOOKUP", lookup},
@@ -141,9 +140,7 @@ class PluginLoad : public PluginTest {
     Child c = run_child(set, unset, shm.path());
     EXPECT_EQ(c.status, 0) << c.output;
     if (opened) {
-      EXPECT_NE(c.output.find(std::string("by dlopen(\"") + opened + "\"); segment ok"),
-                std::string::npos)
-          << c.output;
+      EXPECT_NE(c.output.find(std::string("by dlopen(\"") + opened + "\"); segment ok"), std::string::npos) << c.output;
     }
   }
   std::string lib_dir() { return build_path("lib"); }

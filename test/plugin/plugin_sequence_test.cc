@@ -12,8 +12,8 @@
 #include <limits>
 
 #include "scout/fingerprint.h"
-#include "test/support/call_replay.h"
 #include "test/plugin/plugin_fixture.h"
+#include "test/support/call_replay.h"
 
 namespace scout::testing {
 namespace {
@@ -142,8 +142,8 @@ TEST_F(PluginTest, KernelChOnProxyThreadBeforeCollStop) {
   void* kl = pl_->start(ctx, d_kernel_launch(kStream, ga));
   pl_->stop(kl);
   void* g = pl_->start(ctx, d_group());
-  void* coll = pl_->start(ctx, d_coll(0, "AllGather", (void*)0x100, (void*)0x200, 512, 0,
-                                      "ncclInt8", 2, "RING", "LL", ca, g, 0));
+  void* coll = pl_->start(
+      ctx, d_coll(0, "AllGather", (void*)0x100, (void*)0x200, 512, 0, "ncclInt8", 2, "RING", "LL", ca, g, 0));
   uint64_t t0 = gpu_now();
   std::thread proxy([&] { run_kernel_ch(*pl_, ctx, coll, 2, t0, t0 + 100); });
   proxy.join();
@@ -186,18 +186,18 @@ TEST_F(PluginTest, UserGroupWithSeveralCollectivesOnSeveralCommunicators) {
   void* kla = pl_->start(a, d_kernel_launch(kStream, ga));
   pl_->stop(kla);
   void* gra = pl_->start(a, d_group());
-  void* c1 = pl_->start(a, d_coll(0, "AllReduce", (void*)0x10, (void*)0x10, 100, 0, "ncclFloat16",
-                                  2, "TREE", "LL128", ar, gra, 2));
-  void* c2 = pl_->start(a, d_coll(0, "Broadcast", (void*)0x20, (void*)0x30, 20, 2, "ncclInt8", 1,
-                                  "RING", "SIMPLE", bc, gra, 2));
+  void* c1 = pl_->start(
+      a, d_coll(0, "AllReduce", (void*)0x10, (void*)0x10, 100, 0, "ncclFloat16", 2, "TREE", "LL128", ar, gra, 2));
+  void* c2 = pl_->start(
+      a, d_coll(0, "Broadcast", (void*)0x20, (void*)0x30, 20, 2, "ncclInt8", 1, "RING", "SIMPLE", bc, gra, 2));
   pl_->stop(c1);
   pl_->stop(c2);
   pl_->stop(gra);
   void* klb = pl_->start(b, d_kernel_launch(kStream, ga));
   pl_->stop(klb);
   void* grb = pl_->start(b, d_group());
-  void* c3 = pl_->start(b, d_coll(0, "AllGather", (void*)0x40, (void*)0x50, 200, 0, "ncclInt8", 2,
-                                  "RING", "SIMPLE", ag, grb, 1));
+  void* c3 = pl_->start(
+      b, d_coll(0, "AllGather", (void*)0x40, (void*)0x50, 200, 0, "ncclInt8", 2, "RING", "SIMPLE", ag, grb, 1));
   pl_->stop(c3);
   pl_->stop(grb);
   pl_->stop(ga);
@@ -315,8 +315,8 @@ TEST_F(PluginTest, NonBlockingCommunicatorLaunchesAfterGroupApiStop) {
     void* kl = pl_->start(ctx, d_kernel_launch((void*)0x6000, ga));
     pl_->stop(kl);
     void* g = pl_->start(ctx, d_group());
-    coll = pl_->start(ctx, d_coll(3, "ReduceScatter", (void*)1, (void*)2, 64, 0, "ncclFloat64", 1,
-                                  "RING", "SIMPLE", ca, g, 0));
+    coll = pl_->start(
+        ctx, d_coll(3, "ReduceScatter", (void*)1, (void*)2, 64, 0, "ncclFloat64", 1, "RING", "SIMPLE", ca, g, 0));
     pl_->stop(coll);
     pl_->stop(g);
   });
@@ -337,8 +337,8 @@ TEST_F(PluginTest, NonBlockingCommunicatorLaunchesAfterGroupApiStop) {
   EXPECT_EQ(r.key, 3u);
   EXPECT_EQ(r.func, shm::kFuncReduceScatter);
   EXPECT_EQ(r.api_count, 64u);
-  EXPECT_EQ(r.thread, user_tid);       // the API call's thread
-  EXPECT_EQ(r.stream, 0x6000u);        // the launch stream
+  EXPECT_EQ(r.thread, user_tid);  // the API call's thread
+  EXPECT_EQ(r.stream, 0x6000u);   // the launch stream
   EXPECT_GE(r.launch_ns, launch_before);
   EXPECT_EQ(r.flags, 0u);
   EXPECT_EQ(r.state, uint32_t(shm::kStateComplete));
@@ -372,8 +372,8 @@ TEST_F(PluginTest, GraphCapturedCollectiveRecordedAtEachReplay) {
     void* op = nullptr;
     std::thread cb([&] {
       void* g = pl_->start(ctx, d_group());
-      op = pl_->start(ctx, d_coll(replay, "AllReduce", (void*)0xa, (void*)0xb, 32, 0,
-                                  "ncclFloat32", 2, "RING", "LL", ca, g, 0));
+      op = pl_->start(
+          ctx, d_coll(replay, "AllReduce", (void*)0xa, (void*)0xb, 32, 0, "ncclFloat32", 2, "RING", "LL", ca, g, 0));
       pl_->stop(op);
       pl_->stop(g);
     });
@@ -422,8 +422,8 @@ TEST_F(PluginTest, ApiCallsWithoutCollAreRecordedAsUnmatched) {
   void* kl = pl_->start(ctx, d_kernel_launch(kStream, ga));
   pl_->stop(kl);
   void* g = pl_->start(ctx, d_group());
-  void* op = pl_->start(ctx, d_coll(9, "AllGather", (void*)1, (void*)2, 20, 0, "ncclInt8", 1,
-                                    "RING", "SIMPLE", reg, g, 0));
+  void* op =
+      pl_->start(ctx, d_coll(9, "AllGather", (void*)1, (void*)2, 20, 0, "ncclInt8", 1, "RING", "SIMPLE", reg, g, 0));
   pl_->stop(op);
   pl_->stop(g);
   pl_->stop(ga);
@@ -716,7 +716,6 @@ TEST_F(PluginTest, DisabledByScoutEnableLeavesMaskAndRecordsNothing) {
   EXPECT_EQ(pl_->bad_results(), 0);
 }
 
-
 // The fingerprint engine's hooks get the operation as the table says (send/receive
 // bytes per function, API datatype for NaN counting): with host buffers and the CPU engine,
 // the fingerprints in the records equal the reference over exactly those bytes.
@@ -729,8 +728,8 @@ TEST_F(PluginTest, FingerprintHooksSeeTheRightBuffersAndSizes) {
   for (size_t i = 0; i < send.size(); ++i) send[i] = float(i) * 0.5f;
   send[7] = send[9] = send[11] = std::numeric_limits<float>::quiet_NaN();
   for (size_t i = 0; i < recv.size(); ++i) recv[i] = float(i);
-  auto run = [&](const char* func, uint64_t seq, size_t count, const char* dtype,
-                 size_t task_count, const char* task_dtype, int root) {
+  auto run = [&](const char* func, uint64_t seq, size_t count, const char* dtype, size_t task_count,
+                 const char* task_dtype, int root) {
     OpSpec op;
     op.func = func;
     op.seq = seq;
@@ -752,9 +751,7 @@ TEST_F(PluginTest, FingerprintHooksSeeTheRightBuffersAndSizes) {
   run("Reduce", 0, 256, "ncclFloat32", 0, nullptr, 0);           // rank 1 is not the root
   SegmentView v = segment();
   ASSERT_EQ(v.records[0].size(), 3u);
-  auto fpv = [](const void* p, uint64_t n, uint8_t dt, fp::Counts* c) {
-    return fp::fingerprint(p, n, dt, c);
-  };
+  auto fpv = [](const void* p, uint64_t n, uint8_t dt, fp::Counts* c) { return fp::fingerprint(p, n, dt, c); };
   fp::Counts sc;
   uint64_t want_send = fpv(send.data(), 1024, shm::kTypeFloat32, &sc);
   EXPECT_EQ(sc.nan, 3u);
@@ -778,7 +775,6 @@ TEST_F(PluginTest, FingerprintHooksSeeTheRightBuffersAndSizes) {
   EXPECT_EQ(v.comms[0].kernel_ns, 3u * (100u + 1u));  // counted once (by the event layer)
   pl_->finalize(ctx);
 }
-
 
 // SCOUT_RECORD_CALLS: the ABI layer appends every callback to PATH.<pid>.bin; replaying
 // that file into a fresh load of the plugin gives the same records.

@@ -84,7 +84,8 @@ TEST(ReplayContract, WrongDigestNotReadyAndLibraryMismatch) {
   Contract c{1, {}, {0, 1, 2, 3}};
   for (auto& r : rs) c.recipes.push_back(r.id);
   const uint64_t d = contract_digest(c);
-  std::vector<Readiness> ans = {ready(0, d), ready(1, d + 1), ready(2, d, "nccl 22700"), ready(3, d, "nccl 22809", false)};
+  std::vector<Readiness> ans = {ready(0, d), ready(1, d + 1), ready(2, d, "nccl 22700"),
+                                ready(3, d, "nccl 22809", false)};
   ContractCheck chk = check_contract(c, ans);
   EXPECT_EQ(chk.wrong_contract, (std::vector<int>{1}));
   EXPECT_EQ(chk.not_ready, (std::vector<int>{3}));
@@ -154,8 +155,7 @@ TEST(ReplayRecipes, BuilderOrdersCapsAndNames) {
 }
 
 TEST(ReplayRecipes, PairsAndClasses) {
-  EXPECT_EQ(pairs_of({{1, 2}, {2, 3}, {1, 2}}),
-            (std::vector<std::pair<int, int>>{{1, 2}, {2, 1}, {2, 3}, {3, 2}}));
+  EXPECT_EQ(pairs_of({{1, 2}, {2, 3}, {1, 2}}), (std::vector<std::pair<int, int>>{{1, 2}, {2, 1}, {2, 3}, {3, 2}}));
   CollClassSet s(2);
   CollClass a{"AllReduce", "float32", 4, 10, "RING", "LL", {0, 1}};
   CollClass b = a;

@@ -84,7 +84,8 @@ TEST(ReplayCoordinator, WrongGpuBecomesAnAttributedSdcFinding) {
   scout::replay::EmuDeviceState bad;
   bad.gemm_flip = true;
   std::string err;
-  ASSERT_TRUE(scout::replay::write_emu_device(scout::replay::emu_device_path(dir.path(), "j", "GPU-sim-node0-2"), bad, &err));
+  ASSERT_TRUE(
+      scout::replay::write_emu_device(scout::replay::emu_device_path(dir.path(), "j", "GPU-sim-node0-2"), bad, &err));
   ReplayCoordinator rc(options({build_path("bin/scout-replay"), "--job", "j", "--shm-dir", dir.path()}), "j",
                        dir.path(), 0, nullptr);
   auto recs = run_cycles(rc, m, board, 1);

@@ -41,16 +41,34 @@ struct FakeState {
 constexpr size_t kRec = 216;  // sizeof(CUpti_ActivityKernel10)
 
 cu::Result Init(unsigned) { return 0; }
-cu::Result DriverGetVersion(int* v) { *v = 13000; return 0; }
-cu::Result DeviceGetCount(int* n) { *n = 2; return 0; }
-cu::Result DeviceGet(cu::Device* d, int i) { *d = i; return 0; }
+cu::Result DriverGetVersion(int* v) {
+  *v = 13000;
+  return 0;
+}
+cu::Result DeviceGetCount(int* n) {
+  *n = 2;
+  return 0;
+}
+cu::Result DeviceGet(cu::Device* d, int i) {
+  *d = i;
+  return 0;
+}
 cu::Result DeviceGetUuid(cu::Uuid* u, cu::Device d) {
   std::memset(u->bytes, d + 1, 16);
   return 0;
 }
-cu::Result DeviceGetAttribute(int* v, int attr, cu::Device) { *v = attr == cu::kAttrMultiprocessorCount ? 132 : 0; return 0; }
-cu::Result PrimaryCtxRetain(cu::Context* c, cu::Device d) { *c = reinterpret_cast<void*>(uintptr_t(d + 1)); return 0; }
-cu::Result CtxSetCurrent(cu::Context c) { F.current = int(reinterpret_cast<uintptr_t>(c)) - 1; return 0; }
+cu::Result DeviceGetAttribute(int* v, int attr, cu::Device) {
+  *v = attr == cu::kAttrMultiprocessorCount ? 132 : 0;
+  return 0;
+}
+cu::Result PrimaryCtxRetain(cu::Context* c, cu::Device d) {
+  *c = reinterpret_cast<void*>(uintptr_t(d + 1));
+  return 0;
+}
+cu::Result CtxSetCurrent(cu::Context c) {
+  F.current = int(reinterpret_cast<uintptr_t>(c)) - 1;
+  return 0;
+}
 cu::Result MemAlloc(cu::DevicePtr* p, size_t n) {
   void* m = std::malloc(n);
   *p = reinterpret_cast<uintptr_t>(m);
@@ -64,14 +82,34 @@ cu::Result MemFree(cu::DevicePtr p) {
   std::free(reinterpret_cast<void*>(p));
   return 0;
 }
-cu::Result HtoD(cu::DevicePtr d, const void* s, size_t n) { std::memcpy(reinterpret_cast<void*>(d), s, n); return 0; }
-cu::Result DtoH(void* d, cu::DevicePtr s, size_t n) { std::memcpy(d, reinterpret_cast<void*>(s), n); return 0; }
+cu::Result HtoD(cu::DevicePtr d, const void* s, size_t n) {
+  std::memcpy(reinterpret_cast<void*>(d), s, n);
+  return 0;
+}
+cu::Result DtoH(void* d, cu::DevicePtr s, size_t n) {
+  std::memcpy(d, reinterpret_cast<void*>(s), n);
+  return 0;
+}
 cu::Result StreamSync(cu::Stream) { return 0; }
-cu::Result EventCreate(cu::Event* e, unsigned) { *e = nullptr; return 0; }
+cu::Result EventCreate(cu::Event* e, unsigned) {
+  *e = nullptr;
+  return 0;
+}
 cu::Result EventRecord(cu::Event, cu::Stream) { return 0; }
-cu::Result MemGetInfo(size_t* f, size_t* t) { *f = F.free_bytes; *t = size_t(141) << 30; return 0; }
-cu::Result DeviceGetName(char* n, int len, cu::Device) { std::snprintf(n, size_t(len), "Fake GPU"); return 0; }
-cu::Result PriorityRange(int* least, int* greatest) { *least = 0; *greatest = -5; return 0; }
+cu::Result MemGetInfo(size_t* f, size_t* t) {
+  *f = F.free_bytes;
+  *t = size_t(141) << 30;
+  return 0;
+}
+cu::Result DeviceGetName(char* n, int len, cu::Device) {
+  std::snprintf(n, size_t(len), "Fake GPU");
+  return 0;
+}
+cu::Result PriorityRange(int* least, int* greatest) {
+  *least = 0;
+  *greatest = -5;
+  return 0;
+}
 cu::Result StreamCreateWithPriority(cu::Stream* s, unsigned, int prio) {
   F.stream_priority = prio;
   *s = reinterpret_cast<void*>(uintptr_t(0x100 + F.current));
@@ -79,17 +117,29 @@ cu::Result StreamCreateWithPriority(cu::Stream* s, unsigned, int prio) {
 }
 cu::Result StreamDestroy(cu::Stream) { return 0; }
 
-int LtCreate(cudalib::LtHandle* h) { *h = &F; return 0; }
+int LtCreate(cudalib::LtHandle* h) {
+  *h = &F;
+  return 0;
+}
 int LtDestroy(cudalib::LtHandle) { return 0; }
 size_t LtVersion() { return 130100; }
-int DescCreate(cudalib::LtDesc* d, int, int) { *d = &F; return 0; }
+int DescCreate(cudalib::LtDesc* d, int, int) {
+  *d = &F;
+  return 0;
+}
 int DescDestroy(cudalib::LtDesc) { return 0; }
 int LayoutCreate(cudalib::LtLayout* l, int type, uint64_t rows, uint64_t cols, int64_t) {
   *l = new Layout{type, rows, cols};
   return 0;
 }
-int LayoutDestroy(cudalib::LtLayout l) { delete static_cast<Layout*>(l); return 0; }
-int PrefCreate(cudalib::LtPref* p) { *p = &F; return 0; }
+int LayoutDestroy(cudalib::LtLayout l) {
+  delete static_cast<Layout*>(l);
+  return 0;
+}
+int PrefCreate(cudalib::LtPref* p) {
+  *p = &F;
+  return 0;
+}
 int PrefDestroy(cudalib::LtPref) { return 0; }
 int PrefSet(cudalib::LtPref, int, const void*, size_t) { return 0; }
 int Heuristic(cudalib::LtHandle, cudalib::LtDesc, cudalib::LtLayout, cudalib::LtLayout, cudalib::LtLayout,
@@ -112,13 +162,14 @@ int Matmul(cudalib::LtHandle, cudalib::LtDesc, const void* alpha, const void* a,
   std::vector<float> out(m * n, 0.0f);
   for (uint64_t j = 0; j < n; ++j)
     for (uint64_t kk = 0; kk < k; ++kk)
-      for (uint64_t i = 0; i < m; ++i) out[i + j * m] += x[i + kk * m] * y[kk + j * k] * *static_cast<const float*>(alpha);
+      for (uint64_t i = 0; i < m; ++i)
+        out[i + j * m] += x[i + kk * m] * y[kk + j * k] * *static_cast<const float*>(alpha);
   std::memcpy(d, out.data(), out.size() * 4);
   F.matmuls++;
   KernelSpan s{F.current, 0, 0};
-  const uint64_t wall = uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                     std::chrono::system_clock::now().time_since_epoch())
-                                     .count());
+  const uint64_t wall =
+      uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+                   .count());
   F.clock = std::max(F.clock, wall);  // CUPTI stamps are CLOCK_REALTIME
   s.start_ns = F.clock;
   s.end_ns = F.clock + 1'000'000ull * uint64_t(F.current + 1);
@@ -127,7 +178,10 @@ int Matmul(cudalib::LtHandle, cudalib::LtDesc, const void* alpha, const void* a,
   return 0;
 }
 
-int CuptiVersion(uint32_t* v) { *v = 130001; return 0; }
+int CuptiVersion(uint32_t* v) {
+  *v = 130001;
+  return 0;
+}
 int CuptiEnable(int kind) { return kind == cudalib::kActivityConcurrentKernel ? 0 : 1; }
 int CuptiDisable(int) { return 0; }
 int CuptiRegister(cudalib::BufferRequested r, cudalib::BufferCompleted d) {
@@ -182,8 +236,8 @@ cudalib::Libs fake_libs(bool with_blas = true) {
   L.drv = {MemGetInfo, DeviceGetName, PriorityRange, StreamCreateWithPriority, StreamDestroy};
   if (with_blas) {
     L.have_blas = true;
-    L.blas = {LtCreate, LtDestroy, LtVersion, DescCreate, DescDestroy, LayoutCreate, LayoutDestroy, PrefCreate,
-              PrefDestroy, PrefSet, Heuristic, Matmul};
+    L.blas = {LtCreate,      LtDestroy,  LtVersion,   DescCreate, DescDestroy, LayoutCreate,
+              LayoutDestroy, PrefCreate, PrefDestroy, PrefSet,    Heuristic,   Matmul};
   } else {
     L.missing = "libcublasLt.so.13 not found";
   }
@@ -209,7 +263,7 @@ TEST(ReplayCudaFake, DescribesTheGpuAndItsLibraries) {
   EXPECT_EQ(g.model, "Fake GPU");
   EXPECT_EQ(g.sm_count, 132);
   EXPECT_EQ(g.libs, "cuda 13000; cublasLt 130100");
-  EXPECT_EQ(F.current, 1);  // found by UUID, not by the (unknown) ordinal
+  EXPECT_EQ(F.current, 1);          // found by UUID, not by the (unknown) ordinal
   EXPECT_EQ(F.stream_priority, 0);  // the lowest priority
   GpuInfo none = b.describe({5, "GPU-ffffffff-ffff-ffff-ffff-ffffffffffff", 7});
   EXPECT_FALSE(none.ready);

@@ -29,9 +29,10 @@ TEST(ReplayServer, PrepareRunQuit) {
   Contract c{3, {rs[0].id, rs[1].id}, {0, 1, 2}};
   json recipes = json::array();
   for (auto& r : rs) recipes.push_back(to_json(r));
-  json parts = json::array({to_json(Participant{0, "GPU-sim-node0-0", 0}), to_json(Participant{1, "GPU-sim-node0-1", 1}),
-                            to_json(Participant{2, "GPU-real-2", 2})});
-  json ready = call(server, {{"op", "prepare"}, {"contract", to_json(c)}, {"participants", parts}, {"recipes", recipes}});
+  json parts = json::array({to_json(Participant{0, "GPU-sim-node0-0", 0}),
+                            to_json(Participant{1, "GPU-sim-node0-1", 1}), to_json(Participant{2, "GPU-real-2", 2})});
+  json ready =
+      call(server, {{"op", "prepare"}, {"contract", to_json(c)}, {"participants", parts}, {"recipes", recipes}});
   ASSERT_EQ(ready["op"], "ready") << ready.dump();
   EXPECT_EQ(ready["cycle"], 3);
   ASSERT_EQ(ready["answers"].size(), 3u);

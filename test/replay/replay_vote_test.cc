@@ -7,8 +7,8 @@
 namespace {
 
 using scout::replay::Ballot;
-using scout::replay::VoteOutcome;
 using scout::replay::OutlierRule;
+using scout::replay::VoteOutcome;
 
 TEST(ReplayVote, AllEqualAgree) {
   auto v = scout::replay::vote({{0, 7}, {1, 7}, {2, 7}});

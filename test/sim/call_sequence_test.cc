@@ -78,9 +78,7 @@ Trace trace_of(const std::vector<RecordedCall>& calls, pid_t tid) {
         t.lines.push_back(std::string("start ") + type_name(c.descr.type));
         t.starts.push_back(c);
         break;
-      case RecordedCall::kStop:
-        t.lines.push_back(std::string("stop ") + type_name(all[c.handle].descr.type));
-        break;
+      case RecordedCall::kStop: t.lines.push_back(std::string("stop ") + type_name(all[c.handle].descr.type)); break;
       case RecordedCall::kRecord:
         t.lines.push_back(std::string("record ") + type_name(all[c.handle].descr.type) + " " + state_name(c.state));
         break;
@@ -176,10 +174,10 @@ TEST_F(CallSequence, SingleAllReduceOutsideAGroup) {
   for (int g = 0; g < 2; ++g) {
     SCOPED_TRACE("rank " + std::to_string(g));
     Trace t = trace_of(calls, th.main_tid[g]);
-    EXPECT_EQ(t.lines, (std::vector<std::string>{
-                           "start GroupApi", "record GroupApi GroupStartApiStop", "start CollApi", "stop CollApi",
-                           "record GroupApi GroupEndApiStart", "start KernelLaunch", "stop KernelLaunch",
-                           "start Group", "start Coll", "stop Coll", "stop Group", "stop GroupApi"}));
+    EXPECT_EQ(t.lines, (std::vector<std::string>{"start GroupApi", "record GroupApi GroupStartApiStop", "start CollApi",
+                                                 "stop CollApi", "record GroupApi GroupEndApiStart",
+                                                 "start KernelLaunch", "stop KernelLaunch", "start Group", "start Coll",
+                                                 "stop Coll", "stop Group", "stop GroupApi"}));
     ASSERT_EQ(t.starts.size(), 5u);
     const RecordedCall& gapi = t.starts[0];
     const RecordedCall& capi = t.starts[1];
@@ -266,14 +264,25 @@ TEST_F(CallSequence, UserGroupOfThreeAllReducesAndSeqNumbers) {
   for (int g = 0; g < 2; ++g) {
     SCOPED_TRACE("rank " + std::to_string(g));
     Trace t = trace_of(calls, th.main_tid[g]);
-    std::vector<std::string> single = {
-        "start GroupApi", "record GroupApi GroupStartApiStop", "start CollApi", "stop CollApi",
-        "record GroupApi GroupEndApiStart", "start KernelLaunch", "stop KernelLaunch", "start Group", "start Coll",
-        "stop Coll", "stop Group", "stop GroupApi"};
-    std::vector<std::string> group = concat(
-        {{"start GroupApi", "record GroupApi GroupStartApiStop"}, repeat({"start CollApi", "stop CollApi"}, 3),
-         {"record GroupApi GroupEndApiStart", "start KernelLaunch", "stop KernelLaunch", "start Group"},
-         repeat({"start Coll"}, 3), repeat({"stop Coll"}, 3), {"stop Group", "stop GroupApi"}});
+    std::vector<std::string> single = {"start GroupApi",
+                                       "record GroupApi GroupStartApiStop",
+                                       "start CollApi",
+                                       "stop CollApi",
+                                       "record GroupApi GroupEndApiStart",
+                                       "start KernelLaunch",
+                                       "stop KernelLaunch",
+                                       "start Group",
+                                       "start Coll",
+                                       "stop Coll",
+                                       "stop Group",
+                                       "stop GroupApi"};
+    std::vector<std::string> group =
+        concat({{"start GroupApi", "record GroupApi GroupStartApiStop"},
+                repeat({"start CollApi", "stop CollApi"}, 3),
+                {"record GroupApi GroupEndApiStart", "start KernelLaunch", "stop KernelLaunch", "start Group"},
+                repeat({"start Coll"}, 3),
+                repeat({"stop Coll"}, 3),
+                {"stop Group", "stop GroupApi"}});
     EXPECT_EQ(t.lines, concat({single, group}));
     // The group's GroupApi: depth 2 (user group + the implicit one).
     std::vector<RecordedCall> gapis, colls, capis;
@@ -318,8 +327,10 @@ TEST_F(CallSequence, SendRecvPairAndGroupedExchange) {
     Communicator* pp = r.comm(CommKind::kPp);
     ctx[g] = pp->context();
     fill_input(sent[g].data(), count, 3, g, 0);
-    if (g == 0) r.api().send(sent[0].data(), count, 1, *pp);
-    else r.api().recv(got[1].data(), count, 0, *pp);
+    if (g == 0)
+      r.api().send(sent[0].data(), count, 1, *pp);
+    else
+      r.api().recv(got[1].data(), count, 0, *pp);
     // batch_isend_irecv: both directions in one group
     r.api().group_start();
     r.api().send(sent[g].data(), count, 1 - g, *pp);
@@ -331,14 +342,23 @@ TEST_F(CallSequence, SendRecvPairAndGroupedExchange) {
   EXPECT_EQ(got2[1], sent[0]);
   EXPECT_EQ(got2[0], sent[1]);
   auto calls = CallRecorder::calls();
-  const std::vector<std::string> single = {
-      "start GroupApi", "record GroupApi GroupStartApiStop", "start P2pApi", "stop P2pApi",
-      "record GroupApi GroupEndApiStart", "start KernelLaunch", "stop KernelLaunch", "start Group", "start P2p",
-      "stop P2p", "stop Group", "stop GroupApi"};
-  const std::vector<std::string> grouped = concat(
-      {{"start GroupApi", "record GroupApi GroupStartApiStop"}, repeat({"start P2pApi", "stop P2pApi"}, 2),
-       {"record GroupApi GroupEndApiStart", "start KernelLaunch", "stop KernelLaunch", "start Group", "start P2p",
-        "start P2p", "stop P2p", "stop P2p", "stop Group", "stop GroupApi"}});
+  const std::vector<std::string> single = {"start GroupApi",
+                                           "record GroupApi GroupStartApiStop",
+                                           "start P2pApi",
+                                           "stop P2pApi",
+                                           "record GroupApi GroupEndApiStart",
+                                           "start KernelLaunch",
+                                           "stop KernelLaunch",
+                                           "start Group",
+                                           "start P2p",
+                                           "stop P2p",
+                                           "stop Group",
+                                           "stop GroupApi"};
+  const std::vector<std::string> grouped =
+      concat({{"start GroupApi", "record GroupApi GroupStartApiStop"},
+              repeat({"start P2pApi", "stop P2pApi"}, 2),
+              {"record GroupApi GroupEndApiStart", "start KernelLaunch", "stop KernelLaunch", "start Group",
+               "start P2p", "start P2p", "stop P2p", "stop P2p", "stop Group", "stop GroupApi"}});
   for (int g = 0; g < 2; ++g) {
     SCOPED_TRACE("rank " + std::to_string(g));
     Trace t = trace_of(calls, th.main_tid[g]);
@@ -399,11 +419,13 @@ TEST_F(CallSequence, AlltoAllIsLoweredToSendRecvTasks) {
   for (int g = 0; g < 2; ++g) {
     SCOPED_TRACE("rank " + std::to_string(g));
     Trace t = trace_of(calls, th.main_tid[g]);
-    EXPECT_EQ(t.lines, concat({{"start GroupApi", "record GroupApi GroupStartApiStop"},
-                               repeat({"start P2pApi", "stop P2pApi"}, 4),
-                               {"record GroupApi GroupEndApiStart", "start KernelLaunch", "stop KernelLaunch",
-                                "start Group"},
-                               repeat({"start P2p"}, 4), repeat({"stop P2p"}, 4), {"stop Group", "stop GroupApi"}}));
+    EXPECT_EQ(t.lines,
+              concat({{"start GroupApi", "record GroupApi GroupStartApiStop"},
+                      repeat({"start P2pApi", "stop P2pApi"}, 4),
+                      {"record GroupApi GroupEndApiStart", "start KernelLaunch", "stop KernelLaunch", "start Group"},
+                      repeat({"start P2p"}, 4),
+                      repeat({"stop P2p"}, 4),
+                      {"stop Group", "stop GroupApi"}}));
     std::vector<RecordedCall> apis, p2ps;
     for (const RecordedCall& c : t.starts) {
       if (c.descr.type == abi::kEvP2pApi) apis.push_back(c);
@@ -455,12 +477,22 @@ TEST_F(CallSequence, ActivationMaskGatesEventsAndIsReadAtEveryCall) {
   auto calls = CallRecorder::calls();
   for (int g = 0; g < 2; ++g) {
     Trace t = trace_of(calls, th.main_tid[g]);
-    std::vector<std::string> coll_only = {
-        "start GroupApi", "record GroupApi GroupStartApiStop", "start CollApi", "stop CollApi",
-        "record GroupApi GroupEndApiStart", "start Group", "start Coll", "stop Coll", "stop Group", "stop GroupApi"};
-    std::vector<std::string> launch_only = {"start GroupApi", "record GroupApi GroupStartApiStop",
-                                            "record GroupApi GroupEndApiStart", "start KernelLaunch",
-                                            "stop KernelLaunch", "stop GroupApi"};
+    std::vector<std::string> coll_only = {"start GroupApi",
+                                          "record GroupApi GroupStartApiStop",
+                                          "start CollApi",
+                                          "stop CollApi",
+                                          "record GroupApi GroupEndApiStart",
+                                          "start Group",
+                                          "start Coll",
+                                          "stop Coll",
+                                          "stop Group",
+                                          "stop GroupApi"};
+    std::vector<std::string> launch_only = {"start GroupApi",
+                                            "record GroupApi GroupStartApiStop",
+                                            "record GroupApi GroupEndApiStart",
+                                            "start KernelLaunch",
+                                            "stop KernelLaunch",
+                                            "stop GroupApi"};
     EXPECT_EQ(t.lines, concat({coll_only, launch_only, coll_only}));
     // seqNumber counts every launch, also the ones without a Coll event (docs/nccl-notes.md §3.6).
     std::vector<uint64_t> seqs;
@@ -486,7 +518,8 @@ TEST_F(CallSequence, FinalizeAfterProxyStopsAndOnlyForNonNullContexts) {
     if (calls[i].kind != RecordedCall::kFinalize) continue;
     ++finals;
     ASSERT_NE(CallRecorder::init_of(calls, calls[i].context), nullptr);
-    for (size_t j = i + 1; j < calls.size(); ++j) EXPECT_NE(calls[j].context, calls[i].context) << "event after finalize";
+    for (size_t j = i + 1; j < calls.size(); ++j)
+      EXPECT_NE(calls[j].context, calls[i].context) << "event after finalize";
   }
   EXPECT_EQ(finals, 4);  // world and dp0 on two ranks
 }

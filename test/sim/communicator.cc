@@ -32,8 +32,8 @@ Communicator::~Communicator() {
 abi::Result Communicator::init(abi::Logger logger) {
   // Bootstrap: every member reaches init before any continues (the allgather NCCL does first).
   if (rc_->fabric) barrier_wait(rc_->fabric->barrier(spec_->id), nranks(), &barrier_round_);
-  abi::Result r = rc_->prof->init(&context_, hash_, &rc_->mask, spec_->name.c_str(), spec_->n_nodes, nranks(), rank_,
-                                  logger);
+  abi::Result r =
+      rc_->prof->init(&context_, hash_, &rc_->mask, spec_->name.c_str(), spec_->n_nodes, nranks(), rank_, logger);
   if (r != abi::kSuccess && logger)
     logger(abi::kLogInfo, abi::kSubsysInit, "scout-sim", __LINE__,
            "Profiler init failed with error '%d'. Continue without profiler.", r);

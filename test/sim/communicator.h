@@ -18,20 +18,20 @@ namespace scout::sim {
 
 // One task of a kernel plan as the emulated GPU sees it.
 struct KernelTask {
-  Func func = Func::kAllReduce;   // collective, kSend or kRecv
+  Func func = Func::kAllReduce;  // collective, kSend or kRecv
   const float* send = nullptr;
   float* recv = nullptr;
-  uint64_t count = 0;             // elements as passed to NCCL by this rank (after desync)
-  int peer = -1;                  // Broadcast root / Send-Recv peer (comm rank)
+  uint64_t count = 0;  // elements as passed to NCCL by this rank (after desync)
+  int peer = -1;       // Broadcast root / Send-Recv peer (comm rank)
   uint8_t n_channels = 1;
   uint8_t channel_base = 0;
-  void* handle = nullptr;         // Coll/P2p handle: KernelCh parent
-  uint64_t mask = 0;              // activation mask stored in the task at API time
-  uint64_t ordinal = 0;           // fabric index: collective ordinal / message ordinal of the pair
-  uint64_t key = 0;               // seqNumber (collective) or per-peer counter (p2p)
+  void* handle = nullptr;  // Coll/P2p handle: KernelCh parent
+  uint64_t mask = 0;       // activation mask stored in the task at API time
+  uint64_t ordinal = 0;    // fabric index: collective ordinal / message ordinal of the pair
+  uint64_t key = 0;        // seqNumber (collective) or per-peer counter (p2p)
   int64_t step = 0;
-  uint64_t op = 0;                // rank-local API operation index (for ground truth)
-  int64_t straggle_ms = 0;        // straggler fault: arrive this late
+  uint64_t op = 0;          // rank-local API operation index (for ground truth)
+  int64_t straggle_ms = 0;  // straggler fault: arrive this late
   const FaultSpec* crash = nullptr;
   const FaultSpec* sdc = nullptr;
 };

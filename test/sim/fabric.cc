@@ -131,9 +131,7 @@ Fabric::~Fabric() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-RankStatus* Fabric::rank_status(int g) {
-  return reinterpret_cast<RankStatus*>(at(fl_.status_off)) + g;
-}
+RankStatus* Fabric::rank_status(int g) { return reinterpret_cast<RankStatus*>(at(fl_.status_off)) + g; }
 
 Barrier* Fabric::barrier(int comm) { return reinterpret_cast<Barrier*>(at(fl_.comms[comm].barrier_off)); }
 
@@ -173,8 +171,10 @@ char* Fabric::mailbox_data(int comm, int from, int to, int slot) {
 void barrier_wait(Barrier* b, int n, uint64_t* round) {
   uint64_t target = (*round + 1) * static_cast<uint64_t>(n);
   uint64_t a = b->arrived.fetch_add(1, std::memory_order_acq_rel) + 1;
-  if (a == target) publish(&b->epoch);
-  else wait_for(&b->epoch, [&] { return b->arrived.load(std::memory_order_acquire) >= target; });
+  if (a == target)
+    publish(&b->epoch);
+  else
+    wait_for(&b->epoch, [&] { return b->arrived.load(std::memory_order_acquire) >= target; });
   ++*round;
 }
 

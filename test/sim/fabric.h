@@ -32,16 +32,16 @@
 
 namespace scout::sim {
 
-constexpr int kSlotDepth = 2;  // D: collective slots / mailbox slots per communicator / pair
+constexpr int kSlotDepth = 2;                             // D: collective slots / mailbox slots per communicator / pair
 constexpr uint64_t kFabricMagic = 0x4349524241464D53ull;  // "SMFABRIC"
 
 // Per-rank status the workers publish and the launcher summarises.
 enum RankState : uint32_t {
   kRankStarting = 0,
   kRankRunning = 1,
-  kRankDone = 2,     // finished every step and finalized
-  kRankHung = 3,     // stopped by a hang fault
-  kRankCrashing = 4, // about to SIGKILL itself (crash fault)
+  kRankDone = 2,      // finished every step and finalized
+  kRankHung = 3,      // stopped by a hang fault
+  kRankCrashing = 4,  // about to SIGKILL itself (crash fault)
 };
 
 struct alignas(64) RankStatus {
@@ -58,35 +58,35 @@ struct alignas(64) Barrier {
 };
 
 struct alignas(64) CollSlotHdr {
-  std::atomic<uint32_t> epoch;         // futex word for every field below
+  std::atomic<uint32_t> epoch;  // futex word for every field below
   uint32_t pad;
-  std::atomic<uint64_t> arrived;       // monotonic arrivals
-  std::atomic<uint64_t> departed;      // monotonic departures
-  std::atomic<uint64_t> ready_round;   // rounds whose inputs are all staged (and reduced)
-  std::atomic<int64_t> ready_ns;       // CLOCK_REALTIME before which no rank may complete
+  std::atomic<uint64_t> arrived;      // monotonic arrivals
+  std::atomic<uint64_t> departed;     // monotonic departures
+  std::atomic<uint64_t> ready_round;  // rounds whose inputs are all staged (and reduced)
+  std::atomic<int64_t> ready_ns;      // CLOCK_REALTIME before which no rank may complete
 };
 
 struct alignas(64) MailboxHdr {
   std::atomic<uint32_t> epoch;
   uint32_t pad;
-  std::atomic<uint64_t> posted;        // messages posted by the sender
-  std::atomic<uint64_t> consumed;      // messages copied out by the receiver
-  uint64_t count[kSlotDepth];          // elements in each slot
-  int64_t post_ns[kSlotDepth];         // sender's arrival time of each slot's message
+  std::atomic<uint64_t> posted;    // messages posted by the sender
+  std::atomic<uint64_t> consumed;  // messages copied out by the receiver
+  uint64_t count[kSlotDepth];      // elements in each slot
+  int64_t post_ns[kSlotDepth];     // sender's arrival time of each slot's message
 };
 
 // Offsets and sizes of one communicator's region.
 struct CommRegion {
   int nranks = 0;
   uint64_t barrier_off = 0;
-  uint64_t coll_off = 0;        // kSlotDepth slots, coll_stride apart
+  uint64_t coll_off = 0;  // kSlotDepth slots, coll_stride apart
   uint64_t coll_stride = 0;
-  uint64_t stage_bytes = 0;     // per rank per slot (64-byte multiple)
-  uint64_t result_bytes = 0;    // per slot
+  uint64_t stage_bytes = 0;   // per rank per slot (64-byte multiple)
+  uint64_t result_bytes = 0;  // per slot
   uint64_t mbox_off = 0;
   uint64_t mbox_stride = 0;
-  uint64_t mbox_slot_bytes = 0; // data bytes per mailbox slot (64-byte multiple)
-  std::vector<int> pair;        // [from * nranks + to] -> mailbox index, or -1
+  uint64_t mbox_slot_bytes = 0;  // data bytes per mailbox slot (64-byte multiple)
+  std::vector<int> pair;         // [from * nranks + to] -> mailbox index, or -1
 };
 
 // The whole fabric's layout for a job.
@@ -116,9 +116,9 @@ class Fabric {
   RankStatus* rank_status(int g);
   Barrier* barrier(int comm);
   CollSlotHdr* coll_slot(int comm, int slot);
-  uint64_t* slot_counts(int comm, int slot);          // [nranks]
-  char* staging(int comm, int slot, int rank);        // stage_bytes
-  char* result(int comm, int slot);                   // result_bytes
+  uint64_t* slot_counts(int comm, int slot);    // [nranks]
+  char* staging(int comm, int slot, int rank);  // stage_bytes
+  char* result(int comm, int slot);             // result_bytes
   // Mailbox for messages from comm rank `from` to comm rank `to`; nullptr if the workload never
   // sends between them.
   MailboxHdr* mailbox(int comm, int from, int to);

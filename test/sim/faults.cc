@@ -6,8 +6,10 @@ namespace scout::sim {
 
 FaultPlan::FaultPlan(const std::vector<FaultSpec>& faults, int global_rank) : rank_(global_rank) {
   for (const FaultSpec& f : faults) {
-    if (f.kind == FaultKind::kSlowlink) links_.push_back(f);
-    else if (f.rank == global_rank) mine_.push_back(f);
+    if (f.kind == FaultKind::kSlowlink)
+      links_.push_back(f);
+    else if (f.rank == global_rank)
+      mine_.push_back(f);
     if (f.kind == FaultKind::kSlowlink && f.peer == global_rank) {  // both ends' devices see the delay
       FaultSpec g = f;
       std::swap(g.rank, g.peer);
@@ -23,11 +25,21 @@ OpFaults FaultPlan::at_op(uint64_t op) const {
   const int64_t o = static_cast<int64_t>(op);
   for (const FaultSpec& f : mine_) {
     switch (f.kind) {
-      case FaultKind::kHang: if (o == f.target_op) r.hang = &f; break;
-      case FaultKind::kCrash: if (o == f.target_op) r.crash = &f; break;
-      case FaultKind::kNan: if (o == f.target_op) r.nan = &f; break;
-      case FaultKind::kDesync: if (o == f.target_op) r.desync = &f; break;
-      case FaultKind::kSdc: if (o == f.target_op) r.sdc = &f; break;
+      case FaultKind::kHang:
+        if (o == f.target_op) r.hang = &f;
+        break;
+      case FaultKind::kCrash:
+        if (o == f.target_op) r.crash = &f;
+        break;
+      case FaultKind::kNan:
+        if (o == f.target_op) r.nan = &f;
+        break;
+      case FaultKind::kDesync:
+        if (o == f.target_op) r.desync = &f;
+        break;
+      case FaultKind::kSdc:
+        if (o == f.target_op) r.sdc = &f;
+        break;
       case FaultKind::kStraggler:
         if (o >= f.target_op && f.ms > r.straggle_ms) {
           r.straggle_ms = f.ms;
@@ -50,7 +62,8 @@ int64_t FaultPlan::slowlink_coll_ms(const CommSpec& comm, int64_t step) const {
 int64_t FaultPlan::slowlink_p2p_ms(int a, int b, int64_t step) const {
   int64_t ms = 0;
   for (const FaultSpec& f : links_)
-    if (step >= f.target_step && ((f.rank == a && f.peer == b) || (f.rank == b && f.peer == a))) ms = std::max(ms, f.ms);
+    if (step >= f.target_step && ((f.rank == a && f.peer == b) || (f.rank == b && f.peer == a)))
+      ms = std::max(ms, f.ms);
   return ms;
 }
 

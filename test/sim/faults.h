@@ -23,7 +23,7 @@ struct OpFaults {
   const FaultSpec* desync = nullptr;  // R passes count - count/2 instead of count
   const FaultSpec* sdc = nullptr;     // one bit of R's receive buffer flipped after the reduction
   const FaultSpec* straggler = nullptr;
-  int64_t straggle_ms = 0;            // R arrives this late in op's kernel
+  int64_t straggle_ms = 0;  // R arrives this late in op's kernel
   bool any() const { return hang || crash || nan || desync || sdc || straggle_ms > 0; }
 };
 

@@ -39,12 +39,12 @@ SimOptions parse(std::vector<std::string> args) {
 
 // One recorded task with the identity a record carries.
 struct Op {
-  int g = -1;              // global rank
-  std::string comm;        // commName
+  int g = -1;        // global rank
+  std::string comm;  // commName
   int comm_rank = -1;
   std::string func;
-  uint64_t key = 0;        // seqNumber, or per-(comm, peer, direction) counter for Send/Recv
-  int peer = -1;           // p2p peer comm rank
+  uint64_t key = 0;  // seqNumber, or per-(comm, peer, direction) counter for Send/Recv
+  int peer = -1;     // p2p peer comm rank
   uint64_t count = 0;
   RecordedTask t;
 };
@@ -150,9 +150,7 @@ TEST_F(Faults, HealthyRunEveryRankRecordsTheSameKeysAndBytes) {
       EXPECT_EQ(o.count, v[0].count);
       EXPECT_TRUE(o.t.complete());
       EXPECT_EQ(o.t.send_nan, 0u);
-      if (output_compared(func)) {
-        EXPECT_EQ(o.t.recv_hash, v[0].t.recv_hash);
-      }
+      if (output_compared(func)) { EXPECT_EQ(o.t.recv_hash, v[0].t.recv_hash); }
     }
     EXPECT_EQ(static_cast<int>(ranks.size()), spec->nranks());
   }
@@ -213,9 +211,7 @@ TEST_F(Faults, SdcFlipsOneBitOfTheInjectedRanksOutputOnly) {
       // rank 2 holds exactly in2 + in3 of operation 5 (4096 floats, seed 1).
       ASSERT_EQ(votes.size(), 2u);
       uint64_t want = allreduce_hash(o.seed, {2, 3}, 5, 4096);
-      for (const Op& op : v) {
-        EXPECT_EQ(op.t.recv_hash == want, op.g == 2) << "rank " << op.g;
-      }
+      for (const Op& op : v) { EXPECT_EQ(op.t.recv_hash == want, op.g == 2) << "rank " << op.g; }
     } else {
       EXPECT_TRUE(deviants.empty()) << std::get<0>(key) << " " << std::get<1>(key) << " " << std::get<2>(key);
     }
@@ -274,8 +270,10 @@ TEST_F(Faults, DesyncChangesTheCountOfTheInjectedRankOnly) {
 int64_t lateness_ms(const std::vector<Op>& v, int g) {
   uint64_t mine = 0, others = UINT64_MAX;
   for (const Op& o : v) {
-    if (o.g == g) mine = o.t.gpu_start;
-    else others = std::min(others, o.t.gpu_start);
+    if (o.g == g)
+      mine = o.t.gpu_start;
+    else
+      others = std::min(others, o.t.gpu_start);
   }
   return (static_cast<int64_t>(mine) - static_cast<int64_t>(others)) / 1000000;
 }
@@ -303,8 +301,10 @@ TEST_F(Faults, StragglerArrivesLateOnEveryOperationFromItsStep) {
       EXPECT_LT(lateness_ms(v, op.g), M / 2) << "rank " << op.g << " is not the straggler";
     }
     int64_t late = lateness_ms(v, 1);
-    if (late >= M - kSchedulingSlackMs) late_keys[key] = 1;
-    else EXPECT_LT(late, M / 2);
+    if (late >= M - kSchedulingSlackMs)
+      late_keys[key] = 1;
+    else
+      EXPECT_LT(late, M / 2);
   }
   // Rank 1's collectives in steps 1 and 2: TP AllReduce x2, AllGather, ReduceScatter, 4 DP
   // AllReduce buckets per step = 16 (the step-0 ones are on time).
@@ -373,8 +373,8 @@ TEST_F(Faults, SlowlinkBetweenPipelineStagesDelaysTheirMessages) {
 }
 
 TEST_F(Faults, SeveralFaultsAtOnceEachWriteTheirLine) {
-  SimOptions o = parse(with({"--fault", "sdc:rank=3,op=4", "--fault", "nan:rank=5,op=1", "--fault",
-                             "straggler:rank=6,step=2,ms=10"}));
+  SimOptions o = parse(
+      with({"--fault", "sdc:rank=3,op=4", "--fault", "nan:rank=5,op=1", "--fault", "straggler:rank=6,step=2,ms=10"}));
   std::vector<Op> ops = run(o);
   auto truth = read_truth(truth_path());
   std::set<std::pair<std::string, int>> got;

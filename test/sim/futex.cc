@@ -29,8 +29,7 @@ void sleep_until_ns(int64_t deadline_ns) {
   timespec ts;
   ts.tv_sec = deadline_ns / 1000000000;
   ts.tv_nsec = deadline_ns % 1000000000;
-  while (::clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
-  }
+  while (::clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, nullptr) == EINTR) {}
 }
 
 void sleep_ms(int64_t ms) {

@@ -15,8 +15,8 @@ using LoggerCallback = void (*)(int, const char*, const char*);
 std::atomic<LoggerCallback> g_callback{nullptr};
 std::atomic<int> g_level{0};
 
-constexpr int kStatusSuccess = 0;        // CUBLAS_STATUS_SUCCESS
-constexpr int kStatusInvalidValue = 7;   // CUBLAS_STATUS_INVALID_VALUE
+constexpr int kStatusSuccess = 0;       // CUBLAS_STATUS_SUCCESS
+constexpr int kStatusInvalidValue = 7;  // CUBLAS_STATUS_INVALID_VALUE
 
 }  // namespace
 
@@ -35,9 +35,9 @@ extern "C" __attribute__((visibility("default"))) int cublasLtLoggerSetLevel(int
 namespace scout::sim {
 namespace {
 
-constexpr uint64_t kHidden = 2048;         // model width
-constexpr uint64_t kFfn = 2816;            // expert FFN width (split over TP)
-constexpr uint64_t kTokens = 4096;         // tokens per DP rank per step
+constexpr uint64_t kHidden = 2048;  // model width
+constexpr uint64_t kFfn = 2816;     // expert FFN width (split over TP)
+constexpr uint64_t kTokens = 4096;  // tokens per DP rank per step
 constexpr uint64_t kTopK = 2;
 constexpr double kZipf = 1.2;
 

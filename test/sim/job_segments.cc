@@ -29,8 +29,10 @@ std::vector<RankSegment> read_job_segments(const std::string& dir, const std::st
         shm::RecordSnapshot r;
         shm::ReadStatus st = reader->read(ring, i, &r);
         for (int tries = 0; st == shm::ReadStatus::kTorn && tries < 100; ++tries) st = reader->read(ring, i, &r);
-        if (st == shm::ReadStatus::kOk) rr.records.push_back(r);
-        else ++rr.missing;
+        if (st == shm::ReadStatus::kOk)
+          rr.records.push_back(r);
+        else
+          ++rr.missing;
       }
       seg.rings.push_back(std::move(rr));
     }

@@ -163,8 +163,7 @@ void run_coll(Communicator& c, KernelTask& t) {
     case Func::kAllGather:
       out_n = t.count * n;
       for (int j = 0; j < n; ++j)
-        copy_or_zero(out + t.count * j, t.count, reinterpret_cast<const float*>(fab->staging(id, slot, j)),
-                     counts[j]);
+        copy_or_zero(out + t.count * j, t.count, reinterpret_cast<const float*>(fab->staging(id, slot, j)), counts[j]);
       break;
     case Func::kBroadcast:
       out_n = t.count;
@@ -250,8 +249,10 @@ void run_p2p(Communicator& c, std::vector<KernelTask*>& tasks) {
 void run_kernel_plan(Communicator& c, KernelPlan& plan) {
   std::vector<KernelTask*> p2p;
   for (KernelTask& t : plan.tasks) {
-    if (is_collective(t.func)) run_coll(c, t);
-    else p2p.push_back(&t);
+    if (is_collective(t.func))
+      run_coll(c, t);
+    else
+      p2p.push_back(&t);
   }
   run_p2p(c, p2p);
 }

@@ -103,7 +103,8 @@ int launch(SimOptions o, const std::string& exe) {
     o.truth = absolute(o.truth);
     int fd = ::open(o.truth.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
-      std::fprintf(stderr, "scout-sim: cannot create ground-truth file %s: %s\n", o.truth.c_str(), std::strerror(errno));
+      std::fprintf(stderr, "scout-sim: cannot create ground-truth file %s: %s\n", o.truth.c_str(),
+                   std::strerror(errno));
       return kExitFailed;
     }
     ::close(fd);
@@ -134,11 +135,12 @@ int launch(SimOptions o, const std::string& exe) {
     std::fprintf(stderr, "scout-sim: %s\n", err.c_str());
     return kExitFailed;
   }
-  std::printf("scout-sim: job %s: %d ranks (tp %d, pp %d, dp %d, ep %d) on %d host%s, %lld steps, %llu-byte "
-              "messages, plugin %s%s%s\n",
-              o.job.c_str(), o.ranks, o.tp, o.pp, o.dp(), o.ep, o.nodes, o.nodes > 1 ? "s" : "",
-              static_cast<long long>(o.steps), static_cast<unsigned long long>(o.bytes), plugin_desc.c_str(),
-              o.truth.empty() ? "" : ", truth ", o.truth.c_str());
+  std::printf(
+      "scout-sim: job %s: %d ranks (tp %d, pp %d, dp %d, ep %d) on %d host%s, %lld steps, %llu-byte "
+      "messages, plugin %s%s%s\n",
+      o.job.c_str(), o.ranks, o.tp, o.pp, o.dp(), o.ep, o.nodes, o.nodes > 1 ? "s" : "",
+      static_cast<long long>(o.steps), static_cast<unsigned long long>(o.bytes), plugin_desc.c_str(),
+      o.truth.empty() ? "" : ", truth ", o.truth.c_str());
   std::fflush(stdout);
 
   sigset_t wait_set, old_set;
@@ -160,8 +162,7 @@ int launch(SimOptions o, const std::string& exe) {
     if (pid < 0) {
       std::fprintf(stderr, "scout-sim: fork: %s\n", std::strerror(errno));
       for (int k = 0; k < r; ++k) ::kill(pids[k], SIGKILL);
-      while (::waitpid(-1, nullptr, 0) > 0) {
-      }
+      while (::waitpid(-1, nullptr, 0) > 0) {}
       return kExitFailed;
     }
     if (pid == 0) {
@@ -191,8 +192,8 @@ int launch(SimOptions o, const std::string& exe) {
         wstatus[r] = st;
         --running;
         bool ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
-        bool injected_crash = WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL &&
-                              fabric->rank_status(r)->state.load() == kRankCrashing;
+        bool injected_crash =
+            WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL && fabric->rank_status(r)->state.load() == kRankCrashing;
         if (!ok && !injected_crash && end == End::kDone) {
           end = End::kFailed;
           failed_rank = r;
@@ -214,7 +215,8 @@ int launch(SimOptions o, const std::string& exe) {
     } else {
       sig = ::sigwaitinfo(&wait_set, &info);
     }
-    if (sig == SIGCHLD) reap();
+    if (sig == SIGCHLD)
+      reap();
     else if (sig == SIGINT || sig == SIGTERM) {
       end = End::kSignal;
       end_signal = sig;
@@ -227,8 +229,10 @@ int launch(SimOptions o, const std::string& exe) {
     uint32_t state = fabric->rank_status(r)->state.load();
     if (wstatus[r] == -1) {
       ::kill(pids[r], SIGKILL);
-      if (state == kRankHung) hung.push_back(r);
-      else blocked.push_back(r);
+      if (state == kRankHung)
+        hung.push_back(r);
+      else
+        blocked.push_back(r);
     } else if (state == kRankCrashing) {
       crashed.push_back(r);
     } else if (state == kRankDone) {
@@ -283,9 +287,9 @@ int launch(SimOptions o, const std::string& exe) {
       break;
     }
   }
-  std::printf("scout-sim: job %s: %d ranks, %llu/%lld steps, %llu ops, %.2f s, %s, exit %d\n", o.job.c_str(),
-              o.ranks, static_cast<unsigned long long>(min_steps == UINT64_MAX ? 0 : min_steps),
-              static_cast<long long>(o.steps), static_cast<unsigned long long>(ops), wall, outcome.c_str(), code);
+  std::printf("scout-sim: job %s: %d ranks, %llu/%lld steps, %llu ops, %.2f s, %s, exit %d\n", o.job.c_str(), o.ranks,
+              static_cast<unsigned long long>(min_steps == UINT64_MAX ? 0 : min_steps), static_cast<long long>(o.steps),
+              static_cast<unsigned long long>(ops), wall, outcome.c_str(), code);
   std::fflush(stdout);
   return code;
 }

@@ -21,8 +21,7 @@ int CommSpec::rank_of(int g) const {
   return it != members.end() && *it == g ? static_cast<int>(it - members.begin()) : -1;
 }
 
-Layout::Layout(const SimOptions& o)
-    : n_(o.ranks), t_(o.tp), p_(o.pp), d_(o.dp()), e_(o.ep), m_(o.nodes) {
+Layout::Layout(const SimOptions& o) : n_(o.ranks), t_(o.tp), p_(o.pp), d_(o.dp()), e_(o.ep), m_(o.nodes) {
   index_.assign(static_cast<size_t>(n_) * kNumCommKinds, -1);
   // Group index of each kind for every rank, then members per (kind, index).
   auto group_of = [&](int g, CommKind k) -> int {

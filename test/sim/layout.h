@@ -23,13 +23,13 @@ const char* comm_kind_name(CommKind k);
 
 // One communicator of the job (the same on every member).
 struct CommSpec {
-  int id = 0;                 // index in Layout::comms
+  int id = 0;  // index in Layout::comms
   CommKind kind = CommKind::kWorld;
-  int index = 0;              // group index within its kind (tp3 -> 3); also the split color
-  std::string name;           // commName: "world", "tp3", "dp0", "pp1", "ep2"
-  std::vector<int> members;   // global ranks, in comm-rank order (ascending global rank)
-  int n_nodes = 1;            // distinct emulated hosts among the members (init's nNodes)
-  int split_count = -1;       // parent's split counter used in the commHash (-1: root comm)
+  int index = 0;             // group index within its kind (tp3 -> 3); also the split color
+  std::string name;          // commName: "world", "tp3", "dp0", "pp1", "ep2"
+  std::vector<int> members;  // global ranks, in comm-rank order (ascending global rank)
+  int n_nodes = 1;           // distinct emulated hosts among the members (init's nNodes)
+  int split_count = -1;      // parent's split counter used in the commHash (-1: root comm)
 
   int nranks() const { return static_cast<int>(members.size()); }
   // Comm rank of global rank g, or -1 if g is not a member.
@@ -39,8 +39,8 @@ struct CommSpec {
 // Coordinates of one global rank.
 struct RankCoord {
   int tp = 0, dp = 0, pp = 0;
-  int node = 0;               // emulated host index
-  int local_rank = 0;         // index within the host
+  int node = 0;        // emulated host index
+  int local_rank = 0;  // index within the host
 };
 
 class Layout {

@@ -85,8 +85,8 @@ class NcclApi {
   uint64_t api_mask_ = 0;
   void* coll_api_ = nullptr;  // not cleared by CollApi stop (docs/nccl-notes.md §3.10, "Stale handles")
   void* p2p_api_ = nullptr;
-  std::vector<Pending> pending_;       // communicators of the open group, first use first
-  std::vector<Communicator*> used_;    // communicators launched on (for synchronize)
+  std::vector<Pending> pending_;     // communicators of the open group, first use first
+  std::vector<Communicator*> used_;  // communicators launched on (for synchronize)
 };
 
 }  // namespace scout::sim

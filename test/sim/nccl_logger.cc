@@ -33,11 +33,16 @@ Settings& settings() {
     g_settings = new Settings();  // lives for the process (the logger may run at exit)
     const char* lvl = std::getenv("NCCL_DEBUG");
     if (lvl) {
-      if (!strcasecmp(lvl, "VERSION")) g_settings->level = abi::kLogVersion;
-      else if (!strcasecmp(lvl, "WARN")) g_settings->level = abi::kLogWarn;
-      else if (!strcasecmp(lvl, "INFO")) g_settings->level = abi::kLogInfo;
-      else if (!strcasecmp(lvl, "ABORT")) g_settings->level = abi::kLogAbort;
-      else if (!strcasecmp(lvl, "TRACE")) g_settings->level = abi::kLogTrace;
+      if (!strcasecmp(lvl, "VERSION"))
+        g_settings->level = abi::kLogVersion;
+      else if (!strcasecmp(lvl, "WARN"))
+        g_settings->level = abi::kLogWarn;
+      else if (!strcasecmp(lvl, "INFO"))
+        g_settings->level = abi::kLogInfo;
+      else if (!strcasecmp(lvl, "ABORT"))
+        g_settings->level = abi::kLogAbort;
+      else if (!strcasecmp(lvl, "TRACE"))
+        g_settings->level = abi::kLogTrace;
     }
     g_settings->subsys = parse_debug_subsys(std::getenv("NCCL_DEBUG_SUBSYS"));
     char h[256] = {0};
@@ -50,11 +55,13 @@ Settings& settings() {
 }  // namespace
 
 unsigned long parse_debug_subsys(const char* value) {
-  static const struct { const char* name; unsigned long flag; } kSubsys[] = {
-      {"INIT", 0x1},    {"COLL", 0x2},     {"P2P", 0x4},        {"SHM", 0x8},     {"NET", 0x10},
-      {"GRAPH", 0x20},  {"TUNING", 0x40},  {"ENV", 0x80},       {"ALLOC", 0x100}, {"CALL", 0x200},
-      {"PROXY", 0x400}, {"NVLS", 0x800},   {"BOOTSTRAP", 0x1000}, {"REG", 0x2000}, {"PROFILE", 0x4000},
-      {"RAS", 0x8000},  {"ALL", ~0ul}};
+  static const struct {
+    const char* name;
+    unsigned long flag;
+  } kSubsys[] = {{"INIT", 0x1},    {"COLL", 0x2},    {"P2P", 0x4},          {"SHM", 0x8},     {"NET", 0x10},
+                 {"GRAPH", 0x20},  {"TUNING", 0x40}, {"ENV", 0x80},         {"ALLOC", 0x100}, {"CALL", 0x200},
+                 {"PROXY", 0x400}, {"NVLS", 0x800},  {"BOOTSTRAP", 0x1000}, {"REG", 0x2000},  {"PROFILE", 0x4000},
+                 {"RAS", 0x8000},  {"ALL", ~0ul}};
   if (!value || !*value) return 0x1 | 0x1000 | 0x80;  // INIT, BOOTSTRAP, ENV
   bool invert = value[0] == '^';
   unsigned long mask = 0;

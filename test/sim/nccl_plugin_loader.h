@@ -16,13 +16,13 @@ enum class NcclLookup {
 
 // A loaded plugin. Exactly one of v4/v5/v6 is non-null when ok().
 struct LoadedPlugin {
-  void* handle = nullptr;            // dlopen handle (RTLD_NOW | RTLD_LOCAL)
-  int version = 0;                   // 4, 5 or 6
+  void* handle = nullptr;  // dlopen handle (RTLD_NOW | RTLD_LOCAL)
+  int version = 0;         // 4, 5 or 6
   const abi::ProfilerV4* v4 = nullptr;
   const abi::ProfilerV5* v5 = nullptr;
   const abi::ProfilerV6* v6 = nullptr;
-  std::string opened;                // the name dlopen succeeded with
-  std::string error;                 // why nothing was loaded
+  std::string opened;  // the name dlopen succeeded with
+  std::string error;   // why nothing was loaded
   bool ok() const { return version != 0; }
 };
 

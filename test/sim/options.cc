@@ -43,11 +43,9 @@ bool qualifies(FaultKind k, const Action& a, int nranks, bool is_root) {
 // Range checks and resolution of one fault against the job shape. Returns "" or the error.
 std::string resolve_fault(FaultSpec* f, const Layout& L, const SimOptions& o) {
   const int n = o.ranks;
-  if (f->rank >= n)
-    return "rank " + std::to_string(f->rank) + " is out of range (--ranks " + std::to_string(n) + ")";
+  if (f->rank >= n) return "rank " + std::to_string(f->rank) + " is out of range (--ranks " + std::to_string(n) + ")";
   if (f->kind == FaultKind::kLinkSdc) {
-    if (f->peer >= n)
-      return "peer " + std::to_string(f->peer) + " is out of range (--ranks " + std::to_string(n) + ")";
+    if (f->peer >= n) return "peer " + std::to_string(f->peer) + " is out of range (--ranks " + std::to_string(n) + ")";
     if (f->peer == f->rank) return "peer must differ from rank";
   }
   if (is_hardware_fault(f->kind)) {
@@ -57,12 +55,10 @@ std::string resolve_fault(FaultSpec* f, const Layout& L, const SimOptions& o) {
     return "";
   }
   if (f->kind == FaultKind::kSlowlink) {
-    if (f->peer >= n)
-      return "peer " + std::to_string(f->peer) + " is out of range (--ranks " + std::to_string(n) + ")";
+    if (f->peer >= n) return "peer " + std::to_string(f->peer) + " is out of range (--ranks " + std::to_string(n) + ")";
     if (f->peer == f->rank) return "peer must differ from rank";
     if (!L.share_comm(f->rank, f->peer))
-      return "ranks " + std::to_string(f->rank) + " and " + std::to_string(f->peer) +
-             " share no communicator";
+      return "ranks " + std::to_string(f->rank) + " and " + std::to_string(f->peer) + " share no communicator";
   }
   if (f->step >= o.steps)
     return "step " + std::to_string(f->step) + " is beyond the run (--steps " + std::to_string(o.steps) + ")";
@@ -73,9 +69,9 @@ std::string resolve_fault(FaultSpec* f, const Layout& L, const SimOptions& o) {
   }
   uint64_t start = f->op >= 0 ? static_cast<uint64_t>(f->op) : first_op_of_step(L, o, f->rank, f->step);
   if (start >= total)
-    return (f->op >= 0 ? "op " + std::to_string(f->op) : "step " + std::to_string(f->step)) +
-           " is beyond rank " + std::to_string(f->rank) + "'s last operation (" + std::to_string(total) +
-           " operations in " + std::to_string(o.steps) + " steps)";
+    return (f->op >= 0 ? "op " + std::to_string(f->op) : "step " + std::to_string(f->step)) + " is beyond rank " +
+           std::to_string(f->rank) + "'s last operation (" + std::to_string(total) + " operations in " +
+           std::to_string(o.steps) + " steps)";
   int64_t step = 0;
   Action a;
   for (uint64_t op = start; op < total; ++op) {
@@ -120,9 +116,9 @@ const char* fault_kind_name(FaultKind k) {
 
 bool parse_fault_spec(const std::string& text, FaultSpec* out, std::string* error) {
   static const std::map<std::string, FaultKind> kinds = {
-      {"sdc", FaultKind::kSdc},       {"straggler", FaultKind::kStraggler}, {"hang", FaultKind::kHang},
-      {"desync", FaultKind::kDesync}, {"crash", FaultKind::kCrash},         {"slowlink", FaultKind::kSlowlink},
-      {"nan", FaultKind::kNan},       {"gpusdc", FaultKind::kGpuSdc},       {"linksdc", FaultKind::kLinkSdc},
+      {"sdc", FaultKind::kSdc},        {"straggler", FaultKind::kStraggler}, {"hang", FaultKind::kHang},
+      {"desync", FaultKind::kDesync},  {"crash", FaultKind::kCrash},         {"slowlink", FaultKind::kSlowlink},
+      {"nan", FaultKind::kNan},        {"gpusdc", FaultKind::kGpuSdc},       {"linksdc", FaultKind::kLinkSdc},
       {"slowgpu", FaultKind::kSlowGpu}};
   FaultSpec f;
   f.text = text;
@@ -130,7 +126,8 @@ bool parse_fault_spec(const std::string& text, FaultSpec* out, std::string* erro
   std::string kind = text.substr(0, colon);
   auto it = kinds.find(kind);
   if (it == kinds.end()) {
-    *error = "fault '" + text + "': unknown fault kind '" + kind + "' (sdc, straggler, hang, desync, crash, slowlink, nan, gpusdc, linksdc, slowgpu)";
+    *error = "fault '" + text + "': unknown fault kind '" + kind +
+             "' (sdc, straggler, hang, desync, crash, slowlink, nan, gpusdc, linksdc, slowgpu)";
     return false;
   }
   f.kind = it->second;
@@ -187,7 +184,8 @@ bool parse_fault_spec(const std::string& text, FaultSpec* out, std::string* erro
   if (!kv.count("rank")) return fail("needs rank=R");
   if (kv.count("op") && kv.count("step")) return fail("give op=N or step=N, not both");
   if (is_hardware_fault(f.kind)) {
-    if (kv.count("op")) return fail(std::string(fault_kind_name(f.kind)) + " takes step=N (a persistent hardware fault)");
+    if (kv.count("op"))
+      return fail(std::string(fault_kind_name(f.kind)) + " takes step=N (a persistent hardware fault)");
     if (kv.count("ms")) return fail("ms applies to straggler and slowlink only");
     if (f.kind == FaultKind::kLinkSdc && !kv.count("peer")) return fail("linksdc needs peer=Q (the sender)");
     if (f.kind != FaultKind::kLinkSdc && kv.count("peer")) return fail("peer applies to slowlink and linksdc only");
@@ -202,7 +200,8 @@ bool parse_fault_spec(const std::string& text, FaultSpec* out, std::string* erro
   if (kv.count("factor")) return fail("factor applies to slowgpu only");
   if (f.kind == FaultKind::kSlowlink && kv.count("op"))
     return fail("slowlink takes step=N (it acts on operations of both ranks)");
-  if (!timed && !kv.count("op") && !kv.count("step")) return fail(std::string(fault_kind_name(f.kind)) + " needs op=N or step=N");
+  if (!timed && !kv.count("op") && !kv.count("step"))
+    return fail(std::string(fault_kind_name(f.kind)) + " needs op=N or step=N");
   if (timed && !kv.count("ms")) return fail(std::string(fault_kind_name(f.kind)) + " needs ms=M");
   if (!timed && kv.count("ms")) return fail(std::string("ms applies to straggler and slowlink only"));
   if (timed && (kv["ms"] == 0 || kv["ms"] > 3600 * 1000)) return fail("ms must be in 1..3600000");
@@ -222,9 +221,10 @@ ParseStatus parse_options(int argc, const char* const* argv, SimOptions* out, st
   SimOptions o;
   std::string bytes_text = "256K";
   std::vector<std::string> fault_texts;
-  CLI::App app{"scout-sim: an emulated multi-process NCCL training job that drives the profiler plugin "
-               "exactly as NCCL 2.28.9 does, with injectable faults (docs/scout-sim.md).",
-               "scout-sim"};
+  CLI::App app{
+      "scout-sim: an emulated multi-process NCCL training job that drives the profiler plugin "
+      "exactly as NCCL 2.28.9 does, with injectable faults (docs/scout-sim.md).",
+      "scout-sim"};
   app.option_defaults()->always_capture_default();
   app.add_option("--ranks", o.ranks, "world size N: one process per rank")->required();
   app.add_option("--tp", o.tp, "tensor-parallel size T");
@@ -244,8 +244,9 @@ ParseStatus parse_options(int argc, const char* const* argv, SimOptions* out, st
   app.add_option("--ckpt-dir", o.ckpt_dir, "checkpoint directory (needed with --ckpt-every)");
   app.add_option("--ckpt-format", o.ckpt_format, "checkpoint layout: megatron, dcp, deepspeed, hf or nemo");
   app.add_option("--ckpt-kill-at", o.ckpt_kill_at, "kill every rank half-way through writing the checkpoint of step N");
-  app.add_option("--moe-experts", o.moe_experts,
-                 "X experts over the E expert-parallel ranks: each step logs its GEMMs through a cuBLASLt logger stand-in");
+  app.add_option(
+      "--moe-experts", o.moe_experts,
+      "X experts over the E expert-parallel ranks: each step logs its GEMMs through a cuBLASLt logger stand-in");
   app.add_option("--worker-rank", o.worker_rank)->group("");
   app.add_option("--fabric-fd", o.fabric_fd)->group("");
   try {
@@ -305,25 +306,44 @@ ParseStatus parse_options(int argc, const char* const* argv, SimOptions* out, st
 
 std::vector<std::string> worker_argv(const std::string& exe, const SimOptions& o, int rank, int fabric_fd) {
   std::vector<std::string> a = {exe,
-                                "--ranks", std::to_string(o.ranks),
-                                "--tp", std::to_string(o.tp),
-                                "--pp", std::to_string(o.pp),
-                                "--ep", std::to_string(o.ep),
-                                "--nodes", std::to_string(o.nodes),
-                                "--steps", std::to_string(o.steps),
-                                "--bytes", std::to_string(o.bytes),
-                                "--step-ms", std::to_string(o.step_ms),
-                                "--job", o.job,
-                                "--seed", std::to_string(o.seed),
-                                "--timeout", std::to_string(o.timeout_s),
-                                "--bcast-every", std::to_string(o.bcast_every),
-                                "--ckpt-every", std::to_string(o.ckpt_every),
-                                "--ckpt-dir", o.ckpt_dir,
-                                "--ckpt-format", o.ckpt_format,
-                                "--ckpt-kill-at", std::to_string(o.ckpt_kill_at),
-                                "--moe-experts", std::to_string(o.moe_experts),
-                                "--worker-rank", std::to_string(rank),
-                                "--fabric-fd", std::to_string(fabric_fd)};
+                                "--ranks",
+                                std::to_string(o.ranks),
+                                "--tp",
+                                std::to_string(o.tp),
+                                "--pp",
+                                std::to_string(o.pp),
+                                "--ep",
+                                std::to_string(o.ep),
+                                "--nodes",
+                                std::to_string(o.nodes),
+                                "--steps",
+                                std::to_string(o.steps),
+                                "--bytes",
+                                std::to_string(o.bytes),
+                                "--step-ms",
+                                std::to_string(o.step_ms),
+                                "--job",
+                                o.job,
+                                "--seed",
+                                std::to_string(o.seed),
+                                "--timeout",
+                                std::to_string(o.timeout_s),
+                                "--bcast-every",
+                                std::to_string(o.bcast_every),
+                                "--ckpt-every",
+                                std::to_string(o.ckpt_every),
+                                "--ckpt-dir",
+                                o.ckpt_dir,
+                                "--ckpt-format",
+                                o.ckpt_format,
+                                "--ckpt-kill-at",
+                                std::to_string(o.ckpt_kill_at),
+                                "--moe-experts",
+                                std::to_string(o.moe_experts),
+                                "--worker-rank",
+                                std::to_string(rank),
+                                "--fabric-fd",
+                                std::to_string(fabric_fd)};
   if (!o.truth.empty()) {
     a.push_back("--truth");
     a.push_back(o.truth);

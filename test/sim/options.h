@@ -41,28 +41,28 @@ struct FaultSpec {
 
 // Everything scout-sim was asked to do. Defaults are the documented ones.
 struct SimOptions {
-  int ranks = 0;                 // N, required, 1..kMaxRanks
-  int tp = 1;                    // tensor-parallel size T
-  int pp = 1;                    // pipeline-parallel size P
-  int ep = 1;                    // expert-parallel size E (divides DP)
-  int nodes = 1;                 // emulated hosts M (divides N; whole TP groups per host)
-  int64_t steps = 20;            // training steps
-  uint64_t bytes = 256 * 1024;   // base message size B in bytes (TP AllReduce size)
-  int64_t step_ms = 0;           // compute time between steps, ms
-  std::string job;               // SCOUT_JOB_ID; empty: $SCOUT_JOB_ID, else "sim-<launcher pid>"
-  uint64_t seed = 1;             // data, unique id and channel choices
-  double timeout_s = 600;        // launcher ends the job after this many seconds (0: never)
+  int ranks = 0;                // N, required, 1..kMaxRanks
+  int tp = 1;                   // tensor-parallel size T
+  int pp = 1;                   // pipeline-parallel size P
+  int ep = 1;                   // expert-parallel size E (divides DP)
+  int nodes = 1;                // emulated hosts M (divides N; whole TP groups per host)
+  int64_t steps = 20;           // training steps
+  uint64_t bytes = 256 * 1024;  // base message size B in bytes (TP AllReduce size)
+  int64_t step_ms = 0;          // compute time between steps, ms
+  std::string job;              // SCOUT_JOB_ID; empty: $SCOUT_JOB_ID, else "sim-<launcher pid>"
+  uint64_t seed = 1;            // data, unique id and channel choices
+  double timeout_s = 600;       // launcher ends the job after this many seconds (0: never)
   std::vector<FaultSpec> faults;
-  std::string truth;             // ground-truth file; empty: "<job>.truth.jsonl" if faults given
-  int bcast_every = 10;          // world Broadcast every this many steps (step % k == 0)
-  int64_t ckpt_every = 0;        // write a checkpoint after every this many steps (0: never)
-  std::string ckpt_dir;          // where (required with ckpt_every)
+  std::string truth;                     // ground-truth file; empty: "<job>.truth.jsonl" if faults given
+  int bcast_every = 10;                  // world Broadcast every this many steps (step % k == 0)
+  int64_t ckpt_every = 0;                // write a checkpoint after every this many steps (0: never)
+  std::string ckpt_dir;                  // where (required with ckpt_every)
   std::string ckpt_format = "megatron";  // megatron | dcp | deepspeed | hf | nemo
-  int64_t ckpt_kill_at = 0;      // iteration whose checkpoint every rank is killed writing (0: none)
-  int moe_experts = 0;           // experts X (divisible by E): each step logs expert GEMMs (gemm_lt.h)
+  int64_t ckpt_kill_at = 0;              // iteration whose checkpoint every rank is killed writing (0: none)
+  int moe_experts = 0;                   // experts X (divisible by E): each step logs expert GEMMs (gemm_lt.h)
   // Internal (set by the launcher for its workers, hidden from --help):
-  int worker_rank = -1;          // >= 0: run as this global rank
-  int fabric_fd = -1;            // the shared fabric (memfd) inherited from the launcher
+  int worker_rank = -1;  // >= 0: run as this global rank
+  int fabric_fd = -1;    // the shared fabric (memfd) inherited from the launcher
 
   int dp() const { return ranks / (tp * pp); }
   bool is_worker() const { return worker_rank >= 0; }

@@ -4,8 +4,7 @@
 
 namespace scout::sim {
 
-ProfilerDriver::ProfilerDriver(const LoadedPlugin& p)
-    : version_(p.version), v4_(p.v4), v5_(p.v5), v6_(p.v6) {}
+ProfilerDriver::ProfilerDriver(const LoadedPlugin& p) : version_(p.version), v4_(p.v4), v5_(p.v5), v6_(p.v6) {}
 
 ProfilerDriver::ProfilerDriver(const abi::ProfilerV5* t) : version_(t ? 5 : 0), v5_(t) {}
 

@@ -27,9 +27,9 @@ constexpr uint64_t kKernelCh = kEvKernelCh;
 
 class ProfilerDriver {
  public:
-  ProfilerDriver() = default;                        // no plugin
-  explicit ProfilerDriver(const LoadedPlugin& p);    // the table the loader found (v4, v5 or v6)
-  explicit ProfilerDriver(const abi::ProfilerV5* t); // an in-process table (tests)
+  ProfilerDriver() = default;                         // no plugin
+  explicit ProfilerDriver(const LoadedPlugin& p);     // the table the loader found (v4, v5 or v6)
+  explicit ProfilerDriver(const abi::ProfilerV5* t);  // an in-process table (tests)
 
   bool loaded() const { return version_ != 0; }
   int version() const { return version_; }

@@ -24,8 +24,8 @@ struct RankContext {
   Fabric* fabric = nullptr;
   const ProfilerDriver* prof = nullptr;
   FaultPlan faults;
-  TruthWriter* truth = nullptr;     // may be null (no ground truth)
-  RankStatus* status = nullptr;     // may be null (in-process tests)
+  TruthWriter* truth = nullptr;  // may be null (no ground truth)
+  RankStatus* status = nullptr;  // may be null (in-process tests)
   // ncclProfilerEventMask: one int per process, its address passed to every init; the plugin
   // may change it at any time; NCCL reads it (relaxed) at every API call (docs/nccl-notes.md §0.6).
   int mask = 0;

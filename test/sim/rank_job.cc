@@ -197,14 +197,14 @@ int rank_main(const SimOptions& o) {
 
   // NCCL loads the plugin at the first communicator init (docs/nccl-notes.md §1.1, 1.2).
   const char* env = std::getenv("NCCL_PROFILER_PLUGIN");
-  if (env) nccl_debug_log(abi::kLogInfo, 0x80, "scout-sim", __LINE__, "NCCL_PROFILER_PLUGIN set by environment to %s", env);
+  if (env)
+    nccl_debug_log(abi::kLogInfo, 0x80, "scout-sim", __LINE__, "NCCL_PROFILER_PLUGIN set by environment to %s", env);
   LoadedPlugin plugin = load_profiler_plugin(env);
   if (plugin.ok()) {
     nccl_debug_log(abi::kLogInfo, abi::kSubsysInit, "scout-sim", __LINE__,
                    "Successfully loaded external profiler plugin %s", plugin.opened.c_str());
   } else if (plugin.error != "disabled") {
-    nccl_debug_log(abi::kLogInfo, abi::kSubsysInit, "scout-sim", __LINE__, "PROFILER/Plugin: %s",
-                   plugin.error.c_str());
+    nccl_debug_log(abi::kLogInfo, abi::kSubsysInit, "scout-sim", __LINE__, "PROFILER/Plugin: %s", plugin.error.c_str());
   }
   ProfilerDriver prof(plugin);
   if (plugin.ok())
@@ -228,8 +228,7 @@ int rank_main(const SimOptions& o) {
     job.destroy_comms();
   }
   if (plugin.ok()) {
-    nccl_debug_log(abi::kLogInfo, abi::kSubsysInit, "scout-sim", __LINE__, "Closing profiler plugin %s",
-                   prof.name());
+    nccl_debug_log(abi::kLogInfo, abi::kSubsysInit, "scout-sim", __LINE__, "Closing profiler plugin %s", prof.name());
     unload_profiler_plugin(&plugin);
   }
   status->state.store(kRankDone, std::memory_order_release);

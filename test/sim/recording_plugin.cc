@@ -20,10 +20,10 @@ std::mutex g_mu;
 std::vector<RecordedCall> g_calls;
 std::atomic<int> g_mask{0xFFF};
 std::atomic<uintptr_t> g_next{1};
-std::map<void*, int> g_nranks;                 // context -> nranks of its communicator
-std::vector<RecordedTask> g_tasks;             // Coll/P2p tasks in start order
-std::map<void*, size_t> g_task_of_handle;      // task handle -> index in g_tasks
-std::map<void*, size_t> g_task_of_channel;     // KernelCh handle -> index in g_tasks
+std::map<void*, int> g_nranks;              // context -> nranks of its communicator
+std::vector<RecordedTask> g_tasks;          // Coll/P2p tasks in start order
+std::map<void*, size_t> g_task_of_handle;   // task handle -> index in g_tasks
+std::map<void*, size_t> g_task_of_channel;  // KernelCh handle -> index in g_tasks
 
 uint64_t type_size(const char* dt) { return dt && std::strcmp(dt, "ncclInt8") == 0 ? 1 : 4; }
 
@@ -44,8 +44,8 @@ void push(RecordedCall c) {
   g_calls.push_back(std::move(c));
 }
 
-abi::Result rec_init(void** context, uint64_t comm_hash, int* mask, const char* name, int n_nodes, int nranks,
-                     int rank, abi::Logger) {
+abi::Result rec_init(void** context, uint64_t comm_hash, int* mask, const char* name, int n_nodes, int nranks, int rank,
+                     abi::Logger) {
   RecordedCall c{};
   c.kind = RecordedCall::kInit;
   c.tid = tid();
@@ -136,8 +136,8 @@ abi::Result rec_record(void* handle, int state, abi::StateArgs* args) {
       RecordedTask& t = g_tasks[it->second];
       ++t.ch_stopped;
       t.gpu_end = std::max<uint64_t>(t.gpu_end, c.p_timer);
-      if (t.ch_stopped == static_cast<int>(t.descr.type == abi::kEvColl ? t.descr.coll.nChannels
-                                                                          : t.descr.p2p.nChannels)) {
+      if (t.ch_stopped ==
+          static_cast<int>(t.descr.type == abi::kEvColl ? t.descr.coll.nChannels : t.descr.p2p.nChannels)) {
         // Completion: hash what the kernel delivered, as the plugin does for host buffers.
         void* buf = t.descr.type == abi::kEvColl ? t.descr.coll.recvBuff : t.descr.p2p.buff;
         const char* dt = t.descr.type == abi::kEvColl ? t.descr.coll.datatype : t.descr.p2p.datatype;

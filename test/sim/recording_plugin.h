@@ -4,9 +4,9 @@
 // (communicator name, rank) of each init. Thread-safe.
 #pragma once
 
+#include <sys/types.h>
 #include <cstdint>
 #include <string>
-#include <sys/types.h>
 #include <vector>
 
 #include "scout/nccl_profiler_abi.h"

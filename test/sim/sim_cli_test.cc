@@ -48,7 +48,10 @@ std::vector<nlohmann::json> read_truth(const std::string& path) {
 class SimCli : public ::testing::Test {
  protected:
   std::map<std::string, std::string> env() const {
-    return {{"SCOUT_SHM_DIR", dir_.path()}, {"SCOUT_MAX_COMMS", "8"}, {"NCCL_DEBUG", ""}, {"NCCL_PROFILER_PLUGIN", ""},
+    return {{"SCOUT_SHM_DIR", dir_.path()},
+            {"SCOUT_MAX_COMMS", "8"},
+            {"NCCL_DEBUG", ""},
+            {"NCCL_PROFILER_PLUGIN", ""},
             {"SCOUT_JOB_ID", ""}};
   }
   ProcessResult run(std::vector<std::string> args, double timeout_s = 60) {
@@ -66,7 +69,8 @@ struct BadFlag {
 TEST_F(SimCli, BadFlagsGetOneLineAndExitCode2) {
   const std::vector<BadFlag> cases = {
       {{"--ranks", "8", "--fault", "bogus:rank=1,op=2"},
-       "fault 'bogus:rank=1,op=2': unknown fault kind 'bogus' (sdc, straggler, hang, desync, crash, slowlink, nan, gpusdc, linksdc, slowgpu)"},
+       "fault 'bogus:rank=1,op=2': unknown fault kind 'bogus' (sdc, straggler, hang, desync, crash, slowlink, nan, "
+       "gpusdc, linksdc, slowgpu)"},
       {{"--ranks", "8", "--fault", "sdc:rank=8,op=1"}, "fault 'sdc:rank=8,op=1': rank 8 is out of range (--ranks 8)"},
       {{"--ranks", "8", "--tp", "3"}, "--tp 3 x --pp 1 does not divide --ranks 8"},
       {{"--ranks", "8", "--tp", "2", "--pp", "2", "--ep", "3"}, "--ep 3 does not divide DP = 2"},
@@ -74,10 +78,8 @@ TEST_F(SimCli, BadFlagsGetOneLineAndExitCode2) {
       {{"--ranks", "8", "--tp", "4", "--nodes", "4"},
        "--nodes 4 would split TP groups across hosts (2 ranks per host, --tp 4)"},
       {{"--ranks", "8", "--fault", "sdc:rank=1,op="}, "fault 'sdc:rank=1,op=': missing value for op"},
-      {{"--ranks", "8", "--fault", "slowlink:rank=1,ms=5"},
-       "fault 'slowlink:rank=1,ms=5': slowlink needs peer=Q"},
-      {{"--ranks", "8", "--fault", "straggler:rank=1,step=2"},
-       "fault 'straggler:rank=1,step=2': straggler needs ms=M"},
+      {{"--ranks", "8", "--fault", "slowlink:rank=1,ms=5"}, "fault 'slowlink:rank=1,ms=5': slowlink needs peer=Q"},
+      {{"--ranks", "8", "--fault", "straggler:rank=1,step=2"}, "fault 'straggler:rank=1,step=2': straggler needs ms=M"},
       {{"--ranks", "8", "--steps", "2", "--fault", "hang:rank=1,op=100"},
        "fault 'hang:rank=1,op=100': op 100 is beyond rank 1's last operation (9 operations in 2 steps)"},
       {{"--ranks", "8", "--tp", "2", "--fault", "slowlink:rank=0,peer=0,ms=5"},
@@ -103,9 +105,7 @@ TEST_F(SimCli, BadFlagsGetOneLineAndExitCode2) {
     std::vector<std::string> l = lines(r.err);
     ASSERT_EQ(l.size(), 1u) << r.err;
     EXPECT_EQ(l[0].rfind("scout-sim: ", 0), 0u) << l[0];
-    if (!c.message.empty()) {
-      EXPECT_EQ(l[0], "scout-sim: " + c.message);
-    }
+    if (!c.message.empty()) { EXPECT_EQ(l[0], "scout-sim: " + c.message); }
   }
 }
 
@@ -128,8 +128,10 @@ TEST_F(SimCli, CompletedJobPrintsItsShapeAndSummaryAndSetsEachRanksEnvironment) 
   ASSERT_EQ(out.size(), 2u) << r.out;
   char plugin[PATH_MAX];
   ASSERT_NE(::realpath(build_path("lib/libnccl-profiler-scout.so").c_str(), plugin), nullptr);
-  EXPECT_EQ(out[0], "scout-sim: job cli-env: 8 ranks (tp 2, pp 2, dp 2, ep 1) on 2 hosts, 3 steps, 16384-byte "
-                    "messages, plugin " + std::string(plugin));
+  EXPECT_EQ(out[0],
+            "scout-sim: job cli-env: 8 ranks (tp 2, pp 2, dp 2, ep 1) on 2 hosts, 3 steps, 16384-byte "
+            "messages, plugin " +
+                std::string(plugin));
   // Total operations as the workload defines them.
   SimOptions o;
   o.ranks = 8;
@@ -153,8 +155,8 @@ TEST_F(SimCli, CompletedJobPrintsItsShapeAndSummaryAndSetsEachRanksEnvironment) 
   for (int g = 0; g < 8; ++g) {
     std::string host = g < 4 ? "node0" : "node1";
     std::string want = "scout-sim rank " + std::to_string(g) + ": RANK=" + std::to_string(g) +
-                       " LOCAL_RANK=" + std::to_string(g % 4) + " WORLD_SIZE=8 LOCAL_WORLD_SIZE=4 SCOUT_JOB_ID=cli-env " +
-                       "SCOUT_HOST=" + host;
+                       " LOCAL_RANK=" + std::to_string(g % 4) +
+                       " WORLD_SIZE=8 LOCAL_WORLD_SIZE=4 SCOUT_JOB_ID=cli-env " + "SCOUT_HOST=" + host;
     EXPECT_NE(r.err.find(want), std::string::npos) << want;
     EXPECT_NE(r.err.find("NCCL_PROFILER_PLUGIN set by environment to " + std::string(plugin)), std::string::npos);
   }
@@ -190,8 +192,8 @@ TEST_F(SimCli, HangIsEndedByTheTimeoutWithExitCode3) {
   std::string truth = dir_.path() + "/hang.jsonl";
   // Rank 1's op 7 is the first DP AllReduce of step 0 (PPF none: pp=1; TP AR, AG, RS, AR = ops
   // 0-3, then the DP bucket group 4-7... op 7 is the last bucket of step 0).
-  ProcessResult r = run({"--ranks", "4", "--tp", "2", "--steps", "50", "--bytes", "8K", "--fault",
-                         "hang:rank=1,op=7", "--timeout", "2", "--truth", truth, "--job", "hang1"},
+  ProcessResult r = run({"--ranks", "4", "--tp", "2", "--steps", "50", "--bytes", "8K", "--fault", "hang:rank=1,op=7",
+                         "--timeout", "2", "--truth", truth, "--job", "hang1"},
                         30);
   EXPECT_EQ(r.exit_code, kExitTimedOut) << r.out << r.err;
   EXPECT_GE(r.seconds, 2.0);
@@ -212,8 +214,8 @@ TEST_F(SimCli, HangIsEndedByTheTimeoutWithExitCode3) {
 
 TEST_F(SimCli, CrashKillsTheRankAndTheOthersBlockUntilTheTimeout) {
   std::string truth = dir_.path() + "/crash.jsonl";
-  ProcessResult r = run({"--ranks", "4", "--tp", "2", "--steps", "50", "--bytes", "8K", "--fault",
-                         "crash:rank=2,op=1", "--timeout", "2", "--truth", truth, "--job", "crash1"},
+  ProcessResult r = run({"--ranks", "4", "--tp", "2", "--steps", "50", "--bytes", "8K", "--fault", "crash:rank=2,op=1",
+                         "--timeout", "2", "--truth", truth, "--job", "crash1"},
                         30);
   EXPECT_EQ(r.exit_code, kExitTimedOut) << r.out << r.err;
   EXPECT_NE(r.out.find("crashed (fault): rank 2; killed while running: rank 0-1,3, exit 3"), std::string::npos)
@@ -229,8 +231,7 @@ TEST_F(SimCli, CrashKillsTheRankAndTheOthersBlockUntilTheTimeout) {
 }
 
 TEST_F(SimCli, SigtermEndsTheJobWithExitCode4) {
-  Subprocess p({sim(), "--ranks", "2", "--steps", "100000", "--bytes", "4K", "--step-ms", "5", "--job", "sig1"},
-               env());
+  Subprocess p({sim(), "--ranks", "2", "--steps", "100000", "--bytes", "4K", "--step-ms", "5", "--job", "sig1"}, env());
   // Wait for the start line, then a little work.
   for (int i = 0; i < 500 && p.out_so_far().find("scout-sim: job sig1") == std::string::npos; ++i) ::usleep(10000);
   ::usleep(300000);

@@ -132,12 +132,25 @@ class SimE2E : public ::testing::Test {
                    << " records nothing (its init leaves the activation mask at 0: the placeholder plugin)";
   }
   std::map<std::string, std::string> env() const {
-    return {{"SCOUT_SHM_DIR", dir_.path()}, {"SCOUT_MAX_COMMS", "8"}, {"NCCL_DEBUG", ""},
+    return {{"SCOUT_SHM_DIR", dir_.path()},
+            {"SCOUT_MAX_COMMS", "8"},
+            {"NCCL_DEBUG", ""},
             {"NCCL_PROFILER_PLUGIN", plugin_path()}};
   }
   std::vector<std::string> argv(const std::string& job, std::vector<std::string> extra) const {
-    std::vector<std::string> a = {build_path("bin/scout-sim"), "--ranks", "8", "--tp", "2", "--pp", "2",
-                                  "--bytes", "16K", "--job", job, "--truth", truth(job)};
+    std::vector<std::string> a = {build_path("bin/scout-sim"),
+                                  "--ranks",
+                                  "8",
+                                  "--tp",
+                                  "2",
+                                  "--pp",
+                                  "2",
+                                  "--bytes",
+                                  "16K",
+                                  "--job",
+                                  job,
+                                  "--truth",
+                                  truth(job)};
     a.insert(a.end(), extra.begin(), extra.end());
     return a;
   }
@@ -283,8 +296,10 @@ TEST_F(SimE2E, StragglerStartsLateOnEveryOperationFromItsStep) {
     for (const auto& [g, r] : by_rank)
       if (g != 1) others = std::min<int64_t>(others, r.gpu_start_ns);
     int64_t lateness = (mine - others) / 1000000;
-    if (lateness >= M - kSchedulingSlackMs) ++late;
-    else ++on_time;
+    if (lateness >= M - kSchedulingSlackMs)
+      ++late;
+    else
+      ++on_time;
   }
   // Rank 1's collectives of steps 1-2: 2 TP AllReduce, AllGather, ReduceScatter, 4 DP buckets.
   EXPECT_EQ(late, 16);

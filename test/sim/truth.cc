@@ -14,8 +14,8 @@ std::string truth_json(const TruthEvent& e) {
   j["kind"] = fault_kind_name(e.kind);
   j["global_rank"] = e.global_rank;
   j["peer"] = e.peer >= 0 ? nlohmann::ordered_json(e.peer) : nlohmann::ordered_json(nullptr);
-  j["comm"] = {{"hash", hash_hex(e.comm_hash)}, {"name", e.comm_name}, {"nranks", e.comm_nranks},
-               {"rank", e.comm_rank}};
+  j["comm"] = {
+      {"hash", hash_hex(e.comm_hash)}, {"name", e.comm_name}, {"nranks", e.comm_nranks}, {"rank", e.comm_rank}};
   nlohmann::ordered_json key = {{"func", func_name(e.func)}, {"seq", e.key}};
   if (e.key_peer >= 0) key["peer"] = e.key_peer;
   j["key"] = key;

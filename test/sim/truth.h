@@ -17,19 +17,19 @@ namespace scout::sim {
 struct TruthEvent {
   FaultKind kind = FaultKind::kSdc;
   int global_rank = -1;
-  int peer = -1;               // slowlink: the other global rank
+  int peer = -1;  // slowlink: the other global rank
   std::string comm_name;
   uint64_t comm_hash = 0;
   int comm_nranks = 0;
   int comm_rank = -1;
   Func func = Func::kAllReduce;
   uint64_t key = 0;
-  int key_peer = -1;           // Send/Recv: peer comm rank of the key
+  int key_peer = -1;  // Send/Recv: peer comm rank of the key
   int64_t step = -1;
-  int64_t op = -1;             // rank-local operation index
-  int64_t ms = 0;              // straggler / slowlink delay
-  int64_t time_ns = 0;         // CLOCK_REALTIME of the injection
-  std::string detail;          // extra JSON object members, e.g. "\"element\":5,\"bit\":22"
+  int64_t op = -1;      // rank-local operation index
+  int64_t ms = 0;       // straggler / slowlink delay
+  int64_t time_ns = 0;  // CLOCK_REALTIME of the injection
+  std::string detail;   // extra JSON object members, e.g. "\"element\":5,\"bit\":22"
 };
 
 // JSON line (no trailing newline) of an event.

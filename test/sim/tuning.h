@@ -10,11 +10,11 @@
 namespace scout::sim {
 
 struct Tuning {
-  const char* algo = "RING";     // static strings, as NCCL's
+  const char* algo = "RING";  // static strings, as NCCL's
   const char* proto = "SIMPLE";
   uint8_t n_channels = 1;
   uint8_t n_warps = 16;
-  uint8_t channel_base = 0;      // channel ids are channel_base .. channel_base + n_channels - 1
+  uint8_t channel_base = 0;  // channel ids are channel_base .. channel_base + n_channels - 1
 };
 
 // Collectives: channels 0..n-1 (2 below 32 KiB, 3 below 512 KiB, else 4); LL up to 16 KiB,

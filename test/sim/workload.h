@@ -32,8 +32,8 @@ struct Action {
   CommKind comm = CommKind::kWorld;
   Func func = Func::kAllReduce;  // kColl: the collective; kSend/kRecv/kAlltoAll: that function
   uint64_t count = 0;
-  int peer = -1;                 // Broadcast root or Send/Recv peer, as a comm rank
-  bool in_place = false;         // sendbuff == recvbuff (AllReduce, Broadcast)
+  int peer = -1;          // Broadcast root or Send/Recv peer, as a comm rank
+  bool in_place = false;  // sendbuff == recvbuff (AllReduce, Broadcast)
 
   bool is_op() const { return kind != ActionKind::kGroupStart && kind != ActionKind::kGroupEnd; }
 };

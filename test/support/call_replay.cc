@@ -173,9 +173,7 @@ class Replayer {
         if (s.ptr[k] != 0) need[s.ptr[k]] = std::max(need[s.ptr[k]], bytes);
       }
     }
-    for (auto& [addr, bytes] : need) {
-      buffers_[addr].reset(new char[std::max<uint64_t>(bytes, 1)]());
-    }
+    for (auto& [addr, bytes] : need) { buffers_[addr].reset(new char[std::max<uint64_t>(bytes, 1)]()); }
   }
 
   void resolve_strings(const std::vector<Entry>& entries) {
@@ -193,8 +191,7 @@ class Replayer {
         StringEntry se;
         if (!as(e, &se) || e.bytes.size() < sizeof(se) + se.len) continue;
         if (strings_.empty()) strings_.emplace_back();
-        strings_.back()[se.id] =
-            std::make_unique<std::string>(e.bytes.data() + sizeof(se), se.len);
+        strings_.back()[se.id] = std::make_unique<std::string>(e.bytes.data() + sizeof(se), se.len);
       }
     }
   }
@@ -243,9 +240,7 @@ class Replayer {
         d->p2pApi.stream = reinterpret_cast<void*>(s.u64[3]);
         d->p2pApi.graphCaptured = s.u8[2];
         break;
-      case abi::kEvKernelLaunch:
-        d->kernelLaunch.stream = reinterpret_cast<void*>(s.u64[3]);
-        break;
+      case abi::kEvKernelLaunch: d->kernelLaunch.stream = reinterpret_cast<void*>(s.u64[3]); break;
       case abi::kEvColl:
         d->coll.seqNumber = s.u64[0];
         d->coll.func = str(i, s.str[0]);
@@ -277,9 +272,7 @@ class Replayer {
         d->proxyOp.nSteps = s.i32[4];
         d->proxyOp.chunkSize = s.i32[5];
         break;
-      case abi::kEvProxyStep:
-        d->proxyStep.step = s.i32[0];
-        break;
+      case abi::kEvProxyStep: d->proxyStep.step = s.i32[0]; break;
       case abi::kEvKernelCh:
         d->kernelCh.channelId = static_cast<uint8_t>(s.i32[3]);
         d->kernelCh.pTimer = s.u64[2];
@@ -288,8 +281,7 @@ class Replayer {
         d->netPlugin.id = static_cast<int64_t>(s.u64[0]);
         d->netPlugin.data = reinterpret_cast<void*>(s.ptr[0]);
         break;
-      default:
-        break;
+      default: break;
     }
   }
 
@@ -332,8 +324,7 @@ class Replayer {
           abi::DescrV5 tmp{};
           tmp.type = s.type;
           fill_common(&tmp, s, i);
-          std::memcpy(reinterpret_cast<char*>(&d) + 24, reinterpret_cast<char*>(&tmp) + 24,
-                      sizeof(d) - 24);
+          std::memcpy(reinterpret_cast<char*>(&d) + 24, reinterpret_cast<char*>(&tmp) + 24, sizeof(d) - 24);
           plugin_.v4->startEvent(ctx, &handle, &d);
         } else if (plugin_.v5) {
           abi::DescrV5 d{};
@@ -379,9 +370,12 @@ class Replayer {
         StopEntry s;
         if (!as(e, &s)) return;
         void* h = map_handle(s.handle);
-        if (plugin_.v5) plugin_.v5->stopEvent(h);
-        else if (plugin_.v6) plugin_.v6->stopEvent(h);
-        else if (plugin_.v4) plugin_.v4->stopEvent(h);
+        if (plugin_.v5)
+          plugin_.v5->stopEvent(h);
+        else if (plugin_.v6)
+          plugin_.v6->stopEvent(h);
+        else if (plugin_.v4)
+          plugin_.v4->stopEvent(h);
         return;
       }
       case kEntryState: {
@@ -391,22 +385,27 @@ class Replayer {
         abi::StateArgs args;
         std::memcpy(&args, &s.arg, sizeof(args));
         abi::StateArgs* ap = s.has_args ? &args : nullptr;
-        if (plugin_.v5) plugin_.v5->recordEventState(h, s.state, ap);
-        else if (plugin_.v6) plugin_.v6->recordEventState(h, s.state, ap);
-        else if (plugin_.v4) plugin_.v4->recordEventState(h, s.state, ap);
+        if (plugin_.v5)
+          plugin_.v5->recordEventState(h, s.state, ap);
+        else if (plugin_.v6)
+          plugin_.v6->recordEventState(h, s.state, ap);
+        else if (plugin_.v4)
+          plugin_.v4->recordEventState(h, s.state, ap);
         return;
       }
       case kEntryFinalize: {
         FinalizeEntry f;
         if (!as(e, &f)) return;
         void* ctx = map_context(f.context);
-        if (plugin_.v5) plugin_.v5->finalize(ctx);
-        else if (plugin_.v6) plugin_.v6->finalize(ctx);
-        else if (plugin_.v4) plugin_.v4->finalize(ctx);
+        if (plugin_.v5)
+          plugin_.v5->finalize(ctx);
+        else if (plugin_.v6)
+          plugin_.v6->finalize(ctx);
+        else if (plugin_.v4)
+          plugin_.v4->finalize(ctx);
         return;
       }
-      default:
-        return;
+      default: return;
     }
   }
 
@@ -433,8 +432,7 @@ int recording_abi(const std::string& path, std::string* error) {
   return 0;
 }
 
-bool replay_calls(const std::string& path, const sim::LoadedPlugin& plugin, ReplayStats* stats,
-                  std::string* error) {
+bool replay_calls(const std::string& path, const sim::LoadedPlugin& plugin, ReplayStats* stats, std::string* error) {
   std::vector<char> data;
   if (!read_file(path, &data, error)) return false;
   std::vector<Entry> entries;

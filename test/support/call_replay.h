@@ -19,18 +19,17 @@
 namespace scout::testing {
 
 struct ReplayStats {
-  uint64_t entries = 0;      // callbacks replayed
+  uint64_t entries = 0;  // callbacks replayed
   uint64_t inits = 0;
   uint64_t starts = 0;
-  uint64_t unmapped = 0;     // handles referenced that the replay never produced (passed raw)
+  uint64_t unmapped = 0;  // handles referenced that the replay never produced (passed raw)
   uint32_t threads = 0;
-  int abi = 0;               // ABI version of the recording (4, 5 or 6)
+  int abi = 0;  // ABI version of the recording (4, 5 or 6)
 };
 
 // Reads `path` and replays it into `plugin`, whose version must match the recording's ABI.
 // Returns false with *error on a malformed file or a version mismatch; nothing is replayed then.
-bool replay_calls(const std::string& path, const sim::LoadedPlugin& plugin, ReplayStats* stats,
-                  std::string* error);
+bool replay_calls(const std::string& path, const sim::LoadedPlugin& plugin, ReplayStats* stats, std::string* error);
 
 // The ABI version of a recording (first init entry), 0 with *error if unreadable.
 int recording_abi(const std::string& path, std::string* error);

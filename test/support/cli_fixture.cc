@@ -239,8 +239,9 @@ void write_demo_store(const std::string& path) {
   sdc.key = obs::OpKey{"AllReduce", 40};
   sdc.first_seen_ns = ops[2].end_ns;
   sdc.last_seen_ns = ops[2].end_ns + 300 * kMs;
-  sdc.summary = "rank 5 (node1, pid 1005) received different bytes in AllReduce #40 of world: 7 of 8 "
-                "ranks agree on 0x1f2e3d4c5b6a79b0";
+  sdc.summary =
+      "rank 5 (node1, pid 1005) received different bytes in AllReduce #40 of world: 7 of 8 "
+      "ranks agree on 0x1f2e3d4c5b6a79b0";
   sdc.evidence = {
       {"check", "recv"},
       {"op", {{"func", "AllReduce"}, {"seq", 40}}},
@@ -269,8 +270,9 @@ void write_demo_store(const std::string& path) {
   slow.key = obs::OpKey{"AllReduce", 38};
   slow.first_seen_ns = ops[0].end_ns;
   slow.last_seen_ns = ops[1].end_ns;
-  slow.summary = "rank 3 (node0, pid 1003) arrives late by 2.09 ms (median, beyond the time it waited for "
-                 "others) in 2 of the last 2 collectives of world (0x1111aaaa2222bbbb)";
+  slow.summary =
+      "rank 3 (node0, pid 1003) arrives late by 2.09 ms (median, beyond the time it waited for "
+      "others) in 2 of the last 2 collectives of world (0x1111aaaa2222bbbb)";
   // Evidence shapes of docs/findings.md.
   const nlohmann::json world_j = {{"hash", "0x1111aaaa2222bbbb"}, {"name", "world"}, {"nranks", 8}};
   const nlohmann::json dp3_j = {{"hash", "0xd3d3d3d3d3d3d3d3"}, {"name", "dp3"}, {"nranks", 2}};
@@ -285,8 +287,7 @@ void write_demo_store(const std::string& path) {
                                                       {"series_ms", {2.1, 2.08}},
                                                       {"lateness_ms", {2.1, 2.08}}}})},
       {"aggregate", nlohmann::json{{"window_ops", 2}, {"late_ops", 2}, {"late_events", 2}}},
-      {"thresholds",
-       nlohmann::json{{"min_ms", 1.0}, {"rel", 3.0}, {"persist", 0.6}, {"min_late", 2}, {"window", 64}}}};
+      {"thresholds", nlohmann::json{{"min_ms", 1.0}, {"rel", 3.0}, {"persist", 0.6}, {"min_late", 2}, {"window", 64}}}};
   slow.dedup_key = "straggler:world:3";
   w->upsert_finding(&slow);
 
@@ -300,13 +301,15 @@ void write_demo_store(const std::string& path) {
   hang.key = obs::OpKey{"AllReduce", 7};
   hang.first_seen_ns = t0 + 11 * kS;
   hang.last_seen_ns = t0 + 12 * kS + 500 * kMs;
-  hang.summary = "rank 7 (node1, pid 1007) never entered AllReduce #7 of dp3; 1 rank waits for it (the process "
-                 "has since exited)";
+  hang.summary =
+      "rank 7 (node1, pid 1007) never entered AllReduce #7 of dp3; 1 rank waits for it (the process "
+      "has since exited)";
   const nlohmann::json ar6 = {{"func", "AllReduce"}, {"seq", 6}};
-  nlohmann::json rank3 = {{"global_rank", 3}, {"comm_rank", 0}, {"state", "running"}, {"op", ar7}, {"last_completed", ar6}};
+  nlohmann::json rank3 = {
+      {"global_rank", 3}, {"comm_rank", 0}, {"state", "running"}, {"op", ar7}, {"last_completed", ar6}};
   nlohmann::json rank7 = {{"global_rank", 7}, {"comm_rank", 1}, {"state", "absent"}, {"last_completed", ar6}};
-  nlohmann::json dp3_state = {{"comm", dp3_j},         {"class", "absent"},     {"op", ar7},
-                              {"stalled_ms", 3550.0}, {"waiting_in_op", 1},    {"ranks", {rank3, rank7}}};
+  nlohmann::json dp3_state = {{"comm", dp3_j},        {"class", "absent"},  {"op", ar7},
+                              {"stalled_ms", 3550.0}, {"waiting_in_op", 1}, {"ranks", {rank3, rank7}}};
   nlohmann::json root7 = {{"global_rank", 7}, {"reason", "idle"}, {"detail", ""}, {"process", "dead"}};
   nlohmann::json edge = {{"rank", 3}, {"waits_for", 7}, {"comm", dp3_j}, {"op", ar7}, {"why", "absent"}};
   hang.evidence = {{"class", "absent"},

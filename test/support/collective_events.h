@@ -15,8 +15,8 @@ constexpr int kChannels = 4;
 
 // ---- the do-nothing plugin
 inline int g_sink = 0;
-__attribute__((noinline)) inline abi::Result nop_init(void** ctx, uint64_t, int* mask, const char*, int,
-                                               int, int, abi::Logger) {
+__attribute__((noinline)) inline abi::Result nop_init(void** ctx, uint64_t, int* mask, const char*, int, int, int,
+                                                      abi::Logger) {
   *ctx = &g_sink;
   *mask = 0xE46;
   return abi::kSuccess;

@@ -92,7 +92,7 @@ size_t FakeGpu::run(State& st, void* stream, bool timeout) {
       auto out = fp::gpu::emulate_launch(plan, ps, it.grid, timeout, st.gpu_ns_per_job);
       if (out == fp::gpu::EmuOutcome::kWaiting) return n;
       st.trace.push_back(out == fp::gpu::EmuOutcome::kRan ? "hash(" + std::to_string(plan->njobs) + " jobs)"
-                                                         : "hash(abandoned)");
+                                                          : "hash(abandoned)");
     } else {
       if (it.fn) it.fn();
       st.trace.push_back(it.label);

@@ -23,8 +23,8 @@ class FakeGpu : public fp::gpu::Backend {
     bool is_hash = false;
     uint64_t plan = 0, plan_scratch = 0;
     uint32_t grid = 0;
-    std::string label;             // markers: what the test enqueued ("nccl")
-    std::function<void()> fn;      // markers: the work (e.g. the collective's effect)
+    std::string label;         // markers: what the test enqueued ("nccl")
+    std::function<void()> fn;  // markers: the work (e.g. the collective's effect)
   };
   // Everything the test inspects or steers; shared with the backend the engine owns.
   struct State {
@@ -37,7 +37,7 @@ class FakeGpu : public fp::gpu::Backend {
     std::map<void*, std::deque<Item>> streams;
     std::vector<std::string> trace;  // executed items: "hash(N jobs)", "hash(abandoned)", labels
     uint64_t launches = 0, host_allocs = 0, device_allocs = 0;
-    std::set<void*> blocks;           // live allocations
+    std::set<void*> blocks;  // live allocations
   };
 
   explicit FakeGpu(std::shared_ptr<State> st) : st_(std::move(st)) {}

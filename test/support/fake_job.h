@@ -28,11 +28,11 @@ constexpr int64_t kSec = 1'000'000'000;
 struct OpSpec {
   uint8_t kind = shm::kKindColl;
   uint8_t func = shm::kFuncAllReduce;
-  uint64_t key = 0;                  // seqNumber (coll) or p2p counter
+  uint64_t key = 0;  // seqNumber (coll) or p2p counter
   uint8_t datatype = shm::kTypeFloat32;
   uint64_t count = 1024;
-  int32_t peer = -1;                 // root (coll) or peer comm rank (p2p)
-  int64_t enqueue_ns = 0;            // also api_ns
+  int32_t peer = -1;       // root (coll) or peer comm rank (p2p)
+  int64_t enqueue_ns = 0;  // also api_ns
   uint8_t n_channels = 2;
   uint32_t flags = 0;
 };
@@ -50,12 +50,12 @@ struct FakeColl {
   uint64_t count = 1024;
   uint8_t datatype = shm::kTypeFloat32;
   int32_t root = -1;
-  int64_t t0 = kT0;                  // enqueue time on every rank
-  std::vector<int64_t> start;        // GPU start per comm rank; empty: t0 + 10 us on all
-  int64_t duration_ns = 100'000;     // GPU end = latest start + duration
-  std::vector<uint64_t> fp_recv;     // receive fingerprint per comm rank; empty: none
-  std::vector<uint64_t> counts;      // per comm rank API count overriding `count`; empty: none
-  std::vector<uint32_t> send_nan;    // send-buffer NaN count per comm rank (sets a send fp)
+  int64_t t0 = kT0;                // enqueue time on every rank
+  std::vector<int64_t> start;      // GPU start per comm rank; empty: t0 + 10 us on all
+  int64_t duration_ns = 100'000;   // GPU end = latest start + duration
+  std::vector<uint64_t> fp_recv;   // receive fingerprint per comm rank; empty: none
+  std::vector<uint64_t> counts;    // per comm rank API count overriding `count`; empty: none
+  std::vector<uint32_t> send_nan;  // send-buffer NaN count per comm rank (sets a send fp)
 };
 
 class FakeJob {

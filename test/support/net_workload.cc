@@ -53,8 +53,7 @@ uint64_t NetWorkload::rank_enqueued(int g, int64_t t) const {
   return completed < progress_at(t) ? completed + 1 : completed;
 }
 
-NetWorkload::Node::Node(const NetWorkload* job, int node, int64_t offset)
-    : job_(job), node_(node), offset_(offset) {}
+NetWorkload::Node::Node(const NetWorkload* job, int node, int64_t offset) : job_(job), node_(node), offset_(offset) {}
 
 std::vector<net::StreamView> NetWorkload::Node::streams() {
   const int64_t now = t_.load();
@@ -138,7 +137,8 @@ net::WaitSnapshot NetWorkload::Node::wait_snapshot() {
   if (job_->nodes_ < 2) return w;
   for (int l = 0; l < job_->ranks_per_node_; ++l) {
     const int g = node_ * job_->ranks_per_node_ + l;
-    w.procs.push_back({g, l, "node" + std::to_string(node_), 1000 + g, "GPU-" + std::to_string(g), l, 0, now + offset_, 0});
+    w.procs.push_back(
+        {g, l, "node" + std::to_string(node_), 1000 + g, "GPU-" + std::to_string(g), l, 0, now + offset_, 0});
     net::CommWaitView c;
     c.comm_hash = job_->comm_hash(l);
     c.nranks = job_->nodes_;

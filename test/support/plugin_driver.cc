@@ -20,8 +20,8 @@ abi::DescrV5 d_group_api(bool captured, int depth) {
   return d;
 }
 
-abi::DescrV5 d_coll_api(const char* func, size_t count, const char* dtype, int root, void* stream,
-                        bool captured, void* group_api) {
+abi::DescrV5 d_coll_api(const char* func, size_t count, const char* dtype, int root, void* stream, bool captured,
+                        void* group_api) {
   abi::DescrV5 d{};
   d.type = abi::kEvCollApi;
   d.parentObj = group_api;
@@ -34,8 +34,8 @@ abi::DescrV5 d_coll_api(const char* func, size_t count, const char* dtype, int r
   return d;
 }
 
-abi::DescrV5 d_p2p_api(const char* func, size_t count, const char* dtype, void* stream,
-                       bool captured, void* group_api) {
+abi::DescrV5 d_p2p_api(const char* func, size_t count, const char* dtype, void* stream, bool captured,
+                       void* group_api) {
   abi::DescrV5 d{};
   d.type = abi::kEvP2pApi;
   d.parentObj = group_api;
@@ -61,9 +61,9 @@ abi::DescrV5 d_group() {
   return d;
 }
 
-abi::DescrV5 d_coll(uint64_t seq, const char* func, const void* send, void* recv, size_t count,
-                    int root, const char* dtype, uint8_t nch, const char* algo, const char* proto,
-                    void* coll_api, void* group, int rank) {
+abi::DescrV5 d_coll(uint64_t seq, const char* func, const void* send, void* recv, size_t count, int root,
+                    const char* dtype, uint8_t nch, const char* algo, const char* proto, void* coll_api, void* group,
+                    int rank) {
   abi::DescrV5 d{};
   d.type = abi::kEvColl;
   d.parentObj = coll_api;
@@ -83,8 +83,8 @@ abi::DescrV5 d_coll(uint64_t seq, const char* func, const void* send, void* recv
   return d;
 }
 
-abi::DescrV5 d_p2p(const char* func, void* buf, const char* dtype, size_t count, int peer,
-                   uint8_t nch, void* p2p_api, void* group, int rank) {
+abi::DescrV5 d_p2p(const char* func, void* buf, const char* dtype, size_t count, int peer, uint8_t nch, void* p2p_api,
+                   void* group, int rank) {
   abi::DescrV5 d{};
   d.type = abi::kEvP2p;
   d.parentObj = p2p_api;
@@ -149,8 +149,7 @@ void clear_captured_logs() {
   g_logs.clear();
 }
 
-void* Plugin::init(uint64_t comm_hash, int nranks, int rank, const char* name, int nnodes,
-                   int* mask, abi::Logger log) {
+void* Plugin::init(uint64_t comm_hash, int nranks, int rank, const char* name, int nnodes, int* mask, abi::Logger log) {
   void* ctx = reinterpret_cast<void*>(0xdeadbeef);  // NCCL does not pre-zero it
   int local_mask = 0;
   int* m = mask ? mask : &local_mask;
@@ -254,10 +253,8 @@ CollHandles nccl_single_coll(Plugin& pl, void* ctx, const OpSpec& op) {
   bool p2p = std::strcmp(op.func, "Send") == 0 || std::strcmp(op.func, "Recv") == 0;
   h.group_api = pl.start(ctx, d_group_api(false, 1));
   pl.state(h.group_api, abi::kStateGroupStartApiStop, nullptr);
-  h.coll_api = pl.start(ctx, p2p ? d_p2p_api(op.func, op.count, op.dtype, op.stream, false,
-                                             h.group_api)
-                                 : d_coll_api(op.func, op.count, op.dtype, op.root, op.stream,
-                                              false, h.group_api));
+  h.coll_api = pl.start(ctx, p2p ? d_p2p_api(op.func, op.count, op.dtype, op.stream, false, h.group_api)
+                                 : d_coll_api(op.func, op.count, op.dtype, op.root, op.stream, false, h.group_api));
   pl.stop(h.coll_api);
   pl.state(h.group_api, abi::kStateGroupEndApiStart, nullptr);
   h.launch = pl.start(ctx, d_kernel_launch(op.stream, h.group_api));
@@ -266,11 +263,11 @@ CollHandles nccl_single_coll(Plugin& pl, void* ctx, const OpSpec& op) {
   size_t tc = op.task_count ? op.task_count : op.count;
   const char* tt = op.task_dtype ? op.task_dtype : op.dtype;
   if (p2p) {
-    h.coll = pl.start(ctx, d_p2p(op.func, const_cast<void*>(op.send), tt, tc, op.root, op.nch,
-                                 h.coll_api, h.group, op.rank));
+    h.coll = pl.start(
+        ctx, d_p2p(op.func, const_cast<void*>(op.send), tt, tc, op.root, op.nch, h.coll_api, h.group, op.rank));
   } else {
-    h.coll = pl.start(ctx, d_coll(op.seq, op.func, op.send, op.recv, tc, op.root, tt, op.nch,
-                                  op.algo, op.proto, h.coll_api, h.group, op.rank));
+    h.coll = pl.start(ctx, d_coll(op.seq, op.func, op.send, op.recv, tc, op.root, tt, op.nch, op.algo, op.proto,
+                                  h.coll_api, h.group, op.rank));
   }
   pl.stop(h.coll);
   pl.stop(h.group);

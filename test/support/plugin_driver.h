@@ -18,17 +18,16 @@ namespace scout::testing {
 
 // ---- descriptor builders (v5 layout; the driver converts for v4 and v6)
 abi::DescrV5 d_group_api(bool captured, int depth);
-abi::DescrV5 d_coll_api(const char* func, size_t count, const char* dtype, int root, void* stream,
-                        bool captured, void* group_api);
-abi::DescrV5 d_p2p_api(const char* func, size_t count, const char* dtype, void* stream,
-                       bool captured, void* group_api);
+abi::DescrV5 d_coll_api(const char* func, size_t count, const char* dtype, int root, void* stream, bool captured,
+                        void* group_api);
+abi::DescrV5 d_p2p_api(const char* func, size_t count, const char* dtype, void* stream, bool captured, void* group_api);
 abi::DescrV5 d_kernel_launch(void* stream, void* group_api);
 abi::DescrV5 d_group();
-abi::DescrV5 d_coll(uint64_t seq, const char* func, const void* send, void* recv, size_t count,
-                    int root, const char* dtype, uint8_t nch, const char* algo, const char* proto,
-                    void* coll_api, void* group, int rank);
-abi::DescrV5 d_p2p(const char* func, void* buf, const char* dtype, size_t count, int peer,
-                   uint8_t nch, void* p2p_api, void* group, int rank);
+abi::DescrV5 d_coll(uint64_t seq, const char* func, const void* send, void* recv, size_t count, int root,
+                    const char* dtype, uint8_t nch, const char* algo, const char* proto, void* coll_api, void* group,
+                    int rank);
+abi::DescrV5 d_p2p(const char* func, void* buf, const char* dtype, size_t count, int peer, uint8_t nch, void* p2p_api,
+                   void* group, int rank);
 abi::DescrV5 d_kernel_ch(uint8_t channel, uint64_t ptimer, void* op);
 abi::DescrV5 d_proxy_op(pid_t pid, void* op, int peer, int channel);
 
@@ -43,8 +42,8 @@ class Plugin {
   explicit Plugin(const sim::LoadedPlugin& p) : p_(p) {}
   int version() const { return p_.version; }
   // init with NCCL's argument order for the loaded version; returns the context.
-  void* init(uint64_t comm_hash, int nranks, int rank, const char* name = nullptr,
-             int nnodes = 1, int* mask = nullptr, abi::Logger log = capture_logger());
+  void* init(uint64_t comm_hash, int nranks, int rank, const char* name = nullptr, int nnodes = 1, int* mask = nullptr,
+             abi::Logger log = capture_logger());
   // startEvent. For v4, types NCCL's v4 adapter drops (bit >= 8) are not delivered (returns
   // nullptr) and the Coll/P2p parentObj becomes the legacy Group handle, as NCCL does.
   void* start(void* ctx, const abi::DescrV5& d);
@@ -76,12 +75,12 @@ struct CollHandles {
 // One collective (or send/recv) as the application issues it.
 struct OpSpec {
   const char* func = "AllReduce";
-  uint64_t seq = 0;            // NCCL seqNumber (Coll)
-  size_t count = 1024;         // API count
+  uint64_t seq = 0;     // NCCL seqNumber (Coll)
+  size_t count = 1024;  // API count
   const char* dtype = "ncclFloat32";
-  size_t task_count = 0;       // Coll descriptor count (0: = count)
+  size_t task_count = 0;             // Coll descriptor count (0: = count)
   const char* task_dtype = nullptr;  // Coll descriptor datatype (nullptr: = dtype)
-  int root = 0;                // root (Coll) or peer (P2P)
+  int root = 0;                      // root (Coll) or peer (P2P)
   const void* send = reinterpret_cast<const void*>(0x7000);
   void* recv = reinterpret_cast<void*>(0x8000);
   void* stream = reinterpret_cast<void*>(0x5000);

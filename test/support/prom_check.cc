@@ -57,9 +57,7 @@ std::string check_exposition(const std::string& text) {
         size_t used = 0;
         std::stod(m[4].str(), &used);
         if (used != m[4].str().size()) return where + "bad value";
-      } catch (...) {
-        return where + "bad value";
-      }
+      } catch (...) { return where + "bad value"; }
       if (!series.insert(name + "{" + m[3].str() + "}").second) return where + "duplicate series";
     } else {
       return where + "unparsable: " + line;

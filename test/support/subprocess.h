@@ -11,9 +11,9 @@
 namespace scout::testing {
 
 struct ProcessResult {
-  int exit_code = -1;     // exit status, or 128 + signal if it was killed
-  std::string out, err;   // everything it wrote to stdout / stderr
-  double seconds = 0;     // wall time
+  int exit_code = -1;    // exit status, or 128 + signal if it was killed
+  std::string out, err;  // everything it wrote to stdout / stderr
+  double seconds = 0;    // wall time
 };
 
 // A child process started with argv[0] as the program; `env` entries are added to (or replace

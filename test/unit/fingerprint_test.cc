@@ -26,8 +26,7 @@ constexpr uint64_t kB = 4096;  // block bytes, restated from docs/fingerprint.md
 constexpr uint8_t kU8 = scout::shm::kTypeUint8;
 
 // The definition written the obvious way: all leaf digests in a vector, then level by level.
-uint64_t straightforward(const unsigned char* p, uint64_t len, const std::vector<uint64_t>& blocks,
-                         bool capped) {
+uint64_t straightforward(const unsigned char* p, uint64_t len, const std::vector<uint64_t>& blocks, bool capped) {
   std::vector<uint64_t> level;
   for (uint64_t b : blocks) {
     uint64_t start = b * kB, n = start >= len ? 0 : std::min<uint64_t>(kB, len - start);
@@ -68,8 +67,9 @@ uint64_t fp(const std::vector<unsigned char>& v) { return fingerprint(v.data(), 
 
 TEST(Fingerprint, MatchesStraightforwardImplementation) {
   // Sizes around every boundary of the tree: block, fan-out (64 blocks), fan-out^2 (4096 blocks).
-  const size_t sizes[] = {0, 1, 7, 8, 31, 32, 33, kB - 1, kB, kB + 1, 3 * kB + 17, 64 * kB - 1,
-                          64 * kB, 64 * kB + 1, 65 * kB, 64 * 64 * kB, 64 * 64 * kB + 5};
+  const size_t sizes[] = {
+      0,      1,           7,           8,       31,          32,      33,           kB - 1,          kB,
+      kB + 1, 3 * kB + 17, 64 * kB - 1, 64 * kB, 64 * kB + 1, 65 * kB, 64 * 64 * kB, 64 * 64 * kB + 5};
   for (size_t n : sizes) {
     auto v = random_bytes(n, uint32_t(n));
     EXPECT_EQ(fp(v), straightforward_full(v)) << "size " << n;
@@ -170,7 +170,11 @@ TEST(Fingerprint, CountsNanAndInfFloat32) {
   std::vector<float> x(3000, 1.5f);
   const float qnan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
-  x[0] = qnan; x[1] = -inf; x[1023] = inf; x[1024] = -qnan; x[2999] = qnan;
+  x[0] = qnan;
+  x[1] = -inf;
+  x[1023] = inf;
+  x[1024] = -qnan;
+  x[2999] = qnan;
   uint32_t snan_bits = 0x7f800001u, max_finite = 0x7f7fffffu;
   std::memcpy(&x[500], &snan_bits, 4);   // signalling NaN (smallest mantissa)
   std::memcpy(&x[501], &max_finite, 4);  // largest finite: not counted
@@ -206,7 +210,12 @@ TEST(Fingerprint, CountsNanAndInfFloat64) {
 TEST(Fingerprint, CountsNanAndInfFloat16AndBfloat16) {
   // fp16: Inf 0x7C00, NaN 0x7C01..0x7FFF (either sign); 0x7BFF is the largest finite.
   std::vector<uint16_t> h(5001, 0x3C00);  // 1.0, odd count: the last word is partial
-  h[0] = 0x7C00; h[1] = 0xFC00; h[2] = 0x7C01; h[3] = 0xFE00; h[4] = 0x7BFF; h[2048] = 0x7FFF;
+  h[0] = 0x7C00;
+  h[1] = 0xFC00;
+  h[2] = 0x7C01;
+  h[3] = 0xFE00;
+  h[4] = 0x7BFF;
+  h[2048] = 0x7FFF;
   h[5000] = 0x7E00;
   auto hv = as_bytes(h);
   scout::fp::Counts ch;
@@ -215,7 +224,12 @@ TEST(Fingerprint, CountsNanAndInfFloat16AndBfloat16) {
   EXPECT_EQ(ch.nan, 4u);
   // bf16: Inf 0x7F80, NaN 0x7F81..0x7FFF; 0x7F7F is the largest finite; 0x7C00 is finite here.
   std::vector<uint16_t> b(4099, 0x3F80);
-  b[0] = 0x7F80; b[10] = 0xFF80; b[11] = 0x7FC0; b[12] = 0x7F7F; b[13] = 0x7C00; b[4098] = 0xFFC1;
+  b[0] = 0x7F80;
+  b[10] = 0xFF80;
+  b[11] = 0x7FC0;
+  b[12] = 0x7F7F;
+  b[13] = 0x7C00;
+  b[4098] = 0xFFC1;
   auto bv = as_bytes(b);
   scout::fp::Counts cb;
   fingerprint(bv.data(), bv.size(), scout::shm::kTypeBfloat16, &cb);

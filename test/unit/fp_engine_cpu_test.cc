@@ -131,11 +131,18 @@ TEST(EngineCpu, SendAndMatchingReceiveAreSampledTogether) {
   int both = 0;
   for (uint64_t k = 0; k < 200; ++k) {
     fp::OpInfo s;
-    s.kind = shm::kKindSend; s.func = shm::kFuncSend; s.key = k;
-    s.send_buf = buf.data(); s.send_bytes = 64;
+    s.kind = shm::kKindSend;
+    s.func = shm::kFuncSend;
+    s.key = k;
+    s.send_buf = buf.data();
+    s.send_bytes = 64;
     fp::OpInfo r = s;
-    r.kind = shm::kKindRecv; r.func = shm::kFuncRecv; r.send_buf = nullptr; r.send_bytes = 0;
-    r.recv_buf = buf.data(); r.recv_bytes = 64;
+    r.kind = shm::kKindRecv;
+    r.func = shm::kFuncRecv;
+    r.send_buf = nullptr;
+    r.send_bytes = 0;
+    r.recv_buf = buf.data();
+    r.recv_bytes = 64;
     shm::OpRecord* ra = a.ring.at(k);
     shm::OpRecord* rb = b.ring.at(k);
     ra->flags = rb->flags = 0;
@@ -240,23 +247,32 @@ TEST(EngineCpu, BudgetRaisesTheLevelAndPublishesIt) {
 TEST(EngineCpu, OpBytesPerFunction) {
   uint64_t s = 0, v = 0;
   fp::op_bytes(shm::kFuncAllReduce, 100, 4, 8, 3, 0, &s, &v);
-  EXPECT_EQ(s, 400u); EXPECT_EQ(v, 400u);
+  EXPECT_EQ(s, 400u);
+  EXPECT_EQ(v, 400u);
   fp::op_bytes(shm::kFuncAllGather, 400, 1, 8, 3, 0, &s, &v);
-  EXPECT_EQ(s, 400u); EXPECT_EQ(v, 3200u);
+  EXPECT_EQ(s, 400u);
+  EXPECT_EQ(v, 3200u);
   fp::op_bytes(shm::kFuncReduceScatter, 100, 2, 8, 3, 0, &s, &v);
-  EXPECT_EQ(s, 1600u); EXPECT_EQ(v, 200u);
+  EXPECT_EQ(s, 1600u);
+  EXPECT_EQ(v, 200u);
   fp::op_bytes(shm::kFuncBroadcast, 64, 1, 8, 3, 0, &s, &v);
-  EXPECT_EQ(s, 0u); EXPECT_EQ(v, 64u);
+  EXPECT_EQ(s, 0u);
+  EXPECT_EQ(v, 64u);
   fp::op_bytes(shm::kFuncBroadcast, 64, 1, 8, 0, 0, &s, &v);
-  EXPECT_EQ(s, 64u); EXPECT_EQ(v, 64u);
+  EXPECT_EQ(s, 64u);
+  EXPECT_EQ(v, 64u);
   fp::op_bytes(shm::kFuncReduce, 10, 8, 8, 3, 0, &s, &v);
-  EXPECT_EQ(s, 80u); EXPECT_EQ(v, 0u);
+  EXPECT_EQ(s, 80u);
+  EXPECT_EQ(v, 0u);
   fp::op_bytes(shm::kFuncReduce, 10, 8, 8, 0, 0, &s, &v);
-  EXPECT_EQ(s, 80u); EXPECT_EQ(v, 80u);
+  EXPECT_EQ(s, 80u);
+  EXPECT_EQ(v, 80u);
   fp::op_bytes(shm::kFuncSend, 10, 4, 8, 0, 0, &s, &v);
-  EXPECT_EQ(s, 40u); EXPECT_EQ(v, 0u);
+  EXPECT_EQ(s, 40u);
+  EXPECT_EQ(v, 0u);
   fp::op_bytes(shm::kFuncRecv, 10, 4, 8, 0, 0, &s, &v);
-  EXPECT_EQ(s, 0u); EXPECT_EQ(v, 40u);
+  EXPECT_EQ(s, 0u);
+  EXPECT_EQ(v, 40u);
 }
 
 }  // namespace

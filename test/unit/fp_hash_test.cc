@@ -41,9 +41,32 @@ struct Buffer {
   }
 };
 
-const size_t kSizes[] = {0, 1, 3, 4, 7, 8, 9, 15, 16, 24, 31, 32, 33, 63, 64, 65, 100, 511,
-                         kBlockBytes - 1, kBlockBytes, kBlockBytes + 1, kBlockBytes + 31, 2 * kBlockBytes + 7,
-                         64 * kBlockBytes, 64 * kBlockBytes + 1, 65 * kBlockBytes - 3};
+const size_t kSizes[] = {0,
+                         1,
+                         3,
+                         4,
+                         7,
+                         8,
+                         9,
+                         15,
+                         16,
+                         24,
+                         31,
+                         32,
+                         33,
+                         63,
+                         64,
+                         65,
+                         100,
+                         511,
+                         kBlockBytes - 1,
+                         kBlockBytes,
+                         kBlockBytes + 1,
+                         kBlockBytes + 31,
+                         2 * kBlockBytes + 7,
+                         64 * kBlockBytes,
+                         64 * kBlockBytes + 1,
+                         65 * kBlockBytes - 3};
 
 TEST(FpHash, Xxh64MatchesLibxxhashOnEverySizeAndAlignment) {
   uint64_t none = 0;
@@ -89,8 +112,7 @@ TEST(FpHash, WordHashAndRootFollowTheDefinition) {
 struct Job {
   std::vector<uint64_t> scratch;
   FpResult result{};
-  explicit Job(uint64_t max_leaves)
-      : scratch(scout::fp::gpu::scratch_bytes(max_leaves) / 8, 0) {}
+  explicit Job(uint64_t max_leaves) : scratch(scout::fp::gpu::scratch_bytes(max_leaves) / 8, 0) {}
 };
 
 FpJob make_job(const unsigned char* p, uint64_t len, uint64_t max_bytes, uint64_t selector, uint8_t dtype, Job& j,

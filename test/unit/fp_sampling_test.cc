@@ -35,9 +35,7 @@ TEST(Sampling, NestedLevelsAndRates) {
       bool s = sampled(comm, scout::shm::kFuncAllReduce, k, 2, level);
       count[level] += s;
       // Nested: sampled at a higher level implies sampled at every lower level.
-      if (s && level > 0) {
-        EXPECT_TRUE(sampled(comm, scout::shm::kFuncAllReduce, k, 2, level - 1));
-      }
+      if (s && level > 0) { EXPECT_TRUE(sampled(comm, scout::shm::kFuncAllReduce, k, 2, level - 1)); }
     }
   }
   for (uint32_t level = 0; level < 6; ++level) {

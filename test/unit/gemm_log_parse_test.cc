@@ -97,7 +97,7 @@ TEST(GemmLogParse, RowOrderAndBatch) {
 }
 
 TEST(GemmLogParse, EveryDatatypeAndComputeType) {
-  const char* types[] = {"R_16F", "R_16BF", "R_32F", "R_64F", "R_8I", "R_8U", "R_32I",
+  const char* types[] = {"R_16F",     "R_16BF",    "R_32F",     "R_64F", "R_8I",  "R_8U", "R_32I",
                          "R_8F_E4M3", "R_8F_E5M2", "R_4F_E2M1", "C_32F", "C_64F", "C_16F"};
   for (const char* t : types) {
     std::string d = std::string("type=") + t + " rows=8 cols=8 ld=8";
@@ -108,9 +108,10 @@ TEST(GemmLogParse, EveryDatatypeAndComputeType) {
     EXPECT_NE(k.a_type, shm::kGemmTypeUnknown);
     EXPECT_STREQ(shm::gemm_type_name(k.a_type), t);
   }
-  const char* computes[] = {"COMPUTE_16F", "COMPUTE_16F_PEDANTIC", "COMPUTE_32F", "COMPUTE_32F_PEDANTIC",
-                            "COMPUTE_32F_FAST_16F", "COMPUTE_32F_FAST_16BF", "COMPUTE_32F_FAST_TF32",
-                            "COMPUTE_64F", "COMPUTE_64F_PEDANTIC", "COMPUTE_32I", "COMPUTE_32I_PEDANTIC"};
+  const char* computes[] = {"COMPUTE_16F",           "COMPUTE_16F_PEDANTIC", "COMPUTE_32F",
+                            "COMPUTE_32F_PEDANTIC",  "COMPUTE_32F_FAST_16F", "COMPUTE_32F_FAST_16BF",
+                            "COMPUTE_32F_FAST_TF32", "COMPUTE_64F",          "COMPUTE_64F_PEDANTIC",
+                            "COMPUTE_32I",           "COMPUTE_32I_PEDANTIC"};
   for (const char* c : computes) {
     std::string d = "type=R_32F rows=8 cols=8 ld=8";
     shm::GemmKey k;
@@ -159,19 +160,19 @@ TEST(GemmLogParse, MalformedLinesAreRejected) {
   shm::GemmKey k;
   ASSERT_EQ(gemm::parse_matmul("cublasLtMatmul", line(ok_a, ok_b, ok_d, ok_d, ok_c), &k), ParseResult::kOk);
   const std::vector<std::string> bad = {
-      "",                                                                    // empty
-      "A=0X1 B=0X2",                                                         // no descriptors
+      "",                                                                         // empty
+      "A=0X1 B=0X2",                                                              // no descriptors
       line("type=R_16BF rows=64 cols=32", ok_b, ok_d, ok_d, ok_c).substr(0, 60),  // truncated
-      line("type=R_99Z rows=64 cols=32 ld=64", ok_b, ok_d, ok_d, ok_c),      // unknown type
-      line("type=R_16BF rows=x cols=32 ld=64", ok_b, ok_d, ok_d, ok_c),      // not a number
-      line("type=R_16BF cols=32 ld=64", ok_b, ok_d, ok_d, ok_c),             // rows missing
-      line(ok_a, "type=R_16BF rows=33 cols=16 ld=33", ok_d, ok_d, ok_c),     // k disagrees
-      line(ok_a, ok_b, ok_d, "type=R_16BF rows=64 cols=17 ld=64", ok_c),     // D disagrees with C
-      line(ok_a, ok_b, ok_d, ok_d, "scaleType=R_32F"),                       // no compute type
-      line(ok_a, ok_b, ok_d, ok_d, "computeType=COMPUTE_7F"),                // unknown compute type
-      line(ok_a, ok_b, ok_d, ok_d, ok_c + " transa=OP_X"),                   // unknown op
-      line("type=R_16BF rows=0 cols=0 ld=1", "type=R_16BF rows=0 cols=16 ld=1",
-           "type=R_16BF rows=0 cols=16 ld=1", "type=R_16BF rows=0 cols=16 ld=1", ok_c),  // zero size
+      line("type=R_99Z rows=64 cols=32 ld=64", ok_b, ok_d, ok_d, ok_c),           // unknown type
+      line("type=R_16BF rows=x cols=32 ld=64", ok_b, ok_d, ok_d, ok_c),           // not a number
+      line("type=R_16BF cols=32 ld=64", ok_b, ok_d, ok_d, ok_c),                  // rows missing
+      line(ok_a, "type=R_16BF rows=33 cols=16 ld=33", ok_d, ok_d, ok_c),          // k disagrees
+      line(ok_a, ok_b, ok_d, "type=R_16BF rows=64 cols=17 ld=64", ok_c),          // D disagrees with C
+      line(ok_a, ok_b, ok_d, ok_d, "scaleType=R_32F"),                            // no compute type
+      line(ok_a, ok_b, ok_d, ok_d, "computeType=COMPUTE_7F"),                     // unknown compute type
+      line(ok_a, ok_b, ok_d, ok_d, ok_c + " transa=OP_X"),                        // unknown op
+      line("type=R_16BF rows=0 cols=0 ld=1", "type=R_16BF rows=0 cols=16 ld=1", "type=R_16BF rows=0 cols=16 ld=1",
+           "type=R_16BF rows=0 cols=16 ld=1", ok_c),                                        // zero size
       line("type=R_16BF rows=99999999999999999999 cols=32 ld=64", ok_b, ok_d, ok_d, ok_c),  // overflow
   };
   for (const std::string& m : bad) {
@@ -232,7 +233,7 @@ TEST(GemmCapture, WindowsCountShapesAndRestoreTheLogger) {
   auto cap = gemm::Capture::create(table.get(), o);
   ASSERT_TRUE(cap);
   FakeLt::emit("cublasLtMatmul", mm(8));  // before any window: not seen
-  cap->tick(10);                           // opens the window [10, 110)
+  cap->tick(10);                          // opens the window [10, 110)
   EXPECT_EQ(FakeLt::level, 2);
   EXPECT_EQ(buf.hdr()->state.load(), shm::kGemmCapturing);
   FakeLt::emit("cublasLtMatmul", mm(8));

@@ -41,7 +41,7 @@ TEST(ReplaySchedule, PressureClassesFollowTilesAgainstSms) {
   EXPECT_EQ(replay::pressure_of(bf16(128 * 10, 128 * 13, 64), gpu), replay::Pressure::kUnderfilled);
   EXPECT_EQ(replay::output_tiles(bf16(128 * 12, 128 * 11 + 1, 64), gpu), 144u);
   EXPECT_EQ(replay::pressure_of(bf16(128 * 12, 128 * 11 + 1, 64), gpu), replay::Pressure::kOneRepeat);
-  EXPECT_EQ(replay::pressure_of(bf16(128 * 12, 128 * 22, 64), gpu), replay::Pressure::kOneRepeat);    // 264
+  EXPECT_EQ(replay::pressure_of(bf16(128 * 12, 128 * 22, 64), gpu), replay::Pressure::kOneRepeat);  // 264
   EXPECT_EQ(replay::pressure_of(bf16(128 * 12, 128 * 22 + 1, 64), gpu), replay::Pressure::kMultiRepeat);
 }
 
@@ -168,7 +168,8 @@ TEST(ReplaySchedule, GreedyWithoutLimitIsAMinimumDominanceCover) {
       bool all = true;
       for (size_t b = 0; b < n && all; ++b) {
         bool c = false;
-        for (size_t a = 0; a < n && !c; ++a) c = (mask & (1u << a)) && replay::covers(p.shapes[a].key, p.shapes[b].key, gpu);
+        for (size_t a = 0; a < n && !c; ++a)
+          c = (mask & (1u << a)) && replay::covers(p.shapes[a].key, p.shapes[b].key, gpu);
         all = c;
       }
       if (all) best = std::min(best, size_t(__builtin_popcount(mask)));

@@ -1,7 +1,7 @@
 // Segment creation, ring protocol, and the reader's validation (include/scout/shm_format.h).
-#include "common/segment_writer.h"
-#include "common/segment_reader.h"
 #include "common/paths.h"
+#include "common/segment_reader.h"
+#include "common/segment_writer.h"
 #include "common/utf8.h"
 
 #include <fcntl.h>
@@ -190,7 +190,10 @@ TEST(Segment, ReaderRejectsBadFiles) {
   ASSERT_EQ(::chmod(p.c_str(), 0600), 0);
   EXPECT_FALSE(SegmentReader::open(p, &err));
   EXPECT_NE(err.find("truncated"), std::string::npos) << err;
-  { std::ofstream f(p); f << std::string(8192, 'x'); }
+  {
+    std::ofstream f(p);
+    f << std::string(8192, 'x');
+  }
   EXPECT_FALSE(SegmentReader::open(p, &err));
   EXPECT_NE(err.find("bad magic"), std::string::npos) << err;
 

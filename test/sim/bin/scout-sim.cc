@@ -14,12 +14,8 @@ int main(int argc, char** argv) {
   scout::sim::SimOptions o;
   std::string message;
   switch (scout::sim::parse_options(argc, argv, &o, &message)) {
-    case scout::sim::ParseStatus::kHelp:
-      std::fputs(message.c_str(), stdout);
-      return 0;
-    case scout::sim::ParseStatus::kError:
-      std::fprintf(stderr, "%s\n", message.c_str());
-      return scout::sim::kExitUsage;
+    case scout::sim::ParseStatus::kHelp: std::fputs(message.c_str(), stdout); return 0;
+    case scout::sim::ParseStatus::kError: std::fprintf(stderr, "%s\n", message.c_str()); return scout::sim::kExitUsage;
     case scout::sim::ParseStatus::kOk: break;
   }
   if (o.is_worker()) return scout::sim::rank_main(o);
