@@ -15,6 +15,8 @@ SHELL := /bin/bash
 BUILD ?= build
 PREFIX ?= /usr/local
 CXX ?= g++
+# ccache, when installed, in front of the compiler (objects are path-independent, see TREE_PATHS).
+CCACHE ?= $(shell command -v ccache 2>/dev/null)
 CUDA_HOME ?= /usr/local/cuda
 NVCC ?= $(CUDA_HOME)/bin/nvcc
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
@@ -22,15 +24,26 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 VERSION := $(shell git describe --always --dirty --tags 2>/dev/null || echo unknown)
 
 # ---------------------------------------------------------------- flags
-CPPFLAGS := -Iinclude -I. -DSCOUT_SOURCE_DIR='"$(CURDIR)"' -DSCOUT_BUILD_DIR='"$(abspath $(BUILD))"'
+CPPFLAGS := -Iinclude -I.
+# The source and build paths reach only test/support/tmpdir.cc (tests find fixtures and built
+# programs through it), so every other object is the same in any checkout (ccache can share it).
+TREE_PATHS := -DSCOUT_SOURCE_DIR='"$(CURDIR)"' -DSCOUT_BUILD_DIR='"$(abspath $(BUILD))"'
+$(BUILD)/obj/test/support/tmpdir.o: CPPFLAGS += $(TREE_PATHS)
 CXXFLAGS := -std=c++20 -fPIC -fvisibility=hidden -fvisibility-inlines-hidden \
             -Wall -Wextra -Wno-unused-parameter -Werror -pthread -ffunction-sections -fdata-sections
 LDFLAGS := -pthread
-OPT := -O2 -g
-
+# Optimization and debug info. What ships (the plugin, the tools, their layer archives) and the
+# benchmarks: -O2 with line tables (-g1: backtraces and profiles name file and line; full -g
+# costs a quarter more compile time). Test code (test/ except test/bench): -Og, which compiles
+# in half the time of -O2 and is fast enough for the emulated jobs. DEBUG=1: -O0 -g3 for both.
+OPT := -O2 -g1
+TEST_OPT := -Og -g1
 ifeq ($(DEBUG),1)
   OPT := -O0 -g3
+  TEST_OPT := -O0 -g3
 endif
+$(BUILD)/obj/test/%.o: OPT := $(TEST_OPT)
+$(BUILD)/obj/test/bench/%.o: OPT := $(OPT)
 SAN :=
 ifeq ($(ASAN),1)
   SAN += -fsanitize=address -fno-omit-frame-pointer
@@ -41,7 +54,7 @@ endif
 ifeq ($(TSAN),1)
   SAN += -fsanitize=thread
 endif
-CXXFLAGS += $(OPT) $(SAN)
+CXXFLAGS += $(SAN)
 LDFLAGS += $(SAN)
 
 # System libraries (Debian packages, see scripts/install-deps.sh).
@@ -109,7 +122,7 @@ benches: all $(BENCHES)
 # ---------------------------------------------------------------- rules
 $(BUILD)/obj/%.o: %.cc
 	@mkdir -p $(dir $@)
-	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -MMD -MP -c $< -o $@
+	$(CCACHE) $(CXX) $(CPPFLAGS) $(CXXFLAGS) $(OPT) -MMD -MP -c $< -o $@
 
 # Version string: regenerated only when `git describe` changes.
 $(BUILD)/obj/gen/version.cc: FORCE

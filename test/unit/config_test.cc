@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "test/support/tmpdir.h"
+
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -36,8 +38,10 @@ TEST(Config, DefaultsWhenUnset) {
 
 TEST(Config, ParsesTypedValues) {
   std::vector<std::string> w;
-  Config c = load_from({{"SCOUT_ENABLE", "off"}, {"SCOUT_MAX_COMMS", " 7 "},
-                        {"SCOUT_FP_MAX_BYTES", "16MiB"}, {"SCOUT_FP_BUDGET", "0.05"},
+  Config c = load_from({{"SCOUT_ENABLE", "off"},
+                        {"SCOUT_MAX_COMMS", " 7 "},
+                        {"SCOUT_FP_MAX_BYTES", "16MiB"},
+                        {"SCOUT_FP_BUDGET", "0.05"},
                         {"SCOUT_JOB_ID", "job-42"}},
                        &w);
   EXPECT_TRUE(w.empty());
@@ -50,9 +54,9 @@ TEST(Config, ParsesTypedValues) {
 
 TEST(Config, BadValuesGetOneMessageAndTheDefault) {
   std::vector<std::string> w;
-  Config c = load_from({{"SCOUT_MAX_COMMS", "abc"}, {"SCOUT_FP_BUDGET", "2"},
-                        {"SCOUT_FP_MAX_BYTES", "12Q"}, {"SCOUT_ENABLE", "maybe"}},
-                       &w);
+  Config c = load_from(
+      {{"SCOUT_MAX_COMMS", "abc"}, {"SCOUT_FP_BUDGET", "2"}, {"SCOUT_FP_MAX_BYTES", "12Q"}, {"SCOUT_ENABLE", "maybe"}},
+      &w);
   ASSERT_EQ(w.size(), 4u);
   EXPECT_EQ(c.max_comms, 32);  // not atoi("abc") == 0
   EXPECT_DOUBLE_EQ(c.fp_budget, 0.01);
@@ -78,7 +82,7 @@ TEST(Config, SizeSuffixes) {
 
 // docs/configuration.md must hold exactly the table generated from the registry.
 TEST(Config, DocsTableMatchesRegistry) {
-  std::ifstream f(std::string(SCOUT_SOURCE_DIR) + "/docs/configuration.md");
+  std::ifstream f(scout::testing::source_path("docs/configuration.md"));
   ASSERT_TRUE(f.good()) << "docs/configuration.md missing";
   std::stringstream ss;
   ss << f.rdbuf();
