@@ -107,15 +107,11 @@ static void print_checkpoint_line(const std::string& store_path, std::ostream& o
     out << "none verified yet (scout ckpt list)\n";
 }
 
-int cmd_status(store::StoreReader& rd, const StatusOptions& o, std::ostream& out) {
-  exporter::Snapshot s = exporter::load_snapshot(rd, /*with_ops=*/false);
-  if (o.json) {
-    print_json(s, out);
-    return kExitOk;
-  }
-  const int64_t now = s.as_of_ns();
+namespace {
 
-  // Job line.
+// "job ...: node K of N, as of ..." and the warnings about what the observer could not see, said
+// before anything that may be incomplete because of it.
+void print_job(const exporter::Snapshot& s, int64_t now, std::ostream& out) {
   if (s.job) {
     const obs::JobInfo& j = *s.job;
     out << "job " << j.job << ": node " << j.node_rank << " of " << j.nodes << ", as of " << fmt_utc(now)
@@ -123,18 +119,21 @@ int cmd_status(store::StoreReader& rd, const StatusOptions& o, std::ostream& out
   } else {
     out << "job (no header yet): as of " << fmt_utc(now) << "\n";
   }
-  // What the observer could not see: said before anything that may be incomplete because of it.
-  if (s.job && !s.job->warning.empty()) out << "warning: " << s.job->warning << "\n";
-  if (s.job && s.job->records_lost > 0) {
+  if (!s.job) return;
+  if (!s.job->warning.empty()) out << "warning: " << s.job->warning << "\n";
+  if (s.job->records_lost > 0) {
     out << "warning: " << s.job->records_lost << " of " << (s.job->records_read + s.job->records_lost)
         << " records lost (ring overwritten before the observer read them): a finding may be "
            "missing; raise SCOUT_RING_SLOTS or start the observer before the job\n";
   }
-  if (s.job && s.job->segments_refused > 0) {
+  if (s.job->segments_refused > 0) {
     out << "warning: " << s.job->segments_refused << " segment files refused (see the observer's log)\n";
   }
+}
 
-  // Ranks.
+// "ranks: N on H hosts (...); R running, E exited, D dead", exited ranks on one line, dead ranks
+// (gone without finalizing) one by one.
+void print_ranks(const exporter::Snapshot& s, int64_t now, std::ostream& out) {
   std::map<std::string, std::vector<int>> hosts;
   std::map<std::string, int> states;
   for (const auto& r : s.ranks) {
@@ -152,7 +151,6 @@ int cmd_status(store::StoreReader& rd, const StatusOptions& o, std::ostream& out
     out << ")";
   }
   out << "; " << states["running"] << " running, " << states["exited"] << " exited, " << states["dead"] << " dead\n";
-  // Ranks that exited (finalized) on one line; dead ranks (gone without finalizing) one by one.
   std::vector<int> exited;
   for (const auto& r : s.ranks) {
     if (r.state == "exited") exited.push_back(r.global_rank);
@@ -170,8 +168,10 @@ int cmd_status(store::StoreReader& rd, const StatusOptions& o, std::ostream& out
     out << "  " << r.state << ": " << suspect_words(who) << ", last event " << fmt_ago(r.last_event_ns, now) << "\n";
   }
   if (dead > listed) { out << "  ... and " << (dead - listed) << " more (scout status --json)\n"; }
+}
 
-  // Communicators.
+// "communicators: N (per state)" and the table of the most severe ones.
+void print_comms(const exporter::Snapshot& s, int64_t now, std::ostream& out) {
   std::vector<obs::CommInfo> comms = comms_by_severity(s.comms);
   std::map<int, std::pair<std::string, int>> by_state;
   for (const auto& c : comms) {
@@ -190,29 +190,52 @@ int cmd_status(store::StoreReader& rd, const StatusOptions& o, std::ostream& out
     out << ")";
   }
   out << "\n";
-  if (!comms.empty()) {
-    Table t;
-    t.headers = {"NAME", "HASH", "RANKS", "NODES", "STATE", "OPS DONE", "LAST PROGRESS", "COMPLETED PER FUNCTION"};
-    t.right_align = {false, false, true, true, false, true, false, false};
-    for (size_t i = 0; i < comms.size() && i < kMaxCommLines; ++i) {
-      const auto& c = comms[i];
-      t.rows.push_back({c.name.empty() ? "-" : c.name, obs::hex64(c.comm_hash), std::to_string(c.nranks),
-                        std::to_string(c.nnodes), c.state, std::to_string(c.ops_complete),
-                        fmt_ago(c.last_progress_ns, now), per_func(c)});
-    }
-    out << t.render("  ");
-    if (comms.size() > kMaxCommLines) {
-      out << "  ... and " << (comms.size() - kMaxCommLines) << " more (scout status --json)\n";
+  if (comms.empty()) return;
+  Table t;
+  t.headers = {"NAME", "HASH", "RANKS", "NODES", "STATE", "OPS DONE", "LAST PROGRESS", "COMPLETED PER FUNCTION"};
+  t.right_align = {false, false, true, true, false, true, false, false};
+  for (size_t i = 0; i < comms.size() && i < kMaxCommLines; ++i) {
+    const auto& c = comms[i];
+    t.rows.push_back({c.name.empty() ? "-" : c.name, obs::hex64(c.comm_hash), std::to_string(c.nranks),
+                      std::to_string(c.nnodes), c.state, std::to_string(c.ops_complete),
+                      fmt_ago(c.last_progress_ns, now), per_func(c)});
+  }
+  out << t.render("  ");
+  if (comms.size() > kMaxCommLines) {
+    out << "  ... and " << (comms.size() - kMaxCommLines) << " more (scout status --json)\n";
+  }
+}
+
+// One finding on two lines: "#ID kind verdict: suspects <-> peer in comm key" and its summary.
+void print_finding_line(const obs::Finding& f, std::ostream& out) {
+  out << "  #" << f.id << " " << obs::to_string(f.kind) << " " << obs::to_string(f.verdict)
+      << (f.open ? "" : " (closed)") << ": ";
+  if (f.suspects.empty()) {
+    out << "no suspect named";
+  } else {
+    for (size_t i = 0; i < f.suspects.size(); ++i) {
+      if (i == 3) {
+        out << " and " << (f.suspects.size() - 3) << " more";
+        break;
+      }
+      out << (i ? ", " : "") << suspect_words(f.suspects[i]);
     }
   }
+  if (f.peer) out << " <-> " << suspect_words(*f.peer);
+  if (f.comm_hash != 0 || f.key) {
+    out << " in " << comm_words(f);
+    if (f.key) out << " " << key_words(f);
+  }
+  out << "\n";
+  if (!f.summary.empty()) out << "     " << f.summary << "\n";
+}
 
-  // Findings.
+// "findings: O open, C closed"; open findings first, then closed ones (a finished job's closed
+// hang or NaN episode still names its rank), within one budget of lines. Returns O + C.
+size_t print_findings(const exporter::Snapshot& s, std::ostream& out) {
   size_t open = 0, closed = 0;
   for (const auto& f : s.findings) (f.open ? open : closed)++;
   out << "findings: " << open << " open, " << closed << " closed\n";
-  // Open findings first, then closed ones (a finished job's closed hang or NaN episode still
-  // names its rank), within one budget of lines.
-  size_t shown = 0;
   std::vector<const obs::Finding*> order;
   for (const auto& f : s.findings) {
     if (f.open) order.push_back(&f);
@@ -220,33 +243,28 @@ int cmd_status(store::StoreReader& rd, const StatusOptions& o, std::ostream& out
   for (const auto& f : s.findings) {
     if (!f.open) order.push_back(&f);
   }
-  for (const obs::Finding* fp : order) {
-    const obs::Finding& f = *fp;
-    if (shown++ >= kMaxFindingLines) continue;
-    out << "  #" << f.id << " " << obs::to_string(f.kind) << " " << obs::to_string(f.verdict)
-        << (f.open ? "" : " (closed)") << ": ";
-    if (f.suspects.empty()) {
-      out << "no suspect named";
-    } else {
-      for (size_t i = 0; i < f.suspects.size(); ++i) {
-        if (i == 3) {
-          out << " and " << (f.suspects.size() - 3) << " more";
-          break;
-        }
-        out << (i ? ", " : "") << suspect_words(f.suspects[i]);
-      }
-    }
-    if (f.peer) out << " <-> " << suspect_words(*f.peer);
-    if (f.comm_hash != 0 || f.key) {
-      out << " in " << comm_words(f);
-      if (f.key) out << " " << key_words(f);
-    }
-    out << "\n";
-    if (!f.summary.empty()) out << "     " << f.summary << "\n";
+  for (size_t i = 0; i < order.size() && i < kMaxFindingLines; ++i) print_finding_line(*order[i], out);
+  if (order.size() > kMaxFindingLines) {
+    out << "  ... and " << (order.size() - kMaxFindingLines) << " more (scout findings)\n";
   }
-  if (shown > kMaxFindingLines) { out << "  ... and " << (shown - kMaxFindingLines) << " more (scout findings)\n"; }
+  return open + closed;
+}
+
+}  // namespace
+
+int cmd_status(store::StoreReader& rd, const StatusOptions& o, std::ostream& out) {
+  exporter::Snapshot s = exporter::load_snapshot(rd, /*with_ops=*/false);
+  if (o.json) {
+    print_json(s, out);
+    return kExitOk;
+  }
+  const int64_t now = s.as_of_ns();
+  print_job(s, now, out);
+  print_ranks(s, now, out);
+  print_comms(s, now, out);
+  const size_t findings = print_findings(s, out);
   print_checkpoint_line(rd.path(), out);
-  if (open + closed > 0) {
+  if (findings > 0) {
     const std::string sel = o.selector.empty() ? "" : " " + o.selector;
     out << "details: scout explain" << sel << " ID; per-collective table: scout report" << sel << "\n";
   }
