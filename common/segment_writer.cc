@@ -108,23 +108,28 @@ std::unique_ptr<SegmentWriter> SegmentWriter::create(const std::string& dir, con
   std::string path = dir + "/" + segment_name(id.job, id.host, pid);
   uint64_t bytes = rings_end + tables_bytes;
 
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0 && errno == EEXIST) {
-    // This pid's segment already exists: ours from an earlier load cycle (NCCL dlopens the
-    // plugin again after the last communicator was destroyed, docs/nccl-notes.md §1.2) is reopened and
-    // continues with fresh rings; a stale one of an earlier process with the same pid, or one
-    // whose geometry differs, is replaced.
+  // This pid's segment already exists: ours from an earlier load cycle (NCCL dlopens the plugin
+  // again after the last communicator was destroyed, docs/nccl-notes.md §1.2) is reopened and
+  // continues with fresh rings; a stale one of an earlier process with the same pid, or one whose
+  // geometry differs, is replaced.
+  struct stat existing;
+  if (::lstat(path.c_str(), &existing) == 0) {
     if (auto w = reopen_own(path, max_comms, ring_capacity, bytes)) return w;
     ::unlink(path.c_str());
-    fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   }
+  // A new segment is built under a hidden name (observers list only names that begin with the
+  // segment prefix) and published under its real name by link() once its header and magic are
+  // written, so an observer never opens a half-created file.
+  const std::string tmp = dir + "/." + segment_name(id.job, id.host, pid) + ".new";
+  ::unlink(tmp.c_str());  // a leftover of a process with this pid killed while creating
+  int fd = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return fail("cannot create " + path + ": " + std::strerror(errno));
   // Mode 0600 regardless of umask.
   (void)::fchmod(fd, 0600);
   int rc = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes));
   if (rc != 0) {
     ::close(fd);
-    ::unlink(path.c_str());
+    ::unlink(tmp.c_str());
     return fail("cannot allocate " + std::to_string(bytes) + " bytes for " + path + ": " + std::strerror(rc));
   }
   // MAP_POPULATE: the writer's page tables are filled now (creation is at communicator init),
@@ -133,21 +138,21 @@ std::unique_ptr<SegmentWriter> SegmentWriter::create(const std::string& dir, con
   int map_errno = errno;
   ::close(fd);
   if (mem == MAP_FAILED) {
-    ::unlink(path.c_str());
+    ::unlink(tmp.c_str());
     return fail("cannot map " + path + ": " + std::strerror(map_errno));
   }
 
   std::unique_ptr<SegmentWriter> w(new (std::nothrow) SegmentWriter());
   if (!w) {
     ::munmap(mem, bytes);
-    ::unlink(path.c_str());
+    ::unlink(tmp.c_str());
     return fail("out of memory");
   }
   try {
     w->rings_.reserve(max_comms);
   } catch (...) {
     ::munmap(mem, bytes);
-    ::unlink(path.c_str());
+    ::unlink(tmp.c_str());
     return fail("out of memory");
   }
   w->hdr_ = static_cast<SegmentHeader*>(mem);
@@ -194,6 +199,15 @@ std::unique_ptr<SegmentWriter> SegmentWriter::create(const std::string& dir, con
   }
   scout::release_fence();
   __atomic_store_n(&h->magic, kSegmentMagic, __ATOMIC_RELEASE);
+  // Publish: link() fails rather than replace a file that appeared under the real name meanwhile.
+  if (::link(tmp.c_str(), path.c_str()) != 0) {
+    const int link_errno = errno;
+    ::munmap(mem, bytes);
+    ::unlink(tmp.c_str());
+    w->hdr_ = nullptr;
+    return fail("cannot publish " + path + ": " + std::strerror(link_errno));
+  }
+  ::unlink(tmp.c_str());
   return w;
 }
 

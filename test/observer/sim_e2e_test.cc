@@ -99,6 +99,8 @@ TEST(SimEndToEnd, HealthyEightRanksTwoHundredStepsGiveNoFinding) {
   EXPECT_EQ(o.sim.exit_code, 0) << o.sim.err;
   EXPECT_TRUE(o.truth.empty());
   EXPECT_TRUE(o.found.empty()) << "found:" << show(o.found) << "\n" << o.observer_err;
+  // Segments appear complete: the observer never sees one half-created (docs/record-format.md).
+  EXPECT_EQ(o.observer_err.find("segment rejected"), std::string::npos) << o.observer_err;
 }
 
 TEST(SimEndToEnd, SilentDataCorruptionIsAttributed) {

@@ -117,6 +117,28 @@ TEST(Segment, CreatedWithMode0600AndFullSize) {
   EXPECT_TRUE(list_segments(dir.path(), "job").empty());
 }
 
+// A segment appears under its real name only complete (magic written), so an observer never opens
+// a half-created file; the hidden name it was built under is gone, and a leftover of a process
+// killed while creating is replaced.
+TEST(Segment, PublishedOnlyWhenCompleteUnderItsName) {
+  TempDir dir;
+  const std::string hidden =
+      dir.path() + "/.scout.job_2f1.node_207." + std::to_string(getpid()) + ".new";
+  { std::ofstream(hidden) << "leftover"; }
+  std::string err;
+  auto w = SegmentWriter::create(dir.path(), ident(), 4, 64, &err);
+  ASSERT_TRUE(w) << err;
+  struct stat st;
+  EXPECT_NE(::stat(hidden.c_str(), &st), 0) << "the hidden name is left behind";
+  ASSERT_EQ(::stat(w->path().c_str(), &st), 0);
+  EXPECT_EQ(st.st_nlink, 1u);
+  std::ifstream f(w->path(), std::ios::binary);
+  uint64_t magic = 0;
+  f.read(reinterpret_cast<char*>(&magic), sizeof magic);
+  EXPECT_EQ(magic, kSegmentMagic);
+  EXPECT_EQ(list_segments(dir.path(), "job/1"), std::vector<std::string>{w->path()});
+}
+
 TEST(Segment, UnwritableDirectoryGivesOneLineError) {
   std::string err;
   auto w = SegmentWriter::create("/proc/does-not-exist", ident(), 4, 64, &err);
