@@ -25,16 +25,16 @@ OpRow op_from(const Stmt& s) {
   r.op_id = s.i64(0);
   obs::OpSummary& o = r.op;
   o.comm_hash = s.u64(1);
-  o.comm_name = s.str(2);
+  o.comm_name = s.text(2);
   o.nranks = s.i32(3);
-  o.kind = s.str(4);
-  o.func = s.str(5);
+  o.kind = s.text(4);
+  o.func = s.text(5);
   o.seq = s.u64(6);
-  o.datatype = s.str(7);
+  o.datatype = s.text(7);
   o.count = s.u64(8);
   o.bytes = s.u64(9);
-  o.algo = s.str(10);
-  o.proto = s.str(11);
+  o.algo = s.text(10);
+  o.proto = s.text(11);
   o.n_channels = s.i32(12);
   o.ranks_reported = s.i32(13);
   o.ranks_complete = s.i32(14);
@@ -44,8 +44,8 @@ OpRow op_from(const Stmt& s) {
   o.end_ns = s.i64(18);
   o.duration_ns = s.i64(19);
   o.busbw_gbps = s.f64(20);
-  o.fp_verdict = s.str(21);
-  o.meta_verdict = s.str(22);
+  o.fp_verdict = s.text(21);
+  o.meta_verdict = s.text(22);
   return r;
 }
 
@@ -88,7 +88,7 @@ StoreMeta StoreReader::meta() {
   m.schema_version = static_cast<int>(db_->query_int("PRAGMA user_version"));
   Stmt s(*db_, "SELECT key, value FROM meta");
   while (s.step()) {
-    std::string k = s.str(0), v = s.str(1);
+    std::string k = s.text(0), v = s.text(1);
     if (k == "created_by") m.created_by = v;
     if (k == "created_ns") m.created_ns = std::strtoll(v.c_str(), nullptr, 10);
     if (k == "ops_dropped") m.ops_dropped = std::strtoull(v.c_str(), nullptr, 10);
@@ -102,15 +102,15 @@ std::optional<obs::JobInfo> StoreReader::job() {
          "WHERE id = 1");
   if (!s.step()) return std::nullopt;
   obs::JobInfo j;
-  j.job = s.str(0);
+  j.job = s.text(0);
   j.nodes = s.i32(1);
   j.node_rank = s.i32(2);
   j.started_ns = s.i64(3);
   j.updated_ns = s.i64(4);
-  j.observer_version = s.str(5);
+  j.observer_version = s.text(5);
   Stmt m(*db_, "SELECT key, value FROM meta");
   while (m.step()) {
-    std::string k = m.str(0), v = m.str(1);
+    std::string k = m.text(0), v = m.text(1);
     uint64_t n = std::strtoull(v.c_str(), nullptr, 10);
     if (k == "records_read") j.records_read = n;
     if (k == "records_lost") j.records_lost = n;
@@ -130,13 +130,13 @@ std::vector<obs::RankInfo> StoreReader::ranks() {
     obs::RankInfo r;
     r.global_rank = s.i32(0);
     r.local_rank = s.i32(1);
-    r.host = s.str(2);
+    r.host = s.text(2);
     r.pid = s.i32(3);
-    r.gpu = s.str(4);
+    r.gpu = s.text(4);
     r.cuda_dev = s.i32(5);
     r.node_rank = s.i32(6);
-    r.segment = s.str(7);
-    r.state = s.str(8);
+    r.segment = s.text(7);
+    r.state = s.text(8);
     r.first_seen_ns = s.i64(9);
     r.last_event_ns = s.i64(10);
     out.push_back(std::move(r));
@@ -154,16 +154,16 @@ std::vector<obs::CommInfo> StoreReader::comms() {
     obs::CommInfo c;
     c.comm_hash = s.u64(0);
     c.nranks = s.i32(1);
-    c.name = s.str(2);
+    c.name = s.text(2);
     c.nnodes = s.i32(3);
-    nlohmann::json ranks = parse_json(s.str(4), nlohmann::json::array());
+    nlohmann::json ranks = parse_json(s.text(4), nlohmann::json::array());
     if (ranks.is_array()) {
       for (const auto& r : ranks) c.global_ranks.push_back(r.is_number_integer() ? r.get<int>() : -1);
     }
     c.ops_complete = s.u64(5);
     for (int i = 0; i < 5; ++i) c.last_seq[i] = s.u64(6 + i);
     c.last_progress_ns = s.i64(11);
-    c.state = s.str(12);
+    c.state = s.text(12);
     out.push_back(std::move(c));
   }
   return out;
@@ -177,7 +177,7 @@ std::vector<obs::GemmCaptureInfo> StoreReader::gemm_capture() {
          "malformed, dropped_full, dropped_busy, window_ns FROM gemm_capture ORDER BY global_rank, host, pid");
   while (s.step()) {
     obs::GemmCaptureInfo c;
-    c.host = s.str(0);
+    c.host = s.text(0);
     c.pid = s.i32(1);
     c.global_rank = s.i32(2);
     c.state = uint32_t(s.i64(3));
@@ -204,7 +204,7 @@ std::vector<obs::GemmShapeInfo> StoreReader::gemm_shapes() {
          "layout, algo, tile_m, tile_n, count FROM gemm_shapes ORDER BY global_rank, host, pid, m, n, k");
   while (s.step()) {
     obs::GemmShapeInfo g;
-    g.host = s.str(0);
+    g.host = s.text(0);
     g.pid = s.i32(1);
     g.global_rank = s.i32(2);
     g.key.m = s.u64(3);
@@ -252,18 +252,18 @@ std::vector<obs::Finding> StoreReader::select_findings(bool open_only, int64_t o
   while (s.step()) {
     obs::Finding f;
     f.id = s.i64(0);
-    f.dedup_key = s.str(1);
-    f.kind = obs::kind_from_string(s.str(2)).value_or(obs::FindingKind::kHang);
-    f.verdict = obs::verdict_from_string(s.str(3)).value_or(obs::Verdict::kInconclusive);
-    f.open = s.str(4) == "open";
+    f.dedup_key = s.text(1);
+    f.kind = obs::kind_from_string(s.text(2)).value_or(obs::FindingKind::kHang);
+    f.verdict = obs::verdict_from_string(s.text(3)).value_or(obs::Verdict::kInconclusive);
+    f.open = s.text(4) == "open";
     f.comm_hash = s.u64(5);
-    f.comm_name = s.str(6);
+    f.comm_name = s.text(6);
     f.comm_nranks = s.i32(7);
-    if (!s.is_null(8)) f.key = obs::OpKey{s.str(8), s.u64(9)};
+    if (!s.is_null(8)) f.key = obs::OpKey{s.text(8), s.u64(9)};
     f.first_seen_ns = s.i64(10);
     f.last_seen_ns = s.i64(11);
-    f.summary = s.str(12);
-    f.evidence = parse_json(s.str(13), nlohmann::json::object());
+    f.summary = s.text(12);
+    f.evidence = parse_json(s.text(13), nlohmann::json::object());
     f.evidence_version = s.i32(14);
     index[f.id] = out.size();
     out.push_back(std::move(f));
@@ -278,12 +278,12 @@ std::vector<obs::Finding> StoreReader::select_findings(bool open_only, int64_t o
     if (it == index.end()) continue;
     obs::Suspect p;
     p.global_rank = sus.i32(2);
-    p.host = sus.str(3);
+    p.host = sus.text(3);
     p.pid = sus.i32(4);
-    p.gpu = sus.str(5);
+    p.gpu = sus.text(5);
     p.comm_rank = sus.i32(6);
     obs::Finding& f = out[it->second];
-    if (sus.str(1) == "peer") {
+    if (sus.text(1) == "peer") {
       f.peer = p;
     } else {
       f.suspects.push_back(p);
@@ -340,9 +340,9 @@ std::vector<TimingRow> StoreReader::timings(const std::vector<int64_t>& op_ids) 
     r.t.start_ns = s.i64(4);
     r.t.end_ns = s.i64(5);
     r.t.fp_recv = s.u64(6);
-    r.t.fp_status = s.str(7);
+    r.t.fp_status = s.text(7);
     r.t.comm_hash = s.u64(8);
-    r.t.func = s.str(9);
+    r.t.func = s.text(9);
     r.t.seq = s.u64(10);
     out.push_back(std::move(r));
   }
@@ -361,12 +361,12 @@ std::vector<obs::ReplayCycleRecord> StoreReader::select_cycles(const std::string
     obs::ReplayCycleRecord c;
     c.id = s.i64(0);
     c.cycle = uint64_t(s.i64(1));
-    c.trigger = s.str(2);
+    c.trigger = s.text(2);
     c.started_ns = s.i64(3);
     c.ended_ns = s.i64(4);
-    c.outcome = s.str(5);
-    c.backend = s.str(6);
-    c.detail = parse_json(s.str(7), nlohmann::json::object());
+    c.outcome = s.text(5);
+    c.backend = s.text(6);
+    c.detail = parse_json(s.text(7), nlohmann::json::object());
     out.push_back(std::move(c));
   }
   return out;

@@ -1,6 +1,8 @@
 // Read side of the store, for the scout CLI and tests. Opens read-only; the observer may keep
 // writing (WAL mode). All reads see one snapshot: the state committed when the reader was
-// opened or last refresh()ed. Schema and units: docs/store.md.
+// opened or last refresh()ed. Schema and units: docs/store.md. Every string it returns is valid
+// UTF-8 (bytes that are not become U+FFFD, Stmt::text), whatever the file holds, so every output
+// of the CLI is text.
 #pragma once
 
 #include <cstdint>

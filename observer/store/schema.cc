@@ -11,8 +11,41 @@
 
 namespace scout::store {
 
+namespace {
+
+// The directory of `path` ("." for a bare name).
+std::filesystem::path dir_of(const std::string& path) {
+  std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  return dir.empty() ? std::filesystem::path(".") : dir;
+}
+
+// SQLite's multi-line messages (quick_check starts with "*** in database main ***") on one line.
+std::string one_line(std::string s) {
+  for (char& c : s) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  std::string out;
+  for (char c : s) {
+    if (c == ' ' && !out.empty() && out.back() == ' ') continue;
+    out += c;
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+}  // namespace
+
 std::unique_ptr<Db> open_db(const std::string& path, int flags) {
   constexpr int kBusyTimeoutMs = 5000;
+  // A store to be created in a directory this process cannot write: name the directory (SQLite
+  // would only say "unable to open database file").
+  if ((flags & SQLITE_OPEN_CREATE) && ::access(path.c_str(), F_OK) != 0) {
+    const std::filesystem::path dir = dir_of(path);
+    if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+      throw Error("cannot open store " + path + ": directory " + dir.string() + " is not writable (" +
+                  std::strerror(errno) + ")");
+    }
+  }
   auto db = std::make_unique<Db>(path, flags);
   sqlite3_busy_timeout(db->raw(), kBusyTimeoutMs);
   // The first read opens the file for real: name what went wrong, not always "not a database".
@@ -24,8 +57,7 @@ std::unique_ptr<Db> open_db(const std::string& path, int flags) {
     if (primary == SQLITE_CANTOPEN || primary == SQLITE_READONLY || primary == SQLITE_PERM || primary == SQLITE_IOERR) {
       int e = sqlite3_system_errno(db->raw());
       if (e != 0) why += std::string(" (") + std::strerror(e) + ")";
-      std::filesystem::path dir = std::filesystem::path(path).parent_path();
-      if (dir.empty()) dir = ".";
+      const std::filesystem::path dir = dir_of(path);
       if ((flags & SQLITE_OPEN_CREATE) && ::access(path.c_str(), F_OK) != 0 &&
           ::access(dir.c_str(), W_OK | X_OK) != 0) {
         why = "directory " + dir.string() + " is not writable (" + std::strerror(errno) + ")";
@@ -39,7 +71,7 @@ std::unique_ptr<Db> open_db(const std::string& path, int flags) {
 void check_integrity(Db& db) {
   Stmt st(db, "PRAGMA quick_check(1)");
   std::string first = st.step() ? st.str(0) : std::string("no answer");
-  if (first != "ok") throw Error("store " + db.path() + " is damaged (SQLite quick_check: " + first + ")");
+  if (first != "ok") throw Error("store " + db.path() + " is damaged (SQLite quick_check: " + one_line(first) + ")");
 }
 
 namespace {

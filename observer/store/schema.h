@@ -38,7 +38,8 @@ bool has_table(Db& db, const std::string& name);
 std::unique_ptr<Db> open_db(const std::string& path, int flags);
 
 // Runs SQLite's quick_check (every page and index entry well-formed). Throws Error
-// "store PATH is damaged (SQLite quick_check: ...)" otherwise. Cost: one read of the file.
+// "store PATH is damaged (SQLite quick_check: <first problem, on one line>)" otherwise. Cost: one
+// read of the file.
 void check_integrity(Db& db);
 // Adds the tables that later scout versions added to version 1 without changing what older
 // readers see (replay_cycles, docs/store.md); idempotent; the writer calls it at every open.

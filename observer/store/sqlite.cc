@@ -1,5 +1,7 @@
 #include "observer/store/sqlite.h"
 
+#include "common/utf8.h"
+
 namespace scout::store {
 
 Db::Db(const std::string& path, int flags) : path_(path) {
@@ -87,6 +89,13 @@ std::string Stmt::str(int c) const {
   const unsigned char* p = sqlite3_column_text(stmt_, c);
   if (!p) return std::string();
   return std::string(reinterpret_cast<const char*>(p), static_cast<size_t>(sqlite3_column_bytes(stmt_, c)));
+}
+
+std::string Stmt::text(int c) const {
+  const unsigned char* p = sqlite3_column_text(stmt_, c);
+  if (!p) return std::string();
+  std::string_view v(reinterpret_cast<const char*>(p), static_cast<size_t>(sqlite3_column_bytes(stmt_, c)));
+  return utf8_valid(v) ? std::string(v) : utf8_clean(v);
 }
 
 }  // namespace scout::store

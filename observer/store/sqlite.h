@@ -54,7 +54,12 @@ class Stmt {
   uint64_t u64(int c) const { return from_sql(i64(c)); }
   int i32(int c) const { return static_cast<int>(i64(c)); }
   double f64(int c) const;
+  // Column c as stored (bytes unchanged; "" for NULL).
   std::string str(int c) const;
+  // Column c as valid UTF-8: every byte that is not part of a well-formed sequence becomes
+  // U+FFFD (common/utf8.h). What readers hand to output, so a hostile or damaged store can never
+  // make a renderer print bytes that are not text.
+  std::string text(int c) const;
 
  private:
   Db& db_;

@@ -70,10 +70,9 @@ class HostileInput : public ::testing::Test {
 };
 
 // Row 8: a host and a communicator name that are not UTF-8 (a name cut mid-character by an older
-// plugin, or a hostile store) no longer abort the JSON outputs; Prometheus text stays UTF-8.
-// DISABLED: fails on main: `scout status` (text) still prints an invalid UTF-8 host name as is;
-// the JSON outputs are clean. Enable once the text renderer cleans names (common/utf8.h).
-TEST_F(HostileInput, DISABLED_InvalidUtf8NamesKeepEveryOutputValid) {
+// plugin, or a hostile store) no longer abort the JSON outputs; every output, text included, is
+// UTF-8 (the store reader hands out valid UTF-8 only).
+TEST_F(HostileInput, InvalidUtf8NamesKeepEveryOutputValid) {
   sql("UPDATE ranks SET host = CAST(X'6EC3' AS TEXT) WHERE global_rank = 7;"
       "UPDATE comms SET name = CAST(X'776FFF' AS TEXT) WHERE name = 'world';"
       "UPDATE findings SET comm_name = CAST(X'776FFF' AS TEXT) WHERE comm_name = 'world';");
@@ -159,9 +158,7 @@ TEST_F(HostileInput, ObserverRefusesAnotherJobsStore) {
 }
 
 // Row 13: garbage inside a store page is reported by readers and refused by the observer.
-// DISABLED: fails on main: the damaged-store error is two lines, not one (the reader adds a
-// second line after the quick_check message). Enable once the message is one line.
-TEST_F(HostileInput, DISABLED_DamagedStorePageIsReported) {
+TEST_F(HostileInput, DamagedStorePageIsReported) {
   {
     std::fstream f(store_, std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(4096 * 3);
@@ -178,9 +175,7 @@ TEST_F(HostileInput, DISABLED_DamagedStorePageIsReported) {
 }
 
 // Row 14: a store in a directory the observer cannot write is blamed on the directory.
-// DISABLED: fails on main: the open error for an unwritable store directory is not the expected
-// message when run as root with a dropped uid. Enable once the message names the directory.
-TEST_F(HostileInput, DISABLED_ReadOnlyStoreDirectoryIsNamed) {
+TEST_F(HostileInput, ReadOnlyStoreDirectoryIsNamed) {
   std::string ro = dir_.path() + "/ro";
   std::filesystem::create_directories(ro);
   ::chmod(dir_.path().c_str(), 0755);
