@@ -279,6 +279,7 @@ void DigestExchange::settle_streams(std::vector<uint64_t>& v, std::vector<Placed
     }
     StreamState& st = *p.state;
     const uint64_t completed = ss.completed(), enqueued = ss.enqueued();
+    bool undrilled = false;  // digests differ, drill-down put off (drill_repeat_rounds)
     if (p.digested && !ss.same_range()) {
       res->range_mismatches++;
     } else if (ss.same_range()) {
@@ -291,10 +292,17 @@ void DigestExchange::settle_streams(std::vector<uint64_t>& v, std::vector<Placed
         p.from = ss.from_min();
         p.to = ss.to_max();
         // A lasting failure (every operation of a rank corrupted) is drilled again only every
-        // drill_repeat_rounds: its finding exists and is kept up to date, the leader is spared.
-        if (round_ >= st.next_digest_drill) {
+        // drill_repeat_rounds: the leader is spared a drill-down per round. The range of a
+        // disagreement not drilled now is not given up: it stays the start of the next digest
+        // (below), so the next drill-down covers every operation since the last one, and a second
+        // corruption soon after a first is judged too. It is drilled early when the range reaches
+        // half of max_range_ops, before its oldest operations would leave the digest.
+        const bool due = round_ >= st.next_digest_drill || p.to - p.from >= cfg_.max_range_ops / 2;
+        if (due) {
           drills->push_back(&p);
           st.next_digest_drill = round_ + uint64_t(std::max(1, cfg_.drill_repeat_rounds));
+        } else {
+          undrilled = true;
         }
       }
     }
@@ -304,7 +312,13 @@ void DigestExchange::settle_streams(std::vector<uint64_t>& v, std::vector<Placed
     // later than the others proposes a range from 0 while they propose [previous w, w): the ranges
     // differ, nothing is compared, and every node restarts at the smallest proposed start, known to
     // all from the vector, so the next range covers the skipped operations for everyone.
+    // A disagreement whose drill-down was put off keeps its start, so the operations of the
+    // range stay in the next digest (which therefore still disagrees) until they are drilled.
+    // Every node decides this from the same vector; a node that decided otherwise proposes
+    // another range, and the range mismatch restarts everyone at the smallest start.
     if (ss.digested() && !ss.same_range()) {
+      st.from = ss.from_min();
+    } else if (undrilled) {
       st.from = ss.from_min();
     } else if (st.have_w) {
       st.from = st.w;

@@ -33,7 +33,10 @@
 // rounds (from = the completed watermark of the stream's previous round, to = of its last one),
 // so every node digests the same operations without any extra message. A stream's first range
 // starts at seqNumber 0 (capped to the newest max_range_ops); when nodes propose different ranges
-// (one saw the stream a round later) the slot is void and all restart at the smallest start.
+// (one saw the stream a round later) the slot is void and all restart at the smallest start. A
+// disagreement whose drill-down is put off (drill_repeat_rounds) keeps its start, so the next
+// drill-down covers every operation since the last one: a second corruption soon after a first is
+// not skipped.
 //
 // Disagreement drills down: a slot whose digests differ makes every node that holds the stream
 // send its records of the range to the leader; a hang drill-down (a stream whose job-wide

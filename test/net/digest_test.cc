@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <random>
 #include <set>
@@ -153,6 +154,40 @@ void expect_attributed_with_every_vote(const std::vector<obs::Finding>& found, i
   }
   ASSERT_TRUE(found.front().key.has_value());
   EXPECT_EQ(found.front().key->seq, first_seq);
+}
+
+TEST(Digest, SecondCorruptionSoonAfterAFirstInTheSameCommunicatorIsFound) {
+  // Two one-shot corruptions in dp0 on two nodes: seq 120 of rank 2 (node 1), judged in the
+  // drill-down of round 3 ([100, 150)), and seq 170 of rank 4 (node 2), in round 4's range
+  // [150, 200) while the drill-down of dp0 is put off (drill_repeat_rounds = 10). The put-off range
+  // stays the start of dp0's digest, which keeps disagreeing, and round 13's drill-down covers it:
+  // both corruptions are found, each by one drill-down.
+  Cluster c(4, 2);
+  const int first = 1 * 2 + 0, second = 2 * 2 + 0;  // local index 0 of nodes 1 and 2: dp0
+  c.job.corrupt_fp_once(first, 120);
+  c.job.corrupt_fp_once(second, 170);
+  std::map<int, std::set<uint64_t>> decided_in;  // round -> seqs the leader decided on
+  auto found = run_rounds(c, 14, [&](int r, const std::vector<RoundResult>& res) {
+    for (const auto& f : res[0].decided) decided_in[r].insert(f.key ? f.key->seq : ~0ull);
+    if (r >= 4 && r <= 12) {
+      for (int n = 0; n < 4; ++n) EXPECT_EQ(res[n].streams_disagreeing, 2) << "round " << r << " node " << n;
+    }
+  });
+  EXPECT_EQ(decided_in, (std::map<int, std::set<uint64_t>>{{3, {120}}, {13, {170}}}));
+  std::map<uint64_t, std::set<int>> by_seq;  // seq -> suspects
+  std::set<std::string> funcs;
+  for (const auto& f : found) {
+    EXPECT_EQ(f.kind, obs::FindingKind::kSdc);
+    EXPECT_EQ(f.verdict, obs::Verdict::kAttributed) << f.summary;
+    EXPECT_EQ(f.comm_name, "dp0");
+    ASSERT_EQ(f.suspects.size(), 1u) << f.summary;
+    ASSERT_TRUE(f.key.has_value());
+    by_seq[f.key->seq].insert(f.suspects[0].global_rank);
+    funcs.insert(f.key->func);
+  }
+  EXPECT_EQ(found.size(), 4u);  // two streams (functions) of dp0, two operations each
+  EXPECT_EQ(funcs.size(), 2u);
+  EXPECT_EQ(by_seq, (std::map<uint64_t, std::set<int>>{{120, {first}}, {170, {second}}}));
 }
 
 TEST(Digest, NodeWithoutADigestThisRoundStillVotesInTheDrillDown) {

@@ -100,6 +100,7 @@ bool NetWorkload::Node::op(uint64_t comm, uint8_t func, uint64_t seq, std::vecto
     if (recv_agrees(func)) {
       r.fp_recv = job_->fp_of(comm, func, seq);
       if (auto it = job_->fp_fault_.find(g); it != job_->fp_fault_.end() && seq >= it->second) r.fp_recv ^= 0x1000;
+      if (job_->fp_once_.count({g, seq})) r.fp_recv ^= 0x2000;
     }
     const int64_t start = int64_t(seq) * job_->period_ - job_->period_ / 2;
     int64_t late = 0;

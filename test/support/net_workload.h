@@ -15,6 +15,8 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <set>
+#include <utility>
 #include <vector>
 
 #include "observer/net/local_view.h"
@@ -33,6 +35,8 @@ class NetWorkload {
   // Faults (call before or between rounds, never during one).
   // Receive fingerprint of `global_rank` differs from the others from operation `from_seq` on.
   void corrupt_fp(int global_rank, uint64_t from_seq) { fp_fault_[global_rank] = from_seq; }
+  // ... of operation `seq` only (a one-shot corruption; several per rank may be set).
+  void corrupt_fp_once(int global_rank, uint64_t seq) { fp_once_.insert({global_rank, seq}); }
   // Metadata (e.g. count) of `global_rank` differs from operation `from_seq` on (desync).
   void desync(int global_rank, uint64_t from_seq) { meta_fault_[global_rank] = from_seq; }
   // `global_rank` never enqueues operation `seq` of any stream: its communicators stop there.
@@ -84,6 +88,7 @@ class NetWorkload {
   int64_t period_;
   uint64_t retain_ = 4096;
   std::map<int, uint64_t> fp_fault_, meta_fault_, stop_;
+  std::set<std::pair<int, uint64_t>> fp_once_;  // (global rank, seq)
   std::map<int, int64_t> delay_;
 };
 
