@@ -109,8 +109,30 @@ static void print_checkpoint_line(const std::string& store_path, std::ostream& o
 
 namespace {
 
+// The observer network of a multi-node job (docs/cli.md, "scout status"): one line of state,
+// and a warning while the channel is down (operations spanning nodes are not compared then).
+void print_network(const obs::JobInfo& j, int64_t now, std::ostream& out) {
+  const obs::NetState& n = j.net;
+  const uint64_t reforms = n.formed > 0 ? n.formed - 1 : 0;
+  out << "network: node-rank " << j.node_rank << " of " << j.nodes << ", ";
+  if (n.connected) {
+    out << "connected to " << n.peers << (n.peers == 1 ? " peer" : " peers");
+  } else {
+    out << "not connected" << (n.since_ns ? " since " + fmt_ago(n.since_ns, now) : std::string());
+  }
+  out << " (epoch " << n.epoch << ", rendezvous " << n.rendezvous << "), " << n.rounds << " rounds";
+  if (n.last_round_ns) out << ", last " << fmt_ago(n.last_round_ns, now);
+  out << ", re-formed " << reforms << (reforms == 1 ? " time" : " times") << ", " << n.failures
+      << (n.failures == 1 ? " failure" : " failures") << "\n";
+  if (!n.connected) {
+    out << "warning: the observer network is down: operations of communicators that span nodes are not "
+           "compared until it re-forms"
+        << (n.last_error.empty() ? std::string() : "; last error: " + n.last_error) << "\n";
+  }
+}
+
 // "job ...: node K of N, as of ..." and the warnings about what the observer could not see, said
-// before anything that may be incomplete because of it.
+// before anything that may be incomplete because of it; then the network's state (several nodes).
 void print_job(const exporter::Snapshot& s, int64_t now, std::ostream& out) {
   if (s.job) {
     const obs::JobInfo& j = *s.job;
@@ -129,6 +151,7 @@ void print_job(const exporter::Snapshot& s, int64_t now, std::ostream& out) {
   if (s.job->segments_refused > 0) {
     out << "warning: " << s.job->segments_refused << " segment files refused (see the observer's log)\n";
   }
+  if (s.job->net.present) print_network(*s.job, now, out);
 }
 
 // "ranks: N on H hosts (...); R running, E exited, D dead", exited ranks on one line, dead ranks

@@ -63,11 +63,23 @@ void CrossNode::stop() {
 
 void CrossNode::step(Observer::CrossNodeIo& io) {
   view_.capture(io.now_ns, io.hung);
+  const net::NetAgent::Status s = agent_->status();
+  io.net.present = true;
+  io.net.connected = s.connected;
+  io.net.peers = s.peers;
+  io.net.epoch = s.epoch;
+  io.net.rounds = s.rounds;
+  io.net.formed = s.formed;
+  io.net.failures = s.failures;
+  io.net.since_ns = s.since_ns;
+  io.net.last_round_ns = s.last_round_ns;
+  io.net.rendezvous = opt_.gloo.rdzv;
+  io.net.last_error = s.last_error;
   net::NetAgent::Harvest h = agent_->take();
   if (!h.timings.empty()) {
     // Lateness is a difference of two leader-clock times; the earliest arrival goes back to this
     // node's clock for the finding's first_seen.
-    const int64_t offset = agent_->status().clock.offset_ns;
+    const int64_t offset = s.clock.offset_ns;
     for (const net::CrossNodeTiming& t : h.timings) {
       CrossNodeArrivals a;
       a.comm = CommKey{t.comm_hash, t.nranks};

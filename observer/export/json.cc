@@ -1,23 +1,26 @@
 #include "observer/export/json.h"
 
 #include "observer/model/finding.h"
+#include "observer/model/net_state.h"
 
 namespace scout::exporter {
 
 const char* const kSeqFuncs[5] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce"};
 
 nlohmann::json job_json(const obs::JobInfo& j) {
-  return {{"job", j.job},
-          {"nodes", j.nodes},
-          {"node_rank", j.node_rank},
-          {"started_ns", j.started_ns},
-          {"updated_ns", j.updated_ns},
-          {"observer_version", j.observer_version},
-          {"records_read", j.records_read},
-          {"records_lost", j.records_lost},
-          {"records_invalid", j.records_invalid},
-          {"segments_refused", j.segments_refused},
-          {"warning", j.warning}};
+  nlohmann::json out = {{"job", j.job},
+                        {"nodes", j.nodes},
+                        {"node_rank", j.node_rank},
+                        {"started_ns", j.started_ns},
+                        {"updated_ns", j.updated_ns},
+                        {"observer_version", j.observer_version},
+                        {"records_read", j.records_read},
+                        {"records_lost", j.records_lost},
+                        {"records_invalid", j.records_invalid},
+                        {"segments_refused", j.segments_refused},
+                        {"warning", j.warning}};
+  if (j.net.present) out["network"] = obs::to_json(j.net);
+  return out;
 }
 
 nlohmann::json rank_json(const obs::RankInfo& r) {

@@ -282,6 +282,31 @@ void write_prometheus(const Snapshot& s, std::ostream& out) {
              "Files named like the job's segments that the observer does not read now.");
     f.sample({{"job", job}}, static_cast<double>(s.job ? s.job->segments_refused : 0));
   }
+  if (s.job && s.job->net.present) {
+    const obs::NetState& n = s.job->net;
+    {
+      Family f(out, "scout_net_connected", "gauge",
+               "1 while this observer's channel to the other observers is formed, else 0.");
+      f.sample({{"job", job}}, n.connected ? 1.0 : 0.0);
+    }
+    {
+      Family f(out, "scout_net_peers", "gauge", "Other observers on the current channel.");
+      f.sample({{"job", job}}, static_cast<double>(n.peers));
+    }
+    {
+      Family f(out, "scout_net_rounds_total", "counter", "Digest rounds completed with the other observers.");
+      f.sample({{"job", job}}, static_cast<double>(n.rounds));
+    }
+    {
+      Family f(out, "scout_net_reforms_total", "counter",
+               "Times the observers' channel was formed again after it was lost.");
+      f.sample({{"job", job}}, static_cast<double>(n.formed > 0 ? n.formed - 1 : 0));
+    }
+    {
+      Family f(out, "scout_net_failures_total", "counter", "Channels lost or not formed.");
+      f.sample({{"job", job}}, static_cast<double>(n.failures));
+    }
+  }
   {
     Family f(out, "scout_store_ops_dropped_total", "counter",
              "Operations deleted from the store by its history bound (SCOUT_STORE_MAX_OPS).");

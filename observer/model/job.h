@@ -103,6 +103,22 @@ struct OpRankTiming {
   std::string fp_status;  // "done", "none", "skipped-device", ...
 };
 
+// The observers' network as one observer last saw it, for `scout status` (docs/observer-network.md,
+// "State in scout status"). Times are the observer's CLOCK_REALTIME ns.
+struct NetState {
+  bool present = false;       // written by an observer of a multi-node job (--nodes > 1)
+  bool connected = false;     // a channel is formed now
+  int peers = 0;              // other observers on it (nodes - 1 when connected)
+  uint64_t epoch = 0;         // formation attempt of the current (or last) channel
+  uint64_t rounds = 0;        // digest rounds completed, all channels
+  uint64_t formed = 0;        // channels formed; re-forms = formed - 1
+  uint64_t failures = 0;      // channels lost or not formed
+  int64_t since_ns = 0;       // when `connected` last changed (0: never connected)
+  int64_t last_round_ns = 0;  // when the last round completed (0: none yet)
+  std::string rendezvous;     // file:DIR or redis:HOST:PORT
+  std::string last_error;     // the most recent channel error, one line, "" if none
+};
+
 // Whole-job header (`scout status`).
 struct JobInfo {
   std::string job;
@@ -118,6 +134,7 @@ struct JobInfo {
   uint64_t records_invalid = 0;   // rejected by validation or abandoned half-written
   uint64_t segments_refused = 0;  // files named like the job's segments that were not read now
   std::string warning;            // one line on what keeps the observer from seeing the job, or ""
+  NetState net;                   // the observer network (multi-node jobs)
 };
 
 }  // namespace scout::obs

@@ -83,6 +83,12 @@ void NetAgent::run() {
       std::lock_guard<std::mutex> lock(mu_);
       status_.failures++;
       status_.last_error = e.what();
+    } catch (const RendezvousUnreachable& e) {
+      // Nothing of this epoch was written: moving on would only scatter the observers over
+      // epochs while the store is away.
+      std::lock_guard<std::mutex> lock(mu_);
+      status_.failures++;
+      status_.last_error = e.what();
     } catch (const ChannelError& e) {
       std::lock_guard<std::mutex> lock(mu_);
       status_.failures++;
@@ -97,7 +103,10 @@ void NetAgent::run() {
       std::lock_guard<std::mutex> lock(mu_);
       current_ = ch.get();
       status_.connected = true;
+      status_.peers = ch->size() - 1;
       status_.epoch = epoch;
+      status_.formed++;
+      status_.since_ns = clock_.now_ns();
       if (stopping_) ch->abort();
     }
 
@@ -133,6 +142,7 @@ void NetAgent::run() {
         {
           std::lock_guard<std::mutex> lock(mu_);
           status_.rounds++;
+          status_.last_round_ns = clock_.now_ns();
           status_.partitions = r.partitions;
           status_.round_cpu_ns += thread_cpu_ns() - cpu0;
           status_.round_wall_ns += uint64_t(
@@ -163,6 +173,8 @@ void NetAgent::run() {
       std::lock_guard<std::mutex> lock(mu_);
       current_ = nullptr;
       status_.connected = false;
+      status_.peers = 0;
+      status_.since_ns = clock_.now_ns();
     }
     ch.reset();
     if (stopping_) break;

@@ -32,8 +32,9 @@ struct AgentOptions {
 class NetAgent {
  public:
   // Forms the channel of an epoch (GlooChannel::connect in the observer); should give up soon
-  // after `stopping` turns true. Throws ChannelError; RendezvousTimeout when observers are
-  // missing (the same epoch is retried).
+  // after `stopping` turns true. Throws ChannelError (the next epoch is tried);
+  // RendezvousTimeout when observers are missing or a later epoch started, RendezvousUnreachable
+  // when the rendezvous store does not answer (the same or the latest epoch is retried).
   using Connect = std::function<std::unique_ptr<Channel>(uint64_t epoch, const std::atomic<bool>& stopping)>;
   // The latest epoch any observer of the job started (GlooChannel::latest_epoch).
   using LatestEpoch = std::function<uint64_t()>;
@@ -64,12 +65,16 @@ class NetAgent {
 
   struct Status {
     bool connected = false;
+    int peers = 0;  // other observers on the current channel (0 while not connected)
     uint64_t epoch = 0;
-    uint64_t rounds = 0;     // digest rounds completed, all epochs
-    uint64_t failures = 0;   // channels lost or not formed
-    std::string last_error;  // the most recent ChannelError, "" if none
-    ClockEstimate clock;     // the latest offset estimate
-    Traffic traffic;         // current channel
+    uint64_t rounds = 0;        // digest rounds completed, all epochs
+    uint64_t formed = 0;        // channels formed, all epochs (re-forms: formed - 1)
+    uint64_t failures = 0;      // channels lost or not formed
+    int64_t since_ns = 0;       // Clock time `connected` last changed (0: never connected yet)
+    int64_t last_round_ns = 0;  // Clock time the last round completed (0: none yet)
+    std::string last_error;     // the most recent ChannelError, "" if none
+    ClockEstimate clock;        // the latest offset estimate
+    Traffic traffic;            // current channel
     uint64_t partitions = 1;
     // Cost of the rounds so far (all epochs): this thread's CPU time and the wall time inside
     // DigestExchange::round(), clock estimates excluded.

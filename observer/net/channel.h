@@ -72,9 +72,16 @@ struct Traffic {
   }
 };
 
-// Forming a channel failed because observers did not all announce themselves in time (they may
-// still come: retry the same epoch).
+// Forming a channel failed because observers did not all announce themselves in time, or a later
+// epoch started meanwhile (they may still come: retry, at the latest epoch).
 class RendezvousTimeout : public ChannelError {
+ public:
+  using ChannelError::ChannelError;
+};
+
+// The rendezvous store could not be reached (redis down, directory missing) before anything of
+// the epoch was written: retry the same epoch once it answers again.
+class RendezvousUnreachable : public ChannelError {
  public:
   using ChannelError::ChannelError;
 };

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <thread>
@@ -64,6 +65,15 @@ class RedisKeys : public gloo::rendezvous::RedisStore, public KeyStore {
   }
 };
 
+// Gloo's enforce messages span lines ("[enforce fail at ...] ... \n..."): one line for our errors.
+std::string one_line(std::string s) {
+  for (char& c : s) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  return s;
+}
+
 bool mkdirs(const std::string& dir) {
   std::string cur;
   for (size_t i = 0; i <= dir.size(); ++i) {
@@ -84,8 +94,8 @@ std::unique_ptr<KeyStore> open_store(const std::string& spec) {
       const std::string dir = spec.substr(5);
       if (dir.empty()) throw ChannelError(bad);
       if (!mkdirs(dir)) {
-        throw ChannelError("observer network: rendezvous directory " + dir +
-                           " cannot be created: " + std::strerror(errno));
+        throw RendezvousUnreachable("observer network: rendezvous directory " + dir +
+                                    " cannot be created: " + std::strerror(errno));
       }
       return std::make_unique<FileKeys>(dir);
     }
@@ -101,7 +111,7 @@ std::unique_ptr<KeyStore> open_store(const std::string& spec) {
       return std::make_unique<RedisKeys>(host, static_cast<int>(port));
     }
   } catch (const ChannelError&) { throw; } catch (const std::exception& e) {
-    throw ChannelError("observer network: rendezvous " + spec + " unreachable: " + e.what());
+    throw RendezvousUnreachable("observer network: rendezvous " + spec + " unreachable: " + one_line(e.what()));
   }
   throw ChannelError(bad);
 }
@@ -112,6 +122,30 @@ std::string epoch_prefix(const std::string& job, uint64_t e) { return job_base(j
 // gloo::rendezvous::PrefixStore joins prefix and key with '/'.
 std::string in_epoch(const std::string& job, uint64_t e, const std::string& key) {
   return epoch_prefix(job, e) + "/" + key;
+}
+
+// The highest epoch marker of `job`, or -1 when there is none (a new job, or a store that lost
+// its keys: a redis-server restarted without persistence). Markers form a prefix 0..k (each is
+// written only once the one below it exists), so: gallop, then bisect.
+int64_t latest_marker(KeyStore& keys, const std::string& job) {
+  if (!keys.has(epoch_marker(job, 0))) return -1;
+  uint64_t lo = 0, hi = 1;
+  while (keys.has(epoch_marker(job, hi))) {
+    lo = hi;
+    hi *= 2;
+  }
+  while (hi - lo > 1) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    (keys.has(epoch_marker(job, mid)) ? lo : hi) = mid;
+  }
+  return int64_t(lo);
+}
+
+// Writes the markers up to `epoch` that are missing, lowest first, so the prefix property holds
+// at every moment (a survivor at epoch 5 meeting a store that lost its keys writes 0..5, and a
+// restarted observer reading latest_epoch() then finds 5).
+void mark_epochs_up_to(KeyStore& keys, const std::string& job, uint64_t epoch) {
+  for (uint64_t e = uint64_t(latest_marker(keys, job) + 1); e <= epoch; ++e) keys.set_once(epoch_marker(job, e));
 }
 
 std::string rank_list(const std::vector<int>& ranks) {
@@ -136,19 +170,10 @@ GlooChannel::~GlooChannel() {
 uint64_t GlooChannel::latest_epoch(const std::string& rdzv, const std::string& job) {
   auto keys = open_store(rdzv);
   try {
-    if (!keys->has(epoch_marker(job, 0))) return 0;
-    // Markers are contiguous (every epoch starts from the latest one): gallop, then bisect.
-    uint64_t lo = 0, hi = 1;
-    while (keys->has(epoch_marker(job, hi))) {
-      lo = hi;
-      hi *= 2;
-    }
-    while (hi - lo > 1) {
-      const uint64_t mid = lo + (hi - lo) / 2;
-      (keys->has(epoch_marker(job, mid)) ? lo : hi) = mid;
-    }
-    return lo;
-  } catch (const std::exception& e) { throw ChannelError("observer network: rendezvous " + rdzv + ": " + e.what()); }
+    return uint64_t(std::max<int64_t>(0, latest_marker(*keys, job)));
+  } catch (const std::exception& e) {
+    throw RendezvousUnreachable("observer network: rendezvous " + rdzv + ": " + one_line(e.what()));
+  }
 }
 
 std::unique_ptr<GlooChannel> GlooChannel::connect(const GlooOptions& o) {
@@ -190,7 +215,7 @@ std::unique_ptr<GlooChannel> GlooChannel::connect(const GlooOptions& o) {
   try {
     // Keys of an earlier incarnation of this node-rank are stale: remove them first.
     erase_own();
-    keys->set_once(epoch_marker(o.job, o.epoch));
+    mark_epochs_up_to(*keys, o.job, o.epoch);
     keys->store().set(in_epoch(o.job, o.epoch, present), std::vector<char>{'1'});
 
     // Presence: the leader waits for every present_<r> and then writes "complete"; the others
@@ -209,6 +234,12 @@ std::unique_ptr<GlooChannel> GlooChannel::connect(const GlooOptions& o) {
       }
       if (done) break;
       if (o.cancel && o.cancel->load()) throw RendezvousTimeout("observer network: " + where + ": cancelled");
+      // Someone started a later epoch (survivors of a failure this observer did not see, or
+      // observers that met a store which had lost its keys): this one will not complete.
+      if (keys->has(epoch_marker(o.job, o.epoch + 1))) {
+        throw RendezvousTimeout("observer network: " + where + ": epoch " + std::to_string(o.epoch + 1) +
+                                " has started: joining the latest epoch");
+      }
       if (std::chrono::steady_clock::now() >= deadline) {
         const auto m = missing();
         std::string why = m.empty() ? "the leader (node-rank 0) did not confirm that all " + std::to_string(o.size) +
@@ -243,7 +274,7 @@ std::unique_ptr<GlooChannel> GlooChannel::connect(const GlooOptions& o) {
   } catch (const ChannelError&) { throw; } catch (const std::exception& e) {
     erase_own();
     throw ChannelError("observer network: " + where + ": " + (meshing ? "connecting the TCP mesh failed: " : "") +
-                       e.what());
+                       one_line(e.what()));
   }
   std::unique_ptr<GlooChannel> ch(new GlooChannel(o, std::move(dev), std::move(ctx)));
   // Every observer has read every address once all have passed this barrier.

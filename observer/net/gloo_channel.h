@@ -45,13 +45,17 @@ class GlooChannel : public Channel {
  public:
   // Forms the channel: announces this observer, waits until all `size` are present, connects
   // the TCP mesh, runs a barrier, then removes its own rendezvous keys (the store is left as
-  // it was, apart from the epoch marker "scout/<job>/epoch/<epoch>"). Throws ChannelError with
-  // the rendezvous and the reason (bad spec, store unreachable, observers missing, ...).
+  // it was, apart from the epoch markers "scout/<job>/epoch/<e>", which are kept contiguous:
+  // missing markers below `epoch`, e.g. after the store lost its keys, are written first).
+  // Throws ChannelError with the rendezvous and the reason (bad spec, observers missing, ...);
+  // RendezvousUnreachable when the store does not answer; RendezvousTimeout when observers are
+  // missing at the join timeout or a later epoch has started meanwhile (join that one).
   static std::unique_ptr<GlooChannel> connect(const GlooOptions& opts);
 
   // The highest epoch any observer of `job` has started forming in the store named by `rdzv`
   // (0 if none). A restarted observer joins there; after a failure, survivors move to
   // max(latest_epoch, their epoch + 1) (docs/observer-network.md, "Failure handling").
+  // Throws RendezvousUnreachable when the store does not answer.
   static uint64_t latest_epoch(const std::string& rdzv, const std::string& job);
 
   ~GlooChannel() override;

@@ -36,7 +36,7 @@ void Observer::pass(int64_t now_ns) {
   passes_++;
   ingest_.pass(model_, now_ns);
   if (cross_node_) {
-    CrossNodeIo io{model_, board_, straggler_, now_ns, hung_};
+    CrossNodeIo io{model_, board_, straggler_, now_ns, hung_, net_};
     cross_node_(io);
   }
   JudgeOutput out;
@@ -70,6 +70,7 @@ void Observer::write(int64_t now_ns, JudgeOutput& out) {
   job.records_lost = is.records.gaps + is.records.before_attach + is.records.lost_inflight;
   job.records_invalid = is.records.invalid;
   job.segments_refused = is.segments_rejected;
+  job.net = net_;
   if (now_ns - started_ns_ >= opt_.no_segment_grace_ns) job.warning = ingest_.no_segment_reason();
   if (job.warning != warned_) {
     if (!job.warning.empty() && opt_.log) opt_.log("warning: " + job.warning);

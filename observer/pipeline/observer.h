@@ -54,7 +54,8 @@ class Observer {
     FindingBoard& board;
     StragglerDetector& straggler;
     int64_t now_ns;
-    bool hung;  // the previous pass left a communicator of this node hung (hang timeout passed)
+    bool hung;      // the previous pass left a communicator of this node hung (hang timeout passed)
+    NetState& net;  // the network's state, written to the store with the job header
   };
   using CrossNodeStep = std::function<void(CrossNodeIo& io)>;
   void set_cross_node_step(CrossNodeStep step) { cross_node_ = std::move(step); }
@@ -101,6 +102,7 @@ class Observer {
   int64_t started_ns_ = 0;
   uint64_t passes_ = 0;
   bool hung_ = false;         // some communicator's state was "hung" at the last write
+  NetState net_;              // set by the cross-node step (multi-node jobs)
   std::string warned_;        // ingestion warning last logged
   uint64_t lost_logged_ = 0;  // records_lost at the last write (a rise is logged)
   std::mutex mu_;

@@ -6,6 +6,7 @@
 #include <map>
 #include <unordered_set>
 
+#include "observer/model/net_state.h"
 #include "observer/store/schema.h"
 #include "observer/store/sqlite.h"
 
@@ -117,6 +118,7 @@ std::optional<obs::JobInfo> StoreReader::job() {
     if (k == "records_invalid") j.records_invalid = n;
     if (k == "segments_refused") j.segments_refused = n;
     if (k == "ingest_warning") j.warning = v;
+    if (k == "network") j.net = obs::net_state_from_json(parse_json(v, nullptr));
   }
   return j;
 }

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "common/clock.h"
+#include "observer/model/net_state.h"
 #include "observer/store/schema.h"
 #include "observer/store/sqlite.h"
 #include "scout/config.h"
@@ -134,6 +135,11 @@ void StoreWriter::put_job(const obs::JobInfo& job) {
       put("records_invalid", std::to_string(job.records_invalid));
       put("segments_refused", std::to_string(job.segments_refused));
       put("ingest_warning", job.warning);
+      if (job.net.present) {
+        put("network", obs::to_json(job.net).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      } else {
+        db_->exec("DELETE FROM meta WHERE key = 'network'");  // a single-node observer now
+      }
     });
   } catch (const Error& e) { fail(std::string("put_job: ") + e.what()); }
 }

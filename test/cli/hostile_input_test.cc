@@ -220,6 +220,62 @@ TEST_F(HostileInput, LostRecordsAndIngestWarningsAreShown) {
   EXPECT_NE(prom.find("\nscout_records_invalid_total{job=\"demo\"} 2\n"), std::string::npos) << prom;
 }
 
+// Row 15: the observer network's state (store meta "network", written every pass by a
+// multi-node observer) is in `scout status`, with a warning while the channel is down, in its
+// JSON and in Prometheus.
+TEST_F(HostileInput, NetworkStateIsShownAndADownChannelIsAWarning) {
+  const int64_t t0 = scout::testing::kFixtureT0;
+  auto set = [&](const nlohmann::json& n) {
+    scout::store::Db db(store_, SQLITE_OPEN_READWRITE);
+    scout::store::Stmt st(db, "INSERT OR REPLACE INTO meta (key, value) VALUES ('network', ?)");
+    st.bind(1, n.dump()).run();
+  };
+  const std::string rdzv = "redis:10.0.0.5:6379";
+  set({{"connected", false},
+       {"peers", 0},
+       {"epoch", 3},
+       {"rounds", 41},
+       {"formed", 2},
+       {"failures", 5},
+       {"since_ns", t0 + 4300 * 1000000LL},
+       {"last_round_ns", t0 + 4200 * 1000000LL},
+       {"rendezvous", rdzv},
+       {"last_error", "observer network: rendezvous " + rdzv + " unreachable: Connection refused"}});
+  std::string text = scout("status --store " + store_).out;
+  EXPECT_NE(text.find("\nnetwork: node-rank 0 of 2, not connected since 8.20s ago (epoch 3, rendezvous " + rdzv +
+                      "), 41 rounds, last 8.30s ago, re-formed 1 time, 5 failures\n"
+                      "warning: the observer network is down: operations of communicators that span nodes are not "
+                      "compared until it re-forms; last error: observer network: rendezvous " +
+                      rdzv + " unreachable: Connection refused\n"),
+            std::string::npos)
+      << text;
+  set({{"connected", true},
+       {"peers", 1},
+       {"epoch", 4},
+       {"rounds", 60},
+       {"formed", 3},
+       {"failures", 5},
+       {"since_ns", t0 + 10 * 1000000000LL},
+       {"last_round_ns", t0 + 12420 * 1000000LL},
+       {"rendezvous", rdzv},
+       {"last_error", ""}});
+  text = scout("status --store " + store_).out;
+  EXPECT_NE(text.find("\nnetwork: node-rank 0 of 2, connected to 1 peer (epoch 4, rendezvous " + rdzv +
+                      "), 60 rounds, last 80.0ms ago, re-formed 2 times, 5 failures\nranks: "),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("network is down"), std::string::npos) << text;
+  auto j = nlohmann::json::parse(scout("status --json --store " + store_).out);
+  EXPECT_EQ(j["job"]["network"]["connected"], true);
+  EXPECT_EQ(j["job"]["network"]["peers"], 1);
+  EXPECT_EQ(j["job"]["network"]["reforms"], 2);
+  EXPECT_EQ(j["job"]["network"]["rendezvous"], rdzv);
+  std::string prom = scout("export --format prometheus --store " + store_).out;
+  EXPECT_NE(prom.find("\nscout_net_connected{job=\"demo\"} 1\n"), std::string::npos) << prom;
+  EXPECT_NE(prom.find("\nscout_net_reforms_total{job=\"demo\"} 2\n"), std::string::npos) << prom;
+  EXPECT_NE(prom.find("\nscout_net_rounds_total{job=\"demo\"} 60\n"), std::string::npos) << prom;
+}
+
 // Row 7: `scout run` with SCOUT_SHM_DIR missing says so before and after the job.
 TEST_F(HostileInput, RunWarnsWhenTheSegmentDirectoryIsMissing) {
   std::string env = "SCOUT_SHM_DIR=" + dir_.path() + "/noshm SCOUT_STATE_DIR=" + dir_.path() + "/st";

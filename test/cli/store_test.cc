@@ -140,7 +140,19 @@ TEST(Store, RoundTripEveryTable) {
   std::string path = dir.path() + "/sub/node-0.db";  // the directory is created
   {
     auto w = open_writer(path);
-    w->put_job({"demo", 2, 0, 111, 222, "scout test", 0, 0, 0, 0, ""});
+    obs::NetState net;
+    net.present = true;
+    net.connected = true;
+    net.peers = 1;
+    net.epoch = 7;
+    net.rounds = 99;
+    net.formed = 3;
+    net.failures = 4;
+    net.since_ns = 150;
+    net.last_round_ns = 210;
+    net.rendezvous = "file:/shared/rdzv";
+    net.last_error = "observer network: barrier failed";
+    w->put_job({"demo", 2, 0, 111, 222, "scout test", 0, 0, 0, 0, "", net});
     obs::RankInfo r{5, 1, "node1", 4242, "GPU-5", 1, 1, "/dev/shm/scout.demo.node1.4242", "running", 10, 20};
     w->put_ranks({r});
     obs::CommInfo c;
@@ -170,6 +182,17 @@ TEST(Store, RoundTripEveryTable) {
   EXPECT_EQ(job->started_ns, 111);
   EXPECT_EQ(job->updated_ns, 222);
   EXPECT_EQ(job->observer_version, "scout test");
+  EXPECT_TRUE(job->net.present);  // meta "network"
+  EXPECT_TRUE(job->net.connected);
+  EXPECT_EQ(job->net.peers, 1);
+  EXPECT_EQ(job->net.epoch, 7u);
+  EXPECT_EQ(job->net.rounds, 99u);
+  EXPECT_EQ(job->net.formed, 3u);
+  EXPECT_EQ(job->net.failures, 4u);
+  EXPECT_EQ(job->net.since_ns, 150);
+  EXPECT_EQ(job->net.last_round_ns, 210);
+  EXPECT_EQ(job->net.rendezvous, "file:/shared/rdzv");
+  EXPECT_EQ(job->net.last_error, "observer network: barrier failed");
 
   auto ranks = rd->ranks();
   ASSERT_EQ(ranks.size(), 1u);

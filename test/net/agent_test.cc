@@ -188,8 +188,8 @@ std::string run_observer(const ObserverRun& run, int rank, double seconds, const
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
   const auto s = agent.status();
   std::ostringstream out;
-  out << "rounds=" << s.rounds << " failures=" << s.failures << " epoch=" << max_epoch << " stop_ms=" << stop_ms
-      << " findings=";
+  out << "rounds=" << s.rounds << " failures=" << s.failures << " formed=" << s.formed << " epoch=" << max_epoch
+      << " stop_ms=" << stop_ms << " last_error=" << s.last_error << " findings=";
   for (auto& g : got) out << g << ";";
   return out.str();
 }
@@ -234,6 +234,62 @@ TEST(NetAgent, SurvivorsReformAndARestartedObserverRejoins) {
   EXPECT_GT(field(res[2].report, "rounds"), 2u) << res[2].report;
   EXPECT_NE(res[0].report.find("node 2 restarted;"), std::string::npos) << res[0].report;
   for (int r = 0; r < 3; ++r) std::printf("observer %d: %s\n", r, res[r].report.c_str());
+}
+
+TEST(NetAgent, ChannelReformsAfterRedisRestartedEmptyWhileAnObserverRestarted) {
+  // Redis rendezvous: the channel of 3 observers is formed; redis is killed (its keys are gone);
+  // node 2 dies and restarts while redis is away, so the survivors' channel fails and nobody can
+  // re-form; redis comes back empty on the same port. The observers must meet again in one epoch
+  // (the survivors do not scatter over epochs while the store is away, the markers the store
+  // lost are written again, a waiting observer moves to a later epoch that started) and the
+  // restarted observer's finding must reach the leader.
+  scout::testing::TempDir tmp;
+  testing::RedisServer redis(tmp.path());
+  if (!redis.ok()) GTEST_SKIP() << "redis rendezvous not tested: " << redis.why();
+  const int port = redis.port();
+  const pid_t first_redis = redis.pid();
+  ObserverRun run{RealtimeClock().now_ns(), "redis:127.0.0.1:" + std::to_string(port), 3};
+  auto res = testing::run_processes(
+      4,
+      [&](int rank) -> std::string {
+        if (rank == 3) {
+          // The rendezvous store: killed at 1 s, back (empty) at 4 s, until the end.
+          std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+          ::kill(first_redis, SIGKILL);
+          std::this_thread::sleep_for(std::chrono::milliseconds(3000));
+          testing::RedisServer again(tmp.path(), port);
+          if (!again.ok()) return "redis did not restart: " + again.why();
+          std::this_thread::sleep_for(std::chrono::milliseconds(12000));
+          return "redis restarted";
+        }
+        if (rank != 2) return run_observer(run, rank, 15.0, "");
+        // Node 2: the first incarnation dies at 1.5 s (redis is down) ...
+        pid_t pid = ::fork();
+        if (pid == 0) {
+          std::thread killer([] {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+            ::_exit(0);
+          });
+          run_observer(run, rank, 60.0, "");
+          ::_exit(1);
+        }
+        int st = 0;
+        ::waitpid(pid, &st, 0);
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+        // ... and restarts at 2 s, while redis is still down.
+        return run_observer(run, rank, 12.0, "node 2 restarted");
+      },
+      std::chrono::seconds(60));
+  ASSERT_EQ(res[3].report, "redis restarted");
+  for (int r = 0; r < 3; ++r) ASSERT_EQ(res[r].status, 0) << "observer " << r << ": " << res[r].report;
+  for (int r = 0; r < 3; ++r) std::printf("observer %d: %s\n", r, res[r].report.c_str());
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_GE(field(res[r].report, "formed"), 2u) << res[r].report;  // re-formed at least once
+    EXPECT_GE(field(res[r].report, "failures"), 1u) << res[r].report;
+  }
+  EXPECT_GE(field(res[2].report, "formed"), 1u) << res[2].report;
+  EXPECT_GT(field(res[2].report, "rounds"), 2u) << res[2].report;
+  EXPECT_NE(res[0].report.find("node 2 restarted;"), std::string::npos) << res[0].report;
 }
 
 }  // namespace

@@ -148,18 +148,21 @@ inline std::string which(const std::string& name) {
   return "";
 }
 
-// A redis-server of our own on a free loopback port, stopped (SIGTERM, then SIGKILL) when the
-// object dies. ok() is false when redis-server is missing or did not come up.
+// A redis-server of our own on a free loopback port (or on `port`, e.g. to restart one that was
+// killed), without persistence (a restart starts empty, as a redis without a disk does), stopped
+// (SIGTERM, then SIGKILL) when the object dies. ok() is false when redis-server is missing or did
+// not come up.
 class RedisServer {
  public:
-  explicit RedisServer(const std::string& dir) {
+  explicit RedisServer(const std::string& dir, int port = -1) {
     const std::string exe = which("redis-server");
     if (exe.empty()) {
       why_ = "redis-server not found in PATH (scripts/install-deps.sh installs it)";
       return;
     }
-    for (int attempt = 0; attempt < 5 && pid_ <= 0; ++attempt) {
-      port_ = free_port();
+    for (int attempt = 0; attempt < (port > 0 ? 100 : 5) && pid_ <= 0; ++attempt) {
+      if (port > 0 && attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));  // port in TIME_WAIT
+      port_ = port > 0 ? port : free_port();
       const std::string port = std::to_string(port_);
       pid_t pid = ::fork();
       if (pid == 0) {
@@ -185,18 +188,32 @@ class RedisServer {
     }
     if (pid_ <= 0) why_ = "redis-server did not start";
   }
-  ~RedisServer() {
+  ~RedisServer() { stop(); }
+  // Kills it at once (SIGKILL: no goodbye to its clients, its keys are gone).
+  void kill() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+      pid_ = -1;
+    }
+  }
+  void stop() {
     if (pid_ > 0) {
       ::kill(pid_, SIGTERM);
       for (int i = 0; i < 200; ++i) {
-        if (::waitpid(pid_, nullptr, WNOHANG) == pid_) return;
+        if (::waitpid(pid_, nullptr, WNOHANG) == pid_) {
+          pid_ = -1;
+          return;
+        }
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
       }
       ::kill(pid_, SIGKILL);
       ::waitpid(pid_, nullptr, 0);
+      pid_ = -1;
     }
   }
   bool ok() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
   int port() const { return port_; }
   const std::string& why() const { return why_; }
 
