@@ -161,173 +161,173 @@ bool StragglerDetector::persistent(const Count& c, double background) const {
          beyond_rate(c.late, c.ops, background, cfg_.z, cfg_.min_late);
 }
 
-void StragglerDetector::evaluate(const Model& m, int64_t now_ns, FindingBoard& board) {
-  // Late rates of every (communicator, comm rank) per class and of every process's aggregated
-  // window: the background a straggler must stand out from.
-  std::map<int, Count> aggs;
+StragglerDetector::Rates StragglerDetector::rates(const Model& m) {
+  Rates r;
   for (const auto& [proc, w] : procs_) {
-    Count& agg = aggs[proc];
+    Count& agg = r.aggs[proc];
     for (const Agg& a : w) {
       agg.ops++;
       agg.late += a.late;
       agg.any += a.any;
     }
+    r.agg_rates.push_back(agg.rate());
   }
-  std::map<std::pair<CommKey, int>, Count> counts;
-  std::map<std::string, std::vector<CommKey>> class_comms;
   for (const auto& [key, w] : comms_) {
     auto cit = m.comms().find(key);
     if (cit == m.comms().end()) continue;
     class_of_[key] = comm_class(cit->second);
-    class_comms[class_of_[key]].push_back(key);
-    for (int r = 0; r < int(cit->second.ranks.size()); ++r) counts[{key, r}] = comm_count(w, r);
+    r.class_comms[class_of_[key]].push_back(key);
+    for (int q = 0; q < int(cit->second.ranks.size()); ++q) r.counts[{key, q}] = comm_count(w, q);
   }
-  // Background late rate of comm rank r of `key`: the median rate of the same comm rank in the
-  // other communicators of its class (ranks at one position often share a role, e.g. the first
-  // rank of every TP group), or of the other ranks of `key` when it is alone in its class.
-  auto comm_background = [&](const CommKey& key, int r) {
-    std::vector<double> rates, all;
-    for (const CommKey& o : class_comms[class_of_[key]]) {
-      for (int q = 0; q < o.nranks; ++q) {
-        auto it = counts.find({o, q});
-        if ((o == key && q == r) || it == counts.end() || it->second.ops == 0) continue;
-        all.push_back(it->second.rate());
-        if (q == r) rates.push_back(it->second.rate());
+  return r;
+}
+
+double StragglerDetector::comm_background(const Rates& r, const CommKey& key, int rank) const {
+  std::vector<double> rates, all;
+  for (const CommKey& o : r.class_comms.at(class_of_.at(key))) {
+    for (int q = 0; q < o.nranks; ++q) {
+      auto it = r.counts.find({o, q});
+      if ((o == key && q == rank) || it == r.counts.end() || it->second.ops == 0) continue;
+      all.push_back(it->second.rate());
+      if (q == rank) rates.push_back(it->second.rate());
+    }
+  }
+  if (rates.empty()) rates = all;
+  double mean = 0;
+  for (double x : all) mean += x / double(all.size());
+  return std::max(median(rates), mean);
+}
+
+StragglerDetector::Judgement StragglerDetector::judge(const Model& m, const Proc& p, const Rates& r) const {
+  Judgement j;
+  auto pit = r.aggs.find(p.id);
+  if (pit != r.aggs.end()) j.agg = pit->second;
+  // The other processes' aggregated rates: `agg_rates` without one occurrence of this one's.
+  std::vector<double> others = r.agg_rates;
+  auto own = std::find(others.begin(), others.end(), j.agg.rate());
+  if (own != others.end()) others.erase(own);
+  j.background = median(others);
+  j.flagged = persistent(j.agg, j.background);
+  for (const auto& [key, w] : comms_) {
+    auto cit = m.comms().find(key);
+    if (cit == m.comms().end()) continue;
+    const Comm& c = cit->second;
+    for (int q = 0; q < int(c.ranks.size()); ++q) {
+      if (c.ranks[q].proc != p.id) continue;
+      const Count& cnt = r.counts.at({key, q});
+      if (cnt.late > 0) j.hits.push_back(CommHit{&c, q, cnt});
+      double bg = comm_background(r, key, q);
+      if (persistent(cnt, bg)) {
+        j.flagged = true;
+        j.background = bg;
       }
     }
-    if (rates.empty()) rates = all;
-    double mean = 0;
-    for (double x : all) mean += x / double(all.size());
-    return std::max(median(rates), mean);
-  };
-  // Median of `rates` without one occurrence of `own`.
-  auto others = [](std::vector<double> rates, double own) {
-    auto it = std::find(rates.begin(), rates.end(), own);
-    if (it != rates.end()) rates.erase(it);
-    return median(rates);
-  };
-  std::vector<double> agg_rates;
-  for (const auto& [proc, c] : aggs) agg_rates.push_back(c.rate());
+  }
+  std::sort(j.hits.begin(), j.hits.end(),
+            [](const CommHit& a, const CommHit& b) { return a.count.late > b.count.late; });
+  return j;
+}
+
+const StragglerDetector::CommHit& StragglerDetector::main_hit(const Judgement& j, const Episode* open) {
+  if (open) {
+    for (const CommHit& h : j.hits) {
+      if (h.comm->key == open->comm) return h;
+    }
+  }
+  return j.hits.front();
+}
+
+StragglerDetector::Episode StragglerDetector::begin_episode(const Proc& p, const CommHit& main) const {
+  Episode ep;
+  for (const Entry& e : comms_.at(main.comm->key)) {
+    if (main.rank < int(e.late.size()) && e.late[main.rank]) {
+      ep.first_ns = e.first_arrival_ns + e.lateness[main.rank];
+      ep.first_op = e.id;
+      break;
+    }
+  }
+  ep.comm = main.comm->key;
+  ep.key = "straggler:" + p.host + ":" + std::to_string(p.pid) + ":" + std::to_string(ep.first_ns);
+  return ep;
+}
+
+StragglerEvidence StragglerDetector::evidence(const Model& m, const Judgement& j, const CommHit& main,
+                                              std::vector<int64_t>& late_signals) {
+  StragglerEvidence ev;
+  for (const CommHit& h : j.hits) {
+    const auto& w = comms_.at(h.comm->key);
+    EvStragglerComm sc;
+    std::vector<int64_t> mine;
+    size_t skip = w.size() > 32 ? w.size() - 32 : 0;  // series: the last 32 operations
+    for (size_t i = 0; i < w.size(); ++i) {
+      const Entry& e = w[i];
+      if (h.rank >= int(e.signal.size())) continue;
+      if (e.late[h.rank]) mine.push_back(e.signal[h.rank]);
+      if (i < skip) continue;
+      sc.series_ms.push_back(to_ms(e.signal[h.rank]));
+      sc.lateness_ms.push_back(to_ms(e.lateness[h.rank]));
+    }
+    late_signals.insert(late_signals.end(), mine.begin(), mine.end());
+    sc.comm = ev_comm(*h.comm);
+    sc.comm_rank = h.rank;
+    sc.window_ops = h.count.ops;
+    sc.late_ops = h.count.late;
+    sc.late_events = h.count.any;
+    sc.median_late_ms = to_ms(int64_t(median(mine)));
+    ev.comms.push_back(std::move(sc));
+  }
+  ev.aggregate = EvStragglerAggregate{j.agg.ops, j.agg.late, j.agg.any};
+  ev.thresholds = EvStragglerThresholds{to_ms(cfg_.min_ns),
+                                        cfg_.rel,
+                                        cfg_.persist,
+                                        cfg_.min_late,
+                                        cfg_.window,
+                                        cfg_.z,
+                                        cfg_.noise_k,
+                                        to_ms(calibrated(&m, main.comm->key).min_ns),
+                                        std::round(j.background * 1000) / 1000};
+  return ev;
+}
+
+Finding StragglerDetector::finding(const Model& m, const Proc& p, const Episode& ep, const Judgement& j,
+                                   const CommHit& main, int64_t now_ns) {
+  Finding f;
+  f.kind = FindingKind::kStraggler;
+  f.verdict = Verdict::kAttributed;
+  f.dedup_key = ep.key;
+  f.suspects.push_back(suspect_of(m, p.id, main.rank));
+  set_comm(f, *main.comm);
+  if (main.comm->key == ep.comm) f.key = op_key(ep.first_op);  // its first late operation
+  f.first_seen_ns = ep.first_ns > 0 ? ep.first_ns : now_ns;
+  f.last_seen_ns = now_ns;
+  std::vector<int64_t> late_signals;
+  f.evidence = to_json(evidence(m, j, main, late_signals));
+  char ms[32];
+  std::snprintf(ms, sizeof(ms), "%.1f ms", median(late_signals) / 1e6);
+  f.summary = who(m, p.id) + " arrives late by " + ms + " (median, beyond the time it waited for others) in " +
+              std::to_string(main.count.late) + " of the last " + std::to_string(main.count.ops) + " collectives of " +
+              comm_label(*main.comm);
+  return f;
+}
+
+void StragglerDetector::evaluate(const Model& m, int64_t now_ns, FindingBoard& board) {
+  const Rates r = rates(m);
   for (const Proc& p : m.procs()) {
-    // Aggregated window.
-    Count agg;
-    auto pit = aggs.find(p.id);
-    if (pit != aggs.end()) agg = pit->second;
-    double agg_background = others(agg_rates, agg.rate());
-    // Per communicator windows of this process.
-    struct CommHit {
-      const Comm* comm;
-      int rank;
-      Count count;
-    };
-    std::vector<CommHit> hits;
-    bool flagged = persistent(agg, agg_background);
-    double background = agg_background;
-    for (const auto& [key, w] : comms_) {
-      auto cit = m.comms().find(key);
-      if (cit == m.comms().end()) continue;
-      const Comm& c = cit->second;
-      for (int r = 0; r < int(c.ranks.size()); ++r) {
-        if (c.ranks[r].proc != p.id) continue;
-        Count cnt = counts[{key, r}];
-        if (cnt.late > 0) hits.push_back(CommHit{&c, r, cnt});
-        double bg = comm_background(key, r);
-        if (persistent(cnt, bg)) {
-          flagged = true;
-          background = bg;
-        }
-      }
-    }
+    const Judgement j = judge(m, p, r);
     auto oit = open_.find(p.id);
-    if (!flagged) {
+    if (!j.flagged) {
       if (oit == open_.end()) continue;
-      if (agg.late <= cfg_.min_late / 2) {  // recovered
+      if (j.agg.late <= cfg_.min_late / 2) {  // recovered
         board.close(oit->second.key, now_ns);
         open_.erase(oit);
         continue;
       }
       // Between the open and close thresholds: still open (hysteresis), keep it up to date.
     }
-    if (hits.empty()) continue;
-    std::sort(hits.begin(), hits.end(), [](const CommHit& a, const CommHit& b) { return a.count.late > b.count.late; });
-    // The finding's communicator: the one its episode started in while the rank is still late
-    // there (the headline, the key, the suspect's comm rank and the summary must name the same
-    // communicator across updates), else the one where it is late most often.
-    const CommHit* main_hit = &hits.front();
-    if (oit != open_.end()) {
-      for (const CommHit& h : hits) {
-        if (h.comm->key == oit->second.comm) {
-          main_hit = &h;
-          break;
-        }
-      }
-    }
-    const CommHit& main = *main_hit;
-    const auto& mw = comms_.at(main.comm->key);
-    if (oit == open_.end()) {
-      Episode ep;
-      for (const Entry& e : mw) {
-        if (main.rank < int(e.late.size()) && e.late[main.rank]) {
-          ep.first_ns = e.first_arrival_ns + e.lateness[main.rank];
-          ep.first_op = e.id;
-          break;
-        }
-      }
-      ep.comm = main.comm->key;
-      ep.key = "straggler:" + p.host + ":" + std::to_string(p.pid) + ":" + std::to_string(ep.first_ns);
-      oit = open_.emplace(p.id, ep).first;
-    }
-    const Episode& ep = oit->second;
-    Finding f;
-    f.kind = FindingKind::kStraggler;
-    f.verdict = Verdict::kAttributed;
-    f.dedup_key = ep.key;
-    f.suspects.push_back(suspect_of(m, p.id, main.rank));
-    set_comm(f, *main.comm);
-    if (main.comm->key == ep.comm) f.key = op_key(ep.first_op);  // its first late operation
-    f.first_seen_ns = ep.first_ns > 0 ? ep.first_ns : now_ns;
-    f.last_seen_ns = now_ns;
-    StragglerEvidence ev;
-    std::vector<int64_t> late_signals;
-    for (const CommHit& h : hits) {
-      const auto& w = comms_.at(h.comm->key);
-      EvStragglerComm sc;
-      std::vector<int64_t> mine;
-      size_t skip = w.size() > 32 ? w.size() - 32 : 0;
-      for (size_t i = 0; i < w.size(); ++i) {
-        const Entry& e = w[i];
-        if (h.rank >= int(e.signal.size())) continue;
-        if (e.late[h.rank]) mine.push_back(e.signal[h.rank]);
-        if (i < skip) continue;
-        sc.series_ms.push_back(to_ms(e.signal[h.rank]));
-        sc.lateness_ms.push_back(to_ms(e.lateness[h.rank]));
-      }
-      late_signals.insert(late_signals.end(), mine.begin(), mine.end());
-      sc.comm = ev_comm(*h.comm);
-      sc.comm_rank = h.rank;
-      sc.window_ops = h.count.ops;
-      sc.late_ops = h.count.late;
-      sc.late_events = h.count.any;
-      sc.median_late_ms = to_ms(int64_t(median(mine)));
-      ev.comms.push_back(std::move(sc));
-    }
-    ev.aggregate = EvStragglerAggregate{agg.ops, agg.late, agg.any};
-    ev.thresholds = EvStragglerThresholds{to_ms(cfg_.min_ns),
-                                          cfg_.rel,
-                                          cfg_.persist,
-                                          cfg_.min_late,
-                                          cfg_.window,
-                                          cfg_.z,
-                                          cfg_.noise_k,
-                                          to_ms(calibrated(&m, main.comm->key).min_ns),
-                                          std::round(background * 1000) / 1000};
-    f.evidence = to_json(ev);
-    char ms[32];
-    std::snprintf(ms, sizeof(ms), "%.1f ms", median(late_signals) / 1e6);
-    f.summary = who(m, p.id) + " arrives late by " + ms + " (median, beyond the time it waited for others) in " +
-                std::to_string(main.count.late) + " of the last " + std::to_string(main.count.ops) +
-                " collectives of " + comm_label(*main.comm);
-    board.report(f);
+    if (j.hits.empty()) continue;
+    const CommHit& main = main_hit(j, oit == open_.end() ? nullptr : &oit->second);
+    if (oit == open_.end()) oit = open_.emplace(p.id, begin_episode(p, main)).first;
+    board.report(finding(m, p, oit->second, j, main, now_ns));
   }
 }
 

@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "observer/detect/judged_op.h"
+#include "observer/model/evidence.h"
 #include "observer/model/finding_board.h"
 #include "observer/model/model.h"
 
@@ -124,6 +125,29 @@ class StragglerDetector {
     int64_t threshold_ns = -1;  // -1: not computed yet (the floor applies)
     int since = 0;              // signals added since the threshold was computed
   };
+  // Late counts of every window, computed once per evaluate(): per process its aggregated window
+  // (and all their rates), per (communicator, comm rank) its window, and the communicators of
+  // each class.
+  struct Rates {
+    std::map<int, Count> aggs;
+    std::vector<double> agg_rates;
+    std::map<std::pair<CommKey, int>, Count> counts;
+    std::map<std::string, std::vector<CommKey>> class_comms;
+  };
+  // A communicator where a process was late at least once in the window.
+  struct CommHit {
+    const Comm* comm;
+    int rank;  // the process's comm rank there
+    Count count;
+  };
+  // One process judged: its aggregated window, whether the rule holds in it or in any of its
+  // communicator windows, the background that decided, and its hits (most late first).
+  struct Judgement {
+    Count agg;
+    bool flagged = false;
+    double background = 0;
+    std::vector<CommHit> hits;
+  };
   static constexpr size_t kNoiseSamples = 4096;
   static constexpr int kNoiseEvery = 64;
   void add(const CommKey& comm, Entry e);
@@ -132,6 +156,24 @@ class StragglerDetector {
   void learn(const CommKey& comm, const Entry& e);
   Count comm_count(const std::deque<Entry>& w, int rank) const;
   bool persistent(const Count& c, double background) const;
+  Rates rates(const Model& m);
+  // Background late rate of comm rank `rank` of `key`: the median rate of the same comm rank in
+  // the other communicators of its class (ranks at one position often share a role, e.g. the
+  // first rank of every TP group), or of the other ranks of its class when it is alone in it;
+  // at least their mean.
+  double comm_background(const Rates& r, const CommKey& key, int rank) const;
+  Judgement judge(const Model& m, const Proc& p, const Rates& r) const;
+  // The finding's communicator: the one its open episode started in while the rank is still late
+  // there (headline, key, suspect's comm rank and summary name the same communicator across
+  // updates), else the one where it is late most often. `j.hits` is not empty.
+  static const CommHit& main_hit(const Judgement& j, const Episode* open);
+  // A new episode: its first late operation in `main`'s window and its dedup key.
+  Episode begin_episode(const Proc& p, const CommHit& main) const;
+  // The evidence of every hit (series of the last 32 operations); appends the late signals (ns).
+  StragglerEvidence evidence(const Model& m, const Judgement& j, const CommHit& main,
+                             std::vector<int64_t>& late_signals);
+  Finding finding(const Model& m, const Proc& p, const Episode& ep, const Judgement& j, const CommHit& main,
+                  int64_t now_ns);
 
   StragglerConfig cfg_;
   std::map<CommKey, std::deque<Entry>> comms_;
