@@ -7,9 +7,10 @@
 
 namespace scout::obs {
 
-// Median of `v` (mean of the two middle values for even sizes); 0 for an empty vector.
+// Median of `v`, which it reorders (mean of the two middle values for even sizes); 0 for an empty
+// vector.
 template <typename T>
-double median(std::vector<T> v) {
+double median_in_place(std::vector<T>& v) {
   if (v.empty()) return 0;
   size_t n = v.size();
   std::nth_element(v.begin(), v.begin() + n / 2, v.end());
@@ -19,22 +20,37 @@ double median(std::vector<T> v) {
   return (lo + hi) / 2;
 }
 
-// Median absolute deviation of `v` from its median, scaled by 1.4826 so that it estimates the
-// standard deviation of normal noise; 0 for an empty vector.
+// Median of `v` (mean of the two middle values for even sizes); 0 for an empty vector.
 template <typename T>
-double mad(const std::vector<T>& v) {
-  if (v.empty()) return 0;
-  double m = median(v);
+double median(std::vector<T> v) {
+  return median_in_place(v);
+}
+
+// Median absolute deviation of `v` from `m` (its median), scaled by 1.4826 so that it estimates
+// the standard deviation of normal noise; 0 for an empty vector.
+template <typename T>
+double mad_around(const std::vector<T>& v, double m) {
   std::vector<double> dev;
   dev.reserve(v.size());
   for (const T& x : v) dev.push_back(std::fabs(double(x) - m));
-  return 1.4826 * median(dev);
+  return 1.4826 * median_in_place(dev);
+}
+
+// Median absolute deviation of `v` from its median (see mad_around()); 0 for an empty vector.
+template <typename T>
+double mad(const std::vector<T>& v) {
+  if (v.empty()) return 0;
+  return mad_around(v, median(v));
 }
 
 // Noise threshold of a sample: median + k * MAD, but never below `floor` (same units as `v`).
+// Takes `v` by value and reorders that copy: one order statistic pass per statistic (detectors
+// recompute it over thousands of samples).
 template <typename T>
-double noise_threshold(const std::vector<T>& v, double k, double floor) {
-  return std::max(floor, median(v) + k * mad(v));
+double noise_threshold(std::vector<T> v, double k, double floor) {
+  if (v.empty()) return std::max(floor, 0.0);
+  const double m = median_in_place(v);
+  return std::max(floor, m + k * mad_around(v, m));
 }
 
 // True when `hits` out of `n` trials is beyond what a background rate `p` explains: at least

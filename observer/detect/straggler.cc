@@ -112,7 +112,7 @@ void StragglerDetector::learn(const CommKey& comm, const Entry& e) {
   while (n.signals.size() > kNoiseSamples) n.signals.pop_front();
   if (n.since >= kNoiseEvery || (n.threshold_ns < 0 && n.signals.size() >= 16)) {
     std::vector<int64_t> v(n.signals.begin(), n.signals.end());
-    n.threshold_ns = int64_t(noise_threshold(v, cfg_.noise_k, double(cfg_.min_ns)));
+    n.threshold_ns = int64_t(noise_threshold(std::move(v), cfg_.noise_k, double(cfg_.min_ns)));
     n.since = 0;
   }
 }
