@@ -10,16 +10,9 @@
 #include "common/paths.h"
 #include "common/utf8.h"
 #include "observer/ingest/sigbus_guard.h"
+#include "observer/model/limits.h"
 
 namespace scout::obs {
-
-namespace {
-constexpr int kMaxRanks = 1 << 18;  // a ring claiming more ranks than this is rejected (memory bound)
-// Rank slots over every distinct communicator the observer admits: each costs per-rank state in
-// the Model, so a hostile segment claiming many huge communicators is refused past this (a real
-// node's communicators add up to a few times the job's world size).
-constexpr int64_t kMaxRankSlots = 1 << 19;
-}  // namespace
 
 Ingestor::Ingestor(IngestOptions opt) : opt_(std::move(opt)) {
   if (!opt_.liveness) opt_.liveness = owner_running;
@@ -130,7 +123,7 @@ Ingestor::ReadResult Ingestor::read_segment(Segment& s, Model& model, int64_t no
     shm::CommSnapshot& cs = s.cs;
     if (!rd.comm(r, &cs)) continue;  // initialising, or impossible rank values
     Ring& ring = s.rings[r];
-    if (cs.nranks <= 0 || cs.nranks > kMaxRanks) {
+    if (cs.nranks <= 0 || cs.nranks > kMaxCommRanks) {
       if (!ring.known) stats_.rings_rejected++;
       ring.known = false;
       continue;

@@ -5,6 +5,7 @@
 #include <set>
 #include <tuple>
 
+#include "observer/model/limits.h"
 #include "observer/net/wire.h"
 
 namespace scout::net {
@@ -186,6 +187,14 @@ void put_waits(WireWriter& w, const WaitSnapshot& s) {
   }
 }
 
+// A communicator size another observer claims: refused outside [0, obs::kMaxCommRanks] (each
+// rank costs state where the leader judges it; observer/model/limits.h).
+bool comm_size_ok(int nranks, std::string* why) {
+  if (nranks >= 0 && nranks <= obs::kMaxCommRanks) return true;
+  *why = "communicator of " + std::to_string(nranks) + " ranks outside 0.." + std::to_string(obs::kMaxCommRanks);
+  return false;
+}
+
 bool get_waits(WireReader& r, WaitSnapshot* s, std::string* why) {
   auto fail = [&](const char* m) {
     *why = m;
@@ -197,9 +206,12 @@ bool get_waits(WireReader& r, WaitSnapshot* s, std::string* why) {
   for (ProcView& p : s->procs) proc_fields(r, p);
   const uint32_t nc = r.u32();
   if (!r.fits(nc, kCommWaitBytes)) return fail("truncated communicators");
+  int64_t rank_slots = 0;
   for (uint32_t i = 0; i < nc; ++i) {
     CommWaitView c;
     comm_wait_fields(r, c);
+    if (!comm_size_ok(c.nranks, why)) return false;
+    if ((rank_slots += c.nranks) > obs::kMaxRankSlots) return fail("communicators beyond the rank-slot bound");
     const uint32_t nm = r.u32();
     if (!r.fits(nm, kMemberBytes)) return fail("truncated members");
     for (uint32_t k = 0; k < nm; ++k) {
@@ -317,6 +329,7 @@ bool decode_report(std::span<const uint8_t> bytes, NodeReport* out, std::string*
   for (uint32_t i = 0; i < nd; ++i) {
     NodeStreamOps d;
     stream_fields(r, d.stream);
+    if (std::string why; !comm_size_ok(d.stream.nranks, &why)) return fail(why);
     d.from = r.u64();
     d.to = r.u64();
     const uint32_t nr = r.u32();

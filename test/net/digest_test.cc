@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "observer/cluster/core_judge.h"
+#include "observer/model/limits.h"
 #include "observer/net/digest.h"
 #include "observer/net/inproc_channel.h"
 #include "test/support/net_workload.h"
@@ -587,6 +588,34 @@ TEST(Digest, TruncatedOrHostileReportsAreRejectedNotTrusted) {
   NodeReport r;
   std::string err;
   EXPECT_FALSE(decode_report(huge, &r, &err));
+}
+
+// A report claiming communicators larger than the leader keeps state for is refused with one line
+// before any judge sizes per-rank state by it (a digest stream of 2^30 ranks made the leader's
+// CoreJudge allocate half a terabyte; observer/model/limits.h).
+TEST(Digest, HugeCommunicatorClaimsInAReportAreRefused) {
+  std::string err;
+  NodeReport back;
+  NodeReport r = sample_report();
+  r.digests[0].stream.nranks = 1 << 30;
+  EXPECT_FALSE(decode_report(encode_report(r), &back, &err));
+  EXPECT_EQ(err, "communicator of 1073741824 ranks outside 0..262144");
+
+  r = sample_report();
+  r.waits.comms[0].nranks = -1;
+  EXPECT_FALSE(decode_report(encode_report(r), &back, &err));
+  EXPECT_EQ(err, "communicator of -1 ranks outside 0..262144");
+
+  r = sample_report();  // two communicators of the largest size fill the rank-slot bound exactly
+  r.waits.comms[0].nranks = obs::kMaxCommRanks;
+  r.waits.comms.push_back(r.waits.comms[0]);
+  r.waits.comms[1].comm_hash = 0xabd;
+  ASSERT_TRUE(decode_report(encode_report(r), &back, &err)) << err;
+  EXPECT_EQ(back.waits.comms[1].nranks, obs::kMaxCommRanks);
+  r.waits.comms.push_back(r.waits.comms[0]);  // a third goes beyond it
+  r.waits.comms[2].comm_hash = 0xabe;
+  EXPECT_FALSE(decode_report(encode_report(r), &back, &err));
+  EXPECT_EQ(err, "communicators beyond the rank-slot bound");
 }
 
 }  // namespace
