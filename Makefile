@@ -208,9 +208,11 @@ $(BENCHES): $$(call obj,$$(filter %/$$(notdir $$@).cc,$$(BENCH_CC)))
 # ---------------------------------------------------------------- fuzzing (clang libFuzzer)
 # test/fuzz/<name>_fuzz.cc -> $(BUILD)/fuzz/<name>_fuzz, built with clang++ and
 # -fsanitize=fuzzer,address,undefined from the sources it needs (FUZZ_SRCS_<name>, compiled
-# again with clang for coverage). `make fuzz` runs each target FUZZ_SECONDS on its committed
-# seed corpus (test/fuzz/corpus/<name>) with a per-input time and memory limit
-# (test/fuzz/run-fuzz.sh); any crash fails it.
+# again with clang for coverage and the sanitizers). Every target also links the layer archives
+# (the g++ build's objects, not instrumented) for whatever its FUZZ_SRCS_<name> calls but does
+# not define, so a target keeps linking when that code moves (build `all` first). `make fuzz`
+# runs each target FUZZ_SECONDS on its committed seed corpus (test/fuzz/corpus/<name>) with a
+# per-input time and memory limit (test/fuzz/run-fuzz.sh); any crash fails it.
 FUZZ_CXX ?= clang++
 FUZZ_SECONDS ?= 60
 FUZZ_DIR := $(BUILD)/fuzz
@@ -228,7 +230,14 @@ FUZZ_SRCS_store := observer/store/sqlite.cc observer/store/schema.cc observer/st
 FUZZ_SRCS_flags := observer/pipeline/command_line.cc observer/pipeline/options.cc observer/detect/equiv.cc \
                    observer/detect/finding_util.cc observer/detect/vote.cc observer/model/finding.cc \
                    observer/model/model.cc common/names.cc $(FUZZ_COMMON)
-FUZZ_LIBS_store := -lsqlite3 -lfmt
+# The observers' wire messages: the leader's digest rounds against a hostile peer, and another
+# node's drill-down message decoded, merged and judged.
+FUZZ_NET_SRCS := observer/net/channel.cc observer/net/digest.cc observer/net/drill.cc
+FUZZ_SRCS_digest := $(FUZZ_NET_SRCS) test/support/net_workload.cc
+FUZZ_SRCS_drill := $(FUZZ_NET_SRCS) observer/cluster/core_judge.cc observer/cluster/job_waits.cc
+# The CLI's argument and name handling (the subcommands it reaches come from the archives).
+FUZZ_SRCS_cli := observer/cli/main.cc observer/cli/common.cc observer/cli/status.cc observer/cli/report.cc \
+                 observer/cli/format.cc observer/cli/words.cc common/paths.cc common/utf8.cc
 fuzz_obj = $(patsubst %.cc,$(FUZZ_DIR)/obj/%.o,$(1))
 
 $(FUZZ_DIR)/obj/%.o: %.cc
@@ -239,8 +248,8 @@ $(FUZZ_DIR)/obj/gen/version.o: $(BUILD)/obj/gen/version.cc
 	$(FUZZ_CXX) $(FUZZ_CXXFLAGS) -c $< -o $@
 
 define fuzz_rule
-$(FUZZ_DIR)/$(1)_fuzz: $(call fuzz_obj,test/fuzz/$(1)_fuzz.cc $(FUZZ_SRCS_$(1))) $(FUZZ_DIR)/obj/gen/version.o
-	$(FUZZ_CXX) $(FUZZ_SAN) -fsanitize=fuzzer -pthread -o $$@ $$^ $(FUZZ_LIBS_$(1)) -ldl -lrt
+$(FUZZ_DIR)/$(1)_fuzz: $(call fuzz_obj,test/fuzz/$(1)_fuzz.cc $(FUZZ_SRCS_$(1))) $(FUZZ_DIR)/obj/gen/version.o $(LINK_LIBS)
+	$(FUZZ_CXX) $(FUZZ_SAN) -fsanitize=fuzzer -pthread -o $$@ $$(filter %.o,$$^) $(LINK_LIBS) $(TOOL_LIBS)
 endef
 $(foreach n,$(FUZZ_NAMES),$(eval $(call fuzz_rule,$(n))))
 
@@ -248,6 +257,47 @@ fuzzers: $(FUZZ_BINS)
 
 fuzz: fuzzers
 	@test/fuzz/run-fuzz.sh $(FUZZ_DIR) $(FUZZ_SECONDS) $(FUZZ_NAMES)
+
+# ---------------------------------------------------------------- sanitizer passes (CI)
+# `make asan-test`: the tests SAN_TESTS_asan (the segment reader and writer, ingestion and its
+# fuzz test; the store, wire messages, flags and CLI run under ASan+UBSan in the fuzz targets)
+# built with ASAN=1 UBSAN=1 in build-asan and run; `make tsan-test`:
+# the plugin's concurrency tests SAN_TESTS_tsan built with TSAN=1 in build-tsan (with the plugin
+# .so they load) and run. Only the code under test (SAN_SRCS_<kind>), the tests themselves and,
+# for TSan, the plugin are compiled again with the sanitizer; everything else is linked from the
+# regular build's archives ($(SAN_BASE)/lib, not instrumented), so a pass compiles a few dozen
+# files instead of the tree. Run after `make all tests` (CI: .ci/run).
+SAN_BASE ?= build
+empty :=
+space := $(empty) $(empty)
+SAN_TESTS_asan := segment_test ingest_test fuzz_test
+SAN_SRCS_asan := common/segment_reader.cc common/segment_writer.cc common/utf8.cc common/paths.cc \
+                 $(call layer_cc,observer/ingest)
+SAN_TESTS_tsan := plugin_sequence_test plugin_bad_input_test
+SAN_SRCS_tsan := $(call layer_cc,plugin) $(call layer_cc,common)
+SAN_FLAGS_asan := ASAN=1 UBSAN=1
+SAN_FLAGS_tsan := TSAN=1
+
+.PHONY: asan-test tsan-test san-run
+asan-test tsan-test: %-test:
+	@$(MAKE) --no-print-directory BUILD=build-$* SAN_KIND=$* $(SAN_FLAGS_$*) san-run
+
+ifneq ($(SAN_KIND),)
+# TSan: -O1, cheaper to compile than -O2. ASan keeps the shipped -O2 (at -O1 GCC's -Wclobbered
+# fires on library strings next to the ingestor's sigsetjmp).
+OPT := $(if $(filter tsan,$(SAN_KIND)),-O1 -g1,$(OPT))
+SAN_BINS := $(foreach t,$(SAN_TESTS_$(SAN_KIND)),$(BUILD)/test/$(t))
+SAN_OBJS := $(call obj,$(SAN_SRCS_$(SAN_KIND)))
+SAN_BASE_LIBS := $(patsubst $(BUILD)/%,$(SAN_BASE)/%,$(LINK_LIBS))
+# TSan: the plugin the tests load, built from the instrumented objects.
+SAN_PLUGIN := $(if $(filter tsan,$(SAN_KIND)),$(PLUGIN))
+$(SAN_BINS): $(BUILD)/test/%: $(SAN_OBJS)
+	@mkdir -p $(dir $@)
+	$(CXX) -o $@ $(call obj,$(filter %/$*.cc,$(TEST_CC))) $(SAN_OBJS) $(SAN_BASE)/lib/libscout-testsupport.a \
+	  $(SAN_BASE)/lib/libscout-sim.a $(SAN_BASE_LIBS) $(LDFLAGS) $(TEST_LIBS) $(TOOL_LIBS)
+san-run: $(SAN_BINS) $(SAN_PLUGIN)
+	@scripts/run-tests.sh $(BUILD) '^($(subst $(space),|,$(strip $(SAN_TESTS_$(SAN_KIND)))))$$'
+endif
 
 # ---------------------------------------------------------------- top-level targets
 test: tests
@@ -293,6 +343,8 @@ help:
 	@echo "  check-layers    the include graph follows the layers (docs/architecture.md)"
 	@echo "  check-headers   every installed header compiles alone"
 	@echo "  fuzz            libFuzzer targets (clang), FUZZ_SECONDS each (default 60) on test/fuzz/corpus"
+	@echo "  asan-test       a subset of the tests (SAN_TESTS_asan) with ASan+UBSan in build-asan (after all tests)"
+	@echo "  tsan-test       the plugin's concurrency tests (SAN_TESTS_tsan) with TSan in build-tsan (after all tests)"
 	@echo "  clean           remove $(BUILD)"
 	@echo "switches: DEBUG=1 (-O0 -g3)  ASAN=1  UBSAN=1  TSAN=1  BUILD=dir  NVCC=path  PREFIX=dir"
 

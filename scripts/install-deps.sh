@@ -21,6 +21,7 @@ PACKAGES=(
   binutils                # nm, readelf for the export checks
   procps                  # pgrep/pkill in tests
   clang                   # make fuzz (libFuzzer with AddressSanitizer/UBSan)
+  libclang-rt-14-dev      # clang's libFuzzer and sanitizer runtimes (only recommended by clang)
 )
 
 missing=()
