@@ -2,7 +2,8 @@
 # README.md's first screen works as written: its first command's run part (what follows
 # "make -j2 && ") runs in a temporary state and shared-memory directory and ends with the status
 # naming the injected rank in an attributed sdc finding; the second command is `make test`;
-# .ci/run is exactly install, build, the README's test command; every page in docs/ is linked.
+# .ci/run is exactly install, build, the README's test command, then the sanitizer passes and a
+# short fuzz run (targets the Makefile has); every page in docs/ is linked.
 # Usage: test/cli/readme_test.sh [BUILD]   (run from the repository root, as `make test` does)
 set -uo pipefail
 BUILD=${1:-build}
@@ -26,10 +27,19 @@ case "$first" in
 esac
 run=${first#"scripts/install-deps.sh && make -j2 && "}
 
-# .ci/run: install, build, the README's test command, nothing else.
+# .ci/run: install, build, the README's test command, then the sanitizer and fuzzing passes
+# (which need the build's archives), nothing else.
 ci=$(grep -v '^\s*#' .ci/run | grep -v '^\s*$' | grep -v '^set -euo pipefail$' | grep -v '^cd ')
 expected=$'bash scripts/install-deps.sh\nmake -j"$(nproc)" all\nmake test'
-[ "$ci" = "$expected" ] && ok ".ci/run is install, build, make test" || bad ".ci/run runs: $ci"
+expected_san=$'make -j"$(nproc)" asan-test\nmake -j"$(nproc)" tsan-test\nmake -j"$(nproc)" fuzz FUZZ_SECONDS=5'
+[ "$(printf '%s\n' "$ci" | head -3)" = "$expected" ] && ok ".ci/run is install, build, make test" \
+  || bad ".ci/run does not start with install, build, make test: $ci"
+[ "$(printf '%s\n' "$ci" | tail -n +4)" = "$expected_san" ] && ok ".ci/run then runs asan-test, tsan-test, fuzz" \
+  || bad ".ci/run after make test runs: $(printf '%s\n' "$ci" | tail -n +4)"
+# Each pass is a make target that exists.
+for t in asan-test tsan-test fuzz; do
+  grep -q "^[a-z -]*\b$t\b[a-z -]*:" Makefile && ok "Makefile has $t" || bad "Makefile has no target $t"
+done
 
 # Every page in docs/ linked, every relative link present.
 for f in docs/*.md; do
