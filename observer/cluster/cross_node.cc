@@ -25,61 +25,14 @@ CrossNodeOptions cross_node_options(const config::Config& cfg, const ObserverOpt
   return o;
 }
 
-CrossNode::CrossNode(Observer& observer, CrossNodeOptions opt, const net::Clock& clock, net::NetAgent::Connect connect,
-                     net::NetAgent::LatestEpoch latest)
-    : observer_(observer),
-      opt_(std::move(opt)),
-      view_(observer.model(), observer.mutex(), opt_.view),
-      judge_(opt_.hang) {
-  if (!connect) {
-    connect = [g = opt_.gloo](uint64_t epoch, const std::atomic<bool>& stopping) -> std::unique_ptr<net::Channel> {
-      net::GlooOptions o = g;
-      o.epoch = epoch;
-      o.cancel = &stopping;
-      return net::GlooChannel::connect(o);
-    };
-  }
-  if (!latest) {
-    latest = [rdzv = opt_.gloo.rdzv, job = opt_.gloo.job] { return net::GlooChannel::latest_epoch(rdzv, job); };
-  }
-  agent_ = std::make_unique<net::NetAgent>(opt_.agent, std::move(connect), std::move(latest), view_, judge_, clock);
-  std::lock_guard<std::mutex> lock(observer_.mutex());
-  observer_.set_cross_node_step([this](Observer::CrossNodeIo& io) { step(io); });
-  installed_ = true;
-}
+CrossNodeStep::CrossNodeStep(const Model& model, std::mutex& pass_mu, const CrossNodeOptions& opt)
+    : opt_(opt), view_(model, pass_mu, opt_.view), judge_(opt_.hang) {}
 
-CrossNode::~CrossNode() { stop(); }
-
-void CrossNode::start() { agent_->start(); }
-
-void CrossNode::stop() {
-  agent_->stop();
-  if (installed_) {
-    std::lock_guard<std::mutex> lock(observer_.mutex());
-    observer_.set_cross_node_step({});
-    installed_ = false;
-  }
-}
-
-void CrossNode::step(Observer::CrossNodeIo& io) {
+std::vector<Finding> CrossNodeStep::step(Observer::CrossNodeIo& io, net::NetAgent::Harvest h, int64_t offset) {
   view_.capture(io.now_ns, io.hung);
-  const net::NetAgent::Status s = agent_->status();
-  io.net.present = true;
-  io.net.connected = s.connected;
-  io.net.peers = s.peers;
-  io.net.epoch = s.epoch;
-  io.net.rounds = s.rounds;
-  io.net.formed = s.formed;
-  io.net.failures = s.failures;
-  io.net.since_ns = s.since_ns;
-  io.net.last_round_ns = s.last_round_ns;
-  io.net.rendezvous = opt_.gloo.rdzv;
-  io.net.last_error = s.last_error;
-  net::NetAgent::Harvest h = agent_->take();
   if (!h.timings.empty()) {
     // Lateness is a difference of two leader-clock times; the earliest arrival goes back to this
     // node's clock for the finding's first_seen.
-    const int64_t offset = s.clock.offset_ns;
     for (const net::CrossNodeTiming& t : h.timings) {
       CrossNodeArrivals a;
       a.comm = CommKey{t.comm_hash, t.nranks};
@@ -97,12 +50,12 @@ void CrossNode::step(Observer::CrossNodeIo& io) {
   }
   if (leader()) {
     merge_.apply(io.board, std::move(h.findings), std::move(h.decided));
-  } else {
-    forward(io.board, io.now_ns);
+    return {};
   }
+  return forward(io.board, io.now_ns);
 }
 
-void CrossNode::forward(const FindingBoard& board, int64_t now_ns) {
+std::vector<Finding> CrossNodeStep::forward(const FindingBoard& board, int64_t now_ns) {
   std::vector<Finding> out;
   for (const Finding* f : board.all()) {
     std::string what = std::string(f->open ? "open " : "closed ") + to_string(f->verdict) + " " + hex64(f->comm_hash) +
@@ -115,7 +68,57 @@ void CrossNode::forward(const FindingBoard& board, int64_t now_ns) {
     it->second = Sent{what, now_ns};
     out.push_back(*f);
   }
-  if (!out.empty()) agent_->submit(std::move(out));
+  return out;
+}
+
+CrossNode::CrossNode(Observer& observer, CrossNodeOptions opt, const net::Clock& clock, net::NetAgent::Connect connect,
+                     net::NetAgent::LatestEpoch latest)
+    : observer_(observer), opt_(std::move(opt)), core_(observer.model(), observer.mutex(), opt_) {
+  if (!connect) {
+    connect = [g = opt_.gloo](uint64_t epoch, const std::atomic<bool>& stopping) -> std::unique_ptr<net::Channel> {
+      net::GlooOptions o = g;
+      o.epoch = epoch;
+      o.cancel = &stopping;
+      return net::GlooChannel::connect(o);
+    };
+  }
+  if (!latest) {
+    latest = [rdzv = opt_.gloo.rdzv, job = opt_.gloo.job] { return net::GlooChannel::latest_epoch(rdzv, job); };
+  }
+  agent_ = std::make_unique<net::NetAgent>(opt_.agent, std::move(connect), std::move(latest), core_.view(),
+                                           core_.judge(), clock);
+  std::lock_guard<std::mutex> lock(observer_.mutex());
+  observer_.set_cross_node_step([this](Observer::CrossNodeIo& io) {
+    const net::NetAgent::Status s = agent_->status();
+    io.net.present = true;
+    io.net.connected = s.connected;
+    io.net.peers = s.peers;
+    io.net.epoch = s.epoch;
+    io.net.rounds = s.rounds;
+    io.net.formed = s.formed;
+    io.net.failures = s.failures;
+    io.net.since_ns = s.since_ns;
+    io.net.last_round_ns = s.last_round_ns;
+    io.net.rendezvous = opt_.gloo.rdzv;
+    io.net.last_error = s.last_error;
+    net::NetAgent::Harvest h = agent_->take();
+    std::vector<Finding> out = core_.step(io, std::move(h), s.clock.offset_ns);
+    if (!out.empty()) agent_->submit(std::move(out));
+  });
+  installed_ = true;
+}
+
+CrossNode::~CrossNode() { stop(); }
+
+void CrossNode::start() { agent_->start(); }
+
+void CrossNode::stop() {
+  agent_->stop();
+  if (installed_) {
+    std::lock_guard<std::mutex> lock(observer_.mutex());
+    observer_.set_cross_node_step({});
+    installed_ = false;
+  }
 }
 
 std::string CrossNode::status_line() const {

@@ -20,7 +20,9 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "observer/cluster/core_judge.h"
 #include "observer/cluster/leader_merge.h"
@@ -43,6 +45,40 @@ struct CrossNodeOptions {
 // Options from the SCOUT_NET_* settings and the observer's own: `rdzv` as given to --rdzv.
 CrossNodeOptions cross_node_options(const config::Config& cfg, const ObserverOptions& obs, const std::string& rdzv);
 
+// The per-pass part of CrossNode, without the agent's thread: what one pass does with what the
+// rounds produced (steps 1-3 above). CrossNode feeds it from its NetAgent; the scaling benchmark
+// (test/bench/scale_bench.cc) drives digest rounds itself and feeds it the same way.
+class CrossNodeStep {
+ public:
+  // `model` and `pass_mu` are the Observer's (Observer::model(), Observer::mutex()).
+  CrossNodeStep(const Model& model, std::mutex& pass_mu, const CrossNodeOptions& opt);
+
+  // One pass (under the pass mutex): captures the NodeView, applies `harvest` (cross-node timings
+  // converted with `clock_offset_ns` = this node's clock - the leader's; on the leader, findings
+  // and decisions merged into io.board). Returns, on other nodes, the findings to send to the
+  // leader (new, changed, or due for a refresh); on the leader, nothing.
+  std::vector<Finding> step(Observer::CrossNodeIo& io, net::NetAgent::Harvest harvest, int64_t clock_offset_ns);
+
+  bool leader() const { return opt_.gloo.rank == 0; }
+  NodeView& view() { return view_; }
+  const NodeView& view() const { return view_; }
+  CoreJudge& judge() { return judge_; }
+
+ private:
+  std::vector<Finding> forward(const FindingBoard& board, int64_t now_ns);
+
+  struct Sent {
+    std::string what;  // open, verdict, suspects, peer, comm, key
+    int64_t at_ns = 0;
+  };
+
+  CrossNodeOptions opt_;
+  NodeView view_;
+  CoreJudge judge_;
+  LeaderMerge merge_;
+  std::map<std::string, Sent> sent_;  // by dedup key
+};
+
 class CrossNode {
  public:
   // Installs the step on `observer` (which must outlive this object). `connect` and `latest`
@@ -62,24 +98,13 @@ class CrossNode {
   // One line: node-rank, epoch, rounds, failures and last error, clock offset and bound, traffic,
   // mean cost per round.
   std::string status_line() const;
-  const NodeView& view() const { return view_; }
+  const NodeView& view() const { return core_.view(); }
 
  private:
-  void step(Observer::CrossNodeIo& io);
-  void forward(const FindingBoard& board, int64_t now_ns);
-
-  struct Sent {
-    std::string what;  // open, verdict, suspects, peer, comm, key
-    int64_t at_ns = 0;
-  };
-
   Observer& observer_;
   CrossNodeOptions opt_;
-  NodeView view_;
-  CoreJudge judge_;
-  LeaderMerge merge_;
+  CrossNodeStep core_;
   std::unique_ptr<net::NetAgent> agent_;
-  std::map<std::string, Sent> sent_;  // by dedup key
   bool installed_ = false;
 };
 

@@ -44,7 +44,16 @@ void InprocNetwork::wake_all() {
   }
 }
 
+void InprocNetwork::deliver(int dest, int source, uint64_t tag, std::vector<uint8_t> bytes) {
+  if (dest < 0 || dest >= size()) return;
+  post(dest, Message{source, tag, std::move(bytes)});
+}
+
 void InprocNetwork::post(int dest, Message m) {
+  if (bridge_.remote && bridge_.remote(dest)) {
+    bridge_.forward(dest, m.source, m.tag, std::move(m.bytes));
+    return;
+  }
   Mailbox& b = *boxes_[dest];
   {
     std::lock_guard<std::mutex> lock(b.mu);

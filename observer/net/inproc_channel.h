@@ -7,6 +7,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -45,6 +46,18 @@ class InprocNetwork {
   // it fail at once with ChannelError ("node-rank K is gone"), as a closed TCP connection would.
   void kill(int rank);
 
+  // One network split over two processes (the scaling benchmark keeps the leader alone in its
+  // process so that its memory and CPU are its own): a message for an endpoint for which
+  // `remote(dest)` is true goes to `forward` instead of a local mailbox, and the other process's
+  // messages for local endpoints come in through deliver(). Set before any endpoint is used.
+  struct Bridge {
+    std::function<bool(int dest)> remote;
+    std::function<void(int dest, int source, uint64_t tag, std::vector<uint8_t> bytes)> forward;
+  };
+  void set_bridge(Bridge b) { bridge_ = std::move(b); }
+  // A message from endpoint `source` (in the other process) for local endpoint `dest`.
+  void deliver(int dest, int source, uint64_t tag, std::vector<uint8_t> bytes);
+
  private:
   friend class InprocChannel;
   struct Message {
@@ -64,6 +77,7 @@ class InprocNetwork {
   std::vector<std::unique_ptr<std::atomic<bool>>> dead_;
   std::mutex endpoints_mu_;
   std::vector<std::unique_ptr<InprocChannel>> endpoints_;
+  Bridge bridge_;
 };
 
 }  // namespace scout::net
