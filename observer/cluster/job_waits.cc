@@ -39,23 +39,19 @@ net::WaitSnapshot capture_waits(const Model& m) {
   };
   for (const auto& [key, c] : m.comms()) {
     if (c.finalized()) continue;
+    if (c.known_ranks.empty()) continue;
     std::set<OpId> live;
-    bool any = false;
-    for (const RankProgress& r : c.ranks) {
-      if (r.proc < 0) continue;
-      any = true;
-      for (const auto& [idx, id] : r.inflight) live.insert(id);
+    for (int r : c.known_ranks) {
+      for (const auto& [idx, id] : c.ranks[r].inflight) live.insert(id);
     }
-    if (!any) continue;
     net::CommWaitView cv;
     cv.comm_hash = key.hash;
     cv.nranks = key.nranks;
     cv.name = c.name;
     cv.nnodes = c.nnodes;
     cv.last_progress_ns = c.last_progress_ns;
-    for (int r = 0; r < int(c.ranks.size()); ++r) {
+    for (int r : c.known_ranks) {
       const RankProgress& rp = c.ranks[r];
-      if (rp.proc < 0) continue;
       net::MemberView mv;
       mv.comm_rank = r;
       mv.proc = proc_of(rp.proc);
@@ -129,9 +125,9 @@ void merge_waits(const std::vector<net::NodeWaits>& nodes, int64_t now_ns, Model
     // Collectives: members without a record of an operation they have issued (by their counters).
     for (auto& [id, op] : c.ops) {
       if (id.cls != OpClass::kColl || id.func >= shm::kNumNumberedFuncs) continue;
-      for (int r = 0; r < int(c.ranks.size()); ++r) {
+      for (int r : c.known_ranks) {
         RankProgress& rp = c.ranks[r];
-        if (rp.proc < 0 || op.slot(r) || rp.issued[id.func] <= id.seq) continue;
+        if (op.slot(r) || rp.issued[id.func] <= id.seq) continue;
         OpSlot& s = op.add(r);
         s.rec.index = kCounterIndex + id.seq * shm::kNumNumberedFuncs + id.func;
         s.rec.kind = shm::kKindColl;

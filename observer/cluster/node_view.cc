@@ -57,9 +57,8 @@ void NodeView::capture(int64_t now_ns, bool hung) {
       v.nranks = key.nranks;
       v.comm_name = c.name;
       bool any = false, first = true;
-      for (int r = 0; r < int(c.ranks.size()); ++r) {
+      for (int r : c.known_ranks) {
         const RankProgress& rp = c.ranks[r];
-        if (rp.proc < 0) continue;
         net::RankProgressView p;
         p.comm_rank = r;
         p.global_rank = model_.proc(rp.proc).global_rank;
@@ -81,11 +80,11 @@ void NodeView::capture(int64_t now_ns, bool hung) {
     }
     // Records of the operations the Model still holds (local ranks only: the communicator spans
     // nodes). An operation that left the Model keeps its last capture and is settled.
-    const size_t local =
-        std::count_if(c.ranks.begin(), c.ranks.end(), [](const RankProgress& r) { return r.proc >= 0; });
+    const size_t local = c.known_ranks.size();
     for (const auto& [id, op] : c.ops) {
       if (id.cls != OpClass::kColl || id.func >= shm::kNumNumberedFuncs || !by_func[id.func]) continue;
-      Captured& cap = by_func[id.func]->ops[id.seq];
+      Stream& st = *by_func[id.func];
+      Captured& cap = st.ops[id.seq];
       if (cap.settled) continue;
       cap.ranks.clear();
       bool final = op.slots.size() >= local;
@@ -94,11 +93,22 @@ void NodeView::capture(int64_t now_ns, bool hung) {
         if (!s.lost) cap.ranks.push_back(rank_view(model_, c, s));
       }
       cap.settled = final || now_ns - op.first_seen_ns > opt_.settle_ns;
+      if (cap.settled) {
+        st.unsettled.erase(id.seq);
+      } else {
+        st.unsettled.insert(id.seq);
+      }
     }
+    // An unsettled capture whose operation left the Model keeps its last capture and is settled.
     for (Stream* s : by_func) {
       if (!s) continue;
-      for (auto& [seq, cap] : s->ops) {
-        if (!cap.settled && !c.ops.count(OpId{OpClass::kColl, s->view.func, seq, -1, -1})) cap.settled = true;
+      for (auto it = s->unsettled.begin(); it != s->unsettled.end();) {
+        if (c.ops.count(OpId{OpClass::kColl, s->view.func, *it, -1, -1})) {
+          ++it;
+          continue;
+        }
+        s->ops[*it].settled = true;
+        it = s->unsettled.erase(it);
       }
     }
   }
@@ -108,13 +118,11 @@ void NodeView::capture(int64_t now_ns, bool hung) {
       it = streams_.erase(it);
       continue;
     }
-    while (!s.ops.empty() && s.ops.begin()->first + opt_.retain_ops < s.view.completed) s.ops.erase(s.ops.begin());
-    for (const auto& [seq, cap] : s.ops) {
-      if (!cap.settled) {
-        s.view.completed = std::min(s.view.completed, seq);
-        break;
-      }
+    while (!s.ops.empty() && s.ops.begin()->first + opt_.retain_ops < s.view.completed) {
+      s.unsettled.erase(s.ops.begin()->first);
+      s.ops.erase(s.ops.begin());
     }
+    if (!s.unsettled.empty()) s.view.completed = std::min(s.view.completed, *s.unsettled.begin());
     ++it;
   }
   for (const Proc& p : model_.procs()) {

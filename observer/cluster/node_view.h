@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -67,6 +68,7 @@ class NodeView : public net::LocalView {
   struct Stream {
     net::StreamView view;
     std::map<uint64_t, Captured> ops;  // by seqNumber
+    std::set<uint64_t> unsettled;      // seqNumbers of ops not yet settled (a subset of ops)
     bool seen = false;                 // present at the last capture
   };
   static net::RankOpView rank_view(const Model& m, const Comm& c, const OpSlot& s);

@@ -58,20 +58,6 @@ int Op::index_of(int rank) const {
   return -1;
 }
 
-bool Comm::members_known() const {
-  for (const RankProgress& r : ranks) {
-    if (r.proc < 0) return false;
-  }
-  return !ranks.empty();
-}
-
-bool Comm::finalized() const {
-  for (const RankProgress& r : ranks) {
-    if (!r.finalized) return false;
-  }
-  return !ranks.empty();
-}
-
 int Model::upsert_proc(const Proc& p, int64_t now_ns) {
   auto key = std::make_pair(p.host, p.pid);
   auto it = proc_index_.find(key);
@@ -100,6 +86,7 @@ void Model::set_member(Comm& c, int rank, int proc, int64_t init_ns, bool finali
   if (rank < 0 || rank >= int(c.ranks.size())) return;
   RankProgress& r = c.ranks[rank];
   if (r.proc != proc && r.proc >= 0 && init_ns < r.init_ns) return;  // older process: keep newer
+  const bool was_known = r.proc >= 0, was_finalized = r.finalized, changed = r.proc != proc || r.finalized != finalized;
   if (r.proc != proc) {
     RankProgress fresh;
     fresh.proc = proc;
@@ -107,6 +94,17 @@ void Model::set_member(Comm& c, int rank, int proc, int64_t init_ns, bool finali
   }
   r.init_ns = init_ns;
   r.finalized = finalized;
+  const bool known = proc >= 0;
+  if (known != was_known) {
+    auto it = std::lower_bound(c.known_ranks.begin(), c.known_ranks.end(), rank);
+    if (known) {
+      c.known_ranks.insert(it, rank);
+    } else {
+      c.known_ranks.erase(it);
+    }
+  }
+  c.n_finalized += int(finalized) - int(was_finalized);
+  if (changed) c.members_version++;
 }
 
 Comm* Model::find_comm(const CommKey& k) {
@@ -146,12 +144,9 @@ Op* Model::apply(Comm& c, int rank, const RecordSnapshot& r, int64_t now_ns) {
 
   auto it = c.ops.find(id);
   if (it == c.ops.end()) {
-    if (c.ops.size() >= kMaxLiveOps) {
-      // Bound: drop the operation seen first (it is the stalest).
-      auto oldest = std::min_element(c.ops.begin(), c.ops.end(), [](const auto& a, const auto& b) {
-        return a.second.first_seen_ns < b.second.first_seen_ns;
-      });
-      drop(c, oldest->first);
+    if (c.ops.size() >= kMaxLiveOps && !c.by_age.empty()) {
+      // Bound: drop the operation seen first (it is the stalest; ties: the smallest id).
+      drop(c, c.by_age.begin()->second);
       c.ops_dropped++;
     }
     Op op;
@@ -159,6 +154,7 @@ Op* Model::apply(Comm& c, int rank, const RecordSnapshot& r, int64_t now_ns) {
     op.n = id.cls == OpClass::kColl ? n : 2;
     op.first_seen_ns = now_ns;
     it = c.ops.emplace(id, std::move(op)).first;
+    c.by_age.emplace(now_ns, id);
   }
   Op& op = it->second;
   bool existed = op.slot(slot) != nullptr;
@@ -244,6 +240,7 @@ void Model::drop(Comm& c, const OpId& id) {
     int r = it->second.comm_rank(s.index);
     if (r >= 0 && r < int(c.ranks.size())) c.ranks[r].inflight.erase(s.rec.index);
   }
+  c.by_age.erase({it->second.first_seen_ns, id});
   c.ops.erase(it);
 }
 

@@ -5,14 +5,18 @@
 //
 // Memory is bounded: an operation is dropped once it is judged (observer/detect keeps only
 // windows of numbers), the per-process GPU timeline keeps kTimelineLen entries, and a
-// communicator holds at most kMaxLiveOps operations (the oldest judged-or-stale are dropped
-// first and counted).
+// communicator holds at most kMaxLiveOps operations (the one seen first is dropped first and
+// counted; found through an index by age, so the bound costs O(log ops) per new operation).
+// What a pass reads about a communicator's membership costs what it has here, not its size: the
+// comm ranks whose process is known (known_ranks) and the finalized count are kept as members
+// change.
 #pragma once
 
 #include <compare>
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -140,8 +144,16 @@ struct Comm {
   uint64_t last_seq[shm::kNumNumberedFuncs] = {};  // highest completed seq + 1 per func
   uint64_t ops_dropped = 0;                        // live ops dropped by the kMaxLiveOps bound
   uint64_t records_lost = 0;                       // records overwritten before they were final
-  bool members_known() const;                      // every comm rank maps to a process
-  bool finalized() const;                          // every rank finalized
+  // Kept by Model::set_member (the only writer of RankProgress::proc and ::finalized):
+  std::vector<int> known_ranks;  // comm ranks whose process is known, ascending
+  int n_finalized = 0;           // ranks finalized
+  uint64_t members_version = 0;  // bumped whenever a rank's process or finalized state changes
+  // Kept by Model::apply and Model::drop: the live operations by (first_seen_ns, id).
+  std::set<std::pair<int64_t, OpId>> by_age;
+  bool members_known() const {
+    return !ranks.empty() && known_ranks.size() == ranks.size();
+  }  // every comm rank maps to a process
+  bool finalized() const { return !ranks.empty() && n_finalized == int(ranks.size()); }  // every rank finalized
 };
 constexpr size_t kMaxLiveOps = 16384;
 
