@@ -35,9 +35,15 @@ void on_signal(int) { g_stop.store(true); }
 
 void say(const std::string& line) { std::fprintf(stderr, "scout-observer: %s\n", line.c_str()); }
 
-// Prints findings that are new or changed open/closed since the last call.
-void announce(const scout::obs::FindingBoard& board, std::map<std::string, bool>* seen) {
-  for (const scout::obs::Finding* f : board.all()) {
+// Prints findings that are new or changed open/closed since the last call (*stamp: the board's
+// stamp at that call), in the board's order; reads only what changed.
+void announce(const scout::obs::FindingBoard& board, std::map<std::string, bool>* seen, uint64_t* stamp) {
+  std::vector<const scout::obs::Finding*> changed = board.changed_since(*stamp);
+  *stamp = board.stamp();
+  std::sort(changed.begin(), changed.end(), [&](const scout::obs::Finding* a, const scout::obs::Finding* b) {
+    return board.order(a->dedup_key) < board.order(b->dedup_key);
+  });
+  for (const scout::obs::Finding* f : changed) {
     auto it = seen->find(f->dedup_key);
     if (it != seen->end() && it->second == f->open) continue;
     say(std::string(f->open ? "finding " : "closed ") + std::to_string(f->id) + " " + to_string(f->kind) + " (" +
@@ -130,13 +136,14 @@ int main(int argc, char** argv) {
     network->start();
   }
   std::map<std::string, bool> seen;
+  uint64_t announced = 0;  // board stamp announce() last read up to
   while (true) {
     // The final pass must begin after the stop request: a pass already under way when SIGTERM
     // arrives may have read the segments before the job's last records (e.g. `scout run` stops
     // the observer right after COMMAND exits), so one more pass follows it.
     const bool final_pass = g_stop.load();
     observer.pass(scout::shm::wall_ns());
-    if (!cl.quiet) announce(observer.findings(), &seen);
+    if (!cl.quiet) announce(observer.findings(), &seen, &announced);
     if (cl.once || final_pass) break;
     if (g_stop.load()) continue;  // requested during the pass: the final pass now
     timespec ts{time_t(cl.opt.interval_ns / 1'000'000'000), long(cl.opt.interval_ns % 1'000'000'000)};

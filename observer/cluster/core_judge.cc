@@ -70,8 +70,7 @@ std::vector<Finding> CoreJudge::all_clear(int64_t now_ns) {
 std::vector<Finding> CoreJudge::changed() {
   MemorySink sink;
   board_.flush_to(sink);
-  open_ = false;
-  for (const Finding* f : board_.all()) open_ |= f->open;
+  open_ = board_.open_count() > 0;
   return sink.findings();
 }
 

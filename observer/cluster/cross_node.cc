@@ -1,5 +1,6 @@
 #include "observer/cluster/cross_node.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "observer/net/net_config.h"
@@ -56,8 +57,10 @@ std::vector<Finding> CrossNodeStep::step(Observer::CrossNodeIo& io, net::NetAgen
 }
 
 std::vector<Finding> CrossNodeStep::forward(const FindingBoard& board, int64_t now_ns) {
-  std::vector<Finding> out;
-  for (const Finding* f : board.all()) {
+  // What changed on the board since the last pass, and the open findings due for a refresh
+  // (oldest send first): never a scan of the whole board.
+  std::vector<const Finding*> send;
+  for (const Finding* f : board.changed_since(forwarded_)) {
     std::string what = std::string(f->open ? "open " : "closed ") + to_string(f->verdict) + " " + hex64(f->comm_hash) +
                        (f->key ? " " + f->key->func + " " + std::to_string(f->key->seq) : "");
     for (const Suspect& s : f->suspects) what += " " + std::to_string(s.global_rank);
@@ -65,9 +68,28 @@ std::vector<Finding> CrossNodeStep::forward(const FindingBoard& board, int64_t n
     auto [it, added] = sent_.try_emplace(f->dedup_key);
     const bool refresh = f->open && now_ns - it->second.at_ns >= opt_.forward_refresh_ns;
     if (!added && it->second.what == what && !refresh) continue;
-    it->second = Sent{what, now_ns};
-    out.push_back(*f);
+    it->second = Sent{std::move(what), now_ns};
+    if (f->open) refresh_.emplace_back(now_ns, f->dedup_key);
+    send.push_back(f);
   }
+  forwarded_ = board.stamp();
+  while (!refresh_.empty() && now_ns - refresh_.front().first >= opt_.forward_refresh_ns) {
+    auto [at, key] = std::move(refresh_.front());
+    refresh_.pop_front();
+    auto it = sent_.find(key);
+    if (it == sent_.end() || it->second.at_ns != at) continue;  // sent again since
+    const Finding* f = board.find(key);
+    if (!f || !f->open) continue;  // closed: sent when it closed
+    it->second.at_ns = now_ns;
+    refresh_.emplace_back(now_ns, key);
+    send.push_back(f);
+  }
+  // In board order, as the leader would have seen them from a scan.
+  std::sort(send.begin(), send.end(),
+            [&](const Finding* a, const Finding* b) { return board.order(a->dedup_key) < board.order(b->dedup_key); });
+  std::vector<Finding> out;
+  out.reserve(send.size());
+  for (const Finding* f : send) out.push_back(*f);
   return out;
 }
 

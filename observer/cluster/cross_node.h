@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -76,7 +77,9 @@ class CrossNodeStep {
   NodeView view_;
   CoreJudge judge_;
   LeaderMerge merge_;
-  std::map<std::string, Sent> sent_;  // by dedup key
+  std::map<std::string, Sent> sent_;                     // by dedup key
+  uint64_t forwarded_ = 0;                               // board stamp forward() last read up to
+  std::deque<std::pair<int64_t, std::string>> refresh_;  // (sent at, key) of open findings, oldest first
 };
 
 class CrossNode {

@@ -14,16 +14,31 @@ std::string hang_signature(const Finding& f) {
   return out;
 }
 
-namespace {
-// The open attributed hang on `board` naming the same suspects, if any: its key.
-const std::string* same_hang(const FindingBoard& board, const std::string& sig) {
-  if (sig.empty()) return nullptr;
-  for (const Finding* f : board.all()) {
-    if (f->open && hang_signature(*f) == sig) return &f->dedup_key;
+void LeaderMerge::sync(const FindingBoard& board) {
+  if (board.stamp() == synced_) return;
+  for (const Finding* f : board.changed_since(synced_)) {
+    if (auto it = sig_of_.find(f->dedup_key); it != sig_of_.end()) {
+      auto s = by_sig_.find(it->second);
+      s->second.erase(board.order(f->dedup_key));
+      if (s->second.empty()) by_sig_.erase(s);
+      sig_of_.erase(it);
+    }
+    if (!f->open) continue;
+    std::string sig = hang_signature(*f);
+    if (sig.empty()) continue;
+    by_sig_[sig][board.order(f->dedup_key)] = f->dedup_key;
+    sig_of_.emplace(f->dedup_key, std::move(sig));
   }
-  return nullptr;
+  synced_ = board.stamp();
 }
-}  // namespace
+
+const std::string* LeaderMerge::same_hang(const FindingBoard& board, const std::string& sig) {
+  if (sig.empty()) return nullptr;
+  sync(board);
+  auto it = by_sig_.find(sig);
+  if (it == by_sig_.end()) return nullptr;
+  return &board.find(it->second.begin()->second)->dedup_key;
+}
 
 void LeaderMerge::put(FindingBoard& board, Finding f) {
   f.id = 0;

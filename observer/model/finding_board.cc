@@ -4,38 +4,54 @@
 
 namespace scout::obs {
 
+void FindingBoard::touch(size_t i) {
+  Entry& e = entries_[i];
+  if (e.stamp) by_stamp_.erase(e.stamp);
+  e.stamp = ++stamp_;
+  by_stamp_.emplace(e.stamp, i);
+  if (!e.dirty) {
+    e.dirty = true;
+    dirty_.push_back(i);
+  }
+}
+
 void FindingBoard::report(Finding f) {
-  auto it = by_key_.find(f.dedup_key);
-  if (it == by_key_.end()) {
+  auto it = index_.find(f.dedup_key);
+  if (it == index_.end()) {
     f.open = true;
-    order_.push_back(f.dedup_key);
-    dirty_.push_back(f.dedup_key);
-    by_key_.emplace(f.dedup_key, std::move(f));
+    const size_t i = entries_.size();
+    index_.emplace(f.dedup_key, i);
+    entries_.push_back(Entry{std::move(f)});
+    ++open_;
+    touch(i);
     return;
   }
-  Finding& old = it->second;
+  Finding& old = entries_[it->second].f;
   f.id = old.id;
   if (old.first_seen_ns != 0 && (f.first_seen_ns == 0 || old.first_seen_ns < f.first_seen_ns)) {
     f.first_seen_ns = old.first_seen_ns;
   }
   f.last_seen_ns = std::max(f.last_seen_ns, old.last_seen_ns);
+  if (!old.open) ++open_;
   f.open = true;
   old = std::move(f);
-  if (std::find(dirty_.begin(), dirty_.end(), old.dedup_key) == dirty_.end()) dirty_.push_back(old.dedup_key);
+  touch(it->second);
 }
 
 bool FindingBoard::close(const std::string& dedup_key, int64_t now_ns) {
-  auto it = by_key_.find(dedup_key);
-  if (it == by_key_.end() || !it->second.open) return false;
-  it->second.open = false;
-  it->second.last_seen_ns = std::max(it->second.last_seen_ns, now_ns);
-  if (std::find(dirty_.begin(), dirty_.end(), dedup_key) == dirty_.end()) dirty_.push_back(dedup_key);
+  auto it = index_.find(dedup_key);
+  if (it == index_.end() || !entries_[it->second].f.open) return false;
+  Finding& f = entries_[it->second].f;
+  f.open = false;
+  f.last_seen_ns = std::max(f.last_seen_ns, now_ns);
+  --open_;
+  touch(it->second);
   return true;
 }
 
 const Finding* FindingBoard::find(const std::string& dedup_key) const {
-  auto it = by_key_.find(dedup_key);
-  return it == by_key_.end() ? nullptr : &it->second;
+  auto it = index_.find(dedup_key);
+  return it == index_.end() ? nullptr : &entries_[it->second].f;
 }
 
 bool FindingBoard::is_open(const std::string& dedup_key) const {
@@ -45,12 +61,27 @@ bool FindingBoard::is_open(const std::string& dedup_key) const {
 
 std::vector<const Finding*> FindingBoard::all() const {
   std::vector<const Finding*> out;
-  for (const std::string& k : order_) out.push_back(&by_key_.at(k));
+  out.reserve(entries_.size());
+  for (const Entry& e : entries_) out.push_back(&e.f);
   return out;
 }
 
+std::vector<const Finding*> FindingBoard::changed_since(uint64_t since) const {
+  std::vector<const Finding*> out;
+  for (auto it = by_stamp_.upper_bound(since); it != by_stamp_.end(); ++it) out.push_back(&entries_[it->second].f);
+  return out;
+}
+
+int64_t FindingBoard::order(const std::string& dedup_key) const {
+  auto it = index_.find(dedup_key);
+  return it == index_.end() ? -1 : int64_t(it->second);
+}
+
 void FindingBoard::flush_to(Sink& sink) {
-  for (const std::string& k : dirty_) sink.upsert_finding(&by_key_.at(k));
+  for (size_t i : dirty_) {
+    entries_[i].dirty = false;
+    sink.upsert_finding(&entries_[i].f);
+  }
   dirty_.clear();
 }
 
