@@ -26,6 +26,7 @@ struct RankInfo {
   std::string state;    // "running", "exited" (owner gone, segment closed), "dead"
   int64_t first_seen_ns = 0;
   int64_t last_event_ns = 0;  // latest callback of any kind
+  bool operator==(const RankInfo&) const = default;
 };
 
 // GEMM capture of one process (its segment's GEMM shape table header, docs/record-format.md).
@@ -54,6 +55,10 @@ struct CommInfo {
   std::string name;
   int nranks = 0;
   int nnodes = 0;
+  // true: name, nnodes and global_ranks are given. false: only the progress fields below changed
+  // since the communicator was last put; the Sink keeps its stored name, nnodes and global_ranks
+  // (a communicator of 16,384 ranks is not rewritten each pass for a new last_progress_ns).
+  bool members = true;
   std::vector<int> global_ranks;           // index = comm rank; -1 where not known yet
   uint64_t ops_complete = 0;               // operations complete on every rank
   uint64_t last_seq[5] = {0, 0, 0, 0, 0};  // highest completed seqNumber+1 per func (NCCL order)

@@ -9,7 +9,19 @@ void MemorySink::put_ranks(const std::vector<RankInfo>& ranks) {
 }
 
 void MemorySink::put_comms(const std::vector<CommInfo>& comms) {
-  for (const CommInfo& c : comms) comms_[{c.comm_hash, c.nranks}] = c;
+  for (const CommInfo& c : comms) {
+    auto it = comms_.find({c.comm_hash, c.nranks});
+    if (c.members || it == comms_.end()) {
+      comms_[{c.comm_hash, c.nranks}] = c;
+      continue;
+    }
+    // Progress only: the stored name, nnodes and member list stay.
+    CommInfo& old = it->second;
+    old.ops_complete = c.ops_complete;
+    for (int f = 0; f < 5; ++f) old.last_seq[f] = c.last_seq[f];
+    old.last_progress_ns = c.last_progress_ns;
+    old.state = c.state;
+  }
 }
 
 void MemorySink::put_ops(const std::vector<OpSummary>& ops, const std::vector<OpRankTiming>& timings) {

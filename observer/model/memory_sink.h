@@ -22,7 +22,10 @@ class MemorySink : public Sink {
     c->id = int64_t(cycles_.size()) + 1;
     cycles_.push_back(*c);
   }
-  void flush() override { flushes_++; }
+  bool flush() override {
+    flushes_++;
+    return true;
+  }
 
   const JobInfo& job() const { return job_; }
   std::vector<RankInfo> ranks() const;

@@ -19,7 +19,8 @@ class Sink {
   virtual void put_job(const JobInfo& job) = 0;
   // Rank identities and states, keyed by (host, pid); replaces rows with the same key.
   virtual void put_ranks(const std::vector<RankInfo>& ranks) = 0;
-  // Communicators, keyed by (comm_hash, nranks); replaces rows with the same key.
+  // Communicators, keyed by (comm_hash, nranks); replaces rows with the same key (a CommInfo
+  // with members false updates only the progress fields of the stored row).
   virtual void put_comms(const std::vector<CommInfo>& comms) = 0;
   // Per-collective summaries and per-rank timings of operations that finished (or were judged);
   // keyed by (comm_hash, kind, func, seq) / plus global_rank; replaces rows with the same key.
@@ -35,8 +36,9 @@ class Sink {
   // Stores one finished replay cycle (docs/replay.md); sets c->id. Sinks without a place for
   // replay cycles ignore them.
   virtual void put_replay_cycle(ReplayCycleRecord* c) { (void)c; }
-  // Ends a batch.
-  virtual void flush() = 0;
+  // Ends a batch. False when it could not be stored (the store rolled it back): the caller puts
+  // again, at its next batch, what it had put in this one.
+  virtual bool flush() = 0;
 };
 
 }  // namespace scout::obs

@@ -1,5 +1,8 @@
 #include "observer/pipeline/observer.h"
 
+#include <algorithm>
+#include <iterator>
+
 #include "scout/version.h"
 
 namespace scout::obs {
@@ -84,7 +87,11 @@ void Observer::write(int64_t now_ns, JudgeOutput& out) {
   lost_logged_ = job.records_lost;
   sink_->put_job(job);
 
+  // Ranks and communicators: only the rows that changed since the last stored batch (the Sink
+  // keeps the others), a communicator's member list only when its membership changed; every row
+  // again after a batch the Sink could not store.
   std::vector<RankInfo> ranks;
+  if (ranks_written_.size() < model_.procs().size()) ranks_written_.resize(model_.procs().size());
   for (const Proc& p : model_.procs()) {
     RankInfo r;
     r.global_rank = p.global_rank;
@@ -98,33 +105,58 @@ void Observer::write(int64_t now_ns, JudgeOutput& out) {
     r.state = to_string(p.state);
     r.first_seen_ns = p.first_seen_ns;
     r.last_event_ns = p.last_event_ns;
-    ranks.push_back(r);
+    std::optional<RankInfo>& w = ranks_written_[p.id];
+    if (w && *w == r) continue;
+    w = r;
+    ranks.push_back(std::move(r));
   }
-  sink_->put_ranks(ranks);
+  if (!ranks.empty()) sink_->put_ranks(ranks);
 
   std::vector<CommInfo> comms;
   hung_ = false;
   for (const auto& [k, c] : model_.comms()) {
+    std::string state = hang_.comm_state(c, now_ns);
+    hung_ |= state == "hung";
+    auto [it, fresh] = comms_written_.try_emplace(k);
+    CommRow& w = it->second;
+    const bool members = fresh || w.members_version != c.members_version || w.name != c.name || w.nnodes != c.nnodes;
+    const bool progress = members || w.ops_complete != c.ops_complete || w.last_progress_ns != c.last_progress_ns ||
+                          w.state != state || !std::equal(std::begin(c.last_seq), std::end(c.last_seq), w.last_seq);
+    if (!progress) continue;
     CommInfo ci;
     ci.comm_hash = k.hash;
     ci.name = c.name;
     ci.nranks = k.nranks;
     ci.nnodes = c.nnodes;
-    for (const RankProgress& r : c.ranks) ci.global_ranks.push_back(r.proc >= 0 ? model_.proc(r.proc).global_rank : -1);
+    ci.members = members;
+    if (members) {
+      ci.global_ranks.assign(c.ranks.size(), -1);
+      for (int r : c.known_ranks) ci.global_ranks[r] = model_.proc(c.ranks[r].proc).global_rank;
+    }
     ci.ops_complete = c.ops_complete;
     for (int f = 0; f < shm::kNumNumberedFuncs; ++f) ci.last_seq[f] = c.last_seq[f];
     ci.last_progress_ns = c.last_progress_ns;
-    ci.state = hang_.comm_state(c, now_ns);
-    hung_ |= ci.state == "hung";
-    comms.push_back(ci);
+    ci.state = state;
+    w.members_version = c.members_version;
+    w.name = c.name;
+    w.nnodes = c.nnodes;
+    w.ops_complete = c.ops_complete;
+    std::copy(std::begin(c.last_seq), std::end(c.last_seq), w.last_seq);
+    w.last_progress_ns = c.last_progress_ns;
+    w.state = std::move(state);
+    comms.push_back(std::move(ci));
   }
-  sink_->put_comms(comms);
+  if (!comms.empty()) sink_->put_comms(comms);
   write_gemm();
   if (!out.summaries.empty() || !out.timings.empty()) sink_->put_ops(out.summaries, out.timings);
   board_.flush_to(*sink_);
   if (replay_)
     for (ReplayCycleRecord& c : replay_->take_records()) sink_->put_replay_cycle(&c);
-  sink_->flush();
+  if (!sink_->flush()) {
+    ranks_written_.clear();
+    comms_written_.clear();
+    gemm_written_.clear();
+  }
 }
 
 void Observer::write_gemm() {
@@ -174,8 +206,7 @@ void Observer::reclaim(int64_t now_ns) {
 std::string Observer::stats_line() const {
   IngestStats s = ingest_.stats();
   const JudgeStats& j = judge_.stats();
-  size_t open = 0;
-  for (const Finding* f : board_.all()) open += f->open;
+  const size_t open = board_.open_count();
   return "passes " + std::to_string(passes_) + ", segments " + std::to_string(ingest_.attached()) + " attached / " +
          std::to_string(s.segments_rejected) + " rejected / " + std::to_string(s.segments_faulted) + " faulted / " +
          std::to_string(s.segments_reclaimed) + " reclaimed, records " + std::to_string(s.records.read) + " read / " +

@@ -24,6 +24,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "observer/detect/equiv.h"
 #include "observer/detect/hang.h"
@@ -107,6 +110,18 @@ class Observer {
   uint64_t lost_logged_ = 0;  // records_lost at the last write (a rise is logged)
   std::mutex mu_;
   std::map<int, uint64_t> gemm_written_;  // proc id -> change stamp last written
+  // What the Sink holds from the last stored batches (write() puts only what differs).
+  std::vector<std::optional<RankInfo>> ranks_written_;  // by proc id
+  struct CommRow {
+    uint64_t members_version = 0;
+    std::string name;
+    int nnodes = 0;
+    uint64_t ops_complete = 0;
+    uint64_t last_seq[shm::kNumNumberedFuncs] = {};
+    int64_t last_progress_ns = 0;
+    std::string state;
+  };
+  std::map<CommKey, CommRow> comms_written_;
 };
 
 }  // namespace scout::obs

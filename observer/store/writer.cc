@@ -96,6 +96,7 @@ const std::string& StoreWriter::path() const { return db_->path(); }
 
 void StoreWriter::fail(const std::string& what) {
   ++stats_.errors;
+  batch_failed_ = true;
   std::string line = "scout store: " + what;
   if (options_.on_error) {
     options_.on_error(line);
@@ -180,7 +181,18 @@ void StoreWriter::put_comms(const std::vector<obs::CommInfo>& comms) {
               "ops_complete, last_seq_broadcast, last_seq_reduce, last_seq_allgather, "
               "last_seq_reducescatter, last_seq_allreduce, last_progress_ns, state) "
               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      Stmt progress(*db_,
+                    "UPDATE comms SET ops_complete = ?, last_seq_broadcast = ?, last_seq_reduce = ?, "
+                    "last_seq_allgather = ?, last_seq_reducescatter = ?, last_seq_allreduce = ?, "
+                    "last_progress_ns = ?, state = ? WHERE comm_hash = ? AND nranks = ?");
       for (const obs::CommInfo& c : comms) {
+        if (!c.members) {
+          progress.bind(1, c.ops_complete);
+          for (int i = 0; i < 5; ++i) progress.bind(2 + i, c.last_seq[i]);
+          progress.bind(7, c.last_progress_ns).bind(8, c.state).bind(9, c.comm_hash).bind(10, c.nranks).run();
+          progress.reset();
+          continue;
+        }
         nlohmann::json ranks = c.global_ranks;
         st.bind(1, c.comm_hash)
             .bind(2, c.nranks)
@@ -461,8 +473,12 @@ void StoreWriter::put_replay_cycle(obs::ReplayCycleRecord* c) {
   } catch (const Error& e) { fail(std::string("put_replay_cycle: ") + e.what()); }
 }
 
-void StoreWriter::flush() {
-  if (!in_batch_) return;
+bool StoreWriter::flush() {
+  if (!in_batch_) {
+    const bool ok = !batch_failed_;
+    batch_failed_ = false;
+    return ok;
+  }
   try {
     int64_t max_id = db_->query_int("SELECT max(op_id) FROM ops", 0);
     int64_t cutoff = max_id - options_.max_ops;
@@ -483,6 +499,9 @@ void StoreWriter::flush() {
     db_->exec("COMMIT");
     in_batch_ = false;
     ++stats_.batches;
+    const bool ok = !batch_failed_;  // a call of this batch failed (its own writes were undone)
+    batch_failed_ = false;
+    return ok;
   } catch (const Error& e) {
     try {
       db_->exec("ROLLBACK");
@@ -490,6 +509,8 @@ void StoreWriter::flush() {
     in_batch_ = false;
     ++stats_.failed_batches;
     fail(std::string("flush: ") + e.what());
+    batch_failed_ = false;
+    return false;
   }
 }
 

@@ -49,7 +49,6 @@ class StoreWriter : public obs::Sink {
 
   void put_job(const obs::JobInfo& job) override;
   void put_ranks(const std::vector<obs::RankInfo>& ranks) override;
-  void put_comms(const std::vector<obs::CommInfo>& comms) override;
   // Upserts by (comm_hash, func, seq, kind); the row keeps its place in the history (first
   // store). A timing is attached to the operation with the same (comm_hash, func, seq); when
   // none is stored, a placeholder operation row is created (kind from func: "send", "recv" or
@@ -64,8 +63,12 @@ class StoreWriter : public obs::Sink {
   void put_replay_cycle(obs::ReplayCycleRecord* c) override;
   void put_gemm(const std::vector<obs::GemmCaptureInfo>& capture,
                 const std::vector<obs::GemmShapeInfo>& shapes) override;
-  // Applies the history bound and commits the batch (one transaction).
-  void flush() override;
+  // A CommInfo with members false updates ops_complete, last_seq_*, last_progress_ns and state of
+  // the stored row only (none is added if there is no row).
+  void put_comms(const std::vector<obs::CommInfo>& comms) override;
+  // Applies the history bound and commits the batch (one transaction); false when the batch, or
+  // one of its calls, was rolled back (each reported through on_error).
+  bool flush() override;
 
   const WriterStats& stats() const { return stats_; }
   const std::string& path() const;
@@ -80,6 +83,7 @@ class StoreWriter : public obs::Sink {
   WriterOptions options_;
   WriterStats stats_;
   bool in_batch_ = false;
+  bool batch_failed_ = false;  // a call since the last flush failed
 };
 
 }  // namespace scout::store
