@@ -38,6 +38,11 @@ uint64_t hash_span(std::span<const uint64_t> words, uint64_t seed) {
 uint64_t hash_words(std::initializer_list<uint64_t> words, uint64_t seed) {
   return hash_span(std::span<const uint64_t>(words.begin(), words.size()), seed);
 }
+// For placement (slot, partition): every bit of the hash, so that `mod` a power of two uses
+// every slot and partition (the values above are always odd).
+uint64_t spread(std::initializer_list<uint64_t> words, uint64_t seed) {
+  return XXH64(words.begin(), words.size() * sizeof(uint64_t), seed);
+}
 
 }  // namespace
 
@@ -160,13 +165,16 @@ uint64_t node_value(std::vector<RankOpView>& ranks, size_t expected) {
 uint64_t DigestExchange::stream_key(uint64_t comm_hash, uint8_t func) { return hash_words({comm_hash, func}, 0x5c07); }
 
 DigestExchange::DigestExchange(Channel* ch, Judge* judge, const DigestConfig& cfg) : ch_(ch), judge_(judge), cfg_(cfg) {
-  if (cfg_.stream_slots < 1 || cfg_.timing_slots < 1 || cfg_.timing_ops < 0 || cfg_.max_range_ops < 1) {
-    throw std::invalid_argument("observer network: digest slots and range must be positive");
+  if (cfg_.stream_slots < 1 || cfg_.timing_slots < 1 || cfg_.timing_ops < 0 || cfg_.max_range_ops < 1 ||
+      cfg_.drill_split < 2 || cfg_.max_narrow_parts < cfg_.drill_split) {
+    throw std::invalid_argument(
+        "observer network: digest slots and range must be positive, the drill-down split at least 2");
   }
-  config_key_ = hash_words(
-      {2 /* protocol version */, uint64_t(cfg_.stream_slots), uint64_t(cfg_.timing_slots), uint64_t(cfg_.timing_ops),
-       cfg_.max_range_ops, uint64_t(cfg_.stall_ns), uint64_t(cfg_.drill_repeat_rounds)},
-      0xc0f1);
+  config_key_ =
+      hash_words({3 /* protocol version */, uint64_t(cfg_.stream_slots), uint64_t(cfg_.timing_slots),
+                  uint64_t(cfg_.timing_ops), cfg_.max_range_ops, uint64_t(cfg_.stall_ns),
+                  uint64_t(cfg_.drill_repeat_rounds), uint64_t(cfg_.drill_split), uint64_t(cfg_.max_narrow_parts)},
+                 0xc0f1);
 }
 
 StreamSlot DigestExchange::stream_slot(std::vector<uint64_t>& v, size_t slot) const {
@@ -183,16 +191,21 @@ void DigestExchange::request_hang_drills(LocalView& local, const std::vector<Str
   // hang detector holds hung (asked again every drill_repeat_rounds while it lasts).
   *want_waits = false;
   *stalled_here = false;
+  // One wait snapshot covers every stall of the job: within drill_repeat_rounds of the last one
+  // (next_waits_drill_, known to every node from the header), a new request waits (stays pending).
+  const bool may = round_ >= next_waits_drill_;
   for (const StreamView& s : streams) {
     auto it = state_.find(stream_key(s.comm_hash, s.func));
     if (it == state_.end()) continue;
     *stalled_here |= it->second.stalled;
-    if (it->second.stall_drill_pending) *want_waits = true;
-    it->second.stall_drill_pending = false;
+    if (it->second.stall_drill_pending && may) {
+      *want_waits = true;
+      it->second.stall_drill_pending = false;
+    }
   }
   if (local.locally_stalled()) {
     *stalled_here = true;
-    if (round_ >= next_local_drill_) {
+    if (round_ >= next_local_drill_ && may) {
       *want_waits = true;
       next_local_drill_ = round_ + uint64_t(std::max(1, cfg_.drill_repeat_rounds));
     }
@@ -210,18 +223,18 @@ void DigestExchange::contribute_streams(LocalView& local, const std::vector<Stre
   std::vector<std::pair<uint64_t, std::vector<RankOpView>>> tail;  // (seq, ranks) sampled for timing
   for (const StreamView& s : streams) {
     const uint64_t key = stream_key(s.comm_hash, s.func);
-    if (partitions_ > 1 && hash_words({key}, 0x9a27) % partitions_ != round_ % partitions_) continue;
+    if (partitions_ > 1 && spread({key}, 0x9a27) % partitions_ != round_ % partitions_) continue;
     // Linear probing over the slots this node already filled: nodes with the same streams
     // place them identically (no collision at all); nodes with different sets may not, which
     // shows as two keys in one slot (void, retried) and is never taken for agreement.
-    size_t slot = hash_words({key, round_}, 0x510b) % K;
+    size_t slot = spread({key, round_}, 0x510b) % K;
     int probes = 0;
     while (!stream_slot(v, slot).empty() && probes < kMaxProbes) {
       slot = (slot + 1) % K;
       ++probes;
     }
     StreamState& st = state_[key];  // a new stream starts at seqNumber 0 (see settle_streams)
-    Placed p{&s, &st, slot};
+    Placed p{&s, &st, slot, false, false, 0, 0, {}};
     StreamSlot ss = stream_slot(v, p.slot);
     ss.put(key, s.completed, s.enqueued);
     if (st.have_w && st.w > st.from) {
@@ -244,9 +257,10 @@ void DigestExchange::contribute_streams(LocalView& local, const std::vector<Stre
         p.digested = true;
         p.from = from;
         p.to = to;
+        p.values = values;  // for narrowing, should the range disagree
         for (const auto& [seq, op_ranks] : tail) {
           TimingSample ts{0, hash_words({s.comm_hash, s.func, seq}, 0x71e5), s.comm_hash, s.func, seq, s.nranks, {}};
-          ts.slot = hash_words({ts.key, round_}, 0x2c4d) % T;
+          ts.slot = spread({ts.key, round_}, 0x2c4d) % T;
           TimingSlot tslot = timing_slot(v, ts.slot);
           for (const RankOpView& r : op_ranks) {
             if (r.arrival_ns == 0) continue;
@@ -269,8 +283,7 @@ void DigestExchange::contribute_streams(LocalView& local, const std::vector<Stre
   res->streams_placed = static_cast<int>(placed->size());
 }
 
-void DigestExchange::settle_streams(std::vector<uint64_t>& v, std::vector<Placed>& placed,
-                                    std::vector<const Placed*>* drills, RoundResult* res) {
+void DigestExchange::settle_streams(std::vector<uint64_t>& v, std::vector<Placed>& placed, RoundResult* res) {
   for (Placed& p : placed) {
     const StreamSlot ss = stream_slot(v, p.slot);
     if (!ss.one_stream()) {
@@ -286,9 +299,9 @@ void DigestExchange::settle_streams(std::vector<uint64_t>& v, std::vector<Placed
       if (p.digested) res->streams_compared++;
       if (ss.digests_differ()) {
         if (p.digested) res->streams_disagreeing++;
-        // Every node holding the stream sends its records of the range, also one that did not
-        // digest it this round (it saw the stream a round later than the others, or no longer
-        // retains all of it): the leader needs every rank's vote for a strict majority.
+        // The range every node narrows (narrow()), also one that did not digest it this round
+        // (it saw the stream a round later than the others, or no longer retains all of it):
+        // the leader needs every rank's vote for a strict majority.
         p.from = ss.from_min();
         p.to = ss.to_max();
         // A lasting failure (every operation of a rank corrupted) is drilled again only every
@@ -296,14 +309,10 @@ void DigestExchange::settle_streams(std::vector<uint64_t>& v, std::vector<Placed
         // disagreement not drilled now is not given up: it stays the start of the next digest
         // (below), so the next drill-down covers every operation since the last one, and a second
         // corruption soon after a first is judged too. It is drilled early when the range reaches
-        // half of max_range_ops, before its oldest operations would leave the digest.
-        const bool due = round_ >= st.next_digest_drill || p.to - p.from >= cfg_.max_range_ops / 2;
-        if (due) {
-          drills->push_back(&p);
-          st.next_digest_drill = round_ + uint64_t(std::max(1, cfg_.drill_repeat_rounds));
-        } else {
-          undrilled = true;
-        }
+        // half of max_range_ops, before its oldest operations would leave the digest. Whether it
+        // is drilled is agreed in narrow() (any node due drills it everywhere).
+        p.due = round_ >= st.next_digest_drill || p.to - p.from >= cfg_.max_range_ops / 2;
+        undrilled = !p.due;
       }
     }
     // The next digest covers what became complete everywhere since the previous watermark. A
@@ -362,6 +371,140 @@ void DigestExchange::read_timings(std::vector<uint64_t>& v, const std::vector<Ti
   }
 }
 
+uint64_t DigestExchange::value_of(LocalView& local, Placed& p, uint64_t seq) {
+  if (p.values.size() != p.to - p.from) {
+    // Not digested here this round: read the range once (0: not retained).
+    p.values.assign(p.to - p.from, 0);
+    std::vector<RankOpView> ranks;
+    for (uint64_t q = p.from; q < p.to; ++q) {
+      ranks.clear();
+      if (local.op(p.view->comm_hash, p.view->func, q, &ranks))
+        p.values[q - p.from] = node_value(ranks, p.view->ranks.size());
+    }
+  }
+  return p.values[seq - p.from];
+}
+
+std::vector<DigestExchange::Drill> DigestExchange::narrow(LocalView& local, std::vector<uint64_t>& v,
+                                                          std::vector<Placed>& placed, RoundResult* res) {
+  // The disagreeing slots, in slot order: the same list on every node (read from the vector).
+  struct Narrowed {
+    size_t slot;
+    Placed* mine = nullptr;                            // this node's stream in the slot, if it holds it
+    std::vector<std::pair<uint64_t, uint64_t>> cands;  // ranges [from, to) still to split
+    std::vector<uint64_t> leaves;                      // operations found to differ
+    bool wanted = true;
+  };
+  std::vector<Narrowed> ns;
+  for (size_t slot = 0; slot < size_t(cfg_.stream_slots); ++slot) {
+    const StreamSlot ss = stream_slot(v, slot);
+    if (ss.empty() || !ss.one_stream() || !ss.same_range() || !ss.digests_differ()) continue;
+    Narrowed n;
+    n.slot = slot;
+    n.cands.push_back({ss.from_min(), ss.to_max()});
+    for (Placed& p : placed) {
+      if (p.slot == slot) n.mine = &p;
+    }
+    ns.push_back(std::move(n));
+  }
+  if (ns.empty()) return {};
+  const uint64_t split = uint64_t(cfg_.drill_split);
+  auto parts_of = [&](const std::pair<uint64_t, uint64_t>& c) { return std::min(split, c.second - c.first); };
+  auto part = [&](const std::pair<uint64_t, uint64_t>& c, uint64_t j) {
+    const uint64_t len = c.second - c.first, n = parts_of(c);
+    return std::make_pair(c.first + j * len / n, c.first + (j + 1) * len / n);
+  };
+  std::vector<uint64_t> w, values;
+  for (bool first = true;; first = false) {
+    // Layout (every node computes the same): per narrowed stream still open, a "drill wanted"
+    // word (first sub-round only), then per candidate range one MIN and one MAX word per part.
+    size_t words = 0;
+    bool open = false;
+    for (const Narrowed& n : ns) {
+      if (!n.wanted || n.cands.empty()) continue;
+      open = true;
+      words += first ? 1 : 0;
+      for (const auto& c : n.cands) words += 2 * parts_of(c);
+    }
+    if (!open) break;
+    w.assign(words, kNeutral);
+    Words ww{w};
+    size_t at = 0;
+    for (Narrowed& n : ns) {
+      if (!n.wanted || n.cands.empty()) continue;
+      if (first) {
+        // A lasting failure (every operation of a rank corrupted) is drilled again only every
+        // drill_repeat_rounds: its finding exists and is kept up to date, the leader is spared.
+        if (n.mine && n.mine->due) ww.put_max(at, 1);
+        ++at;
+      }
+      for (const auto& c : n.cands) {
+        for (uint64_t j = 0; j < parts_of(c); ++j, at += 2) {
+          if (!n.mine) continue;
+          const auto [a, b] = part(c, j);
+          values.clear();
+          for (uint64_t q = a; q < b; ++q) {
+            const uint64_t x = value_of(local, *n.mine, q);
+            if (x == 0) break;  // not retained here: no digest of this part
+            values.push_back(x);
+          }
+          if (values.size() != b - a) continue;
+          const uint64_t d = hash_span(values, 0xd16e);
+          ww.put_min(at, d);
+          ww.put_max(at + 1, d);
+        }
+      }
+    }
+    ch_->allreduce(w, ReduceOp::kMin);
+    res->narrowing_rounds++;
+    at = 0;
+    for (Narrowed& n : ns) {
+      if (!n.wanted || n.cands.empty()) continue;
+      if (first) {
+        n.wanted = ww.max(at++) != 0;
+        if (n.mine && n.wanted) {
+          n.mine->state->next_digest_drill = round_ + uint64_t(std::max(1, cfg_.drill_repeat_rounds));
+          // Drilled now although not due here (another node was): the range is covered, so the
+          // next digest starts after it as on the nodes that were due (settle_streams kept it).
+          if (!n.mine->due) n.mine->state->from = n.mine->to;
+        }
+      }
+      std::vector<std::pair<uint64_t, uint64_t>> next;
+      for (const auto& c : n.cands) {
+        for (uint64_t j = 0; j < parts_of(c); ++j, at += 2) {
+          if (!n.wanted || ww.untouched(at) || ww.min(at) == ww.max(at + 1)) continue;  // nobody, or all agree
+          const auto pr = part(c, j);
+          if (pr.second - pr.first == 1) {
+            n.leaves.push_back(pr.first);
+          } else {
+            next.push_back(pr);
+          }
+        }
+      }
+      n.cands = std::move(next);
+    }
+    // Bound on a sub-round's size: the first max_narrow_parts parts (slot order, then seqNumber
+    // order) go on; the operations of the others are not drilled this time (counted).
+    uint64_t parts = 0;
+    for (Narrowed& n : ns) {
+      for (size_t i = 0; i < n.cands.size(); ++i) {
+        parts += parts_of(n.cands[i]);
+        if (parts <= uint64_t(cfg_.max_narrow_parts)) continue;
+        for (size_t k = i; k < n.cands.size(); ++k) res->ops_not_drilled += n.cands[k].second - n.cands[k].first;
+        n.cands.resize(i);
+        break;
+      }
+    }
+  }
+  std::vector<Drill> out;
+  for (Narrowed& n : ns) {
+    if (!n.wanted || !n.mine || n.leaves.empty()) continue;
+    res->ops_drilled += int(n.leaves.size());
+    out.push_back({n.mine, std::move(n.leaves)});
+  }
+  return out;
+}
+
 void DigestExchange::update_partitions(size_t occupied) {
   // Partitions: the streams in this round's slots, summed over a whole
   // cycle of P rounds (each stream takes part once per cycle), estimates the job's stream count;
@@ -383,8 +526,8 @@ void DigestExchange::update_partitions(size_t occupied) {
 }
 
 NodeReport DigestExchange::node_report(LocalView& local, const ClockEstimate& clock,
-                                       const std::vector<obs::Finding>& node_findings,
-                                       const std::vector<const Placed*>& drills, bool waits_wanted) {
+                                       const std::vector<obs::Finding>& node_findings, const std::vector<Drill>& drills,
+                                       bool waits_wanted) {
   NodeReport rep;
   std::set<int> mentioned;
   if (!ch_->is_leader()) {
@@ -395,7 +538,8 @@ NodeReport DigestExchange::node_report(LocalView& local, const ClockEstimate& cl
     }
   }
   std::vector<RankOpView> ranks;
-  for (const Placed* p : drills) {
+  for (const Drill& dr : drills) {
+    const Placed* p = dr.placed;
     const StreamView& s = *p->view;
     NodeStreamOps d;
     d.stream = {s.comm_hash, s.func, s.nranks, s.comm_name};
@@ -406,7 +550,7 @@ NodeReport DigestExchange::node_report(LocalView& local, const ClockEstimate& cl
       mentioned.insert(r.global_rank);
     }
     std::sort(d.ranks.begin(), d.ranks.end());
-    for (uint64_t seq = p->from; seq < p->to; ++seq) {
+    for (uint64_t seq : dr.seqs) {
       ranks.clear();
       NodeOpValues op;
       op.seq = seq;
@@ -488,6 +632,7 @@ RoundResult DigestExchange::round(LocalView& local, int64_t now_ns, const ClockE
   res.round_time_ns = dec_time(words.max(kRoundTime));
   const bool any_findings = words.max(kHasFindings) != 0;
   const bool waits_wanted = words.max(kWantWaits) != 0;
+  if (waits_wanted) next_waits_drill_ = round_ + uint64_t(std::max(1, cfg_.drill_repeat_rounds));
   res.stalled_anywhere = words.max(kStalled) != 0;
   bool any_disagreement = false;
   size_t occupied = 0;
@@ -497,13 +642,16 @@ RoundResult DigestExchange::round(LocalView& local, int64_t now_ns, const ClockE
     ++occupied;
     if (ss.one_stream() && ss.same_range() && ss.digests_differ()) any_disagreement = true;
   }
-  std::vector<const Placed*> drills;
-  settle_streams(v, placed, &drills, &res);
+  settle_streams(v, placed, &res);
   read_timings(v, samples, &res);
   update_partitions(occupied);
   res.partitions = partitions_;
+  // Disagreeing ranges are narrowed to the operations that differ (sub-rounds of bounded size,
+  // every node), and only those travel to the leader.
+  const std::vector<Drill> drills = any_disagreement ? narrow(local, v, placed, &res) : std::vector<Drill>{};
 
   // ---- drill-down and findings to the leader
+  res.waits_gathered = waits_wanted;
   if (any_findings || any_disagreement || waits_wanted) {
     exchange_reports(node_report(local, clock, node_findings, drills, waits_wanted), &res);
   }

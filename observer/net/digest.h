@@ -70,6 +70,8 @@ struct DigestConfig {
   uint64_t max_range_ops = 1024;   // digest covers at most the last this-many ops of its range
   int64_t stall_ns = 30000000000;  // job-wide no progress with ops pending this long: hang drill-down
   int drill_repeat_rounds = 10;    // drill a lasting disagreement or stall again after this many rounds
+  int drill_split = 16;            // a disagreeing range is split into this many parts per narrowing sub-round
+  int max_narrow_parts = 4096;     // parts in one narrowing sub-round at most (the first ones go on)
   // Words in the vector: 6 + 10 K + 6 T.
   size_t words() const { return 6 + 10 * size_t(stream_slots) + 6 * size_t(timing_slots); }
 };
@@ -113,6 +115,7 @@ struct RoundResult {
   int digest_gaps = 0;          // ... whose range was no longer retained here
   uint64_t partitions = 1;      // P for the next round
   bool gathered = false;        // a drill-down / findings gather ran
+  bool waits_gathered = false;  // ... and it carried wait snapshots (a hang drill-down)
   std::vector<CrossNodeTiming> timings;
   std::vector<StalledStream> stalls;  // streams stalled as of this round (drilled for waits)
   // Leader only (leader clock): findings other nodes sent ...
@@ -120,6 +123,9 @@ struct RoundResult {
   // ... and what the Judge decided from drill-downs (new, updated and closed).
   std::vector<obs::Finding> decided;
   bool stalled_anywhere = false;  // some observer reports a stalled stream or communicator
+  int narrowing_rounds = 0;       // allreduces that narrowed disagreeing ranges (narrow())
+  int ops_drilled = 0;            // operations this node sent records of for digest drill-downs
+  uint64_t ops_not_drilled = 0;   // operations of disagreeing ranges left out by max_narrow_parts
   int bad_reports = 0;            // leader: node messages that did not decode (counted, skipped)
   std::string bad_report_error;   // the first such error
 };
@@ -157,7 +163,14 @@ class DigestExchange {
     StreamState* state;
     size_t slot;
     bool digested = false;
-    uint64_t from = 0, to = 0;  // digested range
+    bool due = false;              // disagreeing, and its drill-down is due here (settle_streams)
+    uint64_t from = 0, to = 0;     // digested range (a disagreeing one: the range every node narrows)
+    std::vector<uint64_t> values;  // this node's value per operation of [from, to); 0: not retained
+  };
+  // A stream's operations found to differ: this node sends its records of them.
+  struct Drill {
+    const Placed* placed;
+    std::vector<uint64_t> seqs;  // ascending
   };
   // A sampled operation of a digested range, placed in a timing slot.
   struct TimingSample {
@@ -183,15 +196,22 @@ class DigestExchange {
                           RoundResult* res);
   // After the allreduce: compares each placed stream, advances its range and stall state, and
   // lists the streams to drill down.
-  void settle_streams(std::vector<uint64_t>& v, std::vector<Placed>& placed, std::vector<const Placed*>* drills,
-                      RoundResult* res);
+  void settle_streams(std::vector<uint64_t>& v, std::vector<Placed>& placed, RoundResult* res);
+  // After settle_streams, on every node when some slot disagrees: narrows each disagreeing range
+  // by splitting it into drill_split parts per sub-round (one MIN allreduce of a MIN and a MAX
+  // word per part, plus a "drill wanted" word per stream in the first) until the parts that
+  // differ are single operations. Returns this node's drills (streams it holds, wanted by some
+  // node: not drilled within drill_repeat_rounds).
+  std::vector<Drill> narrow(LocalView& local, std::vector<uint64_t>& v, std::vector<Placed>& placed, RoundResult* res);
+  // This node's value of operation `seq` of a placed stream (0: not retained).
+  uint64_t value_of(LocalView& local, Placed& p, uint64_t seq);
   // Cross-node timings of the samples whose slot did not collide.
   void read_timings(std::vector<uint64_t>& v, const std::vector<TimingSample>& samples, RoundResult* res) const;
   // Recomputes P at the end of a cycle from the slot occupancy.
   void update_partitions(size_t occupied);
   // This node's findings, digest drill-downs and wait snapshot for the leader (leader clock).
   NodeReport node_report(LocalView& local, const ClockEstimate& clock, const std::vector<obs::Finding>& node_findings,
-                         const std::vector<const Placed*>& drills, bool waits_wanted);
+                         const std::vector<Drill>& drills, bool waits_wanted);
   // Gathers the reports on the leader and judges them there.
   void exchange_reports(const NodeReport& rep, RoundResult* res);
 
@@ -204,6 +224,7 @@ class DigestExchange {
   double cycle_streams_ = 0;       // estimated streams seen in the current cycle of P rounds
   uint64_t cycle_rounds_ = 0;      // rounds of the current cycle so far
   uint64_t next_local_drill_ = 0;  // round from which a local stall asks for a drill-down again
+  uint64_t next_waits_drill_ = 0;  // round from which any stall may ask for wait snapshots again (job-wide)
   std::unordered_map<uint64_t, StreamState> state_;
 };
 
