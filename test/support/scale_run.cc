@@ -1,0 +1,316 @@
+#include "test/support/scale_run.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "observer/cluster/cross_node.h"
+#include "observer/net/digest.h"
+#include "observer/pipeline/observer.h"
+#include "observer/store/writer.h"
+#include "test/support/fake_job.h"
+
+namespace scout::testing {
+
+namespace {
+
+namespace obs = scout::obs;
+
+int64_t thread_cpu_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return int64_t(ts.tv_sec) * kSec + ts.tv_nsec;
+}
+
+// Bytes this process handed to write(2) and friends (/proc/self/io wchar).
+uint64_t wchar() {
+  std::ifstream in("/proc/self/io");
+  std::string k;
+  uint64_t v = 0;
+  while (in >> k >> v) {
+    if (k == "wchar:") return v;
+  }
+  return 0;
+}
+
+net::DigestConfig digest_config() {
+  net::DigestConfig c;
+  c.stall_ns = ScaleScenario::kHangTimeoutNs;  // the observer's --hang-timeout (net::digest_config)
+  return c;
+}
+
+}  // namespace
+
+ScaleScenario::ScaleScenario(int nodes, ScalePhases phases) : job(nodes), ph(phases) {
+  hang_rank = (nodes - 1) * ScaleJob::kTp + 3;
+  sdc_rank = (nodes - 1) * ScaleJob::kTp + 5;
+  sdc_step = ph.warmup_steps + ph.healthy_steps + 1;
+  hang_step = ph.warmup_steps + ph.healthy_steps + ph.sdc_steps + 2;
+  sdc_seq = uint64_t(sdc_step) * uint64_t(job.shape().dp_ops) + 1;
+  job.hang(hang_rank, hang_step);
+  job.corrupt(sdc_rank, sdc_seq);
+}
+
+const char* ScaleScenario::phase_of(int k) const {
+  const int step = k / kPassesPerRound;
+  if (step < ph.warmup_steps) return "warmup";
+  if (step < ph.warmup_steps + ph.healthy_steps) return "healthy";
+  if (step < ph.warmup_steps + ph.healthy_steps + ph.sdc_steps) return "sdc";
+  return "hang";
+}
+
+std::vector<int> ScaleScenario::straggler_nodes() const {
+  std::vector<int> out;
+  for (int i = 1; i <= kStragglerNodes; ++i) {
+    const int n = job.nodes() * i / (kStragglerNodes + 1);
+    if (n > 0 && (out.empty() || out.back() != n)) out.push_back(n);
+  }
+  return out;
+}
+
+obs::Finding ScaleScenario::straggler(int node, int64_t t, bool open) const {
+  const int g = node * ScaleJob::kTp + 2;
+  obs::Finding f;
+  f.kind = obs::FindingKind::kStraggler;
+  f.verdict = obs::Verdict::kAttributed;
+  f.open = open;
+  f.suspects.push_back({g, job.host(node), job.pid(g), job.gpu(g), -1});
+  f.first_seen_ns = kT0;
+  f.last_seen_ns = t;
+  f.summary = "rank " + std::to_string(g) + " is late";
+  f.dedup_key = "straggler:" + job.host(node) + ":" + std::to_string(job.pid(g)) + (open ? ":gpu" : ":history");
+  return f;
+}
+
+std::string describe_finding(const obs::Finding& f) {
+  std::string s = std::string(obs::to_string(f.kind)) + " " + obs::to_string(f.verdict) + " " +
+                  (f.open ? "open" : "closed") + " [" + f.comm_name +
+                  (f.key ? " " + f.key->func + " #" + std::to_string(f.key->seq) : "") + "] suspects";
+  for (const obs::Suspect& x : f.suspects) s += " " + std::to_string(x.global_rank);
+  return s;
+}
+
+bool run_other_nodes(const ScaleScenario& s, net::InprocNetwork& network, std::string* error) {
+  const int N = s.job.nodes();
+  std::vector<std::unique_ptr<ScaleJob::Node>> views(N);
+  std::vector<std::unique_ptr<net::DigestExchange>> ex(N);
+  for (int n = 1; n < N; ++n) {
+    views[n] = std::make_unique<ScaleJob::Node>(&s.job, n);
+    net::Channel& ch = network.endpoint(n);
+    ch.set_timeout(std::chrono::milliseconds(1200000));
+    ex[n] = std::make_unique<net::DigestExchange>(&ch, nullptr, digest_config());
+  }
+  const std::vector<int> strag = s.straggler_nodes();
+  std::mutex mu;
+  std::vector<std::thread> threads;
+  threads.reserve(N);
+  for (int n = 1; n < N; ++n) {
+    threads.emplace_back([&, n] {
+      const bool straggles = std::find(strag.begin(), strag.end(), n) != strag.end();
+      try {
+        for (int k = 0; k < s.passes(); ++k) {
+          if (!ScaleScenario::has_round(k)) continue;
+          const int r = k / ScaleScenario::kPassesPerRound;
+          const int64_t t = ScaleScenario::pass_time(k);
+          views[n]->set_time(t);
+          std::vector<obs::Finding> mine;
+          if (straggles && r >= s.ph.warmup_steps && r % ScaleScenario::kRefreshRounds == n % ScaleScenario::kRefreshRounds)
+            mine.push_back(s.straggler(n, t, true));
+          ex[n]->round(*views[n], t, net::ClockEstimate{}, mine);
+        }
+      } catch (const std::exception& e) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (error && error->empty()) *error = "node-rank " + std::to_string(n) + ": " + e.what();
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  return !error || error->empty();
+}
+
+LeaderResult run_leader(const ScaleScenario& s, net::Channel& ch, const std::string& dir,
+                        const std::function<uint64_t()>& other_writes, bool verbose) {
+  const ScaleJob& job = s.job;
+  const int N = job.nodes();
+  LeaderResult res;
+  FakeJob fj(dir, "scale", ScaleJob::kTp, "node0", 1024, 8);
+  // The leader's communicators in its segments: FakeJob comm index and member index per rank.
+  std::map<int, int> fj_comm;
+  std::map<std::pair<int, int>, int> member;
+  for (int g = 0; g < ScaleJob::kTp; ++g) {
+    for (const auto& [c, r] : job.comms_of(g)) {
+      if (fj_comm.count(c)) continue;
+      const ScaleJob::CommDef& cd = job.comms()[c];
+      std::vector<int> procs, ranks;
+      for (int q = 0; q < ScaleJob::kTp; ++q) {
+        for (const auto& [c2, r2] : job.comms_of(q)) {
+          if (c2 != c) continue;
+          member[{c, q}] = int(procs.size());
+          procs.push_back(q);
+          ranks.push_back(r2);
+        }
+      }
+      fj_comm[c] = fj.add_comm(cd.hash, procs, cd.name, cd.nranks, ranks, cd.nnodes);
+    }
+  }
+  std::string err;
+  auto store = store::StoreWriter::open(dir + "/node-0.db", {}, &err);
+  if (!store) {
+    res.why = "store: " + err;
+    return res;
+  }
+  obs::ObserverOptions opt;
+  opt.job = "scale";
+  opt.host = "node0";
+  opt.shm_dir = dir;
+  opt.node_rank = 0;
+  opt.nodes = N;
+  opt.interval_ns = ScaleScenario::kPassNs;
+  opt.reclaim_after_ns = -1;
+  opt.hang.timeout_ns = ScaleScenario::kHangTimeoutNs;
+  opt.hang.defer_cross_node = true;
+  opt.liveness = fj.liveness();
+  opt.log = [](const std::string&) {};
+  obs::Observer observer(opt, store.get());
+  const net::DigestConfig cfg = digest_config();
+  obs::CrossNodeOptions co;
+  co.gloo.rank = 0;
+  co.gloo.size = N;
+  co.view.settle_ns = opt.judge.settle_timeout_ns;
+  co.view.retain_ops = cfg.max_range_ops + 256;
+  co.hang = opt.hang;
+  obs::CrossNodeStep step(observer.model(), observer.mutex(), co);
+  net::NetAgent::Harvest pending;
+  for (int n = 1; n < N; ++n) pending.findings.push_back(s.straggler(n, kT0, false));
+  observer.set_cross_node_step([&](obs::Observer::CrossNodeIo& io) {
+    step.step(io, std::move(pending), 0);
+    pending = {};
+  });
+  net::DigestExchange ex(&ch, &step.judge(), cfg);
+
+  // What the leader's ranks wrote so far: per rank (step, operations of it written, running one).
+  struct Cursor {
+    int64_t step = 0;
+    size_t written = 0;
+    bool running = false;
+  };
+  std::vector<Cursor> cur(ScaleJob::kTp);
+  std::vector<ScaleJob::Reached> reached;
+  auto write_records = [&](int64_t t) {
+    for (int g = 0; g < ScaleJob::kTp; ++g) {
+      Cursor& c = cur[g];
+      const int64_t target = job.step_at(t);
+      for (;;) {
+        job.reached(g, c.step, t, &reached);
+        for (size_t j = c.written; j < reached.size(); ++j) {
+          const ScaleJob::JobOp& op = reached[j].op;
+          if (reached[j].state != shm::kStateComplete && c.running) break;
+          FakeRec rec = fj.enqueue(fj_comm.at(op.comm), member.at({op.comm, g}), op.spec);
+          FakeJob::start(rec, op.gpu_start_ns);
+          if (reached[j].state != shm::kStateComplete) {
+            c.running = true;
+            break;
+          }
+          FakeJob::complete(rec, op.gpu_end_ns);
+          if (uint64_t fp = job.fp_recv(g, op)) FakeJob::fp_recv(rec, fp);
+          c.written = j + 1;
+        }
+        if (c.step >= target) break;
+        c.step++;
+        c.written = 0;
+        c.running = false;
+      }
+    }
+  };
+
+  const int healthy_end = (s.ph.warmup_steps + s.ph.healthy_steps) * ScaleScenario::kPassesPerRound;
+  for (int k = 0; k < s.passes(); ++k) {
+    const int64_t t = ScaleScenario::pass_time(k);
+    if (k == healthy_end) {
+      res.healthy_ok = true;
+      for (const obs::Finding* f : observer.findings().all()) {
+        if (f->dedup_key.rfind("straggler:", 0) == 0) continue;
+        res.healthy_ok = false;
+        res.why += "healthy phase: " + describe_finding(*f) + "; ";
+      }
+    }
+    write_records(t);
+    const uint64_t w0 = wchar(), b0 = other_writes ? other_writes() : 0;
+    const int64_t c0 = thread_cpu_ns();
+    observer.pass(t);
+    const int64_t c1 = thread_cpu_ns();
+    if (ScaleScenario::has_round(k)) {
+      const net::Traffic before = ch.traffic();
+      net::RoundResult r = ex.round(step.view(), t, net::ClockEstimate{}, {});
+      const net::Traffic got = ch.traffic() - before;
+      if (verbose) {
+        std::fprintf(stderr,
+                     "round %d (%s): placed %d compared %d collisions %d partitions %llu narrowing %d stalls %zu "
+                     "gathered %d decided %zu findings %zu received %.1f KiB\n",
+                     k / ScaleScenario::kPassesPerRound, s.phase_of(k), r.streams_placed, r.streams_compared,
+                     r.collisions, (unsigned long long)r.partitions, r.narrowing_rounds, r.stalls.size(),
+                     int(r.gathered), r.decided.size(), r.findings.size(), got.wire_received() / 1024.0);
+      }
+      bool sdc = false, hang = false;
+      for (const obs::Finding& f : r.decided) {
+        sdc |= f.kind == obs::FindingKind::kSdc;
+        hang |= f.kind == obs::FindingKind::kHang && f.open;
+      }
+      if (r.gathered && std::string(s.phase_of(k)) == "sdc" && !r.decided.empty()) res.digest_drills++;
+      if (sdc && res.drill_kib < 0) res.drill_kib = double(got.wire_received()) / 1024.0;
+      if (hang && res.hang_drill_kib < 0) res.hang_drill_kib = double(got.wire_received()) / 1024.0;
+      for (obs::Finding& f : r.findings) pending.findings.push_back(std::move(f));
+      for (obs::Finding& f : r.decided) pending.decided.push_back(std::move(f));
+      for (net::CrossNodeTiming& x : r.timings) pending.timings.push_back(std::move(x));
+    }
+    const int64_t c2 = thread_cpu_ns();
+    const uint64_t w1 = wchar(), b1 = other_writes ? other_writes() : 0;
+    if (std::string(s.phase_of(k)) != "warmup")
+      res.samples.push_back({s.phase_of(k), c2 - c0, c1 - c0, c2 - c1, (w1 - w0) - (b1 - b0)});
+  }
+  observer.pass(ScaleScenario::pass_time(s.passes()));  // applies the last round's harvest
+
+  // ---- checks
+  const std::string dp_of_sdc = job.comms()[job.comms_of(s.sdc_rank)[2].first].name;
+  const std::string dp_of_hang = job.comms()[job.comms_of(s.hang_rank)[2].first].name;
+  int sdc_found = 0, hang_found = 0, hang_bad = 0;
+  res.others_ok = true;
+  for (const obs::Finding* f : observer.findings().all()) {
+    res.findings.push_back(*f);
+    if (f->kind == obs::FindingKind::kSdc) {
+      ++sdc_found;
+      const bool ok = f->verdict == obs::Verdict::kAttributed && f->suspects.size() == 1 &&
+                      f->suspects[0].global_rank == s.sdc_rank && f->comm_name == dp_of_sdc && f->key &&
+                      f->key->func == "AllReduce" && f->key->seq == s.sdc_seq;
+      res.sdc_ok = ok;
+      if (!ok) res.why += "sdc: " + describe_finding(*f) + "; ";
+    } else if (f->kind == obs::FindingKind::kHang) {
+      const bool ok = f->open && f->verdict == obs::Verdict::kAttributed && f->suspects.size() == 1 &&
+                      f->suspects[0].global_rank == s.hang_rank && f->comm_name == dp_of_hang && f->key &&
+                      f->key->func == "AllReduce" && f->key->seq == uint64_t(s.hang_step) * uint64_t(job.shape().dp_ops);
+      ++hang_found;
+      if (!ok) {
+        ++hang_bad;
+        res.why += "hang: " + describe_finding(*f) + "; ";
+      }
+    } else if (f->kind != obs::FindingKind::kStraggler) {
+      res.others_ok = false;
+      res.why += "unexpected: " + describe_finding(*f) + "; ";
+    }
+  }
+  res.hang_ok = hang_found > 0 && hang_bad == 0;
+  if (sdc_found != 1) {
+    res.sdc_ok = false;
+    res.why += std::to_string(sdc_found) + " sdc findings; ";
+  }
+  if (hang_found == 0) res.why += "no hang finding; ";
+  return res;
+}
+
+}  // namespace scout::testing
