@@ -372,6 +372,9 @@ void DigestExchange::read_timings(std::vector<uint64_t>& v, const std::vector<Ti
 }
 
 uint64_t DigestExchange::value_of(LocalView& local, Placed& p, uint64_t seq) {
+  // A range longer than any digest covers (only a malformed or hostile vector proposes one): not
+  // retained here, nothing is read or allocated for it.
+  if (p.to - p.from > 2 * cfg_.max_range_ops) return 0;
   if (p.values.size() != p.to - p.from) {
     // Not digested here this round: read the range once (0: not retained).
     p.values.assign(p.to - p.from, 0);
