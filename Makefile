@@ -6,7 +6,8 @@
 #   test/sim/*.cc                        -> build/lib/libscout-sim.a (the emulated NCCL job)
 #   <part>/bin/<name>.cc                 -> tool build/bin/<name>
 #   test/sim/bin/scout-sim.cc            -> build/bin/scout-sim (links the emulator; not installed)
-#   plugin/abi/exports.cc + plugin, common -> build/lib/libnccl-profiler-scout.so
+#   plugin/abi/{exports,net_exports}.cc + plugin, common -> build/lib/libnccl-profiler-scout.so
+#   test/netdelegate/*.cc               -> build/lib/libnccl-net-scouttest{,-min}.so (test delegate)
 #   plugin/gpu/*.cu                      -> one fatbin embedded in the plugin (needs nvcc)
 #   test/**/*_test.cc                    -> test binary build/test/<name>  (GoogleTest)
 #   test/bench/*_bench.cc                -> benchmark binary build/bench/<name>
@@ -71,8 +72,9 @@ LAYERS := common plugin observer/model observer/ingest observer/detect observer/
           observer/pipeline observer/cluster observer/store observer/ckpt observer/export observer/cli
 layer_lib = $(BUILD)/lib/libscout-$(subst /,-,$(1)).a
 # Sources of a layer: its .cc files, except programs (bin/) and folders that are layers of their
-# own (observer/*). plugin/abi/exports.cc is the plugin's ABI boundary, linked only into the .so.
-EXPORTS_CC := plugin/abi/exports.cc
+# own (observer/*). plugin/abi/exports.cc and net_exports.cc are the plugin's ABI boundary (the
+# profiler and net tables), linked only into the .so.
+EXPORTS_CC := plugin/abi/exports.cc plugin/abi/net_exports.cc
 layer_cc = $(filter-out $(EXPORTS_CC),$(shell find $(1) -name '*.cc' -not -path '*/bin/*' 2>/dev/null | sort))
 LAYER_LIBS := $(foreach l,$(LAYERS),$(call layer_lib,$(l)))
 # Link order: highest layer first.
@@ -82,7 +84,7 @@ LINK_LIBS := $(call reverse,$(LAYER_LIBS))
 BIN_CC := $(shell find plugin observer replay -path '*/bin/*.cc' 2>/dev/null | sort)
 SIM_BIN_CC := $(shell find test/sim/bin -name '*.cc' 2>/dev/null | sort)
 SIM_CC := $(shell find test/sim -maxdepth 1 -name '*.cc' -not -name '*_test.cc' 2>/dev/null | sort)
-TEST_CC := $(shell find test -name '*_test.cc' -not -path 'test/fixtures/*' 2>/dev/null | sort)
+TEST_CC := $(shell find test -name '*_test.cc' -not -path 'test/fixtures/*' -not -path 'test/netdelegate/*' 2>/dev/null | sort)
 BENCH_CC := $(shell find test/bench -name '*_bench.cc' 2>/dev/null | sort)
 TEST_SUPPORT_CC := $(shell find test/support -name '*.cc' 2>/dev/null | sort)
 CU_SRCS := $(shell find plugin/gpu -name '*.cu' 2>/dev/null | sort)
@@ -95,6 +97,10 @@ EXPORTS_OBJ := $(call obj,$(EXPORTS_CC))
 SIM_LIB := $(BUILD)/lib/libscout-sim.a
 SUPPORT_LIB := $(BUILD)/lib/libscout-testsupport.a
 PLUGIN := $(BUILD)/lib/libnccl-profiler-scout.so
+# The test delegate net plugin (test/netdelegate/): full (v12 + v11, every optional slot) and min
+# (v11 only, optional slots NULL). Built with the tests and benchmarks, never installed.
+TESTNET_CC := test/netdelegate/scouttest_net.cc
+TESTNET := $(BUILD)/lib/libnccl-net-scouttest.so $(BUILD)/lib/libnccl-net-scouttest-min.so
 # Tools (installed) and the emulated job scout-sim (a test and drill program: build tree only).
 BINS := $(foreach f,$(BIN_CC),$(BUILD)/bin/$(basename $(notdir $(f))))
 SIM_BINS := $(foreach f,$(SIM_BIN_CC),$(BUILD)/bin/$(basename $(notdir $(f))))
@@ -116,8 +122,8 @@ NVCC_FLAGS := -std=c++17 -O3 -Iinclude -I. $(NVCC_GENCODE)
 all: $(PLUGIN) $(BINS) $(SIM_BINS)
 # gpu-check's CPU-side test (test/gpu/gpu_check_cpu_test.sh) runs the fingerprint benchmark's
 # --check and throughput modes, so that one benchmark program is built with the tests.
-tests: all $(TESTS) $(BUILD)/bench/fingerprint_bench
-benches: all $(BENCHES)
+tests: all $(TESTS) $(BUILD)/bench/fingerprint_bench $(TESTNET)
+benches: all $(BENCHES) $(TESTNET)
 
 # ---------------------------------------------------------------- rules
 $(BUILD)/obj/%.o: %.cc
@@ -178,6 +184,13 @@ $(PLUGIN): $(EXPORTS_OBJ) $(call layer_lib,plugin) $(call layer_lib,common) plug
 	  -Wl,--version-script=plugin/abi/exports.map -Wl,--no-undefined -Wl,--gc-sections \
 	  -Wl,-u,scout_fatbin_begin \
 	  -static-libgcc
+
+$(BUILD)/lib/libnccl-net-scouttest.so: $(TESTNET_CC) $(PUBLIC_HEADERS)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $(TEST_OPT) -shared -o $@ $(TESTNET_CC) $(LDFLAGS)
+$(BUILD)/lib/libnccl-net-scouttest-min.so: $(TESTNET_CC) $(PUBLIC_HEADERS)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $(TEST_OPT) -DSCOUTTEST_MIN -shared -o $@ $(TESTNET_CC) $(LDFLAGS)
 
 $(BINS): $(BUILD)/bin/%: $(LAYER_LIBS)
 	@mkdir -p $(dir $@)

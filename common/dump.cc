@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "common/link_reader.h"
 #include "common/names.h"
 
 namespace scout::shm {
@@ -155,6 +156,66 @@ nlohmann::json op_json(uint32_t ring, const RecordSnapshot& r) {
   return j;
 }
 
+nlohmann::json links_json(const LinkTableInfo& i) {
+  return {{"type", "links"},
+          {"capacity", i.capacity},
+          {"claimed", i.claimed},
+          {"net_state", net_state_name(i.net_state)},
+          {"net_abi", i.net_abi},
+          {"delegate_abi", i.delegate_abi},
+          {"delegate", i.delegate},
+          {"dropped_full", i.dropped_full},
+          {"net_inits", i.net_inits},
+          {"net_errors", i.net_errors},
+          {"fault_delayed", i.fault_delayed},
+          {"fault_stalled", i.fault_stalled},
+          {"fault_flipped", i.fault_flipped},
+          {"handle_full", i.handle_full},
+          {"proxy_state", proxy_state_name(i.proxy_state)},
+          {"proxy_windows", i.proxy_windows},
+          {"proxy_window_ns", i.proxy_window_ns},
+          {"proxy_window_start_ns", i.proxy_window_start_ns},
+          {"proxy_window_end_ns", i.proxy_window_end_ns},
+          {"proxy_steps", i.proxy_steps},
+          {"proxy_untimed", i.proxy_untimed}};
+}
+
+nlohmann::json link_json(const LinkSnapshot& l) {
+  char hash[24], host[24], id[24];
+  std::snprintf(hash, sizeof(hash), "0x%016llx", static_cast<unsigned long long>(l.comm_hash));
+  std::snprintf(host, sizeof(host), "0x%016llx", static_cast<unsigned long long>(l.peer_host_hash));
+  std::snprintf(id, sizeof(id), "0x%016llx", static_cast<unsigned long long>(l.link_id));
+  nlohmann::json hist = nlohmann::json::array();
+  for (int b = 0; b < kLinkHistBuckets; ++b) {
+    if (l.hist[b] != 0) hist.push_back({link_hist_floor(b), l.hist[b]});
+  }
+  return {{"type", "link"},
+          {"index", l.index},
+          {"state", link_state_name(l.state)},
+          {"source", link_source_name(l.source)},
+          {"dir", link_dir_name(l.dir)},
+          {"dev", l.dev},
+          {"comm_hash", hash},
+          {"comm_nranks", l.comm_nranks},
+          {"comm_rank", l.comm_rank},
+          {"peer_rank", l.peer_rank},
+          {"peer_global_rank", l.peer_global_rank},
+          {"peer_pid", l.peer_pid},
+          {"peer_host_hash", host},
+          {"conn_id", l.conn_id},
+          {"link_id", id},
+          {"open_ns", l.open_ns},
+          {"close_ns", l.close_ns},
+          {"last_ns", l.last_ns},
+          {"transfers", l.transfers},
+          {"bytes", l.bytes},
+          {"busy_ns", l.busy_ns},
+          {"max_ns", l.max_ns},
+          {"posted", l.posted},
+          {"faults", l.faults},
+          {"hist", hist}};
+}
+
 DumpStats dump_segment(const SegmentReader& r, std::ostream& out, const DumpOptions& opt) {
   DumpStats st;
   SegmentInfo info = r.info();
@@ -201,6 +262,19 @@ DumpStats dump_segment(const SegmentReader& r, std::ostream& out, const DumpOpti
       st.ops++;
     }
     if (gap_why != nullptr) gap(out, ring, gap_from, c.head, gap_why, &st);
+  }
+  uint32_t cap = 0;
+  if (const LinkTableHeader* t = link_table(r, &cap)) {
+    LinkTableInfo li = read_link_info(t, cap);
+    if (li.claimed > 0 || li.net_state != kNetUnused) {  // no lines while no link was recorded
+      out << links_json(li).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+      std::vector<LinkSnapshot> links;
+      read_links(t, cap, &links);
+      for (const LinkSnapshot& l : links) {
+        out << link_json(l).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+        st.links++;
+      }
+    }
   }
   return st;
 }

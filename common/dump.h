@@ -4,6 +4,8 @@
 //   {"type":"comm", ...}     one per ring: communicator identity, head, every counter
 //   {"type":"op", ...}       one per readable record of that ring, oldest first
 //   {"type":"gap", ...}      a range of ring indices no longer (or not yet) readable, with why
+//   {"type":"links", ...}    the link table's header (only once a link is recorded or the net
+//                            half was initialised), then one {"type":"link", ...} per entry
 // Enums are printed by name ("AllReduce", "ncclFloat32", "complete"); hashes, addresses and
 // fingerprints as "0x..." hex strings (64-bit values lose precision as JSON numbers in many
 // readers); times in ns since the epoch (CLOCK_REALTIME) as integers. Field names are those of
@@ -28,12 +30,17 @@ struct DumpStats {
   uint64_t comms = 0;    // comm lines printed
   uint64_t ops = 0;      // op lines printed
   uint64_t missing = 0;  // indices in gap lines (overwritten, torn, invalid)
+  uint64_t links = 0;    // link lines printed
 };
 
 // The JSON objects of one line each (without printing).
 nlohmann::json segment_json(const SegmentInfo& info, bool owner_alive);
 nlohmann::json comm_json(const CommSnapshot& c);
 nlohmann::json op_json(uint32_t ring, const RecordSnapshot& r);
+struct LinkTableInfo;
+struct LinkSnapshot;
+nlohmann::json links_json(const LinkTableInfo& i);
+nlohmann::json link_json(const LinkSnapshot& l);
 
 // Prints `r` as JSON lines to `out` (see above). Never throws on segment contents: whatever the
 // reader rejects becomes a gap line. Returns what was printed.

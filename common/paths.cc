@@ -11,9 +11,7 @@
 
 namespace scout::shm {
 
-namespace {
-// 64-bit FNV-1a of `s` (names the long components apart; not a security boundary).
-uint64_t fnv1a(std::string_view s) {
+uint64_t fnv1a64(std::string_view s) {
   uint64_t h = 0xcbf29ce484222325ull;
   for (unsigned char c : s) {
     h ^= c;
@@ -21,7 +19,6 @@ uint64_t fnv1a(std::string_view s) {
   }
   return h;
 }
-}  // namespace
 
 std::string encode_component(std::string_view s) {
   static const char kHex[] = "0123456789abcdef";
@@ -41,7 +38,7 @@ std::string encode_component(std::string_view s) {
   if (out.empty()) return "_";
   if (out.size() > kMaxComponentChars) {
     static_assert(kMaxComponentChars > 18);
-    uint64_t h = fnv1a(s);
+    uint64_t h = fnv1a64(s);
     out.resize(kMaxComponentChars - 18);
     out += "_h";
     for (int i = 15; i >= 0; --i) out.push_back(kHex[(h >> (4 * i)) & 15]);

@@ -3,12 +3,17 @@
 // (written by scout-observer, found by the scout CLI from --job). One rule for every part.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace scout::shm {
+
+// 64-bit FNV-1a of `s`: names long components apart, and host names in net listen handles
+// (docs/net-plugin.md). Not a security boundary.
+uint64_t fnv1a64(std::string_view s);
 
 // Longest encoded component (job or host) in a segment or store name.
 constexpr size_t kMaxComponentChars = 64;

@@ -2,7 +2,7 @@
 # Packs what scripts/gpu-check.sh needs on a machine without our build dependencies (the lent
 # GPU machine: CUDA and PyTorch, no Debian -dev packages, no network) into .gpu-bundle/:
 #   bin/    scout, scout-observer, scout-sim, scout-dump, scout-replay
-#   lib/    libnccl-profiler-scout.so
+#   lib/    libnccl-profiler-scout.so, the test delegate net plugins (libnccl-net-scouttest*.so)
 #   bench/  fingerprint_bench
 #   test/   record_replay_test (fixture check), if built
 #   syslib/ the shared libraries those binaries need beyond glibc/libstdc++ (sqlite, gloo, ...)
@@ -16,6 +16,7 @@ mkdir -p "$DEST"/{bin,lib,bench,test,syslib}
 grep -qx '/.gpu-bundle/' .git/info/exclude 2>/dev/null || echo '/.gpu-bundle/' >> .git/info/exclude
 
 cp "$BUILD"/lib/libnccl-profiler-scout.so "$DEST/lib/"
+cp "$BUILD"/lib/libnccl-net-scouttest*.so "$DEST/lib/" 2>/dev/null || true
 for b in scout scout-observer scout-sim scout-dump scout-replay; do
   [ -x "$BUILD/bin/$b" ] && cp "$BUILD/bin/$b" "$DEST/bin/"
 done

@@ -19,6 +19,9 @@
 #  4. step-time overhead: the same job without and with the plugin, in the same run
 #  5. recording mode (SCOUT_RECORD_CALLS) to bring the callback streams back as fixtures
 #  6. scout-replay: a bf16 GEMM recipe twice in two processes (bitwise equal), CUPTI times
+#  7. the net plugin half under real NCCL: a 2-rank DDP job on the one GPU (distinct NCCL_HOSTID,
+#     NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1) with NCCL_NET_PLUGIN = the .so wrapping the test
+#     delegate; then the same job on NCCL's own Socket transport with ProxyStep windows always open
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -289,6 +292,35 @@ if [ -x "$REPLAY" ]; then
   say "step6: replay communicator of 2 ranks on one GPU (NCCL_HOSTID per process): skipped: cross-process bootstrap not implemented in scout-replay"
 else
   say "step6: skipped: $REPLAY not built"
+fi
+
+# ---------------------------------------------------------------- step 7: net plugin (docs/net-plugin.md)
+echo "== step 7: net plugin"
+TESTNET=$B/lib/libnccl-net-scouttest.so
+links_of() {  # summary of the link tables of job $1: "N net send entries, T transfers; P proxy entries, S steps"
+  "$DUMP" --job "$1" --dir "$SCOUT_SHM_DIR" 2>/dev/null | python3 -c '
+import json, sys
+net = proxy = nt = pt = 0
+for l in sys.stdin:
+    if not l.startswith("{"): continue
+    o = json.loads(l)
+    if o.get("type") != "link" or o.get("dir") != "send": continue
+    if o["source"] == "net": net += 1; nt += o["transfers"]
+    else: proxy += 1; pt += o["transfers"]
+print(f"{net} net send entries, {nt} transfers; {proxy} ProxyStep send entries, {pt} steps")'
+}
+if [ $HAVE_GPU -eq 1 ] && [ $HAVE_TORCH -eq 1 ] && [ -f "$TESTNET" ]; then
+  NPROC_SAVED=$NPROC; NPROC=2
+  run_job net-plugin hostid 1 20 "" NCCL_NET_PLUGIN="$PLUGIN" SCOUT_NET_DELEGATE="$TESTNET" \
+      NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET; rc=$?
+  used=$(grep -c -E 'Using network scout|NET/Plugin.*[Ll]oaded.*scout' "$LOGS/net-plugin.log")
+  say "step7: DDP over the scout net plugin (test delegate): exit $rc, 'scout' named as the network in $used log lines; $(links_of net-plugin)"
+  run_job net-proxy hostid 1 20 "" NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket SCOUT_PROXY_BUDGET=1 \
+      SCOUT_PROXY_WINDOW_MS=60000; rc=$?
+  say "step7: DDP on NCCL's Socket transport with ProxyStep windows open: exit $rc; $(links_of net-proxy)"
+  NPROC=$NPROC_SAVED
+else
+  say "step7: skipped: $( [ $HAVE_GPU -eq 0 ] && echo 'no GPU' || { [ $HAVE_TORCH -eq 0 ] && echo 'PyTorch cannot use the GPU' || echo "$TESTNET not built (make tests)"; } )"
 fi
 
 say "gpu-check: done in $(elapsed) s"

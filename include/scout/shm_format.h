@@ -168,6 +168,7 @@ constexpr uint32_t kMaxTables = 8;
 enum TableId : uint32_t {
   kTableNone = 0,
   kTableGemmShapes = 1,  // GemmTableHeader + GemmShapeEntry[capacity] (docs/record-format.md)
+  kTableLinks = 2,       // LinkTableHeader + LinkEntry[capacity]: per-link network timing
 };
 struct TableRef {
   uint32_t id;       // 0   TableId
@@ -422,6 +423,128 @@ struct GemmShapeEntry {
   std::atomic<uint64_t> reserved2;         // 56
 };
 
+// ----- Link table (kTableLinks, version 1) -----
+// Per-link network timing (docs/record-format.md, "Link table"). Two writers fill it: the net
+// plugin half (one entry per connection it wraps, docs/net-plugin.md) and the profiler half's
+// ProxyStep windows (one entry per communicator, peer and direction of NCCL's own IB/Socket
+// transports). An entry is claimed with claimed.fetch_add (acq_rel), filled, then published by
+// storing `state` (release); readers take entries [0, min(claimed, capacity)) whose state is
+// nonzero (acquire). Each published entry has one writing thread (the proxy thread that drives
+// its connection or communicator): its counters are relaxed atomics written by load + store,
+// read by anyone at any time (each one exact, several read together need not agree).
+constexpr uint32_t kLinkTableVersion = 1;
+constexpr uint32_t kLinkTableHeaderBytes = 256;
+constexpr uint32_t kLinkEntryBytes = 512;
+// Duration histogram: quarter octaves from 2^8 ns (bucket 0 also takes anything shorter) to
+// 2^32 ns (the last bucket also takes anything longer): bucket 4*(e-8) + m for a duration with
+// highest set bit e and the next two bits m.
+constexpr int kLinkHistBuckets = 96;
+constexpr int kLinkHistMinLog2 = 8;
+
+enum LinkSource : uint8_t {
+  kLinkSourceNone = 0,
+  kLinkSourceNet = 1,    // a connection of the net plugin half (isend/irecv through the delegate)
+  kLinkSourceProxy = 2,  // NCCL's own transport, timed from ProxyStep events
+};
+
+enum LinkDir : uint8_t {
+  kLinkDirNone = 0,
+  kLinkSend = 1,  // net: isend post -> test done; proxy: SendWait -> step stop
+  kLinkRecv = 2,  // net: irecv post -> test done; proxy: RecvWait -> RecvFlushWait
+};
+
+enum LinkEntryState : uint32_t {
+  kLinkEmpty = 0,   // claimed, being filled (readers skip)
+  kLinkOpen = 1,    // in use
+  kLinkClosed = 2,  // net: closeSend/closeRecv seen; the counters are final
+};
+
+// LinkTableHeader::net_state: what the net plugin half did in this process.
+enum NetHalfState : uint32_t {
+  kNetUnused = 0,          // NCCL never called the net plugin's init
+  kNetActive = 1,          // the delegate is loaded and forwarded to
+  kNetNoDelegate = 2,      // SCOUT_NET_DELEGATE empty: init refused (NCCL uses its own transports)
+  kNetDelegateFailed = 3,  // the delegate could not be opened, has no table, is scout itself, or
+                           // its init failed: init refused
+};
+
+// LinkTableHeader::proxy_state: the ProxyStep windows of the profiler half.
+enum ProxyWindowState : uint32_t {
+  kProxyOff = 0,      // SCOUT_PROXY_TIMING=0 (or the table has no room for it)
+  kProxyWaiting = 1,  // between windows
+  kProxyOpen = 2,     // ProxyOp/ProxyStep are in the activation mask
+};
+
+struct LinkTableHeader {
+  uint32_t capacity;                           // 0    entries the table holds
+  uint32_t entry_bytes;                        // 4    kLinkEntryBytes
+  std::atomic<uint32_t> claimed;               // 8    entries claimed (> capacity: the rest dropped)
+  std::atomic<uint32_t> net_state;             // 12   NetHalfState
+  std::atomic<uint32_t> net_abi;               // 16   net table NCCL called: 11, 12 (0: none)
+  std::atomic<uint32_t> delegate_abi;          // 20   table version the delegate exports (0: none)
+  char delegate[64];                           // 24   delegate library as opened ("" none)
+  std::atomic<uint64_t> dropped_full;          // 88   links not recorded: the table was full
+  std::atomic<uint64_t> net_inits;             // 96   net init calls that reached the delegate
+  std::atomic<uint64_t> net_errors;            // 104  delegate calls that returned an error
+  std::atomic<uint64_t> fault_delayed;         // 112  transfers SCOUT_NET_FAULT delayed
+  std::atomic<uint64_t> fault_stalled;         // 120  transfers it stalled (never completed)
+  std::atomic<uint64_t> fault_flipped;         // 128  transfers it sent with a flipped bit
+  std::atomic<uint32_t> proxy_state;           // 136  ProxyWindowState
+  uint32_t reserved0;                          // 140
+  std::atomic<uint64_t> proxy_windows;         // 144  ProxyStep windows opened
+  std::atomic<uint64_t> proxy_window_ns;       // 152  total time windows were open
+  std::atomic<int64_t> proxy_window_start_ns;  // 160  latest window open
+  std::atomic<int64_t> proxy_window_end_ns;    // 168  ... and close (0 while open)
+  std::atomic<uint64_t> proxy_steps;           // 176  ProxyStep transfers timed
+  std::atomic<uint64_t> proxy_untimed;         // 184  steps not timed: no step slot free, a stale
+                                               //      or foreign parent, or a missing state
+  std::atomic<uint64_t> handle_full;           // 192  net listens whose handle left no room for
+                                               //      scout's identity (peer unknown at connect)
+  uint8_t reserved[256 - 200];                 // 200
+};
+
+// One link: a net plugin connection, or one (communicator, peer, direction) of NCCL's transport.
+struct LinkEntry {
+  std::atomic<uint32_t> state;                   // 0    LinkEntryState (release when published)
+  uint8_t source;                                // 4    LinkSource
+  uint8_t dir;                                   // 5    LinkDir
+  uint16_t dev;                                  // 6    net: device index; proxy: 0
+  uint64_t comm_hash;                            // 8    commHash (net: the commId NCCL passed to init)
+  int32_t comm_nranks;                           // 16   proxy: communicator size; net: 0 (not told)
+  int32_t comm_rank;                             // 20   proxy: this process's rank in it; net: -1
+  int32_t peer_rank;                             // 24   proxy: the peer's comm rank; net: -1
+  int32_t peer_global_rank;                      // 28   net send: the listener's global rank (from its handle); -1
+  int32_t peer_pid;                              // 32   net send: the listener's pid; 0 unknown
+  uint32_t conn_id;                              // 36   net: this process's connection serial (1, 2, ...); proxy: 0
+  uint64_t link_id;                              // 40   net: the listen handle's nonce, the same in the send entry
+                                                 //      (connector) and the recv entry (listener); proxy: 0
+  uint64_t peer_host_hash;                       // 48   net send: FNV-1a 64 of the listener's host name; 0 unknown
+  int64_t open_ns;                               // 56   connection established / first step timed
+  std::atomic<int64_t> close_ns;                 // 64   close seen (0 while open)
+  std::atomic<int64_t> last_ns;                  // 72   latest completed transfer
+  std::atomic<uint64_t> transfers;               // 80   completed transfers (net: requests; proxy: steps)
+  std::atomic<uint64_t> bytes;                   // 88   bytes of them (net: sizes test() reported; proxy: transSize)
+  std::atomic<uint64_t> busy_ns;                 // 96   sum of their durations
+  std::atomic<uint64_t> max_ns;                  // 104  longest
+  std::atomic<uint64_t> posted;                  // 112  net: requests posted; proxy: steps started
+  std::atomic<uint64_t> faults;                  // 120  transfers of this link the drill delayed/stalled/flipped
+  std::atomic<uint32_t> hist[kLinkHistBuckets];  // 128  durations, kLinkHistBuckets buckets
+};
+
+// Histogram bucket of a duration (ns): see kLinkHistBuckets.
+constexpr int link_hist_bucket(uint64_t ns) {
+  if (ns < (uint64_t(1) << kLinkHistMinLog2)) return 0;
+  int e = 63 - __builtin_clzll(ns);
+  int b = 4 * (e - kLinkHistMinLog2) + int((ns >> (e - 2)) & 3);
+  return b < kLinkHistBuckets ? b : kLinkHistBuckets - 1;
+}
+// Smallest duration (ns) that falls in bucket `b`.
+constexpr uint64_t link_hist_floor(int b) { return uint64_t(4 + (b & 3)) << (b / 4 + kLinkHistMinLog2 - 2); }
+// Bytes of a link table with `capacity` entries.
+constexpr uint64_t link_table_bytes(uint32_t capacity) {
+  return kLinkTableHeaderBytes + uint64_t(capacity) * kLinkEntryBytes;
+}
+
 // ----- helpers shared by writer and reader -----
 
 // Sequence value of a fully written record with ring index `index`.
@@ -467,6 +590,16 @@ static_assert(offsetof(GemmShapeEntry, compute) == 32);
 static_assert(offsetof(GemmShapeEntry, algo) == 36);
 static_assert(offsetof(GemmShapeEntry, count) == 48);
 static_assert(std::is_standard_layout_v<GemmTableHeader> && std::is_standard_layout_v<GemmShapeEntry>);
+static_assert(sizeof(LinkTableHeader) == kLinkTableHeaderBytes && sizeof(LinkEntry) == kLinkEntryBytes);
+static_assert(offsetof(LinkTableHeader, delegate) == 24 && offsetof(LinkTableHeader, dropped_full) == 88);
+static_assert(offsetof(LinkTableHeader, proxy_state) == 136 && offsetof(LinkTableHeader, handle_full) == 192);
+static_assert(offsetof(LinkEntry, comm_hash) == 8 && offsetof(LinkEntry, link_id) == 40);
+static_assert(offsetof(LinkEntry, open_ns) == 56 && offsetof(LinkEntry, transfers) == 80);
+static_assert(offsetof(LinkEntry, faults) == 120 && offsetof(LinkEntry, hist) == 128);
+static_assert(std::is_standard_layout_v<LinkTableHeader> && std::is_standard_layout_v<LinkEntry>);
+static_assert(link_hist_bucket(255) == 0 && link_hist_bucket(256) == 0 && link_hist_bucket(320) == 1);
+static_assert(link_hist_bucket(1024) == 8 && link_hist_floor(8) == 1024 && link_hist_floor(9) == 1280);
+static_assert(link_hist_bucket(~0ull) == kLinkHistBuckets - 1 && link_hist_floor(95) == (7ull << 29));
 static_assert(offsetof(SegmentHeader, layout_version) == 8);
 static_assert(offsetof(SegmentHeader, owner_pid) == 24);
 static_assert(offsetof(SegmentHeader, ring_capacity) == 48);

@@ -11,14 +11,19 @@ namespace {
 std::atomic<abi::Logger> g_logger{nullptr};
 std::atomic<bool> g_once[static_cast<int>(Problem::kCount)];
 
-void emit(int level, const char* fmt, va_list ap) {
+constexpr unsigned long kSubsysNet = 0x10;  // NCCL_DEBUG_SUBSYS=NET (docs/nccl-notes.md §2.1)
+
+void emit_to(int level, unsigned long subsys, const char* prefix, const char* fmt, va_list ap) {
   abi::Logger l = g_logger.load(std::memory_order_acquire);
   if (l == nullptr) return;
   char buf[768];
-  int n = std::snprintf(buf, sizeof(buf), "scout: ");
+  int n = std::snprintf(buf, sizeof(buf), "%s", prefix);
   std::vsnprintf(buf + n, sizeof(buf) - size_t(n), fmt, ap);
-  l(level, abi::kSubsysProfile, "scout", __LINE__, "%s", buf);
+  l(level, subsys, "scout", __LINE__, "%s", buf);
 }
+
+void emit(int level, const char* fmt, va_list ap) { emit_to(level, abi::kSubsysProfile, "scout: ", fmt, ap); }
+void emit_net(int level, const char* fmt, va_list ap) { emit_to(level, kSubsysNet, "scout net: ", fmt, ap); }
 
 }  // namespace
 
@@ -49,6 +54,28 @@ void info(const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   emit(abi::kLogInfo, fmt, ap);
+  va_end(ap);
+}
+
+void net_warn(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  emit_net(abi::kLogWarn, fmt, ap);
+  va_end(ap);
+}
+
+void net_info(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  emit_net(abi::kLogInfo, fmt, ap);
+  va_end(ap);
+}
+
+void net_warn_once(Problem p, const char* fmt, ...) {
+  if (!first_time(p)) return;
+  va_list ap;
+  va_start(ap, fmt);
+  emit_net(abi::kLogWarn, fmt, ap);
   va_end(ap);
 }
 

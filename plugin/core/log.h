@@ -1,4 +1,5 @@
-// Logging of the plugin through NCCL's logger (subsystem PROFILE, docs/nccl-notes.md §2.1).
+// Logging of the plugin through NCCL's logger (subsystem PROFILE, or NET for the net plugin
+// half; docs/nccl-notes.md §2.1).
 //
 // The logger NCCL hands to init is kept process-wide. Each distinct problem is reported once per
 // load of the plugin (Problem ids below), so nothing on the hot path can flood NCCL's log; the
@@ -27,6 +28,14 @@ enum class Problem : int {
   kExceptionInit,      // an exception escaped into the ABI layer (init)
   kExceptionEvent,     // ... (startEvent / stopEvent / recordEventState)
   kExceptionFinalize,  // ... (finalize)
+  kNetRefused,         // the net half refused init (no delegate, delegate failed, SCOUT_ENABLE=0)
+  kNetFaultSpec,       // SCOUT_NET_FAULT does not parse: drills off
+  kNetTruth,           // the ground-truth file (SCOUT_TRUTH) cannot be written
+  kNetHandleFull,      // a delegate's listen handle leaves no room for scout's identity
+  kNetVProps,          // a v12 delegate's virtual device has more than 4 devices (v11 NCCL)
+  kNetBadObject,       // NCCL passed the net half an object that is not one of ours
+  kNetException,       // an exception escaped into the net ABI layer
+  kProxyUntimed,       // ProxyStep events that could not be timed
   kCount
 };
 
@@ -43,6 +52,11 @@ bool first_time(Problem p);
 // printf-style messages through NCCL's logger with subsystem PROFILE; prefixed "scout: ".
 void warn(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 void info(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
+// The same through subsystem NET (0x10): the net plugin half's messages ("scout net: ...").
+void net_warn(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+void net_info(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+void net_warn_once(Problem p, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 
 // warn()/info() only the first time `p` happens.
 void warn_once(Problem p, const char* fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -5,11 +5,13 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 #include <string>
 #include <vector>
 
+#include "common/paths.h"
 #include "plugin/core/identity.h"
 #include "plugin/core/log.h"
 #include "plugin/fingerprint/engine.h"
@@ -21,6 +23,21 @@ namespace {
 
 pthread_mutex_t g_init_mu = PTHREAD_MUTEX_INITIALIZER;
 uint16_t g_last_salt = 0;
+// The latest note_net_state() (guarded by g_init_mu).
+struct NetMemo {
+  uint32_t state = shm::kNetUnused;
+  int net_abi = 0, delegate_abi = 0;
+  char delegate[64] = {};
+} g_net_memo;
+
+void apply_net_memo(Process* p) {
+  shm::LinkTableHeader* h = p->links.header();
+  if (h == nullptr) return;
+  h->net_state.store(g_net_memo.state, std::memory_order_relaxed);
+  h->net_abi.store(uint32_t(g_net_memo.net_abi), std::memory_order_relaxed);
+  h->delegate_abi.store(uint32_t(g_net_memo.delegate_abi), std::memory_order_relaxed);
+  std::memcpy(h->delegate, g_net_memo.delegate, sizeof(h->delegate));
+}
 std::atomic<bool> g_gpu_set{false};
 
 // Salt of a load cycle: random for the first cycle of the process, then the previous one + 1
@@ -95,7 +112,10 @@ void unlock_init() { pthread_mutex_unlock(&g_init_mu); }
 
 Process* process_acquire(int abi_version) {
   Process* p = g_process.load(std::memory_order_relaxed);
-  if (p != nullptr) return p;
+  if (p != nullptr) {
+    if (p->seg_hdr->abi_version == 0 && abi_version != 0) p->seg_hdr->abi_version = uint32_t(abi_version);
+    return p;
+  }
 
   wall_clock_init();
   config::Config cfg = config::load({}, [](const std::string& m) { log::warn("%s", m.c_str()); });
@@ -121,6 +141,10 @@ Process* process_acquire(int abi_version) {
     tables.push_back(
         {shm::kTableGemmShapes, shm::kGemmTableVersion, shm::gemm_table_bytes(uint32_t(cfg.gemm_max_shapes))});
   }
+  const bool want_links = cfg.proxy_timing || !cfg.net_delegate.empty();
+  if (want_links) {
+    tables.push_back({shm::kTableLinks, shm::kLinkTableVersion, shm::link_table_bytes(uint32_t(cfg.link_max))});
+  }
   auto seg = shm::SegmentWriter::create(cfg.shm_dir, sid, max_comms, slots, &err, tables);
   if (!seg) {
     log::warn_once(log::Problem::kSegmentCreate,
@@ -143,6 +167,16 @@ Process* process_acquire(int abi_version) {
   p->seg_hdr->abi_version = uint32_t(abi_version);
   p->max_comms = max_comms;
   p->seg = std::move(seg);
+  p->global_rank = id.global_rank;
+  p->host_hash = shm::fnv1a64(id.host);
+  if (want_links) {
+    uint64_t lbytes = 0;
+    void* lt = p->seg->table(shm::kTableLinks, &lbytes);
+    if (!p->links.attach(static_cast<shm::LinkTableHeader*>(lt), lbytes)) {
+      log::warn("cannot set up the link table; per-link network timing off");
+    }
+    apply_net_memo(p);
+  }
   g_gpu_set.store(!id.gpu.empty(), std::memory_order_relaxed);
   p->engine = fp::Engine::create(cfg, log::logger());
   start_gemm_capture(p);
@@ -165,6 +199,16 @@ void process_release(Process* p) {
   free_blocks(p);
   delete p;           // unmaps the segment; the file stays for the observer
   log::reset_once();  // the cycle is over: the next one reports its problems once again (log.h)
+}
+
+void note_net_state(uint32_t state, int net_abi, int delegate_abi, const char* delegate) {
+  g_net_memo.state = state;
+  g_net_memo.net_abi = net_abi;
+  g_net_memo.delegate_abi = delegate_abi;
+  size_t n = delegate != nullptr ? std::min(std::strlen(delegate), sizeof(g_net_memo.delegate) - 1) : 0;
+  std::memset(g_net_memo.delegate, 0, sizeof(g_net_memo.delegate));
+  if (n != 0) std::memcpy(g_net_memo.delegate, delegate, n);
+  if (Process* p = g_process.load(std::memory_order_relaxed)) apply_net_memo(p);
 }
 
 CommState* comm_from_context_slow(Process* p, void* ctx) {

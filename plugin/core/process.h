@@ -16,6 +16,7 @@
 #include "plugin/core/api_state.h"
 #include "plugin/core/comm.h"
 #include "plugin/core/handle.h"
+#include "plugin/core/link_table.h"
 #include "scout/config.h"
 
 namespace scout::fp {
@@ -38,6 +39,9 @@ struct Process {
   fp::Engine* engine = nullptr;
   gemm::ShapeTable* gemm_table = nullptr;  // SCOUT_GEMM_CAPTURE=1 only (plugin/gemm/)
   gemm::Capture* gemm = nullptr;
+  LinkTable links;         // link table (SCOUT_PROXY_TIMING=1 or SCOUT_NET_DELEGATE set); header() null if none
+  int global_rank = -1;    // identity (identity.h), also carried in net listen handles
+  uint64_t host_hash = 0;  // FNV-1a 64 of the host name
   std::atomic<bool> fp_any{false};  // some communicator has fingerprints (group hooks needed)
   uint32_t max_comms = 0;
   int live_contexts = 0;  // guarded by the init mutex
@@ -55,12 +59,19 @@ inline Process* process() { return g_process.load(std::memory_order_acquire); }
 // configuration (bad values reported once each through NCCL's logger), the identity, creates
 // the segment and the fingerprint engine, and prints the effective configuration once at INFO.
 // Returns nullptr when scout is disabled (SCOUT_ENABLE=0) or the segment cannot be created (one
-// WARN with the path and reason). `abi_version` is stamped into the segment header.
-// Caller holds init_mutex().
+// WARN with the path and reason). `abi_version` (4, 5, 6) is stamped into the segment header;
+// 0 (the net half's init, which NCCL runs before the profiler's) leaves it for the profiler's
+// first init to stamp. Caller holds init_mutex(); it counts its context in live_contexts.
 Process* process_acquire(int abi_version);
 
 // Destroys the process state (caller holds init_mutex(); no communicator is live).
 void process_release(Process* p);
+
+// What the net plugin half did (shm::NetHalfState, NCCL's net table version, the delegate's
+// version and name), written into the link table header now if the process state has one, and
+// kept for a segment created later (NCCL inits the net half before the profiler half, so the
+// first refusal happens before any segment exists). Caller holds init_mutex().
+void note_net_state(uint32_t state, int net_abi, int delegate_abi, const char* delegate);
 
 // The mutex init and finalize take (never taken on the hot path).
 void lock_init();

@@ -17,6 +17,7 @@ if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; t
   grep -q "steps 2-5: skipped: no GPU" "$out/summary.txt" || fail "steps 2-5 not reported as skipped"
   grep -q "step1 (CPU only): 1 MiB" "$out/summary.txt" || fail "CPU fingerprint throughput not measured"
   grep -q "cpu-check: scout-sim straggler on rank 5 found by the observer: ok" "$out/summary.txt" || fail "CPU-side pipeline check failed"
+  grep -q "step7: skipped: no GPU" "$out/summary.txt" || fail "step 7 (net plugin under NCCL) not reported as skipped"
   grep -q "step6 (CPU only, emulated GPU): 0x[0-9a-f]* [0-9]* 0x[0-9a-f]* [0-9]* ok" "$out/summary.txt" || fail "replay protocol check on an emulated GPU failed"
 fi
 grep -q "gpu-check: done in" "$out/summary.txt" || fail "no completion line"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The plugin exports only the three profiler tables (plus what the toolchain must add) and
+# The plugin exports only the three profiler tables and the two net plugin tables (plus what the
+# toolchain must add) and
 # depends on nothing beyond libc, libstdc++, libgcc_s, libm, libdl, libpthread, librt and the
 # dynamic loader (docs/plugin.md). Usage: plugin_symbols_test.sh [BUILD]
 set -uo pipefail
@@ -10,14 +11,14 @@ fail=0
 
 # Defined dynamic symbols, minus the toolchain's own (_init, _fini, _edata, _end, __bss_start).
 syms=$(nm -D --defined-only "$SO" | awk '{print $3}' | grep -v -E '^(_init|_fini|_edata|_end|__bss_start)$' | sort)
-want=$(printf '%s\n' ncclProfiler_v4 ncclProfiler_v5 ncclProfiler_v6)
+want=$(printf '%s\n' ncclNetPlugin_v11 ncclNetPlugin_v12 ncclProfiler_v4 ncclProfiler_v5 ncclProfiler_v6 | sort)
 if [ "$syms" != "$want" ]; then
-  echo "FAIL: exported symbols differ from the three profiler tables:"; echo "$syms"; fail=1
+  echo "FAIL: exported symbols differ from the profiler and net tables:"; echo "$syms"; fail=1
 else
   echo "ok: exports exactly: $(echo $syms)"
 fi
 # Each is a data object (dlsym finds a struct, docs/nccl-notes.md §1.2).
-for s in ncclProfiler_v4 ncclProfiler_v5 ncclProfiler_v6; do
+for s in ncclProfiler_v4 ncclProfiler_v5 ncclProfiler_v6 ncclNetPlugin_v11 ncclNetPlugin_v12; do
   t=$(nm -D --defined-only "$SO" | awk -v s="$s" '$3==s {print $2}')
   [ "$t" = "D" ] || { echo "FAIL: $s has type '$t', want D (initialised data)"; fail=1; }
 done

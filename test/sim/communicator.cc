@@ -3,7 +3,9 @@
 #include <pthread.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "common/clock.h"
 
@@ -32,11 +34,19 @@ Communicator::~Communicator() {
 abi::Result Communicator::init(abi::Logger logger) {
   // Bootstrap: every member reaches init before any continues (the allgather NCCL does first).
   if (rc_->fabric) barrier_wait(rc_->fabric->barrier(spec_->id), nranks(), &barrier_round_);
+  // Only communicators that span hosts use the network (NCCL's NET transport).
+  bool net = rc_->net != nullptr && spec_->n_nodes > 1 && net_.init(*rc_->net, hash_, logger);
   abi::Result r =
       rc_->prof->init(&context_, hash_, &rc_->mask, spec_->name.c_str(), spec_->n_nodes, nranks(), rank_, logger);
   if (r != abi::kSuccess && logger)
     logger(abi::kLogInfo, abi::kSubsysInit, "scout-sim", __LINE__,
            "Profiler init failed with error '%d'. Continue without profiler.", r);
+  std::string err;
+  if (net && !net_.connect(rc_->fabric, *spec_, rank_, *rc_->layout, 60, &err)) {
+    std::fprintf(stderr, "scout-sim: rank %d: %s: net transport: %s\n", rc_->global_rank, spec_->name.c_str(),
+                 err.c_str());
+    std::_Exit(1);  // NCCL fails the communicator init: the rank cannot run
+  }
   proxy_ = std::thread([this] { proxy_main(); });
   started_ = true;
   return r;
@@ -53,6 +63,7 @@ void Communicator::destroy() {
     proxy_.join();
     started_ = false;
   }
+  net_.close();                   // connections closed with the proxy, then the net plugin's finalize
   rc_->prof->finalize(context_);  // after the proxy is gone, as commFree does (docs/nccl-notes.md §1.3)
   context_ = nullptr;
 }

@@ -12,6 +12,7 @@
 
 #include "test/sim/layout.h"
 #include "test/sim/nccl_types.h"
+#include "test/sim/net_transport.h"
 #include "test/sim/rank_context.h"
 
 namespace scout::sim {
@@ -50,11 +51,14 @@ class Communicator {
   Communicator& operator=(const Communicator&) = delete;
 
   // ncclCommInitRank / ncclCommSplit on this rank: waits for every member (NCCL's bootstrap),
-  // calls the plugin's init with (commHash, &mask, name, nNodes, nranks, rank, logger), then
-  // starts the proxy thread (docs/nccl-notes.md §1.3: init runs before the proxy thread exists). Returns the
+  // calls the net plugin's init when one is loaded (NCCL's commAlloc, before the profiler's),
+  // the profiler plugin's init with (commHash, &mask, name, nNodes, nranks, rank, logger), connects
+  // the net transport to the peers on other hosts (net_transport.h), then starts the proxy thread
+  // (docs/nccl-notes.md §1.3: init runs before the proxy thread exists). Returns the profiler
   // plugin's init result (NCCL 2.28.9 logs a failure and continues).
   abi::Result init(abi::Logger logger);
-  // ncclCommDestroy: drains and stops the proxy thread, then the plugin's finalize.
+  // ncclCommDestroy: drains and stops the proxy thread, closes the net connections, then the
+  // profiler plugin's finalize and the net plugin's.
   void destroy();
 
   // Hands a plan to the proxy thread (NCCL's ncclProxyStart after the Coll/P2p starts).
@@ -68,6 +72,8 @@ class Communicator {
   int nranks() const { return spec_->nranks(); }
   uint64_t hash() const { return hash_; }
   void* context() const { return context_; }
+  // The net transport to peers on other hosts (inactive without a net plugin).
+  const NetComm& net() const { return net_; }
   // The emulated cudaStream_t of this rank's work on the communicator (never dereferenced).
   void* stream() { return &stream_token_; }
 
@@ -92,6 +98,7 @@ class Communicator {
   void* context_ = nullptr;
   char stream_token_ = 0;
   uint64_t barrier_round_ = 0;
+  NetComm net_;
 
   std::thread proxy_;
   std::mutex mu_;

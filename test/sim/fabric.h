@@ -18,7 +18,9 @@
 //   4. build the output from staging/result, then departed += 1.
 // Point-to-point protocol, message k from a to b: the sender waits until consumed >= k+1-D,
 // fills slot k % D, sets posted = k+1; the receiver waits for posted >= k+1, copies, sets
-// consumed = k+1; the send completes when consumed >= k+1.
+// consumed = k+1; the send completes when consumed >= k+1. Between ranks on different emulated
+// hosts a loaded net plugin carries the messages instead (net_transport.h); the mailbox then only
+// passes the listen handle.
 #pragma once
 
 #include <atomic>
@@ -73,6 +75,10 @@ struct alignas(64) MailboxHdr {
   std::atomic<uint64_t> consumed;  // messages copied out by the receiver
   uint64_t count[kSlotDepth];      // elements in each slot
   int64_t post_ns[kSlotDepth];     // sender's arrival time of each slot's message
+  // Net transport (net_transport.h): the receiver's listen handle for the sender, exchanged
+  // here as NCCL exchanges it over its bootstrap network; handle_ready = 1 once it is written.
+  std::atomic<uint32_t> handle_ready;
+  unsigned char handle[128];
 };
 
 // Offsets and sizes of one communicator's region.

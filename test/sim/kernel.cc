@@ -4,6 +4,10 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -12,6 +16,7 @@
 #include "test/sim/communicator.h"
 #include "test/sim/data.h"
 #include "test/sim/futex.h"
+#include "test/sim/net_transport.h"
 
 namespace scout::sim {
 namespace {
@@ -177,8 +182,106 @@ void run_coll(Communicator& c, KernelTask& t) {
   kernelch_stop(c, &ev, shm::wall_ns());
 }
 
-// All point-to-point tasks of a plan run together: sends are posted first, then receives are
-// taken, then the sends wait for their receivers (so grouped send/recv pairs cannot deadlock).
+// A point-to-point task carried by the net plugin (net_transport.h): the message goes step by
+// step through the connection's staging buffer, at most kNetSteps steps in flight, as NCCL's net
+// transport moves it (docs/nccl-notes.md §6.7).
+struct NetTask {
+  KernelTask* t = nullptr;
+  NetPeerLink* link = nullptr;
+  size_t bytes = 0;
+  int nsteps = 0;
+  int posted = 0, done = 0;
+  void* req[kNetSteps] = {};
+  int64_t post_ns[kNetSteps] = {};
+  int64_t hold_ns = 0;  // slowlink: a step completes no earlier than this after it was posted
+  int64_t end_ns = 0;
+  bool failed = false;
+};
+
+// Posts and tests what can move now; true if anything did.
+bool progress_net(Communicator& c, NetTask& n) {
+  const abi::NetV11* T = c.net().table();
+  static thread_local void* phandle = nullptr;  // NCCL passes its step's event handle, never NULL
+  bool moved = false;
+  const bool send = n.t->func == Func::kSend;
+  while (n.posted < n.nsteps && n.posted - n.done < kNetSteps) {
+    const int s = n.posted;
+    const size_t off = size_t(s) * kNetChunk;
+    const size_t len = std::min(kNetChunk, n.bytes - std::min(n.bytes, off));
+    void* r = nullptr;
+    abi::Result res;
+    if (send) {
+      if (len != 0) std::memcpy(n.link->slot(s), reinterpret_cast<const char*>(n.t->send) + off, len);
+      res = T->isend(n.link->link.send, n.link->slot(s), len, s, n.link->link.smr, &phandle, &r);
+    } else {
+      void* data[1] = {n.link->slot(s)};
+      size_t sizes[1] = {kNetChunk};
+      int tags[1] = {s};
+      void* mh[1] = {n.link->link.rmr};
+      void* ph[1] = {&phandle};
+      res = T->irecv(n.link->link.recv, 1, data, sizes, tags, mh, ph, &r);
+    }
+    if (res != abi::kSuccess) {
+      n.failed = true;
+      return false;
+    }
+    if (r == nullptr) break;  // the plugin asks to try again later
+    n.req[s % kNetSteps] = r;
+    n.post_ns[s % kNetSteps] = shm::wall_ns();
+    n.posted++;
+    moved = true;
+  }
+  while (n.done < n.posted) {
+    const int s = n.done;
+    int d = 0, size = 0;
+    if (T->test(n.req[s % kNetSteps], &d, &size) != abi::kSuccess) {
+      n.failed = true;
+      return false;
+    }
+    if (!d) break;
+    if (n.hold_ns > 0) sleep_until_ns(n.post_ns[s % kNetSteps] + n.hold_ns);
+    if (!send && size > 0) {
+      const size_t off = size_t(s) * kNetChunk;
+      std::memcpy(reinterpret_cast<char*>(n.t->recv) + off, n.link->slot(s),
+                  std::min(size_t(size), n.bytes - std::min(n.bytes, off)));
+    }
+    n.done++;
+    moved = true;
+  }
+  if (n.done == n.nsteps && n.end_ns == 0) n.end_ns = shm::wall_ns();
+  return moved;
+}
+
+// Runs every net task of a plan to completion, progressing them together (a send and a receive
+// of the same pair never wait for each other).
+void run_net(Communicator& c, std::vector<NetTask>& tasks) {
+  int idle = 0;
+  for (;;) {
+    bool all = true, moved = false;
+    for (NetTask& n : tasks) {
+      if (n.done == n.nsteps || n.failed) continue;
+      moved |= progress_net(c, n);
+      all &= n.done == n.nsteps || n.failed;
+    }
+    if (all) break;
+    if (moved) {
+      idle = 0;
+    } else if (++idle > 64) {
+      ::usleep(50);  // the emulated ranks share the host's cores
+    }
+  }
+  for (NetTask& n : tasks) {
+    if (n.failed) {
+      std::fprintf(stderr, "scout-sim: rank %d: %s: the net plugin failed a transfer\n", c.rc()->global_rank,
+                   c.spec().name.c_str());
+      std::_Exit(1);  // NCCL reports the error and aborts the communicator
+    }
+  }
+}
+
+// All point-to-point tasks of a plan run together: sends are posted first, then the tasks the
+// net plugin carries run to completion, then receives are taken, then the sends wait for their
+// receivers (so grouped send/recv pairs cannot deadlock).
 void run_p2p(Communicator& c, std::vector<KernelTask*>& tasks) {
   if (tasks.empty()) return;
   Fabric* fab = c.rc()->fabric;
@@ -194,8 +297,28 @@ void run_p2p(Communicator& c, std::vector<KernelTask*>& tasks) {
   for (size_t i = 0; i < tasks.size(); ++i) kernelch_start(c, *tasks[i], t0, &ev[i]);
   for (KernelTask* t : tasks) maybe_crash(c, *t);
 
-  for (KernelTask* t : tasks) {
-    if (t->func != Func::kSend) continue;
+  // Tasks whose peer is on another host and connected through the net plugin.
+  std::vector<NetTask> net;
+  std::vector<size_t> net_of(tasks.size(), SIZE_MAX);
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    KernelTask* t = tasks[i];
+    NetPeerLink* l = t->func == Func::kSend ? c.net().send_link(t->peer) : c.net().recv_link(t->peer);
+    if (l == nullptr) continue;
+    NetTask n;
+    n.t = t;
+    n.link = l;
+    n.bytes = size_t(t->count) * kFloatBytes;
+    n.nsteps = int(std::max<size_t>(1, (n.bytes + kNetChunk - 1) / kNetChunk));
+    const int64_t slow_ms = c.rc()->faults.slowlink_p2p_ms(c.rc()->global_rank, c.spec().members[t->peer], t->step);
+    n.hold_ns = slow_ms * 1000000;
+    net_of[i] = net.size();
+    net.push_back(n);
+  }
+  auto on_net = [&](size_t i) { return net_of[i] != SIZE_MAX; };
+
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    KernelTask* t = tasks[i];
+    if (t->func != Func::kSend || on_net(i)) continue;
     MailboxHdr* m = fab->mailbox(id, me, t->peer);
     if (!m) continue;
     const uint64_t k = t->ordinal;
@@ -208,9 +331,24 @@ void run_p2p(Communicator& c, std::vector<KernelTask*>& tasks) {
     m->posted.store(k + 1, std::memory_order_release);
     publish(&m->epoch);
   }
+  if (!net.empty()) {
+    run_net(c, net);
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      if (!on_net(i)) continue;
+      KernelTask* t = tasks[i];
+      const int peer_g = c.spec().members[t->peer];
+      if (t->func == Func::kRecv && t->count && c.rc()->faults.linksdc_from(peer_g, t->step)) {
+        uint32_t u;
+        std::memcpy(&u, &t->recv[0], 4);
+        u ^= 1u << 20;
+        std::memcpy(&t->recv[0], &u, 4);
+      }
+      t_end[i] = net[net_of[i]].end_ns;
+    }
+  }
   for (size_t i = 0; i < tasks.size(); ++i) {
     KernelTask* t = tasks[i];
-    if (t->func != Func::kRecv) continue;
+    if (t->func != Func::kRecv || on_net(i)) continue;
     MailboxHdr* m = fab->mailbox(id, t->peer, me);
     if (!m) continue;
     const uint64_t k = t->ordinal;
@@ -234,7 +372,7 @@ void run_p2p(Communicator& c, std::vector<KernelTask*>& tasks) {
   }
   for (size_t i = 0; i < tasks.size(); ++i) {
     KernelTask* t = tasks[i];
-    if (t->func != Func::kSend) continue;
+    if (t->func != Func::kSend || on_net(i)) continue;
     MailboxHdr* m = fab->mailbox(id, me, t->peer);
     if (m) wait_for(&m->epoch, [&] { return m->consumed.load(std::memory_order_acquire) >= t->ordinal + 1; });
     t_end[i] = shm::wall_ns();

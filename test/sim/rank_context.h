@@ -11,6 +11,7 @@
 #include "test/sim/fabric.h"
 #include "test/sim/faults.h"
 #include "test/sim/layout.h"
+#include "test/sim/net_driver.h"
 #include "test/sim/options.h"
 #include "test/sim/profiler_driver.h"
 #include "test/sim/truth.h"
@@ -23,6 +24,7 @@ struct RankContext {
   int global_rank = 0;
   Fabric* fabric = nullptr;
   const ProfilerDriver* prof = nullptr;
+  const LoadedNet* net = nullptr;  // the net plugin (NCCL_NET_PLUGIN), or null: fabric only
   FaultPlan faults;
   TruthWriter* truth = nullptr;  // may be null (no ground truth)
   RankStatus* status = nullptr;  // may be null (in-process tests)

@@ -195,7 +195,16 @@ int rank_main(const SimOptions& o) {
                  g, env_or("RANK"), env_or("LOCAL_RANK"), env_or("WORLD_SIZE"), env_or("LOCAL_WORLD_SIZE"),
                  env_or("SCOUT_JOB_ID"), env_or("SCOUT_HOST"));
 
-  // NCCL loads the plugin at the first communicator init (docs/nccl-notes.md §1.1, 1.2).
+  // NCCL loads the net plugin, then the profiler plugin, at the first communicator init
+  // (docs/nccl-notes.md §1.1, 1.2, 6.1).
+  const char* nenv = std::getenv("NCCL_NET_PLUGIN");
+  LoadedNet net = load_net_plugin(nenv);
+  if (net.ok()) {
+    nccl_debug_log(abi::kLogInfo, 0x10, "scout-sim", __LINE__, "NET/Plugin: Loaded net plugin %s (v11) from %s",
+                   net.v11->name, net.opened.c_str());
+  } else if (nenv != nullptr && net.error != "disabled") {
+    nccl_debug_log(abi::kLogInfo, 0x10, "scout-sim", __LINE__, "NET/Plugin: %s", net.error.c_str());
+  }
   const char* env = std::getenv("NCCL_PROFILER_PLUGIN");
   if (env)
     nccl_debug_log(abi::kLogInfo, 0x80, "scout-sim", __LINE__, "NCCL_PROFILER_PLUGIN set by environment to %s", env);
@@ -218,6 +227,7 @@ int rank_main(const SimOptions& o) {
   rc.global_rank = g;
   rc.fabric = fabric.get();
   rc.prof = &prof;
+  rc.net = net.ok() ? &net : nullptr;
   rc.faults = FaultPlan(o.faults, g);
   rc.truth = &truth;
   rc.status = status;
@@ -231,6 +241,7 @@ int rank_main(const SimOptions& o) {
     nccl_debug_log(abi::kLogInfo, abi::kSubsysInit, "scout-sim", __LINE__, "Closing profiler plugin %s", prof.name());
     unload_profiler_plugin(&plugin);
   }
+  unload_net_plugin(&net);
   status->state.store(kRankDone, std::memory_order_release);
   return 0;
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <time.h>
+#include <unistd.h>
 
 #include <cstdint>
 
@@ -46,6 +47,7 @@ inline uint64_t fake_gpu_ns() {
 struct CommDescr {
   void* ctx = nullptr;
   abi::DescrV5 group_api{}, coll_api{}, launch{}, group{}, coll{}, kch[kChannels]{};
+  abi::DescrV5 proxy_send[kChannels]{}, proxy_recv[kChannels]{}, proxy_step{};
   uint64_t seq = 0;
 };
 
@@ -70,11 +72,60 @@ inline void build(CommDescr& c) {
   for (int i = 0; i < kChannels; ++i) {
     c.kch[i].type = abi::kEvKernelCh;
     c.kch[i].kernelCh.channelId = uint8_t(i);
+    for (abi::DescrV5* d : {&c.proxy_send[i], &c.proxy_recv[i]}) {
+      d->type = abi::kEvProxyOp;
+      d->proxyOp.pid = ::getpid();
+      d->proxyOp.channelId = uint8_t(i);
+      d->proxyOp.nSteps = 2;
+      d->proxyOp.chunkSize = 1 << 19;
+    }
+    c.proxy_send[i].proxyOp.peer = 1;  // the ring's next rank
+    c.proxy_send[i].proxyOp.isSend = 1;
+    c.proxy_recv[i].proxyOp.peer = 7;  // and its previous one
+  }
+  c.proxy_step.type = abi::kEvProxyStep;
+}
+
+// NCCL's ProxyOp/ProxyStep events of one collective's network transfers when the activation
+// mask asks for them (docs/nccl-notes.md §3.4): per channel a send op and a receive op of
+// `steps` steps each, with every state NCCL records, on the calling thread (the proxy thread).
+inline void proxy_events(const abi::ProfilerV5* t, CommDescr& c, void* op, int steps) {
+  for (int i = 0; i < kChannels; ++i) {
+    void* so;
+    void* ro;
+    c.proxy_send[i].parentObj = op;
+    c.proxy_recv[i].parentObj = op;
+    t->startEvent(c.ctx, &so, &c.proxy_send[i]);
+    t->startEvent(c.ctx, &ro, &c.proxy_recv[i]);
+    t->recordEventState(so, abi::kStateProxyOpInProgress, nullptr);
+    t->recordEventState(ro, abi::kStateProxyOpInProgress, nullptr);
+    for (int s = 0; s < steps; ++s) {
+      abi::StateArgs a;
+      a.proxyStep.transSize = 1 << 19;
+      void* ss;
+      void* rs;
+      c.proxy_step.parentObj = so;
+      c.proxy_step.proxyStep.step = s;
+      t->startEvent(c.ctx, &ss, &c.proxy_step);
+      t->recordEventState(ss, abi::kStateProxyStepSendGPUWait, nullptr);
+      t->recordEventState(ss, abi::kStateProxyStepSendPeerWait, nullptr);
+      t->recordEventState(ss, abi::kStateProxyStepSendWait, &a);
+      c.proxy_step.parentObj = ro;
+      t->startEvent(c.ctx, &rs, &c.proxy_step);
+      t->recordEventState(rs, abi::kStateProxyStepRecvWait, nullptr);
+      t->stopEvent(ss);
+      t->recordEventState(rs, abi::kStateProxyStepRecvFlushWait, &a);
+      t->recordEventState(rs, abi::kStateProxyStepRecvGPUWait, nullptr);
+      t->stopEvent(rs);
+    }
+    t->stopEvent(so);
+    t->stopEvent(ro);
   }
 }
 
-// Every callback of one collective, in NCCL's order.
-inline void one_collective(const abi::ProfilerV5* t, CommDescr& c, uint64_t gpu_t) {
+// Every callback of one collective, in NCCL's order; with `proxy_steps` > 0 also the ProxyOp and
+// ProxyStep events of its network transfers while the kernel runs (proxy_events).
+inline void one_collective(const abi::ProfilerV5* t, CommDescr& c, uint64_t gpu_t, int proxy_steps = 0) {
   void* ga;
   t->startEvent(c.ctx, &ga, &c.group_api);
   t->recordEventState(ga, abi::kStateGroupStartApiStop, nullptr);
@@ -103,6 +154,7 @@ inline void one_collective(const abi::ProfilerV5* t, CommDescr& c, uint64_t gpu_
     c.kch[i].kernelCh.pTimer = gpu_t + uint64_t(i);
     t->startEvent(c.ctx, &kh[i], &c.kch[i]);
   }
+  if (proxy_steps > 0) proxy_events(t, c, op, proxy_steps);
   for (int i = 0; i < kChannels; ++i) {
     abi::StateArgs a;
     a.kernelCh.pTimer = gpu_t + 20000 + uint64_t(i);
