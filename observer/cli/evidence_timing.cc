@@ -17,6 +17,20 @@ std::string series(const std::vector<double>& v) {
 // peers}: "tp1 (0x...), ranks 2-3: AllReduce of 4.0MiB takes 5.00ms (median of 10) vs 1.00ms on
 // 3 peer channels (5x)".
 std::string channel(const obs::EvChannel& c) {
+  if (c.source) {
+    // A directed network pair (docs/findings.md, slowlink classes net_link / net_endpoint):
+    // "net plugin rank 1 -> rank 3: transfers of 64.0KiB take 20.10ms (median of 120) vs 0.12ms on
+    // 3 other pairs (167x), 0.004 GB/s".
+    std::string s = std::string(*c.source == "net" ? "net plugin" : "ProxyStep") + " rank " +
+                    std::to_string(c.src.value_or(-1)) + " -> rank " + std::to_string(c.dst.value_or(-1));
+    if (c.comm) s += " in " + comm(c.comm);
+    s += ": transfers of " + fmt_bytes(c.bytes_bucket) + " take " + ms(c.median_ms) + " (median of " +
+         std::to_string(c.samples) + ")";
+    size_t np = c.peers > 0 ? static_cast<size_t>(c.peers) : 0;
+    s += " vs " + ms(c.peer_median_ms) + " on " + plural(np, "other pair", "other pairs") + " (" + num(c.ratio) + "x)";
+    if (c.gbps) s += ", " + num(*c.gbps) + " GB/s";
+    return s;
+  }
   std::string s = comm(c.comm) + ", " + ranks(c.ranks) + ": ";
   if (c.kind == "p2p") s += "point-to-point ";
   s += c.func;
@@ -63,6 +77,11 @@ void slowlink(const obs::Finding& f, const obs::SlowLinkEvidence& e, EvidenceTex
     t.line("class: endpoint (every compared channel of the rank is slow)");
   } else if (e.cls == "comm") {
     t.line("class: comm (a slow communicator that no rank or pair explains)");
+  } else if (e.cls == "net_link") {
+    t.line(
+        "class: net_link (a slow network pair from the link tables: the sender is the suspect, the receiver the peer)");
+  } else if (e.cls == "net_endpoint") {
+    t.line("class: net_endpoint (every network pair of the rank, to at least two peers, is slow)");
   } else {
     t.line("class: " + e.cls);
   }
@@ -75,6 +94,13 @@ void slowlink(const obs::Finding& f, const obs::SlowLinkEvidence& e, EvidenceTex
     for (const auto& c : e.normal) t.line(channel(c), 1);
   }
   const auto& th = e.thresholds;
+  if (th.window_s) {
+    t.line("thresholds: slow at " + num(th.factor) + "x the other pairs' median and at least " + ms(th.min_ms) +
+           " more per transfer, over the last " + num(*th.window_s) + " s with at least " +
+           std::to_string(th.min_transfers.value_or(0)) + " transfers, in " + std::to_string(th.confirm.value_or(0)) +
+           " consecutive passes");
+    return;
+  }
   t.line("thresholds: slow at " + num(th.factor) + "x the peers' median and at least " + ms(th.min_ms) +
          " more, over the last " + std::to_string(th.window) + " transfers of a channel");
 }

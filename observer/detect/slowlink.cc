@@ -152,7 +152,14 @@ void SlowLinkDetector::evaluate(const Model& m, int64_t now_ns, FindingBoard& bo
     if (n >= 2 && !normal_n.count(p)) endpoints.insert(p);
   }
   std::set<std::string> reported;
-  auto thresholds = [&] { return EvSlowThresholds{cfg_.factor, to_ms(cfg_.min_ns), cfg_.window, cfg_.noise_k}; };
+  auto thresholds = [&] {
+    EvSlowThresholds t;
+    t.factor = cfg_.factor;
+    t.min_ms = to_ms(cfg_.min_ns);
+    t.window = cfg_.window;
+    t.noise_k = cfg_.noise_k;
+    return t;
+  };
   auto base = [&](const Judged& j, Finding& f) {
     f.kind = FindingKind::kSlowLink;
     auto it = m.comms().find(j.ch.comm);

@@ -53,6 +53,11 @@ void Ingestor::attach_new() {
           uint32_t(std::min<uint64_t>((tbytes - shm::kGemmTableHeaderBytes) / shm::kGemmEntryBytes, 1u << 24));
       s->gemm_scratch.reserve(s->gemm_capacity);
     }
+    s->links = shm::link_table(*s->reader, &s->links_capacity);
+    if (s->links != nullptr) {
+      s->link_scratch.reserve(s->links_capacity);
+      s->link_info.delegate.reserve(sizeof(shm::LinkTableHeader::delegate));
+    }
     s->inode = uint64_t(st.st_ino);
     segs_.emplace(path, std::move(s));
     stats_.segments_attached++;
@@ -158,7 +163,18 @@ Ingestor::ReadResult Ingestor::read_segment(Segment& s, Model& model, int64_t no
     ring.cursor.poll(rd, r, cs.head, info.ring_capacity, s.owner_gone, on_record, on_lost);
   }
   if (s.gemm != nullptr) read_gemm(s);
+  if (s.links != nullptr) {
+    shm::read_link_info(s.links, s.links_capacity, &s.link_info);
+    s.link_scratch.clear();  // capacity reserved at attach: no allocation here
+    shm::read_links(s.links, s.links_capacity, &s.link_scratch);
+  }
   guard.leave();
+  if (s.links != nullptr) {
+    Proc& pr = model.proc(s.proc);
+    pr.has_links = true;
+    pr.link_info = s.link_info;
+    pr.links.assign(s.link_scratch.begin(), s.link_scratch.end());
+  }
   if (s.gemm != nullptr) {
     Proc& pr = model.proc(s.proc);
     pr.has_gemm = true;

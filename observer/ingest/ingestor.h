@@ -108,6 +108,11 @@ class Ingestor {
     uint32_t gemm_capacity = 0;
     GemmCaptureInfo gemm_info;
     std::vector<std::pair<shm::GemmKey, uint64_t>> gemm_scratch;
+    // Link table (kTableLinks): the same scheme, scratch reserved at attach.
+    const shm::LinkTableHeader* links = nullptr;
+    uint32_t links_capacity = 0;
+    shm::LinkTableInfo link_info;
+    std::vector<shm::LinkSnapshot> link_scratch;
   };
   // Copies the segment's GEMM table into s.gemm_info / s.gemm_scratch (inside the guard).
   static void read_gemm(Segment& s);

@@ -275,6 +275,10 @@ struct EvChannel {
   int samples = 0;
   int peers = 0;
   std::optional<double> min_diff_ms;  // least excess over the peers counted as slow
+  // Network links (kind "net" or "proxy": a directed pair judged from the link table).
+  std::optional<std::string> source;  // "net" (net plugin connection), "proxy" (ProxyStep)
+  std::optional<int> src, dst;        // global ranks of the sending and receiving end (-1 unknown)
+  std::optional<double> gbps;         // bytes / busy time of the window, GB/s
 };
 
 // The slow-link thresholds in force.
@@ -283,11 +287,15 @@ struct EvSlowThresholds {
   double min_ms = 0;
   int window = 0;
   std::optional<double> noise_k;  // a channel is slow beyond max(min_ms, noise_k x MAD of its peers)
+  // Network links (classes net_link, net_endpoint).
+  std::optional<int> min_transfers;
+  std::optional<double> window_s;
+  std::optional<int> confirm;
 };
 
 // Evidence of kind slowlink.
 struct SlowLinkEvidence {
-  std::string cls;  // "class": link, endpoint, comm
+  std::string cls;  // "class": link, endpoint, comm; net_link, net_endpoint (network links)
   std::vector<EvChannel> slow;
   std::vector<EvChannel> normal;  // up to 8
   EvSlowThresholds thresholds;
@@ -381,9 +389,11 @@ SCOUT_EVIDENCE_FIELDS(StragglerEvidence, req("comms", &S::comms), req("aggregate
 SCOUT_EVIDENCE_FIELDS(EvChannel, req("comm", &S::comm), req("kind", &S::kind), req("func", &S::func),
                       req("bytes_bucket", &S::bytes_bucket), req("ranks", &S::ranks), req("median_ms", &S::median_ms),
                       req("peer_median_ms", &S::peer_median_ms), req("ratio", &S::ratio), req("samples", &S::samples),
-                      req("peers", &S::peers), opt("min_diff_ms", &S::min_diff_ms))
+                      req("peers", &S::peers), opt("min_diff_ms", &S::min_diff_ms), opt("source", &S::source),
+                      opt("src", &S::src), opt("dst", &S::dst), opt("gbps", &S::gbps))
 SCOUT_EVIDENCE_FIELDS(EvSlowThresholds, req("factor", &S::factor), req("min_ms", &S::min_ms), req("window", &S::window),
-                      opt("noise_k", &S::noise_k))
+                      opt("noise_k", &S::noise_k), opt("min_transfers", &S::min_transfers),
+                      opt("window_s", &S::window_s), opt("confirm", &S::confirm))
 SCOUT_EVIDENCE_FIELDS(SlowLinkEvidence, req("class", &S::cls), req("slow", &S::slow), req("normal", &S::normal),
                       req("thresholds", &S::thresholds))
 

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/link_reader.h"
 #include "common/segment_reader.h"
 #include "observer/model/job.h"
 
@@ -57,6 +58,11 @@ struct Proc {
   bool has_gemm = false;
   GemmCaptureInfo gemm;
   std::vector<std::pair<shm::GemmKey, uint64_t>> gemm_shapes;  // class, count
+  // Link table (segment table kTableLinks: net plugin connections, ProxyStep peers), as of the
+  // latest pass, when the segment has one (docs/record-format.md, "Link table").
+  bool has_links = false;
+  shm::LinkTableInfo link_info;
+  std::vector<shm::LinkSnapshot> links;
 };
 constexpr size_t kTimelineLen = 256;
 

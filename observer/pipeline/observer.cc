@@ -28,6 +28,7 @@ Observer::Observer(ObserverOptions opt, Sink* sink)
       equiv_(opt_.equiv),
       straggler_(opt_.straggler),
       slowlink_(opt_.slowlink),
+      netlink_(opt_.netlink),
       hang_(opt_.hang) {
   if (opt_.replay.enabled)
     replay_ = std::make_unique<ReplayCoordinator>(opt_.replay, opt_.job, opt_.shm_dir, opt_.node_rank, opt_.log);
@@ -54,6 +55,7 @@ void Observer::pass(int64_t now_ns) {
   hang_.pass(model_, now_ns, board_);
   straggler_.evaluate(model_, now_ns, board_);
   slowlink_.evaluate(model_, now_ns, board_);
+  netlink_.pass(model_, now_ns, board_);
   if (replay_) replay_->step(model_, board_, now_ns);
   write(now_ns, out);
   reclaim(now_ns);

@@ -11,7 +11,8 @@
 //   3. judge         metadata and fingerprint consensus of finished operations (desync, sdc),
 //                    summaries for the store; judged operations leave the Model;
 //   4. windows       NaN origin, equivalent communicators, straggler and slow-link windows;
-//   5. hangs         wait-for analysis (hang, deadlock, crash), then straggler/slow-link verdicts;
+//   5. hangs         wait-for analysis (hang, deadlock, crash), then straggler/slow-link verdicts
+//                    and the network links of the link tables (netlink.h);
 //   5b. replay       apply a finished replay cycle, mark straggler causes, start the next cycle
 //                    (observer/pipeline/replay_coordinator.h; never waits for replay);
 //   6. write         job, ranks, communicators, operations and changed findings to the Sink;
@@ -31,6 +32,7 @@
 #include "observer/detect/equiv.h"
 #include "observer/detect/hang.h"
 #include "observer/detect/nan_origin.h"
+#include "observer/detect/netlink.h"
 #include "observer/detect/op_judge.h"
 #include "observer/detect/slowlink.h"
 #include "observer/detect/straggler.h"
@@ -98,6 +100,7 @@ class Observer {
   EquivChecker equiv_;
   StragglerDetector straggler_;
   SlowLinkDetector slowlink_;
+  NetLinkDetector netlink_;
   HangDetector hang_;
   CrossNodeStep cross_node_;
   AfterPassStep after_pass_;

@@ -40,6 +40,11 @@ bool options_from_config(const config::Config& cfg, ObserverOptions* out, std::s
     }
   }
   o.slowlink.noise_k = cfg.observer_slow_noise_k;
+  o.netlink.factor = cfg.observer_net_factor;
+  o.netlink.min_ns = int64_t(std::llround(cfg.observer_net_min_us * 1e3));
+  o.netlink.min_transfers = uint64_t(cfg.observer_net_min_transfers);
+  o.netlink.window_ns = int64_t(std::llround(cfg.observer_net_window_s * 1e9));
+  o.netlink.confirm = int(cfg.observer_net_confirm);
   if (!cfg.equiv.empty() && !parse_equiv(cfg.equiv, ';', &o.equiv, error)) {
     if (error) *error = "SCOUT_EQUIV: " + *error;
     return false;

@@ -9,6 +9,7 @@
 
 #include "observer/detect/equiv.h"
 #include "observer/detect/hang.h"
+#include "observer/detect/netlink.h"
 #include "observer/detect/op_judge.h"
 #include "observer/detect/slowlink.h"
 #include "observer/detect/straggler.h"
@@ -33,6 +34,7 @@ struct ObserverOptions {
   HangConfig hang;
   StragglerConfig straggler;
   SlowLinkConfig slowlink;
+  NetLinkConfig netlink;
   std::vector<EquivGroup> equiv;
   ReplayOptions replay;                         // off unless enabled (the SCOUT_REPLAY registry default is on)
   LivenessFn liveness;                          // empty: owner_running

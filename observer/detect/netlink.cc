@@ -1,0 +1,347 @@
+#include "observer/detect/netlink.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <tuple>
+#include <vector>
+
+#include "common/paths.h"
+#include "observer/detect/finding_util.h"
+#include "observer/detect/stats.h"
+#include "observer/model/evidence.h"
+
+namespace scout::obs {
+namespace {
+
+// Middle of histogram bucket b, ns.
+double bucket_mid(int b) {
+  double lo = double(shm::link_hist_floor(b));
+  double hi = b + 1 < shm::kLinkHistBuckets ? double(shm::link_hist_floor(b + 1)) : double(uint64_t(1) << 32);
+  return (lo + hi) / 2;
+}
+
+// The q-quantile (0 < q < 1) of a histogram with n counts, ns.
+double quantile(const std::array<uint64_t, shm::kLinkHistBuckets>& h, uint64_t n, double q) {
+  uint64_t want = std::max<uint64_t>(1, uint64_t(double(n) * q + 0.5));
+  uint64_t c = 0;
+  for (int b = 0; b < shm::kLinkHistBuckets; ++b) {
+    c += h[b];
+    if (c >= want) return bucket_mid(b);
+  }
+  return bucket_mid(shm::kLinkHistBuckets - 1);
+}
+
+int log2_floor(uint64_t v) {
+  int b = 0;
+  while (v > 1) {
+    v >>= 1;
+    ++b;
+  }
+  return b;
+}
+
+std::string us_words(double ns) {
+  char buf[32];
+  if (ns >= 1e6) {
+    std::snprintf(buf, sizeof(buf), "%.2f ms", ns / 1e6);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.1f us", ns / 1e3);
+  }
+  return buf;
+}
+
+// The window's figures of one pair.
+struct Judged {
+  NetLinkDetector::Pair pair;
+  int src_proc = -1;
+  int src_global = -1, dst_global = -1;
+  int src_id = -1, dst_id = -1;  // ends for the intersection: the global rank, or a negative id
+                                 // of (communicator, comm rank) when the global rank is unknown
+  uint64_t transfers = 0, bytes = 0, busy = 0, total = 0;
+  std::array<uint64_t, shm::kLinkHistBuckets> hist{};
+  double median = 0, low = 0, peer = 0;
+  int peers = 0, bucket = 0;
+  bool slow = false;       // slow in this pass
+  bool confirmed = false;  // slow for `confirm` passes
+};
+
+// The process of global rank `g` (the latest one seen), -1 if none.
+int proc_of_global(const Model& m, int g) {
+  int found = -1;
+  for (const Proc& p : m.procs()) {
+    if (p.global_rank == g && g >= 0) found = p.id;
+  }
+  return found;
+}
+
+}  // namespace
+
+void NetLinkDetector::pass(const Model& m, int64_t now_ns, FindingBoard& board) {
+  std::map<Pair, Judged> pairs;
+  std::set<EntryKey> live;
+  for (const Proc& p : m.procs()) {
+    if (!p.has_links) continue;
+    for (const shm::LinkSnapshot& e : p.links) {
+      if (e.dir != shm::kLinkSend || (e.source != shm::kLinkSourceNet && e.source != shm::kLinkSourceProxy)) continue;
+      Pair k;
+      k.source = e.source;
+      k.src_host = p.host;
+      k.src_pid = p.pid;
+      if (e.source == shm::kLinkSourceNet) {
+        if (e.peer_global_rank < 0) continue;  // the peer is not known: nothing to name
+        k.dst_global = e.peer_global_rank;
+      } else {
+        k.comm_hash = e.comm_hash;
+        k.comm_nranks = e.comm_nranks;
+        k.dst_comm_rank = e.peer_rank;
+      }
+      EntryKey ek{p.host, p.pid, e.index};
+      live.insert(ek);
+      std::deque<Snap>& q = snaps_[ek];
+      Snap s;
+      s.t = now_ns;
+      s.transfers = e.transfers;
+      s.bytes = e.bytes;
+      s.busy = e.busy_ns;
+      s.hist = e.hist;
+      q.push_back(s);
+      while (q.size() > 2 && q[1].t <= now_ns - cfg_.window_ns) q.pop_front();
+      Judged& j = pairs[k];
+      j.pair = k;
+      j.src_proc = p.id;
+      j.src_global = p.global_rank;
+      j.total += e.transfers;
+      const Snap& a = q.front();
+      const Snap& b = q.back();
+      if (b.transfers < a.transfers) continue;  // a reused table (new load cycle): no window yet
+      j.transfers += b.transfers - a.transfers;
+      j.bytes += b.bytes - a.bytes;
+      j.busy += b.busy - a.busy;
+      for (int i = 0; i < shm::kLinkHistBuckets; ++i) j.hist[i] += uint32_t(b.hist[i] - a.hist[i]);
+    }
+  }
+  for (auto it = snaps_.begin(); it != snaps_.end();) it = live.count(it->first) ? std::next(it) : snaps_.erase(it);
+
+  // Receiving ends by global rank (a ProxyStep peer on another node is known to this observer by
+  // its comm rank only: it gets a negative id of its own).
+  std::map<std::tuple<uint64_t, int, int>, int> anon;
+  std::map<int, std::pair<const Comm*, int>> anon_of;  // negative id -> (communicator, comm rank)
+  for (auto& [k, j] : pairs) {
+    if (k.source == shm::kLinkSourceNet) {
+      j.dst_global = k.dst_global;
+    } else {
+      auto cit = m.comms().find(CommKey{k.comm_hash, k.comm_nranks});
+      if (cit != m.comms().end() && k.dst_comm_rank >= 0 && k.dst_comm_rank < int(cit->second.ranks.size())) {
+        int dp = cit->second.ranks[size_t(k.dst_comm_rank)].proc;
+        if (dp >= 0) j.dst_global = m.proc(dp).global_rank;
+      }
+      if (j.dst_global < 0) {
+        auto [it, fresh] = anon.try_emplace({k.comm_hash, k.comm_nranks, k.dst_comm_rank}, -int(anon.size()) - 2);
+        j.dst_id = it->second;
+        if (fresh) anon_of[j.dst_id] = {cit != m.comms().end() ? &cit->second : nullptr, k.dst_comm_rank};
+      }
+    }
+    if (j.dst_id == -1) j.dst_id = j.dst_global;
+    j.src_id = j.src_global >= 0 ? j.src_global : -1;
+  }
+
+  // Judge within classes (source, size class).
+  std::map<std::pair<uint8_t, int>, std::vector<Judged*>> classes;
+  for (auto& [k, j] : pairs) {
+    if (j.transfers < cfg_.min_transfers) continue;
+    j.median = quantile(j.hist, j.transfers, 0.5);
+    j.low = quantile(j.hist, j.transfers, 0.25);
+    j.bucket = log2_floor(j.bytes / j.transfers);
+    classes[{k.source, j.bucket}].push_back(&j);
+  }
+  std::vector<Judged*> judged;
+  for (auto& [ck, v] : classes) {
+    if (v.size() < 2) continue;
+    for (Judged* j : v) {
+      std::vector<double> others;
+      for (Judged* o : v) {
+        if (o != j) others.push_back(o->median);
+      }
+      j->peer = median(others);
+      j->peers = int(others.size());
+      j->slow = j->median >= cfg_.factor * j->peer && j->median - j->peer >= double(cfg_.min_ns) &&
+                j->low >= cfg_.factor * j->peer;
+      judged.push_back(j);
+    }
+  }
+  for (Judged* j : judged) {
+    int& n = slow_for_[j->pair];
+    uint64_t& seen = seen_[j->pair];
+    bool fresh = j->total > seen;
+    seen = j->total;
+    if (!j->slow) {
+      n = 0;
+    } else if (fresh) {
+      n++;
+    }
+    j->confirmed = j->slow && n >= cfg_.confirm;
+  }
+
+  // Intersection by global rank.
+  auto slow_or_normal = [](const Judged* j) { return j->confirmed || !j->slow; };
+  std::map<int, std::set<int>> slow_peers;
+  std::map<int, int> normal_n;
+  for (const Judged* j : judged) {
+    if (!slow_or_normal(j) || j->src_id < 0 || j->dst_id == -1) continue;
+    if (j->confirmed) {
+      slow_peers[j->src_id].insert(j->dst_id);
+      slow_peers[j->dst_id].insert(j->src_id);
+    } else {
+      normal_n[j->src_id]++;
+      normal_n[j->dst_id]++;
+    }
+  }
+  std::set<int> endpoints;
+  for (const auto& [g, peers] : slow_peers) {
+    if (g >= 0 && peers.size() >= 2 && !normal_n.count(g)) endpoints.insert(g);
+  }
+
+  auto suspect = [&](int id, int proc_hint) {
+    if (id < -1) {  // known by its comm rank only
+      auto [c, rank] = anon_of[id];
+      return c != nullptr ? suspect_of(m, *c, rank) : Suspect{};
+    }
+    int proc = proc_hint >= 0 ? proc_hint : proc_of_global(m, id);
+    if (proc >= 0) return suspect_of(m, proc);
+    Suspect s;
+    s.global_rank = id;
+    return s;
+  };
+  auto end_words = [&](int id) {
+    if (id >= 0) return "rank " + std::to_string(id);
+    auto [c, rank] = anon_of[id];
+    return "comm rank " + std::to_string(rank) + (c != nullptr ? " of " + comm_label(*c) : std::string());
+  };
+  auto channel = [&](const Judged& j) {
+    EvChannel c;
+    auto cit = m.comms().find(CommKey{j.pair.comm_hash, j.pair.comm_nranks});
+    if (j.pair.source == shm::kLinkSourceProxy && cit != m.comms().end()) c.comm = ev_comm(cit->second);
+    c.kind = j.pair.source == shm::kLinkSourceNet ? "net" : "proxy";
+    c.func = "Send";
+    c.bytes_bucket = uint64_t(1) << j.bucket;
+    c.ranks = {j.src_global, j.dst_global};
+    c.median_ms = to_ms(int64_t(j.median));
+    c.peer_median_ms = to_ms(int64_t(j.peer));
+    c.ratio = j.peer > 0 ? j.median / j.peer : 0;
+    c.samples = int(std::min<uint64_t>(j.transfers, 1u << 30));
+    c.peers = j.peers;
+    c.min_diff_ms = to_ms(cfg_.min_ns);
+    c.source = c.kind;
+    c.src = j.src_global;
+    c.dst = j.dst_global;
+    c.gbps = j.busy > 0 ? double(j.bytes) / double(j.busy) : 0;
+    return c;
+  };
+  EvSlowThresholds th;
+  th.factor = cfg_.factor;
+  th.min_ms = to_ms(cfg_.min_ns);
+  th.window = int(std::min<int64_t>(cfg_.window_ns / 1000000000, 1 << 30));
+  th.min_transfers = int(std::min<uint64_t>(cfg_.min_transfers, 1u << 30));
+  th.window_s = double(cfg_.window_ns) / 1e9;
+  th.confirm = cfg_.confirm;
+  auto where = [&](const Judged& j) {
+    return std::string(j.pair.source == shm::kLinkSourceNet ? "net plugin" : "ProxyStep") + " transfers of about " +
+           std::to_string(uint64_t(1) << j.bucket) + " bytes from rank " + std::to_string(j.src_global) + " to " +
+           end_words(j.dst_id) + " take " + us_words(j.median) + " (median of " + std::to_string(j.transfers) +
+           ") vs " + us_words(j.peer) + " on " + std::to_string(j.peers) + " other " +
+           (j.peers == 1 ? "pair" : "pairs");
+  };
+  auto set_comm_of = [&](Finding& f, const Judged& j) {
+    if (j.pair.source != shm::kLinkSourceProxy) return;
+    auto cit = m.comms().find(CommKey{j.pair.comm_hash, j.pair.comm_nranks});
+    if (cit != m.comms().end()) set_comm(f, cit->second);
+  };
+
+  // Dedup keys: the slow-link detector's own (slowlink.h) when the processes are known, so that a
+  // link both see is one finding (the later report of a pass carries its evidence); global ranks
+  // otherwise.
+  auto proc_key = [&](int proc) { return m.proc(proc).host + ":" + std::to_string(m.proc(proc).pid); };
+  auto endpoint_key = [&](int g, int proc_hint) {
+    int proc = proc_hint >= 0 ? proc_hint : proc_of_global(m, g);
+    return proc >= 0 ? "slowlink:endpoint:" + proc_key(proc) : "slowlink:net_endpoint:" + std::to_string(g);
+  };
+  auto link_key = [&](int ga, int pa, int gb) {
+    int a = pa >= 0 ? pa : proc_of_global(m, ga), b = gb >= 0 ? proc_of_global(m, gb) : -1;
+    if (a >= 0 && b >= 0) return "slowlink:link:" + proc_key(std::min(a, b)) + ":" + proc_key(std::max(a, b));
+    if (gb >= 0) {
+      return "slowlink:net_link:" + std::to_string(std::min(ga, gb)) + ":" + std::to_string(std::max(ga, gb));
+    }
+    auto [c, rank] = anon_of[gb];
+    return "slowlink:net_link:" + std::to_string(ga) + ":" + (c != nullptr ? hex64(c->key.hash) : "?") + ":" +
+           std::to_string(rank);
+  };
+
+  std::set<std::string> reported;
+  for (int g : endpoints) {
+    Finding f;
+    f.kind = FindingKind::kSlowLink;
+    f.verdict = Verdict::kAttributed;
+    SlowLinkEvidence ev{"net_endpoint", {}, {}, th};
+    const Judged* first = nullptr;
+    for (const Judged* j : judged) {
+      if (!j->confirmed || (j->src_id != g && j->dst_id != g)) continue;
+      if (first == nullptr || j->median > first->median) first = j;
+      ev.slow.push_back(channel(*j));
+    }
+    if (first == nullptr) continue;
+    f.suspects.push_back(suspect(g, first->src_global == g ? first->src_proc : -1));
+    set_comm_of(f, *first);
+    f.first_seen_ns = now_ns;
+    f.last_seen_ns = now_ns;
+    f.dedup_key = endpoint_key(g, first->src_global == g ? first->src_proc : -1);
+    f.evidence = to_json(ev);
+    f.summary = "rank " + std::to_string(g) + " is a slow network endpoint: its transfers to or from " +
+                std::to_string(slow_peers[g].size()) + " peers are slow (" + where(*first) + ")";
+    board.report(f);
+    reported.insert(f.dedup_key);
+  }
+  std::map<std::pair<int, int>, std::vector<const Judged*>> links;
+  for (const Judged* j : judged) {
+    if (!j->confirmed || j->src_id < 0 || j->dst_id == -1) continue;
+    if (endpoints.count(j->src_id) || endpoints.count(j->dst_id)) continue;
+    links[{std::min(j->src_id, j->dst_id), std::max(j->src_id, j->dst_id)}].push_back(j);
+  }
+  for (const auto& [ab, v] : links) {
+    const Judged* worst = v.front();
+    for (const Judged* j : v) {
+      if (j->median > worst->median) worst = j;
+    }
+    Finding f;
+    f.kind = FindingKind::kSlowLink;
+    f.verdict = Verdict::kAttributed;
+    SlowLinkEvidence ev{"net_link", {}, {}, th};
+    for (const Judged* j : v) ev.slow.push_back(channel(*j));
+    for (const Judged* o : judged) {
+      if (o->slow || ev.normal.size() >= 8) continue;
+      bool shares = o->src_id == ab.first || o->src_id == ab.second || o->dst_id == ab.first || o->dst_id == ab.second;
+      if (shares) ev.normal.push_back(channel(*o));
+    }
+    f.suspects.push_back(suspect(worst->src_global, worst->src_proc));
+    f.peer = suspect(worst->dst_id, -1);
+    set_comm_of(f, *worst);
+    f.first_seen_ns = now_ns;
+    f.last_seen_ns = now_ns;
+    f.dedup_key = link_key(worst->src_global, worst->src_proc, worst->dst_id);
+    f.evidence = to_json(ev);
+    f.summary = "the network link between rank " + std::to_string(worst->src_global) + " and " +
+                end_words(worst->dst_id) + " is slow: " + where(*worst);
+    board.report(f);
+    reported.insert(f.dedup_key);
+  }
+  // Close what this detector no longer sees, unless the slow-link detector reported the same key
+  // in this pass (it then still sees the failure).
+  for (const std::string& k : open_) {
+    if (reported.count(k)) continue;
+    const Finding* f = board.find(k);
+    if (f != nullptr && f->open && f->last_seen_ns >= now_ns) continue;
+    board.close(k, now_ns);
+  }
+  open_ = reported;
+}
+
+}  // namespace scout::obs

@@ -1,0 +1,86 @@
+// Slow network links from the link tables of the segments (docs/observer.md, "Network links";
+// the table: docs/record-format.md, "Link table"): per-connection timing of the net plugin half
+// and ProxyStep timing of NCCL's own transports, turned into directed per-pair transfer times.
+//
+// Each pass takes every process's send entries (a send's duration is the link's own time once it
+// had the data; a receive's also holds waiting for its sender, so receive entries are not
+// judged) and keeps, per entry, snapshots of its cumulative counters over the last `window_ns`.
+// The window's difference of the duration histograms, summed over the entries of one directed
+// pair (src process -> dst: the listener's global rank for net connections; the peer's comm
+// rank in its communicator for ProxyStep entries), gives the pair's median and lower quartile
+// transfer time, its bytes and GB/s. Pairs with at least `min_transfers` transfers in the window
+// are compared within their class (source, and mean bytes per transfer rounded down to a power
+// of two):
+//     slow when median >= factor * r and median - r >= min_ns and lower quartile >= factor * r
+// with r the median of the other pairs' medians (a class needs two pairs). A pair counts as slow
+// once it was slow in `confirm` consecutive passes that brought new transfers; until then it
+// neither accuses nor clears anyone. Intersection: a rank whose slow pairs reach at least two
+// distinct peers and which has no normal pair is a slow endpoint (class net_endpoint); other slow
+// pairs name their link (class net_link: the sender of the slower direction as suspect, the
+// other end as peer). Findings stay open while slow and close when the pairs are normal again.
+// A link or endpoint whose processes are known takes the slow-link detector's dedup key
+// (slowlink.h): a pair that operation times show slow too is one finding, kept open while either
+// detector sees it.
+#pragma once
+
+#include <array>
+#include <compare>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <set>
+#include <string>
+
+#include "observer/model/finding_board.h"
+#include "observer/model/model.h"
+
+namespace scout::obs {
+
+struct NetLinkConfig {
+  double factor = 2.0;                 // SCOUT_OBSERVER_NET_FACTOR
+  int64_t min_ns = 50'000;             // SCOUT_OBSERVER_NET_MIN_US
+  uint64_t min_transfers = 16;         // SCOUT_OBSERVER_NET_MIN_TRANSFERS
+  int64_t window_ns = 10'000'000'000;  // SCOUT_OBSERVER_NET_WINDOW_S
+  int confirm = 3;                     // SCOUT_OBSERVER_NET_CONFIRM
+};
+
+class NetLinkDetector {
+ public:
+  explicit NetLinkDetector(NetLinkConfig cfg) : cfg_(cfg) {}
+  // One observer pass at observer time `now_ns`: reads Proc::links of every process, judges the
+  // pairs, reports and closes slowlink findings on `board`.
+  void pass(const Model& m, int64_t now_ns, FindingBoard& board);
+
+  // A directed pair: source, sending process, and the receiving end (net: its global rank; proxy:
+  // the communicator and the peer's comm rank).
+  struct Pair {
+    uint8_t source = 0;
+    std::string src_host;
+    int src_pid = 0;
+    int dst_global = -1;     // net
+    uint64_t comm_hash = 0;  // proxy
+    int comm_nranks = 0;     // proxy
+    int dst_comm_rank = -1;  // proxy
+    auto operator<=>(const Pair&) const = default;
+  };
+
+ private:
+  struct Snap {
+    int64_t t = 0;
+    uint64_t transfers = 0, bytes = 0, busy = 0;
+    std::array<uint32_t, shm::kLinkHistBuckets> hist{};
+  };
+  struct EntryKey {
+    std::string host;
+    int pid = 0;
+    uint32_t index = 0;
+    auto operator<=>(const EntryKey&) const = default;
+  };
+  NetLinkConfig cfg_;
+  std::map<EntryKey, std::deque<Snap>> snaps_;
+  std::map<Pair, int> slow_for_;   // consecutive slow passes with new transfers
+  std::map<Pair, uint64_t> seen_;  // cumulative transfers at the previous pass
+  std::set<std::string> open_;
+};
+
+}  // namespace scout::obs

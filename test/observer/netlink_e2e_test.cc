@@ -1,0 +1,196 @@
+// End to end, network links (docs/net-plugin.md; docs/observer.md, "Network links"): scout-sim
+// runs a job over two emulated hosts with libnccl-profiler-scout.so as both its profiler and its
+// net plugin (NCCL_NET_PLUGIN), wrapping the test delegate (TCP between the rank processes);
+// scout-observer watches; the findings in its store are compared with the ground truth, which
+// the sim and the plugin's drills append to the same file.
+//
+// Thresholds for this machine: the delayed transfers take 20 ms more than the others, whose
+// loopback TCP transfers take tens to hundreds of microseconds; the floor stays at its default.
+#include <signal.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <set>
+#include <thread>
+
+#include "common/link_reader.h"
+#include "observer/model/evidence.h"
+#include "observer/store/reader.h"
+#include "test/support/subprocess.h"
+#include "test/support/tmpdir.h"
+#include "test/support/truth.h"
+
+namespace {
+
+using scout::testing::build_path;
+using scout::testing::Named;
+using scout::testing::ProcessResult;
+using scout::testing::read_truth;
+using scout::testing::show;
+using scout::testing::Subprocess;
+using scout::testing::TempDir;
+
+struct Outcome {
+  std::set<Named> truth, found;
+  std::vector<scout::obs::Finding> findings;
+  ProcessResult sim;
+  std::string observer_err;
+  // From the segments' link tables (send entries): transfers of net plugin connections and
+  // ProxyStep steps timed.
+  uint64_t net_transfers = 0, proxy_steps = 0;
+};
+
+void count_links(const std::string& dir, Outcome* o) {
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().filename().string().rfind("scout.", 0) != 0) continue;
+    std::string err;
+    auto rd = scout::shm::SegmentReader::open(e.path().string(), &err);
+    if (!rd) continue;
+    uint32_t cap = 0;
+    const scout::shm::LinkTableHeader* t = scout::shm::link_table(*rd, &cap);
+    if (t == nullptr) continue;
+    std::vector<scout::shm::LinkSnapshot> ls;
+    scout::shm::read_links(t, cap, &ls);
+    for (const auto& l : ls) {
+      if (l.dir != scout::shm::kLinkSend) continue;
+      (l.source == scout::shm::kLinkSourceNet ? o->net_transfers : o->proxy_steps) += l.transfers;
+    }
+  }
+}
+
+// Runs scout-sim with `sim_args` under `nodes` scout-observers: one per emulated host
+// (--host node<k>, node-rank k, a file rendezvous; node 0 is the leader whose store is read), or
+// with `nodes` = 0 one observer reading every emulated host's segments (--host '*').
+// `wanted(finding)` says when the leader's store has what the test waits for.
+template <class Wanted>
+Outcome run(const std::string& job, int nodes, const std::vector<std::string>& sim_args,
+            const std::map<std::string, std::string>& extra_env, Wanted wanted) {
+  TempDir dir;
+  std::map<std::string, std::string> env = {
+      {"SCOUT_SHM_DIR", dir.path()},
+      {"SCOUT_STATE_DIR", dir.path() + "/state"},
+      {"SCOUT_FP_BUDGET", "0"},
+      {"SCOUT_TRUTH", dir.path() + "/truth.jsonl"},
+      {"SCOUT_OBSERVER_NET_WINDOW_S", "3"},
+      {"SCOUT_OBSERVER_NET_MIN_TRANSFERS", "8"},
+      {"SCOUT_NET_HOST", "127.0.0.1"},
+      {"SCOUT_NET_INTERVAL_MS", "100"},
+      {"SCOUT_NET_TIMEOUT_MS", "10000"},
+      {"SCOUT_NET_JOIN_TIMEOUT_MS", "30000"},
+  };
+  for (const auto& [k, v] : extra_env) env[k] = v;
+  auto store = [&](int k) { return dir.path() + "/node-" + std::to_string(k) + ".db"; };
+  std::vector<std::unique_ptr<Subprocess>> observers;
+  for (int k = 0; k < std::max(1, nodes); ++k) {
+    std::vector<std::string> argv = {build_path("bin/scout-observer"),
+                                     "--job",
+                                     job,
+                                     "--hang-timeout",
+                                     "5",
+                                     "--interval",
+                                     "100",
+                                     "--store",
+                                     store(k)};
+    if (nodes == 0) {
+      argv.insert(argv.end(), {"--host", "*"});
+    } else {
+      argv.insert(argv.end(), {"--host", "node" + std::to_string(k), "--nodes", std::to_string(nodes), "--node-rank",
+                               std::to_string(k), "--rdzv", "file:" + dir.path() + "/rdzv"});
+    }
+    observers.push_back(std::make_unique<Subprocess>(argv, env));
+  }
+  std::vector<std::string> argv = {build_path("bin/scout-sim"), "--job", job, "--truth", dir.path() + "/truth.jsonl"};
+  argv.insert(argv.end(), sim_args.begin(), sim_args.end());
+  Outcome o;
+  o.sim = scout::testing::run_process(argv, env, 240);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    bool done = false;
+    if (std::filesystem::exists(store(0))) {
+      try {
+        for (const auto& f : scout::store::StoreReader::open(store(0))->findings()) done |= wanted(f);
+      } catch (const std::exception&) {}
+    }
+    if (done) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  for (auto& ob : observers) ob->signal(SIGTERM);
+  for (size_t k = 0; k < observers.size(); ++k) {
+    ProcessResult r = observers[k]->wait(60);
+    o.observer_err += "--- observer " + std::to_string(k) + "\n" + r.err;
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+  }
+  o.findings = scout::store::StoreReader::open(store(0))->findings();
+  for (const auto& f : o.findings) {
+    Named n{to_string(f.kind), {}};
+    for (const auto& s : f.suspects) n.ranks.insert(s.global_rank);
+    if (f.peer) n.ranks.insert(f.peer->global_rank);
+    o.found.insert(n);
+  }
+  for (const Named& n : read_truth(dir.path() + "/truth.jsonl")) o.truth.insert(n);
+  count_links(dir.path(), &o);
+  return o;
+}
+
+std::string evidence_class(const scout::obs::Finding& f) { return f.evidence.value("class", std::string()); }
+
+// delay:peer=3 on every link touching rank 3: ranks 0..3 on two hosts (node0: 0, 1; node1: 2, 3),
+// one observer per host; pipeline pairs {0, 2} and {1, 3} exchange their activations and
+// gradients across the hosts through the net plugin. Each node's observer judges the pairs its
+// ranks send on (node0: 0 -> 2 and 1 -> 3; node1: 2 -> 0 and 3 -> 1); the leader's store names the
+// link {1, 3} (class net_link from the link tables), nothing else.
+TEST(NetLinkEndToEnd, DelayDrillIsNamedAsASlowLinkTouchingR) {
+  const std::string plugin = build_path("lib/libnccl-profiler-scout.so");
+  Outcome o = run("netdelay", 2, {"--ranks", "4", "--pp", "2", "--nodes", "2", "--steps", "60", "--step-ms", "5"},
+                  {{"NCCL_NET_PLUGIN", plugin},
+                   {"SCOUT_NET_DELEGATE", build_path("lib/libnccl-net-scouttest.so")},
+                   {"SCOUT_NET_FAULT", "delay:peer=3,ms=20"},
+                   {"SCOUT_PROXY_TIMING", "0"}},
+                  [](const scout::obs::Finding& f) { return evidence_class(f) == "net_link"; });
+  ASSERT_EQ(o.sim.exit_code, 0) << o.sim.err;
+  EXPECT_EQ(o.truth, (std::set<Named>{{"slowlink", {1, 3}}})) << show({o.truth.begin(), o.truth.end()});
+  EXPECT_EQ(o.found, o.truth) << "found:" << show({o.found.begin(), o.found.end()}) << "\n" << o.observer_err;
+  bool net = false;
+  for (const auto& f : o.findings) {
+    if (evidence_class(f) != "net_link") continue;
+    net = true;
+    EXPECT_EQ(f.verdict, scout::obs::Verdict::kAttributed);
+    scout::obs::SlowLinkEvidence ev;
+    std::string err;
+    ASSERT_TRUE(scout::obs::read_evidence(f.evidence, &ev, &err)) << err;
+    ASSERT_FALSE(ev.slow.empty());
+    for (const auto& c : ev.slow) {
+      EXPECT_EQ(c.source, std::optional<std::string>("net"));
+      EXPECT_EQ(std::set<int>({*c.src, *c.dst}), std::set<int>({1, 3}));
+      // Every delayed transfer took at least the drill's 20 ms; the median is the middle of its
+      // quarter-octave histogram bucket, [16.8, 21.0) ms (docs/record-format.md, "Link table").
+      EXPECT_GE(c.median_ms, 16.7);
+      EXPECT_LT(c.peer_median_ms, 16.7);
+      EXPECT_EQ(c.peers, 1);  // compared on the sender's node with the one other pair sent from there
+      EXPECT_GE(c.ratio, 2.0);
+    }
+    // The normal pairs, 0 -> 2 and 2 -> 0, share no rank with the link: none is listed.
+    EXPECT_TRUE(ev.normal.empty());
+  }
+  EXPECT_TRUE(net) << o.observer_err;
+}
+
+// The same job with no drill: the net plugin carries the pipeline traffic, no finding.
+TEST(NetLinkEndToEnd, HealthyJobOverTheNetPluginGivesNoFinding) {
+  const std::string plugin = build_path("lib/libnccl-profiler-scout.so");
+  Outcome o = run("nethealthy", 2, {"--ranks", "4", "--pp", "2", "--nodes", "2", "--steps", "60", "--step-ms", "5"},
+                  {{"NCCL_NET_PLUGIN", plugin},
+                   {"SCOUT_NET_DELEGATE", build_path("lib/libnccl-net-scouttest.so")},
+                   {"SCOUT_PROXY_TIMING", "0"}},
+                  [](const scout::obs::Finding&) { return false; });
+  ASSERT_EQ(o.sim.exit_code, 0) << o.sim.err;
+  EXPECT_TRUE(o.truth.empty());
+  EXPECT_GT(o.net_transfers, 200u);  // 60 steps, two directions of two pairs, 2 transfers each
+  EXPECT_TRUE(o.found.empty()) << "found:" << show({o.found.begin(), o.found.end()}) << "\n" << o.observer_err;
+}
+
+}  // namespace
