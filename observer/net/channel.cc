@@ -73,6 +73,14 @@ void Channel::run(const char* what, F&& body) {
   }
 }
 
+uint64_t Channel::checked_payload(uint64_t n, const char* what) {
+  if (n > kMaxPayloadBytes) {
+    throw ChannelError(std::string(what) + " of " + std::to_string(n) + " bytes beyond the limit of " +
+                       std::to_string(kMaxPayloadBytes) + " (malformed or hostile peer)");
+  }
+  return n;
+}
+
 void Channel::send(uint64_t tag, int peer, const void* p, size_t n) {
   SendSpec s{peer, p, n};
   transfer(tag, &s, nullptr);
@@ -217,7 +225,7 @@ void Channel::broadcast(std::vector<uint8_t>* data) {
       if (rank_ & mask) {
         const int parent = rank_ - mask;
         recv(tag | 0, parent, &bytes, sizeof(bytes));
-        data->assign(bytes, 0);
+        data->assign(checked_payload(bytes, "broadcast payload"), 0);
         if (bytes > 0) recv(tag | 1, parent, data->data(), bytes);
         break;
       }
@@ -244,7 +252,7 @@ std::vector<std::vector<uint8_t>> Channel::allgather(std::span<const uint8_t> mi
     for (int s = 0; s + 1 < size_; ++s) {
       const int send_idx = (rank_ - s + size_) % size_;
       const int recv_idx = (rank_ - s - 1 + 2 * size_) % size_;
-      out[recv_idx].resize(sizes[recv_idx]);
+      out[recv_idx].resize(checked_payload(sizes[recv_idx], "allgather payload"));
       const size_t sn = sizes[send_idx], rn = sizes[recv_idx];
       // Both directions of a step are posted together: the ring never waits on itself.
       SendSpec snd{right, out[send_idx].data(), sn};
@@ -287,7 +295,7 @@ std::vector<Contribution> Channel::gather_to_leader(std::span<const uint8_t> min
       const int src = recv_any(tag | 0, others_, &n, sizeof(n));
       Contribution c;
       c.rank = src;
-      c.bytes.resize(n);
+      c.bytes.resize(checked_payload(n, "gathered payload"));
       recv(tag | 1, src, c.bytes.data(), n);
       out.push_back(std::move(c));
     }

@@ -176,6 +176,12 @@ class Channel {
   // Runs `body` as collective call `what`; turns failures into a failed channel.
   template <typename F>
   void run(const char* what, F&& body);
+  // Largest payload one peer may announce for a broadcast, allgather or gather (bytes): the
+  // largest real message (a node's hang drill-down) is tens of KiB; beyond this a size word is
+  // malformed or hostile and the call fails instead of allocating it.
+  static constexpr uint64_t kMaxPayloadBytes = uint64_t(64) << 20;
+  // `n` when it is within kMaxPayloadBytes; otherwise ChannelError naming `what`.
+  static uint64_t checked_payload(uint64_t n, const char* what);
   void send(uint64_t tag, int peer, const void* p, size_t n);
   void recv(uint64_t tag, int peer, void* p, size_t n);
   int recv_any(uint64_t tag, std::span<const int> from, void* p, size_t n);

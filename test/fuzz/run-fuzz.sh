@@ -3,7 +3,7 @@
 # (test/fuzz/corpus/<name>), each input limited to 5 s and the process to 2048 MB, and prints one
 # line per target: executions, executions per second, new corpus entries, crashes. Exits 1 if any
 # target crashed, timed out on an input or ran out of memory (the reproducer is kept in
-# <fuzz-dir>/artifacts/<name>/).
+# <fuzz-dir>/artifacts/<name>/ until the next run).
 # Usage: test/fuzz/run-fuzz.sh FUZZ_DIR SECONDS NAME...
 set -u
 dir=$1; seconds=$2; shift 2
@@ -11,7 +11,7 @@ src=$(cd "$(dirname "$0")" && pwd)
 fail=0
 for name in "$@"; do
   work="$dir/work/$name"; art="$dir/artifacts/$name"
-  rm -rf "$work"; mkdir -p "$work" "$art"
+  rm -rf "$work" "$art"; mkdir -p "$work" "$art"  # crashes of this run only
   cp -r "$src/corpus/$name/." "$work/" 2>/dev/null || true
   log="$dir/$name.log"
   TMPDIR="$dir" "$dir/${name}_fuzz" "$work" -max_total_time="$seconds" -timeout=5 -rss_limit_mb=2048 \

@@ -196,6 +196,48 @@ TEST(Channel, GatherToLeaderMovesOnlyNonEmptyPayloads) {
   for (int r : {1, 2, 4, 5, 7}) EXPECT_EQ(t[r].messages_sent, 0u) << r;
 }
 
+// A peer whose every message is a size word announcing `announced` bytes (a malformed or hostile
+// observer): the receiving side fails the call instead of allocating that much.
+class HostilePeerChannel : public Channel {
+ public:
+  HostilePeerChannel(int rank, uint64_t announced) : Channel(rank, 2), announced_(announced) {}
+  void abort() override {}
+
+ protected:
+  void transfer(uint64_t, const SendSpec*, const RecvSpec* recv) override {
+    if (!recv) return;
+    std::memset(recv->data, 0, recv->len);
+    std::memcpy(recv->data, &announced_, std::min(recv->len, sizeof(announced_)));
+    if (recv->source) *recv->source = 1 - rank();
+  }
+
+ private:
+  uint64_t announced_;
+};
+
+TEST(Channel, AnnouncedPayloadBeyondTheLimitFailsTheCallWithoutAllocatingIt) {
+  HostilePeerChannel leader(0, uint64_t(1) << 40);
+  try {
+    leader.gather_to_leader({}, 1);
+    FAIL() << "gather accepted a 1 TiB payload";
+  } catch (const ChannelError& e) {
+    EXPECT_NE(std::string(e.what()).find("gathered payload of 1099511627776 bytes beyond the limit of 67108864"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_TRUE(leader.failed());
+
+  HostilePeerChannel follower(1, uint64_t(1) << 40);
+  std::vector<uint8_t> data;
+  EXPECT_THROW(follower.broadcast(&data), ChannelError);
+  EXPECT_TRUE(data.empty());
+
+  // A size within the limit is accepted (the payload then arrives as usual).
+  HostilePeerChannel small(1, 16);
+  small.broadcast(&data);
+  EXPECT_EQ(data.size(), 16u);
+}
+
 TEST(Channel, GatherCountsContributorsWhenNotTold) {
   InprocNetwork net(4);
   std::vector<Contribution> at_leader;
