@@ -120,6 +120,14 @@ void* inner_mr(void* mhandle) {
   return m != nullptr && m->magic == kMrMagic ? m->inner : mhandle;
 }
 
+// The delegate's handles of `n` (<= kMaxGrouped) grouped buffers, written to `mh`; nullptr when
+// NCCL passed none.
+void** inner_mrs(int n, void** mhandles, void** mh) {
+  if (mhandles == nullptr) return nullptr;
+  for (int i = 0; i < n; ++i) mh[i] = inner_mr(mhandles[i]);
+  return mh;
+}
+
 __attribute__((noinline, cold)) abi::Result bad_object(const char* where) {
   core::log::net_warn_once(Problem::kNetBadObject, "%s: an object that is not one of the net half's (ignored)", where);
   return abi::kInternalError;
@@ -170,6 +178,30 @@ Request* claim_slot(Conn* c) {
     }
   }
   return nullptr;
+}
+
+// The delegate refused a post (or gave no request): NCCL sees its result and no request; the slot
+// claimed for it stays free.
+abi::Result refused(Conn* c, abi::Result res, void** request) {
+  if (res != abi::kSuccess) count_error(c->table);
+  *request = nullptr;
+  return res;
+}
+
+// A post the delegate accepted as `inner`, kept in slot `r`: `n` grouped buffers (0: a flush). A
+// timed post (send, receive) starts its transfer time now and counts as posted in the link table.
+abi::Result hand_out(Conn* c, Request* r, void* inner, int16_t n, bool timed, void** request) {
+  r->conn = c;
+  r->inner = inner;
+  if (timed) {
+    r->start_ns = core::now_ns();
+    r->hold_until = 0;
+  }
+  r->n = n;
+  r->state = kPosted;
+  if (timed && c->entry != nullptr) core::bump(c->entry->posted, 1);
+  *request = r;
+  return abi::kSuccess;
 }
 
 void count_fault(Conn* c, std::atomic<uint64_t> shm::LinkTableHeader::*counter) {
@@ -562,9 +594,7 @@ abi::Result isend(void* send_comm, void* data, size_t size, int tag, void* mhand
   abi::Result res = c->d->isend(c->inner, data, size, tag, inner_mr(mhandle), phandle, &inner);
   if (res != abi::kSuccess || inner == nullptr) {
     if (flipped) unflip(c, data, size);
-    if (res != abi::kSuccess) count_error(c->table);
-    *request = nullptr;
-    return res;
+    return refused(c, res, request);
   }
   if (flipped) {
     count_fault(c, &shm::LinkTableHeader::fault_flipped);
@@ -574,15 +604,7 @@ abi::Result isend(void* send_comm, void* data, size_t size, int tag, void* mhand
     }
   }
   c->sends++;
-  r->conn = c;
-  r->inner = inner;
-  r->start_ns = core::now_ns();
-  r->hold_until = 0;
-  r->n = 1;
-  r->state = kPosted;
-  if (c->entry != nullptr) core::bump(c->entry->posted, 1);
-  *request = r;
-  return abi::kSuccess;
+  return hand_out(c, r, inner, 1, true, request);
 }
 
 abi::Result irecv(void* recv_comm, int n, void** data, size_t* sizes, int* tags, void** mhandles, void** phandles,
@@ -595,23 +617,10 @@ abi::Result irecv(void* recv_comm, int n, void** data, size_t* sizes, int* tags,
     return abi::kSuccess;
   }
   void* mh[kMaxGrouped];
-  for (int i = 0; i < n; ++i) mh[i] = mhandles != nullptr ? inner_mr(mhandles[i]) : nullptr;
   void* inner = nullptr;
-  abi::Result res = c->d->irecv(c->inner, n, data, sizes, tags, mhandles != nullptr ? mh : nullptr, phandles, &inner);
-  if (res != abi::kSuccess || inner == nullptr) {
-    if (res != abi::kSuccess) count_error(c->table);
-    *request = nullptr;
-    return res;
-  }
-  r->conn = c;
-  r->inner = inner;
-  r->start_ns = core::now_ns();
-  r->hold_until = 0;
-  r->n = int16_t(n);
-  r->state = kPosted;
-  if (c->entry != nullptr) core::bump(c->entry->posted, 1);
-  *request = r;
-  return abi::kSuccess;
+  abi::Result res = c->d->irecv(c->inner, n, data, sizes, tags, inner_mrs(n, mhandles, mh), phandles, &inner);
+  if (res != abi::kSuccess || inner == nullptr) return refused(c, res, request);
+  return hand_out(c, r, inner, int16_t(n), true, request);
 }
 
 abi::Result iflush(void* recv_comm, int n, void** data, int* sizes, void** mhandles, void** request) {
@@ -623,20 +632,10 @@ abi::Result iflush(void* recv_comm, int n, void** data, int* sizes, void** mhand
     return abi::kSuccess;
   }
   void* mh[kMaxGrouped];
-  for (int i = 0; i < n; ++i) mh[i] = mhandles != nullptr ? inner_mr(mhandles[i]) : nullptr;
   void* inner = nullptr;
-  abi::Result res = c->d->iflush(c->inner, n, data, sizes, mhandles != nullptr ? mh : nullptr, &inner);
-  if (res != abi::kSuccess || inner == nullptr) {
-    if (res != abi::kSuccess) count_error(c->table);
-    *request = nullptr;
-    return res;
-  }
-  r->conn = c;
-  r->inner = inner;
-  r->n = 0;
-  r->state = kPosted;
-  *request = r;
-  return abi::kSuccess;
+  abi::Result res = c->d->iflush(c->inner, n, data, sizes, inner_mrs(n, mhandles, mh), &inner);
+  if (res != abi::kSuccess || inner == nullptr) return refused(c, res, request);
+  return hand_out(c, r, inner, 0, false, request);
 }
 
 abi::Result test(void* request, int* done, int* sizes) {
