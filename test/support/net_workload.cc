@@ -3,17 +3,11 @@
 #include <algorithm>
 #include <string>
 
+#include "test/support/mix64.h"
+
 namespace scout::testing {
 
 namespace {
-uint64_t mix(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ull;
-  x ^= x >> 33;
-  return x | 1;
-}
 // NCCL function ids (scout::shm::Func): AllReduce, AllGather, ReduceScatter, Broadcast, Reduce.
 constexpr uint8_t kFuncs[] = {4, 2, 3, 0, 1};
 }  // namespace
@@ -21,11 +15,11 @@ constexpr uint8_t kFuncs[] = {4, 2, 3, 0, 1};
 NetWorkload::NetWorkload(int nodes, int ranks_per_node, int funcs, int64_t period_ns)
     : nodes_(nodes), ranks_per_node_(ranks_per_node), funcs_(std::clamp(funcs, 1, 5)), period_(period_ns) {}
 
-uint64_t NetWorkload::comm_hash(int l) const { return mix(0xd9000000ull + uint64_t(l)); }
+uint64_t NetWorkload::comm_hash(int l) const { return mix64(0xd9000000ull + uint64_t(l)); }
 uint8_t NetWorkload::func_at(int i) const { return kFuncs[i]; }
 
 namespace {
-uint64_t meta_hash(uint64_t comm, uint8_t func, uint64_t count) { return mix(comm ^ (uint64_t(func) << 56) ^ count); }
+uint64_t meta_hash(uint64_t comm, uint8_t func, uint64_t count) { return mix64(comm ^ (uint64_t(func) << 56) ^ count); }
 bool recv_agrees(uint8_t func) { return func == 4 || func == 2 || func == 0; }
 }  // namespace
 
@@ -33,7 +27,7 @@ uint64_t NetWorkload::meta_of(uint64_t comm, uint8_t func, uint64_t seq) const {
   return meta_hash(comm, func, count_of(seq));
 }
 uint64_t NetWorkload::fp_of(uint64_t comm, uint8_t func, uint64_t seq) const {
-  return mix(comm * 31 + func * 7 + seq * 1000003);
+  return mix64(comm * 31 + func * 7 + seq * 1000003);
 }
 
 uint64_t NetWorkload::comm_completed(int l, int64_t t) const {

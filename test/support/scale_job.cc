@@ -11,21 +11,13 @@
 #include "observer/cluster/node_view.h"
 #include "observer/detect/fingerprint_check.h"
 #include "observer/model/model.h"
+#include "test/support/mix64.h"
 
 namespace scout::testing {
 
 using namespace scout::shm;
 
 namespace {
-
-uint64_t mix(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ull;
-  x ^= x >> 33;
-  return x | 1;
-}
 
 // One place of a rank's step, before it is given a step number: communicator kind, record kind,
 // function, index within the step (seqNumber = step * per_step + i; p2p counter = step * M + i),
@@ -96,7 +88,7 @@ ScaleJob::ScaleJob(int nodes, ScaleShape shape) : nodes_(nodes), shape_(shape) {
   slots_ = templates_for(shape_).slots;
   const int D = dp();
   auto add = [&](Kind k, int index, int nranks, int nnodes, std::string name) {
-    uint64_t h = mix(0x5ca1e000000ull + (uint64_t(k) << 32) + uint64_t(index));
+    uint64_t h = mix64(0x5ca1e000000ull + (uint64_t(k) << 32) + uint64_t(index));
     by_hash_[h] = int(comms_.size());
     comms_.push_back(CommDef{k, index, h, nranks, nnodes, std::move(name)});
   };
@@ -213,7 +205,7 @@ std::vector<ScaleJob::JobOp> ScaleJob::program(int g, int64_t s) const {
 uint64_t ScaleJob::fp_recv(int g, const JobOp& op) const {
   const uint8_t f = op.spec.func;
   if (op.spec.kind != kKindColl || !(f == kFuncAllReduce || f == kFuncAllGather || f == kFuncBroadcast)) return 0;
-  uint64_t v = mix(comms_[op.comm].hash * 31 + uint64_t(f) * 7 + op.spec.key * 1000003);
+  uint64_t v = mix64(comms_[op.comm].hash * 31 + uint64_t(f) * 7 + op.spec.key * 1000003);
   if (g == sdc_rank_ && comms_[op.comm].kind == Kind::kDp && f == kFuncAllReduce && op.spec.key == sdc_seq_)
     v ^= 0x1000;
   return v;
@@ -276,7 +268,7 @@ struct OpInstance {
   bool operator==(const OpInstance&) const = default;
 };
 struct OpInstanceHash {
-  size_t operator()(const OpInstance& k) const { return size_t(mix(k.hi * 0x9e3779b97f4a7c15ull ^ k.lo)); }
+  size_t operator()(const OpInstance& k) const { return size_t(mix64(k.hi * 0x9e3779b97f4a7c15ull ^ k.lo)); }
 };
 }  // namespace
 
