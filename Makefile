@@ -20,6 +20,7 @@ CXX ?= g++
 CCACHE ?= $(shell command -v ccache 2>/dev/null)
 CUDA_HOME ?= /usr/local/cuda
 NVCC ?= $(CUDA_HOME)/bin/nvcc
+# Parallel compiles of `make test` (default: the number of CPUs).
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
 VERSION := $(shell git describe --always --dirty --tags 2>/dev/null || echo unknown)
@@ -313,10 +314,14 @@ san-run: $(SAN_BINS) $(SAN_PLUGIN)
 endif
 
 # ---------------------------------------------------------------- top-level targets
-test: tests
+# `make test` compiles the tests JOBS at a time even when called without -j (the README's test
+# command; compiling them is most of its time), then runs them.
+test:
+	@$(MAKE) --no-print-directory -j$(JOBS) tests
 	@scripts/run-tests.sh $(BUILD)
 
-bench: benches
+bench:
+	@$(MAKE) --no-print-directory -j$(JOBS) benches
 	@scripts/run-bench.sh $(BUILD)
 
 # Tools, the plugin and the public headers (scout-sim, the emulated job, stays in the build tree).
