@@ -105,6 +105,21 @@ struct ReplayPlanOptions {
   int max_recipes = 0;
 };
 int cmd_replay_plan(store::StoreReader& rd, const ReplayPlanOptions& o, std::ostream& out);
+// `scout replay list`: one row per replay cycle in the store (JSON lines with --json); exit 0.
+// `scout replay show ID`: one cycle (store row id) with its GPUs, recipes, verdicts and every
+// sample's fingerprint and time; an unknown id is a UsageError (docs/cli.md, "scout replay list").
+int cmd_replay_list(store::StoreReader& rd, bool json, std::ostream& out);
+// `scout replay run`: one replay cycle now, on the observer of `where` (docs/cli.md "scout replay
+// run"). Prints the cycle as `scout replay show` does; exit 0 when it passed, 1 when it failed, was
+// inconclusive or no observer answered within wait_s; bad flags or no store are a UsageError.
+struct ReplayRunOptions {
+  std::string ranks;    // "0-3,5"; "" = every GPU of the node
+  std::string recipes;  // "gemm,coll,link" subset; "" = all
+  double wait_s = 90;   // how long to wait for the observer's answer
+  bool json = false;
+};
+int cmd_replay_run(const StoreOptions& where, const ReplayRunOptions& o, std::ostream& out);
+int cmd_replay_show(store::StoreReader& rd, int64_t id, bool json, std::ostream& out);
 
 int cmd_status(store::StoreReader& rd, const StatusOptions& o, std::ostream& out);
 int cmd_report(store::StoreReader& rd, const ReportOptions& o, std::ostream& out);

@@ -217,9 +217,9 @@ void add_config(CLI::App& app, Subs& subs) {
   subs.push_back({s, nullptr, [o] { return cmd_config(o->markdown, o->json, std::cout); }});
 }
 
-// `scout replay plan`: the subcommand's own subcommands are registered as readers.
+// `scout replay plan|list|show|run`: the subcommand's own subcommands are registered as readers.
 void add_replay(CLI::App& app, StoreOptions* where, Subs& subs) {
-  CLI::App* s = app.add_subcommand("replay", "Replay: the GEMM replay plan");
+  CLI::App* s = app.add_subcommand("replay", "Replay: the GEMM replay plan and the replay cycles");
   s->require_subcommand(1);
   auto o = std::make_shared<ReplayPlanOptions>();
   CLI::App* plan = add_reader(*s, where, "plan", "Captured GEMM shapes, regimes, chosen recipes, coverage");
@@ -231,6 +231,30 @@ void add_replay(CLI::App& app, StoreOptions* where, Subs& subs) {
   plan->add_option("--max-recipes", o->max_recipes, "At most this many recipes (default 0: cover every shape)")
       ->check(CLI::Range(0, 1000000));
   subs.push_back({plan, [o](store::StoreReader& rd) { return cmd_replay_plan(rd, *o, std::cout); }, nullptr});
+  auto list_json = std::make_shared<bool>(false);
+  CLI::App* list = add_reader(*s, where, "list", "Replay cycles: trigger, outcome, what each found");
+  list->add_flag("--json", *list_json, "JSON lines, one per cycle");
+  subs.push_back({list, [list_json](store::StoreReader& rd) { return cmd_replay_list(rd, *list_json, std::cout); },
+                  nullptr});
+  struct ShowOpts {
+    int64_t id = 0;
+    bool json = false;
+  };
+  auto show_o = std::make_shared<ShowOpts>();
+  CLI::App* show = add_reader(*s, where, "show", "One replay cycle: GPUs, recipes, verdicts, per-sample times");
+  show->add_option("id", show_o->id, "Cycle id (the ID column of scout replay list)")->required();
+  show->add_flag("--json", show_o->json, "One JSON object with the cycle's whole detail");
+  subs.push_back(
+      {show, [show_o](store::StoreReader& rd) { return cmd_replay_show(rd, show_o->id, show_o->json, std::cout); },
+       nullptr});
+  auto run_o = std::make_shared<ReplayRunOptions>();
+  CLI::App* run = add_reader(*s, where, "run", "Ask the job's observer for one replay cycle now and print it");
+  run->add_option("--ranks", run_o->ranks, "Global ranks to replay on, e.g. 0-3,5 (default: every GPU of the node)");
+  run->add_option("--recipes", run_o->recipes, "Recipe kinds: gemm,coll,link (default: all)");
+  run->add_option("--wait-s", run_o->wait_s, "How long to wait for the answer, s (default 90)")
+      ->check(CLI::Range(0.1, 86400.0));
+  run->add_flag("--json", run_o->json, "The cycle as one JSON object (scout replay show --json)");
+  subs.push_back({run, nullptr, [run_o, where] { return cmd_replay_run(*where, *run_o, std::cout); }});
 }
 
 // Parses argv into the chosen subcommand; returns it, or sets *exit_code and returns nullptr.

@@ -126,6 +126,7 @@ ParseResult parse_command_line(int argc, const char* const* argv, const config::
       return ParseResult::kError;
     }
   }
+  cl.opt.replay.request_prefix = replay_request_prefix(cl.store);  // `scout replay run` (docs/replay.md)
   *out = std::move(cl);
   return ParseResult::kOk;
 }

@@ -155,37 +155,97 @@ std::vector<replay::GemmShape> ReplayCoordinator::gemm_shapes() {
   return g;
 }
 
-std::optional<ReplayCoordinator::Job> ReplayCoordinator::next_job(const Model& m, const FindingBoard& board,
-                                                                  int64_t now_ns) {
-  Job job;
-  std::set<int> local;
+std::vector<Participant> ReplayCoordinator::local_participants(const Model& m) const {
+  std::vector<Participant> out;
   for (const Proc& p : m.procs()) {
     if (p.node_rank != node_rank_ || p.state != ProcState::kRunning || p.global_rank < 0 || p.gpu.empty()) continue;
-    job.participants.push_back({p.global_rank, p.gpu, p.cuda_dev});
-    local.insert(p.global_rank);
+    out.push_back({p.global_rank, p.gpu, p.cuda_dev});
   }
-  if (job.participants.empty()) return std::nullopt;
-  std::sort(job.participants.begin(), job.participants.end(),
+  std::sort(out.begin(), out.end(),
             [](const Participant& a, const Participant& b) { return a.global_rank < b.global_rank; });
+  return out;
+}
+
+std::vector<replay::CollClass> ReplayCoordinator::colls_within(const std::set<int>& local,
+                                                               const std::vector<int>& members) const {
+  std::vector<replay::CollClass> out;
+  for (const replay::CollClass& c : classes_.classes()) {
+    const bool on_node = std::all_of(c.ranks.begin(), c.ranks.end(), [&](int r) { return local.count(r) > 0; });
+    if (int(out.size()) < opt_.max_colls && on_node &&
+        std::includes(members.begin(), members.end(), c.ranks.begin(), c.ranks.end()))
+      out.push_back(c);
+  }
+  return out;
+}
+
+std::optional<ReplayCoordinator::Job> ReplayCoordinator::demand_job(const Model& m, const ReplayRequest& rq,
+                                                                    int64_t now_ns) {
+  Job job;
+  job.trigger = "demand";
+  job.request = rq.id;
+  const std::set<int> asked(rq.ranks.begin(), rq.ranks.end());
+  for (const Participant& p : local_participants(m))
+    if (asked.empty() || asked.count(p.global_rank)) job.participants.push_back(p);
+  std::set<int> local;
+  std::vector<int> ranks;
+  for (const Participant& p : job.participants) {
+    local.insert(p.global_rank);
+    ranks.push_back(p.global_rank);
+  }
+  auto wants = [&](const char* kind) {
+    return rq.recipes.empty() || std::find(rq.recipes.begin(), rq.recipes.end(), kind) != rq.recipes.end();
+  };
+  replay::RecipePlan plan;
+  plan.seed = next_cycle_;
+  if (wants("gemm")) plan.gemms = gemm_shapes();
+  if (wants("coll")) plan.colls = colls_within(local, ranks);
+  if (wants("link")) {
+    std::vector<std::pair<int, int>> pairs = replay::pairs_of({ranks});
+    if (int(pairs.size()) > opt_.max_pairs) pairs.resize(size_t(opt_.max_pairs));
+    plan.links = pairs;
+  }
+  if (!job.participants.empty()) job.recipes = replay::build_recipes(plan);
+  std::string why;
+  if (job.participants.empty())
+    why = asked.empty() ? "no rank of this node is running with a known GPU"
+                        : "none of the requested ranks runs on this node with a known GPU";
+  else if (job.recipes.empty())
+    why = "nothing to replay: no recipe of the requested kinds among the " + std::to_string(ranks.size()) +
+          " rank(s) of this node asked for";
+  job.cycle = next_cycle_++;
+  job.started_ns = now_ns;
+  if (why.empty()) return job;
+  ReplayCycleRecord rec;  // answered at once, so the CLI waiting for it is not left hanging
+  rec.cycle = job.cycle;
+  rec.trigger = job.trigger;
+  rec.started_ns = rec.ended_ns = shm::wall_ns();
+  rec.outcome = "inconclusive";
+  rec.detail = {{"request", rq.id}, {"participants", nlohmann::json::array()}, {"recipes", nlohmann::json::array()},
+                {"error", why}};
+  records_.push_back(rec);
+  if (log_) log_("replay request " + rq.id + ": " + why);
+  return std::nullopt;
+}
+
+std::optional<ReplayCoordinator::Job> ReplayCoordinator::next_job(const Model& m, const FindingBoard& board,
+                                                                  int64_t now_ns) {
+  if (!opt_.request_prefix.empty()) {
+    std::string err;
+    if (std::optional<ReplayRequest> rq = take_replay_request(opt_.request_prefix, &err))
+      return demand_job(m, *rq, now_ns);
+    if (!err.empty() && log_) log_(err);
+  }
+  Job job;
+  job.participants = local_participants(m);
+  if (job.participants.empty()) return std::nullopt;
+  std::set<int> local;
+  for (const Participant& p : job.participants) local.insert(p.global_rank);
   if (first_seen_ns_ == 0) {
     first_seen_ns_ = now_ns;
     next_periodic_ns_ = now_ns + opt_.min_period_ns;
   }
   replay::RecipePlan plan;
   plan.seed = next_cycle_;
-  auto local_only = [&](const std::vector<int>& ranks) {
-    for (int r : ranks)
-      if (!local.count(r)) return false;
-    return true;
-  };
-  auto colls_within = [&](const std::vector<int>& members) {
-    std::vector<replay::CollClass> out;
-    for (const replay::CollClass& c : classes_.classes())
-      if (int(out.size()) < opt_.max_colls && local_only(c.ranks) &&
-          std::includes(members.begin(), members.end(), c.ranks.begin(), c.ranks.end()))
-        out.push_back(c);
-    return out;
-  };
   // Triggers from findings, first come first served.
   for (const Finding* f : board.all()) {
     if (!f->open || handled_.count(f->dedup_key)) continue;
@@ -197,7 +257,7 @@ std::optional<ReplayCoordinator::Job> ReplayCoordinator::next_job(const Model& m
       for (int r : members)
         if (local.count(r)) mine.push_back(r);
       plan.gemms = gemm_shapes();
-      plan.colls = colls_within(mine);
+      plan.colls = colls_within(local, mine);
       plan.links = replay::pairs_of({mine});
       job.trigger = "sdc";
     } else if (f->kind == FindingKind::kStraggler && !f->suspects.empty()) {
@@ -225,7 +285,7 @@ std::optional<ReplayCoordinator::Job> ReplayCoordinator::next_job(const Model& m
     if (now_ns < next_periodic_ns_) return std::nullopt;
     job.trigger = "periodic";
     if (!gemm_unavailable_) plan.gemms = gemm_shapes();
-    plan.colls = colls_within(std::vector<int>(local.begin(), local.end()));
+    plan.colls = colls_within(local, std::vector<int>(local.begin(), local.end()));
     std::vector<std::vector<int>> groups;
     for (const auto& g : groups_) {
       std::vector<int> mine;
@@ -289,6 +349,7 @@ ReplayCoordinator::Done ReplayCoordinator::run(const Job& job) {
   }
   rec.detail["participants"] = parts;
   rec.detail["recipes"] = rids;
+  if (!job.request.empty()) rec.detail["request"] = job.request;
   const int64_t t0 = mono_ns();
   const int64_t deadline = t0 + opt_.deadline_ns;
   replay::Contract contract;

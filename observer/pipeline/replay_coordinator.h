@@ -8,6 +8,9 @@
 //   sdc        an inconclusive sdc finding: GEMM, collective and link recipes on the GPUs of its
 //              communicator plus every other GPU of this node as voters;
 //   slowlink   a slowlink finding of class "comm": the link sweep inside its communicator;
+//   demand     a request of `scout replay run` (replay_request.h): the recipe kinds it asks for
+//              on the ranks it names (default: every kind, every GPU of this node); taken
+//              before any other trigger;
 //   periodic   GEMM recipes on every GPU, the job's collective classes and the directed pairs
 //              of its communicators (round-robin, at most max_pairs per cycle), at most as often
 //              as keeps the GPU time replay takes from any one GPU within SCOUT_REPLAY_BUDGET of
@@ -34,6 +37,7 @@
 #include "observer/model/model.h"
 #include "observer/model/replay_cycle.h"
 #include "observer/pipeline/replay_channel.h"
+#include "observer/pipeline/replay_request.h"
 #include "replay/backend.h"
 #include "replay/judge.h"
 #include "replay/recipe.h"
@@ -50,6 +54,7 @@ struct ReplayOptions {
   int max_pairs = 64;                     // link recipes per periodic cycle
   int max_colls = 8;                      // collective recipes per cycle
   std::vector<std::string> program;       // scout-replay argv ("" = next to this executable)
+  std::string request_prefix;             // on-demand requests (replay_request.h); "" = none
   replay::OutlierRule rule;
 };
 
@@ -78,6 +83,7 @@ class ReplayCoordinator {
   struct Job {
     uint64_t cycle = 0;
     std::string trigger;
+    std::string request;  // demand: the request's id
     std::vector<replay::Participant> participants;
     std::vector<replay::Recipe> recipes;
     int64_t started_ns = 0;
@@ -101,6 +107,12 @@ class ReplayCoordinator {
   void apply(const Model& m, FindingBoard& board, const Done& d, int64_t now_ns);
   void mark_stragglers(const Model& m, FindingBoard& board);
   std::optional<Job> next_job(const Model& m, const FindingBoard& board, int64_t now_ns);
+  // A job for an on-demand request, or nullopt after recording why it cannot run.
+  std::optional<Job> demand_job(const Model& m, const ReplayRequest& rq, int64_t now_ns);
+  // The running ranks of this node with a known GPU, by global rank.
+  std::vector<replay::Participant> local_participants(const Model& m) const;
+  // Collective classes (at most max_colls) whose members are all in `members` and on this node.
+  std::vector<replay::CollClass> colls_within(const std::set<int>& local, const std::vector<int>& members) const;
   std::vector<replay::GemmShape> gemm_shapes();
 
   ReplayOptions opt_;

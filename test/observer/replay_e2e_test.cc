@@ -197,4 +197,71 @@ TEST(ReplayEndToEnd, HealthyRunHasNoFindingAndPassingCycles) {
   for (const auto& c : o.cycles) EXPECT_EQ(c.outcome, "pass") << c.detail.dump();
 }
 
+// On demand: while a healthy job runs, `scout replay run` asks the observer for one cycle on ranks
+// 0-3 with GEMM and link recipes and prints it (trigger "demand", passing, exit 0); the stored
+// cycle carries the request's id and exactly those participants and recipes. A request naming no
+// rank of this node is answered at once with why (exit 1).
+TEST(ReplayEndToEnd, OnDemandCycleRunsTheRequestedRecipesOnTheRequestedRanks) {
+  TempDir dir;
+  std::map<std::string, std::string> env = {{"SCOUT_SHM_DIR", dir.path()},
+                                            {"SCOUT_STATE_DIR", dir.path() + "/state"},
+                                            {"SCOUT_JOB_ID", ""},
+                                            {"TORCHELASTIC_RUN_ID", ""},
+                                            {"SLURM_JOB_ID", ""},
+                                            {"SCOUT_REPLAY_BUDGET", "0.0001"}};
+  const std::string job = "demand", store = dir.path() + "/state/" + job + "/node-0.db";
+  Subprocess observer({build_path("bin/scout-observer"), "--job", job, "--interval", "50"}, env);
+  Subprocess sim({build_path("bin/scout-sim"), "--job", job, "--ranks", "8", "--tp", "2", "--pp", "2", "--steps", "400",
+                  "--step-ms", "40"},
+                 env);
+  // Wait until the observer knows the ranks (the store shows 8 of them).
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  bool seen = false;
+  while (!seen && std::chrono::steady_clock::now() < deadline) {
+    try {
+      seen = std::filesystem::exists(store) && scout::store::StoreReader::open(store)->ranks().size() == 8;
+    } catch (const std::exception&) {}
+    if (!seen) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(seen);
+  ProcessResult r = scout::testing::run_process(
+      {build_path("bin/scout"), "replay", "run", "--job", job, "--ranks", "0-3", "--recipes", "gemm,link", "--wait-s",
+       "60"},
+      env, 90);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("trigger demand, pass, backend auto\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  found: -\n"), std::string::npos) << r.out;
+  ProcessResult none = scout::testing::run_process(
+      {build_path("bin/scout"), "replay", "run", "--job", job, "--ranks", "99", "--wait-s", "60"}, env, 90);
+  EXPECT_EQ(none.exit_code, 1) << none.out << none.err;
+  EXPECT_NE(none.out.find("  error: none of the requested ranks runs on this node with a known GPU\n"),
+            std::string::npos)
+      << none.out;
+  sim.signal(SIGTERM);
+  sim.wait(30);
+  observer.signal(SIGTERM);
+  ProcessResult obs = observer.wait(60);
+  EXPECT_EQ(obs.exit_code, 0) << obs.err;
+  std::vector<scout::obs::ReplayCycleRecord> demand;
+  for (const auto& c : scout::store::StoreReader::open(store)->replay_cycles())
+    if (c.trigger == "demand") demand.push_back(c);
+  ASSERT_EQ(demand.size(), 2u);
+  const auto& d = demand[0].detail;
+  EXPECT_TRUE(d["request"].is_string());
+  std::vector<int> ranks;
+  for (const auto& p : d["participants"]) ranks.push_back(p["global_rank"].get<int>());
+  EXPECT_EQ(ranks, (std::vector<int>{0, 1, 2, 3}));
+  // The default GEMM set (bf16 and fp32) and the 12 directed pairs among 4 ranks.
+  size_t gemms = 0, links = 0;
+  for (const auto& id : d["recipes"]) {
+    const std::string s = id.get<std::string>();
+    gemms += s.rfind("gemm:", 0) == 0;
+    links += s.rfind("link:", 0) == 0;
+  }
+  EXPECT_EQ(gemms, 2u) << d["recipes"].dump();
+  EXPECT_EQ(links, 12u) << d["recipes"].dump();
+  EXPECT_EQ(d["recipes"].size(), 14u) << d["recipes"].dump();
+  EXPECT_EQ(demand[1].outcome, "inconclusive");
+}
+
 }  // namespace
