@@ -429,9 +429,7 @@ ReplayCoordinator::Done ReplayCoordinator::run(const Job& job) {
   return d;
 }
 
-void ReplayCoordinator::apply(const Model& m, FindingBoard& board, const Done& d, int64_t now_ns) {
-  const ReplayCycleRecord& rec = d.record;
-  const int64_t cost = rec.ended_ns - rec.started_ns;
+void ReplayCoordinator::pace_periodic(const Done& d, int64_t now_ns) {
   if (d.job.trigger == "periodic") {
     // The budget is GPU time: the most any one GPU gave to this cycle, over the wall time until
     // the next periodic cycle. A cycle that ran nothing (no GPU usable) backs off instead.
@@ -445,6 +443,12 @@ void ReplayCoordinator::apply(const Model& m, FindingBoard& board, const Done& d
       next_periodic_ns_ = now_ns + idle_period_ns_;
     }
   }
+}
+
+void ReplayCoordinator::apply(const Model& m, FindingBoard& board, const Done& d, int64_t now_ns) {
+  const ReplayCycleRecord& rec = d.record;
+  const int64_t cost = rec.ended_ns - rec.started_ns;
+  pace_periodic(d, now_ns);
   if (log_) {
     std::string why = rec.detail.contains("error") ? " (" + rec.detail["error"].get<std::string>() + ")" : "";
     log_("replay cycle " + std::to_string(rec.cycle) + " (" + rec.trigger + "): " + rec.outcome + ", " +
@@ -467,6 +471,14 @@ void ReplayCoordinator::apply(const Model& m, FindingBoard& board, const Done& d
     gemm_unavailable_ = true;
     if (log_) log_("replay: GEMM recipes cannot run here (" + gemm_why + "); periodic cycles leave them out");
   }
+  report_sdc(m, board, d, now_ns);
+  report_slow_pairs(m, board, d, now_ns);
+  note_causes(d);
+}
+
+void ReplayCoordinator::report_sdc(const Model& m, FindingBoard& board, const Done& d, int64_t now_ns) {
+  const ReplayCycleRecord& rec = d.record;
+  const replay::CycleVerdict& v = d.verdict;
   // sdc: one finding per suspect rank.
   std::map<int, std::vector<const replay::SdcVerdict*>> by_rank;
   for (const replay::SdcVerdict& s : v.sdc) by_rank[s.global_rank].push_back(&s);
@@ -510,6 +522,11 @@ void ReplayCoordinator::apply(const Model& m, FindingBoard& board, const Done& d
       f.summary = "replay: " + who(m, proc) + " received a wrong result in " + first.recipe;
     board.report(f);
   }
+}
+
+void ReplayCoordinator::report_slow_pairs(const Model& m, FindingBoard& board, const Done& d, int64_t now_ns) {
+  const ReplayCycleRecord& rec = d.record;
+  const replay::CycleVerdict& v = d.verdict;
   // Slow pairs: a slowlink of class link (the live detector's key for the same pair).
   std::set<std::string> slow_now;
   for (const replay::SlowPair& sp : v.slow_pairs) {
@@ -560,6 +577,11 @@ void ReplayCoordinator::apply(const Model& m, FindingBoard& board, const Done& d
         ++it;
       }
     }
+}
+
+void ReplayCoordinator::note_causes(const Done& d) {
+  const ReplayCycleRecord& rec = d.record;
+  const replay::CycleVerdict& v = d.verdict;
   // GEMM timing verdicts: straggler causes.
   for (const replay::SlowGpu& s : v.slow_gpus)
     causes_[s.global_rank] = {"gpu",

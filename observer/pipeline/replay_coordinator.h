@@ -104,7 +104,13 @@ class ReplayCoordinator {
 
   void worker();
   Done run(const Job& job);
+  // A finished cycle, once per pass: pacing, log line, then its verdicts as findings and causes.
   void apply(const Model& m, FindingBoard& board, const Done& d, int64_t now_ns);
+  void pace_periodic(const Done& d, int64_t now_ns);  // the next periodic cycle within the budget
+  void report_sdc(const Model& m, FindingBoard& board, const Done& d, int64_t now_ns);  // sdc per rank
+  // Slow pairs as slowlink (class link); pairs measured normal close their replay finding.
+  void report_slow_pairs(const Model& m, FindingBoard& board, const Done& d, int64_t now_ns);
+  void note_causes(const Done& d);  // GEMM timing verdicts: straggler causes per rank
   void mark_stragglers(const Model& m, FindingBoard& board);
   std::optional<Job> next_job(const Model& m, const FindingBoard& board, int64_t now_ns);
   // A job for an on-demand request, or nullopt after recording why it cannot run.
