@@ -4,6 +4,8 @@
 # none. Prints one line per run ("run 3/100: --ranks 32 --tp 4 --pp 2 --steps 60: 0 findings"),
 # then "N runs, M findings"; exit status 1 when M > 0 or a run failed.
 # Usage: scripts/fp-campaign.sh [BUILD] [RUNS]   (default build, 100 runs; from the repository root)
+#   FP_SHAPE="--ranks 8 --tp 2 --pp 2 --steps 300 --step-ms 40" runs that one shape every time
+#   (e.g. the replay bar: healthy runs with replay on, its default).
 set -uo pipefail
 BUILD=${1:-build}
 RUNS=${2:-100}
@@ -27,6 +29,7 @@ shapes=(
   "--ranks 64 --tp 2 --pp 4 --steps 40"
   "--ranks 8 --pp 4 --steps 40"
 )
+[ -n "${FP_SHAPE:-}" ] && shapes=("$FP_SHAPE")
 
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
