@@ -13,6 +13,7 @@
 #include "common/names.h"
 #include "observer/detect/finding_util.h"
 #include "replay/contract.h"
+#include "replay/schedule/plan.h"
 #include "replay/server.h"
 #include "replay/vote.h"
 
@@ -227,6 +228,43 @@ std::optional<ReplayCoordinator::Job> ReplayCoordinator::demand_job(const Model&
   return std::nullopt;
 }
 
+std::vector<replay::GemmShape> ReplayCoordinator::periodic_gemms(const Model& m, const std::set<int>& local) {
+  if (!opt_.gemms.empty()) return gemm_shapes();
+  std::vector<replay::ObservedShape> observed;
+  for (const Proc& p : m.procs()) {
+    if (!local.count(p.global_rank)) continue;
+    for (const auto& [key, count] : p.gemm_shapes) observed.push_back({key, count, {p.global_rank}});
+  }
+  if (observed.empty()) return gemm_shapes();
+  replay::PlanOptions po;
+  for (const auto& g : groups_) {
+    std::vector<int> mine;
+    for (int r : g)
+      if (local.count(r)) mine.push_back(r);
+    if (mine.size() > 1) po.peer_groups.push_back(mine);
+  }
+  replay::ReplayPlan plan = replay::make_plan(observed, po);
+  if (plan.cycles.empty()) return gemm_shapes();
+  const std::vector<size_t>& chosen = plan.cycles[plan_cursor_++ % plan.cycles.size()];
+  std::vector<replay::GemmShape> out;
+  for (size_t i : chosen) {
+    const shm::GemmKey& k = plan.recipes[i].shape;
+    replay::GemmShape g;
+    g.m = int64_t(k.m);
+    g.n = int64_t(k.n);
+    g.k = int64_t(k.k);
+    // The recipe's datatype is its inputs' (A's); types replay has no kernel for are left out.
+    switch (k.a_type) {
+      case shm::kGemmR16BF: g.dtype = "bf16"; break;
+      case shm::kGemmR16F: g.dtype = "fp16"; break;
+      case shm::kGemmR32F: g.dtype = "fp32"; break;
+      default: continue;
+    }
+    if (std::find(out.begin(), out.end(), g) == out.end()) out.push_back(g);
+  }
+  return out.empty() ? gemm_shapes() : out;
+}
+
 std::optional<ReplayCoordinator::Job> ReplayCoordinator::next_job(const Model& m, const FindingBoard& board,
                                                                   int64_t now_ns) {
   if (!opt_.request_prefix.empty()) {
@@ -284,7 +322,7 @@ std::optional<ReplayCoordinator::Job> ReplayCoordinator::next_job(const Model& m
   if (job.trigger.empty()) {
     if (now_ns < next_periodic_ns_) return std::nullopt;
     job.trigger = "periodic";
-    if (!gemm_unavailable_) plan.gemms = gemm_shapes();
+    if (!gemm_unavailable_) plan.gemms = periodic_gemms(m, local);
     plan.colls = colls_within(local, std::vector<int>(local.begin(), local.end()));
     std::vector<std::vector<int>> groups;
     for (const auto& g : groups_) {

@@ -11,7 +11,8 @@
 //   demand     a request of `scout replay run` (replay_request.h): the recipe kinds it asks for
 //              on the ranks it names (default: every kind, every GPU of this node); taken
 //              before any other trigger;
-//   periodic   GEMM recipes on every GPU, the job's collective classes and the directed pairs
+//   periodic   GEMM recipes on every GPU (the next check cycle of the captured shapes' plan
+//              when there is one), the job's collective classes and the directed pairs
 //              of its communicators (round-robin, at most max_pairs per cycle), at most as often
 //              as keeps the GPU time replay takes from any one GPU within SCOUT_REPLAY_BUDGET of
 //              wall time (a cycle that ran nothing backs off, doubling up to 60 s).
@@ -119,7 +120,11 @@ class ReplayCoordinator {
   std::vector<replay::Participant> local_participants(const Model& m) const;
   // Collective classes (at most max_colls) whose members are all in `members` and on this node.
   std::vector<replay::CollClass> colls_within(const std::set<int>& local, const std::vector<int>& members) const;
-  std::vector<replay::GemmShape> gemm_shapes();
+  std::vector<replay::GemmShape> gemm_shapes();  // SCOUT_REPLAY_GEMMS, else the default set
+  // The GEMMs of a periodic cycle: SCOUT_REPLAY_GEMMS when set; else, when this node's ranks
+  // captured shapes (SCOUT_GEMM_CAPTURE), the recipes of the next check cycle of the coverage
+  // plan over them (replay/schedule/plan.h, round-robin); else the default set.
+  std::vector<replay::GemmShape> periodic_gemms(const Model& m, const std::set<int>& local);
 
   ReplayOptions opt_;
   std::string job_, shm_dir_;
@@ -129,6 +134,7 @@ class ReplayCoordinator {
   replay::CollClassSet classes_;
   std::vector<std::vector<int>> groups_;  // communicator memberships (global ranks) seen
   size_t pair_cursor_ = 0;
+  size_t plan_cursor_ = 0;  // the next check cycle of the GEMM plan
   uint64_t next_cycle_ = 1;
   int64_t first_seen_ns_ = 0;
   int64_t next_periodic_ns_ = 0;

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <set>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -100,3 +101,51 @@ TEST(ReplayPlan, MoeJobUnderTheObserver) {
 }
 
 }  // namespace
+
+// The plan drives replay: the same MoE job with `gpusdc` on rank 3 from step 20 (its GPU computes
+// wrong GEMMs). The periodic cycles replay the plan's recipes (captured expert shapes, not the
+// default 4096x4096x4096 set), and rank 3 is named by replay's GEMM vote.
+TEST(ReplayPlan, GpuSdcOnTheMoeJobIsAttributedByReplayOfThePlannedShapes) {
+  TempDir dir;
+  const std::string d = dir.path();
+  fs::create_directories(d + "/shm");
+  std::map<std::string, std::string> env = {{"SCOUT_SHM_DIR", d + "/shm"},
+                                            {"SCOUT_STATE_DIR", d + "/state"},
+                                            {"SCOUT_HOST", "node0"},
+                                            {"SCOUT_GEMM_CAPTURE", "1"},
+                                            {"SCOUT_GEMM_WINDOW_MS", "3600000"},
+                                            {"SCOUT_JOB_ID", ""},
+                                            {"TORCHELASTIC_RUN_ID", ""},
+                                            {"SLURM_JOB_ID", ""},
+                                            {"NCCL_PROFILER_PLUGIN", ""},
+                                            {"CUBLASLT_LOG_LEVEL", ""},
+                                            {"SCOUT_GPU", ""}};
+  ProcessResult run = run_process({build_path("bin/scout"), "run", "--job", "moesdc", "--", build_path("bin/scout-sim"),
+                                   "--ranks", "8", "--tp", "2", "--ep", "4", "--moe-experts", "16", "--steps", "200",
+                                   "--bytes", "4K", "--seed", "3", "--step-ms", "25", "--fault", "gpusdc:rank=3,step=20"},
+                                  env, 300);
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  ProcessResult f = run_process({build_path("bin/scout"), "findings", "--json", "--job", "moesdc"}, env, 60);
+  ASSERT_EQ(f.exit_code, 0) << f.err;
+  nlohmann::json replay_sdc;
+  int n = 0;
+  std::stringstream lines(f.out);
+  for (std::string line; std::getline(lines, line);) {
+    nlohmann::json j = nlohmann::json::parse(line);
+    if (j["kind"] == "sdc" && j["evidence"].value("source", "") == "replay") {
+      replay_sdc = j;
+      n++;
+    }
+  }
+  ASSERT_EQ(n, 1) << f.out << run.err;
+  EXPECT_EQ(replay_sdc["verdict"], "attributed");
+  EXPECT_EQ(replay_sdc["suspects"][0]["global_rank"], 3);
+  EXPECT_EQ(replay_sdc["evidence"]["check"], "gemm-vote");
+  const std::string recipe = replay_sdc["evidence"]["recipe"].get<std::string>();
+  EXPECT_EQ(recipe.rfind("gemm:bf16:", 0), 0u) << recipe;
+  EXPECT_EQ(recipe.find("4096x4096x4096"), std::string::npos) << recipe;
+  // Every periodic cycle replayed planned shapes only.
+  ProcessResult list = run_process({build_path("bin/scout"), "replay", "list", "--json", "--job", "moesdc"}, env, 60);
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_NE(list.out.find("\"found\":\"sdc on 3\""), std::string::npos) << list.out;
+}
