@@ -17,7 +17,11 @@ BUILD ?= build
 PREFIX ?= /usr/local
 CXX ?= g++
 # ccache, when installed, in front of the compiler (objects are path-independent, see TREE_PATHS).
+# CCACHE_NOHASHDIR: ccache leaves the working directory out of its hash (by default it hashes it
+# whenever debug info is on), so a clone in another folder (CI) hits the entries of this one; the
+# only cost is that such objects' debug info names the first folder as compilation directory.
 CCACHE ?= $(shell command -v ccache 2>/dev/null)
+CCACHE_RUN := $(if $(CCACHE),CCACHE_NOHASHDIR=1 $(CCACHE))
 CUDA_HOME ?= /usr/local/cuda
 NVCC ?= $(CUDA_HOME)/bin/nvcc
 # Parallel compiles of `make test` (default: the number of CPUs).
@@ -129,7 +133,7 @@ benches: all $(BENCHES) $(TESTNET)
 # ---------------------------------------------------------------- rules
 $(BUILD)/obj/%.o: %.cc
 	@mkdir -p $(dir $@)
-	$(CCACHE) $(CXX) $(CPPFLAGS) $(CXXFLAGS) $(OPT) -MMD -MP -c $< -o $@
+	$(CCACHE_RUN) $(CXX) $(CPPFLAGS) $(CXXFLAGS) $(OPT) -MMD -MP -c $< -o $@
 
 # Version string: regenerated only when `git describe` changes.
 $(BUILD)/obj/gen/version.cc: FORCE
