@@ -182,6 +182,21 @@ TEST(CkptE2E, HealthyRunVerifiesEveryCheckpointWithTwoCyclesAfterIt) {
   ProcessResult st = scout(r, {"status"});
   EXPECT_NE(st.out.find("checkpoints: 8 ("), std::string::npos) << st.out;
   EXPECT_NE(st.out.find("newest verified: " + r.ckpt + "/iter_"), std::string::npos) << st.out;
+  // status --json: the same counts, and the checkpoint `ckpt latest --verified` prints.
+  ProcessResult js = scout(r, {"status", "--json"});
+  ASSERT_EQ(js.exit_code, 0) << js.err;
+  const nlohmann::json ck = nlohmann::json::parse(js.out)["checkpoints"];
+  int verified = 0;
+  for (const auto& [step, j] : m) verified += j["state"] == "verified";
+  EXPECT_EQ(ck["total"], 8);
+  EXPECT_EQ(ck["verified"], verified);
+  EXPECT_EQ(ck["rejected"], 0);
+  EXPECT_EQ(ck["candidates"], 8 - verified);
+  ProcessResult latest = scout(r, {"ckpt", "latest", "--verified"});
+  ASSERT_EQ(latest.exit_code, 0) << latest.err;
+  EXPECT_EQ(ck["newest_verified"]["path"].get<std::string>() + "\n", latest.out) << ck.dump();
+  EXPECT_EQ(ck["newest_verified"]["framework"], "megatron");
+  EXPECT_EQ(m[ck["newest_verified"]["step"].get<int64_t>()]["path"], ck["newest_verified"]["path"]);
 }
 
 TEST(CkptE2E, InconclusiveSdcInATwoRankGroupRejectsToo) {
