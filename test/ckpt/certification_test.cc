@@ -1,13 +1,19 @@
 // The cycle judge (observer/ckpt/cycle.h), the state machine (observer/ckpt/states.h), the
-// certificate chain (observer/ckpt/certificate.h) and replay from the store
-// (observer/ckpt/store_replay.h), on synthetic evidence with known answers.
+// certificate chain (observer/ckpt/certificate.h), replay from the store
+// (observer/ckpt/store_replay.h) and the Certifier with replay on (observer/ckpt/certifier.h), on
+// synthetic evidence with known answers.
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <sstream>
 
 #include "observer/ckpt/certificate.h"
+#include "observer/ckpt/certifier.h"
 #include "observer/ckpt/cycle.h"
 #include "observer/ckpt/states.h"
 #include "observer/ckpt/store_replay.h"
@@ -312,6 +318,106 @@ TEST(StoreReplay, CheckCyclesFromTheObserversStoreAreCleanDirtyOrIncompleteExact
   EXPECT_EQ(ck.state, State::kRejected);
   EXPECT_EQ(ck.finding_ids, std::vector<int64_t>{f.id});
   EXPECT_EQ(ck.reason, "cycle 11 was not clean: the replay cycle failed");
+}
+
+// Replay results set by the test per check cycle begin; none until set.
+class ScriptedReplay : public ReplayCycles {
+ public:
+  std::map<int64_t, ReplayCycleResult> by_begin;
+  ReplayCycleResult result(int64_t begin_ns, int64_t) override {
+    auto it = by_begin.find(begin_ns);
+    return it == by_begin.end() ? ReplayCycleResult{} : it->second;
+  }
+};
+
+// One agreeing AllReduce of a 4-rank communicator that began at `t`.
+scout::obs::JudgeOutput agreeing_op_at(int64_t t, uint64_t seq) {
+  scout::obs::JudgeOutput out;
+  scout::obs::OpSummary s;
+  s.comm_hash = 0x11;
+  s.comm_name = "tp0";
+  s.nranks = 4;
+  s.func = "AllReduce";
+  s.seq = seq;
+  s.bytes = 1000;
+  s.ranks_reported = 4;
+  s.first_arrival_ns = t;
+  s.fp_verdict = "agree";
+  out.summaries.push_back(s);
+  return out;
+}
+
+// A dcp checkpoint <root>/<name> whose marker was written at wall time `t`.
+void dcp_checkpoint(const std::string& root, const std::string& name, int64_t t) {
+  fs::create_directories(root + "/" + name);
+  const std::string marker = root + "/" + name + "/.metadata";
+  std::ofstream(marker) << "m";
+  const timespec ts[2] = {{time_t(t / kSec), long(t % kSec)}, {time_t(t / kSec), long(t % kSec)}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, marker.c_str(), ts, 0), 0);
+}
+
+TEST(CertifierReplay, CycleWaitsForItsReplayCyclePassesOnlyWithItAndFailureRejects) {
+  TempDir d;
+  const std::string root = d.path() + "/ckpt";
+  dcp_checkpoint(root, "step-1", 100 * kSec + 300'000'000);
+  auto store = CkptStore::open_writer(d.path() + "/node-0.db");
+  CertifierOptions o;
+  o.job = "j";
+  o.watch.roots = {root};
+  o.watch.inotify = false;
+  o.watch.poll_ns = 0;
+  o.cycle_ns = kSec;
+  o.k = 2;
+  o.grace_ns = 500'000'000;
+  o.stale_ns = 30 * kSec;
+  o.cert_dir = d.path() + "/certificates";
+  ScriptedReplay replay;
+  for (int64_t i : {100, 101}) replay.by_begin[i * kSec] = {ReplayStatus::kPass, {"gemm:1"}, {"GPU-0"}, {}};
+  Certifier cert(o, store.get(), &replay);
+  scout::obs::Model m;
+  scout::obs::FindingBoard board;
+  uint64_t seq = 0;
+  auto pass = [&](int64_t t) { cert.on_pass(m, agreeing_op_at(t - 100'000'000, ++seq), board, t); };
+  // Every 100 ms from 100.2 s to 103.6 s: cycles 100 (not watched from its start: incomplete)
+  // and 101 (clean) are judged; 102 has no replay cycle yet and waits.
+  for (int64_t t = 100 * kSec + 200'000'000; t <= 103 * kSec + 600'000'000; t += 100'000'000) pass(t);
+  ASSERT_EQ(cert.checkpoints().size(), 1u);
+  EXPECT_EQ(cert.checkpoints()[0].state, State::kCandidate);
+  EXPECT_EQ(cert.checkpoints()[0].cycles, std::vector<int64_t>{101});
+  EXPECT_EQ(cert.next_cycle(), 102);
+  std::vector<CycleVerdict> judged = store->cycles();
+  ASSERT_EQ(judged.size(), 2u);
+  EXPECT_EQ(judged[0].status, CycleStatus::kIncomplete);
+  EXPECT_EQ(judged[0].reasons, std::vector<std::string>{"the observer did not watch the whole cycle"});
+  EXPECT_EQ(judged[1].status, CycleStatus::kClean);
+  EXPECT_EQ(judged[1].replay, ReplayStatus::kPass);
+  EXPECT_EQ(judged[1].replay_gpus, std::vector<std::string>{"GPU-0"});
+  // Its replay cycle passes: 102 is clean and the checkpoint verified on 101 and 102.
+  replay.by_begin[102 * kSec] = {ReplayStatus::kPass, {"gemm:1"}, {"GPU-0"}, {}};
+  pass(103 * kSec + 700'000'000);
+  EXPECT_EQ(cert.checkpoints()[0].state, State::kVerified);
+  EXPECT_EQ(cert.checkpoints()[0].cycles, (std::vector<int64_t>{101, 102}));
+  EXPECT_EQ(cert.next_cycle(), 103);
+  // A second checkpoint; the replay cycle of 103 fails with finding 42: rejected.
+  dcp_checkpoint(root, "step-2", 102 * kSec + 900'000'000);
+  replay.by_begin[103 * kSec] = {ReplayStatus::kFail, {"gemm:1"}, {"GPU-0"}, {42}};
+  for (int64_t t = 103 * kSec + 800'000'000; t <= 104 * kSec + 600'000'000; t += 100'000'000) pass(t);
+  ASSERT_EQ(cert.checkpoints().size(), 2u);
+  EXPECT_EQ(cert.checkpoints()[1].state, State::kRejected);
+  EXPECT_EQ(cert.checkpoints()[1].finding_ids, std::vector<int64_t>{42});
+  EXPECT_EQ(cert.checkpoints()[1].reason, "cycle 103 was not clean: the replay cycle failed");
+  // No replay cycle ever covers 104: it waits until the stale time (its end + 30 s), then is
+  // incomplete; 105 waits in turn.
+  pass(134 * kSec + 900'000'000);
+  EXPECT_EQ(cert.next_cycle(), 104);
+  pass(135 * kSec + 600'000'000);
+  EXPECT_EQ(cert.next_cycle(), 105);
+  judged = store->cycles();
+  ASSERT_EQ(judged.size(), 5u);
+  EXPECT_EQ(judged[4].index, 104);
+  EXPECT_EQ(judged[4].status, CycleStatus::kIncomplete);
+  EXPECT_EQ(judged[4].reasons, std::vector<std::string>{"no replay cycle ran"});
+  EXPECT_EQ(store->certificates().size(), 2u);
 }
 
 TEST(StoreReplay, MissingStoreGivesNoneWithTheError) {
