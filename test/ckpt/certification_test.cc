@@ -109,7 +109,8 @@ TEST(CycleJudge, ReplayWhenOnMustRunAndPass) {
 }
 
 TEST(CycleJudge, InconclusiveReplayIsIncomplete) {
-  CycleVerdict v = judge_cycle(1, kSec, healthy(), true, {}, ReplayCycleResult{ReplayStatus::kInconclusive, {}, {}, {}});
+  CycleVerdict v =
+      judge_cycle(1, kSec, healthy(), true, {}, ReplayCycleResult{ReplayStatus::kInconclusive, {}, {}, {}});
   EXPECT_EQ(v.status, CycleStatus::kIncomplete);
   EXPECT_EQ(v.reasons, std::vector<std::string>{"the replay cycle was inconclusive"});
   EXPECT_EQ(to_json(v)["replay"], "inconclusive");
@@ -243,8 +244,9 @@ TEST(StoreReplay, OutcomeOfTheCoveringCycleAndThoseStartedInside) {
   EXPECT_EQ(r.gpus, (std::vector<std::string>{"GPU-sim-node0-0", "GPU-sim-node0-1"}));
   // One that started inside failed: its replay sdc findings are the reasons (not the finding of
   // another source, nor one seen only before it ran).
-  std::vector<scout::obs::Finding> findings = {replay_sdc(7, 10 * kSec + 900, 11 * kSec),
-                                               replay_sdc(3, 2 * kSec, 3 * kSec), replay_sdc(8, 10 * kSec + 900, 11 * kSec)};
+  std::vector<scout::obs::Finding> findings = {
+      replay_sdc(7, 10 * kSec + 900, 11 * kSec), replay_sdc(3, 2 * kSec, 3 * kSec),
+      replay_sdc(8, 10 * kSec + 900, 11 * kSec)};
   findings[2].evidence = {{"source", "fingerprint"}};
   r = replay_outcome(std::nullopt, {replay_cycle(2, 10 * kSec + 300, 10 * kSec + 900, "fail")}, findings);
   EXPECT_EQ(r.status, ReplayStatus::kFail);
