@@ -19,6 +19,7 @@
 
 #include "common/clock.h"
 #include "observer/ckpt/certifier.h"
+#include "observer/ckpt/store_replay.h"
 #include "observer/cluster/cross_node.h"
 #include "observer/net/clock_sync.h"
 #include "observer/pipeline/command_line.h"
@@ -98,6 +99,7 @@ int main(int argc, char** argv) {
   scout::obs::Observer observer(cl.opt, store.get());
   // Checkpoint certification (docs/certification.md) when checkpoint directories are given.
   std::unique_ptr<scout::ckpt::CkptStore> ckpt_store;
+  std::unique_ptr<scout::ckpt::StoreReplayCycles> replay_cycles;
   std::unique_ptr<scout::ckpt::Certifier> certifier;
   if (!cl.ckpt_dirs.empty()) {
     try {
@@ -111,7 +113,9 @@ int main(int argc, char** argv) {
     co.grace_ns = std::max<int64_t>(co.grace_ns, 2 * cl.opt.interval_ns);
     co.stale_ns = std::max<int64_t>(co.stale_ns, cl.opt.judge.settle_timeout_ns + co.cycle_ns);
     if (!cl.quiet) co.log = say;
-    certifier = std::make_unique<scout::ckpt::Certifier>(co, ckpt_store.get());
+    // Replay on: each check cycle's replay cycle, from the store, must pass for it to be clean.
+    if (cl.opt.replay.enabled) replay_cycles = std::make_unique<scout::ckpt::StoreReplayCycles>(cl.store);
+    certifier = std::make_unique<scout::ckpt::Certifier>(co, ckpt_store.get(), replay_cycles.get());
     observer.set_after_pass_step([&](const scout::obs::Model& m, const scout::obs::JudgeOutput& out,
                                      const scout::obs::FindingBoard& board,
                                      int64_t now_ns) { certifier->on_pass(m, out, board, now_ns); });
@@ -119,7 +123,7 @@ int main(int argc, char** argv) {
       std::string dirs;
       for (const auto& d : cl.ckpt_dirs) dirs += (dirs.empty() ? "" : ", ") + d;
       say("certification: watching " + dirs + ", check cycle " + std::to_string(co.cycle_ns / 1'000'000) + " ms, K " +
-          std::to_string(co.k) + ", certificates in " + co.cert_dir);
+          std::to_string(co.k) + ", replay " + (replay_cycles ? "on" : "off") + ", certificates in " + co.cert_dir);
     }
   }
   // Several nodes: the observer network runs beside the passes (docs/observer-network.md).

@@ -175,7 +175,12 @@ void Certifier::judge_cycles(const obs::Model& m, int64_t now_ns) {
     const bool blocked = oldest < end;
     if (blocked && now_ns < end + o_.stale_ns) return;
     std::optional<ReplayCycleResult> replay;
-    if (replay_) replay = replay_->result(begin, end);
+    if (replay_) {
+      // Replay on: wait for a finished replay cycle covering it, as for undecided operations.
+      replay = replay_->result(begin, end);
+      const bool pending = replay->status == ReplayStatus::kNone || replay->status == ReplayStatus::kUnfinished;
+      if (pending && now_ns < end + o_.stale_ns) return;
+    }
     CycleVerdict v =
         judge_cycle(next_cycle_, o_.cycle_ns, evidence_[next_cycle_], begin >= watch_start_ns_, events(), replay);
     if (blocked && v.status != CycleStatus::kDirty) {

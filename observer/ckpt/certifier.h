@@ -3,7 +3,8 @@
 //   2. notes sdc, nan and desync findings with the time their operation began;
 //   3. picks up checkpoints whose marker appeared (observer/ckpt/watcher.h) as candidates;
 //   4. judges every check cycle that ended at least `grace` ago and has no undecided operation
-//      left (observer/ckpt/cycle.h), and moves candidates (observer/ckpt/states.h);
+//      left and, with replay on, a finished replay cycle covering it (observer/ckpt/cycle.h;
+//      after `stale` it is judged incomplete instead), and moves candidates (observer/ckpt/states.h);
 //   5. issues a certificate for every verdict (observer/ckpt/certificate.h).
 // State lives in the store (observer/ckpt/ckpt_store.h) and is reloaded at construction, so a
 // restarted observer continues where the previous one stopped; cycles it did not watch from
@@ -55,7 +56,8 @@ std::string certificate_dir(const std::string& store_path);
 
 class Certifier {
  public:
-  // Loads the state `store` holds (must outlive the certifier). `replay` may be null: replay off.
+  // Loads the state `store` holds (must outlive the certifier). `replay` may be null: replay off;
+  // else (observer/ckpt/store_replay.h) every cycle needs its replay cycle to pass to be clean.
   Certifier(CertifierOptions o, CkptStore* store, ReplayCycles* replay = nullptr);
 
   // After an observer pass at wall time `now_ns`: `m` after judgement, `out` what the pass

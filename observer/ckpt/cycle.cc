@@ -10,6 +10,7 @@ const char* to_string(ReplayStatus s) {
     case ReplayStatus::kPass: return "pass";
     case ReplayStatus::kFail: return "fail";
     case ReplayStatus::kUnfinished: return "unfinished";
+    case ReplayStatus::kInconclusive: return "inconclusive";
   }
   return "none";
 }
@@ -101,7 +102,8 @@ CycleVerdict cycle_from_json(const nlohmann::json& j) {
     for (const auto& [k, n] : j["voters"].items()) v.voters[std::stoi(k)] = n.get<int64_t>();
   v.bytes_fingerprinted = j.value("bytes_fingerprinted", uint64_t(0));
   const std::string r = j.value("replay", "none");
-  for (ReplayStatus s : {ReplayStatus::kNone, ReplayStatus::kPass, ReplayStatus::kFail, ReplayStatus::kUnfinished})
+  for (ReplayStatus s : {ReplayStatus::kNone, ReplayStatus::kPass, ReplayStatus::kFail, ReplayStatus::kUnfinished,
+                         ReplayStatus::kInconclusive})
     if (r == to_string(s)) v.replay = s;
   v.replay_recipes = j.value("replay_recipes", std::vector<std::string>{});
   v.replay_gpus = j.value("replay_gpus", std::vector<std::string>{});
@@ -148,6 +150,7 @@ CycleVerdict judge_cycle(int64_t index, int64_t cycle_ns, const CycleEvidence& e
         for (int64_t id : replay->finding_ids) v.finding_ids.push_back(id);
         break;
       case ReplayStatus::kUnfinished: missing.push_back("the replay cycle did not finish"); break;
+      case ReplayStatus::kInconclusive: missing.push_back("the replay cycle was inconclusive"); break;
       case ReplayStatus::kNone: missing.push_back("no replay cycle ran"); break;
       case ReplayStatus::kPass: break;
     }

@@ -7,7 +7,7 @@
 //               comparison disagreed, or the replay cycle failed;
 //   incomplete  when it is not dirty but some evidence is missing: the observer did not watch it
 //               from its start, no collective ran, a communicator had no sampled comparison, a
-//               comparison missed voters, or replay (when on) did not run or finish;
+//               comparison missed voters, or replay (when on) did not run, finish or decide;
 //   clean       otherwise.
 #pragma once
 

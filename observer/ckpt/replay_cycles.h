@@ -11,12 +11,15 @@
 namespace scout::ckpt {
 
 enum class ReplayStatus {
-  kNone,        // no replay cycle ran in the range (with replay on, the check cycle is incomplete)
-  kPass,        // a whole replay cycle ran in the range and every comparison agreed
-  kFail,        // some replay comparison disagreed or was inconclusive: the check cycle is not clean
-  kUnfinished,  // a replay cycle began but did not finish in the range: incomplete
+  kNone,          // no replay cycle ran in the range (with replay on, the check cycle is incomplete)
+  kPass,          // a whole replay cycle ran in the range and every comparison agreed
+  kFail,          // some GPU or link computed wrong bits: the check cycle is dirty
+  kUnfinished,    // a replay cycle began but did not finish in the range: incomplete
+  kInconclusive,  // a replay cycle ran but could not decide (a recipe skipped, a participant lost,
+                  // no strict majority, scout-replay died or missed its deadline): incomplete
 };
-const char* to_string(ReplayStatus s);  // "none", "pass", "fail", "unfinished"
+// "none", "pass", "fail", "unfinished", "inconclusive"
+const char* to_string(ReplayStatus s);
 
 struct ReplayCycleResult {
   ReplayStatus status = ReplayStatus::kNone;

@@ -45,15 +45,26 @@ bool Watcher::drain_events() {
   return any;
 }
 
+bool Watcher::watch_new_roots() {
+  if (fd_ < 0) return false;
+  bool any = false;
+  for (const std::string& r : o_.roots) {
+    if (watches_.count(r)) continue;
+    watch(r);
+    any |= watches_.count(r) > 0;
+  }
+  return any;
+}
+
 std::vector<Entry> Watcher::poll(int64_t now_ns) {
   std::vector<Entry> out;
-  const bool changed = drain_events();
+  const bool appeared = watch_new_roots();
+  const bool changed = drain_events() || appeared;
   const bool due = scans_ == 0 || now_ns - last_scan_ns_ >= o_.poll_ns || !settling_.empty();
   if (!changed && !due) return out;
   last_scan_ns_ = now_ns;
   scans_++;
   for (const std::string& root : o_.roots) {
-    watch(root);  // a root created after the observer started
     for (Entry& e : scan_root(root, now_ns, o_.quiet_ns)) {
       if (known_.count(e.path)) continue;
       if (!e.complete) {

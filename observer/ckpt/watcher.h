@@ -31,10 +31,11 @@ class Watcher {
   // Paths already reported (e.g. loaded from the store after a restart) are never reported again.
   void mark_known(const std::string& path) { known_.insert(path); }
 
-  // Checks the roots at wall time `now_ns`: scans when inotify saw a change, when the poll
-  // period passed, or on the first call. Returns the entries that became complete since the last
-  // report, in scan order. deepspeed and hf entries are reported only once their contents did
-  // not change between two scans (their markers can precede other ranks' last writes).
+  // Checks the roots at wall time `now_ns`: scans when inotify saw a change, when a root
+  // appeared (inotify on), when the poll period passed, or on the first call. Returns the
+  // entries that became complete since the last report, in scan order. deepspeed and hf entries
+  // are reported only once their contents did not change between two scans (their markers can
+  // precede other ranks' last writes).
   std::vector<Entry> poll(int64_t now_ns);
 
   bool inotify_active() const { return fd_ >= 0; }
@@ -42,6 +43,10 @@ class Watcher {
 
  private:
   bool drain_events();
+  // Adds inotify watches to roots that did not exist before (created after the observer
+  // started); true when one was added: it is scanned at once, not a poll period later, or
+  // DeepSpeed checkpoints whose `latest` moved on in between would never be seen complete.
+  bool watch_new_roots();
   void watch(const std::string& dir);
 
   WatchOptions o_;

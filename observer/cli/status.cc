@@ -50,6 +50,42 @@ std::vector<obs::CommInfo> comms_by_severity(std::vector<obs::CommInfo> v) {
   return v;
 }
 
+// Checkpoints certified in the store (docs/certification.md): counts per state and the newest
+// verified one (highest step, then latest completion; null when none).
+struct CkptSummary {
+  std::vector<ckpt::Checkpoint> all;
+  int n[3] = {0, 0, 0};  // by ckpt::State
+  const ckpt::Checkpoint* newest_verified = nullptr;
+};
+
+void summarize_checkpoints(const std::string& store_path, CkptSummary* s) {
+  s->all = ckpt::CkptStore::open_reader(store_path)->checkpoints();
+  for (const auto& c : s->all) {
+    s->n[int(c.state)]++;
+    const ckpt::Checkpoint* b = s->newest_verified;
+    if (c.state == ckpt::State::kVerified &&
+        (!b || c.step > b->step || (c.step == b->step && c.completed_ns > b->completed_ns)))
+      s->newest_verified = &c;
+  }
+}
+
+// `checkpoints` of status --json: {total, verified, rejected, candidates, newest_verified: {id,
+// path, framework, step, completed_ns} or null}; total 0 when the observer certified none.
+nlohmann::json checkpoints_json(const CkptSummary& s) {
+  nlohmann::json newest = nullptr;
+  if (const ckpt::Checkpoint* c = s.newest_verified)
+    newest = {{"id", c->id},
+              {"path", c->path},
+              {"framework", c->framework},
+              {"step", c->step},
+              {"completed_ns", c->completed_ns}};
+  return {{"total", s.all.size()},
+          {"verified", s.n[int(ckpt::State::kVerified)]},
+          {"rejected", s.n[int(ckpt::State::kRejected)]},
+          {"candidates", s.n[int(ckpt::State::kCandidate)]},
+          {"newest_verified", newest}};
+}
+
 void print_json(const exporter::Snapshot& s, std::ostream& out) {
   nlohmann::json j;
   j["store"] = s.store_path;
@@ -81,6 +117,9 @@ void print_json(const exporter::Snapshot& s, std::ostream& out) {
     }
   }
   j["findings"] = {{"open", open}, {"closed", closed}, {"open_findings", open_findings}};
+  CkptSummary ck;
+  summarize_checkpoints(s.store_path, &ck);
+  j["checkpoints"] = checkpoints_json(ck);
   out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
 }
 
@@ -89,20 +128,13 @@ void print_json(const exporter::Snapshot& s, std::ostream& out) {
 // "checkpoints: N (V verified, R rejected, C candidates); newest verified: PATH (step S)", only
 // when the observer certified checkpoints (docs/certification.md).
 static void print_checkpoint_line(const std::string& store_path, std::ostream& out) {
-  std::vector<ckpt::Checkpoint> all = ckpt::CkptStore::open_reader(store_path)->checkpoints();
-  if (all.empty()) return;
-  int n[3] = {0, 0, 0};
-  const ckpt::Checkpoint* best = nullptr;
-  for (const auto& c : all) {
-    n[int(c.state)]++;
-    if (c.state == ckpt::State::kVerified &&
-        (!best || c.step > best->step || (c.step == best->step && c.completed_ns > best->completed_ns)))
-      best = &c;
-  }
-  out << "checkpoints: " << all.size() << " (" << n[int(ckpt::State::kVerified)] << " verified, "
-      << n[int(ckpt::State::kRejected)] << " rejected, " << n[int(ckpt::State::kCandidate)] << " candidates); ";
-  if (best)
-    out << "newest verified: " << best->path << " (step " << best->step << ")\n";
+  CkptSummary s;
+  summarize_checkpoints(store_path, &s);
+  if (s.all.empty()) return;
+  out << "checkpoints: " << s.all.size() << " (" << s.n[int(ckpt::State::kVerified)] << " verified, "
+      << s.n[int(ckpt::State::kRejected)] << " rejected, " << s.n[int(ckpt::State::kCandidate)] << " candidates); ";
+  if (s.newest_verified)
+    out << "newest verified: " << s.newest_verified->path << " (step " << s.newest_verified->step << ")\n";
   else
     out << "none verified yet (scout ckpt list)\n";
 }

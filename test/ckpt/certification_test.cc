@@ -1,14 +1,23 @@
-// The cycle judge (observer/ckpt/cycle.h), the state machine (observer/ckpt/states.h) and the
-// certificate chain (observer/ckpt/certificate.h), on synthetic evidence with known answers.
+// The cycle judge (observer/ckpt/cycle.h), the state machine (observer/ckpt/states.h), the
+// certificate chain (observer/ckpt/certificate.h), replay from the store
+// (observer/ckpt/store_replay.h) and the Certifier with replay on (observer/ckpt/certifier.h), on
+// synthetic evidence with known answers.
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <sstream>
 
 #include "observer/ckpt/certificate.h"
+#include "observer/ckpt/certifier.h"
 #include "observer/ckpt/cycle.h"
 #include "observer/ckpt/states.h"
+#include "observer/ckpt/store_replay.h"
+#include "observer/store/writer.h"
 #include "test/support/tmpdir.h"
 
 namespace {
@@ -99,6 +108,15 @@ TEST(CycleJudge, ReplayWhenOnMustRunAndPass) {
   EXPECT_EQ(v.finding_ids, std::vector<int64_t>{42});
 }
 
+TEST(CycleJudge, InconclusiveReplayIsIncomplete) {
+  CycleVerdict v =
+      judge_cycle(1, kSec, healthy(), true, {}, ReplayCycleResult{ReplayStatus::kInconclusive, {}, {}, {}});
+  EXPECT_EQ(v.status, CycleStatus::kIncomplete);
+  EXPECT_EQ(v.reasons, std::vector<std::string>{"the replay cycle was inconclusive"});
+  EXPECT_EQ(to_json(v)["replay"], "inconclusive");
+  EXPECT_EQ(cycle_from_json(to_json(v)).replay, ReplayStatus::kInconclusive);
+}
+
 TEST(CycleJudge, JsonRoundTrip) {
   CycleVerdict v = judge_cycle(3, kSec, healthy(), true, {}, std::nullopt);
   CycleVerdict w = cycle_from_json(to_json(v));
@@ -182,6 +200,233 @@ TEST(States, FindingsRejectInsideTheWindowOrWhenOpenAtCompletion) {
   FindingEvent closed{5, "nan", "attributed", 5 * kSec, false, 6 * kSec};
   EXPECT_FALSE(reject_on_findings(c, {closed}, 20 * kSec, 0));
   EXPECT_EQ(c.state, State::kCandidate);
+}
+
+scout::obs::ReplayCycleRecord replay_cycle(int64_t id, int64_t started, int64_t ended, const std::string& outcome,
+                                           const std::string& gpu = "GPU-sim-node0-0") {
+  scout::obs::ReplayCycleRecord c;
+  c.id = id;
+  c.cycle = uint64_t(id);
+  c.trigger = "periodic";
+  c.started_ns = started;
+  c.ended_ns = ended;
+  c.outcome = outcome;
+  c.detail = {{"recipes", {"gemm:1", "link:0-1"}}, {"gpus", {{{"global_rank", 0}, {"gpu", gpu}}}}};
+  return c;
+}
+
+scout::obs::Finding replay_sdc(int64_t id, int64_t first, int64_t last) {
+  scout::obs::Finding f;
+  f.id = id;
+  f.kind = scout::obs::FindingKind::kSdc;
+  f.first_seen_ns = first;
+  f.last_seen_ns = last;
+  f.evidence = {{"source", "replay"}};
+  return f;
+}
+
+TEST(StoreReplay, OutcomeOfTheCoveringCycleAndThoseStartedInside) {
+  using scout::obs::ReplayCycleRecord;
+  // Nothing covers the check cycle yet.
+  ReplayCycleResult r = replay_outcome(std::nullopt, {}, {});
+  EXPECT_EQ(r.status, ReplayStatus::kNone);
+  // The covering cycle passed.
+  r = replay_outcome(replay_cycle(1, 9 * kSec, 10 * kSec + 200, "pass"), {}, {});
+  EXPECT_EQ(r.status, ReplayStatus::kPass);
+  EXPECT_EQ(r.recipes, (std::vector<std::string>{"gemm:1", "link:0-1"}));
+  EXPECT_EQ(r.gpus, std::vector<std::string>{"GPU-sim-node0-0"});
+  // It passed, but one that started inside could not decide.
+  r = replay_outcome(replay_cycle(1, 9 * kSec, 10 * kSec + 200, "pass"),
+                     {replay_cycle(1, 9 * kSec, 10 * kSec + 200, "pass"),
+                      replay_cycle(2, 10 * kSec + 300, 10 * kSec + 900, "inconclusive", "GPU-sim-node0-1")},
+                     {});
+  EXPECT_EQ(r.status, ReplayStatus::kInconclusive);
+  EXPECT_EQ(r.gpus, (std::vector<std::string>{"GPU-sim-node0-0", "GPU-sim-node0-1"}));
+  // One that started inside failed: its replay sdc findings are the reasons (not the finding of
+  // another source, nor one seen only before it ran).
+  std::vector<scout::obs::Finding> findings = {
+      replay_sdc(7, 10 * kSec + 900, 11 * kSec), replay_sdc(3, 2 * kSec, 3 * kSec),
+      replay_sdc(8, 10 * kSec + 900, 11 * kSec)};
+  findings[2].evidence = {{"source", "fingerprint"}};
+  r = replay_outcome(std::nullopt, {replay_cycle(2, 10 * kSec + 300, 10 * kSec + 900, "fail")}, findings);
+  EXPECT_EQ(r.status, ReplayStatus::kFail);
+  EXPECT_EQ(r.finding_ids, std::vector<int64_t>{7});
+  // Fail wins over inconclusive; an outcome other than pass is not a pass.
+  r = replay_outcome(replay_cycle(1, 9 * kSec, 10 * kSec + 200, "inconclusive"),
+                     {replay_cycle(2, 10 * kSec + 300, 10 * kSec + 900, "fail")}, {});
+  EXPECT_EQ(r.status, ReplayStatus::kFail);
+  r = replay_outcome(replay_cycle(1, 9 * kSec, 10 * kSec + 200, ""), {}, {});
+  EXPECT_EQ(r.status, ReplayStatus::kInconclusive);
+}
+
+TEST(StoreReplay, CheckCyclesFromTheObserversStoreAreCleanDirtyOrIncompleteExactly) {
+  TempDir d;
+  const std::string path = d.path() + "/node-0.db";
+  scout::store::WriterOptions wo;
+  wo.job = "j";
+  std::string err;
+  auto w = scout::store::StoreWriter::open(path, wo, &err);
+  ASSERT_TRUE(w) << err;
+  StoreReplayCycles replay(path);
+  // Check cycle 10 ([10 s, 11 s)) before any replay cycle finished: none (the Certifier waits).
+  EXPECT_EQ(replay.result(10 * kSec, 11 * kSec).status, ReplayStatus::kNone);
+  EXPECT_EQ(replay.last_error(), "");
+  // Replay cycle a runs over 10 s and passes; b starts in cycle 11 and fails with an sdc finding;
+  // c starts in cycle 12 and is inconclusive.
+  scout::obs::ReplayCycleRecord a = replay_cycle(0, 9 * kSec + 500, 10 * kSec + 100, "pass");
+  scout::obs::ReplayCycleRecord b = replay_cycle(0, 11 * kSec + 200, 11 * kSec + 600, "fail");
+  scout::obs::ReplayCycleRecord c = replay_cycle(0, 12 * kSec + 400, 12 * kSec + 800, "inconclusive");
+  scout::obs::Finding f = replay_sdc(0, 11 * kSec + 200, 11 * kSec + 600);
+  f.dedup_key = "sdc:replay:node0:42";
+  f.summary = "replay: the GPU of rank 0 computes gemm:1 differently from the majority of its peers";
+  w->put_replay_cycle(&a);
+  EXPECT_EQ(replay.result(10 * kSec, 11 * kSec).status, ReplayStatus::kNone);  // not committed yet
+  ASSERT_TRUE(w->flush());
+  w->put_replay_cycle(&b);
+  w->upsert_finding(&f);
+  w->put_replay_cycle(&c);
+  ASSERT_TRUE(w->flush());
+  ASSERT_GT(f.id, 0);
+
+  ReplayCycleResult r10 = replay.result(10 * kSec, 11 * kSec);
+  EXPECT_EQ(r10.status, ReplayStatus::kPass);
+  EXPECT_EQ(r10.gpus, std::vector<std::string>{"GPU-sim-node0-0"});
+  CycleVerdict v10 = judge_cycle(10, kSec, healthy(), true, {}, r10);
+  EXPECT_EQ(v10.status, CycleStatus::kClean);
+  EXPECT_EQ(v10.replay, ReplayStatus::kPass);
+
+  ReplayCycleResult r11 = replay.result(11 * kSec, 12 * kSec);  // b: the first that started after 11 s
+  EXPECT_EQ(r11.status, ReplayStatus::kFail);
+  EXPECT_EQ(r11.finding_ids, std::vector<int64_t>{f.id});
+  CycleVerdict v11 = judge_cycle(11, kSec, healthy(), true, {}, r11);
+  EXPECT_EQ(v11.status, CycleStatus::kDirty);
+  EXPECT_EQ(v11.reasons, std::vector<std::string>{"the replay cycle failed"});
+  EXPECT_EQ(v11.finding_ids, std::vector<int64_t>{f.id});
+
+  CycleVerdict v12 = judge_cycle(12, kSec, healthy(), true, {}, replay.result(12 * kSec, 13 * kSec));
+  EXPECT_EQ(v12.status, CycleStatus::kIncomplete);
+  EXPECT_EQ(v12.reasons, std::vector<std::string>{"the replay cycle was inconclusive"});
+
+  // After the last replay cycle: nothing covers cycle 13.
+  CycleVerdict v13 = judge_cycle(13, kSec, healthy(), true, {}, replay.result(13 * kSec, 14 * kSec));
+  EXPECT_EQ(v13.status, CycleStatus::kIncomplete);
+  EXPECT_EQ(v13.reasons, std::vector<std::string>{"no replay cycle ran"});
+
+  // A checkpoint completed at 9.9 s: cycle 10 is clean, cycle 11 dirty rejects it with the
+  // replay finding.
+  Checkpoint ck = candidate(9 * kSec + 900'000'000);
+  EXPECT_FALSE(apply_cycle(ck, v10, 2, 0));
+  EXPECT_TRUE(apply_cycle(ck, v11, 2, 5));
+  EXPECT_EQ(ck.state, State::kRejected);
+  EXPECT_EQ(ck.finding_ids, std::vector<int64_t>{f.id});
+  EXPECT_EQ(ck.reason, "cycle 11 was not clean: the replay cycle failed");
+}
+
+// Replay results set by the test per check cycle begin; none until set.
+class ScriptedReplay : public ReplayCycles {
+ public:
+  std::map<int64_t, ReplayCycleResult> by_begin;
+  ReplayCycleResult result(int64_t begin_ns, int64_t) override {
+    auto it = by_begin.find(begin_ns);
+    return it == by_begin.end() ? ReplayCycleResult{} : it->second;
+  }
+};
+
+// One agreeing AllReduce of a 4-rank communicator that began at `t`.
+scout::obs::JudgeOutput agreeing_op_at(int64_t t, uint64_t seq) {
+  scout::obs::JudgeOutput out;
+  scout::obs::OpSummary s;
+  s.comm_hash = 0x11;
+  s.comm_name = "tp0";
+  s.nranks = 4;
+  s.func = "AllReduce";
+  s.seq = seq;
+  s.bytes = 1000;
+  s.ranks_reported = 4;
+  s.first_arrival_ns = t;
+  s.fp_verdict = "agree";
+  out.summaries.push_back(s);
+  return out;
+}
+
+// A dcp checkpoint <root>/<name> whose marker was written at wall time `t`.
+void dcp_checkpoint(const std::string& root, const std::string& name, int64_t t) {
+  fs::create_directories(root + "/" + name);
+  const std::string marker = root + "/" + name + "/.metadata";
+  std::ofstream(marker) << "m";
+  const timespec ts[2] = {{time_t(t / kSec), long(t % kSec)}, {time_t(t / kSec), long(t % kSec)}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, marker.c_str(), ts, 0), 0);
+}
+
+TEST(CertifierReplay, CycleWaitsForItsReplayCyclePassesOnlyWithItAndFailureRejects) {
+  TempDir d;
+  const std::string root = d.path() + "/ckpt";
+  dcp_checkpoint(root, "step-1", 100 * kSec + 300'000'000);
+  auto store = CkptStore::open_writer(d.path() + "/node-0.db");
+  CertifierOptions o;
+  o.job = "j";
+  o.watch.roots = {root};
+  o.watch.inotify = false;
+  o.watch.poll_ns = 0;
+  o.cycle_ns = kSec;
+  o.k = 2;
+  o.grace_ns = 500'000'000;
+  o.stale_ns = 30 * kSec;
+  o.cert_dir = d.path() + "/certificates";
+  ScriptedReplay replay;
+  for (int64_t i : {100, 101}) replay.by_begin[i * kSec] = {ReplayStatus::kPass, {"gemm:1"}, {"GPU-0"}, {}};
+  Certifier cert(o, store.get(), &replay);
+  scout::obs::Model m;
+  scout::obs::FindingBoard board;
+  uint64_t seq = 0;
+  auto pass = [&](int64_t t) { cert.on_pass(m, agreeing_op_at(t - 100'000'000, ++seq), board, t); };
+  // Every 100 ms from 100.2 s to 103.6 s: cycles 100 (not watched from its start: incomplete)
+  // and 101 (clean) are judged; 102 has no replay cycle yet and waits.
+  for (int64_t t = 100 * kSec + 200'000'000; t <= 103 * kSec + 600'000'000; t += 100'000'000) pass(t);
+  ASSERT_EQ(cert.checkpoints().size(), 1u);
+  EXPECT_EQ(cert.checkpoints()[0].state, State::kCandidate);
+  EXPECT_EQ(cert.checkpoints()[0].cycles, std::vector<int64_t>{101});
+  EXPECT_EQ(cert.next_cycle(), 102);
+  std::vector<CycleVerdict> judged = store->cycles();
+  ASSERT_EQ(judged.size(), 2u);
+  EXPECT_EQ(judged[0].status, CycleStatus::kIncomplete);
+  EXPECT_EQ(judged[0].reasons, std::vector<std::string>{"the observer did not watch the whole cycle"});
+  EXPECT_EQ(judged[1].status, CycleStatus::kClean);
+  EXPECT_EQ(judged[1].replay, ReplayStatus::kPass);
+  EXPECT_EQ(judged[1].replay_gpus, std::vector<std::string>{"GPU-0"});
+  // Its replay cycle passes: 102 is clean and the checkpoint verified on 101 and 102.
+  replay.by_begin[102 * kSec] = {ReplayStatus::kPass, {"gemm:1"}, {"GPU-0"}, {}};
+  pass(103 * kSec + 700'000'000);
+  EXPECT_EQ(cert.checkpoints()[0].state, State::kVerified);
+  EXPECT_EQ(cert.checkpoints()[0].cycles, (std::vector<int64_t>{101, 102}));
+  EXPECT_EQ(cert.next_cycle(), 103);
+  // A second checkpoint; the replay cycle of 103 fails with finding 42: rejected.
+  dcp_checkpoint(root, "step-2", 102 * kSec + 900'000'000);
+  replay.by_begin[103 * kSec] = {ReplayStatus::kFail, {"gemm:1"}, {"GPU-0"}, {42}};
+  for (int64_t t = 103 * kSec + 800'000'000; t <= 104 * kSec + 600'000'000; t += 100'000'000) pass(t);
+  ASSERT_EQ(cert.checkpoints().size(), 2u);
+  EXPECT_EQ(cert.checkpoints()[1].state, State::kRejected);
+  EXPECT_EQ(cert.checkpoints()[1].finding_ids, std::vector<int64_t>{42});
+  EXPECT_EQ(cert.checkpoints()[1].reason, "cycle 103 was not clean: the replay cycle failed");
+  // No replay cycle ever covers 104: it waits until the stale time (its end + 30 s), then is
+  // incomplete; 105 waits in turn.
+  pass(134 * kSec + 900'000'000);
+  EXPECT_EQ(cert.next_cycle(), 104);
+  pass(135 * kSec + 600'000'000);
+  EXPECT_EQ(cert.next_cycle(), 105);
+  judged = store->cycles();
+  ASSERT_EQ(judged.size(), 5u);
+  EXPECT_EQ(judged[4].index, 104);
+  EXPECT_EQ(judged[4].status, CycleStatus::kIncomplete);
+  EXPECT_EQ(judged[4].reasons, std::vector<std::string>{"no replay cycle ran"});
+  EXPECT_EQ(store->certificates().size(), 2u);
+}
+
+TEST(StoreReplay, MissingStoreGivesNoneWithTheError) {
+  TempDir d;
+  StoreReplayCycles replay(d.path() + "/absent.db");
+  EXPECT_EQ(replay.result(0, kSec).status, ReplayStatus::kNone);
+  EXPECT_EQ(replay.last_error(), "no store at " + d.path() + "/absent.db");
 }
 
 std::string slurp(const std::string& p) {

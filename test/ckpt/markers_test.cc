@@ -213,4 +213,34 @@ TEST(Watcher, DeepSpeedWaitsForItsFilesToSettle) {
   EXPECT_EQ(v[0].step, 5);
 }
 
+TEST(Watcher, RootCreatedAfterStartIsScannedAtOnceNotAPollPeriodLater) {
+  // DeepSpeed's `latest` names only the newest tag: a scan a poll period after the root appeared
+  // would never see global_step5 complete once global_step10 is saved.
+  TempDir d;
+  const std::string r = d.path() + "/ckpt";
+  scout::ckpt::WatchOptions o;
+  o.roots = {r};
+  o.poll_ns = 3600 * kSec;
+  scout::ckpt::Watcher w(o);
+  ASSERT_TRUE(w.inotify_active());
+  EXPECT_TRUE(w.poll(now_ns()).empty());  // the first scan: no root yet
+  EXPECT_EQ(w.scans(), 1u);
+  put(r + "/global_step5/a.pt");
+  put(r + "/latest", "global_step5");
+  EXPECT_TRUE(w.poll(now_ns()).empty());  // the root appeared: scanned, first sight of the tag
+  EXPECT_EQ(w.scans(), 2u);
+  auto v = w.poll(now_ns());  // unchanged since: reported
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].path, r + "/global_step5");
+  EXPECT_EQ(v[0].step, 5);
+  EXPECT_EQ(v[0].framework, "deepspeed");
+  put(r + "/global_step10/a.pt");
+  put(r + "/latest", "global_step10");
+  EXPECT_TRUE(w.poll(now_ns()).empty());  // inotify on the root: seen at the next poll
+  v = w.poll(now_ns());
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].step, 10);
+  EXPECT_EQ(w.scans(), 5u);
+}
+
 }  // namespace

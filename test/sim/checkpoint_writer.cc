@@ -23,19 +23,16 @@ void mkdirs(const std::string& path) {
   }
 }
 
-// Writes `bytes` of a deterministic pattern; with `half`, only the first half, then SIGKILL.
+// Writes `bytes` of a deterministic pattern; with `half`, only the first half (fsync'd).
 void write_file(const std::string& path, uint64_t bytes, bool half = false) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return;
   std::vector<char> buf(bytes / 2, 's');
-  for (int part = 0; part < 2; ++part) {
+  for (int part = 0; part < (half ? 1 : 2); ++part) {
     const ssize_t n = ::write(fd, buf.data(), buf.size());
     (void)n;
-    if (half) {
-      ::fsync(fd);
-      ::kill(::getpid(), SIGKILL);
-    }
   }
+  if (half) ::fsync(fd);
   ::close(fd);
 }
 
@@ -52,9 +49,10 @@ void write_renamed(const std::string& path, const std::string& text) {
   ::rename((path + ".tmp").c_str(), path.c_str());
 }
 
-bool whole(const std::string& path, uint64_t bytes) {
+// At least `bytes` long.
+bool has_bytes(const std::string& path, uint64_t bytes) {
   struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && uint64_t(st.st_size) == bytes;
+  return ::stat(path.c_str(), &st) == 0 && uint64_t(st.st_size) >= bytes;
 }
 
 bool exists(const std::string& path) {
@@ -62,16 +60,28 @@ bool exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
-// Rank 0's wait for every rank's shard (the frameworks' barrier or gather before the marker).
-bool wait_all(const std::vector<std::string>& paths) {
+// Waits (up to kWaitMs) until every one of `paths` has at least `bytes`; false on timeout. Rank 0
+// waits for whole shards this way (the frameworks' barrier or gather before the marker).
+bool wait_all(const std::vector<std::string>& paths, uint64_t bytes) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kWaitMs);
   for (const std::string& p : paths) {
-    while (!whole(p, kCkptShardBytes)) {
+    while (!has_bytes(p, bytes)) {
       if (std::chrono::steady_clock::now() > deadline) return false;
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
   }
   return true;
+}
+
+// Writes this rank's shard `mine`, of which every rank's are `all`. With `abort_mid_write`:
+// half of it, then, once every rank's shard is half-written (or after kWaitMs), SIGKILL, as a job
+// killed while saving. Waiting first matters: the launcher kills the other ranks as soon as one
+// dies, which would otherwise leave later ranks (rank 0 among them) with no shard at all.
+void write_shard(const std::string& mine, const std::vector<std::string>& all, bool abort_mid_write) {
+  write_file(mine, kCkptShardBytes, abort_mid_write);
+  if (!abort_mid_write) return;
+  wait_all(all, kCkptShardBytes / 2);
+  ::kill(::getpid(), SIGKILL);
 }
 
 std::string iter7(int64_t iter) {
@@ -95,15 +105,20 @@ bool valid_ckpt_format(const std::string& f) {
 bool write_checkpoint(const CkptRank& r, int64_t iter, bool abort_mid_write) {
   const bool lead = r.global_rank == 0;
   const std::string it = std::to_string(iter);
-  std::vector<std::string> shards;
+  std::vector<std::string> shards;  // every rank's shard, indexed like `mine`
+  std::string mine;
   auto shard_name = [&](int g) { return "__" + std::to_string(g) + "_0.distcp"; };
+  auto by_rank = [&](const std::string& dir, auto name) {
+    for (int g = 0; g < r.ranks; ++g) shards.push_back(dir + "/" + name(g));
+    mine = shards[r.global_rank];
+  };
   if (r.format == "megatron" || r.format == "dcp") {
     const std::string d = r.dir + "/" + (r.format == "megatron" ? iter7(iter) : "step-" + it);
     mkdirs(d);
-    write_file(d + "/" + shard_name(r.global_rank), kCkptShardBytes, abort_mid_write);
+    by_rank(d, shard_name);
+    write_shard(mine, shards, abort_mid_write);
     if (!lead) return true;
-    for (int g = 0; g < r.ranks; ++g) shards.push_back(d + "/" + shard_name(g));
-    if (!wait_all(shards)) return false;
+    if (!wait_all(shards, kCkptShardBytes)) return false;
     write_renamed(d + "/.metadata", "sim dcp metadata " + it + "\n");
     if (r.format == "dcp") return true;
     write_text(d + "/common.pt", "sim common state\n");
@@ -118,12 +133,13 @@ bool write_checkpoint(const CkptRank& r, int64_t iter, bool abort_mid_write) {
     auto optim = [&](int dp, int mp) {
       return d + "/zero_pp_rank_" + std::to_string(dp) + "_mp_rank_" + two(mp) + "_optim_states.pt";
     };
-    if (r.dp == 0) write_file(d + "/mp_rank_" + two(r.mp) + "_model_states.pt", kCkptShardBytes);
-    write_file(optim(r.dp, r.mp), kCkptShardBytes, abort_mid_write);
-    if (!lead) return true;
     for (int dp = 0; dp < r.dp_size; ++dp)
       for (int mp = 0; mp < r.mp_size; ++mp) shards.push_back(optim(dp, mp));
-    if (!wait_all(shards)) return false;
+    mine = optim(r.dp, r.mp);
+    if (r.dp == 0) write_file(d + "/mp_rank_" + two(r.mp) + "_model_states.pt", kCkptShardBytes);
+    write_shard(mine, shards, abort_mid_write);
+    if (!lead) return true;
+    if (!wait_all(shards, kCkptShardBytes)) return false;
     write_text(r.dir + "/latest", tag);
     return true;
   }
@@ -135,10 +151,10 @@ bool write_checkpoint(const CkptRank& r, int64_t iter, bool abort_mid_write) {
       write_file(d + "/optimizer.pt", kCkptShardBytes);
       write_text(d + "/scheduler.pt", "sim scheduler\n");
     }
-    write_file(d + "/rng_state_" + std::to_string(r.global_rank) + ".pth", kCkptShardBytes, abort_mid_write);
+    by_rank(d, [](int g) { return "rng_state_" + std::to_string(g) + ".pth"; });
+    write_shard(mine, shards, abort_mid_write);
     if (!lead) return true;
-    for (int g = 0; g < r.ranks; ++g) shards.push_back(d + "/rng_state_" + std::to_string(g) + ".pth");
-    if (!wait_all(shards)) return false;
+    if (!wait_all(shards, kCkptShardBytes)) return false;
     write_text(d + "/trainer_state.json", "{\"global_step\": " + it + ", \"epoch\": 0.0, \"log_history\": []}\n");
     return true;
   }
@@ -157,10 +173,10 @@ bool write_checkpoint(const CkptRank& r, int64_t iter, bool abort_mid_write) {
       }
     }
     mkdirs(d + "/weights");
-    write_file(d + "/weights/" + shard_name(r.global_rank), kCkptShardBytes, abort_mid_write);
+    by_rank(d + "/weights", shard_name);
+    write_shard(mine, shards, abort_mid_write);
     if (!lead) return true;
-    for (int g = 0; g < r.ranks; ++g) shards.push_back(d + "/weights/" + shard_name(g));
-    if (!wait_all(shards)) return false;
+    if (!wait_all(shards, kCkptShardBytes)) return false;
     write_renamed(d + "/weights/.metadata", "sim dcp metadata " + it + "\n");
     write_text(d + "/weights/metadata.json", "{\"sharded_backend\": \"torch_dist\", \"sharded_backend_version\": 1}\n");
     mkdirs(d + "/context");

@@ -34,8 +34,8 @@ struct CkptRank {
 
 // Writes rank `r`'s part of the checkpoint of iteration `iter`. Rank 0 waits (up to 60 s) for
 // every shard before writing the marker; without them it leaves the checkpoint unfinished and
-// returns false. `abort_mid_write`: write half of this rank's shard, then kill the process
-// (SIGKILL), as a job killed while saving.
+// returns false. `abort_mid_write`: write half of this rank's shard, wait (up to 60 s) until every
+// rank's shard is half-written, then kill the process (SIGKILL), as a job killed while saving.
 bool write_checkpoint(const CkptRank& r, int64_t iter, bool abort_mid_write);
 
 }  // namespace scout::sim
