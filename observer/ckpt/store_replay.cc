@@ -73,16 +73,14 @@ StoreReplayCycles::~StoreReplayCycles() = default;
 
 ReplayCycleResult StoreReplayCycles::result(int64_t begin_ns, int64_t end_ns) {
   try {
-    if (!reader_)
-      reader_ = store::StoreReader::open(path_);
-    else
-      reader_->refresh();
+    if (!reader_) reader_ = store::StoreReader::open(path_);
     std::optional<obs::ReplayCycleRecord> covering = reader_->replay_cycle_covering(begin_ns);
     std::vector<obs::ReplayCycleRecord> started = reader_->replay_cycles(begin_ns, end_ns - 1);
     std::vector<obs::Finding> findings;
     const auto failed = [](const obs::ReplayCycleRecord& c) { return c.outcome == "fail"; };
     if ((covering && failed(*covering)) || std::any_of(started.begin(), started.end(), failed))
       findings = reader_->findings();
+    reader_->refresh();  // let go of the read snapshot: an open one would keep the WAL from being checkpointed
     error_.clear();
     return replay_outcome(covering, started, findings);
   } catch (const store::Error& e) {
