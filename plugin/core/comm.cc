@@ -3,6 +3,8 @@
 
 #include <new>
 
+#include "plugin/core/proxy_steps.h"
+
 namespace scout::core {
 
 CommState* comm_create(shm::RingWriter* ring, uint64_t comm_hash, int nranks, int rank, int nnodes) {
@@ -33,6 +35,7 @@ void comm_free(CommState* c) {
   delete[] c->send_ctr;
   delete[] c->recv_ctr;
   delete[] c->channels;
+  proxy_comm_free(c->proxy);
   delete c;
 }
 

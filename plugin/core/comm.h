@@ -19,6 +19,8 @@ struct CommFp;
 
 namespace scout::core {
 
+struct ProxyComm;
+
 // KernelCh bookkeeping of one ring slot (process memory, indexed like the ring): which channels
 // started and stopped (bit = NCCL channel id 0..63; their counts are the record's ch_started and
 // ch_stopped) and the latest raw GPU stop time.
@@ -39,6 +41,7 @@ struct CommState {
   uint64_t comm_hash = 0;
   int nranks = 0, rank = 0, nnodes = 0;
   fp::CommFp* fp = nullptr;                   // null: no fingerprints for this communicator
+  ProxyComm* proxy = nullptr;                 // ProxyStep timing (proxy_steps.h); null: off
   std::atomic<uint64_t>* send_ctr = nullptr;  // [nranks] sends issued to each peer
   std::atomic<uint64_t>* recv_ctr = nullptr;  // [nranks] recvs issued from each peer
   SlotChannels* channels = nullptr;           // [ring capacity]

@@ -8,6 +8,7 @@
 #include "plugin/core/kernel_ch.h"
 #include "plugin/core/log.h"
 #include "plugin/core/process.h"
+#include "plugin/core/proxy_steps.h"
 #include "plugin/core/records.h"
 #include "plugin/core/thread_cache.h"
 #include "plugin/fingerprint/engine.h"
@@ -69,6 +70,7 @@ __attribute__((noinline)) void start_op(Process* p, void* ctx, void** out, const
   }
   if (oc.api != nullptr) c->enqueue_group.store(api.group, std::memory_order_release);
   touch(p, oc.now);
+  if (abi_version == 4) p->proxy.tick(oc.now);  // v4 has no API events (docs/nccl-notes.md §2.5)
   *out = ok ? handle_of(p, HandleType::kOp, op_payload(c->ring_index, index))
             : handle_of(p, HandleType::kInert, kInertIgnore);
 }
@@ -86,6 +88,7 @@ __attribute__((noinline)) void start_api(Process* p, void* ctx, void** out, cons
   c->hdr->last_api_ns.store(now, std::memory_order_relaxed);
   touch(p, now);
   if (p->gemm != nullptr) p->gemm->tick(now);  // GEMM capture windows (plugin/gemm/capture.h)
+  p->proxy.tick(now);                          // ProxyStep windows (proxy_window.h)
   if (is_p2p && !p->p2p) {
     *out = handle_of(p, HandleType::kInert, kInertIgnore);
     return;
@@ -142,11 +145,11 @@ __attribute__((noinline)) void start_group_api(Process* p, void** out, const abi
   *out = handle_of(p, HandleType::kGroupApi, group_payload(tb->index, gid, captured, d.groupApi.groupDepth > 1));
 }
 
-// Known events scout does not record (ProxyStep, ProxyCtrl, NetPlugin: only if another party
-// enabled them), and unknown types.
+// Known events scout does not record (ProxyCtrl, NetPlugin: only if another party enabled
+// them), and unknown types.
 __attribute__((noinline)) void start_other(Process* p, void* ctx, void** out, uint64_t type) {
   CommState* c = comm_from_context(p, ctx);
-  if (type == abi::kEvProxyStep || type == abi::kEvProxyCtrl || type == abi::kEvNetPlugin) {
+  if (type == abi::kEvProxyCtrl || type == abi::kEvNetPlugin) {
     if (c != nullptr) c->hdr->ignored_events.fetch_add(1, std::memory_order_relaxed);
   } else {
     count_unknown(p, type);
@@ -155,7 +158,7 @@ __attribute__((noinline)) void start_other(Process* p, void* ctx, void** out, ui
 }
 
 // ProxyOp: under PXN, context and parentObj belong to another process (docs/nccl-notes.md §3.9): they are
-// neither dereferenced nor decoded.
+// neither dereferenced nor decoded. Ours: timed in a ProxyStep window (proxy_steps.h).
 __attribute__((noinline)) void start_proxy_op(Process* p, void* ctx, void** out, const abi::DescrV5& d) {
   if (d.proxyOp.pid != p->pid) {
     // Attributed to the communicator whose KernelCh events this (proxy) thread delivered last.
@@ -169,7 +172,8 @@ __attribute__((noinline)) void start_proxy_op(Process* p, void* ctx, void** out,
     log::info_once(log::Problem::kForeignProxy,
                    "ignoring ProxyOp events of another process (PXN); counted in foreign_proxy");
   } else if (CommState* c = comm_from_context(p, ctx)) {
-    c->hdr->ignored_events.fetch_add(1, std::memory_order_relaxed);
+    *out = proxy_op_start(p, c, d.proxyOp);
+    return;
   }
   *out = handle_of(p, HandleType::kInert, kInertIgnore);
 }
@@ -217,8 +221,13 @@ abi::Result init(void** ctx, uint64_t comm_hash, int* mask, const char* comm_nam
   c->live.store(kCommLiveActive, std::memory_order_release);
   p->comms[c->ring_index].store(c, std::memory_order_release);
   p->live_contexts++;
+  if (p->proxy.enabled()) {
+    c->proxy = proxy_comm_create(nranks);
+    if (c->proxy == nullptr) log::warn_once(log::Problem::kNoMemory, "out of memory at init: no ProxyStep timing");
+  }
   *ctx = handle_of(p, HandleType::kContext, ring_payload(c->ring_index));
-  if (mask != nullptr) *mask = kActivationMask;
+  // A window open now keeps its bits (proxy_window.h).
+  if (mask != nullptr) *mask = kActivationMask | p->proxy.attach_mask(mask);
   unlock_init();
   return abi::kSuccess;
 }
@@ -250,7 +259,8 @@ void start_event(void* ctx, void** out, const abi::DescrV5* d, int abi_version) 
       // a bad parent against it.
       *out = kernelch_start(p, ctx, *d);
       return;
-    case 3: return start_proxy_op(p, ctx, out, *d);  // ProxyOp
+    case 3: return start_proxy_op(p, ctx, out, *d);                 // ProxyOp
+    case 4: *out = proxy_step_start(p, ctx, d->parentObj); return;  // ProxyStep
     default: return start_other(p, ctx, out, type);
   }
 }
@@ -302,6 +312,8 @@ void stop_event(void* handle) {
       return;
     }
     case HandleType::kKernelCh: kernelch_stop(p, h.payload); return;
+    case HandleType::kProxyStep: proxy_step_stop(p, h.payload); return;
+    case HandleType::kProxyOp:       // all its steps were handled on their own
     case HandleType::kKernelLaunch:  // the launch returned; the fingerprint work was queued at its start
     case HandleType::kApi:           // CollApi/P2pApi stop: the call returned (nothing to record)
     case HandleType::kGroup:         // legacy Group stop
@@ -327,6 +339,11 @@ void record_state(void* handle, int state, const abi::StateArgs* args) {
       } else {
         count_unknown(p, uint64_t(state));
       }
+      return;
+    case HandleType::kProxyStep: proxy_step_state(p, h.payload, state, args); return;
+    case HandleType::kProxyOp:
+      if (state == abi::kStateProxyOpInProgress) return;
+      count_unknown(p, uint64_t(state));
       return;
     case HandleType::kInert: return;
     case HandleType::kContext:

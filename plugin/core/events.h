@@ -19,8 +19,10 @@
 //     host-callback thread)             on_op_enqueued; Coll/P2p stop: nothing (enqueued only)
 //   KernelCh start/stop (proxy thread)  GPU progress and completion (kernel_ch.h)
 //   CeColl (v6)                         kKindCeColl record; CeSync/CeBatch ignored and counted
-//   ProxyOp                             pid != ours (PXN): context and parent never touched,
-//                                       counted in foreign_proxy; ours: ignored and counted
+//   ProxyOp, ProxyStep (proxy thread)   pid != ours (PXN): context and parent never touched,
+//                                       counted in foreign_proxy; ours: per-peer network step
+//                                       times while a ProxyStep window is open (proxy_steps.h),
+//                                       else ignored and counted
 #pragma once
 
 #include <cstdint>
@@ -39,7 +41,8 @@ static_assert(kActivationMask == 0xE46);
 // for this communicator (SCOUT_ENABLE=0, segment creation failed, more than SCOUT_MAX_COMMS
 // communicators, out of memory); then *eActivationMask is left untouched unless another
 // communicator is recorded. Otherwise *ctx is an encoded context (handle.h) and
-// *eActivationMask = kActivationMask. `abi_version` (4, 5, 6) is stamped into the segment.
+// *eActivationMask = kActivationMask, plus ProxyOp | ProxyStep while a ProxyStep window is open
+// (proxy_window.h). `abi_version` (4, 5, 6) is stamped into the segment.
 // Thread-safe (concurrent inits of several communicators are serialized on a mutex).
 abi::Result init(void** ctx, uint64_t comm_hash, int* mask, const char* comm_name, int nnodes, int nranks, int rank,
                  abi::Logger logfn, int abi_version);

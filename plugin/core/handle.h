@@ -29,7 +29,10 @@ enum class HandleType : uint8_t {
   kOp = 6,            // Coll / P2p / CeColl: ring index + record index (low 36 bits)
   kKernelCh = 7,      // KernelCh: ring index + channel + record index (low 30 bits)
   kInert = 8,         // an event scout chose not to track: its children and stop are ignored
+  kProxyOp = 9,       // ProxyOp in a ProxyStep window: ring, direction, window, peer
+  kProxyStep = 10,    // ProxyStep in a window: ring, step slot, slot generation
 };
+constexpr HandleType kLastHandleType = HandleType::kProxyStep;
 
 constexpr int kSaltShift = 48;
 constexpr int kTypeShift = 44;
@@ -55,9 +58,9 @@ struct Decoded {
 inline Decoded decode(const void* h, uint16_t salt) {
   uint64_t v = reinterpret_cast<uintptr_t>(h);
   Decoded d;
-  // NULL never matches: salts are never 0. Type 0 and types above kInert are rejected.
+  // NULL never matches: salts are never 0. Type 0 and types above kLastHandleType are rejected.
   uint32_t t = uint32_t(v >> kTypeShift) & 0xf;
-  if (uint16_t(v >> kSaltShift) != salt || t - 1u >= uint32_t(HandleType::kInert)) return d;
+  if (uint16_t(v >> kSaltShift) != salt || t - 1u >= uint32_t(kLastHandleType)) return d;
   d.type = static_cast<HandleType>(t);
   d.payload = v & kPayloadMask;
   return d;
@@ -107,6 +110,26 @@ constexpr uint64_t group_id(uint64_t p) { return p & kGroupIdMask; }
 constexpr bool group_captured(uint64_t p) { return (p >> 34) & 1; }
 constexpr bool group_user(uint64_t p) { return (p >> 35) & 1; }
 constexpr uint32_t group_block(uint64_t p) { return uint32_t((p >> 36) & 0xff); }
+
+// ProxyOp: ring (8) << 36 | send << 35 | window (11) << 24 | peer comm rank (24 bits). The window
+// is ProxyWindows::current() >> 1, truncated.
+constexpr uint64_t kProxyPeerMask = (1ull << 24) - 1;
+constexpr uint64_t pop_payload(uint32_t ring, bool send, uint32_t window, uint32_t peer) {
+  return (uint64_t(ring & 0xff) << 36) | (uint64_t(send) << 35) | (uint64_t(window & 0x7ff) << 24) |
+         (peer & kProxyPeerMask);
+}
+constexpr uint32_t pop_ring(uint64_t p) { return uint32_t((p >> 36) & 0xff); }
+constexpr bool pop_send(uint64_t p) { return (p >> 35) & 1; }
+constexpr uint32_t pop_window(uint64_t p) { return uint32_t((p >> 24) & 0x7ff); }
+constexpr uint32_t pop_peer(uint64_t p) { return uint32_t(p & kProxyPeerMask); }
+
+// ProxyStep: ring (8) << 36 | step slot (12) << 24 | slot generation (24 bits).
+constexpr uint64_t step_payload(uint32_t ring, uint32_t slot, uint32_t gen) {
+  return (uint64_t(ring & 0xff) << 36) | (uint64_t(slot & 0xfff) << 24) | (gen & 0xffffff);
+}
+constexpr uint32_t step_ring(uint64_t p) { return uint32_t((p >> 36) & 0xff); }
+constexpr uint32_t step_slot(uint64_t p) { return uint32_t((p >> 24) & 0xfff); }
+constexpr uint32_t step_gen(uint64_t p) { return uint32_t(p & 0xffffff); }
 
 // The full record index whose low `bits` bits are `low`: the latest index below `head` with
 // those bits (records older than 2^bits are long overwritten). Returns false when head == 0 or

@@ -174,6 +174,9 @@ Process* process_acquire(int abi_version) {
     void* lt = p->seg->table(shm::kTableLinks, &lbytes);
     if (!p->links.attach(static_cast<shm::LinkTableHeader*>(lt), lbytes)) {
       log::warn("cannot set up the link table; per-link network timing off");
+    } else if (cfg.proxy_timing) {
+      p->proxy.configure(p->links.header(), cfg.proxy_window_ms * 1000000, cfg.proxy_budget,
+                         uint64_t(cfg.proxy_max_steps));
     }
     apply_net_memo(p);
   }
@@ -189,6 +192,7 @@ Process* process_acquire(int abi_version) {
 void process_release(Process* p) {
   if (p == nullptr) return;
   g_process.store(nullptr, std::memory_order_release);
+  p->proxy.stop(now_ns());  // NCCL's mask without the window's bits
   if (p->engine != nullptr) fp::Engine::destroy(p->engine);
   stop_gemm_capture(p);
   p->seg_hdr->closed_ns.store(now_ns(), std::memory_order_release);

@@ -17,6 +17,7 @@
 #include "plugin/core/comm.h"
 #include "plugin/core/handle.h"
 #include "plugin/core/link_table.h"
+#include "plugin/core/proxy_window.h"
 #include "scout/config.h"
 
 namespace scout::fp {
@@ -40,6 +41,7 @@ struct Process {
   gemm::ShapeTable* gemm_table = nullptr;  // SCOUT_GEMM_CAPTURE=1 only (plugin/gemm/)
   gemm::Capture* gemm = nullptr;
   LinkTable links;         // link table (SCOUT_PROXY_TIMING=1 or SCOUT_NET_DELEGATE set); header() null if none
+  ProxyWindows proxy;      // ProxyStep windows (SCOUT_PROXY_TIMING=1 with a link table)
   int global_rank = -1;    // identity (identity.h), also carried in net listen handles
   uint64_t host_hash = 0;  // FNV-1a 64 of the host name
   std::atomic<bool> fp_any{false};  // some communicator has fingerprints (group hooks needed)

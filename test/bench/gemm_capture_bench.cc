@@ -47,9 +47,8 @@ Round collectives(const abi::ProfilerV5* t, int steps, uint64_t hash) {
   CommDescr sc, nc;
   build(sc);
   build(nc);
-  int mask = 0;
-  t->init(&sc.ctx, hash, &mask, "bench", 1, 8, 0, nullptr);
-  g_nop.init(&nc.ctx, 0, &mask, nullptr, 1, 8, 0, nullptr);
+  t->init(&sc.ctx, hash, &g_nccl_mask, "bench", 1, 8, 0, nullptr);
+  g_nop.init(&nc.ctx, 0, &g_nccl_mask, nullptr, 1, 8, 0, nullptr);
   for (int k = 0; k < 4096; ++k) one_collective(t, sc, fake_gpu_ns());
   const abi::ProfilerV5* volatile nop_vt = &g_nop;
   std::vector<double> b, s;
@@ -111,8 +110,7 @@ int main(int argc, char** argv) {
     // communicator lives; the first collective opens it.
     CommDescr sc;
     build(sc);
-    int mask = 0;
-    t->init(&sc.ctx, hash++, &mask, "bench", 1, 8, 0, nullptr);
+    t->init(&sc.ctx, hash++, &g_nccl_mask, "bench", 1, 8, 0, nullptr);
     one_collective(t, sc, fake_gpu_ns());  // opens the window: scout's callback, level 2
     std::vector<double> cap, base;
     for (int i = 0; i < lines; ++i) {

@@ -129,9 +129,8 @@ int main(int argc, char** argv) {
         for (int i = 0; i < ncomms; ++i) {
           build(sc[t][i]);
           build(nc[t][i]);
-          int mask = 0;
-          scout_t->init(&sc[t][i].ctx, hash++, &mask, "bench", 1, 8, 0, nullptr);
-          g_nop.init(&nc[t][i].ctx, 0, &mask, nullptr, 1, 8, 0, nullptr);
+          scout_t->init(&sc[t][i].ctx, hash++, &g_nccl_mask, "bench", 1, 8, 0, nullptr);
+          g_nop.init(&nc[t][i].ctx, 0, &g_nccl_mask, nullptr, 1, 8, 0, nullptr);
           ctxs.push_back(sc[t][i].ctx);
         }
         // Warm-up: fill every ring once, touch every page.

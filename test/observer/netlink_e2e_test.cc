@@ -4,6 +4,10 @@
 // scout-observer watches; the findings in its store are compared with the ground truth, which
 // the sim and the plugin's drills append to the same file.
 //
+// The last two tests run NCCL's own transport's timing instead: scout-sim emits the ProxyOp and
+// ProxyStep events of its collectives' inter-host transfers while the plugin's ProxyStep windows
+// are open (docs/net-plugin.md, "ProxyStep timing"; docs/scout-sim.md, "Network steps").
+//
 // Thresholds for this machine: the delayed transfers take 20 ms more than the others, whose
 // loopback TCP transfers take tens to hundreds of microseconds; the floor stays at its default.
 #include <signal.h>
@@ -190,6 +194,91 @@ TEST(NetLinkEndToEnd, HealthyJobOverTheNetPluginGivesNoFinding) {
   ASSERT_EQ(o.sim.exit_code, 0) << o.sim.err;
   EXPECT_TRUE(o.truth.empty());
   EXPECT_GT(o.net_transfers, 200u);  // 60 steps, two directions of two pairs, 2 transfers each
+  EXPECT_TRUE(o.found.empty()) << "found:" << show({o.found.begin(), o.found.end()}) << "\n" << o.observer_err;
+}
+
+// slowlink:rank=1,peer=6 with 8 ranks on two hosts (node0: 0..3, node1: 4..7), tp = pp = 1: the
+// only communicators, world and dp0, hold all eight ranks, so collective timing alone cannot say
+// which link is slow (every member's collective ends 4 ms late). The emulated ring crosses the
+// hosts on channel c from the last to the first member of each host rotated by c: 3 -> 4 and
+// 7 -> 0 on channel 0, 0 -> 5 and 4 -> 1 on 1, 1 -> 6 and 5 -> 2 on 2 (the 256 KiB AllReduces and
+// the 32 KiB Broadcasts use channels 0..2). From step 10 the pair 1 -> 6 takes the 4 ms in its
+// steps (4/3 ms each for an AllReduce's 3 steps); the other pairs' steps take microseconds.
+// ProxyStep windows of 200 ms are open half the time (SCOUT_PROXY_BUDGET=0.5).
+const std::vector<std::string> kProxyJob = {"--ranks", "8", "--tp",    "1",   "--pp",      "1",
+                                            "--nodes", "2", "--steps", "120", "--step-ms", "5"};
+const std::map<std::string, std::string> kProxyEnv = {{"SCOUT_PROXY_WINDOW_MS", "200"}, {"SCOUT_PROXY_BUDGET", "0.5"}};
+
+// The net_link findings of `o`: each names the pair 1 -> 6 (the receiving end `dst`: its global
+// rank, or -1 where the observer knows it by its comm rank only) from ProxyStep entries, compared
+// with `peers` other pairs.
+int check_proxy_findings(const Outcome& o, int dst, int peers) {
+  int n = 0;
+  for (const auto& f : o.findings) {
+    if (evidence_class(f) != "net_link") continue;
+    ++n;
+    EXPECT_EQ(f.verdict, scout::obs::Verdict::kAttributed);
+    scout::obs::SlowLinkEvidence ev;
+    std::string err;
+    EXPECT_TRUE(scout::obs::read_evidence(f.evidence, &ev, &err)) << err;
+    EXPECT_FALSE(ev.slow.empty());
+    for (const auto& c : ev.slow) {
+      EXPECT_EQ(c.source, std::optional<std::string>("proxy"));
+      EXPECT_EQ(*c.src, 1);
+      EXPECT_EQ(*c.dst, dst);
+      // Most delayed steps took at least 4/3 ms (quarter-octave bucket from 1.31 ms); the other
+      // pairs' median is far below.
+      EXPECT_GE(c.median_ms, 1.3);
+      EXPECT_LT(c.peer_median_ms, 0.5);
+      EXPECT_EQ(c.peers, peers);
+      EXPECT_GE(c.ratio, 2.0);
+    }
+  }
+  return n;
+}
+
+// One observer reading both emulated hosts' segments knows every process: the finding names
+// global ranks 1 and 6 (compared with the five other pairs), and nothing else is found.
+TEST(NetLinkEndToEnd, ProxyStepTimingNamesASlowLinkInsideOneCommunicator) {
+  std::vector<std::string> args = kProxyJob;
+  args[9] = "200";  // --steps: more passes with new transfers on a busy machine
+  args.insert(args.end(), {"--fault", "slowlink:rank=1,peer=6,step=10,ms=4"});
+  Outcome o = run("proxyslow", 0, args, kProxyEnv,
+                  [](const scout::obs::Finding& f) { return evidence_class(f) == "net_link"; });
+  ASSERT_EQ(o.sim.exit_code, 0) << o.sim.err;
+  EXPECT_EQ(o.truth, (std::set<Named>{{"slowlink", {1, 6}}})) << show({o.truth.begin(), o.truth.end()});
+  EXPECT_EQ(o.found, o.truth) << "found:" << show({o.found.begin(), o.found.end()}) << "\n" << o.observer_err;
+  EXPECT_EQ(o.net_transfers, 0u);
+  EXPECT_GT(o.proxy_steps, 0u);
+  EXPECT_EQ(check_proxy_findings(o, 6, 5), 1) << o.observer_err;
+}
+
+// One observer per host: node0's observer compares rank 1's pair with the two other pairs sent
+// from its host, 3 -> 4 and 0 -> 5; rank 6 runs on node1, so the leader names the far end by its
+// comm rank in dp0 (6), and nothing else.
+TEST(NetLinkEndToEnd, ProxyStepTimingPerHostObserversNameTheFarEndByCommRank) {
+  std::vector<std::string> args = kProxyJob;
+  args[9] = "200";  // --steps: more passes with new transfers on a busy machine
+  args.insert(args.end(), {"--fault", "slowlink:rank=1,peer=6,step=10,ms=4"});
+  Outcome o = run("proxyslow2", 2, args, kProxyEnv,
+                  [](const scout::obs::Finding& f) { return evidence_class(f) == "net_link"; });
+  ASSERT_EQ(o.sim.exit_code, 0) << o.sim.err;
+  EXPECT_EQ(o.truth, (std::set<Named>{{"slowlink", {1, 6}}})) << show({o.truth.begin(), o.truth.end()});
+  ASSERT_EQ(check_proxy_findings(o, -1, 2), 1) << o.observer_err;
+  EXPECT_EQ(o.findings.size(), 1u) << "found:" << show({o.found.begin(), o.found.end()}) << "\n" << o.observer_err;
+  std::set<std::pair<int, int>> ends;  // (global rank, comm rank)
+  for (const auto& s : o.findings[0].suspects) ends.insert({s.global_rank, s.comm_rank});
+  if (o.findings[0].peer) ends.insert({o.findings[0].peer->global_rank, o.findings[0].peer->comm_rank});
+  EXPECT_TRUE(ends.count({-1, 6})) << o.findings[0].summary;
+  EXPECT_NE(o.findings[0].summary.find("rank 1 and comm rank 6 of dp0"), std::string::npos) << o.findings[0].summary;
+}
+
+// The same job with no fault: ProxyStep entries on every crossing, no finding.
+TEST(NetLinkEndToEnd, HealthyJobTimedByProxyStepsGivesNoFinding) {
+  Outcome o = run("proxyhealthy", 2, kProxyJob, kProxyEnv, [](const scout::obs::Finding&) { return false; });
+  ASSERT_EQ(o.sim.exit_code, 0) << o.sim.err;
+  EXPECT_TRUE(o.truth.empty());
+  EXPECT_GT(o.proxy_steps, 1000u);
   EXPECT_TRUE(o.found.empty()) << "found:" << show({o.found.begin(), o.found.end()}) << "\n" << o.observer_err;
 }
 

@@ -45,6 +45,8 @@ const char* type_name(uint64_t t) {
     case abi::kEvCollApi: return "CollApi";
     case abi::kEvP2pApi: return "P2pApi";
     case abi::kEvKernelLaunch: return "KernelLaunch";
+    case abi::kEvProxyOp: return "ProxyOp";
+    case abi::kEvProxyStep: return "ProxyStep";
     default: return "?";
   }
 }
@@ -54,6 +56,13 @@ const char* state_name(int s) {
     case abi::kStateGroupStartApiStop: return "GroupStartApiStop";
     case abi::kStateGroupEndApiStart: return "GroupEndApiStart";
     case abi::kStateKernelChStop: return "KernelChStop";
+    case abi::kStateProxyOpInProgress: return "InProgress";
+    case abi::kStateProxyStepSendGPUWait: return "SendGPUWait";
+    case abi::kStateProxyStepSendPeerWait: return "SendPeerWait";
+    case abi::kStateProxyStepSendWait: return "SendWait";
+    case abi::kStateProxyStepRecvWait: return "RecvWait";
+    case abi::kStateProxyStepRecvFlushWait: return "RecvFlushWait";
+    case abi::kStateProxyStepRecvGPUWait: return "RecvGPUWait";
     default: return "?";
   }
 }
@@ -450,6 +459,103 @@ TEST_F(CallSequence, AlltoAllIsLoweredToSendRecvTasks) {
       EXPECT_EQ(p2ps[i].descr.parentObj, apis[api_index].handle);
     }
   }
+}
+
+// With ProxyOp | ProxyStep in the mask and a communicator over two hosts (ranks 0, 1 on node0,
+// 2, 3 on node1), the proxy thread emits the ProxyOp and ProxyStep events of the emulated ring's
+// host crossings (docs/scout-sim.md, "Network steps"; docs/nccl-notes.md §3.4): channel 0 crosses
+// 1 -> 2 and 3 -> 0, channel 1 crosses 0 -> 3 and 2 -> 1, channel 2 again as channel 0. A 128 KiB
+// AllReduce on 3 channels moves 2 * 3/4 * 128 KiB / 3 = 64 KiB per channel: one step.
+TEST_F(CallSequence, ProxyEventsOfTheRingsHostCrossings) {
+  SimOptions o = opts(4);
+  o.nodes = 2;
+  InProcJob job(o, &prof_);
+  const uint64_t count = 32768;
+  std::vector<void*> ctx(4);
+  std::vector<std::vector<float>> buf(4, std::vector<float>(count, 1.0f));
+  job.run([&](RankJob& r, int g) {
+    Communicator* dp = r.comm(CommKind::kDp);
+    ctx[g] = dp->context();
+    r.api().all_reduce(buf[g].data(), buf[g].data(), count, *dp);
+    r.api().synchronize();
+  });
+  auto calls = CallRecorder::calls();
+  const Tuning tu = tune_coll(Func::kAllReduce, count * 4, 2);
+  ASSERT_EQ(tu.n_channels, 3);
+  ASSERT_STREQ(tu.algo, "RING");
+  // Rank 0: receives from 3 on channels 0 and 2, sends to 3 on channel 1.
+  Trace p = trace_of(calls, proxy_tid(calls, ctx[0]));
+  const std::vector<std::string> recv = {"start ProxyStep", "record ProxyStep RecvWait",
+                                         "record ProxyStep RecvFlushWait", "record ProxyStep RecvGPUWait",
+                                         "stop ProxyStep"};
+  const std::vector<std::string> send = {"start ProxyStep", "record ProxyStep SendGPUWait",
+                                         "record ProxyStep SendPeerWait", "record ProxyStep SendWait",
+                                         "stop ProxyStep"};
+  EXPECT_EQ(p.lines, concat({repeat({"start KernelCh"}, 3), repeat({"start ProxyOp", "record ProxyOp InProgress"}, 3),
+                             recv, send, recv, repeat({"stop ProxyOp"}, 3),
+                             repeat({"record KernelCh KernelChStop", "stop KernelCh"}, 3)}));
+  std::vector<const RecordedCall*> ops, steps;
+  for (const RecordedCall& c : p.starts) {
+    if (c.descr.type == abi::kEvProxyOp) ops.push_back(&c);
+    if (c.descr.type == abi::kEvProxyStep) steps.push_back(&c);
+  }
+  ASSERT_EQ(ops.size(), 3u);
+  ASSERT_EQ(steps.size(), 3u);
+  void* coll = p.starts[0].descr.parentObj;  // KernelCh's parent: the Coll handle
+  for (int i = 0; i < 3; ++i) {
+    SCOPED_TRACE("channel " + std::to_string(i));
+    const abi::DescrV5& d = ops[size_t(i)]->descr;
+    EXPECT_EQ(d.parentObj, coll);
+    EXPECT_EQ(d.rank, 0);
+    EXPECT_EQ(d.proxyOp.pid, ::getpid());
+    EXPECT_EQ(d.proxyOp.channelId, i);
+    EXPECT_EQ(d.proxyOp.peer, 3);
+    EXPECT_EQ(d.proxyOp.isSend, i == 1 ? 1 : 0);
+    EXPECT_EQ(d.proxyOp.nSteps, 1);
+    EXPECT_EQ(d.proxyOp.chunkSize, 64 * 1024);
+    EXPECT_EQ(steps[size_t(i)]->descr.parentObj, ops[size_t(i)]->handle);
+    EXPECT_EQ(steps[size_t(i)]->descr.proxyStep.step, 0);
+  }
+  int sized = 0;
+  for (const RecordedCall& c : calls)
+    if (c.kind == RecordedCall::kRecord && c.trans_size != 0 && p.by_handle.count(c.handle) &&
+        c.tid == proxy_tid(calls, ctx[0])) {
+      EXPECT_EQ(c.trans_size, 64u * 1024u);
+      ++sized;
+    }
+  EXPECT_EQ(sized, 3);  // SendWait of the send step, RecvFlushWait of the two receive steps
+  // Rank 1 sends to 2 on channels 0 and 2 and receives from 2 on channel 1; ranks on one host
+  // only would have none (node-local communicators: no network).
+  Trace p1 = trace_of(calls, proxy_tid(calls, ctx[1]));
+  std::vector<int> peers, sends;
+  for (const RecordedCall& c : p1.starts)
+    if (c.descr.type == abi::kEvProxyOp) {
+      peers.push_back(c.descr.proxyOp.peer);
+      sends.push_back(c.descr.proxyOp.isSend);
+    }
+  EXPECT_EQ(peers, (std::vector<int>{2, 2, 2}));
+  EXPECT_EQ(sends, (std::vector<int>{1, 0, 1}));
+}
+
+// The same job with the mask of scout outside a ProxyStep window: no ProxyOp, no ProxyStep.
+TEST_F(CallSequence, NoProxyEventsWithoutTheirBits) {
+  CallRecorder::reset(0xE46);
+  SimOptions o = opts(4);
+  o.nodes = 2;
+  InProcJob job(o, &prof_);
+  std::vector<std::vector<float>> buf(4, std::vector<float>(32768, 1.0f));
+  job.run([&](RankJob& r, int g) {
+    r.api().all_reduce(buf[g].data(), buf[g].data(), 32768, *r.comm(CommKind::kDp));
+    r.api().synchronize();
+  });
+  int proxy = 0, kernelch = 0;
+  for (const RecordedCall& c : CallRecorder::calls()) {
+    if (c.kind != RecordedCall::kStart) continue;
+    proxy += c.descr.type == abi::kEvProxyOp || c.descr.type == abi::kEvProxyStep;
+    kernelch += c.descr.type == abi::kEvKernelCh;
+  }
+  EXPECT_EQ(proxy, 0);
+  EXPECT_EQ(kernelch, 4 * 3);
 }
 
 TEST_F(CallSequence, ActivationMaskGatesEventsAndIsReadAtEveryCall) {

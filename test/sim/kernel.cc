@@ -17,6 +17,7 @@
 #include "test/sim/data.h"
 #include "test/sim/futex.h"
 #include "test/sim/net_transport.h"
+#include "test/sim/proxy_events.h"
 
 namespace scout::sim {
 namespace {
@@ -149,7 +150,11 @@ void run_coll(Communicator& c, KernelTask& t) {
   } else {
     wait_for(&h->epoch, [&] { return h->ready_round.load(std::memory_order_acquire) >= round + 1; });
   }
-  sleep_until_ns(h->ready_ns.load(std::memory_order_relaxed));
+  // The network steps of this rank's inter-host ring transfers (when the mask asks), a slow
+  // pair's between the release and the delayed end.
+  const int64_t ready_ns = h->ready_ns.load(std::memory_order_relaxed);
+  emit_coll_proxy_events(c, t, ready_ns > 0 ? ready_ns - slow_ms * 1000000 : shm::wall_ns());
+  sleep_until_ns(ready_ns);
   // 4. this rank's output
   float* out = t.recv;
   uint64_t out_n = 0;

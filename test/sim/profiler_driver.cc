@@ -65,6 +65,10 @@ void ProfilerDriver::start(void* context, void** handle, const abi::DescrV5& d) 
     } else if (d.type == abi::kEvKernelCh) {
       d4.kernelCh.channelId = d.kernelCh.channelId;
       d4.kernelCh.pTimer = d.kernelCh.pTimer;
+    } else if (d.type == abi::kEvProxyOp) {
+      d4.proxyOp = d.proxyOp;
+    } else if (d.type == abi::kEvProxyStep) {
+      d4.proxyStep = d.proxyStep;
     }
     v4_->startEvent(context, handle, &d4);
   }

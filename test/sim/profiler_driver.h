@@ -23,6 +23,9 @@ constexpr uint64_t kGroup = kEvGroup | kEvColl | kEvP2p | kEvProxyOp | kEvProxyS
 constexpr uint64_t kColl = kEvColl | kEvProxyOp | kEvProxyStep | kEvKernelCh | kEvNetPlugin;
 constexpr uint64_t kP2p = kEvP2p | kEvProxyOp | kEvProxyStep | kEvKernelCh | kEvNetPlugin;
 constexpr uint64_t kKernelCh = kEvKernelCh;
+// ProxyOp and ProxyStep: their own bit or a descendant's (ancestors come for free, docs/nccl-notes.md §2.2).
+constexpr uint64_t kProxyOp = kEvProxyOp | kEvProxyStep | kEvNetPlugin;
+constexpr uint64_t kProxyStep = kEvProxyStep | kEvNetPlugin;
 }  // namespace gate
 
 class ProfilerDriver {

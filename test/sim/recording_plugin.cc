@@ -128,6 +128,8 @@ abi::Result rec_record(void* handle, int state, abi::StateArgs* args) {
   c.handle = handle;
   c.state = state;
   c.args_null = args == nullptr;
+  if (args && (state == abi::kStateProxyStepSendWait || state == abi::kStateProxyStepRecvFlushWait))
+    c.trans_size = args->proxyStep.transSize;
   if (args && state == abi::kStateKernelChStop) {
     c.p_timer = args->kernelCh.pTimer;
     std::lock_guard<std::mutex> lock(g_mu);

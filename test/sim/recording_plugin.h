@@ -22,6 +22,7 @@ struct RecordedCall {
   int state = -1;           // record
   bool args_null = false;   // record: eStateArgs == NULL
   uint64_t p_timer = 0;     // record KernelChStop: args->kernelCh.pTimer
+  uint64_t trans_size = 0;  // record ProxyStepSendWait / RecvFlushWait: args->proxyStep.transSize
   // init arguments
   uint64_t comm_hash = 0;
   std::string comm_name;

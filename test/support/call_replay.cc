@@ -293,14 +293,14 @@ class Replayer {
         if (!as(e, &ie)) return;
         stats_->inits++;
         void* ctx = nullptr;
-        int mask = ie.mask_in;
+        mask_ = ie.mask_in;
         const char* name = str(i, ie.name);
         if (plugin_.v5) {
-          plugin_.v5->init(&ctx, ie.comm_hash, &mask, name, ie.nnodes, ie.nranks, ie.rank, nullptr);
+          plugin_.v5->init(&ctx, ie.comm_hash, &mask_, name, ie.nnodes, ie.nranks, ie.rank, nullptr);
         } else if (plugin_.v6) {
-          plugin_.v6->init(&ctx, ie.comm_hash, &mask, name, ie.nnodes, ie.nranks, ie.rank, nullptr);
+          plugin_.v6->init(&ctx, ie.comm_hash, &mask_, name, ie.nnodes, ie.nranks, ie.rank, nullptr);
         } else if (plugin_.v4) {
-          plugin_.v4->init(&ctx, &mask, name, ie.comm_hash, ie.nnodes, ie.nranks, ie.rank, nullptr);
+          plugin_.v4->init(&ctx, &mask_, name, ie.comm_hash, ie.nnodes, ie.nranks, ie.rank, nullptr);
         }
         contexts_[ie.context_out] = ctx;
         return;
@@ -413,6 +413,7 @@ class Replayer {
   ReplayStats* stats_;
   std::unordered_map<uint64_t, void*> handles_;
   std::unordered_map<uint64_t, void*> contexts_;
+  int mask_ = 0;  // NCCL's process-wide activation mask: the plugin may write it after init
   std::unordered_map<uint64_t, std::unique_ptr<char[]>> buffers_;
   std::vector<std::unordered_map<uint32_t, std::unique_ptr<std::string>>> strings_;
   std::vector<size_t> section_of_;

@@ -14,6 +14,10 @@ namespace scout::bench {
 
 constexpr int kChannels = 4;
 
+// NCCL's one process-wide activation mask: every init gets its address and a plugin may write it
+// at any time (docs/nccl-notes.md §0.6), so it must outlive every communicator.
+inline int g_nccl_mask = 0;
+
 // ---- the do-nothing plugin
 inline int g_sink = 0;
 __attribute__((noinline)) inline abi::Result nop_init(void** ctx, uint64_t, int* mask, const char*, int, int, int,

@@ -151,8 +151,7 @@ void clear_captured_logs() {
 
 void* Plugin::init(uint64_t comm_hash, int nranks, int rank, const char* name, int nnodes, int* mask, abi::Logger log) {
   void* ctx = reinterpret_cast<void*>(0xdeadbeef);  // NCCL does not pre-zero it
-  int local_mask = 0;
-  int* m = mask ? mask : &local_mask;
+  int* m = mask ? mask : &mask_;
   int r = -1;
   if (p_.v4) r = p_.v4->init(&ctx, m, name, comm_hash, nnodes, nranks, rank, log);
   if (p_.v5) r = p_.v5->init(&ctx, comm_hash, m, name, nnodes, nranks, rank, log);

@@ -41,7 +41,9 @@ class Plugin {
  public:
   explicit Plugin(const sim::LoadedPlugin& p) : p_(p) {}
   int version() const { return p_.version; }
-  // init with NCCL's argument order for the loaded version; returns the context.
+  // init with NCCL's argument order for the loaded version; returns the context. `mask` must
+  // outlive the plugin's use of it (the plugin may write it at any API call); nullptr: this
+  // object's own.
   void* init(uint64_t comm_hash, int nranks, int rank, const char* name = nullptr, int nnodes = 1, int* mask = nullptr,
              abi::Logger log = capture_logger());
   // startEvent. For v4, types NCCL's v4 adapter drops (bit >= 8) are not delivered (returns
@@ -61,6 +63,7 @@ class Plugin {
   }
   sim::LoadedPlugin p_;
   int bad_results_ = 0;
+  int mask_ = 0;  // NCCL's process-wide activation mask when a test passes none (it must outlive init)
 };
 
 // Handles of the events NCCL starts for one collective.

@@ -1,0 +1,72 @@
+// Per-peer network step times from NCCL's ProxyOp and ProxyStep events, while a ProxyStep window
+// is open (proxy_window.h; docs/net-plugin.md, "ProxyStep timing").
+//
+// A ProxyOp of this process (pid == ours; a PXN op of another process is never looked at,
+// docs/nccl-notes.md §3.9) started in an open window names the peer and the direction; its
+// handle carries them. Each ProxyStep under it takes a step slot of its communicator and is
+// timed (docs/nccl-notes.md §2.3, §3.4, §6.7):
+//   send  SendWait (the isend was accepted; args: transSize) -> stopEvent (the network test
+//         reported it done)
+//   recv  RecvWait (the irecv was posted) -> RecvFlushWait (the test completed it; args:
+//         transSize)
+// and added to the link table entry of (communicator, peer, direction), source proxy, claimed at
+// the first step of that peer and direction (one claim per peer, never per step).
+//
+// Only steps that start while the window of their ProxyOp is still open are timed; a step that
+// started inside a window is timed even when it completes after the close. A step that cannot
+// be timed is counted in the header's proxy_untimed: its op's window closed, its slot was taken
+// over by a newer step before it finished (kProxyStepSlots in flight), a state was missing, or
+// the table had no entry for its peer (dropped_full counts that link once).
+//
+// Threads: a communicator's ProxyOp and ProxyStep events come from its proxy thread
+// (docs/nccl-notes.md §1.4), so its slots and link entries have one writer and are updated with
+// plain stores; nothing here allocates, locks, blocks or throws.
+#pragma once
+
+#include <cstdint>
+
+#include "scout/nccl_profiler_abi.h"
+#include "scout/shm_format.h"
+
+namespace scout::core {
+
+struct Process;
+struct CommState;
+
+constexpr uint32_t kProxyStepSlots = 1024;  // steps of one communicator in flight (power of two)
+
+struct ProxyStepSlot {
+  int64_t t0 = 0;                   // SendWait / RecvWait (ns)
+  uint64_t bytes = 0;               // send: transSize of SendWait
+  shm::LinkEntry* entry = nullptr;  // the link of the step's peer and direction
+  uint32_t gen = 0;                 // generation, in the step handle (24 bits)
+  uint32_t window = 0;              // ProxyWindows::current() at the step's start
+  uint8_t send = 0;
+  uint8_t state = 0;  // ProxySlotState (proxy_steps.cc)
+};
+
+// A communicator's step timing state (allocated at init when SCOUT_PROXY_TIMING=1).
+struct ProxyComm {
+  shm::LinkEntry** links = nullptr;  // [2 * nranks]: peer's send entry at 2*peer, recv at 2*peer+1
+  ProxyStepSlot slots[kProxyStepSlots];
+  uint32_t next = 0;  // next slot to take
+};
+
+// Allocates the state for a communicator of `nranks` ranks; nullptr when memory is short.
+ProxyComm* proxy_comm_create(int nranks);
+void proxy_comm_free(ProxyComm* pc);
+
+// ProxyOp start of this process's communicator `c` (caller checked pid == ours). Returns the
+// handle: a ProxyOp handle when a window is open and the peer is a rank of `c`, else an inert
+// one (counted in the communicator's ignored_events).
+void* proxy_op_start(Process* p, CommState* c, const abi::ProxyOpDescr& d);
+
+// ProxyStep start; `parent` is what NCCL passed as parentObj (a ProxyOp handle of ours, an inert
+// handle, or anything else). Returns the step's handle (inert when the step is not timed).
+void* proxy_step_start(Process* p, void* ctx, void* parent);
+
+// recordEventState and stopEvent of a ProxyStep handle's payload.
+void proxy_step_state(Process* p, uint64_t payload, int state, const abi::StateArgs* args);
+void proxy_step_stop(Process* p, uint64_t payload);
+
+}  // namespace scout::core

@@ -1,0 +1,326 @@
+// ProxyStep windows and per-peer step timing (plugin/core/proxy_window.h, proxy_steps.h;
+// docs/net-plugin.md, "ProxyStep timing"): the built plugin driven with NCCL's ProxyOp/ProxyStep
+// call sequences (docs/nccl-notes.md §3.4, §6.7) on a proxy thread, the mask and the segment's
+// link table checked value by value.
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "common/link_reader.h"
+#include "test/plugin/plugin_fixture.h"
+
+namespace scout::testing {
+namespace {
+
+constexpr uint64_t kHash = 0x5EED5EEDull;
+constexpr int kProxyBits = int(abi::kEvProxyOp | abi::kEvProxyStep);
+constexpr size_t kTrans = 1 << 19;
+
+class ProxyTimingTest : public PluginTest {
+ protected:
+  // The segment's link table header and published entries.
+  shm::LinkTableInfo info(std::vector<shm::LinkSnapshot>* links = nullptr) {
+    std::vector<std::string> f = segment_files(dir_.path());
+    EXPECT_EQ(f.size(), 1u);
+    std::string err;
+    auto rd = shm::SegmentReader::open(f.at(0), &err);
+    EXPECT_TRUE(rd) << err;
+    uint32_t cap = 0;
+    const shm::LinkTableHeader* t = shm::link_table(*rd, &cap);
+    EXPECT_NE(t, nullptr);
+    if (t == nullptr) return {};
+    if (links != nullptr) shm::read_links(t, cap, links);
+    return shm::read_link_info(t, cap);
+  }
+  // One API call (a collective outside a group): the point where windows switch.
+  void* api_call(void* ctx, uint64_t seq = 0) {
+    OpSpec op;
+    op.seq = seq;
+    return nccl_single_coll(*pl_, ctx, op).coll;
+  }
+  abi::DescrV5 proxy_op(void* op, int peer, bool send) {
+    abi::DescrV5 d = d_proxy_op(::getpid(), op, peer, 0);
+    d.proxyOp.isSend = send ? 1 : 0;
+    return d;
+  }
+  // A send step as NCCL's net transport reports it, taking about `hold_us` on the network.
+  void send_step(void* ctx, void* op, int hold_us) {
+    abi::DescrV5 d{};
+    d.type = abi::kEvProxyStep;
+    d.parentObj = op;
+    void* s = pl_->start(ctx, d);
+    pl_->state(s, abi::kStateProxyStepSendGPUWait, nullptr);
+    pl_->state(s, abi::kStateProxyStepSendPeerWait, nullptr);
+    abi::StateArgs a{};
+    a.proxyStep.transSize = kTrans;
+    pl_->state(s, abi::kStateProxyStepSendWait, &a);
+    if (hold_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(hold_us));
+    pl_->stop(s);
+  }
+  void recv_step(void* ctx, void* op, int hold_us) {
+    abi::DescrV5 d{};
+    d.type = abi::kEvProxyStep;
+    d.parentObj = op;
+    void* s = pl_->start(ctx, d);
+    pl_->state(s, abi::kStateProxyStepRecvWait, nullptr);
+    if (hold_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(hold_us));
+    abi::StateArgs a{};
+    a.proxyStep.transSize = kTrans / 2;
+    pl_->state(s, abi::kStateProxyStepRecvFlushWait, &a);
+    pl_->state(s, abi::kStateProxyStepRecvGPUWait, nullptr);
+    pl_->stop(s);
+  }
+};
+
+// The window adds exactly the bits that were missing and takes exactly those away again; the next
+// one opens window / budget after the previous one opened.
+TEST_F(ProxyTimingTest, WindowsAddAndRemoveOnlyTheirBits) {
+  env_.set("SCOUT_PROXY_WINDOW_MS", "200");
+  env_.set("SCOUT_PROXY_BUDGET", "0.25");  // a window every 800 ms
+  load();
+  int mask = 0;  // NCCL's one mask: every init gets its address (docs/nccl-notes.md §0.6)
+  void* ctx = pl_->init(kHash, 4, 0, "w", 2, &mask);
+  EXPECT_EQ(mask, 0xE46);  // no window before the first API call
+  EXPECT_EQ(info().proxy_state, uint32_t(shm::kProxyWaiting));
+  auto t0 = std::chrono::steady_clock::now();
+  api_call(ctx, 0);
+  EXPECT_EQ(mask, 0xE46 | kProxyBits);
+  shm::LinkTableInfo i = info();
+  EXPECT_EQ(i.proxy_state, uint32_t(shm::kProxyOpen));
+  EXPECT_EQ(i.proxy_windows, 1u);
+  EXPECT_EQ(i.proxy_window_end_ns, 0);
+  // A second communicator's init while the window is open keeps the window's bits.
+  void* ctx2 = pl_->init(kHash + 1, 2, 1, "w2", 2, &mask);
+  EXPECT_EQ(mask, 0xE46 | kProxyBits);
+  mask |= int(abi::kEvNetPlugin);  // another party's bit
+  std::this_thread::sleep_until(t0 + std::chrono::milliseconds(300));
+  api_call(ctx, 1);
+  EXPECT_EQ(mask, 0xE46 | int(abi::kEvNetPlugin));
+  i = info();
+  EXPECT_EQ(i.proxy_state, uint32_t(shm::kProxyWaiting));
+  EXPECT_GE(i.proxy_window_ns, 200000000u);
+  EXPECT_EQ(i.proxy_window_end_ns - i.proxy_window_start_ns, int64_t(i.proxy_window_ns));
+  // ProxyOp was already on (someone asked for it): the next window adds ProxyStep only and
+  // leaves ProxyOp on when it closes.
+  mask |= int(abi::kEvProxyOp);
+  std::this_thread::sleep_until(t0 + std::chrono::milliseconds(500));
+  api_call(ctx, 2);
+  EXPECT_EQ(info().proxy_windows, 1u);  // not yet: 800 ms after the first opened
+  std::this_thread::sleep_until(t0 + std::chrono::milliseconds(900));
+  api_call(ctx, 3);
+  EXPECT_EQ(info().proxy_windows, 2u);
+  EXPECT_EQ(mask, 0xE46 | int(abi::kEvNetPlugin) | kProxyBits);
+  std::this_thread::sleep_until(t0 + std::chrono::milliseconds(1200));
+  api_call(ctx, 4);
+  EXPECT_EQ(mask, 0xE46 | int(abi::kEvNetPlugin) | int(abi::kEvProxyOp));
+  // The last finalize closes an open window (none now) and leaves the mask alone.
+  pl_->finalize(ctx2);
+  pl_->finalize(ctx);
+  EXPECT_EQ(mask, 0xE46 | int(abi::kEvNetPlugin) | int(abi::kEvProxyOp));
+  EXPECT_EQ(pl_->bad_results(), 0);
+}
+
+// The last finalize closes an open window: the mask is NCCL's again.
+TEST_F(ProxyTimingTest, LastFinalizeClosesAnOpenWindow) {
+  env_.set("SCOUT_PROXY_WINDOW_MS", "600000");
+  load();
+  int mask = 0;
+  void* ctx = pl_->init(kHash, 4, 0, "w", 2, &mask);
+  api_call(ctx);
+  EXPECT_EQ(mask, 0xE46 | kProxyBits);
+  pl_->finalize(ctx);
+  EXPECT_EQ(mask, 0xE46);
+  shm::LinkTableInfo i = info();
+  EXPECT_EQ(i.proxy_state, uint32_t(shm::kProxyWaiting));
+  EXPECT_GT(i.proxy_window_end_ns, i.proxy_window_start_ns);
+}
+
+// Steps of this process's ProxyOps become one link entry per (peer, direction), source proxy:
+// sends timed SendWait -> stop with SendWait's transSize, receives RecvWait -> RecvFlushWait with
+// RecvFlushWait's.
+TEST_F(ProxyTimingTest, StepsAreTimedPerPeerAndDirection) {
+  env_.set("SCOUT_PROXY_WINDOW_MS", "600000");
+  load();
+  int mask = 0;
+  void* ctx = pl_->init(kHash, 8, 2, "dp", 2, &mask);
+  void* coll = api_call(ctx);
+  ASSERT_EQ(mask & kProxyBits, kProxyBits);
+  int64_t before = shm::wall_ns();
+  std::thread proxy([&] {
+    run_kernel_ch(*pl_, ctx, coll, 4, gpu_now(), gpu_now() + 1);
+    void* so = pl_->start(ctx, proxy_op(coll, 3, true));
+    void* ro = pl_->start(ctx, proxy_op(coll, 1, false));
+    void* so2 = pl_->start(ctx, proxy_op(coll, 3, true));  // another channel, same peer: same entry
+    pl_->state(so, abi::kStateProxyOpInProgress, nullptr);
+    for (int s = 0; s < 4; ++s) {
+      send_step(ctx, so, 2000);
+      recv_step(ctx, ro, 1000);
+      send_step(ctx, so2, 0);
+    }
+    pl_->stop(so);
+    pl_->stop(ro);
+    pl_->stop(so2);
+  });
+  proxy.join();
+  int64_t after = shm::wall_ns();
+  std::vector<shm::LinkSnapshot> ls;
+  shm::LinkTableInfo i = info(&ls);
+  EXPECT_EQ(i.proxy_steps, 12u);
+  EXPECT_EQ(i.proxy_untimed, 0u);
+  EXPECT_EQ(i.claimed, 2u);
+  ASSERT_EQ(ls.size(), 2u);
+  const shm::LinkSnapshot& snd = ls[0];
+  const shm::LinkSnapshot& rcv = ls[1];
+  for (const shm::LinkSnapshot* e : {&snd, &rcv}) {
+    EXPECT_EQ(e->source, shm::kLinkSourceProxy);
+    EXPECT_EQ(e->state, uint32_t(shm::kLinkOpen));
+    EXPECT_EQ(e->comm_hash, kHash);
+    EXPECT_EQ(e->comm_nranks, 8);
+    EXPECT_EQ(e->comm_rank, 2);
+    EXPECT_EQ(e->peer_global_rank, -1);
+    EXPECT_EQ(e->conn_id, 0u);
+    EXPECT_GE(e->open_ns, before);
+    EXPECT_LE(e->last_ns, after);
+    uint64_t in_hist = 0;
+    for (uint32_t h : e->hist) in_hist += h;
+    EXPECT_EQ(in_hist, e->transfers);
+  }
+  EXPECT_EQ(snd.dir, shm::kLinkSend);
+  EXPECT_EQ(snd.peer_rank, 3);
+  EXPECT_EQ(snd.transfers, 8u);
+  EXPECT_EQ(snd.posted, 8u);
+  EXPECT_EQ(snd.bytes, 8u * kTrans);
+  EXPECT_GE(snd.busy_ns, 4u * 2000000u);
+  EXPECT_GE(snd.max_ns, 2000000u);
+  EXPECT_EQ(rcv.dir, shm::kLinkRecv);
+  EXPECT_EQ(rcv.peer_rank, 1);
+  EXPECT_EQ(rcv.transfers, 4u);
+  EXPECT_EQ(rcv.posted, 4u);
+  EXPECT_EQ(rcv.bytes, 4u * kTrans / 2);
+  EXPECT_GE(rcv.busy_ns, 4u * 1000000u);
+  SegmentView v = segment();
+  EXPECT_EQ(v.comms[0].ignored_events, 0u);
+  EXPECT_EQ(v.comms[0].bad_handles, 0u);
+  EXPECT_EQ(v.info.events_unknown, 0u);
+  pl_->finalize(ctx);
+  EXPECT_EQ(pl_->bad_results(), 0);
+}
+
+// Events outside a window record nothing: ProxyOps before the first window are ignored (and
+// their steps); a window closes early after SCOUT_PROXY_MAX_STEPS steps, restoring the mask, and
+// the later steps of its ops are counted as untimed.
+TEST_F(ProxyTimingTest, NothingIsRecordedOutsideAWindow) {
+  env_.set("SCOUT_PROXY_WINDOW_MS", "600000");
+  env_.set("SCOUT_PROXY_MAX_STEPS", "3");
+  load();
+  int mask = 0;
+  void* ctx = pl_->init(kHash, 4, 0, "dp", 2, &mask);
+  std::thread early([&] {
+    void* op = pl_->start(ctx, proxy_op(nullptr, 1, true));  // no API call yet: no window
+    send_step(ctx, op, 0);
+    pl_->stop(op);
+  });
+  early.join();
+  shm::LinkTableInfo i = info();
+  EXPECT_EQ(i.claimed, 0u);
+  EXPECT_EQ(i.proxy_steps, 0u);
+  EXPECT_EQ(i.proxy_untimed, 0u);
+  EXPECT_EQ(segment().comms[0].ignored_events, 2u);  // the op and its step
+
+  void* coll = api_call(ctx);
+  ASSERT_EQ(mask, 0xE46 | kProxyBits);
+  std::thread proxy([&] {
+    void* op = pl_->start(ctx, proxy_op(coll, 1, true));
+    for (int s = 0; s < 5; ++s) send_step(ctx, op, 0);
+    pl_->stop(op);
+    void* late = pl_->start(ctx, proxy_op(coll, 2, true));  // the window is closed
+    send_step(ctx, late, 0);
+    pl_->stop(late);
+  });
+  proxy.join();
+  EXPECT_EQ(mask, 0xE46);
+  std::vector<shm::LinkSnapshot> ls;
+  i = info(&ls);
+  EXPECT_EQ(i.proxy_state, uint32_t(shm::kProxyWaiting));
+  EXPECT_EQ(i.proxy_windows, 1u);
+  EXPECT_EQ(i.proxy_steps, 3u);
+  EXPECT_EQ(i.proxy_untimed, 2u);
+  ASSERT_EQ(ls.size(), 1u);
+  EXPECT_EQ(ls[0].peer_rank, 1);
+  EXPECT_EQ(ls[0].transfers, 3u);
+  EXPECT_EQ(ls[0].posted, 3u);
+  EXPECT_EQ(segment().comms[0].ignored_events, 4u);
+  pl_->finalize(ctx);
+}
+
+// A send step stopped without SendWait, a receive without RecvFlushWait: not timed, counted. A
+// stale step handle (its slot reused) is ignored. PXN: ProxySteps under another process's
+// ProxyOp (whose context and parent are garbage here) record nothing and touch nothing.
+TEST_F(ProxyTimingTest, MissingStatesAndForeignOpsAreCountedNotTimed) {
+  env_.set("SCOUT_PROXY_WINDOW_MS", "600000");
+  load();
+  int mask = 0;
+  void* ctx = pl_->init(kHash, 4, 0, "dp", 2, &mask);
+  void* garbage_ctx = reinterpret_cast<void*>(0x10);
+  void* garbage_parent = reinterpret_cast<void*>(0xfffffffffffff000ull);
+  std::thread proxy([&] {
+    // As in PluginTest.ForeignPxnProxyOpsAreCountedNeverTouched: this thread's KernelCh events
+    // name the communicator a foreign op is counted on.
+    void* coll = api_call(ctx);
+    run_kernel_ch(*pl_, ctx, coll, 4, gpu_now(), gpu_now() + 1);
+    void* so = pl_->start(ctx, proxy_op(coll, 1, true));
+    void* ro = pl_->start(ctx, proxy_op(coll, 1, false));
+    abi::DescrV5 d{};
+    d.type = abi::kEvProxyStep;
+    d.parentObj = so;
+    void* s = pl_->start(ctx, d);
+    pl_->stop(s);  // no SendWait
+    d.parentObj = ro;
+    s = pl_->start(ctx, d);
+    pl_->state(s, abi::kStateProxyStepRecvWait, nullptr);
+    pl_->stop(s);  // no RecvFlushWait
+    pl_->stop(s);  // stale now
+    pl_->state(s, abi::kStateProxyStepRecvFlushWait, nullptr);
+    void* foreign = pl_->start(garbage_ctx, d_proxy_op(::getpid() + 1, garbage_parent, 2, 0));
+    d.parentObj = foreign;
+    s = pl_->start(garbage_ctx, d);
+    pl_->state(s, abi::kStateProxyStepSendWait, nullptr);
+    pl_->stop(s);
+    pl_->stop(foreign);
+  });
+  proxy.join();
+  std::vector<shm::LinkSnapshot> ls;
+  shm::LinkTableInfo i = info(&ls);
+  EXPECT_EQ(i.proxy_steps, 0u);
+  EXPECT_EQ(i.proxy_untimed, 2u);
+  ASSERT_EQ(ls.size(), 2u);
+  EXPECT_EQ(ls[0].transfers, 0u);
+  EXPECT_EQ(ls[0].posted, 1u);
+  EXPECT_EQ(ls[1].transfers, 0u);
+  SegmentView v = segment();
+  EXPECT_EQ(v.comms[0].foreign_proxy, 1u);
+  EXPECT_EQ(v.comms[0].bad_handles, 0u);
+  EXPECT_EQ(v.info.events_bad_handle, 0u);
+  pl_->finalize(ctx);
+}
+
+// SCOUT_PROXY_TIMING=0: the mask is never touched and ProxyOps of this process stay ignored.
+TEST_F(ProxyTimingTest, OffLeavesTheMaskAlone) {
+  env_.set("SCOUT_PROXY_TIMING", "0");
+  load();
+  int mask = 0;
+  void* ctx = pl_->init(kHash, 4, 0, "dp", 2, &mask);
+  void* coll = api_call(ctx);
+  EXPECT_EQ(mask, 0xE46);
+  std::thread proxy([&] {
+    void* op = pl_->start(ctx, proxy_op(coll, 1, true));
+    send_step(ctx, op, 0);
+    pl_->stop(op);
+  });
+  proxy.join();
+  EXPECT_EQ(segment().comms[0].ignored_events, 2u);
+  pl_->finalize(ctx);
+}
+
+}  // namespace
+}  // namespace scout::testing

@@ -1,0 +1,144 @@
+// ProxyOp and ProxyStep events of a collective's network transfers (proxy_events.h).
+#include "test/sim/proxy_events.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "test/sim/communicator.h"
+#include "test/sim/futex.h"
+#include "test/sim/net_transport.h"
+
+namespace scout::sim {
+namespace {
+
+// One inter-host transfer of this rank on one channel.
+struct NetEdge {
+  int peer = -1;  // comm rank
+  bool send = false;
+  uint8_t channel = 0;
+  int64_t hold_ns = 0;  // slowlink delay of the pair (0: none)
+  void* op = nullptr;   // ProxyOp handle
+};
+
+abi::DescrV5 blank(uint64_t type, void* parent, int rank) {
+  abi::DescrV5 d;
+  std::memset(static_cast<void*>(&d), 0, sizeof(d));
+  d.type = type;
+  d.parentObj = parent;
+  d.rank = rank;
+  return d;
+}
+
+// One step of `e` carrying `len` bytes, with the states NCCL's net transport records
+// (docs/nccl-notes.md §3.4); a slow pair's step completes at `done_ns`.
+void one_step(const ProfilerDriver& prof, void* ctx, const NetEdge& e, int k, size_t len, int rank, int64_t done_ns) {
+  abi::DescrV5 d = blank(abi::kEvProxyStep, e.op, rank);
+  d.proxyStep.step = k;
+  void* s = nullptr;
+  prof.start(ctx, &s, d);
+  abi::StateArgs a;
+  std::memset(&a, 0, sizeof(a));
+  a.proxyStep.transSize = len;
+  if (e.send) {
+    prof.record(s, abi::kStateProxyStepSendGPUWait, nullptr);
+    prof.record(s, abi::kStateProxyStepSendPeerWait, nullptr);
+    prof.record(s, abi::kStateProxyStepSendWait, &a);
+    if (e.hold_ns > 0) sleep_until_ns(done_ns);
+  } else {
+    prof.record(s, abi::kStateProxyStepRecvWait, nullptr);
+    if (e.hold_ns > 0) sleep_until_ns(done_ns);
+    prof.record(s, abi::kStateProxyStepRecvFlushWait, &a);
+    prof.record(s, abi::kStateProxyStepRecvGPUWait, nullptr);
+  }
+  prof.stop(s);
+}
+
+}  // namespace
+
+void ring_net_peers(const CommSpec& spec, const Layout& layout, int me, int ch, int* send_to, int* recv_from) {
+  *send_to = -1;
+  *recv_from = -1;
+  std::vector<int> hosts;
+  std::vector<std::vector<int>> members;  // comm ranks per host, hosts in order of first member
+  for (int r = 0; r < spec.nranks(); ++r) {
+    const int node = layout.coord(spec.members[size_t(r)]).node;
+    const size_t h = size_t(std::find(hosts.begin(), hosts.end(), node) - hosts.begin());
+    if (h == hosts.size()) {
+      hosts.push_back(node);
+      members.emplace_back();
+    }
+    members[h].push_back(r);
+  }
+  const size_t n = hosts.size();
+  if (n < 2) return;
+  const size_t rot = size_t(ch < 0 ? 0 : ch);
+  auto first = [&](size_t h) { return members[h][rot % members[h].size()]; };
+  auto last = [&](size_t h) { return members[h][(rot + members[h].size() - 1) % members[h].size()]; };
+  for (size_t h = 0; h < n; ++h) {
+    if (last(h) == me) *send_to = first((h + 1) % n);
+    if (first(h) == me) *recv_from = last((h + n - 1) % n);
+  }
+}
+
+uint64_t ring_channel_bytes(const KernelTask& t, int nranks) {
+  const uint64_t msg = t.count * kFloatBytes;
+  const uint64_t n = uint64_t(std::max(nranks, 1));
+  uint64_t traffic = msg;
+  switch (t.func) {
+    case Func::kAllReduce: traffic = msg * 2 * (n - 1) / n; break;
+    case Func::kAllGather:
+    case Func::kReduceScatter: traffic = msg * (n - 1); break;  // count is one rank's share
+    default: break;
+  }
+  return std::max<uint64_t>(1, traffic / std::max<uint64_t>(1, t.n_channels));
+}
+
+void emit_coll_proxy_events(Communicator& c, const KernelTask& t, int64_t release_ns) {
+  const ProfilerDriver& prof = *c.rc()->prof;
+  if (!prof.loaded() || !(t.mask & gate::kProxyOp) || c.spec().n_nodes < 2) return;
+  const int me_g = c.rc()->global_rank;
+  std::vector<NetEdge> edges;
+  for (int i = 0; i < t.n_channels; ++i) {
+    const int ch = (t.channel_base + i) % 64;
+    int to = -1, from = -1;
+    ring_net_peers(c.spec(), *c.rc()->layout, c.rank(), ch, &to, &from);
+    for (auto [peer, send] : {std::pair{to, true}, std::pair{from, false}}) {
+      if (peer < 0) continue;
+      NetEdge e;
+      e.peer = peer;
+      e.send = send;
+      e.channel = uint8_t(ch);
+      e.hold_ns = c.rc()->faults.slowlink_p2p_ms(me_g, c.spec().members[size_t(peer)], t.step) * 1000000;
+      edges.push_back(e);
+    }
+  }
+  if (edges.empty()) return;
+  const uint64_t bytes = ring_channel_bytes(t, c.nranks());
+  const int nsteps = int((bytes + kNetChunk - 1) / kNetChunk);
+  for (NetEdge& e : edges) {
+    abi::DescrV5 d = blank(abi::kEvProxyOp, t.handle, c.rank());
+    d.proxyOp.pid = ::getpid();
+    d.proxyOp.channelId = e.channel;
+    d.proxyOp.peer = e.peer;
+    d.proxyOp.nSteps = nsteps;
+    d.proxyOp.chunkSize = int(kNetChunk);
+    d.proxyOp.isSend = e.send ? 1 : 0;
+    prof.start(c.context(), &e.op, d);
+    prof.record(e.op, abi::kStateProxyOpInProgress, nullptr);
+  }
+  // Steps of all edges in step order, so every slow pair spreads its delay over its steps.
+  if (t.mask & gate::kProxyStep) {
+    for (int k = 0; k < nsteps; ++k) {
+      const size_t len = size_t(std::min<uint64_t>(kNetChunk, bytes - uint64_t(k) * kNetChunk));
+      for (const NetEdge& e : edges) {
+        one_step(prof, c.context(), e, k, len, c.rank(), release_ns + e.hold_ns * (k + 1) / nsteps);
+      }
+    }
+  }
+  for (NetEdge& e : edges) prof.stop(e.op);
+}
+
+}  // namespace scout::sim

@@ -1,0 +1,35 @@
+// ProxyOp and ProxyStep events of a collective's network transfers (docs/scout-sim.md, "Network
+// steps"), delivered on the communicator's proxy thread while its emulated kernel runs, as NCCL's
+// net transport delivers them when the activation mask asks (docs/nccl-notes.md §3.4, §6.7).
+//
+// The emulated ring: per channel ch, each host's members (in comm-rank order) rotated by ch, the
+// hosts one after the other; the ring crosses hosts from the last member of one host to the first
+// of the next, so different channels cross between different pairs, as NCCL's rings do over
+// several NICs. Only those crossings are network transfers: a rank sends on a channel where it
+// is its host's last member, receives where it is the first.
+#pragma once
+
+#include <cstdint>
+
+#include "test/sim/layout.h"
+
+namespace scout::sim {
+
+class Communicator;
+struct KernelTask;
+
+// The ring neighbours of comm rank `me` of `spec` across hosts on channel `ch`: the comm rank it
+// sends to (*send_to) and receives from (*recv_from), -1 where the ring stays on its host.
+void ring_net_peers(const CommSpec& spec, const Layout& layout, int me, int ch, int* send_to, int* recv_from);
+
+// Bytes one rank moves over one ring channel for task `t` (the nccl-tests traffic convention,
+// docs/nccl-notes.md §5.1, split over the task's channels).
+uint64_t ring_channel_bytes(const KernelTask& t, int nranks);
+
+// Emits the ProxyOp/ProxyStep events of task `t` (a collective) of `c` for its inter-host ring
+// transfers if t.mask asks for them; steps of kNetChunk bytes. A pair with a slowlink fault
+// (faults.h) takes its delay in its steps: step k of n of such a pair completes at
+// `release_ns` + ms * (k + 1) / n (both ends), the other steps as fast as the calls go.
+void emit_coll_proxy_events(Communicator& c, const KernelTask& t, int64_t release_ns);
+
+}  // namespace scout::sim
