@@ -50,9 +50,20 @@ std::string us_words(double ns) {
   return buf;
 }
 
+// The process of global rank `g` (the latest one seen), -1 if none.
+int proc_of_global(const Model& m, int g) {
+  int found = -1;
+  for (const Proc& p : m.procs()) {
+    if (p.global_rank == g && g >= 0) found = p.id;
+  }
+  return found;
+}
+
+}  // namespace
+
 // The window's figures of one pair.
-struct Judged {
-  NetLinkDetector::Pair pair;
+struct NetLinkDetector::Judged {
+  Pair pair;
   int src_proc = -1;
   int src_global = -1, dst_global = -1;
   int src_id = -1, dst_id = -1;  // ends for the intersection: the global rank, or a negative id
@@ -65,18 +76,106 @@ struct Judged {
   bool confirmed = false;  // slow for `confirm` passes
 };
 
-// The process of global rank `g` (the latest one seen), -1 if none.
-int proc_of_global(const Model& m, int g) {
-  int found = -1;
-  for (const Proc& p : m.procs()) {
-    if (p.global_rank == g && g >= 0) found = p.id;
+// Receiving ends a ProxyStep peer on another node is known by: negative ids of (communicator,
+// comm rank) for ends whose global rank this observer does not know.
+struct NetLinkDetector::AnonEnds {
+  std::map<int, std::pair<const Comm*, int>> of;  // negative id -> (communicator, comm rank)
+};
+
+// Names, evidence channels and dedup keys of judged pairs for the findings of one pass.
+class NetLinkDetector::Namer {
+ public:
+  Namer(const Model& m, const NetLinkConfig& cfg, const std::map<int, std::pair<const Comm*, int>>& anon)
+      : m_(m), cfg_(cfg), anon_(anon) {
+    th_.factor = cfg.factor;
+    th_.min_ms = to_ms(cfg.min_ns);
+    th_.window = int(std::min<int64_t>(cfg.window_ns / 1000000000, 1 << 30));
+    th_.min_transfers = int(std::min<uint64_t>(cfg.min_transfers, 1u << 30));
+    th_.window_s = double(cfg.window_ns) / 1e9;
+    th_.confirm = cfg.confirm;
   }
-  return found;
-}
+  const EvSlowThresholds& thresholds() const { return th_; }
 
-}  // namespace
+  Suspect suspect(int id, int proc_hint) const {
+    if (id < -1) {  // known by its comm rank only
+      auto [c, rank] = anon(id);
+      return c != nullptr ? suspect_of(m_, *c, rank) : Suspect{};
+    }
+    int proc = proc_hint >= 0 ? proc_hint : proc_of_global(m_, id);
+    if (proc >= 0) return suspect_of(m_, proc);
+    Suspect s;
+    s.global_rank = id;
+    return s;
+  }
+  std::string end_words(int id) const {
+    if (id >= 0) return "rank " + std::to_string(id);
+    auto [c, rank] = anon(id);
+    return "comm rank " + std::to_string(rank) + (c != nullptr ? " of " + comm_label(*c) : std::string());
+  }
+  EvChannel channel(const Judged& j) const {
+    EvChannel c;
+    auto cit = m_.comms().find(CommKey{j.pair.comm_hash, j.pair.comm_nranks});
+    if (j.pair.source == shm::kLinkSourceProxy && cit != m_.comms().end()) c.comm = ev_comm(cit->second);
+    c.kind = j.pair.source == shm::kLinkSourceNet ? "net" : "proxy";
+    c.func = "Send";
+    c.bytes_bucket = uint64_t(1) << j.bucket;
+    c.ranks = {j.src_global, j.dst_global};
+    c.median_ms = to_ms(int64_t(j.median));
+    c.peer_median_ms = to_ms(int64_t(j.peer));
+    c.ratio = j.peer > 0 ? j.median / j.peer : 0;
+    c.samples = int(std::min<uint64_t>(j.transfers, 1u << 30));
+    c.peers = j.peers;
+    c.min_diff_ms = to_ms(cfg_.min_ns);
+    c.source = c.kind;
+    c.src = j.src_global;
+    c.dst = j.dst_global;
+    c.gbps = j.busy > 0 ? double(j.bytes) / double(j.busy) : 0;
+    return c;
+  }
+  std::string where(const Judged& j) const {
+    return std::string(j.pair.source == shm::kLinkSourceNet ? "net plugin" : "ProxyStep") + " transfers of about " +
+           std::to_string(uint64_t(1) << j.bucket) + " bytes from rank " + std::to_string(j.src_global) + " to " +
+           end_words(j.dst_id) + " take " + us_words(j.median) + " (median of " + std::to_string(j.transfers) +
+           ") vs " + us_words(j.peer) + " on " + std::to_string(j.peers) + " other " +
+           (j.peers == 1 ? "pair" : "pairs");
+  }
+  void set_comm_of(Finding& f, const Judged& j) const {
+    if (j.pair.source != shm::kLinkSourceProxy) return;
+    auto cit = m_.comms().find(CommKey{j.pair.comm_hash, j.pair.comm_nranks});
+    if (cit != m_.comms().end()) set_comm(f, cit->second);
+  }
+  // Dedup keys: the slow-link detector's own (slowlink.h) when the processes are known, so that a
+  // link both see is one finding (the later report of a pass carries its evidence); global ranks
+  // otherwise.
+  std::string endpoint_key(int g, int proc_hint) const {
+    int proc = proc_hint >= 0 ? proc_hint : proc_of_global(m_, g);
+    return proc >= 0 ? "slowlink:endpoint:" + proc_key(proc) : "slowlink:net_endpoint:" + std::to_string(g);
+  }
+  std::string link_key(int ga, int pa, int gb) const {
+    int a = pa >= 0 ? pa : proc_of_global(m_, ga), b = gb >= 0 ? proc_of_global(m_, gb) : -1;
+    if (a >= 0 && b >= 0) return "slowlink:link:" + proc_key(std::min(a, b)) + ":" + proc_key(std::max(a, b));
+    if (gb >= 0) {
+      return "slowlink:net_link:" + std::to_string(std::min(ga, gb)) + ":" + std::to_string(std::max(ga, gb));
+    }
+    auto [c, rank] = anon(gb);
+    return "slowlink:net_link:" + std::to_string(ga) + ":" + (c != nullptr ? hex64(c->key.hash) : "?") + ":" +
+           std::to_string(rank);
+  }
 
-void NetLinkDetector::pass(const Model& m, int64_t now_ns, FindingBoard& board) {
+ private:
+  std::pair<const Comm*, int> anon(int id) const {
+    auto it = anon_.find(id);
+    return it == anon_.end() ? std::pair<const Comm*, int>{nullptr, -1} : it->second;
+  }
+  std::string proc_key(int proc) const { return m_.proc(proc).host + ":" + std::to_string(m_.proc(proc).pid); }
+
+  const Model& m_;
+  const NetLinkConfig& cfg_;
+  const std::map<int, std::pair<const Comm*, int>>& anon_;
+  EvSlowThresholds th_;
+};
+
+std::map<NetLinkDetector::Pair, NetLinkDetector::Judged> NetLinkDetector::collect(const Model& m, int64_t now_ns) {
   std::map<Pair, Judged> pairs;
   std::set<EntryKey> live;
   for (const Proc& p : m.procs()) {
@@ -121,11 +220,14 @@ void NetLinkDetector::pass(const Model& m, int64_t now_ns, FindingBoard& board) 
     }
   }
   for (auto it = snaps_.begin(); it != snaps_.end();) it = live.count(it->first) ? std::next(it) : snaps_.erase(it);
+  return pairs;
+}
 
+NetLinkDetector::AnonEnds NetLinkDetector::name_receivers(const Model& m, std::map<Pair, Judged>& pairs) {
   // Receiving ends by global rank (a ProxyStep peer on another node is known to this observer by
   // its comm rank only: it gets a negative id of its own).
+  AnonEnds ends;
   std::map<std::tuple<uint64_t, int, int>, int> anon;
-  std::map<int, std::pair<const Comm*, int>> anon_of;  // negative id -> (communicator, comm rank)
   for (auto& [k, j] : pairs) {
     if (k.source == shm::kLinkSourceNet) {
       j.dst_global = k.dst_global;
@@ -138,13 +240,16 @@ void NetLinkDetector::pass(const Model& m, int64_t now_ns, FindingBoard& board) 
       if (j.dst_global < 0) {
         auto [it, fresh] = anon.try_emplace({k.comm_hash, k.comm_nranks, k.dst_comm_rank}, -int(anon.size()) - 2);
         j.dst_id = it->second;
-        if (fresh) anon_of[j.dst_id] = {cit != m.comms().end() ? &cit->second : nullptr, k.dst_comm_rank};
+        if (fresh) ends.of[j.dst_id] = {cit != m.comms().end() ? &cit->second : nullptr, k.dst_comm_rank};
       }
     }
     if (j.dst_id == -1) j.dst_id = j.dst_global;
     j.src_id = j.src_global >= 0 ? j.src_global : -1;
   }
+  return ends;
+}
 
+std::vector<NetLinkDetector::Judged*> NetLinkDetector::judge(std::map<Pair, Judged>& pairs) {
   // Judge within classes (source, size class).
   std::map<std::pair<uint8_t, int>, std::vector<Judged*>> classes;
   for (auto& [k, j] : pairs) {
@@ -181,6 +286,13 @@ void NetLinkDetector::pass(const Model& m, int64_t now_ns, FindingBoard& board) 
     }
     j->confirmed = j->slow && n >= cfg_.confirm;
   }
+  return judged;
+}
+
+void NetLinkDetector::pass(const Model& m, int64_t now_ns, FindingBoard& board) {
+  std::map<Pair, Judged> pairs = collect(m, now_ns);
+  const AnonEnds anon = name_receivers(m, pairs);
+  const std::vector<Judged*> judged = judge(pairs);
 
   // Intersection by global rank.
   auto slow_or_normal = [](const Judged* j) { return j->confirmed || !j->slow; };
@@ -200,106 +312,53 @@ void NetLinkDetector::pass(const Model& m, int64_t now_ns, FindingBoard& board) 
   for (const auto& [g, peers] : slow_peers) {
     if (g >= 0 && peers.size() >= 2 && !normal_n.count(g)) endpoints.insert(g);
   }
-
-  auto suspect = [&](int id, int proc_hint) {
-    if (id < -1) {  // known by its comm rank only
-      auto [c, rank] = anon_of[id];
-      return c != nullptr ? suspect_of(m, *c, rank) : Suspect{};
-    }
-    int proc = proc_hint >= 0 ? proc_hint : proc_of_global(m, id);
-    if (proc >= 0) return suspect_of(m, proc);
-    Suspect s;
-    s.global_rank = id;
-    return s;
-  };
-  auto end_words = [&](int id) {
-    if (id >= 0) return "rank " + std::to_string(id);
-    auto [c, rank] = anon_of[id];
-    return "comm rank " + std::to_string(rank) + (c != nullptr ? " of " + comm_label(*c) : std::string());
-  };
-  auto channel = [&](const Judged& j) {
-    EvChannel c;
-    auto cit = m.comms().find(CommKey{j.pair.comm_hash, j.pair.comm_nranks});
-    if (j.pair.source == shm::kLinkSourceProxy && cit != m.comms().end()) c.comm = ev_comm(cit->second);
-    c.kind = j.pair.source == shm::kLinkSourceNet ? "net" : "proxy";
-    c.func = "Send";
-    c.bytes_bucket = uint64_t(1) << j.bucket;
-    c.ranks = {j.src_global, j.dst_global};
-    c.median_ms = to_ms(int64_t(j.median));
-    c.peer_median_ms = to_ms(int64_t(j.peer));
-    c.ratio = j.peer > 0 ? j.median / j.peer : 0;
-    c.samples = int(std::min<uint64_t>(j.transfers, 1u << 30));
-    c.peers = j.peers;
-    c.min_diff_ms = to_ms(cfg_.min_ns);
-    c.source = c.kind;
-    c.src = j.src_global;
-    c.dst = j.dst_global;
-    c.gbps = j.busy > 0 ? double(j.bytes) / double(j.busy) : 0;
-    return c;
-  };
-  EvSlowThresholds th;
-  th.factor = cfg_.factor;
-  th.min_ms = to_ms(cfg_.min_ns);
-  th.window = int(std::min<int64_t>(cfg_.window_ns / 1000000000, 1 << 30));
-  th.min_transfers = int(std::min<uint64_t>(cfg_.min_transfers, 1u << 30));
-  th.window_s = double(cfg_.window_ns) / 1e9;
-  th.confirm = cfg_.confirm;
-  auto where = [&](const Judged& j) {
-    return std::string(j.pair.source == shm::kLinkSourceNet ? "net plugin" : "ProxyStep") + " transfers of about " +
-           std::to_string(uint64_t(1) << j.bucket) + " bytes from rank " + std::to_string(j.src_global) + " to " +
-           end_words(j.dst_id) + " take " + us_words(j.median) + " (median of " + std::to_string(j.transfers) +
-           ") vs " + us_words(j.peer) + " on " + std::to_string(j.peers) + " other " +
-           (j.peers == 1 ? "pair" : "pairs");
-  };
-  auto set_comm_of = [&](Finding& f, const Judged& j) {
-    if (j.pair.source != shm::kLinkSourceProxy) return;
-    auto cit = m.comms().find(CommKey{j.pair.comm_hash, j.pair.comm_nranks});
-    if (cit != m.comms().end()) set_comm(f, cit->second);
-  };
-
-  // Dedup keys: the slow-link detector's own (slowlink.h) when the processes are known, so that a
-  // link both see is one finding (the later report of a pass carries its evidence); global ranks
-  // otherwise.
-  auto proc_key = [&](int proc) { return m.proc(proc).host + ":" + std::to_string(m.proc(proc).pid); };
-  auto endpoint_key = [&](int g, int proc_hint) {
-    int proc = proc_hint >= 0 ? proc_hint : proc_of_global(m, g);
-    return proc >= 0 ? "slowlink:endpoint:" + proc_key(proc) : "slowlink:net_endpoint:" + std::to_string(g);
-  };
-  auto link_key = [&](int ga, int pa, int gb) {
-    int a = pa >= 0 ? pa : proc_of_global(m, ga), b = gb >= 0 ? proc_of_global(m, gb) : -1;
-    if (a >= 0 && b >= 0) return "slowlink:link:" + proc_key(std::min(a, b)) + ":" + proc_key(std::max(a, b));
-    if (gb >= 0) {
-      return "slowlink:net_link:" + std::to_string(std::min(ga, gb)) + ":" + std::to_string(std::max(ga, gb));
-    }
-    auto [c, rank] = anon_of[gb];
-    return "slowlink:net_link:" + std::to_string(ga) + ":" + (c != nullptr ? hex64(c->key.hash) : "?") + ":" +
-           std::to_string(rank);
-  };
-
+  const Namer names(m, cfg_, anon.of);
   std::set<std::string> reported;
+  report_endpoints(names, judged, endpoints, slow_peers, now_ns, board, &reported);
+  report_links(names, judged, endpoints, now_ns, board, &reported);
+  // Close what this detector no longer sees, unless the slow-link detector reported the same key
+  // in this pass (it then still sees the failure).
+  for (const std::string& k : open_) {
+    if (reported.count(k)) continue;
+    const Finding* f = board.find(k);
+    if (f != nullptr && f->open && f->last_seen_ns >= now_ns) continue;
+    board.close(k, now_ns);
+  }
+  open_ = reported;
+}
+
+void NetLinkDetector::report_endpoints(const Namer& names, const std::vector<Judged*>& judged,
+                                       const std::set<int>& endpoints,
+                                       const std::map<int, std::set<int>>& slow_peers, int64_t now_ns,
+                                       FindingBoard& board, std::set<std::string>* reported) {
   for (int g : endpoints) {
     Finding f;
     f.kind = FindingKind::kSlowLink;
     f.verdict = Verdict::kAttributed;
-    SlowLinkEvidence ev{"net_endpoint", {}, {}, th};
+    SlowLinkEvidence ev{"net_endpoint", {}, {}, names.thresholds()};
     const Judged* first = nullptr;
     for (const Judged* j : judged) {
       if (!j->confirmed || (j->src_id != g && j->dst_id != g)) continue;
       if (first == nullptr || j->median > first->median) first = j;
-      ev.slow.push_back(channel(*j));
+      ev.slow.push_back(names.channel(*j));
     }
     if (first == nullptr) continue;
-    f.suspects.push_back(suspect(g, first->src_global == g ? first->src_proc : -1));
-    set_comm_of(f, *first);
+    f.suspects.push_back(names.suspect(g, first->src_global == g ? first->src_proc : -1));
+    names.set_comm_of(f, *first);
     f.first_seen_ns = now_ns;
     f.last_seen_ns = now_ns;
-    f.dedup_key = endpoint_key(g, first->src_global == g ? first->src_proc : -1);
+    f.dedup_key = names.endpoint_key(g, first->src_global == g ? first->src_proc : -1);
     f.evidence = to_json(ev);
     f.summary = "rank " + std::to_string(g) + " is a slow network endpoint: its transfers to or from " +
-                std::to_string(slow_peers[g].size()) + " peers are slow (" + where(*first) + ")";
+                std::to_string(slow_peers.at(g).size()) + " peers are slow (" + names.where(*first) + ")";
     board.report(f);
-    reported.insert(f.dedup_key);
+    reported->insert(f.dedup_key);
   }
+}
+
+void NetLinkDetector::report_links(const Namer& names, const std::vector<Judged*>& judged,
+                                   const std::set<int>& endpoints, int64_t now_ns, FindingBoard& board,
+                                   std::set<std::string>* reported) {
   std::map<std::pair<int, int>, std::vector<const Judged*>> links;
   for (const Judged* j : judged) {
     if (!j->confirmed || j->src_id < 0 || j->dst_id == -1) continue;
@@ -314,34 +373,25 @@ void NetLinkDetector::pass(const Model& m, int64_t now_ns, FindingBoard& board) 
     Finding f;
     f.kind = FindingKind::kSlowLink;
     f.verdict = Verdict::kAttributed;
-    SlowLinkEvidence ev{"net_link", {}, {}, th};
-    for (const Judged* j : v) ev.slow.push_back(channel(*j));
+    SlowLinkEvidence ev{"net_link", {}, {}, names.thresholds()};
+    for (const Judged* j : v) ev.slow.push_back(names.channel(*j));
     for (const Judged* o : judged) {
       if (o->slow || ev.normal.size() >= 8) continue;
       bool shares = o->src_id == ab.first || o->src_id == ab.second || o->dst_id == ab.first || o->dst_id == ab.second;
-      if (shares) ev.normal.push_back(channel(*o));
+      if (shares) ev.normal.push_back(names.channel(*o));
     }
-    f.suspects.push_back(suspect(worst->src_global, worst->src_proc));
-    f.peer = suspect(worst->dst_id, -1);
-    set_comm_of(f, *worst);
+    f.suspects.push_back(names.suspect(worst->src_global, worst->src_proc));
+    f.peer = names.suspect(worst->dst_id, -1);
+    names.set_comm_of(f, *worst);
     f.first_seen_ns = now_ns;
     f.last_seen_ns = now_ns;
-    f.dedup_key = link_key(worst->src_global, worst->src_proc, worst->dst_id);
+    f.dedup_key = names.link_key(worst->src_global, worst->src_proc, worst->dst_id);
     f.evidence = to_json(ev);
     f.summary = "the network link between rank " + std::to_string(worst->src_global) + " and " +
-                end_words(worst->dst_id) + " is slow: " + where(*worst);
+                names.end_words(worst->dst_id) + " is slow: " + names.where(*worst);
     board.report(f);
-    reported.insert(f.dedup_key);
+    reported->insert(f.dedup_key);
   }
-  // Close what this detector no longer sees, unless the slow-link detector reported the same key
-  // in this pass (it then still sees the failure).
-  for (const std::string& k : open_) {
-    if (reported.count(k)) continue;
-    const Finding* f = board.find(k);
-    if (f != nullptr && f->open && f->last_seen_ns >= now_ns) continue;
-    board.close(k, now_ns);
-  }
-  open_ = reported;
 }
 
 }  // namespace scout::obs

@@ -65,6 +65,20 @@ class NetLinkDetector {
   };
 
  private:
+  struct Judged;    // the window's figures of one pair (netlink.cc)
+  struct AnonEnds;  // receiving ends known by comm rank only
+  class Namer;      // names, evidence channels and dedup keys of judged pairs (netlink.cc)
+  // The window's figures per pair from every process's link table (keeps the snapshots).
+  std::map<Pair, Judged> collect(const Model& m, int64_t now_ns);
+  // Sets each pair's receiving end: global rank, or a negative id of (communicator, comm rank).
+  static AnonEnds name_receivers(const Model& m, std::map<Pair, Judged>& pairs);
+  // Slow within each (source, size) class, confirmed after cfg_.confirm passes with new transfers.
+  std::vector<Judged*> judge(std::map<Pair, Judged>& pairs);
+  void report_endpoints(const Namer& names, const std::vector<Judged*>& judged, const std::set<int>& endpoints,
+                        const std::map<int, std::set<int>>& slow_peers, int64_t now_ns, FindingBoard& board,
+                        std::set<std::string>* reported);
+  void report_links(const Namer& names, const std::vector<Judged*>& judged, const std::set<int>& endpoints,
+                    int64_t now_ns, FindingBoard& board, std::set<std::string>* reported);
   struct Snap {
     int64_t t = 0;
     uint64_t transfers = 0, bytes = 0, busy = 0;
