@@ -29,7 +29,7 @@ TEST(Handle, EncodesAndValidatesSaltAndType) {
   EXPECT_EQ(decode(to_ptr(v), 0xBEEE).type, HandleType::kInvalid);  // another load/process
   EXPECT_EQ(decode(nullptr, salt).type, HandleType::kInvalid);
   EXPECT_EQ(decode(to_ptr(v), 0).type, HandleType::kInvalid);
-  for (uint64_t t : {0ull, 9ull, 15ull}) {
+  for (uint64_t t : {uint64_t(0), uint64_t(kLastHandleType) + 1, uint64_t(15)}) {  // unused type ids
     uint64_t bad = (uint64_t(salt) << 48) | (t << 44) | 5;
     EXPECT_EQ(decode(to_ptr(bad), salt).type, HandleType::kInvalid) << t;
   }
