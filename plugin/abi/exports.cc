@@ -33,14 +33,14 @@ abi::Result init_any(int abi_version, void** ctx, uint64_t hash, int* mask, cons
   try {
     core::log::set_logger(logfn);
     abi_hook::recording_on_init();
-    int mask_in = mask != nullptr ? *mask : 0;
+    int mask_in = mask != nullptr ? __atomic_load_n(mask, __ATOMIC_RELAXED) : 0;  // written by other inits
     rec::Recorder* r = abi_hook::recorder();
     std::unique_lock<std::mutex> lk;
     if (r != nullptr) lk = std::unique_lock<std::mutex>(r->mutex());
     core::init(ctx, hash, mask, name, nnodes, nranks, rank, logfn, abi_version);
     if (r != nullptr) {
       r->init(abi_version, ctx != nullptr ? *ctx : nullptr, hash, name, nnodes, nranks, rank, mask_in,
-              mask != nullptr ? *mask : 0, abi::kSuccess);
+              mask != nullptr ? __atomic_load_n(mask, __ATOMIC_RELAXED) : 0, abi::kSuccess);
       r->flush();
     }
   } catch (...) {

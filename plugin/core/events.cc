@@ -227,7 +227,8 @@ abi::Result init(void** ctx, uint64_t comm_hash, int* mask, const char* comm_nam
   }
   *ctx = handle_of(p, HandleType::kContext, ring_payload(c->ring_index));
   // A window open now keeps its bits (proxy_window.h).
-  if (mask != nullptr) *mask = kActivationMask | p->proxy.attach_mask(mask);
+  // NCCL reads the mask on other threads, and ProxyStep windows change it from any API call: atomic.
+  if (mask != nullptr) __atomic_store_n(mask, kActivationMask | p->proxy.attach_mask(mask), __ATOMIC_RELAXED);
   unlock_init();
   return abi::kSuccess;
 }
