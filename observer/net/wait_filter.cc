@@ -41,21 +41,27 @@ void mark_waited(const WaitSnapshot& w, std::vector<uint64_t>* buckets) {
 void keep_waited(const std::vector<uint64_t>& buckets, WaitSnapshot* w) {
   if (buckets.empty()) return;
   std::vector<CommWaitView> kept;
-  std::vector<int> new_index(w->procs.size(), -1);
-  std::vector<ProcView> procs;
+  std::vector<bool> named(w->procs.size(), false);
   for (CommWaitView& c : w->comms) {
     const auto [a, b] = buckets_of(c, buckets.size());
     if (!buckets[a] || !buckets[b]) continue;
-    for (MemberView& m : c.members) {
-      if (m.proc < 0 || m.proc >= int(new_index.size())) continue;
-      int& k = new_index[size_t(m.proc)];
-      if (k < 0) {
-        k = int(procs.size());
-        procs.push_back(std::move(w->procs[size_t(m.proc)]));
-      }
-      m.proc = k;
+    for (const MemberView& m : c.members) {
+      if (m.proc >= 0 && m.proc < int(named.size())) named[size_t(m.proc)] = true;
     }
     kept.push_back(std::move(c));
+  }
+  // The processes keep their order (the leader numbers them in the order they arrive).
+  std::vector<int> new_index(w->procs.size(), -1);
+  std::vector<ProcView> procs;
+  for (size_t i = 0; i < w->procs.size(); ++i) {
+    if (!named[i]) continue;
+    new_index[i] = int(procs.size());
+    procs.push_back(std::move(w->procs[i]));
+  }
+  for (CommWaitView& c : kept) {
+    for (MemberView& m : c.members) {
+      if (m.proc >= 0 && m.proc < int(new_index.size())) m.proc = new_index[size_t(m.proc)];
+    }
   }
   w->comms = std::move(kept);
   w->procs = std::move(procs);

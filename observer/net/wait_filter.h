@@ -24,7 +24,7 @@ bool waits_in(const CommWaitView& c);
 void mark_waited(const WaitSnapshot& w, std::vector<uint64_t>* buckets);
 
 // Keeps the communicators of `w` whose two buckets are both marked in `buckets` (after the MAX
-// allreduce) and the processes their members name (indexes rewritten).
+// allreduce) and the processes their members name, in their order (indexes rewritten).
 void keep_waited(const std::vector<uint64_t>& buckets, WaitSnapshot* w);
 
 }  // namespace scout::net
