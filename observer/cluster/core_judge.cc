@@ -14,7 +14,7 @@ HangConfig deferring(HangConfig c) {
 }
 }  // namespace
 
-CoreJudge::CoreJudge(HangConfig hang) : hang_(deferring(hang)) {}
+CoreJudge::CoreJudge(HangConfig hang) : timeout_ns_(hang.timeout_ns), hang_(deferring(hang)) {}
 
 std::vector<Finding> CoreJudge::judge_digest(const net::DigestDrill& d, const net::Identities& ids, int64_t now_ns) {
   Model m;
@@ -54,6 +54,18 @@ std::vector<Finding> CoreJudge::judge_digest(const net::DigestDrill& d, const ne
 }
 
 std::vector<Finding> CoreJudge::judge_waits(const std::vector<net::NodeWaits>& waits, int64_t now_ns) {
+  bool dead = false;
+  const uint64_t sig = waits_signature(waits, now_ns, timeout_ns_, &dead);
+  if (open_ && !dead && sig == signature_) {
+    for (const Finding* f : board_.all()) {
+      if (!f->open) continue;
+      Finding again = *f;
+      again.last_seen_ns = now_ns;
+      board_.report(std::move(again));
+    }
+    return changed();
+  }
+  signature_ = sig;
   Model m;
   merge_waits(waits, now_ns, &m);
   hang_.pass(m, now_ns, board_);
@@ -62,6 +74,7 @@ std::vector<Finding> CoreJudge::judge_waits(const std::vector<net::NodeWaits>& w
 
 std::vector<Finding> CoreJudge::all_clear(int64_t now_ns) {
   if (!open_) return {};
+  signature_ = 0;
   Model empty;
   hang_.pass(empty, now_ns, board_);
   return changed();

@@ -8,7 +8,11 @@
 //   judge_waits   the nodes' wait snapshots become one Model of the whole job (merge_waits) and
 //                 a HangDetector kept across drill-downs runs its pass on it: roots named with
 //                 the absent / stuck / mismatch classification and the wait-for chain across
-//                 nodes, deadlocks, crashes; it closes what no longer holds;
+//                 nodes, deadlocks, crashes; it closes what no longer holds. A repeated
+//                 drill-down of a lasting hang whose waits did not change (waits_signature: the
+//                 same operations, counters, records and stalled communicators, no dead process)
+//                 gives the same graph: the open findings are refreshed (last seen) without
+//                 rebuilding it, so the leader's cost follows what changed, not the job;
 //   all_clear     no observer reports a stall: the detector's open findings close.
 #pragma once
 
@@ -34,6 +38,8 @@ class CoreJudge : public net::Judge {
  private:
   std::vector<Finding> changed();  // findings the hang detector changed since the last call
 
+  int64_t timeout_ns_;
+  uint64_t signature_ = 0;  // waits_signature of the last waits analysed (0: none)
   HangDetector hang_;
   FindingBoard board_;
   bool open_ = false;  // some finding of hang_ is open

@@ -3,6 +3,11 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <string>
+#include <type_traits>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 namespace scout::obs {
 
@@ -143,6 +148,91 @@ void merge_waits(const std::vector<net::NodeWaits>& nodes, int64_t now_ns, Model
     // Last progress: the latest any node saw (records applied above may not say when).
     c.last_progress_ns = progress[key];
   }
+}
+
+namespace {
+
+// Feeds values to one XXH64 state.
+class Hasher {
+ public:
+  Hasher() { XXH64_reset(&st_, 0x9a17); }
+  template <typename T>
+  void add(const T& v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    XXH64_update(&st_, &v, sizeof(v));
+  }
+  void add(const std::string& s) {
+    add(uint64_t(s.size()));
+    XXH64_update(&st_, s.data(), s.size());
+  }
+  void add(const net::MarkView& m) {
+    add(m.valid);
+    add(m.cls);
+    add(m.func);
+    add(m.seq);
+    add(m.src);
+    add(m.dst);
+  }
+  // A record without its times.
+  void add(const shm::RecordSnapshot& r) {
+    add(r.index);
+    add(r.key);
+    add(r.kind);
+    add(r.func);
+    add(r.datatype);
+    add(r.flags);
+    add(r.peer);
+    add(r.count);
+    add(r.state);
+    add(r.ch_started);
+    add(r.ch_stopped);
+  }
+  uint64_t digest() { return XXH64_digest(&st_); }
+
+ private:
+  XXH64_state_t st_;
+};
+
+}  // namespace
+
+uint64_t waits_signature(const std::vector<net::NodeWaits>& nodes, int64_t now_ns, int64_t timeout_ns, bool* dead) {
+  *dead = false;
+  std::vector<const net::NodeWaits*> order;
+  for (const net::NodeWaits& nw : nodes) order.push_back(&nw);
+  std::sort(order.begin(), order.end(), [](const auto* a, const auto* b) { return a->node < b->node; });
+  Hasher h;
+  for (const net::NodeWaits* nw : order) {
+    h.add(nw->node);
+    h.add(uint64_t(nw->waits.procs.size()));
+    for (const net::ProcView& p : nw->waits.procs) {
+      h.add(p.global_rank);
+      h.add(p.host);
+      h.add(p.pid);
+      h.add(p.state);
+      *dead |= proc_state(p.state) == ProcState::kDead;
+    }
+    h.add(uint64_t(nw->waits.comms.size()));
+    for (const net::CommWaitView& c : nw->waits.comms) {
+      h.add(c.comm_hash);
+      h.add(c.nranks);
+      h.add(now_ns - c.last_progress_ns > timeout_ns);
+      h.add(uint64_t(c.members.size()));
+      for (const net::MemberView& m : c.members) {
+        h.add(m.comm_rank);
+        h.add(m.proc);
+        h.add(m.finalized);
+        h.add(m.issued);
+        h.add(m.started);
+        h.add(m.completed);
+        h.add(m.last_enqueued);
+        h.add(m.last_started);
+        h.add(m.last_completed);
+        h.add(uint64_t(m.records.size()));
+        for (const shm::RecordSnapshot& r : m.records) h.add(r);
+      }
+    }
+  }
+  return h.digest();
 }
 
 }  // namespace scout::obs

@@ -29,4 +29,12 @@ net::WaitSnapshot capture_waits(const Model& m);
 // slot built from its counters, so it is not mistaken for absent. `now_ns`: leader clock.
 void merge_waits(const std::vector<net::NodeWaits>& nodes, int64_t now_ns, Model* out);
 
+// What the hang detector's outcome depends on in `nodes`, as one hash: per node (in node order),
+// each process's identity and state, each communicator's key, whether it has been without progress
+// for longer than `timeout_ns` at `now_ns`, each member's process, finalized flag, counters and
+// marks (operations, not times) and its records (all but times). Equal hashes at two drill-downs:
+// the same wait-for graph, roots and classification. *dead: some process is dead (the crash grace
+// period then depends on time alone).
+uint64_t waits_signature(const std::vector<net::NodeWaits>& nodes, int64_t now_ns, int64_t timeout_ns, bool* dead);
+
 }  // namespace scout::obs

@@ -11,6 +11,8 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "observer/net/wait_filter.h"
+
 namespace scout::net {
 
 namespace {
@@ -166,14 +168,15 @@ uint64_t DigestExchange::stream_key(uint64_t comm_hash, uint8_t func) { return h
 
 DigestExchange::DigestExchange(Channel* ch, Judge* judge, const DigestConfig& cfg) : ch_(ch), judge_(judge), cfg_(cfg) {
   if (cfg_.stream_slots < 1 || cfg_.timing_slots < 1 || cfg_.timing_ops < 0 || cfg_.max_range_ops < 1 ||
-      cfg_.drill_split < 2 || cfg_.max_narrow_parts < cfg_.drill_split) {
+      cfg_.drill_split < 2 || cfg_.max_narrow_parts < cfg_.drill_split || cfg_.wait_buckets < 1) {
     throw std::invalid_argument(
         "observer network: digest slots and range must be positive, the drill-down split at least 2");
   }
   config_key_ =
-      hash_words({3 /* protocol version */, uint64_t(cfg_.stream_slots), uint64_t(cfg_.timing_slots),
+      hash_words({4 /* protocol version */, uint64_t(cfg_.stream_slots), uint64_t(cfg_.timing_slots),
                   uint64_t(cfg_.timing_ops), cfg_.max_range_ops, uint64_t(cfg_.stall_ns),
-                  uint64_t(cfg_.drill_repeat_rounds), uint64_t(cfg_.drill_split), uint64_t(cfg_.max_narrow_parts)},
+                  uint64_t(cfg_.drill_repeat_rounds), uint64_t(cfg_.drill_split), uint64_t(cfg_.max_narrow_parts),
+                  uint64_t(cfg_.wait_buckets)},
                  0xc0f1);
 }
 
@@ -530,7 +533,7 @@ void DigestExchange::update_partitions(size_t occupied) {
 
 NodeReport DigestExchange::node_report(LocalView& local, const ClockEstimate& clock,
                                        const std::vector<obs::Finding>& node_findings, const std::vector<Drill>& drills,
-                                       bool waits_wanted) {
+                                       WaitSnapshot waits) {
   NodeReport rep;
   std::set<int> mentioned;
   if (!ch_->is_leader()) {
@@ -575,12 +578,19 @@ NodeReport DigestExchange::node_report(LocalView& local, const ClockEstimate& cl
     }
     rep.digests.push_back(std::move(d));
   }
-  if (waits_wanted) {
-    rep.waits = local.wait_snapshot();
-    shift_times(&rep.waits, clock.offset_ns);
-  }
+  rep.waits = std::move(waits);
+  shift_times(&rep.waits, clock.offset_ns);
   for (int gr : mentioned) rep.identities.push_back(local.identity(gr));
   return rep;
+}
+
+WaitSnapshot DigestExchange::narrowed_waits(LocalView& local) {
+  WaitSnapshot w = local.wait_snapshot();
+  std::vector<uint64_t> buckets(size_t(cfg_.wait_buckets), 0);
+  mark_waited(w, &buckets);
+  ch_->allreduce(buckets, ReduceOp::kMax);
+  keep_waited(buckets, &w);
+  return w;
 }
 
 void DigestExchange::exchange_reports(const NodeReport& rep, RoundResult* res) {
@@ -656,7 +666,8 @@ RoundResult DigestExchange::round(LocalView& local, int64_t now_ns, const ClockE
   // ---- drill-down and findings to the leader
   res.waits_gathered = waits_wanted;
   if (any_findings || any_disagreement || waits_wanted) {
-    exchange_reports(node_report(local, clock, node_findings, drills, waits_wanted), &res);
+    WaitSnapshot waits = waits_wanted ? narrowed_waits(local) : WaitSnapshot{};
+    exchange_reports(node_report(local, clock, node_findings, drills, std::move(waits)), &res);
   }
   if (ch_->is_leader() && judge_ && !res.stalled_anywhere) {
     for (obs::Finding& f : judge_->all_clear(res.round_time_ns)) res.decided.push_back(std::move(f));

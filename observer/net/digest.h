@@ -72,6 +72,7 @@ struct DigestConfig {
   int drill_repeat_rounds = 10;    // drill a lasting disagreement or stall again after this many rounds
   int drill_split = 16;            // a disagreeing range is split into this many parts per narrowing sub-round
   int max_narrow_parts = 4096;     // parts in one narrowing sub-round at most (the first ones go on)
+  int wait_buckets = 4096;         // hang drill-down: words of the "waited in" allreduce (wait_filter.h)
   // Words in the vector: 6 + 10 K + 6 T.
   size_t words() const { return 6 + 10 * size_t(stream_slots) + 6 * size_t(timing_slots); }
 };
@@ -209,9 +210,12 @@ class DigestExchange {
   void read_timings(std::vector<uint64_t>& v, const std::vector<TimingSample>& samples, RoundResult* res) const;
   // Recomputes P at the end of a cycle from the slot occupancy.
   void update_partitions(size_t occupied);
+  // On every node when a hang drill-down is asked for: this node's wait snapshot, narrowed to the
+  // communicators some node waits in (one MAX allreduce of wait_buckets words; wait_filter.h).
+  WaitSnapshot narrowed_waits(LocalView& local);
   // This node's findings, digest drill-downs and wait snapshot for the leader (leader clock).
   NodeReport node_report(LocalView& local, const ClockEstimate& clock, const std::vector<obs::Finding>& node_findings,
-                         const std::vector<Drill>& drills, bool waits_wanted);
+                         const std::vector<Drill>& drills, WaitSnapshot waits);
   // Gathers the reports on the leader and judges them there.
   void exchange_reports(const NodeReport& rep, RoundResult* res);
 

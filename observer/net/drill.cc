@@ -4,6 +4,7 @@
 #include <iterator>
 #include <set>
 #include <tuple>
+#include <type_traits>
 
 #include "observer/model/limits.h"
 #include "observer/net/wire.h"
@@ -12,20 +13,34 @@ namespace scout::net {
 
 namespace {
 
-constexpr uint8_t kReportVersion = 2;
+constexpr uint8_t kReportVersion = 3;
 constexpr uint32_t kMaxFindingBytes = 1u << 20;
 
 // Every message part below has ONE field list, a function template over the direction: called
 // with a WireWriter it encodes, with a WireReader it decodes, so the two cannot drift apart.
 // Variable-length parts (lists) are encoded by the callers as a u32 count and the elements.
+// Integers travel as variable-length integers (field), times as differences (time_field),
+// hashes in their fixed width (hash_field).
 template <typename T>
 void field(WireWriter& w, const T& v) {
-  w.put(v);
+  if constexpr (std::is_signed_v<T>) {
+    w.svar(int64_t(v));
+  } else {
+    w.var(uint64_t(v));
+  }
 }
 template <typename T>
 void field(WireReader& r, T& v) {
-  v = r.get<T>();
+  if constexpr (std::is_signed_v<T>) {
+    v = T(r.svar());
+  } else {
+    v = T(r.var());
+  }
 }
+void time_field(WireWriter& w, const int64_t& t) { w.time(t); }
+void time_field(WireReader& r, int64_t& t) { t = r.time(); }
+void hash_field(WireWriter& w, const uint64_t& v) { w.u64(v); }
+void hash_field(WireReader& r, uint64_t& v) { v = r.u64(); }
 void field(WireWriter& w, const bool& v) { w.u8(v ? 1 : 0); }
 void field(WireReader& r, bool& v) { v = r.u8() != 0; }
 void field(WireWriter& w, const std::string& s) { w.str(s); }
@@ -50,7 +65,7 @@ uint64_t min_bytes(Fields fields) {
 
 template <typename IO, typename S>
 void stream_fields(IO& io, S& s) {
-  field(io, s.comm_hash);
+  hash_field(io, s.comm_hash);
   field(io, s.func);
   field(io, s.nranks);
   field(io, s.comm_name);
@@ -71,20 +86,20 @@ void record_fields(IO& io, R& r) {
   field(io, r.count);
   field(io, r.api_count);
   field(io, r.bytes);
-  field(io, r.api_ns);
-  field(io, r.enqueue_ns);
+  time_field(io, r.api_ns);
+  time_field(io, r.enqueue_ns);
   field(io, r.state);
   field(io, r.n_channels);
   pad_byte(io);
   field(io, r.ch_started);
   field(io, r.ch_stopped);
-  field(io, r.gpu_start_ns);
-  field(io, r.gpu_end_ns);
-  field(io, r.complete_ns);
+  time_field(io, r.gpu_start_ns);
+  time_field(io, r.gpu_end_ns);
+  time_field(io, r.complete_ns);
   field(io, r.fp_send_status);
   field(io, r.fp_recv_status);
-  field(io, r.fp_send);
-  field(io, r.fp_recv);
+  hash_field(io, r.fp_send);
+  hash_field(io, r.fp_recv);
   field(io, r.send_nan);
   field(io, r.send_inf);
   field(io, r.fp_bytes);
@@ -99,7 +114,7 @@ void mark_fields(IO& io, M& m) {
   field(io, m.seq);
   field(io, m.src);
   field(io, m.dst);
-  field(io, m.ns);
+  time_field(io, m.ns);
 }
 
 template <typename IO, typename P>
@@ -111,18 +126,18 @@ void proc_fields(IO& io, P& p) {
   field(io, p.gpu);
   field(io, p.cuda_dev);
   field(io, p.state);
-  field(io, p.last_event_ns);
-  field(io, p.gone_ns);
+  time_field(io, p.last_event_ns);
+  time_field(io, p.gone_ns);
 }
 
 // A communicator of a wait snapshot, without its member list.
 template <typename IO, typename C>
 void comm_wait_fields(IO& io, C& c) {
-  field(io, c.comm_hash);
+  hash_field(io, c.comm_hash);
   field(io, c.nranks);
   field(io, c.name);
   field(io, c.nnodes);
-  field(io, c.last_progress_ns);
+  time_field(io, c.last_progress_ns);
 }
 
 // The identity of a member (checked by the decoder before the rest is read).
@@ -135,7 +150,7 @@ void member_id_fields(IO& io, M& m) {
 // A member after its identity, without its record list.
 template <typename IO, typename M>
 void member_fields(IO& io, M& m) {
-  field(io, m.init_ns);
+  time_field(io, m.init_ns);
   field(io, m.finalized);
   for (size_t f = 0; f < std::size(m.issued); ++f) {
     field(io, m.issued[f]);

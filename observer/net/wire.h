@@ -1,6 +1,8 @@
 // Byte encoding of the observers' drill-down and finding messages: little-endian integers,
-// length-prefixed strings, bounds-checked reading (a short or hostile message sets an error
-// instead of reading past its end). docs/observer-network.md lists the message layouts.
+// variable-length integers (LEB128; signed ones zigzag-mapped first), times as the difference to
+// the previous time of the message, length-prefixed strings, bounds-checked reading (a short or
+// hostile message sets an error instead of reading past its end). docs/observer-network.md lists
+// the message layouts.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +28,29 @@ class WireWriter {
     static_assert(std::is_integral_v<T>);
     raw(&v, sizeof(T));
   }
+  // Unsigned LEB128: 7 bits a byte, lowest first (1 byte below 128, 10 at most).
+  void var(uint64_t v) {
+    while (v >= 0x80) {
+      buf_.push_back(uint8_t(v) | 0x80);
+      v >>= 7;
+    }
+    buf_.push_back(uint8_t(v));
+  }
+  // Signed: zigzag (0, -1, 1, -2, ... -> 0, 1, 2, 3, ...), then LEB128.
+  void svar(int64_t v) { var((uint64_t(v) << 1) ^ uint64_t(v >> 63)); }
+  // A time in ns, 0 meaning unknown: 0 for 0, else 1 + the zigzag of its difference to the
+  // previous nonzero time of the message (times of one message lie close together, so most
+  // take 2 to 6 bytes). Two times 2^63 ns apart cannot be told apart (no clock reads so).
+  void time(int64_t t) {
+    if (t == 0) {
+      var(0);
+      return;
+    }
+    const uint64_t d = uint64_t(t) - uint64_t(prev_time_);
+    const uint64_t z = (d << 1) ^ uint64_t(int64_t(d) >> 63);
+    var(z == ~0ull ? z : z + 1);
+    prev_time_ = t;
+  }
   void str(const std::string& s) {
     u32(static_cast<uint32_t>(s.size()));
     raw(s.data(), s.size());
@@ -39,6 +64,7 @@ class WireWriter {
     buf_.insert(buf_.end(), b, b + n);
   }
   std::vector<uint8_t> buf_;
+  int64_t prev_time_ = 0;
 };
 
 // Reads what WireWriter wrote. After the first out-of-bounds read every read returns 0 / "" and
@@ -59,6 +85,30 @@ class WireReader {
     T v = 0;
     raw(&v, sizeof(T));
     return v;
+  }
+  // What WireWriter::var, svar and time wrote. A LEB128 of more than 10 bytes is an error.
+  uint64_t var() {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 70; shift += 7) {
+      const uint8_t b = u8();
+      if (!ok_) return 0;
+      v |= uint64_t(b & 0x7f) << shift;
+      if (!(b & 0x80)) return v;
+    }
+    ok_ = false;
+    return 0;
+  }
+  int64_t svar() {
+    const uint64_t z = var();
+    return int64_t((z >> 1) ^ (0 - (z & 1)));
+  }
+  int64_t time() {
+    const uint64_t z = var();
+    if (z == 0) return 0;
+    const uint64_t d = ((z - 1) >> 1) ^ (0 - ((z - 1) & 1));
+    const int64_t t = int64_t(uint64_t(prev_time_) + d);
+    if (t != 0) prev_time_ = t;
+    return t;
   }
   std::string str() {
     const uint32_t n = u32();
@@ -87,6 +137,7 @@ class WireReader {
   std::span<const uint8_t> b_;
   size_t pos_ = 0;
   bool ok_ = true;
+  int64_t prev_time_ = 0;
 };
 
 }  // namespace scout::net

@@ -584,7 +584,7 @@ TEST(Digest, TruncatedOrHostileReportsAreRejectedNotTrusted) {
     std::string err;
     decode_report(b, &r, &err);  // any outcome but a crash or a huge allocation
   }
-  std::vector<uint8_t> huge = {2, 0xff, 0xff, 0xff, 0xff};  // 4 billion findings announced
+  std::vector<uint8_t> huge = {3, 0xff, 0xff, 0xff, 0xff};  // 4 billion findings announced
   NodeReport r;
   std::string err;
   EXPECT_FALSE(decode_report(huge, &r, &err));

@@ -11,6 +11,7 @@
 //     the corrupted rank, the hang's root named, nothing else opened.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <set>
 #include <thread>
@@ -21,6 +22,7 @@
 #include "observer/model/memory_sink.h"
 #include "observer/net/digest.h"
 #include "observer/net/inproc_channel.h"
+#include "observer/net/wait_filter.h"
 #include "observer/store/reader.h"
 #include "observer/store/writer.h"
 #include "test/support/net_workload.h"
@@ -437,6 +439,103 @@ TEST(DrillNarrowing, WaitSnapshotsAtMostOncePerRepeatHoweverManyStreamsStall) {
   }
   ASSERT_GE(drills.size(), 2u);
   for (size_t i = 1; i < drills.size(); ++i) EXPECT_GE(drills[i] - drills[i - 1], 10) << "drills " << i;
+}
+
+// A two-rank communicator across two nodes: rank 0 (node 0) runs AllReduce #5 on its GPU, rank 1
+// (node 1) never entered it. Node 1 also holds an idle node-local communicator.
+constexpr uint64_t kDp = 0xd0, kTp = 0x70;
+constexpr int kAr = scout::shm::kFuncAllReduce;
+
+std::vector<net::NodeWaits> two_node_hang(uint64_t rank0_completed = 5) {
+  net::NodeWaits n0, n1;
+  n0.node = 0;
+  n1.node = 1;
+  n0.waits.procs.push_back({0, 0, "node0", 100, "GPU-0", 0, 0, kT0, 0});
+  n1.waits.procs.push_back({7, 0, "node1", 101, "GPU-7", 0, 0, kT0, 0});  // in tp only
+  n1.waits.procs.push_back({1, 1, "node1", 102, "GPU-1", 1, 0, kT0, 0});
+  net::CommWaitView dp0{kDp, 2, "dp", 2, kT0, {}};
+  net::MemberView r0;
+  r0.comm_rank = 0;
+  r0.proc = 0;
+  r0.issued[kAr] = 6;
+  r0.started[kAr] = 6;
+  r0.completed[kAr] = rank0_completed;
+  r0.last_completed = {true, 0, uint8_t(kAr), rank0_completed - 1, -1, -1, rank0_completed > 5 ? kT0 + 20 * kSec : kT0};
+  if (rank0_completed < 6) {
+    scout::shm::RecordSnapshot rec;
+    rec.index = 40;
+    rec.kind = scout::shm::kKindColl;
+    rec.func = uint8_t(kAr);
+    rec.key = 5;
+    rec.state = scout::shm::kStateRunning;
+    rec.enqueue_ns = rec.gpu_start_ns = kT0 + 1;
+    r0.records.push_back(rec);
+  }
+  dp0.members.push_back(r0);
+  n0.waits.comms.push_back(dp0);
+  net::CommWaitView dp1{kDp, 2, "dp", 2, kT0, {}};
+  net::MemberView r1;
+  r1.comm_rank = 1;
+  r1.proc = 1;
+  r1.issued[kAr] = r1.started[kAr] = r1.completed[kAr] = 5;
+  r1.last_completed = {true, 0, uint8_t(kAr), 4, -1, -1, kT0};
+  dp1.members.push_back(r1);
+  net::CommWaitView tp{kTp, 2, "tp", 1, kT0, {}};
+  net::MemberView t0, t1;
+  t0.comm_rank = 0;
+  t0.proc = 0;
+  t1.comm_rank = 1;
+  t1.proc = 1;
+  tp.members = {t0, t1};
+  n1.waits.comms = {tp, dp1};
+  return {n0, n1};
+}
+
+TEST(WaitFilter, OnlyCommunicatorsSomeNodeWaitsInTravelWithTheProcessesTheyName) {
+  std::vector<net::NodeWaits> w = two_node_hang();
+  EXPECT_TRUE(net::waits_in(w[0].waits.comms[0]));   // rank 0 runs AllReduce #5
+  EXPECT_FALSE(net::waits_in(w[1].waits.comms[0]));  // tp: nothing issued
+  EXPECT_FALSE(net::waits_in(w[1].waits.comms[1]));  // rank 1 never entered #5
+  // The MAX allreduce of both nodes' marks: node 0 marked dp, node 1 nothing.
+  std::vector<uint64_t> buckets(64, 0), none(64, 0);
+  net::mark_waited(w[0].waits, &buckets);
+  net::mark_waited(w[1].waits, &none);
+  EXPECT_EQ(std::count(buckets.begin(), buckets.end(), 1u), 2);
+  EXPECT_EQ(std::count(none.begin(), none.end(), 1u), 0);
+  // Node 1 keeps dp (its idle rank 1 is what node 0 waits for), drops tp and process 7.
+  net::keep_waited(buckets, &w[1].waits);
+  ASSERT_EQ(w[1].waits.comms.size(), 1u);
+  EXPECT_EQ(w[1].waits.comms[0].comm_hash, kDp);
+  ASSERT_EQ(w[1].waits.procs.size(), 1u);
+  EXPECT_EQ(w[1].waits.procs[0].global_rank, 1);
+  EXPECT_EQ(w[1].waits.comms[0].members[0].proc, 0);
+  // The job-wide analysis on what travelled names rank 1.
+  obs::CoreJudge judge(obs::HangConfig{kSec, kSec, true});
+  net::keep_waited(buckets, &w[0].waits);
+  const std::vector<obs::Finding> got = judge.judge_waits(w, kT0 + 5 * kSec);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(describe_finding(got[0]), "hang attributed open [dp AllReduce #5] suspects 1");
+}
+
+TEST(WaitFilter, ARepeatedDrillDownWithUnchangedWaitsRefreshesTheHangWithoutANewAnalysis) {
+  obs::CoreJudge judge(obs::HangConfig{kSec, kSec, true});
+  std::vector<obs::Finding> got = judge.judge_waits(two_node_hang(), kT0 + 5 * kSec);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].evidence["stalled_ms"], 5000);
+  // Ten rounds later, the same waits (times aside): the same finding, seen again, its evidence
+  // as the last analysis found it.
+  std::vector<net::NodeWaits> later = two_node_hang();
+  later[0].waits.procs[0].last_event_ns = kT0 + 14 * kSec;
+  got = judge.judge_waits(later, kT0 + 15 * kSec);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_TRUE(got[0].open);
+  EXPECT_EQ(got[0].last_seen_ns, kT0 + 15 * kSec);
+  EXPECT_EQ(got[0].evidence["stalled_ms"], 5000);
+  EXPECT_EQ(describe_finding(got[0]), "hang attributed open [dp AllReduce #5] suspects 1");
+  // Rank 0 completed #5 at kT0 + 20 s (its counters moved): analysed again, the hang closes.
+  got = judge.judge_waits(two_node_hang(6), kT0 + 25 * kSec);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_FALSE(got[0].open);
 }
 
 TEST(ScaleScenario, AtTwoHundredFiftySixRanksTheSdcAndTheHangRootAreNamed) {
