@@ -211,7 +211,7 @@ const std::map<std::string, std::string> kProxyEnv = {{"SCOUT_PROXY_WINDOW_MS", 
 
 // The net_link findings of `o`: each names the pair 1 -> 6 (the receiving end `dst`: its global
 // rank, or -1 where the observer knows it by its comm rank only) from ProxyStep entries, compared
-// with `peers` other pairs.
+// with at most `peers` other pairs.
 int check_proxy_findings(const Outcome& o, int dst, int peers) {
   int n = 0;
   for (const auto& f : o.findings) {
@@ -230,7 +230,11 @@ int check_proxy_findings(const Outcome& o, int dst, int peers) {
       // pairs' median is far below.
       EXPECT_GE(c.median_ms, 1.3);
       EXPECT_LT(c.peer_median_ms, 0.5);
-      EXPECT_EQ(c.peers, peers);
+      // At most `peers` other pairs: a pair with fewer than SCOUT_OBSERVER_NET_MIN_TRANSFERS
+      // timed steps in the detector's window (a window that closed early on a loaded machine) is
+      // not compared; at least two, or no median would stand against the slow one.
+      EXPECT_LE(c.peers, peers);
+      EXPECT_GE(c.peers, 2);
       EXPECT_GE(c.ratio, 2.0);
     }
   }
