@@ -36,7 +36,7 @@ std::vector<int> parse_rank_list(const std::string& text) {
     else b = a;
     ok = ok && ps.eof();
     if (!ok || part.empty() || !std::isdigit((unsigned char)part[0]))
-      throw UsageError("--ranks: '" + part + "' is not a global rank or a range A-B");
+      throw UsageError("--ranks: '" + part + "' is not a global rank or a range A-B with A <= B");
     for (int r = a; r <= b; ++r) out.push_back(r);
   }
   if (out.empty()) throw UsageError("--ranks: no rank given");
@@ -77,6 +77,7 @@ int cmd_replay_run(const StoreOptions& where, const ReplayRunOptions& o, std::os
   const std::string store = store_path(where);
   if (::access(store.c_str(), F_OK) != 0)
     throw UsageError("no store at " + store + " (is scout-observer running for this job on this node?)");
+  open_store(where);  // a scout store (schema checked), or a UsageError: no request beside anything else
   rq.id = fmt::format("{}-{}", ::getpid(), shm::wall_ns());
   const std::string prefix = obs::replay_request_prefix(store);
   std::string err;
@@ -95,11 +96,17 @@ int cmd_replay_run(const StoreOptions& where, const ReplayRunOptions& o, std::os
     if (shm::wall_ns() >= deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
-  ::unlink((prefix + rq.id + ".json").c_str());  // not taken: withdraw it
-  std::cerr << fmt::format(
-      "scout: no replay cycle answered within {} s (is scout-observer running for this job with SCOUT_REPLAY=1, "
-      "and is a cycle already running? scout replay list)\n",
-      o.wait_s);
+  if (::unlink((prefix + rq.id + ".json").c_str()) == 0) {  // not taken: withdrawn
+    std::cerr << fmt::format(
+        "scout: no observer took the replay request within {} s (is scout-observer running for this job on this "
+        "node with replay on, SCOUT_REPLAY=1? a cycle in flight is finished first: scout replay list)\n",
+        o.wait_s);
+  } else {
+    std::cerr << fmt::format(
+        "scout: the observer took the replay request but its cycle did not finish within {} s; it shows in scout "
+        "replay list (trigger demand) when it does\n",
+        o.wait_s);
+  }
   return 1;
 }
 
