@@ -7,21 +7,10 @@
 #include <limits>
 
 #include "common/segment_reader.h"
+#include "test/sim/profiler_driver.h"
 #include "test/sim/tuning.h"
 
 namespace scout::sim {
-namespace {
-
-abi::DescrV5 descr(uint64_t type, void* parent, int rank) {
-  abi::DescrV5 d;
-  std::memset(static_cast<void*>(&d), 0, sizeof(d));
-  d.type = type;
-  d.parentObj = parent;
-  d.rank = rank;
-  return d;
-}
-
-}  // namespace
 
 NcclApi::Pending& NcclApi::pending_for(Communicator& comm) {
   for (Pending& p : pending_)
@@ -56,7 +45,7 @@ void NcclApi::group_api_begin(Communicator& comm) {
   // ncclProfilerStartGroupApiEvent: the mask is re-read at every API call.
   api_mask_ = rc_->load_mask();
   if (rc_->prof->loaded() && (api_mask_ & gate::kGroupApi) && profiler_group_depth_ == 0) {
-    abi::DescrV5 d = descr(abi::kEvGroupApi, nullptr, comm.rank());
+    abi::DescrV5 d = blank_descr(abi::kEvGroupApi, nullptr, comm.rank());
     d.groupApi.graphCaptured = false;
     d.groupApi.groupDepth = group_depth_;
     rc_->prof->start(comm.context(), &group_api_, d);
@@ -98,7 +87,7 @@ void NcclApi::coll(Func f, const float* send, float* recv, uint64_t count, int r
   Task t;
   void* started = nullptr;
   if (rc_->prof->loaded() && (api_mask_ & gate::kCollApi)) {
-    abi::DescrV5 d = descr(abi::kEvCollApi, group_api_, comm.rank());
+    abi::DescrV5 d = blank_descr(abi::kEvCollApi, group_api_, comm.rank());
     d.collApi.func = func_name(f);
     d.collApi.count = count;
     d.collApi.datatype = kFloat32Name;
@@ -131,7 +120,7 @@ void NcclApi::p2p_task(Func f, float* buf, uint64_t count, int peer, Communicato
   group_api_begin(comm);
   Task t;
   if (rc_->prof->loaded() && (api_mask_ & gate::kP2pApi)) {
-    abi::DescrV5 d = descr(abi::kEvP2pApi, group_api_, comm.rank());
+    abi::DescrV5 d = blank_descr(abi::kEvP2pApi, group_api_, comm.rank());
     d.p2pApi.func = func_name(f);
     d.p2pApi.count = count;
     d.p2pApi.datatype = kFloat32Name;
@@ -274,7 +263,7 @@ void NcclApi::launch(Pending& p) {
 
   void* kl = nullptr;
   if (prof.loaded() && (plan_mask & gate::kKernelLaunch)) {
-    abi::DescrV5 d = descr(abi::kEvKernelLaunch, plan_group_api, me);
+    abi::DescrV5 d = blank_descr(abi::kEvKernelLaunch, plan_group_api, me);
     d.kernelLaunch.stream = comm.stream();
     prof.start(comm.context(), &kl, d);
   }
@@ -284,7 +273,7 @@ void NcclApi::launch(Pending& p) {
   // hostStreamPlanTask, on this thread right after the launch (docs/nccl-notes.md §3.3).
   void* group = nullptr;
   if (prof.loaded() && (plan_mask & gate::kGroup)) {
-    abi::DescrV5 d = descr(abi::kEvGroup, nullptr, 0);  // NCCL fills neither parent nor rank
+    abi::DescrV5 d = blank_descr(abi::kEvGroup, nullptr, 0);  // NCCL fills neither parent nor rank
     prof.start(comm.context(), &group, d);
   }
   KernelPlan plan;
@@ -298,7 +287,7 @@ void NcclApi::launch(Pending& p) {
     t.k.channel_base = tu.channel_base;
     t.k.ordinal = comm.coll_launched++;
     if (prof.loaded() && (t.k.mask & gate::kColl)) {
-      abi::DescrV5 d = descr(abi::kEvColl, t.api_handle, me);
+      abi::DescrV5 d = blank_descr(abi::kEvColl, t.api_handle, me);
       d.coll.seqNumber = seq;
       d.coll.func = func_name(t.k.func);
       d.coll.sendBuff = t.k.send;
@@ -326,7 +315,7 @@ void NcclApi::launch(Pending& p) {
     t.k.channel_base = tu.channel_base;
     t.k.ordinal = is_send ? comm.sends_launched[t.k.peer]++ : comm.recvs_launched[t.k.peer]++;
     if (prof.loaded() && (t.k.mask & gate::kP2p)) {
-      abi::DescrV5 d = descr(abi::kEvP2p, t.api_handle, me);
+      abi::DescrV5 d = blank_descr(abi::kEvP2p, t.api_handle, me);
       d.p2p.func = func_name(t.k.func);
       d.p2p.buff = is_send ? const_cast<float*>(t.k.send) : t.k.recv;
       d.p2p.datatype = kFloat32Name;

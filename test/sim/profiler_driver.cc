@@ -107,4 +107,13 @@ void ProfilerDriver::finalize(void* context) const {
   }
 }
 
+abi::DescrV5 blank_descr(uint64_t type, void* parent, int rank) {
+  abi::DescrV5 d;
+  std::memset(static_cast<void*>(&d), 0, sizeof(d));
+  d.type = type;
+  d.parentObj = parent;
+  d.rank = rank;
+  return d;
+}
+
 }  // namespace scout::sim

@@ -59,4 +59,8 @@ class ProfilerDriver {
   const abi::ProfilerV6* v6_ = nullptr;
 };
 
+// An event description of `type` under `parent` for comm rank `rank`, every other field zero;
+// callers fill the union member of their event type.
+abi::DescrV5 blank_descr(uint64_t type, void* parent, int rank);
+
 }  // namespace scout::sim

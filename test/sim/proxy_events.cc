@@ -10,6 +10,7 @@
 #include "test/sim/communicator.h"
 #include "test/sim/futex.h"
 #include "test/sim/net_transport.h"
+#include "test/sim/profiler_driver.h"
 
 namespace scout::sim {
 namespace {
@@ -23,19 +24,10 @@ struct NetEdge {
   void* op = nullptr;   // ProxyOp handle
 };
 
-abi::DescrV5 blank(uint64_t type, void* parent, int rank) {
-  abi::DescrV5 d;
-  std::memset(static_cast<void*>(&d), 0, sizeof(d));
-  d.type = type;
-  d.parentObj = parent;
-  d.rank = rank;
-  return d;
-}
-
 // One step of `e` carrying `len` bytes, with the states NCCL's net transport records
 // (docs/nccl-notes.md §3.4); a slow pair's step completes at `done_ns`.
 void one_step(const ProfilerDriver& prof, void* ctx, const NetEdge& e, int k, size_t len, int rank, int64_t done_ns) {
-  abi::DescrV5 d = blank(abi::kEvProxyStep, e.op, rank);
+  abi::DescrV5 d = blank_descr(abi::kEvProxyStep, e.op, rank);
   d.proxyStep.step = k;
   void* s = nullptr;
   prof.start(ctx, &s, d);
@@ -119,7 +111,7 @@ void emit_coll_proxy_events(Communicator& c, const KernelTask& t, int64_t releas
   const uint64_t bytes = ring_channel_bytes(t, c.nranks());
   const int nsteps = int((bytes + kNetChunk - 1) / kNetChunk);
   for (NetEdge& e : edges) {
-    abi::DescrV5 d = blank(abi::kEvProxyOp, t.handle, c.rank());
+    abi::DescrV5 d = blank_descr(abi::kEvProxyOp, t.handle, c.rank());
     d.proxyOp.pid = ::getpid();
     d.proxyOp.channelId = e.channel;
     d.proxyOp.peer = e.peer;
