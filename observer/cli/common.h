@@ -120,6 +120,8 @@ struct ReplayRunOptions {
 };
 int cmd_replay_run(const StoreOptions& where, const ReplayRunOptions& o, std::ostream& out);
 int cmd_replay_show(store::StoreReader& rd, int64_t id, bool json, std::ostream& out);
+// One replay cycle as `scout replay show` prints it; exit 0.
+int print_replay_cycle(const obs::ReplayCycleRecord& c, bool json, std::ostream& out);
 
 int cmd_status(store::StoreReader& rd, const StatusOptions& o, std::ostream& out);
 int cmd_report(store::StoreReader& rd, const ReportOptions& o, std::ostream& out);

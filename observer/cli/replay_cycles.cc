@@ -127,12 +127,12 @@ int cmd_replay_list(store::StoreReader& rd, bool json, std::ostream& out) {
 }
 
 int cmd_replay_show(store::StoreReader& rd, int64_t id, bool json, std::ostream& out) {
-  const obs::ReplayCycleRecord* found = nullptr;
-  std::vector<obs::ReplayCycleRecord> cycles = rd.replay_cycles();
-  for (const auto& c : cycles)
-    if (c.id == id) found = &c;
-  if (!found) throw UsageError(fmt::format("no replay cycle with id {} in this store (scout replay list)", id));
-  const obs::ReplayCycleRecord& c = *found;
+  for (const obs::ReplayCycleRecord& c : rd.replay_cycles())
+    if (c.id == id) return print_replay_cycle(c, json, out);
+  throw UsageError(fmt::format("no replay cycle with id {} in this store (scout replay list)", id));
+}
+
+int print_replay_cycle(const obs::ReplayCycleRecord& c, bool json, std::ostream& out) {
   if (json) {
     out << cycle_json(c, true).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return kExitOk;

@@ -57,11 +57,11 @@ std::vector<std::string> parse_kinds(const std::string& text) {
 }
 
 // The stored cycle answering request `id`, if it is in the store yet.
-std::optional<int64_t> answered(const std::string& store, const std::string& id) {
+std::optional<obs::ReplayCycleRecord> answered(const std::string& store, const std::string& id) {
   try {
     auto rd = store::StoreReader::open(store);
-    for (const obs::ReplayCycleRecord& c : rd->replay_cycles())
-      if (c.detail.is_object() && c.detail.contains("request") && c.detail["request"] == id) return c.id;
+    for (obs::ReplayCycleRecord& c : rd->replay_cycles())
+      if (c.detail.is_object() && c.detail.contains("request") && c.detail["request"] == id) return std::move(c);
   } catch (const store::Error&) {
     // written right now, or not there yet: asked again at the next poll
   }
@@ -84,14 +84,9 @@ int cmd_replay_run(const StoreOptions& where, const ReplayRunOptions& o, std::os
   if (!obs::write_replay_request(prefix, rq, &err)) throw UsageError(err);
   const int64_t deadline = shm::wall_ns() + int64_t(o.wait_s * 1e9);
   for (;;) {
-    if (std::optional<int64_t> cycle = answered(store, rq.id)) {
-      auto rd = store::StoreReader::open(store);
-      std::ostringstream text;
-      cmd_replay_show(*rd, *cycle, o.json, text);
-      out << text.str();
-      for (const obs::ReplayCycleRecord& c : rd->replay_cycles())
-        if (c.id == *cycle) return c.outcome == "pass" ? kExitOk : 1;
-      return 1;
+    if (std::optional<obs::ReplayCycleRecord> cycle = answered(store, rq.id)) {
+      print_replay_cycle(*cycle, o.json, out);
+      return cycle->outcome == "pass" ? kExitOk : 1;
     }
     if (shm::wall_ns() >= deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
