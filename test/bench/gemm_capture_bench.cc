@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "test/bench/bench_plugin.h"
 #include "test/sim/gemm_lt.h"
 #include "test/sim/nccl_plugin_loader.h"
 #include "test/support/collective_events.h"
@@ -79,18 +80,11 @@ int main(int argc, char** argv) {
     lines = 4000;
   }
   testing::TempDir dir;
-  setenv("SCOUT_SHM_DIR", dir.path().c_str(), 1);
-  setenv("SCOUT_JOB_ID", "bench", 1);
-  setenv("SCOUT_FP", "0", 1);
   setenv("SCOUT_GEMM_WINDOW_MS", "3600000", 1);
   unsetenv("CUBLASLT_LOG_LEVEL");
-  std::string so = testing::build_path("lib/libnccl-profiler-scout.so");
-  sim::LoadedPlugin lp = sim::load_profiler_plugin(so.c_str());
-  if (!lp.ok() || lp.version != 5) {
-    std::fprintf(stderr, "cannot load %s as v5: %s\n", so.c_str(), lp.error.c_str());
-    return 1;
-  }
-  const abi::ProfilerV5* t = lp.v5;
+  sim::LoadedPlugin lp;
+  const abi::ProfilerV5* t = load_bench_plugin(dir.path(), &lp);
+  if (t == nullptr) return 1;
   std::printf(
       "gemm_capture_bench: CPU cost of GEMM shape capture (%d rounds; %d collectives and %d log lines "
       "per round)\n\n",

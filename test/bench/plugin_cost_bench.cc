@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "scout/nccl_profiler_abi.h"
+#include "test/bench/bench_plugin.h"
 #include "test/sim/nccl_plugin_loader.h"
 #include "test/support/collective_events.h"
 #include "test/support/tmpdir.h"
@@ -96,22 +97,15 @@ int main(int argc, char** argv) {
     rounds = 3;
   }
   scout::testing::TempDir dir;
-  setenv("SCOUT_SHM_DIR", dir.path().c_str(), 1);
-  setenv("SCOUT_JOB_ID", "bench", 1);
   setenv("SCOUT_MAX_COMMS", "255", 1);
-  setenv("SCOUT_FP", "0", 1);
-  std::string so = scout::testing::build_path("lib/libnccl-profiler-scout.so");
-  scout::sim::LoadedPlugin lp = scout::sim::load_profiler_plugin(so.c_str());
-  if (!lp.ok() || lp.version != 5) {
-    std::fprintf(stderr, "cannot load %s as v5: %s\n", so.c_str(), lp.error.c_str());
-    return 1;
-  }
-  const abi::ProfilerV5* scout_t = lp.v5;
+  scout::sim::LoadedPlugin lp;
+  const abi::ProfilerV5* scout_t = scout::bench::load_bench_plugin(dir.path(), &lp);
+  if (scout_t == nullptr) return 1;
   std::printf(
       "plugin_cost_bench: CPU ns per collective, all callbacks of one collective outside a "
       "group with %d channels\n(scout: %s via its v5 table; baseline: do-nothing table; "
       "%d rounds of %d collectives each per thread, alternating; SCOUT_FP=0)\n\n",
-      kChannels, so.c_str(), rounds, steps);
+      kChannels, scout::testing::build_path("lib/libnccl-profiler-scout.so").c_str(), rounds, steps);
   std::printf("%6s %7s | %10s %10s | %10s %10s | %10s %10s | %-11s | %s\n", "comms", "threads", "base p50", "base p99",
               "scout p50", "scout p99", "diff p50", "diff p99", "p50 diff, all rounds", "target <300 ns (p50 diff)");
   bool all_ok = true;

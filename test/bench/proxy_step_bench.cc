@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "test/bench/bench_plugin.h"
 #include "test/sim/nccl_plugin_loader.h"
 #include "test/support/collective_events.h"
 #include "test/support/tmpdir.h"
@@ -49,20 +50,13 @@ int main(int argc, char** argv) {
   }
   const int steps = 2;  // steps per ProxyOp: 4 channels x (send + receive) x 2 = 16 per collective
   scout::testing::TempDir dir;
-  setenv("SCOUT_SHM_DIR", dir.path().c_str(), 1);
-  setenv("SCOUT_JOB_ID", "bench", 1);
-  setenv("SCOUT_FP", "0", 1);
   setenv("SCOUT_PROXY_TIMING", "1", 1);
   setenv("SCOUT_PROXY_BUDGET", "1", 1);
   setenv("SCOUT_PROXY_WINDOW_MS", "3600000", 1);
   setenv("SCOUT_PROXY_MAX_STEPS", "100000000", 1);
-  std::string so = scout::testing::build_path("lib/libnccl-profiler-scout.so");
-  scout::sim::LoadedPlugin lp = scout::sim::load_profiler_plugin(so.c_str());
-  if (!lp.ok() || lp.version != 5) {
-    std::fprintf(stderr, "cannot load %s as v5: %s\n", so.c_str(), lp.error.c_str());
-    return 1;
-  }
-  const abi::ProfilerV5* scout_t = lp.v5;
+  scout::sim::LoadedPlugin lp;
+  const abi::ProfilerV5* scout_t = scout::bench::load_bench_plugin(dir.path(), &lp);
+  if (scout_t == nullptr) return 1;
   CommDescr sc, nc;
   build(sc);
   build(nc);
@@ -80,7 +74,7 @@ int main(int argc, char** argv) {
       "proxy_step_bench: CPU ns per collective (4 channels), ProxyStep window off vs on (%d steps "
       "per collective)\n(scout: %s via its v5 table; baseline: do-nothing table fed the same "
       "callbacks; %d rounds of %d collectives of each kind, alternating; SCOUT_FP=0)\n\n",
-      kChannels * 2 * steps, so.c_str(), rounds, n);
+      kChannels * 2 * steps, scout::testing::build_path("lib/libnccl-profiler-scout.so").c_str(), rounds, n);
   const abi::ProfilerV5* volatile nop_vt = &g_nop;
   const abi::ProfilerV5* nop_t = nop_vt;
   double best = 1e18, off_b = 0, off_s = 0, on_b = 0, on_s = 0;
