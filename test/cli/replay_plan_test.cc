@@ -22,23 +22,24 @@ using scout::testing::ProcessResult;
 using scout::testing::run_process;
 using scout::testing::TempDir;
 
+// The environment of a job with GEMM capture on for its whole run (one window), under `d`, with
+// nothing inherited that names another job, plugin or GPU.
+std::map<std::string, std::string> capture_env(const std::string& d) {
+  return {{"SCOUT_SHM_DIR", d + "/shm"},  {"SCOUT_STATE_DIR", d + "/state"},
+          {"SCOUT_HOST", "node0"},        {"SCOUT_GEMM_CAPTURE", "1"},
+          {"SCOUT_GEMM_WINDOW_MS", "3600000"}, {"SCOUT_JOB_ID", ""},
+          {"TORCHELASTIC_RUN_ID", ""},    {"SLURM_JOB_ID", ""},
+          {"NCCL_PROFILER_PLUGIN", ""},   {"CUBLASLT_LOG_LEVEL", ""},
+          {"SCOUT_GPU", ""}};
+}
+
 TEST(ReplayPlan, MoeJobUnderTheObserver) {
   TempDir dir;
   const std::string d = dir.path();
   fs::create_directories(d + "/shm");
-  std::map<std::string, std::string> env = {{"SCOUT_SHM_DIR", d + "/shm"},
-                                            {"SCOUT_STATE_DIR", d + "/state"},
-                                            {"SCOUT_HOST", "node0"},
-                                            {"SCOUT_GEMM_CAPTURE", "1"},
-                                            {"SCOUT_GEMM_WINDOW_MS", "3600000"},
-                                            {"SCOUT_OBSERVER_STRAGGLER_MIN_MS", "1000"},
-                                            {"SCOUT_OBSERVER_SLOW_MIN_MS", "1000"},
-                                            {"SCOUT_JOB_ID", ""},
-                                            {"TORCHELASTIC_RUN_ID", ""},
-                                            {"SLURM_JOB_ID", ""},
-                                            {"NCCL_PROFILER_PLUGIN", ""},
-                                            {"CUBLASLT_LOG_LEVEL", ""},
-                                            {"SCOUT_GPU", ""}};
+  std::map<std::string, std::string> env = capture_env(d);
+  env["SCOUT_OBSERVER_STRAGGLER_MIN_MS"] = "1000";
+  env["SCOUT_OBSERVER_SLOW_MIN_MS"] = "1000";
   ProcessResult run = run_process({build_path("bin/scout"),
                                    "run",
                                    "--job",
@@ -109,17 +110,7 @@ TEST(ReplayPlan, GpuSdcOnTheMoeJobIsAttributedByReplayOfThePlannedShapes) {
   TempDir dir;
   const std::string d = dir.path();
   fs::create_directories(d + "/shm");
-  std::map<std::string, std::string> env = {{"SCOUT_SHM_DIR", d + "/shm"},
-                                            {"SCOUT_STATE_DIR", d + "/state"},
-                                            {"SCOUT_HOST", "node0"},
-                                            {"SCOUT_GEMM_CAPTURE", "1"},
-                                            {"SCOUT_GEMM_WINDOW_MS", "3600000"},
-                                            {"SCOUT_JOB_ID", ""},
-                                            {"TORCHELASTIC_RUN_ID", ""},
-                                            {"SLURM_JOB_ID", ""},
-                                            {"NCCL_PROFILER_PLUGIN", ""},
-                                            {"CUBLASLT_LOG_LEVEL", ""},
-                                            {"SCOUT_GPU", ""}};
+  std::map<std::string, std::string> env = capture_env(d);
   ProcessResult run = run_process({build_path("bin/scout"), "run", "--job", "moesdc", "--", build_path("bin/scout-sim"),
                                    "--ranks", "8", "--tp", "2", "--ep", "4", "--moe-experts", "16", "--steps", "200",
                                    "--bytes", "4K", "--seed", "3", "--step-ms", "25", "--fault", "gpusdc:rank=3,step=20"},
