@@ -13,7 +13,6 @@
 #include "common/names.h"
 #include "observer/detect/finding_util.h"
 #include "replay/contract.h"
-#include "replay/schedule/plan.h"
 #include "replay/server.h"
 #include "replay/vote.h"
 
@@ -230,20 +229,29 @@ std::optional<ReplayCoordinator::Job> ReplayCoordinator::demand_job(const Model&
 
 std::vector<replay::GemmShape> ReplayCoordinator::periodic_gemms(const Model& m, const std::set<int>& local) {
   if (!opt_.gemms.empty()) return gemm_shapes();
-  std::vector<replay::ObservedShape> observed;
-  for (const Proc& p : m.procs()) {
-    if (!local.count(p.global_rank)) continue;
-    for (const auto& [key, count] : p.gemm_shapes) observed.push_back({key, count, {p.global_rank}});
+  // The plan is made again only when the set of captured shapes (or of peer groups) grew: its
+  // greedy cover over thousands of MoE shapes is not work for every periodic cycle.
+  uint64_t key = groups_.size();
+  for (const Proc& p : m.procs())
+    if (local.count(p.global_rank)) key = key * 1000003 + uint64_t(p.global_rank) * 65537 + p.gemm_shapes.size();
+  if (!plan_ || key != plan_key_) {
+    std::vector<replay::ObservedShape> observed;
+    for (const Proc& p : m.procs()) {
+      if (!local.count(p.global_rank)) continue;
+      for (const auto& [k, count] : p.gemm_shapes) observed.push_back({k, count, {p.global_rank}});
+    }
+    if (observed.empty()) return gemm_shapes();
+    replay::PlanOptions po;
+    for (const auto& g : groups_) {
+      std::vector<int> mine;
+      for (int r : g)
+        if (local.count(r)) mine.push_back(r);
+      if (mine.size() > 1) po.peer_groups.push_back(mine);
+    }
+    plan_ = std::make_shared<replay::ReplayPlan>(replay::make_plan(observed, po));
+    plan_key_ = key;
   }
-  if (observed.empty()) return gemm_shapes();
-  replay::PlanOptions po;
-  for (const auto& g : groups_) {
-    std::vector<int> mine;
-    for (int r : g)
-      if (local.count(r)) mine.push_back(r);
-    if (mine.size() > 1) po.peer_groups.push_back(mine);
-  }
-  replay::ReplayPlan plan = replay::make_plan(observed, po);
+  const replay::ReplayPlan& plan = *plan_;
   if (plan.cycles.empty()) return gemm_shapes();
   const std::vector<size_t>& chosen = plan.cycles[plan_cursor_++ % plan.cycles.size()];
   std::vector<replay::GemmShape> out;

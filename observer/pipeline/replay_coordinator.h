@@ -42,6 +42,7 @@
 #include "replay/backend.h"
 #include "replay/judge.h"
 #include "replay/recipe.h"
+#include "replay/schedule/plan.h"
 
 namespace scout::obs {
 
@@ -135,6 +136,8 @@ class ReplayCoordinator {
   std::vector<std::vector<int>> groups_;  // communicator memberships (global ranks) seen
   size_t pair_cursor_ = 0;
   size_t plan_cursor_ = 0;  // the next check cycle of the GEMM plan
+  std::shared_ptr<replay::ReplayPlan> plan_;  // the GEMM plan of the captured shapes, made at plan_key_
+  uint64_t plan_key_ = 0;  // local ranks, their shape counts and the peer groups the plan was made for
   uint64_t next_cycle_ = 1;
   int64_t first_seen_ns_ = 0;
   int64_t next_periodic_ns_ = 0;
