@@ -28,7 +28,7 @@ uint64_t NodeView::meta_hash(const shm::RecordSnapshot& r) {
 
 bool NodeView::spans_nodes(const Comm& c) { return c.nnodes > 1 || !c.members_known(); }
 
-net::RankOpView NodeView::rank_view(const Model& m, const Comm& c, const OpSlot& s) {
+net::RankOpView NodeView::rank_view(const Model& m, const Comm& c, const OpSlot& s) const {
   net::RankOpView v;
   v.comm_rank = s.index;
   const int proc = c.ranks[s.index].proc;
@@ -38,7 +38,7 @@ net::RankOpView NodeView::rank_view(const Model& m, const Comm& c, const OpSlot&
   v.arrival_ns = s.rec.gpu_start_ns;
   v.end_ns = s.rec.state == shm::kStateComplete ? s.rec.gpu_end_ns : 0;
   if (proc >= 0 && v.arrival_ns > 0 && v.end_ns >= v.arrival_ns)
-    v.gap_ns = gap_before(m.proc(proc), v.arrival_ns, v.end_ns);
+    v.gap_ns = gap_before(m.proc(proc), v.arrival_ns, v.end_ns, opt_.p2p_pass_ns);
   v.rec = s.rec;
   return v;
 }

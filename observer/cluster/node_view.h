@@ -33,6 +33,7 @@ namespace scout::obs {
 struct NodeViewOptions {
   int64_t settle_ns = 10'000'000'000;  // SCOUT_OBSERVER_FP_TIMEOUT_S: a record unchanged this long is final
   uint64_t retain_ops = 1024 + 256;    // operations kept per stream below its watermark
+  int64_t p2p_pass_ns = 5'000'000;     // gaps pass sends/receives shorter than this (gap_before)
 };
 
 class NodeView : public net::LocalView {
@@ -71,7 +72,7 @@ class NodeView : public net::LocalView {
     std::set<uint64_t> unsettled;      // seqNumbers of ops not yet settled (a subset of ops)
     bool seen = false;                 // present at the last capture
   };
-  static net::RankOpView rank_view(const Model& m, const Comm& c, const OpSlot& s);
+  net::RankOpView rank_view(const Model& m, const Comm& c, const OpSlot& s) const;
 
   const Model& model_;
   std::mutex& pass_mu_;

@@ -9,15 +9,24 @@
 
 namespace scout::obs {
 
-int64_t gap_before(const Proc& p, int64_t arrival, int64_t own_end) {
+int64_t gap_before(const Proc& p, int64_t arrival, int64_t own_end, int64_t pass_ns) {
   // The timeline is ordered by end: the last interval ending at or before `arrival`.
   auto it = std::upper_bound(p.timeline.begin(), p.timeline.end(), arrival,
-                             [](int64_t a, const std::pair<int64_t, int64_t>& iv) { return a < iv.second; });
+                             [](int64_t a, const GpuInterval& iv) { return a < iv.end_ns; });
+  int passed = 0;
+  int64_t last_end = -1;
   while (it != p.timeline.begin()) {
     --it;
-    if (!(it->first == arrival && it->second == own_end)) return it->second > 0 ? arrival - it->second : -1;
+    if (it->start_ns == arrival && it->end_ns == own_end) continue;
+    if (it->end_ns <= 0) break;
+    last_end = it->end_ns;
+    // A send or receive that held the rank less than pass_ns did not make it wait: its own time
+    // runs on through it (a late rank's first operation is often the receive its peer posted
+    // long before).
+    if (it->p2p_held_ns >= 0 && it->p2p_held_ns < pass_ns && ++passed <= kMaxPassedP2p) continue;
+    return arrival - it->end_ns;
   }
-  return -1;
+  return last_end > 0 ? arrival - last_end : -1;
 }
 
 StragglerDetector::Entry StragglerDetector::score(const Model& m, const JudgedOp& op, const StragglerConfig& cfg) {
@@ -30,7 +39,7 @@ StragglerDetector::Entry StragglerDetector::score(const Model& m, const JudgedOp
     a[i] = op.parts[i].start_ns;
     amin = std::min(amin, a[i]);
     e.procs.push_back(op.parts[i].proc);
-    if (op.parts[i].proc >= 0) gap[i] = gap_before(m.proc(op.parts[i].proc), a[i], op.parts[i].end_ns);
+    if (op.parts[i].proc >= 0) gap[i] = gap_before(m.proc(op.parts[i].proc), a[i], op.parts[i].end_ns, cfg.min_ns);
   }
   e.first_arrival_ns = amin;
   e.signal.resize(n);

@@ -56,7 +56,12 @@ struct StragglerConfig {
 
 // g_r above: time from the end of `p`'s latest GPU interval that ended at or before `arrival`
 // (other than [arrival, own_end] itself) to `arrival`; -1 if no such interval is known.
-int64_t gap_before(const Proc& p, int64_t arrival, int64_t own_end);
+// Sends and receives that held the rank less than `pass_ns` (Proc::GpuInterval::p2p_held_ns) are
+// passed through, at most kMaxPassedP2p of them: the rank did not wait there, so its own time
+// since it last waited spans them (a rank slow to compute posts the receive its pipeline peer
+// sent long ago, gets the data at once, and only then arrives late at its next collective).
+constexpr int kMaxPassedP2p = 8;
+int64_t gap_before(const Proc& p, int64_t arrival, int64_t own_end, int64_t pass_ns);
 
 // One collective of a communicator with ranks on other nodes, as the observer network sees it
 // (docs/observer-network.md, "Cross-node lateness"): the job-wide earliest and latest arrival and

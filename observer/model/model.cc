@@ -203,9 +203,14 @@ Op* Model::apply(Comm& c, int rank, const RecordSnapshot& r, int64_t now_ns) {
   }
   if (newly_complete && r.gpu_start_ns > 0 && r.gpu_end_ns >= r.gpu_start_ns && rp.proc >= 0) {
     auto& tl = procs_[rp.proc].timeline;
+    GpuInterval iv{r.gpu_start_ns, r.gpu_end_ns, -1};
+    if (id.cls == OpClass::kP2p) {
+      int64_t posted = r.launch_ns > 0 ? r.launch_ns : r.enqueue_ns > 0 ? r.enqueue_ns : r.gpu_start_ns;
+      iv.p2p_held_ns = r.gpu_end_ns - std::min(posted, r.gpu_start_ns);
+    }
     auto pos = tl.end();  // usually the newest: insert from the back, keeping ends ordered
-    while (pos != tl.begin() && std::prev(pos)->second > r.gpu_end_ns) --pos;
-    tl.insert(pos, {r.gpu_start_ns, r.gpu_end_ns});
+    while (pos != tl.begin() && std::prev(pos)->end_ns > r.gpu_end_ns) --pos;
+    tl.insert(pos, iv);
     if (tl.size() > kTimelineLen) tl.pop_front();
   }
 

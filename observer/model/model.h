@@ -36,6 +36,15 @@ enum class ProcState {
 const char* to_string(ProcState s);  // "running", "exited", "dead"
 
 // One training process (one segment, local or remote).
+// One completed operation of a process on its GPU (ns, CLOCK_REALTIME of its host).
+struct GpuInterval {
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  // Point-to-point operations: end_ns minus the time the rank posted it (launch, else enqueue,
+  // else start): how long the rank was held there, waiting for its peer included. -1: a collective.
+  int64_t p2p_held_ns = -1;
+};
+
 struct Proc {
   int id = -1;           // index in Model::procs()
   int global_rank = -1;  // RANK / OMPI_COMM_WORLD_RANK / ...; -1 unknown
@@ -50,10 +59,10 @@ struct Proc {
   int64_t first_seen_ns = 0;  // observer clock
   int64_t last_event_ns = 0;  // CPU time of the latest plugin callback (segment header)
   int64_t gone_ns = 0;        // observer time the owner was first seen gone; 0 while alive
-  // Recent GPU intervals (start, end) of this process's completed operations on any
-  // communicator, ordered by end (bounded by kTimelineLen, oldest ends dropped): the straggler
-  // detector uses them to tell a rank's own delay from time it spent blocked elsewhere.
-  std::deque<std::pair<int64_t, int64_t>> timeline;
+  // Recent GPU intervals of this process's completed operations on any communicator, ordered
+  // by end (bounded by kTimelineLen, oldest ends dropped): the straggler detector uses them to
+  // tell a rank's own delay from time it spent blocked elsewhere.
+  std::deque<GpuInterval> timeline;
   // GEMM shape capture (segment table kTableGemmShapes), when the segment has one.
   bool has_gemm = false;
   GemmCaptureInfo gemm;

@@ -145,4 +145,21 @@ TEST(Straggler, LatenessSignalSubtractsTimeSpentWaitingElsewhere) {
   EXPECT_FALSE(e.late[1]);
 }
 
+// The gap runs on through a send or receive that did not hold the rank (its peer had posted
+// long before), and stops at one the rank waited in, or at a collective.
+TEST(Straggler, GapPassesPointToPointOperationsThatDidNotHoldTheRank) {
+  scout::obs::Proc p;
+  p.timeline.push_back({0, 10 * kMs, -1});                   // a collective, ends at 10 ms
+  p.timeline.push_back({80 * kMs, 81 * kMs, 1 * kMs});       // a receive posted at 80 ms, data there
+  EXPECT_EQ(scout::obs::gap_before(p, 90 * kMs, 91 * kMs, 5 * kMs), 80 * kMs);
+  p.timeline.back().p2p_held_ns = 40 * kMs;                  // posted at 41 ms, waited for its peer
+  EXPECT_EQ(scout::obs::gap_before(p, 90 * kMs, 91 * kMs, 5 * kMs), 9 * kMs);
+  // Only the operation itself is skipped, and nothing before the timeline is invented: a rank
+  // whose timeline holds only passed operations gets the gap to the earliest of them.
+  scout::obs::Proc q;
+  q.timeline.push_back({80 * kMs, 81 * kMs, 1 * kMs});
+  q.timeline.push_back({90 * kMs, 91 * kMs, -1});
+  EXPECT_EQ(scout::obs::gap_before(q, 90 * kMs, 91 * kMs, 5 * kMs), 9 * kMs);
+}
+
 }  // namespace
