@@ -45,4 +45,24 @@ std::vector<Sample> AutoBackend::run_coll(const Recipe& r, const std::vector<Par
   return out;
 }
 
+std::vector<Sample> AutoBackend::run_link_end(const Recipe& r, const Participant& self, const Participant& peer,
+                                              bool sender, const std::string& uid, int64_t deadline_ns) {
+  if (is_emulated_gpu(self.gpu) != is_emulated_gpu(peer.gpu)) {
+    std::vector<Sample> out;
+    for (int round = 0; round < (sender ? 1 : r.rounds); ++round) {
+      Sample s;
+      s.recipe = r.id;
+      s.global_rank = self.global_rank;
+      s.gpu = self.gpu;
+      s.round = round;
+      s.peer = sender ? -1 : peer.global_rank;
+      s.status = SampleStatus::kSkipped;
+      s.reason = "an emulated and a real GPU cannot exchange data";
+      out.push_back(s);
+    }
+    return out;
+  }
+  return pick(self.gpu).run_link_end(r, self, peer, sender, uid, deadline_ns);
+}
+
 }  // namespace scout::replay

@@ -23,6 +23,11 @@ class AutoBackend : public Backend {
   }
   Sample run_link(const Recipe& r, const Participant& src, const Participant& dst, int round) override;
   std::vector<Sample> run_coll(const Recipe& r, const std::vector<Participant>& members, int round) override;
+  std::string link_unique_id(const Participant& self, std::string* error) override {
+    return pick(self.gpu).link_unique_id(self, error);
+  }
+  std::vector<Sample> run_link_end(const Recipe& r, const Participant& self, const Participant& peer, bool sender,
+                                   const std::string& uid, int64_t deadline_ns) override;
 
  private:
   Backend& pick(const std::string& gpu);

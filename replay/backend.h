@@ -36,6 +36,12 @@ struct GpuInfo {
 nlohmann::json to_json(const GpuInfo& g);
 bool from_json(const nlohmann::json& j, GpuInfo* out, std::string* error);
 
+// Bytes of a bootstrap id for a replay communicator (NCCL_UNIQUE_ID_BYTES, nccl.h).
+constexpr int kUniqueIdBytes = 128;
+// `n` bytes as 2n lowercase hex digits, and back (false unless `hex` is exactly 2n hex digits).
+std::string bytes_hex(const void* data, size_t n);
+bool hex_bytes(const std::string& hex, void* out, size_t n);
+
 enum class SampleStatus { kOk, kSkipped, kFailed };
 const char* to_string(SampleStatus s);  // "ok", "skipped", "failed"
 
@@ -73,6 +79,19 @@ class Backend {
   virtual Sample run_link(const Recipe& r, const Participant& src, const Participant& dst, int round) = 0;
   // One round of collective recipe `r` over `members` (in r.coll.ranks order); one sample each.
   virtual std::vector<Sample> run_coll(const Recipe& r, const std::vector<Participant>& members, int round) = 0;
+
+  // Links across nodes (docs/replay.md, "Across nodes"): each node's scout-replay runs its own
+  // end. The sender's side makes a bootstrap id for a replay communicator of two ranks (NCCL's
+  // unique id, 128 bytes, as hex; "" with *error when it cannot), the observers hand it to the
+  // receiver's side through their rendezvous store.
+  virtual std::string link_unique_id(const Participant& self, std::string* error) = 0;
+  // This node's end of link recipe `r` for every round: `self` is r.src when `sender`, else
+  // r.dst; `peer` the other end (on another node); `uid` the sender's bootstrap id. The receiver
+  // returns one sample per round (as run_link); the sender returns none when its end ran, else
+  // one sample (its own rank) saying why not. Never waits past `deadline_ns` (CLOCK_MONOTONIC):
+  // an end whose peer never comes is aborted then.
+  virtual std::vector<Sample> run_link_end(const Recipe& r, const Participant& self, const Participant& peer,
+                                           bool sender, const std::string& uid, int64_t deadline_ns) = 0;
 };
 
 }  // namespace scout::replay

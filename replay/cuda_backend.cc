@@ -52,6 +52,17 @@ void on_complete(void*, uint32_t, uint8_t* buffer, size_t, size_t valid) {
   std::free(buffer);
 }
 
+int64_t mono_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+void sleep_us(int64_t us) {
+  timespec ts{0, long(us * 1000)};
+  nanosleep(&ts, nullptr);
+}
+
 uint64_t wall_ns() {
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
@@ -401,6 +412,107 @@ Sample CudaBackend::run_link(const Recipe& r, const Participant& src, const Part
   L_->cu.MemFree(sb);
   for (auto c : comms) L_->nccl.CommDestroy(c);
   return rc ? skip(s, SampleStatus::kFailed, "NCCL send/recv failed") : s;
+}
+
+std::string CudaBackend::link_unique_id(const Participant& self, std::string* error) {
+  if (!L_->have_nccl) {
+    *error = L_->missing;
+    return "";
+  }
+  cudalib::NcclUniqueId id{};
+  if (L_->nccl.GetUniqueId(&id) != cudalib::kNcclSuccess) {
+    *error = "ncclGetUniqueId failed";
+    return "";
+  }
+  return bytes_hex(id.internal, sizeof(id.internal));
+}
+
+std::vector<Sample> CudaBackend::run_link_end(const Recipe& r, const Participant& self, const Participant& peer,
+                                              bool sender, const std::string& uid, int64_t deadline_ns) {
+  std::vector<Sample> out;
+  auto fail = [&](SampleStatus st, const std::string& why) {
+    out.clear();
+    for (int round = 0; round < (sender ? 1 : r.rounds); ++round) {
+      Sample s = skip(sample_of(r, self, round), st, why);
+      s.peer = sender ? -1 : peer.global_rank;
+      out.push_back(s);
+    }
+    return out;
+  };
+  if (!L_->have_nccl) return fail(SampleStatus::kSkipped, L_->missing);
+  cudalib::NcclUniqueId id{};
+  if (!hex_bytes(uid, id.internal, sizeof(id.internal)))
+    return fail(SampleStatus::kFailed, "bootstrap id is not " + std::to_string(sizeof(id.internal)) + " bytes of hex");
+  cu::Device d;
+  std::string why;
+  if (!enter(self, &d, &why)) return fail(SampleStatus::kSkipped, why);
+  if (int64_t(r.bytes) > budget_bytes(&why))
+    return fail(SampleStatus::kSkipped, "link payload exceeds the replay memory limit");
+  // Waits for a non-blocking NCCL call on `comm` to settle: its state, or kNcclInProgress at the
+  // deadline (NCCL documents polling ncclCommGetAsyncError for non-blocking communicators).
+  auto settle = [&](cudalib::NcclComm comm) {
+    int st = cudalib::kNcclInProgress;
+    while (L_->nccl.CommGetAsyncError(comm, &st) == cudalib::kNcclSuccess && st == cudalib::kNcclInProgress &&
+           mono_ns() < deadline_ns)
+      sleep_us(200);
+    return st;
+  };
+  cudalib::NcclConfig cfg;
+  cfg.blocking = 0;
+  cudalib::NcclComm comm = nullptr;
+  const int rc = L_->nccl.CommInitRankConfig(&comm, 2, id, sender ? 0 : 1, &cfg);
+  if ((rc != cudalib::kNcclSuccess && rc != cudalib::kNcclInProgress) || comm == nullptr)
+    return fail(SampleStatus::kFailed, "ncclCommInitRankConfig failed (" + std::to_string(rc) + ")");
+  int st = settle(comm);
+  if (st != cudalib::kNcclSuccess) {
+    L_->nccl.CommAbort(comm);
+    return fail(SampleStatus::kFailed, st == cudalib::kNcclInProgress
+                                           ? "the peer did not join the replay communicator by the deadline (aborted)"
+                                           : "replay communicator init failed (" + std::to_string(st) + ")");
+  }
+  const uint64_t count = r.bytes / 4;
+  std::vector<float> payload(count);
+  for (uint64_t i = 0; i < count; ++i) payload[i] = seeded(r.seed ^ uint64_t(r.src) * 0x100000001b3ull, i);
+  const uint64_t expected = fp::fingerprint(payload.data(), count * 4, shm::kTypeFloat32, nullptr);
+  cu::DevicePtr buf = 0;
+  L_->cu.MemAlloc(&buf, count * 4);
+  if (sender) L_->cu.MemcpyHtoD(buf, payload.data(), count * 4);
+  std::string error;
+  for (int round = 0; round < r.rounds && error.empty(); ++round) {
+    if (cupti_on_) cupti_take(L_->cupti);
+    const uint64_t t0 = wall_ns();
+    const int sr = sender ? L_->nccl.Send(reinterpret_cast<void*>(buf), count, cudalib::kNcclFloat32, 1, comm, streams_[d])
+                          : L_->nccl.Recv(reinterpret_cast<void*>(buf), count, cudalib::kNcclFloat32, 0, comm, streams_[d]);
+    if ((sr != cudalib::kNcclSuccess && sr != cudalib::kNcclInProgress) || settle(comm) != cudalib::kNcclSuccess) {
+      error = "NCCL " + std::string(sender ? "send" : "receive") + " failed";
+      break;
+    }
+    int q = cudalib::kNotReady;
+    while ((q = L_->drv.StreamQuery(streams_[d])) == cudalib::kNotReady && mono_ns() < deadline_ns) sleep_us(200);
+    if (q != 0) {
+      error = q == cudalib::kNotReady ? "the transfer did not finish by the deadline (aborted)"
+                                      : "the transfer failed (CUDA error " + std::to_string(q) + ")";
+      break;
+    }
+    if (sender) continue;
+    Sample s = sample_of(r, self, round);
+    s.peer = peer.global_rank;
+    s.ns = cupti_on_ ? kernel_ns_since(t0, d) : int64_t(wall_ns() - t0);
+    std::vector<float> got(count);
+    L_->cu.MemcpyDtoH(got.data(), buf, count * 4);
+    s.fp = fp::fingerprint(got.data(), count * 4, shm::kTypeFloat32, nullptr);
+    s.expected_known = true;
+    s.expected_fp = expected;
+    out.push_back(s);
+  }
+  if (!error.empty()) {
+    L_->nccl.CommAbort(comm);  // a kernel that waits for a peer that is gone never ends by itself
+    L_->cu.MemFree(buf);
+    return fail(SampleStatus::kFailed, error);
+  }
+  L_->cu.MemFree(buf);
+  L_->nccl.CommDestroy(comm);
+  return out;
 }
 
 std::vector<Sample> CudaBackend::run_coll(const Recipe& r, const std::vector<Participant>& members, int round) {

@@ -12,8 +12,11 @@
 // min(SCOUT_REPLAY_MAX_MEM, free - margin) is skipped with the numbers, never retried in the
 // same cycle.
 // Link and collective recipes: NCCL communicators over the members' local devices
-// (ncclCommInitAll, NCCL_ALGO / NCCL_PROTO set from the class before each init); members on other
-// hosts are skipped (their bootstrap over the observers' channel is not implemented).
+// (ncclCommInitAll, NCCL_ALGO / NCCL_PROTO set from the class before each init). A link whose
+// ends are on two hosts runs as two ends (run_link_end): a non-blocking communicator of two
+// ranks from the sender's ncclGetUniqueId (handed over by the observers), polled with
+// ncclCommGetAsyncError and cuStreamQuery until the deadline, aborted (ncclCommAbort) when the
+// peer does not come. Collectives with members on other hosts are skipped.
 #pragma once
 
 #include <map>
@@ -36,6 +39,9 @@ class CudaBackend : public Backend {
   Sample run_gemm(const Recipe& r, const Participant& p, int round) override;
   Sample run_link(const Recipe& r, const Participant& src, const Participant& dst, int round) override;
   std::vector<Sample> run_coll(const Recipe& r, const std::vector<Participant>& members, int round) override;
+  std::string link_unique_id(const Participant& self, std::string* error) override;
+  std::vector<Sample> run_link_end(const Recipe& r, const Participant& self, const Participant& peer, bool sender,
+                                   const std::string& uid, int64_t deadline_ns) override;
 
   // Heuristic calls so far (the algorithm is chosen once per recipe).
   int heuristic_calls() const { return heuristic_calls_; }

@@ -48,7 +48,7 @@ void load_libs(Libs* L) {
                                 {E(&L->drv.MemGetInfo, "cuMemGetInfo_v2"), E(&L->drv.DeviceGetName, "cuDeviceGetName"),
                                  E(&L->drv.CtxGetStreamPriorityRange, "cuCtxGetStreamPriorityRange"),
                                  E(&L->drv.StreamCreateWithPriority, "cuStreamCreateWithPriority"),
-                                 E(&L->drv.StreamDestroy, "cuStreamDestroy_v2")},
+                                 E(&L->drv.StreamDestroy, "cuStreamDestroy_v2"), E(&L->drv.StreamQuery, "cuStreamQuery")},
                                 "libcuda.so.1", &L->missing);
   }
   if (void* lib = open_first({"libcublasLt.so.13", "libcublasLt.so"})) {
@@ -73,7 +73,9 @@ void load_libs(Libs* L) {
                 {E(&L->nccl.GetVersion, "ncclGetVersion"), E(&L->nccl.CommInitAll, "ncclCommInitAll"),
                  E(&L->nccl.CommDestroy, "ncclCommDestroy"), E(&L->nccl.CommAbort, "ncclCommAbort"),
                  E(&L->nccl.GroupStart, "ncclGroupStart"), E(&L->nccl.GroupEnd, "ncclGroupEnd"),
-                 E(&L->nccl.AllReduce, "ncclAllReduce"), E(&L->nccl.Send, "ncclSend"), E(&L->nccl.Recv, "ncclRecv")},
+                 E(&L->nccl.AllReduce, "ncclAllReduce"), E(&L->nccl.Send, "ncclSend"), E(&L->nccl.Recv, "ncclRecv"),
+                 E(&L->nccl.GetUniqueId, "ncclGetUniqueId"), E(&L->nccl.CommInitRankConfig, "ncclCommInitRankConfig"),
+                 E(&L->nccl.CommGetAsyncError, "ncclCommGetAsyncError")},
                 "libnccl", &L->missing);
   } else {
     L->missing += std::string(L->missing.empty() ? "" : "; ") + "libnccl.so.2 not found";

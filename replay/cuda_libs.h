@@ -22,7 +22,9 @@ struct DriverExtra {
   cu::Result (*CtxGetStreamPriorityRange)(int* least, int* greatest);                   // cuCtxGetStreamPriorityRange
   cu::Result (*StreamCreateWithPriority)(cu::Stream* s, unsigned flags, int priority);  // cuStreamCreateWithPriority
   cu::Result (*StreamDestroy)(cu::Stream s);                                            // cuStreamDestroy_v2
+  cu::Result (*StreamQuery)(cu::Stream s);  // cuStreamQuery: 0 done, kNotReady still running
 };
+constexpr int kNotReady = 600;  // CUDA_ERROR_NOT_READY
 
 // ---- cuBLASLt (cublasLt.h of cuBLAS 13.1)
 using LtHandle = void*;
@@ -72,8 +74,26 @@ using NcclComm = void*;
 struct NcclUniqueId {
   char internal[128];  // NCCL_UNIQUE_ID_BYTES
 };
-constexpr int kNcclFloat32 = 7;  // ncclFloat32
-constexpr int kNcclSum = 0;      // ncclSum
+constexpr int kNcclFloat32 = 7;     // ncclFloat32
+constexpr int kNcclSum = 0;         // ncclSum
+constexpr int kNcclSuccess = 0;     // ncclSuccess
+constexpr int kNcclInProgress = 7;  // ncclInProgress (a non-blocking call still running)
+// ncclConfig_t of NCCL 2.28 (ncclConfig_v22800): `size`, `magic` and `version` as
+// NCCL_CONFIG_INITIALIZER sets them; every other field "undefined" (INT_MIN / null: NCCL's
+// default) except `blocking`.
+struct NcclConfig {
+  size_t size = sizeof(NcclConfig);
+  unsigned int magic = 0xcafebeef;
+  unsigned int version = 22809;  // NCCL_VERSION(2, 28, 9)
+  int blocking = kUndefInt;
+  int cga_cluster_size = kUndefInt, min_ctas = kUndefInt, max_ctas = kUndefInt;
+  const char* net_name = nullptr;
+  int split_share = kUndefInt, traffic_class = kUndefInt;
+  const char* comm_name = nullptr;
+  int collnet_enable = kUndefInt, cta_policy = kUndefInt, shrink_share = kUndefInt, nvls_ctas = kUndefInt;
+  int n_channels_per_net_peer = kUndefInt, nvlink_centric_sched = kUndefInt;
+  static constexpr int kUndefInt = -2147483647 - 1;  // NCCL_CONFIG_UNDEF_INT (INT_MIN)
+};
 struct Nccl {
   int (*GetVersion)(int* version);                                    // ncclGetVersion
   int (*CommInitAll)(NcclComm* comms, int ndev, const int* devlist);  // ncclCommInitAll
@@ -84,6 +104,9 @@ struct Nccl {
   int (*AllReduce)(const void* send, void* recv, size_t count, int dtype, int op, NcclComm c, cu::Stream s);
   int (*Send)(const void* buf, size_t count, int dtype, int peer, NcclComm c, cu::Stream s);  // ncclSend
   int (*Recv)(void* buf, size_t count, int dtype, int peer, NcclComm c, cu::Stream s);        // ncclRecv
+  int (*GetUniqueId)(NcclUniqueId* id);                                                       // ncclGetUniqueId
+  int (*CommInitRankConfig)(NcclComm* c, int nranks, NcclUniqueId id, int rank, NcclConfig* config);
+  int (*CommGetAsyncError)(NcclComm c, int* async_error);  // ncclCommGetAsyncError
 };
 
 // ---- CUPTI activity API (cupti_activity.h of CUPTI 13.0)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <random>
 #include <vector>
 
 #define XXH_INLINE_ALL
@@ -208,6 +209,28 @@ std::vector<Sample> EmuBackend::run_coll(const Recipe& r, const std::vector<Part
         int64_t((2.0 * bytes / kEmuLinkBytesPerS * 1e9 * slow + double(delay)) * jitter(members[i].gpu, r.id, round));
     out.push_back(s);
   }
+  return out;
+}
+
+std::string EmuBackend::link_unique_id(const Participant& self, std::string* error) {
+  unsigned char id[kUniqueIdBytes];
+  std::random_device rd;
+  for (unsigned char& b : id) b = static_cast<unsigned char>(rd() & 0xff);
+  return bytes_hex(id, sizeof(id));
+}
+
+std::vector<Sample> EmuBackend::run_link_end(const Recipe& r, const Participant& self, const Participant& peer,
+                                             bool sender, const std::string& uid, int64_t deadline_ns) {
+  std::vector<Sample> out;
+  if (uid.size() != 2 * size_t(kUniqueIdBytes)) {
+    Sample s = base_sample(r, self, 0);
+    s.status = SampleStatus::kFailed;
+    s.reason = "bootstrap id of " + std::to_string(uid.size() / 2) + " bytes, not " + std::to_string(kUniqueIdBytes);
+    out.push_back(s);
+    return out;
+  }
+  if (sender) return out;
+  for (int round = 0; round < r.rounds; ++round) out.push_back(run_link(r, peer, self, round));
   return out;
 }
 

@@ -29,6 +29,12 @@ class EmuBackend : public Backend {
   Sample run_gemm(const Recipe& r, const Participant& p, int round) override;
   Sample run_link(const Recipe& r, const Participant& src, const Participant& dst, int round) override;
   std::vector<Sample> run_coll(const Recipe& r, const std::vector<Participant>& members, int round) override;
+  // A random 128-byte id; the receiver's end accepts any id of that size (the emulated link
+  // needs no connection: the payload comes from the seed, the delay and corruption from the
+  // receiver's emulated device).
+  std::string link_unique_id(const Participant& self, std::string* error) override;
+  std::vector<Sample> run_link_end(const Recipe& r, const Participant& self, const Participant& peer, bool sender,
+                                   const std::string& uid, int64_t deadline_ns) override;
 
  private:
   EmuDeviceState device(const std::string& gpu) const;

@@ -157,7 +157,46 @@ std::string ReplayServer::handle(const std::string& line, bool* quit) {
     for (const Sample& s : ss) samples.push_back(to_json(s));
     return nlohmann::json{{"op", "result"}, {"cycle", cycle}, {"samples", samples}}.dump();
   }
+  if (op == "link_id" || op == "link_end") return handle_link(req);
   return error_line("unknown op '" + op + "'");
+}
+
+std::string ReplayServer::handle_link(const nlohmann::json& req) {
+  if (!prepared_) return error_line(req["op"].get<std::string>() + " before prepare");
+  const uint64_t cycle = req.value("cycle", uint64_t(0));
+  if (cycle != contract_.cycle)
+    return error_line("link for cycle " + std::to_string(cycle) + " but cycle " + std::to_string(contract_.cycle) +
+                      " is prepared");
+  std::string id, err;
+  try {
+    id = req.at("recipe").get<std::string>();
+  } catch (const std::exception& e) { return error_line(std::string("link: ") + e.what()); }
+  auto r = std::find_if(recipes_.begin(), recipes_.end(), [&](const Recipe& x) { return x.id == id; });
+  if (r == recipes_.end() || r->kind != RecipeKind::kLink) return error_line("no prepared link recipe '" + id + "'");
+  const bool sender = req.value("role", "") == "send";
+  const int self_rank = sender ? r->src : r->dst;
+  auto self = std::find_if(participants_.begin(), participants_.end(),
+                           [&](const Participant& p) { return p.global_rank == self_rank; });
+  if (self == participants_.end()) return error_line("rank " + std::to_string(self_rank) + " is not a participant");
+  if (req["op"] == "link_id") {
+    std::string uid = backend_->link_unique_id(*self, &err);
+    if (uid.empty()) return error_line("no bootstrap id: " + err);
+    return nlohmann::json{{"op", "link_id"}, {"cycle", cycle}, {"recipe", id}, {"uid", uid}}.dump();
+  }
+  Participant peer;
+  std::string uid;
+  int64_t deadline_ms = 0;
+  try {
+    if (!from_json(req.at("peer"), &peer, &err)) return error_line(err);
+    uid = req.at("uid").get<std::string>();
+    deadline_ms = req.at("deadline_ms").get<int64_t>();
+  } catch (const std::exception& e) { return error_line(std::string("link_end: ") + e.what()); }
+  if (peer.global_rank != (sender ? r->dst : r->src))
+    return error_line("peer " + std::to_string(peer.global_rank) + " is not the other end of " + id);
+  nlohmann::json samples = nlohmann::json::array();
+  for (const Sample& s : backend_->run_link_end(*r, *self, peer, sender, uid, mono_ns() + deadline_ms * 1'000'000))
+    samples.push_back(to_json(s));
+  return nlohmann::json{{"op", "result"}, {"cycle", cycle}, {"samples", samples}}.dump();
 }
 
 }  // namespace scout::replay

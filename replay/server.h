@@ -4,6 +4,12 @@
 //       -> {"op":"ready","cycle":N,"answers":[{"gpu":{GpuInfo},"digest":"0x..."}]}
 //   {"op":"run","cycle":N,"admitted":["recipe id",...],"deadline_ms":D}
 //       -> {"op":"result","cycle":N,"samples":[{Sample}...]}
+//   {"op":"link_id","cycle":N,"recipe":"link:A->B","role":"send"}
+//       -> {"op":"link_id","cycle":N,"recipe":...,"uid":"<256 hex digits>"}   (sender's node)
+//   {"op":"link_end","cycle":N,"recipe":"link:A->B","role":"send"|"recv","peer":{Participant},
+//    "uid":"...","deadline_ms":D} -> {"op":"result","cycle":N,"samples":[...]}
+//       one end of a link whose other end is on another node (Backend::run_link_end); the
+//       recipe and this end's rank must be of the prepared cycle
 //   {"op":"quit"} -> {"op":"bye"}
 // A request that does not parse, or a run for another cycle than the prepared one, gets
 // {"op":"error","error":"..."}; nothing is launched for it.
@@ -37,6 +43,7 @@ class ReplayServer {
   std::string handle(const std::string& line, bool* quit);
 
  private:
+  std::string handle_link(const nlohmann::json& req);  // link_id, link_end
   Backend* backend_;
   bool prepared_ = false;
   Contract contract_;

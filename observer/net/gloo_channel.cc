@@ -1,5 +1,7 @@
 #include "observer/net/gloo_channel.h"
 
+#include "observer/net/key_store.h"
+
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,9 +15,7 @@
 #define HIREDIS_NESTED_INCLUDE 1
 #include <gloo/context.h>
 #include <gloo/rendezvous/context.h>
-#include <gloo/rendezvous/file_store.h>
 #include <gloo/rendezvous/prefix_store.h>
-#include <gloo/rendezvous/redis_store.h>
 #include <gloo/transport/tcp/device.h>
 #include <gloo/transport/unbound_buffer.h>
 
@@ -24,97 +24,6 @@ namespace scout::net {
 namespace {
 
 constexpr auto kPollInterval = std::chrono::milliseconds(20);
-
-// What the rendezvous needs beyond Gloo's Store interface: test for a key without waiting, and
-// remove one (so a successful formation leaves no per-observer keys behind).
-class KeyStore {
- public:
-  virtual ~KeyStore() = default;
-  virtual gloo::rendezvous::Store& store() = 0;
-  virtual bool has(const std::string& key) = 0;
-  virtual void erase(const std::string& key) = 0;
-
-  // Sets `key` unless it exists (a concurrent set by another observer is fine).
-  void set_once(const std::string& key) {
-    if (has(key)) return;
-    try {
-      store().set(key, std::vector<char>{'1'});
-    } catch (const std::exception&) {
-      if (!has(key)) throw;
-    }
-  }
-};
-
-class FileKeys : public gloo::rendezvous::FileStore, public KeyStore {
- public:
-  explicit FileKeys(const std::string& dir) : FileStore(dir) {}
-  gloo::rendezvous::Store& store() override { return *this; }
-  bool has(const std::string& key) override { return check({key}); }
-  void erase(const std::string& key) override { ::unlink(objectPath(key).c_str()); }
-};
-
-class RedisKeys : public gloo::rendezvous::RedisStore, public KeyStore {
- public:
-  RedisKeys(const std::string& host, int port) : RedisStore(host, port) {}
-  gloo::rendezvous::Store& store() override { return *this; }
-  bool has(const std::string& key) override { return check({key}); }
-  void erase(const std::string& key) override {
-    void* reply = redisCommand(redis_, "DEL %b", key.data(), key.size());
-    if (reply == nullptr) throw ChannelError(std::string("redis DEL failed: ") + redis_->errstr);
-    freeReplyObject(reply);
-  }
-};
-
-// Gloo's enforce messages span lines ("[enforce fail at ...] ... \n..."): one line for our errors.
-std::string one_line(std::string s) {
-  for (char& c : s) {
-    if (c == '\n' || c == '\r') c = ' ';
-  }
-  while (!s.empty() && s.back() == ' ') s.pop_back();
-  return s;
-}
-
-bool mkdirs(const std::string& dir) {
-  std::string cur;
-  for (size_t i = 0; i <= dir.size(); ++i) {
-    if (i == dir.size() || (dir[i] == '/' && i > 0)) {
-      cur = dir.substr(0, i);
-      if (::mkdir(cur.c_str(), 0777) != 0 && errno != EEXIST) return false;
-    }
-  }
-  struct stat st;
-  return ::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-// Parses "file:DIR" / "redis:HOST:PORT" and opens the store.
-std::unique_ptr<KeyStore> open_store(const std::string& spec) {
-  const std::string bad = "observer network: bad rendezvous '" + spec + "': expected file:DIR or redis:HOST:PORT";
-  try {
-    if (spec.rfind("file:", 0) == 0) {
-      const std::string dir = spec.substr(5);
-      if (dir.empty()) throw ChannelError(bad);
-      if (!mkdirs(dir)) {
-        throw RendezvousUnreachable("observer network: rendezvous directory " + dir +
-                                    " cannot be created: " + std::strerror(errno));
-      }
-      return std::make_unique<FileKeys>(dir);
-    }
-    if (spec.rfind("redis:", 0) == 0) {
-      const std::string rest = spec.substr(6);
-      const size_t colon = rest.rfind(':');
-      if (colon == std::string::npos || colon == 0 || colon + 1 == rest.size()) throw ChannelError(bad);
-      const std::string host = rest.substr(0, colon), port_text = rest.substr(colon + 1);
-      char* end = nullptr;
-      errno = 0;
-      const long port = std::strtol(port_text.c_str(), &end, 10);
-      if (errno != 0 || *end != '\0' || port < 1 || port > 65535) throw ChannelError(bad);
-      return std::make_unique<RedisKeys>(host, static_cast<int>(port));
-    }
-  } catch (const ChannelError&) { throw; } catch (const std::exception& e) {
-    throw RendezvousUnreachable("observer network: rendezvous " + spec + " unreachable: " + one_line(e.what()));
-  }
-  throw ChannelError(bad);
-}
 
 std::string job_base(const std::string& job) { return "scout/" + job + "/"; }
 std::string epoch_marker(const std::string& job, uint64_t e) { return job_base(job) + "epoch/" + std::to_string(e); }
@@ -168,11 +77,11 @@ GlooChannel::~GlooChannel() {
 }
 
 uint64_t GlooChannel::latest_epoch(const std::string& rdzv, const std::string& job) {
-  auto keys = open_store(rdzv);
+  auto keys = open_key_store(rdzv);
   try {
     return uint64_t(std::max<int64_t>(0, latest_marker(*keys, job)));
   } catch (const std::exception& e) {
-    throw RendezvousUnreachable("observer network: rendezvous " + rdzv + ": " + one_line(e.what()));
+    throw RendezvousUnreachable("observer network: rendezvous " + rdzv + ": " + gloo_message_line(e.what()));
   }
 }
 
@@ -188,7 +97,7 @@ std::unique_ptr<GlooChannel> GlooChannel::connect(const GlooOptions& o) {
   if (::sigaction(SIGPIPE, nullptr, &old) == 0 && old.sa_handler == SIG_DFL) ::signal(SIGPIPE, SIG_IGN);
 
   const std::string where = "rendezvous " + o.rdzv + " (job " + o.job + ", epoch " + std::to_string(o.epoch) + ")";
-  auto keys = open_store(o.rdzv);
+  auto keys = open_key_store(o.rdzv);
   const std::string present = "present_" + std::to_string(o.rank);
   const std::string complete = "complete";
   // Keys this observer writes in its epoch (Gloo's connectFullMesh writes the last two).
@@ -274,7 +183,7 @@ std::unique_ptr<GlooChannel> GlooChannel::connect(const GlooOptions& o) {
   } catch (const ChannelError&) { throw; } catch (const std::exception& e) {
     erase_own();
     throw ChannelError("observer network: " + where + ": " + (meshing ? "connecting the TCP mesh failed: " : "") +
-                       one_line(e.what()));
+                       gloo_message_line(e.what()));
   }
   std::unique_ptr<GlooChannel> ch(new GlooChannel(o, std::move(dev), std::move(ctx)));
   // Every observer has read every address once all have passed this barrier.

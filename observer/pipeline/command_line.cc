@@ -127,6 +127,8 @@ ParseResult parse_command_line(int argc, const char* const* argv, const config::
     }
   }
   cl.opt.replay.request_prefix = replay_request_prefix(cl.store);  // `scout replay run` (docs/replay.md)
+  cl.opt.replay.nodes = nodes;
+  if (nodes > 1) cl.opt.replay.rdzv = cl.rdzv;  // links across nodes (docs/replay.md, "Across nodes")
   *out = std::move(cl);
   return ParseResult::kOk;
 }

@@ -12,6 +12,7 @@
 #include "common/clock.h"
 #include "common/names.h"
 #include "observer/detect/finding_util.h"
+#include "observer/net/key_store.h"
 #include "replay/contract.h"
 #include "replay/server.h"
 #include "replay/vote.h"
@@ -80,6 +81,13 @@ ReplayCoordinator::ReplayCoordinator(ReplayOptions opt, std::string job, std::st
     argv.insert(argv.end(), {"--job", job_, "--shm-dir", shm_dir_, "--max-mem", std::to_string(opt_.max_mem)});
   }
   channel_ = std::make_unique<ReplayChannel>(argv);
+  if (!opt_.rdzv.empty() && opt_.nodes > 1) {
+    try {
+      cross_ = std::make_unique<CrossStore>(net::open_key_store(opt_.rdzv), job_);
+    } catch (const std::exception& e) {
+      if (log_) log_(std::string("replay: no links across nodes: ") + e.what());
+    }
+  }
   thread_ = std::thread([this] { worker(); });
 }
 
@@ -339,6 +347,9 @@ std::optional<ReplayCoordinator::Job> ReplayCoordinator::next_job(const Model& m
         if (local.count(r)) mine.push_back(r);
       groups.push_back(mine);
     }
+    // Communicators spanning nodes: the pairs of their members on this node (the pairs across
+    // nodes are the cross cycles').
+    for (const auto& [key, ranks] : node_members(m).comms) groups.push_back(ranks);
     std::vector<std::pair<int, int>> pairs = replay::pairs_of(groups);
     for (size_t i = 0; i < pairs.size() && int(plan.links.size()) < opt_.max_pairs; ++i)
       plan.links.push_back(pairs[(pair_cursor_ + i) % pairs.size()]);
@@ -363,17 +374,24 @@ void ReplayCoordinator::worker() {
   sigaddset(&pipe_set, SIGPIPE);
   pthread_sigmask(SIG_BLOCK, &pipe_set, nullptr);
   for (;;) {
-    Job job;
+    std::optional<Job> job;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stop_ || pending_.has_value(); });
+      auto ready = [&] { return stop_ || pending_.has_value(); };
+      if (cross_)
+        cv_.wait_for(lock, std::chrono::milliseconds(200), ready);  // polls the store for plans
+      else
+        cv_.wait(lock, ready);
       if (stop_) return;
-      job = std::move(*pending_);
-      pending_.reset();
+      job.swap(pending_);
     }
-    Done d = run(job);
+    if (!job) {
+      cross_tick();
+      continue;
+    }
+    Done d = run(*job);
     std::lock_guard<std::mutex> lock(mu_);
-    done_ = std::move(d);
+    done_.push_back(std::move(d));
     in_flight_ = false;
     cycles_done_++;
   }
@@ -528,6 +546,7 @@ void ReplayCoordinator::report_sdc(const Model& m, FindingBoard& board, const Do
   // sdc: one finding per suspect rank.
   std::map<int, std::vector<const replay::SdcVerdict*>> by_rank;
   for (const replay::SdcVerdict& s : v.sdc) by_rank[s.global_rank].push_back(&s);
+  if (!d.report) return;
   for (const auto& [rank, list] : by_rank) {
     const int proc = proc_of_rank(m, rank);
     if (proc < 0) continue;
@@ -539,7 +558,7 @@ void ReplayCoordinator::report_sdc(const Model& m, FindingBoard& board, const Do
     int peer = -1;
     for (const auto* s : list)
       if (s->peer >= 0) peer = s->peer;
-    if (peer >= 0 && proc_of_rank(m, peer) >= 0) f.peer = suspect_of(m, proc_of_rank(m, peer));
+    if (peer >= 0) f.peer = suspect_for(m, peer, d);
     f.first_seen_ns = rec.started_ns;
     f.last_seen_ns = now_ns;
     nlohmann::json checks = nlohmann::json::array();
@@ -556,7 +575,7 @@ void ReplayCoordinator::report_sdc(const Model& m, FindingBoard& board, const Do
     const Proc& p = m.proc(proc);
     f.dedup_key = "sdc:replay:" + p.host + ":" + std::to_string(p.pid);
     if (first.check == "link" || (peer >= 0 && first.check != "gemm-vote" && first.check != "gemm-self"))
-      f.summary = "replay: data " + who(m, proc) + " receives from rank " + std::to_string(peer) +
+      f.summary = "replay: data " + who(m, proc) + " receives from " + who_for(m, peer, d) +
                   " arrives corrupted (" + first.recipe + ")";
     else if (first.check == "gemm-self")
       f.summary = "replay: the GPU of " + who(m, proc) + " (" + first.gpu + ") gives different bits for the same " +
@@ -575,16 +594,18 @@ void ReplayCoordinator::report_slow_pairs(const Model& m, FindingBoard& board, c
   const replay::CycleVerdict& v = d.verdict;
   // Slow pairs: a slowlink of class link (the live detector's key for the same pair).
   std::set<std::string> slow_now;
+  if (!d.report) return;
   for (const replay::SlowPair& sp : v.slow_pairs) {
+    const Suspect sa = suspect_for(m, sp.a, d), sb = suspect_for(m, sp.b, d);
+    if (sa.pid == 0 || sb.pid == 0) continue;
     const int pa = proc_of_rank(m, sp.a), pb = proc_of_rank(m, sp.b);
-    if (pa < 0 || pb < 0) continue;
-    auto key_of = [&](int x, int y) {
-      return "slowlink:link:" + m.proc(x).host + ":" + std::to_string(m.proc(x).pid) + ":" + m.proc(y).host + ":" +
-             std::to_string(m.proc(y).pid);
+    auto key_of = [&](const Suspect& x, const Suspect& y) {
+      return "slowlink:link:" + x.host + ":" + std::to_string(x.pid) + ":" + y.host + ":" + std::to_string(y.pid);
     };
-    // The live detector's key for this pair (observer/detect/slowlink.cc: ends in process order),
-    // or the key of an open finding that already names the pair.
-    std::string key = key_of(std::min(pa, pb), std::max(pa, pb));
+    // The live detector's key for this pair (observer/detect/slowlink.cc: ends in process order;
+    // a rank of another node after the local one), or the key of an open finding that already
+    // names the pair.
+    std::string key = pb >= 0 && (pa < 0 || pb < pa) ? key_of(sb, sa) : key_of(sa, sb);
     for (const Finding* g : board.all()) {
       if (g->kind != FindingKind::kSlowLink || !g->open || g->suspects.empty() || !g->peer) continue;
       std::set<int> ends = {g->suspects[0].global_rank, g->peer->global_rank};
@@ -593,8 +614,8 @@ void ReplayCoordinator::report_slow_pairs(const Model& m, FindingBoard& board, c
     Finding f;
     f.kind = FindingKind::kSlowLink;
     f.verdict = Verdict::kAttributed;
-    f.suspects.push_back(suspect_of(m, pa));
-    f.peer = suspect_of(m, pb);
+    f.suspects.push_back(sa);
+    f.peer = sb;
     f.first_seen_ns = rec.started_ns;
     f.last_seen_ns = now_ns;
     f.dedup_key = key;
@@ -605,24 +626,28 @@ void ReplayCoordinator::report_slow_pairs(const Model& m, FindingBoard& board, c
                   {"ms", to_ms(sp.ns)},
                   {"median_ms", to_ms(sp.median_ns)},
                   {"thresholds", {{"min_ratio", opt_.rule.min_ratio}, {"min_ms", to_ms(opt_.rule.min_ns)}}}};
-    f.summary = "replay: the link between " + who(m, pa) + " and " + who(m, pb) + " is slow: " + ms_text(sp.ns) +
+    f.summary = "replay: the link between " + who_for(m, sp.a, d) + " and " + who_for(m, sp.b, d) +
+                " is slow: " + ms_text(sp.ns) +
                 " for a transfer the cycle's other pairs do in " + ms_text(sp.median_ns) + " (median)";
     board.report(f);
-    replay_links_.insert(key);
+    replay_links_[key] = {std::min(sp.a, sp.b), std::max(sp.a, sp.b)};
     slow_now.insert(key);
   }
-  // A pair this cycle measured and found normal closes its replay finding.
-  bool measured_links = false;
-  for (const replay::RecipeOutcome& r : v.recipes) measured_links |= r.kind == "link" && r.outcome != "inconclusive";
-  if (measured_links)
-    for (auto it = replay_links_.begin(); it != replay_links_.end();) {
-      if (!slow_now.count(*it)) {
-        board.close(*it, now_ns);
-        it = replay_links_.erase(it);
-      } else {
-        ++it;
-      }
+  // A pair this cycle measured (either direction) and found normal closes its replay finding.
+  std::set<std::pair<int, int>> measured;
+  for (const replay::RecipeOutcome& r : v.recipes) {
+    if (r.kind != "link" || r.outcome == "inconclusive") continue;
+    for (const Recipe& x : d.job.recipes)
+      if (x.id == r.recipe) measured.insert({std::min(x.src, x.dst), std::max(x.src, x.dst)});
+  }
+  for (auto it = replay_links_.begin(); it != replay_links_.end();) {
+    if (!slow_now.count(it->first) && measured.count(it->second)) {
+      board.close(it->first, now_ns);
+      it = replay_links_.erase(it);
+    } else {
+      ++it;
     }
+  }
 }
 
 void ReplayCoordinator::note_causes(const Done& d) {
@@ -666,14 +691,25 @@ void ReplayCoordinator::mark_stragglers(const Model& m, FindingBoard& board) {
 }
 
 void ReplayCoordinator::step(const Model& m, FindingBoard& board, int64_t now_ns) {
-  std::optional<Done> d;
+  std::deque<Done> done;
+  std::vector<std::string> lines;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    d.swap(done_);
+    done.swap(done_);
+    lines.swap(worker_log_);
+    if (cross_) {
+      NodeMembers now = node_members(m);
+      if (!(now == members_)) {
+        members_ = std::move(now);
+        members_dirty_ = true;
+      }
+    }
   }
-  if (d) {
-    apply(m, board, *d, now_ns);
-    records_.push_back(d->record);
+  if (log_)
+    for (const std::string& l : lines) log_(l);
+  for (Done& d : done) {
+    apply(m, board, d, now_ns);
+    records_.push_back(d.record);
   }
   mark_stragglers(m, board);
   {
@@ -688,6 +724,28 @@ void ReplayCoordinator::step(const Model& m, FindingBoard& board, int64_t now_ns
     in_flight_ = true;
   }
   cv_.notify_all();
+}
+
+Suspect ReplayCoordinator::suspect_for(const Model& m, int global_rank, const Done& d) const {
+  const int proc = proc_of_rank(m, global_rank);
+  if (proc >= 0) return suspect_of(m, proc);
+  Suspect s;
+  s.global_rank = global_rank;
+  auto it = d.remote.find(global_rank);
+  if (it != d.remote.end()) {
+    s.host = it->second.host;
+    s.pid = it->second.pid;
+    s.gpu = it->second.gpu;
+  }
+  return s;
+}
+
+std::string ReplayCoordinator::who_for(const Model& m, int global_rank, const Done& d) const {
+  const int proc = proc_of_rank(m, global_rank);
+  if (proc >= 0) return who(m, proc);
+  const Suspect s = suspect_for(m, global_rank, d);
+  return "rank " + std::to_string(global_rank) +
+         (s.pid ? " (" + s.host + ", pid " + std::to_string(s.pid) + ")" : std::string(" (another node)"));
 }
 
 }  // namespace scout::obs

@@ -11,6 +11,8 @@
 //   demand     a request of `scout replay run` (replay_request.h): the recipe kinds it asks for
 //              on the ranks it names (default: every kind, every GPU of this node); taken
 //              before any other trigger;
+//   cross      (several nodes) a plan of the leader: link recipes whose ends are on two nodes
+//              (replay_cross.h), paced like periodic cycles, at most every cross_period;
 //   periodic   GEMM recipes on every GPU (the next check cycle of the captured shapes' plan
 //              when there is one), the job's collective classes and the directed pairs
 //              of its communicators (round-robin, at most max_pairs per cycle), at most as often
@@ -21,8 +23,10 @@
 // next cycle starts a fresh one.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -38,6 +42,7 @@
 #include "observer/model/model.h"
 #include "observer/model/replay_cycle.h"
 #include "observer/pipeline/replay_channel.h"
+#include "observer/pipeline/replay_cross.h"
 #include "observer/pipeline/replay_request.h"
 #include "replay/backend.h"
 #include "replay/judge.h"
@@ -58,6 +63,9 @@ struct ReplayOptions {
   std::vector<std::string> program;       // scout-replay argv ("" = next to this executable)
   std::string request_prefix;             // on-demand requests (replay_request.h); "" = none
   replay::OutlierRule rule;
+  std::string rdzv;                        // observers' rendezvous ("" = one node: no cross-node links)
+  int nodes = 1;                           // observers in the job
+  int64_t cross_period_ns = 5'000'000'000;  // cross-node plans at most this often (leader)
 };
 
 class ReplayCoordinator {
@@ -97,6 +105,8 @@ class ReplayCoordinator {
     bool have_verdict = false;
     int64_t gpu_cost_ns = 0;  // the most GPU time the cycle took from one GPU
     bool any_ok = false;      // some recipe ran somewhere
+    bool report = true;       // its verdicts become findings here (cross: the leader only)
+    std::map<int, CrossMember> remote;  // cross: the ranks of other nodes it measured
   };
   struct Cause {
     std::string cause;  // "gpu", "host"
@@ -106,6 +116,14 @@ class ReplayCoordinator {
 
   void worker();
   Done run(const Job& job);
+  // Cross-node links (replay_cross.h), on the worker thread: publish this node's members, make
+  // the next plan (leader), run this node's ends of a new plan. Store errors are logged.
+  void cross_tick();
+  Done run_cross(const CrossPlan& plan);
+  NodeMembers node_members(const Model& m) const;  // this node's ranks and spanning communicators
+  // A suspect / its words for a global rank of this node or, in a cross cycle, of another.
+  Suspect suspect_for(const Model& m, int global_rank, const Done& d) const;
+  std::string who_for(const Model& m, int global_rank, const Done& d) const;
   // A finished cycle, once per pass: pacing, log line, then its verdicts as findings and causes.
   void apply(const Model& m, FindingBoard& board, const Done& d, int64_t now_ns);
   void pace_periodic(const Done& d, int64_t now_ns);  // the next periodic cycle within the budget
@@ -130,7 +148,7 @@ class ReplayCoordinator {
   ReplayOptions opt_;
   std::string job_, shm_dir_;
   int node_rank_ = 0;
-  std::set<std::string> replay_links_;  // open slowlink findings a replay cycle made
+  std::map<std::string, std::pair<int, int>> replay_links_;  // open slowlink findings replay made: their pair
   std::function<void(const std::string&)> log_;
   replay::CollClassSet classes_;
   std::vector<std::vector<int>> groups_;  // communicator memberships (global ranks) seen
@@ -138,7 +156,7 @@ class ReplayCoordinator {
   size_t plan_cursor_ = 0;  // the next check cycle of the GEMM plan
   std::shared_ptr<replay::ReplayPlan> plan_;  // the GEMM plan of the captured shapes, made at plan_key_
   uint64_t plan_key_ = 0;  // local ranks, their shape counts and the peer groups the plan was made for
-  uint64_t next_cycle_ = 1;
+  std::atomic<uint64_t> next_cycle_{1};
   int64_t first_seen_ns_ = 0;
   int64_t next_periodic_ns_ = 0;
   int64_t idle_period_ns_ = 0;     // backoff while cycles run nothing
@@ -150,11 +168,21 @@ class ReplayCoordinator {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::optional<Job> pending_;
-  std::optional<Done> done_;
+  std::deque<Done> done_;
+  std::vector<std::string> worker_log_;  // lines for log_, written from the pass
   bool in_flight_ = false;
   bool stop_ = false;
   uint64_t cycles_done_ = 0;
   std::unique_ptr<ReplayChannel> channel_;
+  // Cross-node state: the store (null: one node), this node's members as the last pass saw them
+  // (published by the worker when changed), the newest plan handled, the leader's next plan.
+  std::unique_ptr<CrossStore> cross_;
+  NodeMembers members_;
+  bool members_dirty_ = false;
+  bool cross_started_ = false;
+  uint64_t cross_seen_ = 0;
+  int64_t next_cross_ns_ = 0;
+  size_t cross_cursor_ = 0;
   std::thread thread_;
 };
 

@@ -1,0 +1,173 @@
+#include "observer/pipeline/replay_cross.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <set>
+#include <thread>
+
+namespace scout::obs {
+namespace {
+
+int64_t mono_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+nlohmann::json member_json(const CrossMember& m) {
+  return {{"global_rank", m.global_rank}, {"gpu", m.gpu}, {"cuda_dev", m.cuda_dev},
+          {"host", m.host},               {"pid", m.pid}, {"node", m.node}};
+}
+
+CrossMember member_of(const nlohmann::json& j) {
+  CrossMember m;
+  m.global_rank = j.at("global_rank").get<int>();
+  m.gpu = j.at("gpu").get<std::string>();
+  m.cuda_dev = j.at("cuda_dev").get<int>();
+  m.host = j.at("host").get<std::string>();
+  m.pid = j.at("pid").get<int>();
+  m.node = j.at("node").get<int>();
+  return m;
+}
+
+}  // namespace
+
+bool NodeMembers::operator==(const NodeMembers& o) const { return to_json(*this) == to_json(o); }
+
+std::vector<int> CrossPlan::nodes() const {
+  std::set<int> n;
+  for (const CrossMember& m : members) n.insert(m.node);
+  return {n.begin(), n.end()};
+}
+
+const CrossMember* CrossPlan::member(int global_rank) const {
+  for (const CrossMember& m : members)
+    if (m.global_rank == global_rank) return &m;
+  return nullptr;
+}
+
+nlohmann::json to_json(const NodeMembers& n) {
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const CrossMember& m : n.ranks) ranks.push_back(member_json(m));
+  return {{"node", n.node}, {"ranks", ranks}, {"comms", n.comms}};
+}
+
+bool from_json(const nlohmann::json& j, NodeMembers* out, std::string* error) {
+  try {
+    NodeMembers n;
+    n.node = j.at("node").get<int>();
+    for (const auto& m : j.at("ranks")) n.ranks.push_back(member_of(m));
+    n.comms = j.at("comms").get<std::map<std::string, std::vector<int>>>();
+    *out = std::move(n);
+    return true;
+  } catch (const std::exception& e) {
+    *error = std::string("replay members: ") + e.what();
+    return false;
+  }
+}
+
+nlohmann::json to_json(const CrossPlan& p) {
+  nlohmann::json members = nlohmann::json::array();
+  for (const CrossMember& m : p.members) members.push_back(member_json(m));
+  return {{"id", p.id}, {"seed", p.seed}, {"pairs", p.pairs}, {"members", members}};
+}
+
+bool from_json(const nlohmann::json& j, CrossPlan* out, std::string* error) {
+  try {
+    CrossPlan p;
+    p.id = j.at("id").get<uint64_t>();
+    p.seed = j.at("seed").get<uint64_t>();
+    p.pairs = j.at("pairs").get<std::vector<std::pair<int, int>>>();
+    for (const auto& m : j.at("members")) p.members.push_back(member_of(m));
+    *out = std::move(p);
+    return true;
+  } catch (const std::exception& e) {
+    *error = std::string("replay plan: ") + e.what();
+    return false;
+  }
+}
+
+std::vector<std::pair<int, int>> cross_pairs(const std::vector<NodeMembers>& nodes) {
+  std::map<int, int> node_of;
+  std::map<std::string, std::set<int>> comms;
+  for (const NodeMembers& n : nodes) {
+    for (const CrossMember& m : n.ranks) node_of[m.global_rank] = n.node;
+    for (const auto& [key, ranks] : n.comms) comms[key].insert(ranks.begin(), ranks.end());
+  }
+  std::set<std::pair<int, int>> pairs;
+  for (const auto& [key, ranks] : comms)
+    for (int a : ranks)
+      for (int b : ranks) {
+        auto na = node_of.find(a), nb = node_of.find(b);
+        if (na != node_of.end() && nb != node_of.end() && na->second != nb->second) pairs.insert({a, b});
+      }
+  return {pairs.begin(), pairs.end()};
+}
+
+CrossStore::CrossStore(std::unique_ptr<net::KeyStore> keys, const std::string& job)
+    : keys_(std::move(keys)), base_("scout/" + job + "/replay/") {}
+
+std::string CrossStore::key(uint64_t plan, const std::string& name) const {
+  return base_ + "x/" + std::to_string(plan) + "/" + name;
+}
+
+void CrossStore::put_members(const NodeMembers& mine) {
+  keys_->put(base_ + "members/" + std::to_string(mine.node), to_json(mine).dump());
+}
+
+std::vector<NodeMembers> CrossStore::members(int nodes) {
+  std::vector<NodeMembers> out;
+  for (int n = 0; n < nodes; ++n) {
+    std::optional<std::string> v = keys_->get_if(base_ + "members/" + std::to_string(n));
+    NodeMembers m;
+    std::string err;
+    if (v && from_json(nlohmann::json::parse(*v, nullptr, false), &m, &err)) out.push_back(std::move(m));
+  }
+  return out;
+}
+
+void CrossStore::put_plan(const CrossPlan& plan, int nodes) {
+  keys_->put(base_ + "plan/" + std::to_string(plan.id), to_json(plan).dump());
+  keys_->put(base_ + "plan/latest", std::to_string(plan.id));
+  if (plan.id < 3) return;
+  const uint64_t old = plan.id - 2;
+  std::optional<std::string> v = keys_->get_if(base_ + "plan/" + std::to_string(old));
+  CrossPlan p;
+  std::string err;
+  if (v && from_json(nlohmann::json::parse(*v, nullptr, false), &p, &err)) {
+    for (const auto& [a, b] : p.pairs) keys_->erase(key(old, "uid/" + std::to_string(a) + "-" + std::to_string(b)));
+  }
+  for (int n = 0; n < nodes; ++n) {
+    keys_->erase(key(old, "ready/" + std::to_string(n)));
+    keys_->erase(key(old, "samples/" + std::to_string(n)));
+  }
+  keys_->erase(base_ + "plan/" + std::to_string(old));
+}
+
+std::optional<CrossPlan> CrossStore::newer_plan(uint64_t after) {
+  std::optional<std::string> latest = keys_->get_if(base_ + "plan/latest");
+  if (!latest) return std::nullopt;
+  const uint64_t id = std::strtoull(latest->c_str(), nullptr, 10);
+  if (id <= after) return std::nullopt;
+  std::optional<std::string> v = keys_->get_if(base_ + "plan/" + std::to_string(id));
+  CrossPlan p;
+  std::string err;
+  if (!v || !from_json(nlohmann::json::parse(*v, nullptr, false), &p, &err)) return std::nullopt;
+  return p;
+}
+
+void CrossStore::put(uint64_t plan, const std::string& name, const std::string& value) {
+  keys_->put(key(plan, name), value);
+}
+
+std::optional<std::string> CrossStore::wait(uint64_t plan, const std::string& name, int64_t deadline_ns) {
+  const std::string k = key(plan, name);
+  for (;;) {
+    if (std::optional<std::string> v = keys_->get_if(k)) return v;
+    if (mono_ns() >= deadline_ns) return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+}  // namespace scout::obs

@@ -1,0 +1,94 @@
+// Replay across nodes (docs/replay.md, "Across nodes"): link recipes whose two ends run on
+// different nodes. The observers meet in their rendezvous store (observer/net/key_store.h), under
+// "scout/<job>/replay/":
+//   members/<node>          that node's running ranks (CrossMember) and, per communicator that
+//                           spans nodes ("<hash>:<nranks>"), the global ranks it holds
+//   plan/latest, plan/<k>   the newest plan id; plan k (CrossPlan), written by the leader
+//   x/<k>/ready/<node>      that node's readiness answers for plan k's contract
+//   x/<k>/uid/<src>-<dst>   the sender's bootstrap id (NCCL unique id) for one directed pair
+//   x/<k>/samples/<node>    that node's samples of plan k (receivers' times and fingerprints,
+//                           senders' failures)
+// The leader (node-rank 0) merges every node's members, makes plan k (the directed pairs across
+// nodes of every spanning communicator, round-robin, at most max_pairs per plan) and judges it
+// from every node's samples; every node runs its own ends. The leader removes plan k-2's keys
+// when it writes plan k.
+//
+// Errors: store calls throw what the store throws (std::exception); callers log and skip the plan.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "observer/net/key_store.h"
+
+namespace scout::obs {
+
+// A rank of the job as the observer of its node knows it.
+struct CrossMember {
+  int global_rank = -1;
+  std::string gpu;
+  int cuda_dev = -1;
+  std::string host;
+  int pid = 0;
+  int node = 0;  // observer node-rank
+};
+
+// What one node publishes about itself.
+struct NodeMembers {
+  int node = 0;
+  std::vector<CrossMember> ranks;
+  std::map<std::string, std::vector<int>> comms;  // "<hash>:<nranks>" -> its global ranks there
+  bool operator==(const NodeMembers&) const;
+};
+
+// One cross-node sweep: directed pairs (sender, receiver), global ranks.
+struct CrossPlan {
+  uint64_t id = 0;
+  uint64_t seed = 1;
+  std::vector<std::pair<int, int>> pairs;
+  std::vector<CrossMember> members;  // every rank of `pairs`
+  // The nodes with an end in the plan, ascending.
+  std::vector<int> nodes() const;
+  const CrossMember* member(int global_rank) const;
+};
+
+nlohmann::json to_json(const NodeMembers& n);
+bool from_json(const nlohmann::json& j, NodeMembers* out, std::string* error);
+nlohmann::json to_json(const CrossPlan& p);
+bool from_json(const nlohmann::json& j, CrossPlan* out, std::string* error);
+
+// Every directed pair (a, b) of two ranks of one communicator on different nodes, each once,
+// ascending; a rank is on the node that published it.
+std::vector<std::pair<int, int>> cross_pairs(const std::vector<NodeMembers>& nodes);
+
+class CrossStore {
+ public:
+  CrossStore(std::unique_ptr<net::KeyStore> keys, const std::string& job);
+
+  void put_members(const NodeMembers& mine);
+  // Every node's members that are present (node-ranks 0 .. nodes-1).
+  std::vector<NodeMembers> members(int nodes);
+  // Writes plan k, then plan/latest = k; removes the keys of plan k-2 (`nodes` observers).
+  void put_plan(const CrossPlan& plan, int nodes);
+  // The newest plan when its id is above `after`.
+  std::optional<CrossPlan> newer_plan(uint64_t after);
+
+  // Plan-scoped values: "ready/<node>", "uid/<src>-<dst>", "samples/<node>".
+  void put(uint64_t plan, const std::string& name, const std::string& value);
+  // Polls for a plan-scoped value every 10 ms until `deadline_ns` (CLOCK_MONOTONIC); nullopt then.
+  std::optional<std::string> wait(uint64_t plan, const std::string& name, int64_t deadline_ns);
+
+ private:
+  std::string key(uint64_t plan, const std::string& name) const;
+  std::unique_ptr<net::KeyStore> keys_;
+  std::string base_;
+};
+
+}  // namespace scout::obs
