@@ -6,6 +6,7 @@ namespace scout::sim {
 
 FaultPlan::FaultPlan(const std::vector<FaultSpec>& faults, int global_rank) : rank_(global_rank) {
   for (const FaultSpec& f : faults) {
+    if (f.kind == FaultKind::kNondet) nondet_.push_back(f);
     if (f.kind == FaultKind::kSlowlink)
       links_.push_back(f);
     else if (f.rank == global_rank)
@@ -40,6 +41,15 @@ OpFaults FaultPlan::at_op(uint64_t op) const {
       case FaultKind::kSdc:
         if (o == f.target_op) r.sdc = &f;
         break;
+      case FaultKind::kDtype:
+        if (o == f.target_op) r.dtype = &f;
+        break;
+      case FaultKind::kOptype:
+        if (o == f.target_op) r.optype = &f;
+        break;
+      case FaultKind::kSkip:
+        if (o == f.target_op) r.skip = &f;
+        break;
       case FaultKind::kStraggler:
         if (o >= f.target_op && f.ms > r.straggle_ms) {
           r.straggle_ms = f.ms;
@@ -72,6 +82,21 @@ std::vector<const FaultSpec*> FaultPlan::slowlinks_of_mine(const CommSpec& comm,
   for (const FaultSpec& f : links_)
     if (f.rank == rank_ && step >= f.target_step && comm.rank_of(f.peer) >= 0) out.push_back(&f);
   return out;
+}
+
+bool FaultPlan::extra_step(const FaultSpec** out) const {
+  for (const FaultSpec& f : mine_)
+    if (f.kind == FaultKind::kExtraStep) {
+      if (out) *out = &f;
+      return true;
+    }
+  return false;
+}
+
+const FaultSpec* FaultPlan::nondet_in(const CommSpec& comm, int64_t step) const {
+  for (const FaultSpec& f : nondet_)
+    if (step >= f.target_step && comm.rank_of(f.rank) >= 0) return &f;
+  return nullptr;
 }
 
 bool FaultPlan::gpusdc_at(int64_t step) const {

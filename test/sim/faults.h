@@ -22,9 +22,12 @@ struct OpFaults {
   const FaultSpec* nan = nullptr;     // a NaN in op's send buffer
   const FaultSpec* desync = nullptr;  // R passes count - count/2 instead of count
   const FaultSpec* sdc = nullptr;     // one bit of R's receive buffer flipped after the reduction
+  const FaultSpec* dtype = nullptr;   // R reports ncclInt32 instead of ncclFloat32 (same bytes)
+  const FaultSpec* optype = nullptr;  // R calls another collective (AllReduce <-> AllGather)
+  const FaultSpec* skip = nullptr;    // R does not make the call at all
   const FaultSpec* straggler = nullptr;
   int64_t straggle_ms = 0;  // R arrives this late in op's kernel
-  bool any() const { return hang || crash || nan || desync || sdc || straggle_ms > 0; }
+  bool any() const { return hang || crash || nan || desync || sdc || dtype || optype || skip || straggle_ms > 0; }
 };
 
 class FaultPlan {
@@ -44,6 +47,12 @@ class FaultPlan {
   // member of `comm` (for the ground-truth line R writes on its first delayed operation).
   std::vector<const FaultSpec*> slowlinks_of_mine(const CommSpec& comm, int64_t step) const;
 
+  // True when this rank runs one extra warm-up step before step 0 (extrastep); *f gets the spec.
+  bool extra_step(const FaultSpec** f) const;
+  // The nondet fault acting on collective reductions of `comm` at `step` (one of its members is
+  // the fault's rank and its step has come), or nullptr.
+  const FaultSpec* nondet_in(const CommSpec& comm, int64_t step) const;
+
   // Hardware faults (docs/scout-sim.md, "Hardware faults") of this rank's GPU at `step`:
   // gpusdc active (its computed send buffers carry a flipped bit), the slowgpu factor (1: none),
   // whether messages from global rank `sender` arrive corrupted (linksdc).
@@ -59,6 +68,7 @@ class FaultPlan {
  private:
   std::vector<FaultSpec> mine_;      // faults on this rank, except slowlink
   std::vector<FaultSpec> links_;     // every slowlink of the job
+  std::vector<FaultSpec> nondet_;    // every nondet fault of the job (any member may reduce)
   std::vector<FaultSpec> hw_links_;  // slowlinks with this rank at either end, as rank=me, peer=other
   int rank_ = -1;
 };

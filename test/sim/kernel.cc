@@ -143,6 +143,16 @@ void run_coll(Communicator& c, KernelTask& t) {
       }
       max_n = std::min<uint64_t>(max_n, fab->layout().comms[id].result_bytes / kFloatBytes);
       reduce_sum(reinterpret_cast<float*>(fab->result(id, slot)), max_n, in.data(), counts, n, 0);
+      // nondet: this call's reduction order differs from the last one's: the lowest mantissa bit
+      // of one element changes from call to call. One shared result, so every rank agrees.
+      if (max_n > 0 && c.rc()->faults.nondet_in(c.spec(), t.step)) {
+        float* res = reinterpret_cast<float*>(fab->result(id, slot));
+        const uint64_t e = (t.ordinal * 2654435761ull) % max_n;
+        uint32_t u;
+        std::memcpy(&u, &res[e], 4);
+        u ^= 1u;
+        std::memcpy(&res[e], &u, 4);
+      }
     }
     h->ready_ns.store(slow_ms > 0 ? shm::wall_ns() + slow_ms * 1000000 : 0, std::memory_order_relaxed);
     h->ready_round.store(round + 1, std::memory_order_release);
@@ -155,6 +165,11 @@ void run_coll(Communicator& c, KernelTask& t) {
   const int64_t ready_ns = h->ready_ns.load(std::memory_order_relaxed);
   emit_coll_proxy_events(c, t, ready_ns > 0 ? ready_ns - slow_ms * 1000000 : shm::wall_ns());
   sleep_until_ns(ready_ns);
+  // Ground truth of a nondet fault, written by its rank at its first perturbed reduction.
+  if (t.func == Func::kAllReduce)
+    if (const FaultSpec* nd = c.rc()->faults.nondet_in(c.spec(), t.step);
+        nd && nd->rank == c.rc()->global_rank && c.rc()->first_time(nd))
+      c.rc()->write_truth(truth_for(c, t, FaultKind::kNondet));
   // 4. this rank's output
   float* out = t.recv;
   uint64_t out_n = 0;

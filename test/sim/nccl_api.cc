@@ -60,7 +60,30 @@ void NcclApi::group_api_begin(Communicator& comm) {
 }
 
 void NcclApi::coll(Func f, const float* send, float* recv, uint64_t count, int root, Communicator& comm) {
+  // optype: the training code calls another collective here, on the same buffers: an AllReduce
+  // of count c becomes an AllGather of c/n per rank (same receive bytes); any other collective
+  // becomes an AllReduce of its count.
+  const Func intended = f;
+  const uint64_t intended_count = count;
+  if (rc_->faults.at_op(op_).optype) {
+    if (f == Func::kAllReduce) {
+      f = Func::kAllGather;
+      count = std::max<uint64_t>(count / comm.nranks(), 1);
+    } else {
+      f = Func::kAllReduce;
+      if (!send) send = recv;  // a Broadcast receiver: in place
+    }
+  }
   OpFaults faults = begin_op(f, comm, comm.api_seq[static_cast<int>(f)], -1);
+  if (faults.skip) {
+    // The call is never made: no event, no seqNumber; the rank goes on with its next call.
+    TruthEvent e = truth_event(comm, FaultKind::kSkip, f, comm.api_seq[static_cast<int>(f)], -1, step_,
+                               static_cast<int64_t>(op_));
+    rc_->write_truth(e);
+    ++op_;
+    if (rc_->status) rc_->status->ops.store(op_, std::memory_order_relaxed);
+    return;
+  }
   const uint64_t op = op_++;
   if (rc_->status) rc_->status->ops.store(op_, std::memory_order_relaxed);
   const uint64_t key = comm.api_seq[static_cast<int>(f)]++;
@@ -72,6 +95,17 @@ void NcclApi::coll(Func f, const float* send, float* recv, uint64_t count, int r
     const_cast<float*>(send)[element] = std::numeric_limits<float>::quiet_NaN();
     TruthEvent e = truth(FaultKind::kNan);
     e.detail = "\"element\":" + std::to_string(element);
+    rc_->write_truth(e);
+  }
+  if (faults.optype) {
+    TruthEvent e = truth(FaultKind::kOptype);
+    e.detail = std::string("\"func\":\"") + func_name(intended) + "\",\"count\":" + std::to_string(intended_count) +
+               ",\"issued\":\"" + func_name(f) + "\",\"issued_count\":" + std::to_string(count);
+    rc_->write_truth(e);
+  }
+  if (faults.dtype) {
+    TruthEvent e = truth(FaultKind::kDtype);
+    e.detail = std::string("\"datatype\":\"") + kFloat32Name + "\",\"issued\":\"" + kInt32Name + "\"";
     rc_->write_truth(e);
   }
   if (faults.desync) {
@@ -90,7 +124,7 @@ void NcclApi::coll(Func f, const float* send, float* recv, uint64_t count, int r
     abi::DescrV5 d = blank_descr(abi::kEvCollApi, group_api_, comm.rank());
     d.collApi.func = func_name(f);
     d.collApi.count = count;
-    d.collApi.datatype = kFloat32Name;
+    d.collApi.datatype = faults.dtype ? kInt32Name : kFloat32Name;
     d.collApi.root = root >= 0 ? root : 0;
     d.collApi.stream = comm.stream();
     d.collApi.graphCaptured = false;
@@ -111,6 +145,7 @@ void NcclApi::coll(Func f, const float* send, float* recv, uint64_t count, int r
   t.k.straggle_ms = faults.straggle_ms;
   t.k.crash = faults.crash;
   t.k.sdc = faults.sdc;
+  t.k.int32 = faults.dtype != nullptr;
   pending_for(comm).colls.push_back(t);
   if (started) rc_->prof->stop(started);  // CollApi spans only the enqueue bookkeeping
   group_end_internal();
@@ -293,9 +328,10 @@ void NcclApi::launch(Pending& p) {
       d.coll.sendBuff = t.k.send;
       d.coll.recvBuff = t.k.recv;
       // AllGather and Broadcast tasks are counted in bytes of ncclInt8 (docs/nccl-notes.md §2.5).
+      // A dtype fault describes the same elements as ncclInt32 (same size as float32).
       d.coll.count = bytes_task ? t.k.count * kFloatBytes : t.k.count;
       d.coll.root = t.k.peer >= 0 ? t.k.peer : 0;
-      d.coll.datatype = bytes_task ? kInt8Name : kFloat32Name;
+      d.coll.datatype = bytes_task ? kInt8Name : (t.k.int32 ? kInt32Name : kFloat32Name);
       d.coll.nChannels = tu.n_channels;
       d.coll.nWarps = tu.n_warps;
       d.coll.algo = tu.algo;

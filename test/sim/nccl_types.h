@@ -31,6 +31,7 @@ constexpr bool is_collective(Func f) { return static_cast<int>(f) < kNumSeqFuncs
 // Broadcast, which NCCL re-expresses in bytes (docs/nccl-notes.md §2.5, "Count and datatype differ").
 constexpr const char* kFloat32Name = "ncclFloat32";
 constexpr const char* kInt8Name = "ncclInt8";
+constexpr const char* kInt32Name = "ncclInt32";  // what a dtype fault reports (same size as float32)
 constexpr size_t kFloatBytes = 4;
 
 }  // namespace scout::sim

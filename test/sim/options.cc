@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <map>
 #include <sstream>
@@ -35,7 +36,10 @@ bool qualifies(FaultKind k, const Action& a, int nranks, bool is_root) {
       return a.kind == ActionKind::kColl &&
              (a.func == Func::kAllReduce || a.func == Func::kAllGather || a.func == Func::kBroadcast);
     case FaultKind::kNan: return action_send_elems(a, nranks, is_root) > 0;
-    case FaultKind::kDesync: return a.kind == ActionKind::kColl;
+    case FaultKind::kDesync:
+    case FaultKind::kDtype:
+    case FaultKind::kOptype:
+    case FaultKind::kSkip: return a.kind == ActionKind::kColl;
     default: return true;
   }
 }
@@ -48,7 +52,8 @@ std::string resolve_fault(FaultSpec* f, const Layout& L, const SimOptions& o) {
     if (f->peer >= n) return "peer " + std::to_string(f->peer) + " is out of range (--ranks " + std::to_string(n) + ")";
     if (f->peer == f->rank) return "peer must differ from rank";
   }
-  if (is_hardware_fault(f->kind)) {
+  if (f->kind == FaultKind::kExtraStep) return "";  // acts before step 0, on no operation of the run
+  if (is_hardware_fault(f->kind) || f->kind == FaultKind::kNondet) {
     if (f->step >= o.steps)
       return "step " + std::to_string(f->step) + " is beyond the run (--steps " + std::to_string(o.steps) + ")";
     f->target_step = f->step;
@@ -110,6 +115,11 @@ const char* fault_kind_name(FaultKind k) {
     case FaultKind::kCrash: return "crash";
     case FaultKind::kSlowlink: return "slowlink";
     case FaultKind::kNan: return "nan";
+    case FaultKind::kDtype: return "dtype";
+    case FaultKind::kOptype: return "optype";
+    case FaultKind::kSkip: return "skip";
+    case FaultKind::kExtraStep: return "extrastep";
+    case FaultKind::kNondet: return "nondet";
   }
   return "?";
 }
@@ -119,7 +129,8 @@ bool parse_fault_spec(const std::string& text, FaultSpec* out, std::string* erro
       {"sdc", FaultKind::kSdc},        {"straggler", FaultKind::kStraggler}, {"hang", FaultKind::kHang},
       {"desync", FaultKind::kDesync},  {"crash", FaultKind::kCrash},         {"slowlink", FaultKind::kSlowlink},
       {"nan", FaultKind::kNan},        {"gpusdc", FaultKind::kGpuSdc},       {"linksdc", FaultKind::kLinkSdc},
-      {"slowgpu", FaultKind::kSlowGpu}};
+      {"slowgpu", FaultKind::kSlowGpu},  {"dtype", FaultKind::kDtype},         {"optype", FaultKind::kOptype},
+      {"skip", FaultKind::kSkip},          {"extrastep", FaultKind::kExtraStep}, {"nondet", FaultKind::kNondet}};
   FaultSpec f;
   f.text = text;
   size_t colon = text.find(':');
@@ -127,7 +138,8 @@ bool parse_fault_spec(const std::string& text, FaultSpec* out, std::string* erro
   auto it = kinds.find(kind);
   if (it == kinds.end()) {
     *error = "fault '" + text + "': unknown fault kind '" + kind +
-             "' (sdc, straggler, hang, desync, crash, slowlink, nan, gpusdc, linksdc, slowgpu)";
+             "' (sdc, straggler, hang, desync, crash, slowlink, nan, gpusdc, linksdc, slowgpu, dtype, optype, skip, "
+             "extrastep, nondet)";
     return false;
   }
   f.kind = it->second;
@@ -141,8 +153,9 @@ bool parse_fault_spec(const std::string& text, FaultSpec* out, std::string* erro
   while (std::getline(ss, item, ',')) {
     size_t eq = item.find('=');
     std::string key = item.substr(0, eq);
-    if (key != "rank" && key != "op" && key != "step" && key != "ms" && key != "peer" && key != "factor") {
-      *error = "fault '" + text + "': unknown key '" + key + "' (rank, op, step, ms, peer, factor)";
+    if (key != "rank" && key != "op" && key != "step" && key != "ms" && key != "peer" && key != "factor" &&
+        key != "stage") {
+      *error = "fault '" + text + "': unknown key '" + key + "' (rank, stage, op, step, ms, peer, factor)";
       return false;
     }
     if (eq == std::string::npos || eq + 1 == item.size()) {
@@ -151,6 +164,31 @@ bool parse_fault_spec(const std::string& text, FaultSpec* out, std::string* erro
     }
     uint64_t v = 0;
     std::string val = item.substr(eq + 1);
+    if (key == "rank") {  // R or R1+R2+...
+      if (kv.count(key)) {
+        *error = "fault '" + text + "': rank given twice";
+        return false;
+      }
+      std::stringstream rs(val);
+      std::string one;
+      while (std::getline(rs, one, '+')) {
+        if (!parse_u64(one, &v) || v > (1ull << 30)) {
+          *error = "fault '" + text + "': rank=" + val + " is not a rank or a list R1+R2+... of ranks";
+          return false;
+        }
+        if (std::find(f.ranks.begin(), f.ranks.end(), int(v)) != f.ranks.end()) {
+          *error = "fault '" + text + "': rank " + one + " is listed twice";
+          return false;
+        }
+        f.ranks.push_back(static_cast<int>(v));
+      }
+      if (f.ranks.empty() || val.back() == '+') {
+        *error = "fault '" + text + "': rank=" + val + " is not a rank or a list R1+R2+... of ranks";
+        return false;
+      }
+      kv[key] = f.ranks[0];
+      continue;
+    }
     if (key == "factor") {
       char* end = nullptr;
       double d = std::strtod(val.c_str(), &end);
@@ -181,8 +219,35 @@ bool parse_fault_spec(const std::string& text, FaultSpec* out, std::string* erro
     *error = "fault '" + text + "': " + why;
     return false;
   };
-  if (!kv.count("rank")) return fail("needs rank=R");
+  if (kv.count("rank") && kv.count("stage")) return fail("give rank=R or stage=S, not both");
+  if (!kv.count("rank") && !kv.count("stage")) return fail("needs rank=R");
   if (kv.count("op") && kv.count("step")) return fail("give op=N or step=N, not both");
+  if ((f.ranks.size() > 1 || kv.count("stage")) &&
+      (f.kind == FaultKind::kSlowlink || f.kind == FaultKind::kLinkSdc))
+    return fail(std::string(fault_kind_name(f.kind)) + " names one pair: rank lists and stage= do not apply");
+  if (kv.count("stage")) {
+    f.stage = static_cast<int>(std::min<uint64_t>(kv["stage"], 1u << 30));
+    kv["rank"] = 0;  // placeholder: parse_options gives each rank of the stage its own spec
+  }
+  const bool new_kind = f.kind == FaultKind::kDtype || f.kind == FaultKind::kOptype || f.kind == FaultKind::kSkip ||
+                        f.kind == FaultKind::kExtraStep || f.kind == FaultKind::kNondet;
+  if (new_kind) {
+    const std::string name = fault_kind_name(f.kind);
+    if (kv.count("ms")) return fail("ms applies to straggler and slowlink only");
+    if (kv.count("peer")) return fail("peer applies to slowlink and linksdc only");
+    if (kv.count("factor")) return fail("factor applies to slowgpu only");
+    if (f.kind == FaultKind::kExtraStep && (kv.count("op") || kv.count("step")))
+      return fail("extrastep takes no op or step (the extra step comes before step 0)");
+    if (f.kind == FaultKind::kNondet && kv.count("op")) return fail("nondet takes step=N (it acts from that step on)");
+    if (f.kind == FaultKind::kSkip && !kv.count("op") && !kv.count("step")) return fail("skip needs op=N or step=N");
+    f.rank = static_cast<int>(std::min<uint64_t>(kv["rank"], 1u << 30));
+    if (f.ranks.empty()) f.ranks.push_back(f.rank);
+    if (kv.count("op")) f.op = static_cast<int64_t>(kv["op"]);
+    if (kv.count("step")) f.step = static_cast<int64_t>(kv["step"]);
+    if (f.kind != FaultKind::kExtraStep && f.op < 0 && f.step < 0) f.step = 0;
+    *out = f;
+    return true;
+  }
   if (is_hardware_fault(f.kind)) {
     if (kv.count("op"))
       return fail(std::string(fault_kind_name(f.kind)) + " takes step=N (a persistent hardware fault)");
@@ -194,6 +259,7 @@ bool parse_fault_spec(const std::string& text, FaultSpec* out, std::string* erro
     f.rank = static_cast<int>(std::min<uint64_t>(kv["rank"], 1u << 30));
     f.step = kv.count("step") ? static_cast<int64_t>(kv["step"]) : 0;
     if (kv.count("peer")) f.peer = static_cast<int>(std::min<uint64_t>(kv["peer"], 1u << 30));
+    if (f.ranks.empty()) f.ranks.push_back(f.rank);
     *out = f;
     return true;
   }
@@ -213,6 +279,7 @@ bool parse_fault_spec(const std::string& text, FaultSpec* out, std::string* erro
   if (timed && f.op < 0 && f.step < 0) f.step = 0;
   if (kv.count("ms")) f.ms = static_cast<int64_t>(kv["ms"]);
   if (kv.count("peer")) f.peer = static_cast<int>(std::min<uint64_t>(kv["peer"], 1u << 30));
+  if (f.ranks.empty()) f.ranks.push_back(f.rank);
   *out = f;
   return true;
 }
@@ -295,9 +362,24 @@ ParseStatus parse_options(int argc, const char* const* argv, SimOptions* out, st
   for (const std::string& t : fault_texts) {
     FaultSpec f;
     if (!parse_fault_spec(t, &f, &err)) return fail(err);
-    std::string why = resolve_fault(&f, layout, o);
-    if (!why.empty()) return fail("fault '" + t + "': " + why);
-    o.faults.push_back(f);
+    // One spec per rank: rank=R1+R2+... or every rank of stage S (global rank order).
+    std::vector<int> ranks = f.ranks;
+    if (f.stage >= 0) {
+      if (f.stage >= o.pp)
+        return fail("fault '" + t + "': stage " + std::to_string(f.stage) + " is out of range (--pp " +
+                    std::to_string(o.pp) + ")");
+      ranks.clear();
+      for (int g = 0; g < o.ranks; ++g)
+        if (layout.coord(g).pp == f.stage) ranks.push_back(g);
+    }
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      FaultSpec one = f;
+      one.rank = ranks[i];
+      one.expanded = static_cast<int>(i);
+      std::string why = resolve_fault(&one, layout, o);
+      if (!why.empty()) return fail("fault '" + t + "': " + why);
+      o.faults.push_back(one);
+    }
   }
   if (o.is_worker() && (o.worker_rank >= o.ranks || o.fabric_fd < 0)) return fail("bad worker arguments");
   *out = o;
@@ -349,6 +431,7 @@ std::vector<std::string> worker_argv(const std::string& exe, const SimOptions& o
     a.push_back(o.truth);
   }
   for (const FaultSpec& f : o.faults) {
+    if (f.expanded > 0) continue;  // the worker expands the flag again
     a.push_back("--fault");
     a.push_back(f.text);
   }

@@ -8,7 +8,23 @@
 
 namespace scout::sim {
 
-enum class FaultKind { kSdc, kStraggler, kHang, kDesync, kCrash, kSlowlink, kNan, kGpuSdc, kLinkSdc, kSlowGpu };
+enum class FaultKind {
+  kSdc,
+  kStraggler,
+  kHang,
+  kDesync,
+  kCrash,
+  kSlowlink,
+  kNan,
+  kGpuSdc,
+  kLinkSdc,
+  kSlowGpu,
+  kDtype,      // R passes another datatype of the same size (int32 for float32)
+  kOptype,     // R calls another collective at the same point (AllReduce <-> AllGather)
+  kSkip,       // R skips one collective call and goes on
+  kExtraStep,  // R runs one extra warm-up step (a copy of step 0) before step 0
+  kNondet,     // reductions of R's communicators differ from call to call (every rank agrees)
+};
 
 // Persistent hardware faults: they act on the rank's emulated GPU from their step on, in
 // training and in replay (docs/scout-sim.md, "Hardware faults").
@@ -17,7 +33,9 @@ bool is_hardware_fault(FaultKind k);
 // "sdc", "straggler", ... (the spelling of --fault).
 const char* fault_kind_name(FaultKind k);
 
-// One --fault KIND:rank=R[,op=N|,step=N][,ms=M][,peer=Q][,factor=F].
+// One --fault KIND:rank=R[,op=N|,step=N][,ms=M][,peer=Q][,factor=F]. `rank=R1+R2+...` or
+// `stage=S` (every rank of pipeline stage S) put the same fault on several ranks: parse_options
+// expands them into one FaultSpec per rank (same `text`, `expanded` counting from 0).
 // `op` is rank R's operation index: the 0-based count of NCCL API operations R issued before
 // (every ncclAllReduce/AllGather/ReduceScatter/Broadcast/Send/Recv/AlltoAll call is one
 // operation; group calls are not). `step` means "the first operation of step N". Exactly one of
@@ -31,6 +49,9 @@ struct FaultSpec {
   int peer = -1;      // slowlink, linksdc: the other end Q (global rank; linksdc: the sender)
   double factor = 1;  // slowgpu: kernels take this many times longer (> 1)
   std::string text;   // the flag as given, for messages
+  std::vector<int> ranks;  // rank=R1+R2+...: every rank named (parse_fault_spec; size 1 for rank=R)
+  int stage = -1;          // stage=S: pipeline stage whose every rank gets the fault, or -1
+  int expanded = 0;        // index of this spec among those one flag expanded into
   // Resolved by parse_options (docs/scout-sim.md, "Faults"): rank R's operation the fault acts
   // on first (sdc: first AllReduce/AllGather/Broadcast at or after N; nan: first operation with
   // a float send buffer; desync: first collective; others: N itself), and its step. slowlink

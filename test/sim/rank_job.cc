@@ -133,6 +133,19 @@ void RankJob::start_hardware_faults(int64_t step) {
 }
 
 void RankJob::run_steps() {
+  // extrastep: one warm-up step (step 0's calls) before step 0, so every sequence number of this
+  // rank runs one step ahead of its peers'.
+  const FaultSpec* extra = nullptr;
+  if (rc_->faults.extra_step(&extra)) {
+    TruthEvent e;
+    e.kind = FaultKind::kExtraStep;
+    e.global_rank = rc_->global_rank;
+    e.step = -1;
+    e.time_ns = shm::wall_ns();
+    rc_->write_truth(e);
+    run_step(0);
+    sleep_ms(rc_->opts->step_ms);
+  }
   for (int64_t s = 0; s < rc_->opts->steps; ++s) {
     start_hardware_faults(s);
     run_step(s);
