@@ -266,4 +266,78 @@ TEST(ReplayEndToEnd, OnDemandCycleRunsTheRequestedRecipesOnTheRequestedRanks) {
   EXPECT_EQ(demand[1].outcome, "inconclusive");
 }
 
+// Two nodes (one observer each, a file rendezvous), one data-parallel group of 8 ranks across
+// them (node0: ranks 0-3, node1: 4-7): every member of the group sees the same slowdown, so only
+// a sweep of the pairs across the nodes can name the slow one. The leader's cross-node plan runs
+// each pair's two ends on the two nodes' scout-replay processes (the sender's bootstrap id
+// handed over through the rendezvous store) and names the pair 1-6 as slowlink class link with
+// source replay, in the leader's store; node1 stores its own record of each cross cycle.
+TEST(ReplayEndToEnd, SlowLinkBetweenTwoNodesIsNamedByCrossNodeReplay) {
+  TempDir dir;
+  std::map<std::string, std::string> env = {{"SCOUT_SHM_DIR", dir.path()},
+                                            {"SCOUT_STATE_DIR", dir.path() + "/state"},
+                                            {"SCOUT_FP_BUDGET", "0"},
+                                            {"SCOUT_NET_INTERVAL_MS", "100"},
+                                            {"SCOUT_NET_TIMEOUT_MS", "10000"},
+                                            {"SCOUT_NET_JOIN_TIMEOUT_MS", "30000"}};
+  const std::string job = "xnode";
+  auto store = [&](int k) { return dir.path() + "/node-" + std::to_string(k) + ".db"; };
+  std::vector<std::unique_ptr<Subprocess>> observers;
+  for (int k = 0; k < 2; ++k)
+    observers.push_back(std::make_unique<Subprocess>(
+        std::vector<std::string>{build_path("bin/scout-observer"), "--job", job, "--interval", "100", "--store",
+                                 store(k), "--host", "node" + std::to_string(k), "--nodes", "2", "--node-rank",
+                                 std::to_string(k), "--rdzv", "file:" + dir.path() + "/rdzv"},
+        env));
+  ProcessResult sim = scout::testing::run_process(
+      {build_path("bin/scout-sim"), "--job", job, "--truth", dir.path() + "/truth.jsonl", "--ranks", "8", "--tp", "1",
+       "--pp", "1", "--nodes", "2", "--steps", "300", "--step-ms", "40", "--fault",
+       "slowlink:rank=1,peer=6,step=10,ms=5"},
+      env, 300);
+  EXPECT_EQ(sim.exit_code, 0) << sim.err;
+  auto replay_link = [](const std::vector<scout::obs::Finding>& fs) {
+    for (const auto& f : fs)
+      if (f.kind == scout::obs::FindingKind::kSlowLink && f.evidence.value("source", "") == "replay") return true;
+    return false;
+  };
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < deadline) {
+    try {
+      if (std::filesystem::exists(store(0)) && replay_link(scout::store::StoreReader::open(store(0))->findings()))
+        break;
+    } catch (const std::exception&) {}
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::string errs;
+  for (auto& o : observers) {
+    o->signal(SIGTERM);
+    ProcessResult r = o->wait(120);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    errs += r.err;
+  }
+  auto leader = scout::store::StoreReader::open(store(0));
+  std::vector<scout::obs::Finding> fs = leader->findings();
+  EXPECT_EQ(from_replay(fs), (std::multiset<Named>{{"slowlink", {1, 6}}})) << show(named(fs)) << "\n" << errs;
+  for (const auto& f : fs) {
+    if (f.evidence.value("source", "") != "replay") continue;
+    EXPECT_EQ(f.evidence["class"], "link");
+    EXPECT_EQ(f.suspects[0].host, "node0");
+    ASSERT_TRUE(f.peer.has_value());
+    EXPECT_EQ(f.peer->host, "node1");
+    EXPECT_GT(f.peer->pid, 0);
+  }
+  // Both stores hold the cross cycles: 32 directed pairs across the nodes (4 x 4, both ways).
+  for (int k = 0; k < 2; ++k) {
+    size_t cross = 0;
+    for (const auto& c : scout::store::StoreReader::open(store(k))->replay_cycles()) {
+      if (c.trigger != "cross") continue;
+      ++cross;
+      EXPECT_EQ(c.detail["recipes"].size(), 32u) << c.detail.dump();
+      EXPECT_EQ(c.outcome, "pass") << c.detail.dump();
+    }
+    EXPECT_GE(cross, 1u) << "node " << k << "\n" << errs;
+  }
+  EXPECT_EQ(scout::testing::read_truth(dir.path() + "/truth.jsonl"), (std::multiset<Named>{{"slowlink", {1, 6}}}));
+}
+
 }  // namespace
