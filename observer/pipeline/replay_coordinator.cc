@@ -175,14 +175,16 @@ std::vector<Participant> ReplayCoordinator::local_participants(const Model& m) c
 }
 
 std::vector<replay::CollClass> ReplayCoordinator::colls_within(const std::set<int>& local,
-                                                               const std::vector<int>& members) const {
-  std::vector<replay::CollClass> out;
+                                                               const std::vector<int>& members, size_t* cursor) const {
+  std::vector<const replay::CollClass*> fit;
   for (const replay::CollClass& c : classes_.classes()) {
     const bool on_node = std::all_of(c.ranks.begin(), c.ranks.end(), [&](int r) { return local.count(r) > 0; });
-    if (int(out.size()) < opt_.max_colls && on_node &&
-        std::includes(members.begin(), members.end(), c.ranks.begin(), c.ranks.end()))
-      out.push_back(c);
+    if (on_node && std::includes(members.begin(), members.end(), c.ranks.begin(), c.ranks.end())) fit.push_back(&c);
   }
+  std::vector<replay::CollClass> out;
+  const size_t start = cursor && !fit.empty() ? *cursor % fit.size() : 0;
+  for (size_t i = 0; i < fit.size() && int(out.size()) < opt_.max_colls; ++i) out.push_back(*fit[(start + i) % fit.size()]);
+  if (cursor) *cursor = start + out.size();
   return out;
 }
 
@@ -339,7 +341,7 @@ std::optional<ReplayCoordinator::Job> ReplayCoordinator::next_job(const Model& m
     if (now_ns < next_periodic_ns_) return std::nullopt;
     job.trigger = "periodic";
     if (!gemm_unavailable_) plan.gemms = periodic_gemms(m, local);
-    plan.colls = colls_within(local, std::vector<int>(local.begin(), local.end()));
+    plan.colls = colls_within(local, std::vector<int>(local.begin(), local.end()), &coll_cursor_);
     std::vector<std::vector<int>> groups;
     for (const auto& g : groups_) {
       std::vector<int> mine;

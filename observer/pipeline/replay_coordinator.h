@@ -137,8 +137,10 @@ class ReplayCoordinator {
   std::optional<Job> demand_job(const Model& m, const ReplayRequest& rq, int64_t now_ns);
   // The running ranks of this node with a known GPU, by global rank.
   std::vector<replay::Participant> local_participants(const Model& m) const;
-  // Collective classes (at most max_colls) whose members are all in `members` and on this node.
-  std::vector<replay::CollClass> colls_within(const std::set<int>& local, const std::vector<int>& members) const;
+  // Collective classes (at most max_colls) whose members are all in `members` and on this node:
+  // the first seen, or with `cursor` (periodic cycles) the next ones round-robin from it.
+  std::vector<replay::CollClass> colls_within(const std::set<int>& local, const std::vector<int>& members,
+                                              size_t* cursor = nullptr) const;
   std::vector<replay::GemmShape> gemm_shapes();  // SCOUT_REPLAY_GEMMS, else the default set
   // The GEMMs of a periodic cycle: SCOUT_REPLAY_GEMMS when set; else, when this node's ranks
   // captured shapes (SCOUT_GEMM_CAPTURE), the recipes of the next check cycle of the coverage
@@ -153,6 +155,7 @@ class ReplayCoordinator {
   replay::CollClassSet classes_;
   std::vector<std::vector<int>> groups_;  // communicator memberships (global ranks) seen
   size_t pair_cursor_ = 0;
+  size_t coll_cursor_ = 0;  // the next collective class of a periodic cycle
   size_t plan_cursor_ = 0;  // the next check cycle of the GEMM plan
   std::shared_ptr<replay::ReplayPlan> plan_;  // the GEMM plan of the captured shapes, made at plan_key_
   uint64_t plan_key_ = 0;  // local ranks, their shape counts and the peer groups the plan was made for

@@ -77,6 +77,44 @@ TEST(ReplayCoordinator, PeriodicCyclePassesOnHealthyGpus) {
   EXPECT_EQ(board.size(), 0u);
 }
 
+// A job with more collective classes than a cycle replays: periodic cycles take them
+// round-robin (8 per cycle), so every class is replayed within two cycles.
+TEST(ReplayCoordinator, PeriodicCyclesRotateThroughTheCollectiveClasses) {
+  TempDir dir;
+  Model m = model_of(2);
+  Comm& c = m.upsert_comm(CommKey{0xab, 2}, "tp0", 1);
+  m.set_member(c, 0, 0, 1, false);
+  m.set_member(c, 1, 1, 1, false);
+  FindingBoard board;
+  ReplayOptions o = options({build_path("bin/scout-replay"), "--job", "j", "--shm-dir", dir.path()});
+  o.gemms = "";
+  ReplayCoordinator rc(o, "j", dir.path(), 0, nullptr);
+  for (uint64_t k = 0; k < 10; ++k) {  // ten classes: AllReduce of 1024 + k float32 elements
+    JudgedOp j;
+    j.comm = CommKey{0xab, 2};
+    j.id = OpId{OpClass::kColl, scout::shm::kFuncAllReduce, k, -1, -1};
+    j.datatype = scout::shm::kTypeFloat32;
+    j.count = 1024 + k;
+    j.n = 2;
+    j.complete = true;
+    rc.observe(m, j);
+  }
+  auto recs = run_cycles(rc, m, board, 2);
+  ASSERT_EQ(recs.size(), 2u);
+  auto counts = [](const ReplayCycleRecord& r) {
+    std::vector<int> out;
+    for (const auto& id : r.detail["recipes"]) {
+      const std::string s = id.get<std::string>();
+      if (s.rfind("coll:", 0) != 0) continue;
+      const size_t a = s.find(":float32:") + 9;
+      out.push_back(std::stoi(s.substr(a, s.find(':', a) - a)) - 1024);
+    }
+    return out;
+  };
+  EXPECT_EQ(counts(recs[0]), (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(counts(recs[1]), (std::vector<int>{8, 9, 0, 1, 2, 3, 4, 5}));
+}
+
 TEST(ReplayCoordinator, WrongGpuBecomesAnAttributedSdcFinding) {
   TempDir dir;
   Model m = model_of(4);
