@@ -246,10 +246,11 @@ fi
 
 # ---------------------------------------------------------------- step 6: replay (docs/replay.md)
 # scout-replay driven over its protocol: a GEMM recipe twice in each of two processes (the
-# fingerprints must be bitwise equal across rounds and processes; kernel times from CUPTI). Without
-# a GPU the same protocol runs on an emulated GPU. A replay communicator of 2 ranks on one GPU
-# (one process per rank, NCCL_HOSTID per process) needs the cross-process bootstrap that
-# scout-replay does not have yet: reported as skipped.
+# fingerprints must be bitwise equal across rounds and processes; kernel times from CUPTI). Then a
+# link across processes as two nodes run it (docs/replay.md, "Across nodes"): process A (sender)
+# makes the bootstrap id, both run their end of a replay communicator of 2 ranks on the one GPU
+# (a distinct NCCL_HOSTID per process); the receiver's fingerprint must equal the expected one.
+# Without a GPU the same protocol runs on emulated GPUs.
 echo "== step 6: replay"
 REPLAY=$B/bin/scout-replay
 replay_gemm() {  # $1 = GPU id, $2 = cuda ordinal; prints "fp ns fp ns status" of the two rounds
@@ -271,6 +272,39 @@ s = res["samples"]
 print(" ".join(f'{x.get("fp","-")} {x["ns"]}' for x in s), s[0]["status"], s[0].get("reason", ""), "|", g["model"], g["sm_count"], g["libs"])
 PY
 }
+replay_link_ends() {  # $1, $2 = GPU ids of the sender and the receiver (ordinal 0); prints the outcome
+  python3 - "$REPLAY" "$1" "$2" <<'PY'
+import json, os, subprocess, sys, threading
+exe, ga, gb = sys.argv[1:4]
+rid = "link:0->1"
+recipe = {"id": rid, "kind": "link", "seed": 1, "rounds": 2, "iters": 10, "link": {"src": 0, "dst": 1, "bytes": 4 << 20}}
+contract = {"cycle": 1, "recipes": [rid], "members": [0, 1]}
+me = {0: {"global_rank": 0, "gpu": ga, "cuda_dev": 0}, 1: {"global_rank": 1, "gpu": gb, "cuda_dev": 0}}
+def start(hostid):
+    env = dict(os.environ, NCCL_HOSTID=hostid)
+    return subprocess.Popen([exe, "--job", "gpu-check", "--shm-dir", "/tmp"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True, env=env)
+def call(p, req):
+    p.stdin.write(json.dumps(req) + "\n"); p.stdin.flush()
+    return json.loads(p.stdout.readline())
+a, b = start("scout-check-a"), start("scout-check-b")
+for p, r in ((a, 0), (b, 1)):
+    call(p, {"op": "prepare", "contract": contract, "participants": [me[r]], "recipes": [recipe]})
+uid = call(a, {"op": "link_id", "cycle": 1, "recipe": rid, "role": "send"}).get("uid", "")
+out = {}
+def end(p, role, peer):
+    out[role] = call(p, {"op": "link_end", "cycle": 1, "recipe": rid, "role": role, "peer": me[peer], "uid": uid,
+                         "deadline_ms": 60000})
+ts = [threading.Thread(target=end, args=(a, "send", 1)), threading.Thread(target=end, args=(b, "recv", 0))]
+[t.start() for t in ts]; [t.join() for t in ts]
+for p in (a, b): call(p, {"op": "quit"})
+s = out["recv"].get("samples", [])
+ok = len(s) == 2 and all(x["status"] == "ok" and x["fp"] == x["expected_fp"] for x in s) and not out["send"].get("samples")
+print(("ok" if ok else "FAILED"), "| uid", len(uid) // 2, "bytes | receiver:",
+      " ".join(f'{x["status"]} {x.get("fp","-")}/{x.get("expected_fp","-")} {x["ns"]} ns {x.get("reason","")}' for x in s),
+      "| sender:", json.dumps(out["send"].get("samples", out["send"].get("error", ""))))
+PY
+}
 if [ -x "$REPLAY" ]; then
   if [ $HAVE_GPU -eq 1 ]; then
     uuid=$(nvidia-smi --query-gpu=uuid --format=csv,noheader | head -1)
@@ -289,7 +323,9 @@ if [ -x "$REPLAY" ]; then
     a=$(replay_gemm GPU-sim-node0-0 0 2>"$LOGS/replay-emu.err")
     say "step6 (CPU only, emulated GPU): $a"
   fi
-  say "step6: replay communicator of 2 ranks on one GPU (NCCL_HOSTID per process): skipped: cross-process bootstrap not implemented in scout-replay"
+  if [ $HAVE_GPU -eq 1 ]; then ga="$uuid"; gb="$uuid"; else ga=GPU-sim-node0-0; gb=GPU-sim-node1-0; fi
+  x=$(replay_link_ends "$ga" "$gb" 2>"$LOGS/replay-link.err")
+  say "step6: link across two scout-replay processes (NCCL_HOSTID per process): $x"
 else
   say "step6: skipped: $REPLAY not built"
 fi
