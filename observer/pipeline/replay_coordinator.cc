@@ -695,16 +695,18 @@ void ReplayCoordinator::mark_stragglers(const Model& m, FindingBoard& board) {
 void ReplayCoordinator::step(const Model& m, FindingBoard& board, int64_t now_ns) {
   std::deque<Done> done;
   std::vector<std::string> lines;
+  std::optional<NodeMembers> members;  // at most once a second: the worker publishes changes
+  if (cross_ && now_ns - members_ns_ >= 1'000'000'000) {
+    members = node_members(m);
+    members_ns_ = now_ns;
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     done.swap(done_);
     lines.swap(worker_log_);
-    if (cross_) {
-      NodeMembers now = node_members(m);
-      if (!(now == members_)) {
-        members_ = std::move(now);
-        members_dirty_ = true;
-      }
+    if (members && !(*members == members_)) {
+      members_ = std::move(*members);
+      members_dirty_ = true;
     }
   }
   if (log_)

@@ -182,6 +182,7 @@ class ReplayCoordinator {
   std::unique_ptr<CrossStore> cross_;
   NodeMembers members_;
   bool members_dirty_ = false;
+  int64_t members_ns_ = INT64_MIN / 2;  // pass time members_ was last computed
   bool cross_started_ = false;
   uint64_t cross_seen_ = 0;
   int64_t next_cross_ns_ = 0;
