@@ -203,11 +203,12 @@ TEST(ReplayCross, PlanRemovesTheKeysOfPlanTwoBefore) {
     s.cross.put(1, name, "v1");
   s.cross.put_plan(plan(2, {{1, 3}}), 2);
   for (const char* name : {"uid/1-3", "ready/0", "ready/1", "samples/0", "samples/1"}) s.cross.put(2, name, "v2");
-  const std::vector<std::string> plan1 = {"scout/job-1/replay/plan/1", x + "1/uid/0-2",     x + "1/uid/3-1",
-                                          x + "1/ready/0",             x + "1/ready/1",     x + "1/samples/0",
-                                          x + "1/samples/1"};
-  const std::vector<std::string> plan2 = {"scout/job-1/replay/plan/2", x + "2/uid/1-3",  x + "2/ready/0",
-                                          x + "2/ready/1",             x + "2/samples/0", x + "2/samples/1"};
+  const std::vector<std::string> plan1 = {
+      "scout/job-1/replay/plan/1", x + "1/uid/0-2",  x + "1/uid/3-1", x + "1/ready/0", x + "1/ready/1",
+      x + "1/samples/0",           x + "1/samples/1"};
+  const std::vector<std::string> plan2 = {
+      "scout/job-1/replay/plan/2", x + "2/uid/1-3",  x + "2/ready/0", x + "2/ready/1",
+      x + "2/samples/0",           x + "2/samples/1"};
   for (const std::string& k : plan1) EXPECT_TRUE(s.look->has(k)) << k;
 
   s.cross.put_plan(plan(3, {{0, 3}}), 2);
