@@ -36,6 +36,7 @@ struct FakeState {
   cudalib::BufferRequested req = nullptr;
   cudalib::BufferCompleted done = nullptr;
   uint64_t clock = 1'000'000'000;
+  bool fail_alloc = false;  // cuMemAlloc answers CUDA_ERROR_OUT_OF_MEMORY
 } F;
 
 constexpr size_t kRec = 216;  // sizeof(CUpti_ActivityKernel10)
@@ -70,6 +71,10 @@ cu::Result CtxSetCurrent(cu::Context c) {
   return 0;
 }
 cu::Result MemAlloc(cu::DevicePtr* p, size_t n) {
+  if (F.fail_alloc) {
+    *p = 0;
+    return 2;
+  }
   void* m = std::malloc(n);
   *p = reinterpret_cast<uintptr_t>(m);
   F.sizes[*p] = n;
@@ -579,6 +584,30 @@ TEST(ReplayCudaFake, LinkEndWithABadIdOrAFailedInit) {
   EXPECT_EQ(got[1].status, SampleStatus::kFailed);
   EXPECT_EQ(got[1].reason, "replay communicator init failed (3)");
   EXPECT_EQ(N.aborts, 1);
+}
+
+TEST(ReplayCudaFake, LinkEndWithoutDeviceMemoryIsSkippedAndAborted) {
+  F = FakeState{};
+  N = FakeNccl{};
+  cudalib::Libs L = nccl_libs();
+  CudaBackend b(&L, BackendLimits{});
+  const Recipe r = link_recipe();
+  F.fail_alloc = true;
+  std::vector<Sample> got = b.run_link_end(r, {1, "", 1}, {0, "", 0}, false, fake_uid_hex(), mono_ns() + 1'000'000'000);
+  ASSERT_EQ(got.size(), 2u);
+  for (const Sample& s : got) {
+    EXPECT_EQ(s.status, SampleStatus::kSkipped);
+    EXPECT_EQ(s.reason, "device memory allocation failed");
+    EXPECT_EQ(s.peer, 0);
+  }
+  EXPECT_EQ(N.recv_peer, -1);  // nothing was posted into no buffer
+  EXPECT_EQ(N.aborts, 1);
+  EXPECT_EQ(N.destroys, 0);
+  std::vector<Sample> sent = b.run_link_end(r, {0, "", 0}, {1, "", 1}, true, fake_uid_hex(), mono_ns() + 1'000'000'000);
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].reason, "device memory allocation failed");
+  EXPECT_EQ(N.send_peer, -1);
+  EXPECT_EQ(N.aborts, 2);
 }
 
 }  // namespace
