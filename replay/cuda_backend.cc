@@ -475,7 +475,10 @@ std::vector<Sample> CudaBackend::run_link_end(const Recipe& r, const Participant
   for (uint64_t i = 0; i < count; ++i) payload[i] = seeded(r.seed ^ uint64_t(r.src) * 0x100000001b3ull, i);
   const uint64_t expected = fp::fingerprint(payload.data(), count * 4, shm::kTypeFloat32, nullptr);
   cu::DevicePtr buf = 0;
-  L_->cu.MemAlloc(&buf, count * 4);
+  if (L_->cu.MemAlloc(&buf, count * 4) != 0) {
+    L_->nccl.CommAbort(comm);  // the peer's end fails now, not at the deadline
+    return fail(SampleStatus::kSkipped, "device memory allocation failed");
+  }
   if (sender) L_->cu.MemcpyHtoD(buf, payload.data(), count * 4);
   std::string error;
   for (int round = 0; round < r.rounds && error.empty(); ++round) {

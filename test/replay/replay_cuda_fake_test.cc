@@ -36,6 +36,7 @@ struct FakeState {
   cudalib::BufferRequested req = nullptr;
   cudalib::BufferCompleted done = nullptr;
   uint64_t clock = 1'000'000'000;
+  bool fail_alloc = false;  // cuMemAlloc answers CUDA_ERROR_OUT_OF_MEMORY
 } F;
 
 constexpr size_t kRec = 216;  // sizeof(CUpti_ActivityKernel10)
@@ -70,6 +71,10 @@ cu::Result CtxSetCurrent(cu::Context c) {
   return 0;
 }
 cu::Result MemAlloc(cu::DevicePtr* p, size_t n) {
+  if (F.fail_alloc) {
+    *p = 0;
+    return 2;
+  }
   void* m = std::malloc(n);
   *p = reinterpret_cast<uintptr_t>(m);
   F.sizes[*p] = n;
@@ -215,6 +220,83 @@ int CuptiNext(uint8_t* buf, size_t valid, void** rec) {
   return 0;
 }
 
+// The fake NCCL of a replay communicator across nodes: one end at a time (the sender's Send
+// leaves the payload on the "wire", the receiver's Recv takes it); the communicator's state
+// stays ncclInProgress for `pending` polls, then is `settled`.
+struct FakeNccl {
+  int inits = 0, nranks = -1, rank = -1;
+  cudalib::NcclConfig config;
+  unsigned char id[128] = {};
+  int pending = 0;
+  int settled = cudalib::kNcclSuccess;
+  int polls = 0;
+  int not_ready = 0;  // StreamQuery answers kNotReady this many times
+  int aborts = 0, destroys = 0;
+  int send_peer = -1, recv_peer = -1;
+  std::vector<unsigned char> wire;
+} N;
+
+int NcclGetVersion(int* v) {
+  *v = 22809;
+  return 0;
+}
+int NcclGetUniqueId(cudalib::NcclUniqueId* id) {
+  for (int i = 0; i < 128; ++i) id->internal[i] = char((i * 37 + 11) & 0xff);
+  return 0;
+}
+int NcclCommInitRankConfig(cudalib::NcclComm* c, int nranks, cudalib::NcclUniqueId id, int rank,
+                           cudalib::NcclConfig* config) {
+  N.inits++;
+  N.nranks = nranks;
+  N.rank = rank;
+  N.config = *config;
+  std::memcpy(N.id, id.internal, sizeof(N.id));
+  *c = &N;
+  return cudalib::kNcclInProgress;
+}
+int NcclCommGetAsyncError(cudalib::NcclComm, int* st) {
+  N.polls++;
+  if (N.pending > 0) {
+    N.pending--;
+    *st = cudalib::kNcclInProgress;
+  } else {
+    *st = N.settled;
+  }
+  return 0;
+}
+int NcclCommAbort(cudalib::NcclComm) {
+  N.aborts++;
+  return 0;
+}
+int NcclCommDestroy(cudalib::NcclComm) {
+  N.destroys++;
+  return 0;
+}
+int NcclSend(const void* buf, size_t count, int, int peer, cudalib::NcclComm, cu::Stream) {
+  N.send_peer = peer;
+  const auto* b = static_cast<const unsigned char*>(buf);
+  N.wire.assign(b, b + count * 4);
+  return 0;
+}
+int NcclRecv(void* buf, size_t count, int, int peer, cudalib::NcclComm, cu::Stream) {
+  N.recv_peer = peer;
+  std::memcpy(buf, N.wire.data(), std::min(N.wire.size(), count * 4));
+  const uint64_t wall =
+      uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+                   .count());
+  F.clock = std::max(F.clock, wall);
+  F.pending.push_back({F.current, F.clock, F.clock + 5'000'000});  // a 5 ms receive kernel
+  F.clock += 5'000'010;
+  return cudalib::kNcclInProgress;
+}
+cu::Result StreamQuery(cu::Stream) {
+  if (N.not_ready > 0) {
+    N.not_ready--;
+    return cudalib::kNotReady;
+  }
+  return 0;
+}
+
 cudalib::Libs fake_libs(bool with_blas = true) {
   cudalib::Libs L;
   L.have_cu = true;
@@ -233,7 +315,7 @@ cudalib::Libs fake_libs(bool with_blas = true) {
   L.cu.StreamSynchronize = StreamSync;
   L.cu.EventCreate = EventCreate;
   L.cu.EventRecord = EventRecord;
-  L.drv = {MemGetInfo, DeviceGetName, PriorityRange, StreamCreateWithPriority, StreamDestroy};
+  L.drv = {MemGetInfo, DeviceGetName, PriorityRange, StreamCreateWithPriority, StreamDestroy, StreamQuery};
   if (with_blas) {
     L.have_blas = true;
     L.blas = {LtCreate,      LtDestroy,  LtVersion,   DescCreate, DescDestroy, LayoutCreate,
@@ -331,6 +413,201 @@ TEST(ReplayCudaFake, UuidText) {
   cu::Uuid u;
   for (int i = 0; i < 16; ++i) u.bytes[i] = static_cast<unsigned char>(i * 17);
   EXPECT_EQ(uuid_text(u), "GPU-00112233-4455-6677-8899-aabbccddeeff");
+}
+
+// fake_libs with the fake NCCL and cuStreamQuery.
+cudalib::Libs nccl_libs() {
+  cudalib::Libs L = fake_libs();
+  L.missing = "";
+  L.have_nccl = true;
+  L.nccl.GetVersion = NcclGetVersion;
+  L.nccl.CommDestroy = NcclCommDestroy;
+  L.nccl.CommAbort = NcclCommAbort;
+  L.nccl.Send = NcclSend;
+  L.nccl.Recv = NcclRecv;
+  L.nccl.GetUniqueId = NcclGetUniqueId;
+  L.nccl.CommInitRankConfig = NcclCommInitRankConfig;
+  L.nccl.CommGetAsyncError = NcclCommGetAsyncError;
+  return L;
+}
+
+int64_t mono_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+Recipe link_recipe() {
+  RecipePlan p;
+  p.links = {{0, 1}};
+  p.link_bytes = 4096;
+  return build_recipes(p)[0];
+}
+
+std::string fake_uid_hex() {
+  std::string hex;
+  char b[3];
+  for (int i = 0; i < 128; ++i) {
+    std::snprintf(b, sizeof(b), "%02x", (i * 37 + 11) & 0xff);
+    hex += b;
+  }
+  return hex;
+}
+
+TEST(ReplayCudaFake, LinkUniqueIdIsTheHexOfNcclsId) {
+  F = FakeState{};
+  N = FakeNccl{};
+  cudalib::Libs L = nccl_libs();
+  CudaBackend b(&L, BackendLimits{});
+  std::string err;
+  const std::string uid = b.link_unique_id({0, "", 0}, &err);
+  EXPECT_EQ(uid, fake_uid_hex());
+  EXPECT_EQ(uid.size(), 256u);
+  EXPECT_EQ(uid.substr(0, 8), "0b30557a");
+  EXPECT_EQ(err, "");
+
+  cudalib::Libs none = fake_libs();
+  CudaBackend nb(&none, BackendLimits{});
+  EXPECT_EQ(nb.link_unique_id({0, "", 0}, &err), "");
+  EXPECT_EQ(err, "libnccl.so.2 not found");
+}
+
+TEST(ReplayCudaFake, LinkEndsSendAndReceiveOverANonBlockingCommunicator) {
+  F = FakeState{};
+  N = FakeNccl{};
+  cudalib::Libs L = nccl_libs();
+  CudaBackend b(&L, BackendLimits{});
+  const Recipe r = link_recipe();
+  ASSERT_EQ(r.id, "link:0->1");
+  ASSERT_EQ(r.rounds, 2);
+  std::string err;
+  const std::string uid = b.link_unique_id({0, "", 0}, &err);
+
+  N.pending = 2;  // the communicator settles after two polls
+  std::vector<Sample> sent = b.run_link_end(r, {0, "", 0}, {1, "", 1}, true, uid, mono_ns() + 5'000'000'000);
+  EXPECT_TRUE(sent.empty());
+  EXPECT_EQ(N.rank, 0);
+  EXPECT_EQ(N.send_peer, 1);
+  ASSERT_EQ(N.wire.size(), 4096u);
+  const uint64_t payload_fp = scout::fp::fingerprint(N.wire.data(), 4096, scout::shm::kTypeFloat32, nullptr);
+  EXPECT_EQ(N.destroys, 1);
+
+  N.pending = 3;
+  N.not_ready = 2;  // the receive is still running for two queries
+  N.polls = 0;
+  std::vector<Sample> got = b.run_link_end(r, {1, "", 1}, {0, "", 0}, false, uid, mono_ns() + 5'000'000'000);
+  ASSERT_EQ(got.size(), 2u);
+  for (int round = 0; round < 2; ++round) {
+    const Sample& s = got[size_t(round)];
+    EXPECT_EQ(s.status, SampleStatus::kOk) << s.reason;
+    EXPECT_EQ(s.recipe, "link:0->1");
+    EXPECT_EQ(s.global_rank, 1);
+    EXPECT_EQ(s.round, round);
+    EXPECT_EQ(s.peer, 0);
+    EXPECT_TRUE(s.expected_known);
+    EXPECT_EQ(s.expected_fp, payload_fp);
+    EXPECT_EQ(s.fp, payload_fp);
+    EXPECT_EQ(s.ns, 5'000'000);  // CUPTI's receive kernel on device 1
+  }
+  EXPECT_EQ(N.inits, 2);
+  EXPECT_EQ(N.nranks, 2);
+  EXPECT_EQ(N.rank, 1);
+  EXPECT_EQ(N.recv_peer, 0);
+  EXPECT_EQ(N.polls, 4 + 1 + 1);  // init: 3 in progress, then success; each receive: 1
+  EXPECT_EQ(N.config.blocking, 0);
+  EXPECT_EQ(N.config.size, 80u);  // sizeof(ncclConfig_t) of NCCL 2.28
+  EXPECT_EQ(N.config.magic, 0xcafebeefu);
+  EXPECT_EQ(N.config.version, 22809u);
+  EXPECT_EQ(N.config.cga_cluster_size, cudalib::NcclConfig::kUndefInt);
+  EXPECT_EQ(N.config.nvlink_centric_sched, cudalib::NcclConfig::kUndefInt);
+  EXPECT_EQ(N.config.net_name, nullptr);
+  EXPECT_EQ(bytes_hex(N.id, sizeof(N.id)), uid);
+  EXPECT_EQ(N.destroys, 2);
+  EXPECT_EQ(N.aborts, 0);
+  EXPECT_EQ(F.current, 1);
+  EXPECT_EQ(F.allocated, 0);
+}
+
+TEST(ReplayCudaFake, LinkEndWhosePeerNeverJoinsIsAbortedAtTheDeadline) {
+  F = FakeState{};
+  N = FakeNccl{};
+  cudalib::Libs L = nccl_libs();
+  CudaBackend b(&L, BackendLimits{});
+  const Recipe r = link_recipe();
+  N.pending = 1 << 30;  // ncclInProgress for ever
+  const int64_t t0 = mono_ns();
+  std::vector<Sample> got = b.run_link_end(r, {1, "", 1}, {0, "", 0}, false, fake_uid_hex(), t0 + 50'000'000);
+  const int64_t took = mono_ns() - t0;
+  EXPECT_GE(took, 50'000'000);
+  EXPECT_LT(took, 500'000'000);
+  ASSERT_EQ(got.size(), 2u);
+  for (int round = 0; round < 2; ++round) {
+    const Sample& s = got[size_t(round)];
+    EXPECT_EQ(s.status, SampleStatus::kFailed);
+    EXPECT_EQ(s.reason, "the peer did not join the replay communicator by the deadline (aborted)");
+    EXPECT_EQ(s.global_rank, 1);
+    EXPECT_EQ(s.round, round);
+    EXPECT_EQ(s.peer, 0);
+  }
+  EXPECT_EQ(N.inits, 1);
+  EXPECT_EQ(N.aborts, 1);
+  EXPECT_EQ(N.destroys, 0);
+  EXPECT_EQ(N.recv_peer, -1);  // nothing was posted
+  EXPECT_EQ(F.peak, 0);        // nothing was allocated
+
+  // The sender's end answers one sample, its own.
+  N = FakeNccl{};
+  N.pending = 1 << 30;
+  std::vector<Sample> sent = b.run_link_end(r, {0, "", 0}, {1, "", 1}, true, fake_uid_hex(), mono_ns() + 20'000'000);
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].global_rank, 0);
+  EXPECT_EQ(sent[0].peer, -1);
+  EXPECT_EQ(sent[0].status, SampleStatus::kFailed);
+  EXPECT_EQ(sent[0].reason, "the peer did not join the replay communicator by the deadline (aborted)");
+  EXPECT_EQ(N.aborts, 1);
+}
+
+TEST(ReplayCudaFake, LinkEndWithABadIdOrAFailedInit) {
+  F = FakeState{};
+  N = FakeNccl{};
+  cudalib::Libs L = nccl_libs();
+  CudaBackend b(&L, BackendLimits{});
+  const Recipe r = link_recipe();
+  std::vector<Sample> got = b.run_link_end(r, {1, "", 1}, {0, "", 0}, false, "0123456789", mono_ns() + 1'000'000'000);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].status, SampleStatus::kFailed);
+  EXPECT_EQ(got[0].reason, "bootstrap id is not 128 bytes of hex");
+  EXPECT_EQ(N.inits, 0);
+
+  N.settled = 3;  // ncclInternalError
+  got = b.run_link_end(r, {1, "", 1}, {0, "", 0}, false, fake_uid_hex(), mono_ns() + 1'000'000'000);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[1].status, SampleStatus::kFailed);
+  EXPECT_EQ(got[1].reason, "replay communicator init failed (3)");
+  EXPECT_EQ(N.aborts, 1);
+}
+
+TEST(ReplayCudaFake, LinkEndWithoutDeviceMemoryIsSkippedAndAborted) {
+  F = FakeState{};
+  N = FakeNccl{};
+  cudalib::Libs L = nccl_libs();
+  CudaBackend b(&L, BackendLimits{});
+  const Recipe r = link_recipe();
+  F.fail_alloc = true;
+  std::vector<Sample> got = b.run_link_end(r, {1, "", 1}, {0, "", 0}, false, fake_uid_hex(), mono_ns() + 1'000'000'000);
+  ASSERT_EQ(got.size(), 2u);
+  for (const Sample& s : got) {
+    EXPECT_EQ(s.status, SampleStatus::kSkipped);
+    EXPECT_EQ(s.reason, "device memory allocation failed");
+    EXPECT_EQ(s.peer, 0);
+  }
+  EXPECT_EQ(N.recv_peer, -1);  // nothing was posted into no buffer
+  EXPECT_EQ(N.aborts, 1);
+  EXPECT_EQ(N.destroys, 0);
+  std::vector<Sample> sent = b.run_link_end(r, {0, "", 0}, {1, "", 1}, true, fake_uid_hex(), mono_ns() + 1'000'000'000);
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].reason, "device memory allocation failed");
+  EXPECT_EQ(N.send_peer, -1);
+  EXPECT_EQ(N.aborts, 2);
 }
 
 }  // namespace
