@@ -222,11 +222,14 @@ std::string EmuBackend::link_unique_id(const Participant& self, std::string* err
 std::vector<Sample> EmuBackend::run_link_end(const Recipe& r, const Participant& self, const Participant& peer,
                                              bool sender, const std::string& uid, int64_t deadline_ns) {
   std::vector<Sample> out;
-  if (uid.size() != 2 * size_t(kUniqueIdBytes)) {
-    Sample s = base_sample(r, self, 0);
-    s.status = SampleStatus::kFailed;
-    s.reason = "bootstrap id of " + std::to_string(uid.size() / 2) + " bytes, not " + std::to_string(kUniqueIdBytes);
-    out.push_back(s);
+  if (uid.size() != 2 * size_t(kUniqueIdBytes)) {  // as the CUDA end: the receiver one sample per round
+    for (int round = 0; round < (sender ? 1 : r.rounds); ++round) {
+      Sample s = base_sample(r, self, round);
+      s.peer = sender ? -1 : peer.global_rank;
+      s.status = SampleStatus::kFailed;
+      s.reason = "bootstrap id of " + std::to_string(uid.size() / 2) + " bytes, not " + std::to_string(kUniqueIdBytes);
+      out.push_back(s);
+    }
     return out;
   }
   if (sender) return out;
