@@ -1,5 +1,7 @@
 // `scout report`: the per-collective table: key, function, datatype, bytes,
-// algorithm/protocol, per-rank arrival spread, duration, bus bandwidth, fingerprint verdict.
+// algorithm/protocol, per-rank arrival spread, duration, bus bandwidth, fingerprint verdict; then
+// the point-to-point operations summed per directed pair.
+#include <cctype>
 #include <cstdlib>
 #include <map>
 
@@ -33,6 +35,40 @@ store::OpFilter make_filter(const ReportOptions& o) {
 
 std::string dash_if_empty(const std::string& s) { return s.empty() ? "-" : s; }
 
+// The point-to-point pairs of the communicators --comm names (all without it), one line per
+// directed pair (not per operation): skipped when --func names a collective.
+std::vector<obs::P2pPairInfo> p2p_pairs(store::StoreReader& rd, const ReportOptions& o) {
+  std::string func = o.func;
+  for (char& ch : func) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  if (!func.empty() && func != "send" && func != "recv") return {};
+  const store::OpFilter f = make_filter(o);
+  std::vector<obs::P2pPairInfo> out;
+  for (const obs::P2pPairInfo& p : rd.p2p_pairs()) {
+    if (f.comm_hash && p.comm_hash != *f.comm_hash) continue;
+    if (f.comm_name && p.comm_name != *f.comm_name) continue;
+    if (o.rank && p.src_global != *o.rank && p.dst_global != *o.rank) continue;
+    out.push_back(p);
+  }
+  return out;
+}
+
+void print_p2p_pairs(store::StoreReader& rd, const ReportOptions& o, std::ostream& out) {
+  Table t;
+  t.headers = {"COMM", "SRC", "DST", "OPS", "BYTES", "LAST SEQ", "MEAN", "MAX"};
+  t.right_align = {false, true, true, true, true, true, true, true};
+  auto rank_words = [](int global, int comm_rank) {
+    return global >= 0 ? "r" + std::to_string(global) : "comm rank " + std::to_string(comm_rank);
+  };
+  for (const obs::P2pPairInfo& p : p2p_pairs(rd, o)) {
+    t.rows.push_back({p.comm_name.empty() ? obs::hex64(p.comm_hash) : p.comm_name, rank_words(p.src_global, p.src_rank),
+                      rank_words(p.dst_global, p.dst_rank), std::to_string(p.ops), fmt_bytes(p.bytes),
+                      std::to_string(p.last_seq), p.ops ? fmt_duration(p.total_ns / int64_t(p.ops)) : "-",
+                      fmt_duration(p.max_ns)});
+  }
+  if (t.rows.empty()) return;
+  out << "\npoint-to-point pairs:\n" << t.render();
+}
+
 }  // namespace
 
 int cmd_report(store::StoreReader& rd, const ReportOptions& o, std::ostream& out) {
@@ -65,11 +101,22 @@ int cmd_report(store::StoreReader& rd, const ReportOptions& o, std::ostream& out
       }
       out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     }
+    for (const obs::P2pPairInfo& p : p2p_pairs(rd, o)) {
+      nlohmann::json j = {{"kind", "p2p_pair"},    {"comm_hash", obs::hex64(p.comm_hash)},
+                          {"comm_name", p.comm_name}, {"nranks", p.nranks},
+                          {"src_rank", p.src_rank},  {"dst_rank", p.dst_rank},
+                          {"src_global", p.src_global}, {"dst_global", p.dst_global},
+                          {"ops", p.ops},            {"bytes", p.bytes},
+                          {"last_seq", p.last_seq},  {"last_end_ns", p.last_end_ns},
+                          {"total_ns", p.total_ns},  {"max_ns", p.max_ns}};
+      out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    }
     return kExitOk;
   }
 
   if (ops.empty()) {
     out << "no operations match (" << rd.op_count() << " stored)\n";
+    print_p2p_pairs(rd, o, out);
     return kExitOk;
   }
   Table t;
@@ -107,6 +154,7 @@ int cmd_report(store::StoreReader& rd, const ReportOptions& o, std::ostream& out
   }
   out << t.render();
   out << ops.size() << (ops.size() == 1 ? " operation" : " operations") << " shown, " << rd.op_count() << " stored\n";
+  print_p2p_pairs(rd, o, out);
   return kExitOk;
 }
 

@@ -35,6 +35,7 @@ std::string per_func(const obs::CommInfo& c) {
     if (!out.empty()) out += " ";
     out += std::string(exporter::kSeqFuncs[i]) + "=" + std::to_string(c.last_seq[i]);
   }
+  if (c.p2p_complete > 0) out += (out.empty() ? "" : " ") + std::string("Send/Recv=") + std::to_string(c.p2p_complete);
   return out.empty() ? "-" : out;
 }
 

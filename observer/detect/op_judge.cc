@@ -138,7 +138,38 @@ void OpJudge::finish(Model& m, Comm& c, Op& op, int64_t now_ns, FindingBoard& bo
       c.last_seq[op.id.func] = std::max(c.last_seq[op.id.func], op.id.seq + 1);
     }
   }
+  if (op.id.cls == OpClass::kP2p && j.complete && j.parts.size() == 2) add_p2p(m, c, op, j);
   out->judged.push_back(std::move(j));
+}
+
+void OpJudge::add_p2p(const Model& m, Comm& c, const Op& op, const JudgedOp& j) {
+  const std::pair<int, int> key{op.id.src, op.id.dst};
+  P2pPairInfo& p = c.p2p[key];
+  if (p.ops == 0) {
+    p.comm_hash = c.key.hash;
+    p.nranks = c.key.nranks;
+    p.src_rank = op.id.src;
+    p.dst_rank = op.id.dst;
+  }
+  p.comm_name = c.name;
+  auto global = [&](int proc) { return proc >= 0 ? m.proc(proc).global_rank : -1; };
+  p.src_global = global(j.parts[0].proc);
+  p.dst_global = global(j.parts[1].proc);
+  p.ops++;
+  for (const OpSlot& sl : op.slots)
+    if (!sl.lost) {
+      p.bytes += sl.rec.bytes;
+      break;
+    }
+  p.last_seq = std::max(p.last_seq, op.id.seq);
+  const int64_t end = j.parts[1].end_ns, start = std::max(j.parts[0].start_ns, j.parts[1].start_ns);
+  p.last_end_ns = std::max(p.last_end_ns, end);
+  const int64_t took = std::max<int64_t>(0, end - start);
+  p.total_ns += took;
+  p.max_ns = std::max(p.max_ns, took);
+  c.ops_complete++;
+  c.p2p_complete++;
+  c.p2p_dirty.insert(key);
 }
 
 void OpJudge::pass(Model& m, int64_t now_ns, FindingBoard& board, JudgeOutput* out) {

@@ -46,6 +46,8 @@ class OpJudge {
 
  private:
   void finish(Model& m, Comm& c, Op& op, int64_t now_ns, FindingBoard& board, JudgeOutput* out);
+  // A complete send/receive pair: counted in the communicator and summed into its pair.
+  static void add_p2p(const Model& m, Comm& c, const Op& op, const JudgedOp& j);
   JudgeConfig cfg_;
   JudgeStats stats_;
   ClassVote classes_;

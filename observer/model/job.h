@@ -60,10 +60,27 @@ struct CommInfo {
   // (a communicator of 16,384 ranks is not rewritten each pass for a new last_progress_ns).
   bool members = true;
   std::vector<int> global_ranks;           // index = comm rank; -1 where not known yet
-  uint64_t ops_complete = 0;               // operations complete on every rank
+  uint64_t ops_complete = 0;               // operations complete on every rank (collectives and p2p)
+  uint64_t p2p_complete = 0;               // of which point-to-point (a send and its receive)
   uint64_t last_seq[5] = {0, 0, 0, 0, 0};  // highest completed seqNumber+1 per func (NCCL order)
   int64_t last_progress_ns = 0;            // last time any rank completed an operation
   std::string state;                       // "active", "stalled", "hung", "finalized"
+};
+
+// The point-to-point operations of one directed pair of a communicator, summed (docs/store.md,
+// "p2p_pairs"): a send and its matching receive, both complete, count once.
+struct P2pPairInfo {
+  uint64_t comm_hash = 0;
+  int nranks = 0;
+  std::string comm_name;
+  int src_rank = -1, dst_rank = -1;      // comm ranks
+  int src_global = -1, dst_global = -1;  // global ranks, -1 unknown
+  uint64_t ops = 0;
+  uint64_t bytes = 0;         // message bytes, summed
+  uint64_t last_seq = 0;      // scout's p2p counter of the latest (docs/record-format.md)
+  int64_t last_end_ns = 0;    // receive end of the latest
+  int64_t total_ns = 0;       // transfer time summed: receive end - the later of the two starts
+  int64_t max_ns = 0;         // the longest transfer
 };
 
 // One collective (or p2p pair) as the per-collective report shows it (key, func,

@@ -155,7 +155,12 @@ struct Comm {
   std::vector<RankProgress> ranks;                 // index = comm rank (size nranks)
   std::map<OpId, Op> ops;                          // live (not yet judged) operations
   int64_t last_progress_ns = 0;                    // latest evidence of progress (record times or observer time)
-  uint64_t ops_complete = 0;                       // collectives complete on every rank (judged)
+  uint64_t ops_complete = 0;                       // operations complete on every rank (judged)
+  uint64_t p2p_complete = 0;                       // of which point-to-point
+  // Point-to-point pairs (src, dst comm ranks), summed; `p2p_dirty`: changed since the observer
+  // last handed them to its Sink.
+  std::map<std::pair<int, int>, P2pPairInfo> p2p;
+  std::set<std::pair<int, int>> p2p_dirty;
   uint64_t last_seq[shm::kNumNumberedFuncs] = {};  // highest completed seq + 1 per func
   uint64_t ops_dropped = 0;                        // live ops dropped by the kMaxLiveOps bound
   uint64_t records_lost = 0;                       // records overwritten before they were final

@@ -26,6 +26,9 @@ class Sink {
   // keyed by (comm_hash, kind, func, seq) / plus global_rank; replaces rows with the same key.
   // The store keeps a bounded history (oldest dropped first).
   virtual void put_ops(const std::vector<OpSummary>& ops, const std::vector<OpRankTiming>& timings) = 0;
+  // Point-to-point pairs that changed since the last call (their totals so far); replaces the
+  // stored rows of those pairs (keyed by comm_hash, nranks, src_rank, dst_rank). Default: ignored.
+  virtual void put_p2p(const std::vector<P2pPairInfo>& pairs) {}
   // GEMM capture state and shape classes of the processes whose capture changed since the last
   // call; replaces the rows of those processes (keyed by host, pid). Default: ignored (sinks
   // that do not keep GEMM shapes).

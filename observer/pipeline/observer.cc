@@ -136,6 +136,7 @@ void Observer::write(int64_t now_ns, JudgeOutput& out) {
       for (int r : c.known_ranks) ci.global_ranks[r] = model_.proc(c.ranks[r].proc).global_rank;
     }
     ci.ops_complete = c.ops_complete;
+    ci.p2p_complete = c.p2p_complete;
     for (int f = 0; f < shm::kNumNumberedFuncs; ++f) ci.last_seq[f] = c.last_seq[f];
     ci.last_progress_ns = c.last_progress_ns;
     ci.state = state;
@@ -149,6 +150,12 @@ void Observer::write(int64_t now_ns, JudgeOutput& out) {
     comms.push_back(std::move(ci));
   }
   if (!comms.empty()) sink_->put_comms(comms);
+  std::vector<P2pPairInfo> pairs;
+  for (auto& [k, c] : model_.comms()) {
+    for (const auto& key : c.p2p_dirty) pairs.push_back(c.p2p.at(key));
+    c.p2p_dirty.clear();
+  }
+  if (!pairs.empty()) sink_->put_p2p(pairs);
   write_gemm();
   if (!out.summaries.empty() || !out.timings.empty()) sink_->put_ops(out.summaries, out.timings);
   board_.flush_to(*sink_);
@@ -158,6 +165,8 @@ void Observer::write(int64_t now_ns, JudgeOutput& out) {
     ranks_written_.clear();
     comms_written_.clear();
     gemm_written_.clear();
+    for (auto& [k, c] : model_.comms())  // rewritten whole at the next pass
+      for (const auto& [key, pair] : c.p2p) c.p2p_dirty.insert(key);
   }
 }
 

@@ -147,10 +147,11 @@ std::vector<obs::RankInfo> StoreReader::ranks() {
 }
 
 std::vector<obs::CommInfo> StoreReader::comms() {
-  Stmt s(*db_,
-         "SELECT comm_hash, nranks, name, nnodes, global_ranks, ops_complete, last_seq_broadcast, "
-         "last_seq_reduce, last_seq_allgather, last_seq_reducescatter, last_seq_allreduce, "
-         "last_progress_ns, state FROM comms ORDER BY name, comm_hash, nranks");
+  const bool p2p = has_column(*db_, "comms", "p2p_complete");  // stores before it: none counted
+  Stmt s(*db_, std::string("SELECT comm_hash, nranks, name, nnodes, global_ranks, ops_complete, last_seq_broadcast, "
+                           "last_seq_reduce, last_seq_allgather, last_seq_reducescatter, last_seq_allreduce, "
+                           "last_progress_ns, state, ") +
+                   (p2p ? "p2p_complete" : "0") + " FROM comms ORDER BY name, comm_hash, nranks");
   std::vector<obs::CommInfo> out;
   while (s.step()) {
     obs::CommInfo c;
@@ -166,7 +167,34 @@ std::vector<obs::CommInfo> StoreReader::comms() {
     for (int i = 0; i < 5; ++i) c.last_seq[i] = s.u64(6 + i);
     c.last_progress_ns = s.i64(11);
     c.state = s.text(12);
+    c.p2p_complete = s.u64(13);
     out.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::vector<obs::P2pPairInfo> StoreReader::p2p_pairs() {
+  std::vector<obs::P2pPairInfo> out;
+  if (!has_table(*db_, "p2p_pairs")) return out;
+  Stmt s(*db_,
+         "SELECT comm_hash, nranks, comm_name, src_rank, dst_rank, src_global, dst_global, ops, bytes, last_seq, "
+         "last_end_ns, total_ns, max_ns FROM p2p_pairs ORDER BY comm_name, comm_hash, nranks, src_rank, dst_rank");
+  while (s.step()) {
+    obs::P2pPairInfo p;
+    p.comm_hash = s.u64(0);
+    p.nranks = s.i32(1);
+    p.comm_name = s.text(2);
+    p.src_rank = s.i32(3);
+    p.dst_rank = s.i32(4);
+    p.src_global = s.i32(5);
+    p.dst_global = s.i32(6);
+    p.ops = uint64_t(s.i64(7));
+    p.bytes = uint64_t(s.i64(8));
+    p.last_seq = uint64_t(s.i64(9));
+    p.last_end_ns = s.i64(10);
+    p.total_ns = s.i64(11);
+    p.max_ns = s.i64(12);
+    out.push_back(std::move(p));
   }
   return out;
 }

@@ -70,6 +70,9 @@ class StoreReader {
   std::vector<obs::RankInfo> ranks();
   // Ordered by name, then comm_hash, nranks.
   std::vector<obs::CommInfo> comms();
+  // Point-to-point pairs (table p2p_pairs; empty for a store written before it), by communicator
+  // name, hash, then (src_rank, dst_rank).
+  std::vector<obs::P2pPairInfo> p2p_pairs();
   // GEMM capture state per process and the shape classes each ran (empty when the store has no
   // GEMM tables: written before them, or capture never on). Ordered by global rank, then shape.
   std::vector<obs::GemmCaptureInfo> gemm_capture();

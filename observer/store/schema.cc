@@ -120,6 +120,7 @@ CREATE TABLE comms (
   last_seq_allreduce     INTEGER NOT NULL,
   last_progress_ns       INTEGER NOT NULL,
   state                  TEXT NOT NULL,
+  p2p_complete           INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY (comm_hash, nranks)
 );
 CREATE TABLE ops (
@@ -209,6 +210,22 @@ CREATE TABLE IF NOT EXISTS replay_cycles (
   detail     TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS replay_cycles_by_start ON replay_cycles (started_ns);
+CREATE TABLE IF NOT EXISTS p2p_pairs (
+  comm_hash   INTEGER NOT NULL,
+  nranks      INTEGER NOT NULL,
+  comm_name   TEXT NOT NULL,
+  src_rank    INTEGER NOT NULL,
+  dst_rank    INTEGER NOT NULL,
+  src_global  INTEGER NOT NULL,
+  dst_global  INTEGER NOT NULL,
+  ops         INTEGER NOT NULL,
+  bytes       INTEGER NOT NULL,
+  last_seq    INTEGER NOT NULL,
+  last_end_ns INTEGER NOT NULL,
+  total_ns    INTEGER NOT NULL,
+  max_ns      INTEGER NOT NULL,
+  PRIMARY KEY (comm_hash, nranks, src_rank, dst_rank)
+);
 )sql");
 }
 
@@ -294,6 +311,10 @@ void upgrade_schema(Db& db) {
   // evidence version 1.
   if (!has_column(db, "findings", "evidence_version")) {
     db.exec("ALTER TABLE findings ADD COLUMN evidence_version INTEGER NOT NULL DEFAULT 1");
+  }
+  // Stores written before point-to-point operations were counted: none counted.
+  if (!has_column(db, "comms", "p2p_complete")) {
+    db.exec("ALTER TABLE comms ADD COLUMN p2p_complete INTEGER NOT NULL DEFAULT 0");
   }
 }
 

@@ -179,17 +179,22 @@ void StoreWriter::put_comms(const std::vector<obs::CommInfo>& comms) {
       Stmt st(*db_,
               "INSERT OR REPLACE INTO comms (comm_hash, nranks, name, nnodes, global_ranks, "
               "ops_complete, last_seq_broadcast, last_seq_reduce, last_seq_allgather, "
-              "last_seq_reducescatter, last_seq_allreduce, last_progress_ns, state) "
-              "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+              "last_seq_reducescatter, last_seq_allreduce, last_progress_ns, state, p2p_complete) "
+              "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
       Stmt progress(*db_,
                     "UPDATE comms SET ops_complete = ?, last_seq_broadcast = ?, last_seq_reduce = ?, "
                     "last_seq_allgather = ?, last_seq_reducescatter = ?, last_seq_allreduce = ?, "
-                    "last_progress_ns = ?, state = ? WHERE comm_hash = ? AND nranks = ?");
+                    "last_progress_ns = ?, state = ?, p2p_complete = ? WHERE comm_hash = ? AND nranks = ?");
       for (const obs::CommInfo& c : comms) {
         if (!c.members) {
           progress.bind(1, c.ops_complete);
           for (int i = 0; i < 5; ++i) progress.bind(2 + i, c.last_seq[i]);
-          progress.bind(7, c.last_progress_ns).bind(8, c.state).bind(9, c.comm_hash).bind(10, c.nranks).run();
+          progress.bind(7, c.last_progress_ns)
+              .bind(8, c.state)
+              .bind(9, c.p2p_complete)
+              .bind(10, c.comm_hash)
+              .bind(11, c.nranks)
+              .run();
           progress.reset();
           continue;
         }
@@ -201,11 +206,40 @@ void StoreWriter::put_comms(const std::vector<obs::CommInfo>& comms) {
             .bind(5, ranks.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
             .bind(6, c.ops_complete);
         for (int i = 0; i < 5; ++i) st.bind(7 + i, c.last_seq[i]);
-        st.bind(12, c.last_progress_ns).bind(13, c.state).run();
+        st.bind(12, c.last_progress_ns).bind(13, c.state).bind(14, c.p2p_complete).run();
         st.reset();
       }
     });
   } catch (const Error& e) { fail(std::string("put_comms: ") + e.what()); }
+}
+
+void StoreWriter::put_p2p(const std::vector<obs::P2pPairInfo>& pairs) {
+  try {
+    begin();
+    guarded(*db_, [&] {
+      Stmt st(*db_,
+              "INSERT OR REPLACE INTO p2p_pairs (comm_hash, nranks, comm_name, src_rank, dst_rank, src_global, "
+              "dst_global, ops, bytes, last_seq, last_end_ns, total_ns, max_ns) "
+              "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      for (const obs::P2pPairInfo& p : pairs) {
+        st.bind(1, p.comm_hash)
+            .bind(2, p.nranks)
+            .bind(3, p.comm_name)
+            .bind(4, p.src_rank)
+            .bind(5, p.dst_rank)
+            .bind(6, p.src_global)
+            .bind(7, p.dst_global)
+            .bind(8, int64_t(p.ops))
+            .bind(9, int64_t(p.bytes))
+            .bind(10, int64_t(p.last_seq))
+            .bind(11, p.last_end_ns)
+            .bind(12, p.total_ns)
+            .bind(13, p.max_ns)
+            .run();
+        st.reset();
+      }
+    });
+  } catch (const Error& e) { fail(std::string("put_p2p: ") + e.what()); }
 }
 
 void StoreWriter::put_ops(const std::vector<obs::OpSummary>& ops, const std::vector<obs::OpRankTiming>& timings) {

@@ -61,6 +61,8 @@ class StoreWriter : public obs::Sink {
   // insert. Sets f->id.
   void upsert_finding(obs::Finding* f) override;
   void put_replay_cycle(obs::ReplayCycleRecord* c) override;
+  // Replaces the rows of these pairs (table p2p_pairs).
+  void put_p2p(const std::vector<obs::P2pPairInfo>& pairs) override;
   void put_gemm(const std::vector<obs::GemmCaptureInfo>& capture,
                 const std::vector<obs::GemmShapeInfo>& shapes) override;
   // A CommInfo with members false updates ops_complete, last_seq_*, last_progress_ns and state of

@@ -372,6 +372,84 @@ TEST(Store, BoundedHistoryDropsOldestWithTheirTimings) {
   EXPECT_EQ(rd->meta().ops_dropped, 24u);
 }
 
+// Point-to-point pairs: put_p2p replaces a pair's row with its totals; the communicator's
+// p2p_complete is stored with it; a store written before the column reads 0 and gains it when an
+// observer opens it.
+TEST(Store, P2pPairsAndCountRoundTrip) {
+  TempDir dir;
+  std::string path = dir.path() + "/s.db";
+  auto w = open_writer(path);
+  obs::P2pPairInfo p;
+  p.comm_hash = kHash;
+  p.nranks = 2;
+  p.comm_name = "pp0";
+  p.src_rank = 0;
+  p.dst_rank = 1;
+  p.src_global = 0;
+  p.dst_global = 4;
+  p.ops = 3;
+  p.bytes = 3 * 131072;
+  p.last_seq = 2;
+  p.last_end_ns = 1'700'000'000'000'000'000;
+  p.total_ns = 3'000'000;
+  p.max_ns = 1'500'000;
+  obs::P2pPairInfo back = p;
+  back.src_rank = 1;
+  back.dst_rank = 0;
+  back.src_global = 4;
+  back.dst_global = 0;
+  w->put_p2p({p, back});
+  p.ops = 4;  // a later pass: the same pair's new totals replace the row
+  p.last_seq = 3;
+  w->put_p2p({p});
+  obs::CommInfo c;
+  c.comm_hash = kHash;
+  c.nranks = 2;
+  c.name = "pp0";
+  c.nnodes = 1;
+  c.global_ranks = {0, 4};
+  c.ops_complete = 7;
+  c.p2p_complete = 7;
+  c.state = "active";
+  w->put_comms({c});
+  ASSERT_TRUE(w->flush());
+  w.reset();
+  auto r = StoreReader::open(path);
+  std::vector<obs::P2pPairInfo> got = r->p2p_pairs();
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].comm_hash, kHash);
+  EXPECT_EQ(got[0].comm_name, "pp0");
+  EXPECT_EQ(std::make_pair(got[0].src_rank, got[0].dst_rank), std::make_pair(0, 1));
+  EXPECT_EQ(std::make_pair(got[0].src_global, got[0].dst_global), std::make_pair(0, 4));
+  EXPECT_EQ(got[0].ops, 4u);
+  EXPECT_EQ(got[0].bytes, 3u * 131072);
+  EXPECT_EQ(got[0].last_seq, 3u);
+  EXPECT_EQ(got[0].last_end_ns, 1'700'000'000'000'000'000);
+  EXPECT_EQ(got[0].total_ns, 3'000'000);
+  EXPECT_EQ(got[0].max_ns, 1'500'000);
+  EXPECT_EQ(std::make_pair(got[1].src_rank, got[1].dst_rank), std::make_pair(1, 0));
+  EXPECT_EQ(got[1].ops, 3u);
+  ASSERT_EQ(r->comms().size(), 1u);
+  EXPECT_EQ(r->comms()[0].p2p_complete, 7u);
+  r.reset();
+  // The same store as an older scout wrote it: no column, no table.
+  {
+    store::Db db(path, SQLITE_OPEN_READWRITE);
+    db.exec("DROP TABLE p2p_pairs; ALTER TABLE comms DROP COLUMN p2p_complete");
+  }
+  r = StoreReader::open(path);
+  EXPECT_TRUE(r->p2p_pairs().empty());
+  EXPECT_EQ(r->comms()[0].p2p_complete, 0u);
+  EXPECT_EQ(r->comms()[0].ops_complete, 7u);
+  r.reset();
+  w = open_writer(path);
+  c.p2p_complete = 9;
+  w->put_comms({c});
+  ASSERT_TRUE(w->flush());
+  w.reset();
+  EXPECT_EQ(StoreReader::open(path)->comms()[0].p2p_complete, 9u);
+}
+
 TEST(Store, NewerSchemaIsRefusedInOneLine) {
   TempDir dir;
   std::string path = dir.path() + "/s.db";

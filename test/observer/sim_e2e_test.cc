@@ -179,4 +179,56 @@ TEST(SimEndToEnd, TwoFaultsAtOnceGiveTwoFindings) {
   expect_exact(o);
 }
 
+// Point-to-point operations are counted and summed per directed pair: with --pp 2 each pipeline
+// communicator carries one send each way per step (forward activations, backward gradients), so
+// 20 steps give 40 completed operations and two pairs of 20, shown by `scout status` and
+// `scout report`.
+TEST(SimEndToEnd, PipelineSendsAndReceivesAreCountedPerPair) {
+  TempDir dir;
+  std::map<std::string, std::string> env = {
+      {"SCOUT_SHM_DIR", dir.path()}, {"SCOUT_STATE_DIR", dir.path() + "/state"}, {"SCOUT_FP_BUDGET", "0"}};
+  const std::string job = "p2ppairs", store = dir.path() + "/state/" + job + "/node-0.db";
+  Subprocess observer({build_path("bin/scout-observer"), "--job", job, "--interval", "50"}, env);
+  ProcessResult sim = scout::testing::run_process({build_path("bin/scout-sim"), "--job", job, "--ranks", "8", "--tp",
+                                                   "2", "--pp", "2", "--steps", "20", "--step-ms", "10"},
+                                                  env, 120);
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  auto pp0 = [&]() -> std::optional<scout::obs::CommInfo> {
+    for (const auto& c : scout::store::StoreReader::open(store)->comms())
+      if (c.name == "pp0") return c;
+    return std::nullopt;
+  };
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    try {
+      if (auto c = pp0(); c && c->p2p_complete >= 40) break;
+    } catch (const std::exception&) {}
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  observer.signal(SIGTERM);
+  ProcessResult obs = observer.wait(30);
+  EXPECT_EQ(obs.exit_code, 0) << obs.err;
+  auto c = pp0();
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->ops_complete, 40u);
+  EXPECT_EQ(c->p2p_complete, 40u);
+  std::vector<scout::obs::P2pPairInfo> pairs;
+  for (const auto& p : scout::store::StoreReader::open(store)->p2p_pairs())
+    if (p.comm_name == "pp0") pairs.push_back(p);
+  ASSERT_EQ(pairs.size(), 2u);
+  EXPECT_EQ(std::make_pair(pairs[0].src_global, pairs[0].dst_global), std::make_pair(0, 4));
+  EXPECT_EQ(std::make_pair(pairs[1].src_global, pairs[1].dst_global), std::make_pair(4, 0));
+  for (const auto& p : pairs) {
+    EXPECT_EQ(p.ops, 20u);
+    EXPECT_EQ(p.bytes, 20u * 131072);  // 32768 float32 per message
+    EXPECT_EQ(p.last_seq, 19u);
+  }
+  ProcessResult st = scout::testing::run_process({build_path("bin/scout"), "status", "--store", store}, env, 30);
+  EXPECT_NE(st.out.find("Send/Recv=40"), std::string::npos) << st.out;
+  ProcessResult rep =
+      scout::testing::run_process({build_path("bin/scout"), "report", "--store", store, "--comm", "pp0"}, env, 30);
+  EXPECT_NE(rep.out.find("point-to-point pairs:\nCOMM  SRC  DST  OPS   BYTES  LAST SEQ"), std::string::npos) << rep.out;
+  EXPECT_NE(rep.out.find("pp0    r0   r4   20  2.5MiB        19"), std::string::npos) << rep.out;
+}
+
 }  // namespace
