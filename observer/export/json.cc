@@ -46,6 +46,7 @@ nlohmann::json comm_json(const obs::CommInfo& c) {
           {"nnodes", c.nnodes},
           {"global_ranks", c.global_ranks},
           {"ops_complete", c.ops_complete},
+          {"p2p_complete", c.p2p_complete},
           {"last_seq", seq},
           {"last_progress_ns", c.last_progress_ns},
           {"state", c.state}};
