@@ -67,8 +67,8 @@ struct CommInfo {
   std::string state;                       // "active", "stalled", "hung", "finalized"
 };
 
-// The point-to-point operations of one directed pair of a communicator, summed (docs/store.md,
-// "p2p_pairs"): a send and its matching receive, both complete, count once.
+// The point-to-point operations of one directed pair of a communicator, summed (table p2p_pairs,
+// docs/store.md): a send and its matching receive, both complete, count once.
 struct P2pPairInfo {
   uint64_t comm_hash = 0;
   int nranks = 0;

@@ -597,6 +597,20 @@ void ReplayCoordinator::report_slow_pairs(const Model& m, FindingBoard& board, c
   // Slow pairs: a slowlink of class link (the live detector's key for the same pair).
   std::set<std::string> slow_now;
   if (!d.report) return;
+  std::map<std::string, std::map<int, int>> comm_ranks;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    comm_ranks = cross_comm_ranks_;
+  }
+  // A finding's end as a global rank; one named by its comm rank only (a far end the live
+  // detector of another node saw) through the spanning communicators' members (-1 unknown).
+  auto global_of = [&](const Finding& g, const Suspect& s) {
+    if (s.global_rank >= 0 || s.comm_rank < 0) return s.global_rank;
+    auto c = comm_ranks.find(cross_comm_key(g.comm_hash, g.comm_nranks));
+    if (c == comm_ranks.end()) return -1;
+    auto r = c->second.find(s.comm_rank);
+    return r == c->second.end() ? -1 : r->second;
+  };
   for (const replay::SlowPair& sp : v.slow_pairs) {
     const Suspect sa = suspect_for(m, sp.a, d), sb = suspect_for(m, sp.b, d);
     if (sa.pid == 0 || sb.pid == 0) continue;
@@ -608,11 +622,15 @@ void ReplayCoordinator::report_slow_pairs(const Model& m, FindingBoard& board, c
     // a rank of another node after the local one), or the key of an open finding that already
     // names the pair.
     std::string key = pb >= 0 && (pa < 0 || pb < pa) ? key_of(sb, sa) : key_of(sa, sb);
+    bool live = false;  // the live detectors already name this pair: their finding stands
     for (const Finding* g : board.all()) {
       if (g->kind != FindingKind::kSlowLink || !g->open || g->suspects.empty() || !g->peer) continue;
-      std::set<int> ends = {g->suspects[0].global_rank, g->peer->global_rank};
-      if (ends == std::set<int>{sp.a, sp.b}) key = g->dedup_key;
+      std::set<int> ends = {global_of(*g, g->suspects[0]), global_of(*g, *g->peer)};
+      if (ends != std::set<int>{sp.a, sp.b}) continue;
+      key = g->dedup_key;
+      live = !g->evidence.is_object() || g->evidence.value("source", "") != "replay";
     }
+    if (live) continue;  // the cycle's verdict (slow_pairs) is in its stored record
     Finding f;
     f.kind = FindingKind::kSlowLink;
     f.verdict = Verdict::kAttributed;

@@ -187,6 +187,9 @@ class ReplayCoordinator {
   uint64_t cross_seen_ = 0;
   int64_t next_cross_ns_ = 0;
   size_t cross_cursor_ = 0;
+  // Leader: comm rank -> global rank of every spanning communicator, from every node's members
+  // (guarded by mu_): a live finding that names a far end by its comm rank is the same link.
+  std::map<std::string, std::map<int, int>> cross_comm_ranks_;
   std::thread thread_;
 };
 

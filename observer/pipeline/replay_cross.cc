@@ -3,6 +3,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <set>
 #include <thread>
 
@@ -50,7 +51,13 @@ const CrossMember* CrossPlan::member(int global_rank) const {
 nlohmann::json to_json(const NodeMembers& n) {
   nlohmann::json ranks = nlohmann::json::array();
   for (const CrossMember& m : n.ranks) ranks.push_back(member_json(m));
-  return {{"node", n.node}, {"ranks", ranks}, {"comms", n.comms}};
+  nlohmann::json cr = nlohmann::json::object();
+  for (const auto& [key, m] : n.comm_ranks) {
+    nlohmann::json pairs = nlohmann::json::array();
+    for (const auto& [c, g] : m) pairs.push_back({c, g});
+    cr[key] = pairs;
+  }
+  return {{"node", n.node}, {"ranks", ranks}, {"comms", n.comms}, {"comm_ranks", cr}};
 }
 
 bool from_json(const nlohmann::json& j, NodeMembers* out, std::string* error) {
@@ -59,6 +66,9 @@ bool from_json(const nlohmann::json& j, NodeMembers* out, std::string* error) {
     n.node = j.at("node").get<int>();
     for (const auto& m : j.at("ranks")) n.ranks.push_back(member_of(m));
     n.comms = j.at("comms").get<std::map<std::string, std::vector<int>>>();
+    const nlohmann::json cr = j.value("comm_ranks", nlohmann::json::object());  // absent before it existed
+    for (const auto& [key, pairs] : cr.items())
+      for (const auto& p : pairs) n.comm_ranks[key][p.at(0).get<int>()] = p.at(1).get<int>();
     *out = std::move(n);
     return true;
   } catch (const std::exception& e) {
@@ -86,6 +96,19 @@ bool from_json(const nlohmann::json& j, CrossPlan* out, std::string* error) {
     *error = std::string("replay plan: ") + e.what();
     return false;
   }
+}
+
+std::string cross_comm_key(uint64_t comm_hash, int nranks) {
+  char b[32];
+  std::snprintf(b, sizeof(b), "0x%016llx", static_cast<unsigned long long>(comm_hash));
+  return std::string(b) + ":" + std::to_string(nranks);
+}
+
+std::map<std::string, std::map<int, int>> merged_comm_ranks(const std::vector<NodeMembers>& nodes) {
+  std::map<std::string, std::map<int, int>> out;
+  for (const NodeMembers& n : nodes)
+    for (const auto& [key, m] : n.comm_ranks) out[key].insert(m.begin(), m.end());
+  return out;
 }
 
 std::vector<std::pair<int, int>> cross_pairs(const std::vector<NodeMembers>& nodes) {

@@ -45,6 +45,7 @@ struct NodeMembers {
   int node = 0;
   std::vector<CrossMember> ranks;
   std::map<std::string, std::vector<int>> comms;  // "<hash>:<nranks>" -> its global ranks there
+  std::map<std::string, std::map<int, int>> comm_ranks;  // the same communicators: comm rank -> global rank
   bool operator==(const NodeMembers&) const;
 };
 
@@ -63,6 +64,11 @@ nlohmann::json to_json(const NodeMembers& n);
 bool from_json(const nlohmann::json& j, NodeMembers* out, std::string* error);
 nlohmann::json to_json(const CrossPlan& p);
 bool from_json(const nlohmann::json& j, CrossPlan* out, std::string* error);
+
+// Communicator key "<hash as 0x...>:<nranks>" of NodeMembers (hex64 of the commHash).
+std::string cross_comm_key(uint64_t comm_hash, int nranks);
+// Every node's comm rank -> global rank maps merged, per communicator key.
+std::map<std::string, std::map<int, int>> merged_comm_ranks(const std::vector<NodeMembers>& nodes);
 
 // Every directed pair (a, b) of two ranks of one communicator on different nodes, each once,
 // ascending; a rank is on the node that published it.

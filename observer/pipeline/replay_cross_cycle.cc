@@ -39,12 +39,18 @@ NodeMembers ReplayCoordinator::node_members(const Model& m) const {
   for (const auto& [key, c] : m.comms()) {
     if (c.nnodes < 2 && c.members_known()) continue;  // on this node only
     std::vector<int> mine;
-    for (const RankProgress& r : c.ranks)
-      if (r.proc >= 0 && m.proc(r.proc).node_rank == node_rank_ && m.proc(r.proc).global_rank >= 0)
-        mine.push_back(m.proc(r.proc).global_rank);
+    std::map<int, int> ranks;
+    for (int cr = 0; cr < int(c.ranks.size()); ++cr) {
+      const int proc = c.ranks[cr].proc;
+      if (proc < 0 || m.proc(proc).node_rank != node_rank_ || m.proc(proc).global_rank < 0) continue;
+      mine.push_back(m.proc(proc).global_rank);
+      ranks[cr] = m.proc(proc).global_rank;
+    }
     if (mine.empty()) continue;
     std::sort(mine.begin(), mine.end());
-    n.comms[hex64(key.hash) + ":" + std::to_string(key.nranks)] = mine;
+    const std::string k = cross_comm_key(key.hash, key.nranks);
+    n.comms[k] = mine;
+    n.comm_ranks[k] = ranks;
   }
   return n;
 }
@@ -67,6 +73,10 @@ void ReplayCoordinator::cross_tick() {
     if (node_rank_ == 0 && mono_ns() >= next_cross_ns_) {
       next_cross_ns_ = mono_ns() + opt_.cross_period_ns;
       std::vector<NodeMembers> all = cross_->members(opt_.nodes);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        cross_comm_ranks_ = merged_comm_ranks(all);
+      }
       std::vector<std::pair<int, int>> pairs = cross_pairs(all);
       if (!pairs.empty()) {
         CrossPlan plan;

@@ -95,6 +95,25 @@ TEST(ReplayCross, NodeMembersJsonRoundTrip) {
   EXPECT_EQ(back.comms, (std::map<std::string, std::vector<int>>{{"aa:4", {0, 1}}, {"bb:2", {0, 1}}}));
 }
 
+// Comm rank -> global rank maps survive the round trip, are merged across nodes, and a node
+// that published before they existed (no "comm_ranks" key) reads as having none.
+TEST(ReplayCross, CommRanksRoundTripMergeAndAbsentKey) {
+  NodeMembers a = two_nodes()[0], b = two_nodes()[1];
+  a.comm_ranks[cross_comm_key(0xaa, 4)] = {{0, 0}, {1, 1}};
+  b.comm_ranks[cross_comm_key(0xaa, 4)] = {{2, 2}, {3, 3}};
+  NodeMembers back;
+  std::string err;
+  ASSERT_TRUE(from_json(nlohmann::json::parse(to_json(a).dump()), &back, &err)) << err;
+  EXPECT_EQ(back.comm_ranks, a.comm_ranks);
+  EXPECT_EQ(cross_comm_key(0xaa, 4), "0x00000000000000aa:4");
+  EXPECT_EQ(merged_comm_ranks({a, b}),
+            (std::map<std::string, std::map<int, int>>{{"0x00000000000000aa:4", {{0, 0}, {1, 1}, {2, 2}, {3, 3}}}}));
+  nlohmann::json old = to_json(two_nodes()[0]);
+  old.erase("comm_ranks");
+  ASSERT_TRUE(from_json(old, &back, &err)) << err;
+  EXPECT_TRUE(back.comm_ranks.empty());
+}
+
 TEST(ReplayCross, CrossPlanJsonRoundTrip) {
   CrossPlan p;
   p.id = 7;
