@@ -16,7 +16,7 @@ for b in "$SCOUT" "$SIM"; do
   [ -x "$b" ] || { echo "fp-campaign: $b not built (make -j2 all)" >&2; exit 2; }
 done
 
-# Shapes, cycled: sizes 4 to 64 ranks; TP, PP, DP, EP and several emulated nodes.
+# Shapes, cycled: sizes 4 to 64 ranks; TP, PP, DP, EP, CP, interleaved PP and several emulated nodes.
 shapes=(
   "--ranks 8 --tp 2 --pp 2 --steps 30"
   "--ranks 4 --tp 2 --steps 40"
@@ -28,6 +28,8 @@ shapes=(
   "--ranks 12 --tp 2 --pp 3 --steps 30"
   "--ranks 64 --tp 2 --pp 4 --steps 40"
   "--ranks 8 --pp 4 --steps 40"
+  "--ranks 16 --tp 2 --cp 2 --pp 2 --vpp 2 --steps 40"
+  "--ranks 8 --cp 4 --pp 2 --vpp 3 --steps 30"
 )
 [ -n "${FP_SHAPE:-}" ] && shapes=("$FP_SHAPE")
 

@@ -103,6 +103,24 @@ TEST(SimEndToEnd, HealthyEightRanksTwoHundredStepsGiveNoFinding) {
   EXPECT_EQ(o.observer_err.find("segment rejected"), std::string::npos) << o.observer_err;
 }
 
+// Context parallelism (ring attention over each CP pair) and an interleaved pipeline (two model
+// chunks per rank, the last stage handing back to the first): healthy, no finding; a rank that
+// stops is named.
+TEST(SimEndToEnd, ContextParallelInterleavedPipelineHealthyAndHang) {
+  const std::vector<std::string> shape = {"--ranks", "16", "--tp", "2", "--cp", "2", "--pp", "2", "--vpp", "2"};
+  std::vector<std::string> args = shape;
+  args.insert(args.end(), {"--steps", "60"});
+  Outcome h = run("cpvpp", args, 0);
+  EXPECT_EQ(h.sim.exit_code, 0) << h.sim.err;
+  EXPECT_TRUE(h.found.empty()) << "found:" << show(h.found) << "\n" << h.observer_err;
+  args = shape;
+  args.insert(args.end(), {"--steps", "20", "--timeout", "4", "--fault", "hang:rank=6,step=6"});
+  Outcome o = run("cpvpphang", args, 1);
+  EXPECT_EQ(o.sim.exit_code, 3) << o.sim.err;
+  ASSERT_EQ(o.truth.size(), 1u);
+  expect_exact(o);
+}
+
 TEST(SimEndToEnd, SilentDataCorruptionIsAttributed) {
   Outcome o = run("sdc", {"--ranks", "8", "--tp", "4", "--steps", "12", "--fault", "sdc:rank=5,step=4"}, 1);
   ASSERT_EQ(o.truth.size(), 1u);

@@ -135,10 +135,14 @@ int launch(SimOptions o, const std::string& exe) {
     std::fprintf(stderr, "scout-sim: %s\n", err.c_str());
     return kExitFailed;
   }
+  // cp and vpp only when used, so the banner of a job without them reads as before.
+  std::string extra;
+  if (o.cp > 1) extra += ", cp " + std::to_string(o.cp);
+  if (o.vpp > 1) extra += ", vpp " + std::to_string(o.vpp);
   std::printf(
-      "scout-sim: job %s: %d ranks (tp %d, pp %d, dp %d, ep %d) on %d host%s, %lld steps, %llu-byte "
+      "scout-sim: job %s: %d ranks (tp %d, pp %d, dp %d, ep %d%s) on %d host%s, %lld steps, %llu-byte "
       "messages, plugin %s%s%s\n",
-      o.job.c_str(), o.ranks, o.tp, o.pp, o.dp(), o.ep, o.nodes, o.nodes > 1 ? "s" : "",
+      o.job.c_str(), o.ranks, o.tp, o.pp, o.dp(), o.ep, extra.c_str(), o.nodes, o.nodes > 1 ? "s" : "",
       static_cast<long long>(o.steps), static_cast<unsigned long long>(o.bytes), plugin_desc.c_str(),
       o.truth.empty() ? "" : ", truth ", o.truth.c_str());
   std::fflush(stdout);

@@ -12,6 +12,7 @@ const char* comm_kind_name(CommKind k) {
     case CommKind::kDp: return "dp";
     case CommKind::kPp: return "pp";
     case CommKind::kEp: return "ep";
+    case CommKind::kCp: return "cp";
   }
   return "?";
 }
@@ -21,17 +22,19 @@ int CommSpec::rank_of(int g) const {
   return it != members.end() && *it == g ? static_cast<int>(it - members.begin()) : -1;
 }
 
-Layout::Layout(const SimOptions& o) : n_(o.ranks), t_(o.tp), p_(o.pp), d_(o.dp()), e_(o.ep), m_(o.nodes) {
+Layout::Layout(const SimOptions& o)
+    : n_(o.ranks), t_(o.tp), p_(o.pp), d_(o.dp()), e_(o.ep), m_(o.nodes), c_(o.cp) {
   index_.assign(static_cast<size_t>(n_) * kNumCommKinds, -1);
   // Group index of each kind for every rank, then members per (kind, index).
   auto group_of = [&](int g, CommKind k) -> int {
     RankCoord c = coord(g);
     switch (k) {
       case CommKind::kWorld: return 0;
-      case CommKind::kTp: return c.dp + d_ * c.pp;
+      case CommKind::kTp: return c.cp + c_ * (c.dp + d_ * c.pp);
       case CommKind::kDp: return c.tp + t_ * c.pp;
-      case CommKind::kPp: return c.tp + t_ * c.dp;
-      case CommKind::kEp: return (c.tp + t_ * c.pp) * (d_ / e_) + c.dp / e_;
+      case CommKind::kPp: return c.tp + t_ * (c.cp + c_ * c.dp);
+      case CommKind::kEp: return (c.tp + t_ * (c.cp + c_ * c.pp)) * (d_ / e_) + c.dp / e_;
+      case CommKind::kCp: return c.tp + t_ * (c.dp + d_ * c.pp);
     }
     return 0;
   };
@@ -64,8 +67,9 @@ Layout::Layout(const SimOptions& o) : n_(o.ranks), t_(o.tp), p_(o.pp), d_(o.dp()
 RankCoord Layout::coord(int g) const {
   RankCoord c;
   c.tp = g % t_;
-  c.dp = (g / t_) % d_;
-  c.pp = g / (t_ * d_);
+  c.cp = (g / t_) % c_;
+  c.dp = (g / (t_ * c_)) % d_;
+  c.pp = g / (t_ * c_ * d_);
   int per_node = n_ / m_;
   c.node = g / per_node;
   c.local_rank = g % per_node;

@@ -1,10 +1,11 @@
-// Rank layout and communicators of the emulated 3-D (+EP) parallel job (docs/scout-sim.md,
-// "Rank layout"). Megatron order: TP fastest, then DP, then PP:
-//     global rank g = tp + T * (dp + DP * pp),   DP = N / (T * P)
-// EP groups are E consecutive DP ranks with the same (tp, pp): ep group index
-// (tp + T * pp) * (DP / E) + dp / E. Hosts: N / M consecutive ranks per host, so whole TP groups
-// stay inside a host. Pure functions of the options: the launcher and every worker compute the
-// same layout.
+// Rank layout and communicators of the emulated 4-D (+EP) parallel job (docs/scout-sim.md,
+// "Rank layout"). Megatron order: TP fastest, then CP, then DP, then PP:
+//     global rank g = tp + T * (cp + C * (dp + DP * pp)),   DP = N / (T * C * P)
+// CP groups share (tp, dp, pp); the DP group (gradients) spans DP and CP, as Megatron's
+// data-parallel-with-context-parallel group does. EP groups are E consecutive DP ranks with the
+// same (tp, cp, pp): ep group index (tp + T * (cp + C * pp)) * (DP / E) + dp / E. Hosts: N / M
+// consecutive ranks per host, so whole TP groups stay inside a host. Pure functions of the
+// options: the launcher and every worker compute the same layout.
 #pragma once
 
 #include <cstdint>
@@ -15,10 +16,10 @@
 
 namespace scout::sim {
 
-enum class CommKind : uint8_t { kWorld = 0, kTp = 1, kDp = 2, kPp = 3, kEp = 4 };
-constexpr int kNumCommKinds = 5;
+enum class CommKind : uint8_t { kWorld = 0, kTp = 1, kDp = 2, kPp = 3, kEp = 4, kCp = 5 };
+constexpr int kNumCommKinds = 6;
 
-// "world", "tp", "dp", "pp", "ep".
+// "world", "tp", "dp", "pp", "ep", "cp".
 const char* comm_kind_name(CommKind k);
 
 // One communicator of the job (the same on every member).
@@ -38,7 +39,7 @@ struct CommSpec {
 
 // Coordinates of one global rank.
 struct RankCoord {
-  int tp = 0, dp = 0, pp = 0;
+  int tp = 0, dp = 0, pp = 0, cp = 0;
   int node = 0;        // emulated host index
   int local_rank = 0;  // index within the host
 };
@@ -53,6 +54,7 @@ class Layout {
   int pp() const { return p_; }
   int dp() const { return d_; }
   int ep() const { return e_; }
+  int cp() const { return c_; }
   int nodes() const { return m_; }
   int ranks_per_node() const { return n_ / m_; }
 
@@ -61,7 +63,8 @@ class Layout {
   static std::string host_name(int node);
 
   // Every communicator with at least 2 ranks, in creation order: world first, then the TP, DP,
-  // PP and EP groups (each kind in index order). Groups of size 1 are not created (NCCL
+  // PP, EP and CP groups (each kind in index order; CP last, so the other kinds' split counters
+  // and commHashes do not depend on --cp). Groups of size 1 are not created (NCCL
   // produces no events for nRanks == 1, docs/nccl-notes.md §3.9; frameworks skip them).
   const std::vector<CommSpec>& comms() const { return comms_; }
   // The communicator of `kind` that global rank g belongs to, or nullptr if that group has one
@@ -71,7 +74,7 @@ class Layout {
   bool share_comm(int a, int b) const;
 
  private:
-  int n_, t_, p_, d_, e_, m_;
+  int n_, t_, p_, d_, e_, m_, c_;
   std::vector<CommSpec> comms_;
   std::vector<int> index_;  // [g * kNumCommKinds + kind] -> comms_ index or -1
 };

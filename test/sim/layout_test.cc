@@ -47,6 +47,56 @@ TEST(Layout, MegatronOrderTpFastestThenDpThenPp) {
   EXPECT_TRUE(L.share_comm(0, 5));  // world
 }
 
+// Context parallelism: CP after TP in the rank order; CP groups share (tp, dp, pp), the DP
+// (gradient) group spans DP and CP, and the CP groups come last so every other communicator's
+// split counter (and so its commHash) is the one it has without --cp.
+TEST(Layout, ContextParallelGroupsFollowTpAndTheDpGroupSpansThem) {
+  SimOptions o = shape(16, 2, 2);
+  o.cp = 2;  // DP = 16 / (2 * 2 * 2) = 2
+  Layout L(o);
+  ASSERT_EQ(L.dp(), 2);
+  auto members = [&](int g, CommKind k) { return L.comm_of(g, k)->members; };
+  EXPECT_EQ(L.coord(6).tp, 0);
+  EXPECT_EQ(L.coord(6).cp, 1);
+  EXPECT_EQ(L.coord(6).dp, 1);
+  EXPECT_EQ(L.coord(6).pp, 0);
+  EXPECT_EQ(L.coord(9).pp, 1);
+  EXPECT_EQ(members(6, CommKind::kTp), (std::vector<int>{6, 7}));
+  EXPECT_EQ(members(6, CommKind::kCp), (std::vector<int>{4, 6}));
+  EXPECT_EQ(members(6, CommKind::kDp), (std::vector<int>{0, 2, 4, 6}));
+  EXPECT_EQ(members(6, CommKind::kPp), (std::vector<int>{6, 14}));
+  EXPECT_EQ(L.comm_of(6, CommKind::kCp)->name, "cp2");
+  // world + 8 tp + 4 dp + 8 pp + 8 cp
+  EXPECT_EQ(L.comms().size(), 29u);
+  EXPECT_EQ(L.comm_of(6, CommKind::kCp)->split_count, 4);
+  EXPECT_EQ(L.comm_of(6, CommKind::kPp)->split_count, 2);
+}
+
+// The interleaved pipeline (--vpp 2, --pp 2): each chunk exchanges with the next stage, and the
+// last stage hands chunk 0 to the first stage's chunk 1 (and gradients back): per step the first
+// stage sends 3 times to the last (forward chunk 0 and 1, backward wrap) and receives 3 times.
+TEST(Layout, InterleavedPipelineWrapsFromTheLastStageToTheFirst) {
+  SimOptions o = shape(4, 1, 2);
+  o.vpp = 2;
+  Layout L(o);
+  auto count = [&](int g, ActionKind k) {
+    int n = 0;
+    for (const Action& a : step_actions(L, o, g, 1)) n += a.kind == k && a.comm == CommKind::kPp;
+    return n;
+  };
+  EXPECT_EQ(count(0, ActionKind::kSend), 3);
+  EXPECT_EQ(count(0, ActionKind::kRecv), 3);
+  EXPECT_EQ(count(2, ActionKind::kSend), 3);
+  EXPECT_EQ(count(2, ActionKind::kRecv), 3);
+  std::vector<int> first_stage_peers;  // the first stage's forward: send, then send + wrap recv
+  for (const Action& a : step_actions(L, o, 0, 1))
+    if (a.comm == CommKind::kPp && (a.kind == ActionKind::kSend || a.kind == ActionKind::kRecv))
+      first_stage_peers.push_back(a.kind == ActionKind::kSend ? a.peer : -1 - a.peer);
+  // send to 1 (chunk 0); send to 1 + receive from 1 (chunk 1, wrap); backward: send to 1 (wrap)
+  // + receive from 1 (chunk 1); receive from 1 (chunk 0).
+  EXPECT_EQ(first_stage_peers, (std::vector<int>{1, 1, -2, 1, -2, -2}));
+}
+
 TEST(Layout, ExpertGroupsAreConsecutiveDpRanksAndSizeOneGroupsAreNotCreated) {
   Layout L(shape(8, 1, 1, 4));  // DP = 8, EP = 4
   EXPECT_EQ(L.comm_of(0, CommKind::kTp), nullptr);

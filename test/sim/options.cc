@@ -296,7 +296,9 @@ ParseStatus parse_options(int argc, const char* const* argv, SimOptions* out, st
   app.add_option("--ranks", o.ranks, "world size N: one process per rank")->required();
   app.add_option("--tp", o.tp, "tensor-parallel size T");
   app.add_option("--pp", o.pp, "pipeline-parallel size P");
-  app.add_option("--ep", o.ep, "expert-parallel size E (divides DP = N/(T*P))");
+  app.add_option("--ep", o.ep, "expert-parallel size E (divides DP = N/(T*C*P))");
+  app.add_option("--cp", o.cp, "context-parallel size C (ring attention: K/V passed around each CP group)");
+  app.add_option("--vpp", o.vpp, "virtual pipeline stages per rank V (interleaved schedule; needs --pp > 1)");
   app.add_option("--nodes", o.nodes, "emulated hosts M (SCOUT_HOST node0..node{M-1})");
   app.add_option("--steps", o.steps, "training steps");
   app.add_option("--bytes", bytes_text, "base message size B (bytes; K, M, G suffixes)");
@@ -333,10 +335,12 @@ ParseStatus parse_options(int argc, const char* const* argv, SimOptions* out, st
   double min_b = static_cast<double>(kMinBytes), max_b = static_cast<double>(kMaxBytes);
   if (!config::parse_size(bytes_text, min_b, max_b, &o.bytes, &err)) return fail("--bytes: " + one_line(err));
   if (o.ranks < 1 || o.ranks > kMaxRanks) return fail("--ranks must be in 1.." + std::to_string(kMaxRanks));
-  if (o.tp < 1 || o.pp < 1 || o.ep < 1 || o.nodes < 1) return fail("--tp, --pp, --ep and --nodes must be >= 1");
-  if (o.ranks % (o.tp * o.pp) != 0)
-    return fail("--tp " + std::to_string(o.tp) + " x --pp " + std::to_string(o.pp) + " does not divide --ranks " +
-                std::to_string(o.ranks));
+  if (o.tp < 1 || o.pp < 1 || o.ep < 1 || o.cp < 1 || o.vpp < 1 || o.nodes < 1)
+    return fail("--tp, --pp, --ep, --cp, --vpp and --nodes must be >= 1");
+  if (o.ranks % (o.tp * o.cp * o.pp) != 0)
+    return fail("--tp " + std::to_string(o.tp) + " x --cp " + std::to_string(o.cp) + " x --pp " + std::to_string(o.pp) +
+                " does not divide --ranks " + std::to_string(o.ranks));
+  if (o.vpp > 1 && o.pp < 2) return fail("--vpp " + std::to_string(o.vpp) + " needs --pp > 1");
   if (o.dp() % o.ep != 0)
     return fail("--ep " + std::to_string(o.ep) + " does not divide DP = " + std::to_string(o.dp()));
   if (o.moe_experts < 0 || o.moe_experts > 4096 || (o.moe_experts > 0 && o.moe_experts % o.ep != 0))
@@ -396,6 +400,10 @@ std::vector<std::string> worker_argv(const std::string& exe, const SimOptions& o
                                 std::to_string(o.pp),
                                 "--ep",
                                 std::to_string(o.ep),
+                                "--cp",
+                                std::to_string(o.cp),
+                                "--vpp",
+                                std::to_string(o.vpp),
                                 "--nodes",
                                 std::to_string(o.nodes),
                                 "--steps",

@@ -66,6 +66,8 @@ struct SimOptions {
   int tp = 1;                   // tensor-parallel size T
   int pp = 1;                   // pipeline-parallel size P
   int ep = 1;                   // expert-parallel size E (divides DP)
+  int cp = 1;                   // context-parallel size C (ring attention inside each CP group)
+  int vpp = 1;                  // virtual pipeline stages per rank V (interleaved schedule; needs P > 1)
   int nodes = 1;                // emulated hosts M (divides N; whole TP groups per host)
   int64_t steps = 20;           // training steps
   uint64_t bytes = 256 * 1024;  // base message size B in bytes (TP AllReduce size)
@@ -85,7 +87,7 @@ struct SimOptions {
   int worker_rank = -1;  // >= 0: run as this global rank
   int fabric_fd = -1;    // the shared fabric (memfd) inherited from the launcher
 
-  int dp() const { return ranks / (tp * pp); }
+  int dp() const { return ranks / (tp * cp * pp); }
   bool is_worker() const { return worker_rank >= 0; }
 };
 

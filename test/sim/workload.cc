@@ -37,6 +37,7 @@ std::vector<Action> step_actions(const Layout& L, const SimOptions& o, int g, in
   const CommSpec* pp = L.comm_of(g, CommKind::kPp);
   const CommSpec* ep = L.comm_of(g, CommKind::kEp);
   const CommSpec* world = L.comm_of(g, CommKind::kWorld);
+  const CommSpec* cp = L.comm_of(g, CommKind::kCp);
 
   auto coll = [&](CommKind k, Func f, uint64_t count, bool in_place, int root = -1) {
     Action a;
@@ -54,10 +55,10 @@ std::vector<Action> step_actions(const Layout& L, const SimOptions& o, int g, in
     a.comm = k;
     out.push_back(a);
   };
-  auto p2p = [&](ActionKind kind, int peer) {
+  auto p2p = [&](ActionKind kind, int peer, CommKind k = CommKind::kPp) {
     Action a;
     a.kind = kind;
-    a.comm = CommKind::kPp;
+    a.comm = k;
     a.func = kind == ActionKind::kSend ? Func::kSend : Func::kRecv;
     a.count = std::max<uint64_t>(c / 2, 1);
     a.peer = peer;
@@ -71,33 +72,53 @@ std::vector<Action> step_actions(const Layout& L, const SimOptions& o, int g, in
     a.count = std::max<uint64_t>(c / ep->nranks(), 1);
     out.push_back(a);
   };
+  // One pipeline exchange: a send and a receive in one group (either may be absent).
+  auto pp_exchange = [&](int send_to, int recv_from) {
+    if (send_to < 0 && recv_from < 0) return;
+    mark(ActionKind::kGroupStart, CommKind::kPp);
+    if (send_to >= 0) p2p(ActionKind::kSend, send_to);
+    if (recv_from >= 0) p2p(ActionKind::kRecv, recv_from);
+    mark(ActionKind::kGroupEnd, CommKind::kPp);
+  };
+  // Ring attention: K/V blocks passed around the CP group, C - 1 rounds of a send to the next
+  // rank and a receive from the previous one.
+  auto cp_ring = [&]() {
+    const int n = cp->nranks(), me = cp->rank_of(g);
+    for (int r = 0; r + 1 < n; ++r) {
+      mark(ActionKind::kGroupStart, CommKind::kCp);
+      p2p(ActionKind::kSend, (me + 1) % n, CommKind::kCp);
+      p2p(ActionKind::kRecv, (me + n - 1) % n, CommKind::kCp);
+      mark(ActionKind::kGroupEnd, CommKind::kCp);
+    }
+  };
 
   const int stage = pp ? pp->rank_of(g) : 0;
   const int stages = pp ? pp->nranks() : 1;
   const uint64_t tp_n = tp ? tp->nranks() : 1;
+  const int chunks = pp ? std::max(1, o.vpp) : 1;
 
-  // Forward.
-  if (pp) {
-    mark(ActionKind::kGroupStart, CommKind::kPp);
-    if (stage + 1 < stages) p2p(ActionKind::kSend, stage + 1);
-    if (stage > 0) p2p(ActionKind::kRecv, stage - 1);
-    mark(ActionKind::kGroupEnd, CommKind::kPp);
+  // Forward, model chunk by model chunk (interleaved schedule: with V chunks per rank the last
+  // stage hands chunk v's activations to the first stage's chunk v + 1).
+  for (int v = 0; v < chunks; ++v) {
+    if (pp)
+      pp_exchange(stage + 1 < stages ? stage + 1 : v + 1 < chunks ? 0 : -1,
+                  stage > 0 ? stage - 1 : v > 0 ? stages - 1 : -1);
+    if (tp) coll(CommKind::kTp, Func::kAllReduce, c, true);
+    if (cp) cp_ring();
+    if (tp) coll(CommKind::kTp, Func::kAllGather, c / tp_n, false);
+    if (ep) alltoall();
+    if (tp) coll(CommKind::kTp, Func::kReduceScatter, c / tp_n, false);
   }
-  if (tp) {
-    coll(CommKind::kTp, Func::kAllReduce, c, true);
-    coll(CommKind::kTp, Func::kAllGather, c / tp_n, false);
+  // Backward, chunks in reverse (gradients flow back, the first stage's chunk v to the last
+  // stage's chunk v - 1).
+  for (int v = chunks - 1; v >= 0; --v) {
+    if (pp)
+      pp_exchange(stage > 0 ? stage - 1 : v > 0 ? stages - 1 : -1,
+                  stage + 1 < stages ? stage + 1 : v + 1 < chunks ? 0 : -1);
+    if (cp) cp_ring();
+    if (ep) alltoall();
+    if (tp) coll(CommKind::kTp, Func::kAllReduce, c, true);
   }
-  if (ep) alltoall();
-  if (tp) coll(CommKind::kTp, Func::kReduceScatter, c / tp_n, false);
-  // Backward.
-  if (pp) {
-    mark(ActionKind::kGroupStart, CommKind::kPp);
-    if (stage > 0) p2p(ActionKind::kSend, stage - 1);
-    if (stage + 1 < stages) p2p(ActionKind::kRecv, stage + 1);
-    mark(ActionKind::kGroupEnd, CommKind::kPp);
-  }
-  if (ep) alltoall();
-  if (tp) coll(CommKind::kTp, Func::kAllReduce, c, true);
   if (dp) {
     mark(ActionKind::kGroupStart, CommKind::kDp);
     for (int b = 0; b < kDpBuckets; ++b) coll(CommKind::kDp, Func::kAllReduce, c, true);
