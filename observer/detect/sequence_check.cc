@@ -1,7 +1,6 @@
 #include "observer/detect/sequence_check.h"
 
 #include <algorithm>
-#include <cstdio>
 
 #include "common/names.h"
 #include "observer/detect/finding_util.h"
@@ -36,11 +35,6 @@ std::string seq_words(const std::optional<SeqValue>& v) {
   return s + ")";
 }
 
-std::string seconds(int64_t ns) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.1f s", double(ns) / 1e9);
-  return buf;
-}
 
 }  // namespace
 
@@ -193,7 +187,7 @@ VoteResult<std::optional<SeqValue>> widen(const VoteResult<SeqValue>& v) {
 }
 }  // namespace
 
-void SequenceCheck::check(const Model& m, Comm& c, State& st, int64_t now_ns, FindingBoard& board) {
+void SequenceCheck::check(const Model& m, Comm& c, State& st, int64_t now_ns, FindingBoard& board, bool settle) {
   auto open = open_.find(c.key);
   if (open != open_.end() && open->second.decided) return;
   for (;;) {
@@ -201,16 +195,26 @@ void SequenceCheck::check(const Model& m, Comm& c, State& st, int64_t now_ns, Fi
     Ballots b = collect(c, pos);
     if (b.votes.empty()) return;
     VoteResult<SeqValue> vote = strict_majority(b.votes, c.key.nranks);
-    if (vote.verdict == VoteVerdict::kAgree && open == open_.end()) {
+    // Every voter's record there is the same key (func, seqNumber): the ranks are in step and differ
+    // only in datatype, count or root, which is the metadata check's desync, not this one's.
+    bool same_key = true;
+    for (const SeqEntry* e : b.entries) same_key = same_key && e->id == b.entries.front()->id;
+    if ((vote.verdict == VoteVerdict::kAgree || same_key) && open == open_.end()) {
       if (b.waiting) return;  // the others have not reached it: decide once they have
-      st.agreed.push_back(Agreed{pos, vote.groups[0].value, b.api});
-      if (st.agreed.size() > kHistory) st.agreed.pop_front();
+      if (vote.verdict == VoteVerdict::kAgree) {
+        st.agreed.push_back(Agreed{pos, vote.groups[0].value, b.api});
+        if (st.agreed.size() > kHistory) st.agreed.pop_front();
+      }
       st.next = pos + 1;
       continue;
     }
     // The ranks that reached `pos` disagree (or did once: late ranks may still change the vote).
     nlohmann::json cls;
     bool decided = vote.verdict == VoteVerdict::kAttributed;
+    if (!decided && !settle) {
+      open_[c.key].pos = pos;  // decided in the settle round of this pass
+      return;
+    }
     if (!decided && !b.waiting) decided = class_vote(m, c, st, b, pos, &vote, &cls);
     std::vector<std::pair<int, OpId>> ops;
     int64_t first = 0;
@@ -226,16 +230,19 @@ void SequenceCheck::check(const Model& m, Comm& c, State& st, int64_t now_ns, Fi
                    (n == 1 ? "communicator agrees" : "communicators agree") + " with the majority";
     }
     Divergence& d = open_[c.key];
+    if (d.hang) {
+      f.evidence["hang"] = *d.hang;
+      f.summary += d.hang_words;
+    }
     const bool changed = d.f.dedup_key.empty() || d.f.verdict != f.verdict || d.f.suspects.size() != f.suspects.size() ||
                          d.f.evidence != f.evidence;
     d.pos = pos;
     const int waited = d.passes++;
     d.decided = decided || (!b.waiting && d.passes >= kMaxPasses);
+    if (changed) d.f = f;
     // An undecided one-against-one waits a little for its class before it is reported.
-    if (!decided && waited < kQuietPasses) return;
-    if (changed) {
-      if (d.f.evidence.contains("hang")) f.evidence["hang"] = d.f.evidence["hang"];
-      d.f = f;
+    if ((changed || !d.reported) && (decided || waited >= kQuietPasses || d.hang)) {
+      d.reported = true;
       board.report(d.f);
     }
     return;
@@ -248,11 +255,17 @@ void SequenceCheck::pass(Model& m, int64_t now_ns, FindingBoard& board) {
     auto [it, added] = state_.try_emplace(key);
     State& st = it->second;
     if (added) st.cls = comm_class(c);
-    auto open = open_.find(key);
-    const bool pending = open != open_.end() && !open->second.decided;
-    if (st.stamp == c.seq_stamp && !pending) continue;
+    if (st.stamp == c.seq_stamp || open_.count(key)) continue;
     st.stamp = c.seq_stamp;
-    check(m, c, st, now_ns, board);
+    check(m, c, st, now_ns, board, false);
+  }
+  // Disagreements still undecided: every communicator has compared its new positions by now.
+  for (auto& [key, d] : open_) {
+    if (d.decided) continue;
+    Comm* c = m.find_comm(key);
+    if (!c || !c->members_known()) continue;
+    state_[key].stamp = c->seq_stamp;
+    check(m, *c, state_[key], now_ns, board, true);
   }
 }
 
@@ -272,11 +285,14 @@ bool SequenceCheck::fold(const Model& m, const std::vector<const Comm*>& comms, 
     if (!c) continue;
     auto it = open_.find(c->key);
     if (it == open_.end()) continue;
-    Finding& f = it->second.f;
-    f.evidence["hang"] = to_json(hang);
+    Divergence& d = it->second;
+    d.hang = to_json(hang);
+    d.hang_words = "; then the job " + std::string(hang.cls == "deadlock" ? "deadlocked" : "hung");
+    Finding& f = d.f;  // reported now if it was still waiting for its class: the hang is reason enough
+    d.reported = true;
+    f.evidence["hang"] = *d.hang;
     f.last_seen_ns = now_ns;
-    const std::string tail = "; then the job " + std::string(hang.cls == "deadlock" ? "deadlocked" : "hung");
-    if (f.summary.find(tail) == std::string::npos) f.summary += tail;
+    if (f.summary.find(d.hang_words) == std::string::npos) f.summary += d.hang_words;
     board.report(f);
     return true;
   }
@@ -318,10 +334,13 @@ bool SequenceCheck::frozen(const Model& m, const Comm& c, const CommWaits& w, co
   uint64_t pos = in.front()->pos;
   Finding f = finding(m, c, it->second, pos, vote, ops, api, in.front()->enqueue_ns, now_ns);
   f.evidence["hang"] = to_json(hang);
-  f.summary += "; the job deadlocked there (stuck for " + seconds(int64_t(hang.stalled_ms * 1e6)) + ")";
+  f.summary += "; the job deadlocked there";
   Divergence& d = open_[c.key];
   d.pos = pos;
   d.decided = true;
+  d.reported = true;
+  d.hang = f.evidence["hang"];
+  d.hang_words = "; the job deadlocked there";
   d.f = f;
   board.report(f);
   return true;

@@ -73,7 +73,7 @@ class SequenceCheck {
   // a later or equal position, or at an unknown one): its metadata and fingerprint votes follow
   // from the desync and are not reported.
   bool suppresses(const Comm& c, const Op& op) const;
-  // True when `c` has an open sequence desync.
+  // True when `c` has an open sequence desync (reported, or waiting for its class vote).
   bool diverged(const CommKey& c) const { return open_.count(c) > 0; }
 
   // If one of `comms` has an open sequence desync, adds `hang` (a hang or deadlock involving
@@ -104,6 +104,9 @@ class SequenceCheck {
     uint64_t pos = 0;
     bool decided = false;  // attributed (in the communicator or by its class), or frozen
     int passes = 0;        // passes waiting for a class vote
+    bool reported = false; // on the board (a one-against-one waits kQuietPasses first)
+    std::optional<nlohmann::json> hang;  // the hang or deadlock folded into it
+    std::string hang_words;              // its summary's tail
     Finding f;
   };
   struct State {
@@ -120,7 +123,10 @@ class SequenceCheck {
     bool waiting = false;
   };
   Ballots collect(Comm& c, uint64_t pos) const;
-  void check(const Model& m, Comm& c, State& st, int64_t now_ns, FindingBoard& board);
+  // Compares the positions of `c` from st.next on. A disagreement opens a Divergence; in the
+  // `settle` round (after every communicator's new positions were compared, so that its class has
+  // agreed what it could) a one-against-one is voted with the class and reported.
+  void check(const Model& m, Comm& c, State& st, int64_t now_ns, FindingBoard& board, bool settle);
   // Votes a disagreement with the equivalent communicators of its class; true when decided.
   bool class_vote(const Model& m, const Comm& c, const State& st, const Ballots& b, uint64_t pos,
                   VoteResult<SeqValue>* vote, nlohmann::json* cls) const;
