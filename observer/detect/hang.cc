@@ -199,6 +199,30 @@ void HangDetector::report_deadlock(const Model& m, const std::vector<int>& cycle
   track(f.dedup_key, comms);
 }
 
+bool HangDetector::sequence_deadlock(const Model& m, const std::vector<int>& cycle, const WaitGraph& g,
+                                     const std::vector<ProcEdge>& edges, int64_t now_ns, FindingBoard& board) {
+  if (!seq_) return false;
+  std::vector<int> tags = g.edges_within(cycle);
+  std::vector<const Comm*> comms;
+  int64_t since = now_ns;
+  for (int t : tags) {
+    if (std::find(comms.begin(), comms.end(), edges[t].comm) == comms.end()) comms.push_back(edges[t].comm);
+    since = std::min(since, edges[t].comm->last_progress_ns);
+  }
+  HangEvidence h;
+  h.cls = "deadlock";
+  h.stalled_ms = to_ms(now_ns - since);
+  h.last_progress_ns = since;
+  h.timeout_ms = to_ms(cfg_.timeout_ns);
+  h.chain = chain(m, edges, tags);
+  h.comms = comm_states(m, comms, now_ns);
+  if (seq_->fold(m, comms, h, now_ns, board)) return true;
+  for (const Comm* c : comms) {
+    if (seq_->frozen(m, *c, waits_.at(c->key), h, now_ns, board)) return true;
+  }
+  return false;
+}
+
 void HangDetector::report_stuck(const Model& m, const Comm& c, const WaitGraph& g, const std::vector<ProcEdge>& edges,
                                 int64_t now_ns, FindingBoard& board) {
   const CommWaits& w = waits_.at(c.key);
@@ -379,6 +403,7 @@ void HangDetector::report_root(const Model& m, const std::vector<int>& roots, co
   for (int p : upstream) ev.waiting_ranks->push_back(m.proc(p).global_rank);
   ev.chain = chain(m, edges, tags);
   ev.comms = comm_states(m, comms, now_ns);
+  if (seq_ && seq_->fold(m, comms, ev, now_ns, board)) return;  // follows from a sequence desync
   f.evidence = to_json(ev);
   std::string op = what_op(c, primary.e.op);
   std::string waiters = std::to_string(upstream.size()) + (upstream.size() == 1 ? " rank waits" : " ranks wait");
@@ -472,13 +497,23 @@ void HangDetector::pass(const Model& m, int64_t now_ns, FindingBoard& board) {
     bool all_stalled = true;
     for (int t : g.edges_within(cyc)) all_stalled = all_stalled && stalled_edge[t];
     if (!all_stalled) continue;
-    report_deadlock(m, cyc, g, edges, now_ns, board);
+    if (!sequence_deadlock(m, cyc, g, edges, now_ns, board)) report_deadlock(m, cyc, g, edges, now_ns, board);
     in_cycle.insert(cyc.begin(), cyc.end());
   }
   // Stalled communicators that are roots by themselves.
   for (const CommKey& k : stalled_) {
     const CommWaits& w = waits_.at(k);
     const Comm& c = m.comms().at(k);
+    if (seq_ && seq_->diverged(k) && (w.cls == "stuck" || w.cls == "mismatch")) {
+      HangEvidence h;
+      h.cls = w.cls;
+      h.stalled_ms = to_ms(now_ns - c.last_progress_ns);
+      h.last_progress_ns = c.last_progress_ns;
+      h.timeout_ms = to_ms(cfg_.timeout_ns);
+      h.comms = comm_states(m, {&c}, now_ns);
+      seq_->fold(m, {&c}, h, now_ns, board);
+      continue;
+    }
     if (w.cls == "stuck") report_stuck(m, c, g, edges, now_ns, board);
     if (w.cls == "mismatch") report_mismatch(m, c, g, edges, now_ns, board);
   }

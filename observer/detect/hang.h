@@ -5,7 +5,8 @@
 // enqueued, started, completed or fingerprinted) for longer than the hang timeout: time AND
 // progress, so a slow communicator that keeps completing operations is never hung. The edges of
 // stalled communicators form the wait-for graph across communicators (wait_graph.h):
-//   - each cycle is a deadlock finding (suspects: the ranks of the cycle);
+//   - each cycle is a deadlock finding (suspects: the ranks of the cycle), unless a communicator
+//     of the cycle shows a sequence desync at that frozen point (SequenceCheck::frozen);
 //   - a stalled communicator whose ranks all started the operation and none can finish is a
 //     "stuck" hang (inconclusive: scout cannot see which transfer never arrived), unless the
 //     ranks disagree on the operation's metadata, which makes it a desync;
@@ -19,7 +20,9 @@
 // process that peers wait for is reported as a crash without waiting for the hang timeout, once
 // crash_grace has passed since it was first seen blocking them or since its last event (the
 // latter lets an observer started after the fact decide at once). Hang and deadlock findings
-// close when the communicators progress again.
+// close when the communicators progress again. With a sequence check attached (set_sequence), a
+// hang, deadlock, stuck or mismatch that involves a communicator with an open sequence desync is
+// not reported: it is added to that desync's evidence (SequenceCheck::fold).
 #pragma once
 
 #include <cstdint>
@@ -28,6 +31,7 @@
 #include <string>
 
 #include "observer/detect/comm_waits.h"
+#include "observer/detect/sequence_check.h"
 #include "observer/detect/wait_graph.h"
 #include "observer/model/evidence.h"
 #include "observer/model/finding_board.h"
@@ -49,6 +53,9 @@ class HangDetector {
  public:
   explicit HangDetector(HangConfig cfg) : cfg_(cfg) {}
   void pass(const Model& m, int64_t now_ns, FindingBoard& board);
+  // Folds hangs into the sequence desyncs of `seq` (owned by the caller, outliving this); null:
+  // none (every hang is reported as such).
+  void set_sequence(SequenceCheck* seq) { seq_ = seq; }
   // CommInfo::state of a communicator after the last pass: "hung" (stalled past the timeout),
   // "stalled" (waiting ranks, no progress for half the timeout), "finalized" or "active".
   std::string comm_state(const Comm& c, int64_t now_ns) const;
@@ -82,7 +89,13 @@ class HangDetector {
   void report_crash(const Model& m, int proc, const ProcEdge& primary, const WaitGraph& g,
                     const std::vector<ProcEdge>& edges, int64_t now_ns, FindingBoard& board);
 
+  // The deadlock `cycle` as a sequence desync (folded into an open one, or found at this frozen
+  // point); false when it is none.
+  bool sequence_deadlock(const Model& m, const std::vector<int>& cycle, const WaitGraph& g,
+                         const std::vector<ProcEdge>& edges, int64_t now_ns, FindingBoard& board);
+
   HangConfig cfg_;
+  SequenceCheck* seq_ = nullptr;
   std::map<CommKey, CommWaits> waits_;
   std::set<CommKey> stalled_;
   std::map<int, std::vector<Membership>> member_of_;  // proc -> its communicators

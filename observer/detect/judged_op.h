@@ -19,6 +19,8 @@ struct JudgedOp {
   uint8_t algo = 0, proto = 0;  // shm::Algo / shm::Proto of the record
   int n = 0;                    // participants (coll: nranks, p2p: 2)
   bool complete = false;        // every participant present, complete, with GPU start and end
+  bool displaced = false;       // after an open sequence desync of its communicator: its records
+                                // are different calls (SequenceCheck::suppresses); not timed
   struct Part {
     bool present = true;  // false: its record was lost before it was final
     int comm_rank = -1;

@@ -61,19 +61,22 @@ JudgedOp make_judged(const Comm& c, const Op& op) {
 }  // namespace
 
 void OpJudge::finish(Model& m, Comm& c, Op& op, int64_t now_ns, FindingBoard& board, JudgeOutput* out) {
+  // Displaced by an open sequence desync: its votes follow from it and are not reported.
+  const bool quiet = seq_.suppresses(c, op);
   if (!op.meta_judged) {
     MetaOutcome meta = check_metadata(op);
-    if (auto f = desync_finding(m, c, op, meta, now_ns)) board.report(*f);
-    classes_.record(m, c, op, meta);
+    if (auto f = desync_finding(m, c, op, meta, now_ns); f && !quiet) board.report(*f);
+    if (!quiet || meta.vote.verdict == VoteVerdict::kAgree) classes_.record(m, c, op, meta);
     op.meta_verdict =
         meta.vote.verdict == VoteVerdict::kAgree ? (meta.partial ? "partial" : "agree") : to_string(meta.vote.verdict);
     op.meta_judged = true;
   }
   std::optional<FpOutcome> fp = check_recv_fingerprints(op, true);
   if (fp) {
-    if (auto f = sdc_finding(m, c, op, *fp, now_ns)) board.report(*f);
+    if (auto f = sdc_finding(m, c, op, *fp, now_ns); f && !quiet) board.report(*f);
   }
   JudgedOp j = make_judged(c, op);
+  j.displaced = quiet;
   bool partial = !op.all_present() || (fp && fp->partial) || op.meta_verdict == "partial";
   stats_.judged++;
   stats_.partial += partial;
@@ -173,6 +176,7 @@ void OpJudge::add_p2p(const Model& m, Comm& c, const Op& op, const JudgedOp& j) 
 }
 
 void OpJudge::pass(Model& m, int64_t now_ns, FindingBoard& board, JudgeOutput* out) {
+  seq_.pass(m, now_ns, board);
   for (auto& [key, c] : m.comms()) {
     bool known = c.members_known();
     std::vector<OpId> done;
@@ -203,9 +207,10 @@ void OpJudge::pass(Model& m, int64_t now_ns, FindingBoard& board, JudgeOutput* o
         continue;
       }
       if (!op.meta_judged && op.all_present()) {
+        const bool quiet = seq_.suppresses(c, op);
         MetaOutcome meta = check_metadata(op);
-        if (auto f = desync_finding(m, c, op, meta, now_ns)) board.report(*f);
-        classes_.record(m, c, op, meta);
+        if (auto f = desync_finding(m, c, op, meta, now_ns); f && !quiet) board.report(*f);
+        if (!quiet || meta.vote.verdict == VoteVerdict::kAgree) classes_.record(m, c, op, meta);
         op.meta_verdict = meta.vote.verdict == VoteVerdict::kAgree ? "agree" : to_string(meta.vote.verdict);
         op.meta_judged = true;
       }

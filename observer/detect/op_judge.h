@@ -1,4 +1,7 @@
 // Decides each live operation once its evidence is in, then drops it from the Model:
+//  - first, the sequence check of every communicator (sequence_check.h): what each rank called at
+//    each position; while a sequence desync is open, the metadata and fingerprint votes of the
+//    operations it displaced are not reported;
 //  - metadata agreement as soon as every participant's record is present (desync findings; an
 //    inconclusive one is voted again with the equivalent communicators, class_vote.h);
 //  - when every record is final (complete, fingerprints written), or `settle_timeout` after the
@@ -14,6 +17,7 @@
 
 #include "observer/detect/class_vote.h"
 #include "observer/detect/judged_op.h"
+#include "observer/detect/sequence_check.h"
 #include "observer/model/finding_board.h"
 #include "observer/model/job.h"
 #include "observer/model/model.h"
@@ -43,6 +47,8 @@ class OpJudge {
   // summaries, timings and judged ops are appended to `out`.
   void pass(Model& m, int64_t now_ns, FindingBoard& board, JudgeOutput* out);
   const JudgeStats& stats() const { return stats_; }
+  // The sequence check run at the start of each pass (the hang detector folds into it).
+  SequenceCheck& sequence() { return seq_; }
 
  private:
   void finish(Model& m, Comm& c, Op& op, int64_t now_ns, FindingBoard& board, JudgeOutput* out);
@@ -51,6 +57,7 @@ class OpJudge {
   JudgeConfig cfg_;
   JudgeStats stats_;
   ClassVote classes_;
+  SequenceCheck seq_;
 };
 
 }  // namespace scout::obs

@@ -151,17 +151,36 @@ struct EvMetaValue {
   int root = -1;  // Broadcast and Reduce; -1 otherwise
 };
 
-// Evidence of kind desync. source "metadata" fills fields/votes/majority/partial; source "hang"
+// What a rank called at one position of its collective sequence (source "sequence").
+struct EvSeqValue {
+  std::string func;      // "AllReduce", ...
+  std::string datatype;  // "float32", ...
+  uint64_t count = 0;
+  int root = -1;  // Broadcast and Reduce; -1 otherwise
+};
+
+// A position where the ranks still agreed, before the one they disagree at.
+struct EvSeqAgreed {
+  uint64_t position = 0;
+  EvSeqValue value;
+};
+
+// Evidence of kind desync. source "sequence" fills position/fields/sequence_votes/agreed;
+// source "metadata" fills fields/votes/majority/partial; source "hang"
 // (or a metadata desync whose communicator then hung in different collectives) fills
 // frontier_votes; either may carry `hang`.
 struct DesyncEvidence {
-  std::string source;  // metadata, hang
+  std::string source;  // metadata, hang, sequence
   EvOp op;
+  std::optional<uint64_t> position;  // sequence: 0-based position in the communicator's collective sequence
   std::optional<std::string> fields;  // api, task
   std::optional<std::vector<EvVoteGroup<EvMetaValue>>> votes;
   std::optional<std::optional<EvMetaValue>> majority;  // present for metadata; null: none
   std::optional<bool> partial;
   std::optional<std::vector<EvVoteGroup<std::optional<EvOp>>>> frontier_votes;  // null: in none
+  // sequence: what each rank called at `position`; null: not called (frozen at a deadlock)
+  std::optional<std::vector<EvVoteGroup<std::optional<EvSeqValue>>>> sequence_votes;
+  std::optional<std::vector<EvSeqAgreed>> agreed;  // sequence: the last positions before it that agreed
   std::optional<HangEvidence> hang;
 };
 
@@ -357,9 +376,13 @@ SCOUT_EVIDENCE_FIELDS(CrashEvidence, req("pid", &S::pid), req("host", &S::host),
                       req("last_event_ns", &S::last_event_ns), req("gone_ns", &S::gone_ns),
                       req("open_ops", &S::open_ops), req("waiting_ranks", &S::waiting_ranks), req("chain", &S::chain))
 SCOUT_EVIDENCE_FIELDS(EvMetaValue, req("datatype", &S::datatype), req("count", &S::count), req("root", &S::root))
-SCOUT_EVIDENCE_FIELDS(DesyncEvidence, req("source", &S::source), req("op", &S::op), opt("fields", &S::fields),
-                      opt("votes", &S::votes), opt("majority", &S::majority), opt("partial", &S::partial),
-                      opt("frontier_votes", &S::frontier_votes), opt("hang", &S::hang))
+SCOUT_EVIDENCE_FIELDS(EvSeqValue, req("func", &S::func), req("datatype", &S::datatype), req("count", &S::count),
+                      req("root", &S::root))
+SCOUT_EVIDENCE_FIELDS(EvSeqAgreed, req("position", &S::position), req("value", &S::value))
+SCOUT_EVIDENCE_FIELDS(DesyncEvidence, req("source", &S::source), req("op", &S::op), opt("position", &S::position),
+                      opt("fields", &S::fields), opt("votes", &S::votes), opt("majority", &S::majority),
+                      opt("partial", &S::partial), opt("frontier_votes", &S::frontier_votes),
+                      opt("sequence_votes", &S::sequence_votes), opt("agreed", &S::agreed), opt("hang", &S::hang))
 SCOUT_EVIDENCE_FIELDS(EvEquivVote, req("value", &S::value), req("comms", &S::comms), req("ranks", &S::ranks))
 SCOUT_EVIDENCE_FIELDS(EvEquivDisagreement, req("comm_rank", &S::comm_rank), req("votes", &S::votes),
                       req("majority", &S::majority))

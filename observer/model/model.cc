@@ -122,8 +122,47 @@ bool Model::is_inflight(const RecordSnapshot& r) {
   return (r.state == kStateEnqueued || r.state == kStateRunning) && !(r.flags & kFlagNoKernelCh);
 }
 
+int64_t Model::follow_sequence(RankProgress& rp, const RecordSnapshot& r) {
+  if (rp.seq_started && r.index < rp.seq_next_index) return -1;  // an update of a record already seen
+  if (r.index != (rp.seq_started ? rp.seq_next_index : 0)) {
+    rp.seq_known = 0;  // records lost in between (or before the first read): counts unknown
+    rp.seq_gaps++;
+  }
+  rp.seq_started = true;
+  rp.seq_next_index = r.index + 1;
+  if (r.kind != kKindColl || r.func >= kNumNumberedFuncs || (r.flags & kFlagUnmatched)) return -1;
+  rp.seq_count[r.func] = r.key;  // the seqNumber is the rank's count of earlier calls of this function
+  rp.seq_known |= uint8_t(1u << r.func);
+  int64_t pos = -1;
+  if (rp.seq_synced()) {
+    SeqEntry e;
+    e.pos = rp.seq_next_pos();
+    e.id = OpId{OpClass::kColl, r.func, r.key, -1, -1};
+    e.datatype = r.datatype;
+    e.api_datatype = r.api_datatype;
+    e.count = r.count;
+    e.api_count = r.api_count;
+    e.root = r.func == kFuncBroadcast || r.func == kFuncReduce ? r.peer : -1;
+    e.enqueue_ns = r.enqueue_ns;
+    rp.seq_window.push_back(e);
+    if (rp.seq_window.size() > kSeqWindow) {
+      rp.seq_window.pop_front();
+      rp.seq_evicted++;
+    }
+    pos = int64_t(e.pos);
+  }
+  rp.seq_count[r.func] = r.key + 1;
+  return pos;
+}
+
 Op* Model::apply(Comm& c, int rank, const RecordSnapshot& r, int64_t now_ns) {
   const int n = int(c.ranks.size());
+  int64_t pos = -1;
+  if (rank >= 0 && rank < n) {
+    const uint64_t before = c.ranks[rank].seq_next_index;
+    pos = follow_sequence(c.ranks[rank], r);
+    if (c.ranks[rank].seq_next_index != before) c.seq_stamp++;
+  }
   if (rank < 0 || rank >= n || (r.flags & kFlagUnmatched)) {
     unmatched_++;
     return nullptr;
@@ -160,6 +199,7 @@ Op* Model::apply(Comm& c, int rank, const RecordSnapshot& r, int64_t now_ns) {
   bool existed = op.slot(slot) != nullptr;
   OpSlot& s = op.add(slot);
   bool fresh = !existed || s.rec.index != r.index;
+  if (fresh) s.pos = pos;
   bool changed = fresh || s.rec.state != r.state || s.rec.ch_started != r.ch_started ||
                  s.rec.ch_stopped != r.ch_stopped || s.rec.fp_send_status != r.fp_send_status ||
                  s.rec.fp_recv_status != r.fp_recv_status;

@@ -100,6 +100,8 @@ std::string describe(const OpId& id);
 // p2p, 0 is the send side and 1 the recv side.
 struct OpSlot {
   int index = -1;
+  int64_t pos = -1;    // position of this record in its rank's collective sequence; -1 unknown
+
   bool final = false;  // no further update expected (complete, completion unobservable, or lost)
   bool lost = false;   // the record was overwritten in its ring before it was final
   shm::RecordSnapshot rec;
@@ -136,6 +138,19 @@ struct OpMark {
   bool valid = false;
 };
 
+// One collective of a comm rank at a known position of its collective sequence in the
+// communicator (docs/observer.md, "Sequence"): what the sequence check compares.
+struct SeqEntry {
+  uint64_t pos = 0;  // 0-based: the rank's earlier collectives (numbered functions) in this communicator
+  OpId id;
+  uint8_t datatype = 0, api_datatype = 0;
+  uint64_t count = 0, api_count = 0;
+  int32_t root = -1;  // Broadcast and Reduce; -1 otherwise
+  int64_t enqueue_ns = 0;
+};
+constexpr size_t kSeqWindow = 1024;  // positions kept per comm rank until the sequence check takes them
+constexpr uint8_t kSeqAllKnown = (1u << shm::kNumNumberedFuncs) - 1;
+
 // What one comm rank has done in its communicator (docs/observer.md#hangs).
 struct RankProgress {
   int proc = -1;        // Model proc id; -1 while no segment names this rank
@@ -146,6 +161,25 @@ struct RankProgress {
   uint64_t issued[shm::kNumNumberedFuncs] = {};     // highest collective seqNumber enqueued + 1 per func
   uint64_t started[shm::kNumNumberedFuncs] = {};    // ... started on the GPU + 1
   uint64_t completed[shm::kNumNumberedFuncs] = {};  // ... complete + 1
+  // Collective sequence (docs/observer.md, "Sequence"), from first sightings in ring order. The
+  // position of a collective is the sum over the numbered functions of the rank's earlier calls
+  // of each; a record's seqNumber gives its own function's count. A gap in the ring indices
+  // (records lost) makes every count unknown until that function's next record: positions are
+  // known again once all are (never guessed).
+  bool seq_started = false;
+  uint64_t seq_next_index = 0;                        // ring index expected next
+  uint8_t seq_known = kSeqAllKnown;                   // bit f: seq_count[f] is known
+  uint64_t seq_count[shm::kNumNumberedFuncs] = {};    // calls of each function so far
+  uint64_t seq_gaps = 0;                              // index gaps seen
+  uint64_t seq_evicted = 0;                           // entries dropped by the kSeqWindow bound
+  std::deque<SeqEntry> seq_window;                    // positions not yet taken, ascending
+  bool seq_synced() const { return seq_known == kSeqAllKnown; }
+  // Next position (meaningful while seq_synced()).
+  uint64_t seq_next_pos() const {
+    uint64_t p = 0;
+    for (uint64_t n : seq_count) p += n;
+    return p;
+  }
 };
 
 struct Comm {
@@ -170,6 +204,7 @@ struct Comm {
   uint64_t members_version = 0;  // bumped whenever a rank's process or finalized state changes
   // Kept by Model::apply and Model::drop: the live operations by (first_seen_ns, id).
   std::set<std::pair<int64_t, OpId>> by_age;
+  uint64_t seq_stamp = 0;  // bumped by Model::apply whenever a rank's sequence changes
   bool members_known() const {
     return !ranks.empty() && known_ranks.size() == ranks.size();
   }  // every comm rank maps to a process
@@ -203,6 +238,10 @@ class Model {
   void lost(Comm& c, int rank, uint64_t index);
   // Drops a judged operation.
   void drop(Comm& c, const OpId& id);
+  // Follows comm rank `rp`'s collective sequence with record `r` (called by apply for every
+  // record of the rank). Returns the record's position when it is a collective seen for the first
+  // time at a known position, else -1 (updates, other kinds, unknown positions).
+  static int64_t follow_sequence(RankProgress& rp, const shm::RecordSnapshot& r);
 
   std::map<CommKey, Comm>& comms() { return comms_; }
   const std::map<CommKey, Comm>& comms() const { return comms_; }

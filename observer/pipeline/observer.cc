@@ -30,6 +30,7 @@ Observer::Observer(ObserverOptions opt, Sink* sink)
       slowlink_(opt_.slowlink),
       netlink_(opt_.netlink),
       hang_(opt_.hang) {
+  hang_.set_sequence(&judge_.sequence());
   if (opt_.replay.enabled)
     replay_ = std::make_unique<ReplayCoordinator>(opt_.replay, opt_.job, opt_.shm_dir, opt_.node_rank, opt_.log);
 }
@@ -47,6 +48,7 @@ void Observer::pass(int64_t now_ns) {
   judge_.pass(model_, now_ns, board_, &out);
   for (const JudgedOp& j : out.judged) {
     nan_.observe(model_, j, now_ns, board_);
+    if (j.displaced) continue;  // records paired by key are different calls: no times, no votes
     equiv_.observe(model_, j, now_ns, board_);
     straggler_.observe(model_, j);
     slowlink_.observe(model_, j);

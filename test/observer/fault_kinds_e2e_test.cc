@@ -6,8 +6,6 @@
 // Same observer settings as sim_e2e_test (hang timeout 1.5 s, 50 ms passes, fingerprints on every
 // operation with SCOUT_FP_BUDGET=0); no other threshold is needed by these faults.
 //
-// The tests named DISABLED_ are the expected diagnoses the observer does not give yet (the
-// findings page says what it reports instead); enable them when it does.
 #include <signal.h>
 
 #include <gtest/gtest.h>
@@ -151,25 +149,64 @@ TEST(FaultKindsEndToEnd, WholeStageDesyncInACommunicatorAcrossStagesNamesTheStag
   EXPECT_EQ(o.findings[0].key->seq, 1u);
 }
 
-// Expected diagnoses not given yet (docs/findings.md, "Faults from public reports").
-TEST(FaultKindsEndToEnd, DISABLED_OptypeIsADesyncNamingTheRank) {
+// The sequence desync of `o`'s only finding: source "sequence", at `position` of `comm`, the
+// majority's call `func` #`seq` against rank 5's `minority_func`.
+void expect_sequence(const Outcome& o, const std::string& comm, uint64_t position, const std::string& func,
+                     uint64_t seq, const std::string& majority_func, const std::string& minority_func) {
+  ASSERT_EQ(o.findings.size(), 1u) << show(o.found);
+  const auto& f = o.findings[0];
+  const auto& ev = f.evidence;
+  EXPECT_EQ(f.comm_name, comm);
+  ASSERT_TRUE(f.key.has_value());
+  EXPECT_EQ(f.key->func, func);
+  EXPECT_EQ(f.key->seq, seq);
+  EXPECT_EQ(ev["source"], "sequence") << ev.dump();
+  EXPECT_EQ(ev["position"], position) << ev.dump();
+  ASSERT_EQ(ev["sequence_votes"].size(), 2u) << ev.dump();
+  if (majority_func.empty()) {
+    EXPECT_TRUE(ev["sequence_votes"][0]["value"].is_null()) << ev.dump();
+  } else {
+    EXPECT_EQ(ev["sequence_votes"][0]["value"]["func"], majority_func) << ev.dump();
+  }
+  EXPECT_EQ(ev["sequence_votes"][1]["value"]["func"], minority_func) << ev.dump();
+  EXPECT_EQ(ev["sequence_votes"][1]["ranks"], nlohmann::json::array({5})) << ev.dump();
+}
+
+// Rank 5 calls an AllGather where rank 4 calls the first AllReduce of step 9 (position 36 of tp2:
+// 4 collectives per step). One against one in the pair; the other TP groups, which agreed with
+// tp2 so far, called AllReduce there.
+TEST(FaultKindsEndToEnd, OptypeIsADesyncNamingTheRank) {
   Outcome o = run("optype", job({"--fault", "optype:rank=5,step=9"}), 1);
   EXPECT_EQ(o.truth, (std::multiset<Named>{{"optype", {5}}}));
   expect_findings(o, {{"desync", {5}}}, scout::obs::Verdict::kAttributed);
+  expect_sequence(o, "tp2", 36, "AllReduce", 18, "AllReduce", "AllGather");
 }
 
-TEST(FaultKindsEndToEnd, DISABLED_SkipIsADesyncOrAHangNamingTheRank) {
+// Rank 5 skips the AllReduce at position 36 of tp2, so its AllGather comes there; the job then
+// deadlocks (rank 5 reaches the world Broadcast a call early), and the deadlock is the desync's
+// `hang` evidence, not a finding of its own.
+TEST(FaultKindsEndToEnd, SkipIsADesyncOrAHangNamingTheRank) {
   Outcome o = run("skip", job({"--timeout", "6", "--fault", "skip:rank=5,step=9"}), 1);
   EXPECT_EQ(o.truth, (std::multiset<Named>{{"skip", {5}}}));
   ASSERT_EQ(o.findings.size(), 1u) << show(o.found);
-  EXPECT_TRUE(o.found == (std::multiset<Named>{{"desync", {5}}}) || o.found == (std::multiset<Named>{{"hang", {5}}}))
-      << show(o.found);
+  EXPECT_EQ(o.found, (std::multiset<Named>{{"desync", {5}}})) << show(o.found);
+  EXPECT_EQ(o.findings[0].verdict, scout::obs::Verdict::kAttributed);
+  expect_sequence(o, "tp2", 36, "AllReduce", 18, "AllReduce", "AllGather");
+  EXPECT_EQ(o.findings[0].evidence["hang"]["class"], "deadlock") << o.findings[0].evidence.dump();
 }
 
-TEST(FaultKindsEndToEnd, DISABLED_ExtraStepIsADesyncNamingTheRank) {
+// Rank 5's extra step makes the same calls as everyone's step 0, so no position differs in value;
+// it reaches the world Broadcast of its step 0 (world position 1) while the 7 others, a step
+// behind, are blocked in other communicators: at that frozen point the 7 have not called
+// position 1 and rank 5 has.
+TEST(FaultKindsEndToEnd, ExtraStepIsADesyncNamingTheRank) {
   Outcome o = run("extrastep", job({"--timeout", "6", "--fault", "extrastep:rank=5"}), 1);
   EXPECT_EQ(o.truth, (std::multiset<Named>{{"extrastep", {5}}}));
   expect_findings(o, {{"desync", {5}}}, scout::obs::Verdict::kAttributed);
+  expect_sequence(o, "world", 1, "Broadcast", 1, "", "Broadcast");
+  ASSERT_EQ(o.findings.size(), 1u);
+  EXPECT_EQ(o.findings[0].evidence["sequence_votes"][0]["ranks"], nlohmann::json::array({0, 1, 2, 3, 4, 6, 7}));
+  EXPECT_EQ(o.findings[0].evidence["hang"]["class"], "deadlock") << o.findings[0].evidence.dump();
 }
 
 }  // namespace

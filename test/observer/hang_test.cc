@@ -109,6 +109,8 @@ TEST(Hang, StuckCollectiveIsInconclusive) {
   EXPECT_EQ(f[0].evidence["waiting_ranks"], (nlohmann::json{0, 1, 2, 3}));
 }
 
+// At position 3 of dp rank 3 called AllGather where 3 ranks called AllReduce: the sequence check
+// names it (docs/findings.md, "desync"), and the hang of the mismatch is its `hang` evidence.
 TEST(Hang, RanksInDifferentCollectivesAreADesync) {
   ObserverHarness h(4);
   int dp = h.job.add_comm(0xd1, {0, 1, 2, 3}, "dp");
@@ -123,9 +125,13 @@ TEST(Hang, RanksInDifferentCollectivesAreADesync) {
   EXPECT_EQ(suspect_ranks(f[0]), std::vector<int>{3});
   EXPECT_EQ(f[0].key->func, "AllReduce");
   EXPECT_EQ(f[0].key->seq, 3u);
-  EXPECT_EQ(f[0].evidence["source"], "hang");
+  EXPECT_EQ(f[0].evidence["source"], "sequence");
+  EXPECT_EQ(f[0].evidence["position"], 3);
   EXPECT_EQ(f[0].evidence["hang"]["class"], "mismatch");
-  EXPECT_EQ(f[0].evidence["frontier_votes"][1]["value"]["func"], "AllGather");
+  EXPECT_EQ(f[0].evidence["sequence_votes"][0]["value"]["func"], "AllReduce");
+  EXPECT_EQ(f[0].evidence["sequence_votes"][0]["ranks"], (nlohmann::json{0, 1, 2}));
+  EXPECT_EQ(f[0].evidence["sequence_votes"][1]["value"]["func"], "AllGather");
+  EXPECT_EQ(f[0].evidence["sequence_votes"][1]["ranks"], (nlohmann::json{3}));
 }
 
 TEST(Hang, TwoRanksInDifferentCollectivesAreInconclusive) {

@@ -85,6 +85,8 @@ TEST(Evidence, EveryFieldIsDocumentedUnderItsKind) {
 
   EXPECT_EQ(d.missing<obs::DesyncEvidence>("desync", false), V{});
   EXPECT_EQ(d.missing<obs::EvMetaValue>("desync", false), V{});
+  EXPECT_EQ(d.missing<obs::EvSeqValue>("desync", false), V{});
+  EXPECT_EQ(d.missing<obs::EvSeqAgreed>("desync", false), V{});
 
   EXPECT_EQ(d.missing<obs::SdcEvidence>("sdc", false), V{});
   EXPECT_EQ(d.missing<obs::EvEquivDisagreement>("sdc", false), V{});
