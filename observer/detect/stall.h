@@ -22,14 +22,14 @@
 
 namespace scout::obs {
 
-inline constexpr size_t kStallWindow = 256;                 // gaps kept per communicator
-inline constexpr size_t kStallMinGaps = 16;                 // fewer: the cold threshold
-inline constexpr double kStallPercentile = 0.99;            // of the gaps
-inline constexpr double kStallMargin = 3.0;                 // times the percentile
-inline constexpr int64_t kStallFloorNs = 3'000'000'000;     // never below 3 s
-inline constexpr int64_t kStallColdNs = 10'000'000'000;     // before kStallMinGaps gaps: 10 s
-inline constexpr double kRepeatSlack = 1.5;                 // a repeat may last 1.5x its longest earlier episode
-inline constexpr size_t kStallMemory = 64;                  // closed episodes remembered
+inline constexpr size_t kStallWindow = 256;              // gaps kept per communicator
+inline constexpr size_t kStallMinGaps = 16;              // fewer: the cold threshold
+inline constexpr double kStallPercentile = 0.99;         // of the gaps
+inline constexpr double kStallMargin = 3.0;              // times the percentile
+inline constexpr int64_t kStallFloorNs = 3'000'000'000;  // never below 3 s
+inline constexpr int64_t kStallColdNs = 10'000'000'000;  // before kStallMinGaps gaps: 10 s
+inline constexpr double kRepeatSlack = 1.5;              // a repeat may last 1.5x its longest earlier episode
+inline constexpr size_t kStallMemory = 64;               // closed episodes remembered
 
 // The gap series of one communicator and the threshold it gives.
 class StallClock {
