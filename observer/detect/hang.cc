@@ -337,21 +337,16 @@ void HangDetector::report_root(const Model& m, const std::vector<int>& roots, co
   const Comm& c = *primary.comm;
   std::string key = hang_key(c, primary.e.op);
   const Finding* old = board.find(key);
-  const bool hang_open = old && old->open && old->kind == FindingKind::kHang;
   bool all_dead = true;
   for (int p : roots) all_dead &= m.proc(p).state == ProcState::kDead;
-  if (stall) {
-    // A dead root is a crash (reported after the grace, below), and a hang already named stays a
-    // hang until its communicators progress.
-    if (hang_open) return;
-    if (all_dead) {
-      if (old && old->open) board.close(key, now_ns);
-      return;
+  // A hang already named stays a hang until its communicators progress.
+  if (stall && old && old->open && old->kind == FindingKind::kHang) return;
+  // A root dead before it was named is a crash (the stall leaves it to the grace check below); one
+  // that died after its stall or hang was reported stays that finding.
+  if (all_dead && !board.is_open(key)) {
+    if (!stall) {
+      for (int p : roots) report_crash(m, p, primary, g, edges, now_ns, board);
     }
-  }
-  if (all_dead && !hang_open) {
-    if (old && old->open) board.close(key, now_ns);  // a stall whose root died: the crash names it
-    for (int p : roots) report_crash(m, p, primary, g, edges, now_ns, board);
     return;
   }
   std::set<int> upstream;
@@ -364,15 +359,25 @@ void HangDetector::report_root(const Model& m, const std::vector<int>& roots, co
   for (int t : tags) {
     if (std::find(comms.begin(), comms.end(), edges[t].comm) == comms.end()) comms.push_back(edges[t].comm);
   }
-  // Stall: the signature, and whether this is a repeat of a pause the job has shown before.
+  // Stall: the signature (the roots, and where in the step they stopped: the communicator and
+  // function of the first root's latest completed operation), and whether this is a repeat of a
+  // pause the job has shown before.
   std::vector<int> root_ranks;
   for (int p : roots) root_ranks.push_back(m.proc(p).global_rank);
   std::sort(root_ranks.begin(), root_ranks.end());
-  std::string func = shm::func_name(primary.e.op.func);
-  if (primary.e.op.cls == OpClass::kP2p) {
-    func += ":" + std::to_string(primary.e.op.src) + ">" + std::to_string(primary.e.op.dst);
+  StallSignature sig{0, 0, "", root_ranks};
+  int64_t latest = 0;
+  if (auto mit = member_of_.find(roots.front()); mit != member_of_.end()) {
+    for (const Membership& mb : mit->second) {
+      const OpMark& lc = mb.comm->ranks[mb.rank].last_completed;
+      if (!lc.valid || lc.ns < latest) continue;
+      latest = lc.ns;
+      sig.comm_hash = mb.comm->key.hash;
+      sig.comm_nranks = mb.comm->key.nranks;
+      sig.func = shm::func_name(lc.id.func);
+      if (lc.id.cls == OpClass::kP2p) sig.func += ":" + std::to_string(lc.id.src) + ">" + std::to_string(lc.id.dst);
+    }
   }
-  StallSignature sig{c.key.hash, c.key.nranks, func, root_ranks};
   auto [eit, added] = episodes_.try_emplace(key);
   Episode& ep = eit->second;
   if (added) {
@@ -595,10 +600,18 @@ void HangDetector::pass(const Model& m, int64_t now_ns, FindingBoard& board) {
       std::string reason = root_reason(m, s, &detail, stalled_set);
       if (reason == "stuck" || reason == "desync") continue;         // reported with their communicator
       if (cfg_.defer_cross_node && waits_elsewhere(m, s)) continue;  // the leader decides
+      // The operation `s` is missing from that its peers reached first; one that is already an
+      // open stall or hang keeps its finding (the edges of a stopped job appear over a few passes).
       int best = -1;
+      bool best_open = false;
       for (size_t t = 0; t < edges.size(); ++t) {
         if (edges[t].to != s) continue;
-        if (best < 0 || earlier(*edges[t].comm, edges[t].e.op, *edges[best].comm, edges[best].e.op)) best = int(t);
+        bool open = board.is_open(hang_key(*edges[t].comm, edges[t].e.op));
+        if (best < 0 || (open && !best_open) ||
+            (open == best_open && earlier(*edges[t].comm, edges[t].e.op, *edges[best].comm, edges[best].e.op))) {
+          best = int(t);
+          best_open = open;
+        }
       }
       if (best < 0) continue;
       std::string key = hang_key(*edges[best].comm, edges[best].e.op);
@@ -631,8 +644,7 @@ void HangDetector::pass(const Model& m, int64_t now_ns, FindingBoard& board) {
       continue;
     }
     auto [it, added] = blocking_since_.try_emplace(p.id, now_ns);
-    const Finding* named = board.find(hang_key(*edges[primary].comm, edges[primary].e.op));
-    bool hang_open = named && named->open && named->kind == FindingKind::kHang;
+    bool hang_open = board.is_open(hang_key(*edges[primary].comm, edges[primary].e.op));  // or its stall
     bool grace = now_ns - it->second >= cfg_.crash_grace_ns ||
                  (p.last_event_ns > 0 && now_ns - p.last_event_ns >= cfg_.crash_grace_ns);
     if (!hang_open && (crashed_.count(p.id) || grace)) report_crash(m, p.id, edges[primary], g, edges, now_ns, board);

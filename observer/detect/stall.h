@@ -9,8 +9,9 @@
 // or min(hard timeout, kStallColdNs) while it has fewer than kStallMinGaps gaps.
 // p99 is the nearest-rank percentile: the ceil(0.99 n)-th smallest of n gaps.
 //
-// A stall episode that ended (progress resumed) is remembered by its signature: communicator,
-// function (and the pair of a point-to-point operation), root ranks. A later stall with the same
+// A stall episode that ended (progress resumed) is remembered by its signature: the root ranks and
+// where in the step they stopped (the communicator and function, with the pair of a point-to-point
+// operation, of the first root's latest completed operation). A later stall with the same
 // signature is a repeat of a pause the job has shown before and is not reported while it has lasted
 // at most kRepeatSlack times the longest remembered episode of that signature.
 #pragma once
@@ -53,9 +54,9 @@ class StallClock {
   bool inflight_ = false;  // work in flight at the previous pass
 };
 
-// What makes two stall episodes the same pause: the communicator (hash and size), the function the
-// waiting ranks are held in (with "src>dst" for point-to-point), and the root ranks (global,
-// ascending).
+// What makes two stall episodes the same pause: the root ranks (global, ascending) and the point of
+// the step where they stopped: the communicator (hash and size) and function (with ":src>dst" for
+// point-to-point) of the first root's latest completed operation (0 and "" when it completed none).
 struct StallSignature {
   uint64_t comm_hash = 0;
   int comm_nranks = 0;
