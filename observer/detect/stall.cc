@@ -6,9 +6,11 @@
 namespace scout::obs {
 
 void StallClock::observe(int64_t last_progress_ns, bool inflight) {
-  if (mark_ > 0 && inflight_ && last_progress_ns > mark_) add_gap(last_progress_ns - mark_);
+  const bool progressed = mark_ > 0 && last_progress_ns > mark_;
+  if (progressed && (inflight_ || progressed_)) add_gap(last_progress_ns - mark_);
   mark_ = std::max(mark_, last_progress_ns);
   inflight_ = inflight;
+  progressed_ = progressed;
 }
 
 void StallClock::add_gap(int64_t gap_ns) {

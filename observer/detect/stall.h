@@ -1,10 +1,10 @@
 // Stall thresholds learned per communicator, and the memory of pauses a job has shown before
 // (docs/observer.md, "Stalls").
 //
-// A communicator's rhythm is the gap between its progress events while it has work in flight:
-// each pass that finds the communicator progressed, after a pass that saw some rank with an
-// operation in flight in it, adds one gap (its latest progress time now minus its latest progress
-// time at that earlier pass). Its stall threshold is
+// A communicator's rhythm is the gap between its progress events while it is busy: each pass that
+// finds the communicator progressed, after a pass that saw some rank with an operation in flight in
+// it or that found it progressed too, adds one gap (its latest progress time now minus its latest
+// progress time at that earlier pass). Its stall threshold is
 //   min(hard timeout, max(kStallFloorNs, p99 of its last kStallWindow gaps x kStallMargin)),
 // or min(hard timeout, kStallColdNs) while it has fewer than kStallMinGaps gaps.
 // p99 is the nearest-rank percentile: the ceil(0.99 n)-th smallest of n gaps.
@@ -37,7 +37,7 @@ class StallClock {
  public:
   // One pass: `last_progress_ns` is the communicator's latest progress time (CLOCK_REALTIME ns),
   // `inflight` whether some rank has an operation in flight in it now. Adds a gap when progress
-  // moved since the previous pass and that pass saw work in flight.
+  // moved since the previous pass and that pass saw work in flight or progress.
   void observe(int64_t last_progress_ns, bool inflight);
   // Adds one gap (ns) directly (tests, and observe()). The oldest leaves beyond kStallWindow.
   void add_gap(int64_t gap_ns);
@@ -50,8 +50,9 @@ class StallClock {
 
  private:
   std::deque<int64_t> gaps_;
-  int64_t mark_ = 0;       // latest progress time at the previous pass (0: none yet)
-  bool inflight_ = false;  // work in flight at the previous pass
+  int64_t mark_ = 0;         // latest progress time at the previous pass (0: none yet)
+  bool inflight_ = false;    // work in flight at the previous pass
+  bool progressed_ = false;  // progress seen by the previous pass
 };
 
 // What makes two stall episodes the same pause: the root ranks (global, ascending) and the point of

@@ -58,7 +58,7 @@ TEST(StallThreshold, WindowKeepsTheLast256Gaps) {
   EXPECT_EQ(c.threshold_ns(kHard), 3 * kSec);
 }
 
-TEST(StallThreshold, GapsAreCountedOnlyAfterAPassWithWorkInFlight) {
+TEST(StallThreshold, GapsAreCountedOnlyWhileTheCommunicatorIsBusy) {
   StallClock c;
   c.observe(1 * kSec, true);  // first pass: no earlier mark
   EXPECT_EQ(c.gaps(), 0u);
@@ -66,11 +66,12 @@ TEST(StallThreshold, GapsAreCountedOnlyAfterAPassWithWorkInFlight) {
   EXPECT_EQ(c.gaps(), 1u);
   EXPECT_EQ(c.p99_ns(), 500 * kMs);
   c.observe(1500 * kMs, false);  // no progress
-  c.observe(4 * kSec, false);    // progress, but nothing was in flight: the communicator was idle
+  c.observe(4 * kSec, false);    // progress after a pass with nothing in flight and no progress: idle
   EXPECT_EQ(c.gaps(), 1u);
-  c.observe(5 * kSec, true);   // progress after an idle pass: not a gap either
+  c.observe(5 * kSec, false);  // progress in two passes in a row: 1 s
+  c.observe(5 * kSec, true);   // no progress
   c.observe(9 * kSec, false);  // 4 s with work in flight
-  EXPECT_EQ(c.gaps(), 2u);     // 0.5 s and 4 s
+  EXPECT_EQ(c.gaps(), 3u);     // 0.5 s, 1 s, 4 s
   EXPECT_EQ(c.p99_ns(), 4 * kSec);
 }
 
@@ -107,14 +108,15 @@ using scout::obs::FindingKind;
 using scout::testing::FakeJob;
 using scout::testing::FakeRec;
 using scout::testing::kT0;
-using scout::testing::suspect_ranks;
 using scout::testing::ObserverHarness;
 using scout::testing::OpSpec;
+using scout::testing::suspect_ranks;
 
 // A 4-rank dp communicator that completed `n` AllReduces from seq `seq0` on, one every 200 ms
-// from `t0`, each seen in flight by one pass and completed 100 ms later by the next: n progress
-// gaps of 100.001 ms (from the enqueue to the completion record, which the fake job stamps 1 µs
-// after the GPU end). Returns the time after the last one.
+// from `t0`, each seen in flight by one pass and completed 100 ms later by the next: 2n - 1
+// progress gaps of 99.999 ms (completion to the next enqueue) and 100.001 ms (enqueue to the
+// completion record, which the fake job stamps 1 µs after the GPU end), one per pass after the
+// first. Returns the time after the last one.
 int64_t rhythm(ObserverHarness& h, int dp, uint64_t seq0, int n, int64_t t0) {
   for (int s = 0; s < n; ++s) {
     int64_t t = t0 + s * 200 * kMs;
@@ -185,7 +187,8 @@ TEST(Stall, RootIsNamedAtTheLearnedThresholdAndTheSameFindingBecomesTheHang) {
   EXPECT_EQ(e["timeout_ms"], 10000.0);
   EXPECT_EQ(e["stalled_ms"], 3100.0);
   EXPECT_EQ(e["named_ns"], t + 3100 * kMs);
-  EXPECT_EQ(e["rule"], (nlohmann::json{{"gaps", 20},
+  // 39 gaps of the rhythm, and the enqueues of AllReduce #20 seen by the pass at 2.9 s.
+  EXPECT_EQ(e["rule"], (nlohmann::json{{"gaps", 40},
                                        {"p99_ms", 100.001},
                                        {"margin", 3.0},
                                        {"floor_ms", 3000.0},
@@ -250,7 +253,7 @@ TEST(Stall, ColdCommunicatorWaitsTenSecondsOrTheTimeout) {
   ObserverHarness h(4);
   h.opt.hang.timeout_ns = 60 * kSec;
   int dp = h.job.add_comm(0xd1, {0, 1, 2, 3}, "dp");
-  int64_t t = rhythm(h, dp, 0, 3, kT0);  // 3 gaps: cold
+  int64_t t = rhythm(h, dp, 0, 3, kT0);  // 5 gaps: cold
   wait_for_rank3(h, dp, 3, t);
   h.pass(t + 9900 * kMs);
   EXPECT_TRUE(h.findings().empty());
@@ -259,7 +262,7 @@ TEST(Stall, ColdCommunicatorWaitsTenSecondsOrTheTimeout) {
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].kind, FindingKind::kStall);
   EXPECT_EQ(f[0].evidence["threshold_ms"], 10000.0);
-  EXPECT_EQ(f[0].evidence["rule"]["gaps"], 3);
+  EXPECT_EQ(f[0].evidence["rule"]["gaps"], 6);  // and the enqueues of AllReduce #3
 }
 
 TEST(Stall, OffGivesOnlyTheHang) {
