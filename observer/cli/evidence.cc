@@ -234,6 +234,7 @@ std::string render_evidence(const obs::Finding& f, int64_t origin_ns, const std:
     case K::kNan: return typed<obs::NanEvidence>(f, ev::nan, origin_ns, indent);
     case K::kStraggler: return typed<obs::StragglerEvidence>(f, ev::straggler, origin_ns, indent);
     case K::kSlowLink: return typed<obs::SlowLinkEvidence>(f, ev::slowlink, origin_ns, indent);
+    case K::kStall: return typed<obs::StallEvidence>(f, ev::stall, origin_ns, indent);
   }
   return render_json_generic(e, origin_ns, indent);
 }

@@ -14,9 +14,10 @@
 
 namespace scout::cli::ev {
 
-// hang (class absent or stuck), deadlock, crash: roots, wait-for chains, communicator states
+// hang (class absent or stuck), stall, deadlock, crash: roots, wait-for chains, communicator states
 // (observer/cli/evidence_waits.cc).
 void hang(const obs::Finding& f, const obs::HangEvidence& e, EvidenceText& t);
+void stall(const obs::Finding& f, const obs::StallEvidence& e, EvidenceText& t);
 void deadlock(const obs::Finding& f, const obs::DeadlockEvidence& e, EvidenceText& t);
 void crash(const obs::Finding& f, const obs::CrashEvidence& e, EvidenceText& t);
 

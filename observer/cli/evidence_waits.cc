@@ -1,5 +1,5 @@
-// Evidence in words for hangs, deadlocks and crashes (docs/findings.md, "hang", "deadlock",
-// "crash"): the root, the wait-for chain closest to the root first, and the state of every
+// Evidence in words for hangs, stalls, deadlocks and crashes (docs/findings.md, "hang", "stall",
+// "deadlock", "crash"): the root, the wait-for chain closest to the root first, and the state of every
 // communicator involved.
 #include "observer/cli/evidence_kinds.h"
 
@@ -106,7 +106,38 @@ void hang(const obs::Finding& f, const obs::HangEvidence& e, EvidenceText& t) {
            ", directly or through other communicators)");
   }
   t.line("stalled: " + stalled(t, e.stalled_ms, e.timeout_ms, e.last_progress_ns));
+  if (e.stall) {
+    t.line("first reported as a stall: root named at " + t.when(e.stall->named_ns) + " (stall threshold " +
+           ms(e.stall->threshold_ms) + ")");
+  }
   if (e.cls != "stuck" || !e.chain.empty()) { wait_edges(t, "wait-for chain (closest to the root first)", e.chain); }
+  comm_states(t, "communicators", e.comms);
+}
+
+void stall(const obs::Finding& f, const obs::StallEvidence& e, EvidenceText& t) {
+  (void)f;
+  t.line("class: " + e.cls + (e.cls == "absent" ? " (a participant has not arrived)" : ""));
+  t.line(e.root.size() == 1 ? "root:" : "roots:");
+  for (const auto& r : e.root) t.line(root_words(r), 1);
+  const nlohmann::json waiting = js(e.waiting_ranks);
+  t.line("waiting for the root: " + ranks(waiting) + " (" + std::to_string(count(waiting)) +
+         ", directly or through other communicators)");
+  t.line("stalled: " + ms(e.stalled_ms) + " without progress, beyond the stall threshold " + ms(e.threshold_ms) +
+         " (hang timeout " + ms(e.timeout_ms) + "); last progress at " + t.when(e.last_progress_ns));
+  const obs::EvStallRule& r = e.rule;
+  if (r.gaps < r.min_gaps) {
+    t.line("threshold: " + ms(r.cold_ms) + " while the communicator has fewer than " + std::to_string(r.min_gaps) +
+           " progress gaps (it has " + std::to_string(r.gaps) + "), at most the hang timeout");
+  } else {
+    t.line("threshold: p99 of its last " + std::to_string(r.gaps) + " progress gaps " + ms(r.p99_ms) + " x " +
+           num(r.margin) + ", at least " + ms(r.floor_ms) + ", at most the hang timeout");
+  }
+  t.line("root named at " + t.when(e.named_ns));
+  if (e.earlier_ms) {
+    t.line("the job paused like this before (same communicator, function and root), for at most " + ms(*e.earlier_ms) +
+           "; this one lasts longer");
+  }
+  wait_edges(t, "wait-for chain (closest to the root first)", e.chain);
   comm_states(t, "communicators", e.comms);
 }
 

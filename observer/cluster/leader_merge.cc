@@ -5,7 +5,10 @@
 namespace scout::obs {
 
 std::string hang_signature(const Finding& f) {
-  if (f.kind != FindingKind::kHang || f.verdict != Verdict::kAttributed || f.suspects.empty()) return "";
+  // A stall is the hang it becomes (docs/findings.md, "stall").
+  if ((f.kind != FindingKind::kHang && f.kind != FindingKind::kStall) || f.verdict != Verdict::kAttributed ||
+      f.suspects.empty())
+    return "";
   std::vector<std::string> who;
   for (const Suspect& s : f.suspects) who.push_back(s.host + ":" + std::to_string(s.pid));
   std::sort(who.begin(), who.end());

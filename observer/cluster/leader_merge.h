@@ -53,7 +53,7 @@ class LeaderMerge {
   uint64_t synced_ = 0;  // board stamp the index reflects
 };
 
-// The suspects of an attributed hang as "host:pid,host:pid" (sorted); "" for any other finding.
+// The suspects of an attributed hang or stall as "host:pid,host:pid" (sorted); "" for any other finding.
 std::string hang_signature(const Finding& f);
 
 }  // namespace scout::obs

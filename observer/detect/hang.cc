@@ -74,8 +74,15 @@ std::string HangDetector::comm_state(const Comm& c, int64_t now_ns) const {
   }
   int64_t idle = now_ns - c.last_progress_ns;
   if (idle > cfg_.timeout_ns) return "hung";
-  if (idle > cfg_.timeout_ns / 2) return "stalled";
+  int64_t soft = cfg_.timeout_ns / 2;
+  if (cfg_.stall) soft = std::min(soft, stall_threshold(c.key));
+  if (idle > soft) return "stalled";
   return "active";
+}
+
+int64_t HangDetector::stall_threshold(const CommKey& k) const {
+  auto it = clocks_.find(k);
+  return it == clocks_.end() ? StallClock().threshold_ns(cfg_.timeout_ns) : it->second.threshold_ns(cfg_.timeout_ns);
 }
 
 bool HangDetector::waits_elsewhere(const Model& m, int proc) {
@@ -88,7 +95,8 @@ bool HangDetector::waits_elsewhere(const Model& m, int proc) {
   return false;
 }
 
-std::string HangDetector::root_reason(const Model& m, int proc, std::string* detail) const {
+std::string HangDetector::root_reason(const Model& m, int proc, std::string* detail,
+                                      const std::set<CommKey>& stalled_set) const {
   if (m.proc(proc).state == ProcState::kDead) return "dead";
   auto mit = member_of_.find(proc);
   std::string reason = "idle";
@@ -97,7 +105,7 @@ std::string HangDetector::root_reason(const Model& m, int proc, std::string* det
     auto w = waits_.find(mb.comm->key);
     if (w == waits_.end()) continue;
     const CommWaits& cw = w->second;
-    bool stalled = stalled_.count(mb.comm->key) > 0;
+    bool stalled = stalled_set.count(mb.comm->key) > 0;
     bool waiting = std::binary_search(cw.waiting.begin(), cw.waiting.end(), mb.rank);
     if (stalled && cw.cls == "stuck" && waiting) {
       *detail = what_op(*mb.comm, cw.op);
@@ -349,13 +357,20 @@ void HangDetector::report_mismatch(const Model& m, const Comm& c, const WaitGrap
 
 void HangDetector::report_root(const Model& m, const std::vector<int>& roots, const ProcEdge& primary,
                                const WaitGraph& g, const std::vector<ProcEdge>& edges, int64_t now_ns,
-                               FindingBoard& board) {
+                               FindingBoard& board, bool stall) {
   const Comm& c = *primary.comm;
   std::string key = hang_key(c, primary.e.op);
+  const Finding* old = board.find(key);
   bool all_dead = true;
   for (int p : roots) all_dead &= m.proc(p).state == ProcState::kDead;
+  // A hang already named stays a hang until its communicators progress.
+  if (stall && old && old->open && old->kind == FindingKind::kHang) return;
+  // A root dead before it was named is a crash (the stall leaves it to the grace check below); one
+  // that died after its stall or hang was reported stays that finding.
   if (all_dead && !board.is_open(key)) {
-    for (int p : roots) report_crash(m, p, primary, g, edges, now_ns, board);
+    if (!stall) {
+      for (int p : roots) report_crash(m, p, primary, g, edges, now_ns, board);
+    }
     return;
   }
   std::set<int> upstream;
@@ -368,8 +383,51 @@ void HangDetector::report_root(const Model& m, const std::vector<int>& roots, co
   for (int t : tags) {
     if (std::find(comms.begin(), comms.end(), edges[t].comm) == comms.end()) comms.push_back(edges[t].comm);
   }
+  // Stall: the signature (the roots, and where in the step they stopped: the communicator and
+  // function of the first root's latest completed operation), and whether this is a repeat of a
+  // pause the job has shown before.
+  std::vector<int> root_ranks;
+  for (int p : roots) root_ranks.push_back(m.proc(p).global_rank);
+  std::sort(root_ranks.begin(), root_ranks.end());
+  StallSignature sig{0, 0, "", root_ranks};
+  int64_t latest = 0;
+  if (auto mit = member_of_.find(roots.front()); mit != member_of_.end()) {
+    for (const Membership& mb : mit->second) {
+      const OpMark& lc = mb.comm->ranks[mb.rank].last_completed;
+      if (!lc.valid || lc.ns < latest) continue;
+      latest = lc.ns;
+      sig.comm_hash = mb.comm->key.hash;
+      sig.comm_nranks = mb.comm->key.nranks;
+      sig.func = shm::func_name(lc.id.func);
+      if (lc.id.cls == OpClass::kP2p) sig.func += ":" + std::to_string(lc.id.src) + ">" + std::to_string(lc.id.dst);
+    }
+  }
+  auto [eit, added] = episodes_.try_emplace(key);
+  Episode& ep = eit->second;
+  if (added) {
+    ep.sig = sig;
+    ep.start_ns = c.last_progress_ns;
+  }
+  ep.seen = true;
+  // The communicator on the chain that stalled past its threshold with the lowest one.
+  const Comm* trigger = nullptr;
+  for (int t = 0; t < int(edges.size()); ++t) {
+    if (std::find(roots.begin(), roots.end(), edges[t].to) == roots.end() || !soft_.count(edges[t].comm->key)) continue;
+    if (!trigger || stall_threshold(edges[t].comm->key) < stall_threshold(trigger->key)) trigger = edges[t].comm;
+  }
+  if (!trigger) trigger = &c;
+  const int64_t threshold = stall_threshold(trigger->key);
+  if (stall) {
+    if (ep.named_ns == 0) {
+      if (memory_.is_repeat(sig, now_ns - ep.start_ns)) return;  // a pause seen before: not again
+      ep.named_ns = now_ns;
+      ep.threshold_ms = to_ms(threshold);
+    }
+  } else {
+    ep.became_hang = true;
+  }
   Finding f;
-  f.kind = FindingKind::kHang;
+  f.kind = stall ? FindingKind::kStall : FindingKind::kHang;
   f.verdict = Verdict::kAttributed;
   set_comm(f, c);
   f.key = op_key(primary.e.op, primary.e.to);
@@ -382,7 +440,7 @@ void HangDetector::report_root(const Model& m, const std::vector<int>& roots, co
   std::string names, first_reason, first_detail;
   for (int p : roots) {
     std::string detail;
-    std::string reason = root_reason(m, p, &detail);
+    std::string reason = root_reason(m, p, &detail, stall ? soft_ : stalled_);
     if (first_reason.empty()) {
       first_reason = reason;
       first_detail = detail;
@@ -404,7 +462,31 @@ void HangDetector::report_root(const Model& m, const std::vector<int>& roots, co
   ev.chain = chain(m, edges, tags);
   ev.comms = comm_states(m, comms, now_ns);
   if (seq_ && seq_->fold(m, comms, ev, now_ns, board)) return;  // follows from a sequence desync
-  f.evidence = to_json(ev);
+  if (ep.named_ns > 0) ev.stall = EvStallNote{ep.named_ns, ep.threshold_ms};
+  if (stall) {
+    StallEvidence st;
+    st.cls = ev.cls;
+    st.root = *ev.root;
+    st.stalled_ms = ev.stalled_ms;
+    st.last_progress_ns = ev.last_progress_ns;
+    st.threshold_ms = to_ms(threshold);
+    st.timeout_ms = ev.timeout_ms;
+    const StallClock& clk = clocks_[trigger->key];
+    st.rule = EvStallRule{int(clk.gaps()),
+                          to_ms(clk.p99_ns()),
+                          kStallMargin,
+                          to_ms(kStallFloorNs),
+                          to_ms(std::min(kStallColdNs, cfg_.timeout_ns)),
+                          int(kStallMinGaps)};
+    st.named_ns = ep.named_ns;
+    if (int64_t l = memory_.longest_ns(sig); l > 0) st.earlier_ms = to_ms(l);
+    st.waiting_ranks = *ev.waiting_ranks;
+    st.chain = ev.chain;
+    st.comms = ev.comms;
+    f.evidence = to_json(st);
+  } else {
+    f.evidence = to_json(ev);
+  }
   std::string op = what_op(c, primary.e.op);
   std::string waiters = std::to_string(upstream.size()) + (upstream.size() == 1 ? " rank waits" : " ranks wait");
   if (comms.size() > 1) waiters += " (through " + std::to_string(comms.size()) + " communicators)";
@@ -416,6 +498,10 @@ void HangDetector::report_root(const Model& m, const std::vector<int>& roots, co
     f.summary = names + " never entered " + op + "; " + waiters + " for it";
   }
   if (all_dead) f.summary += " (the process has since exited)";
+  if (stall) {
+    f.summary += " (no progress for " + seconds(now_ns - c.last_progress_ns) + ", beyond its stall threshold of " +
+                 seconds(threshold) + "; a hang at " + seconds(cfg_.timeout_ns) + ")";
+  }
   board.report(f);
   reported_.insert(f.dedup_key);
   track(f.dedup_key, {primary.comm});
@@ -469,26 +555,39 @@ void HangDetector::report_crash(const Model& m, int proc, const ProcEdge& primar
 void HangDetector::pass(const Model& m, int64_t now_ns, FindingBoard& board) {
   waits_.clear();
   stalled_.clear();
+  soft_.clear();
   member_of_.clear();
   reported_.clear();
+  for (auto& [k, ep] : episodes_) ep.seen = false;
   // Every current wait edge; which of them belong to stalled communicators.
   std::vector<ProcEdge> edges;
-  std::vector<bool> stalled_edge;
+  std::vector<bool> stalled_edge;  // past the hang timeout
+  std::vector<bool> soft_edge;     // past the stall threshold only
   WaitGraph g;
   for (const auto& [k, c] : m.comms()) {
     if (!c.members_known()) continue;
+    bool inflight = false;
+    for (const RankProgress& r : c.ranks) inflight = inflight || !r.inflight.empty();
+    clocks_[k].observe(c.last_progress_ns, inflight);
     for (int r = 0; r < int(c.ranks.size()); ++r) member_of_[c.ranks[r].proc].push_back(Membership{&c, r});
     CommWaits w = analyze_waits(c, &m);
     if (w.cls.empty()) continue;
-    bool stalled = now_ns - c.last_progress_ns > cfg_.timeout_ns;
+    int64_t idle = now_ns - c.last_progress_ns;
+    bool stalled = idle > cfg_.timeout_ns;
+    bool soft = !stalled && cfg_.stall && idle > clocks_[k].threshold_ns(cfg_.timeout_ns);
     for (const WaitEdge& e : w.edges) {
       g.add(c.ranks[e.from].proc, c.ranks[e.to].proc, int(edges.size()));
       edges.push_back(ProcEdge{c.ranks[e.from].proc, c.ranks[e.to].proc, &c, e});
       stalled_edge.push_back(stalled);
+      soft_edge.push_back(soft);
     }
     if (stalled) stalled_.insert(k);
+    if (stalled || soft) soft_.insert(k);
     waits_.emplace(k, std::move(w));
   }
+  // Clocks of communicators that left the model.
+  for (auto it = clocks_.begin(); it != clocks_.end();)
+    it = m.comms().count(it->first) ? std::next(it) : clocks_.erase(it);
 
   // Deadlocks: cycles whose every edge is in a stalled communicator (a cycle seen in a single
   // snapshot could be an artefact of reading ranks at slightly different moments).
@@ -519,31 +618,49 @@ void HangDetector::pass(const Model& m, int64_t now_ns, FindingBoard& board) {
   }
   // Roots: ranks downstream of a stalled wait that wait for nobody. Grouped by the operation they
   // are missing from (the one whose communicator stalled first).
-  std::set<int> roots;
+  // Stall roots: reached only through communicators past their stall threshold.
+  std::set<int> roots, soft_roots;
   for (size_t t = 0; t < edges.size(); ++t) {
-    if (!stalled_edge[t]) continue;
+    if (!stalled_edge[t] && !soft_edge[t]) continue;
     for (int v : g.downstream_nodes(edges[t].from)) {
-      if (!g.waits(v) && !in_cycle.count(v)) roots.insert(v);
+      if (!g.waits(v) && !in_cycle.count(v)) (stalled_edge[t] ? roots : soft_roots).insert(v);
     }
   }
-  std::map<std::string, std::pair<int, std::vector<int>>> groups;  // key -> (primary edge, roots)
-  for (int s : roots) {
-    std::string detail;
-    std::string reason = root_reason(m, s, &detail);
-    if (reason == "stuck" || reason == "desync") continue;         // reported with their communicator
-    if (cfg_.defer_cross_node && waits_elsewhere(m, s)) continue;  // the leader decides
-    int best = -1;
-    for (size_t t = 0; t < edges.size(); ++t) {
-      if (edges[t].to != s) continue;
-      if (best < 0 || earlier(*edges[t].comm, edges[t].e.op, *edges[best].comm, edges[best].e.op)) best = int(t);
+  for (int v : roots) soft_roots.erase(v);
+  using Groups = std::map<std::string, std::pair<int, std::vector<int>>>;  // key -> (primary edge, roots)
+  auto group = [&](const std::set<int>& rs, const std::set<CommKey>& stalled_set) {
+    Groups groups;
+    for (int s : rs) {
+      std::string detail;
+      std::string reason = root_reason(m, s, &detail, stalled_set);
+      if (reason == "stuck" || reason == "desync") continue;         // reported with their communicator
+      if (cfg_.defer_cross_node && waits_elsewhere(m, s)) continue;  // the leader decides
+      // The operation `s` is missing from that its peers reached first; one that is already an
+      // open stall or hang keeps its finding (the edges of a stopped job appear over a few passes).
+      int best = -1;
+      bool best_open = false;
+      for (size_t t = 0; t < edges.size(); ++t) {
+        if (edges[t].to != s) continue;
+        bool open = board.is_open(hang_key(*edges[t].comm, edges[t].e.op));
+        if (best < 0 || (open && !best_open) ||
+            (open == best_open && earlier(*edges[t].comm, edges[t].e.op, *edges[best].comm, edges[best].e.op))) {
+          best = int(t);
+          best_open = open;
+        }
+      }
+      if (best < 0) continue;
+      std::string key = hang_key(*edges[best].comm, edges[best].e.op);
+      auto& grp = groups[key];
+      if (grp.second.empty()) grp.first = best;
+      grp.second.push_back(s);
     }
-    if (best < 0) continue;
-    std::string key = hang_key(*edges[best].comm, edges[best].e.op);
-    auto& grp = groups[key];
-    if (grp.second.empty()) grp.first = best;
-    grp.second.push_back(s);
+    return groups;
+  };
+  Groups hangs = group(roots, stalled_);
+  for (const auto& [key, grp] : hangs) report_root(m, grp.second, edges[grp.first], g, edges, now_ns, board);
+  for (const auto& [key, grp] : group(soft_roots, soft_)) {
+    if (!hangs.count(key)) report_root(m, grp.second, edges[grp.first], g, edges, now_ns, board, true);
   }
-  for (const auto& [key, grp] : groups) report_root(m, grp.second, edges[grp.first], g, edges, now_ns, board);
 
   // Dead processes that peers wait for and that wait for nobody: a crash after the grace period,
   // without waiting for the hang timeout.
@@ -562,7 +679,7 @@ void HangDetector::pass(const Model& m, int64_t now_ns, FindingBoard& board) {
       continue;
     }
     auto [it, added] = blocking_since_.try_emplace(p.id, now_ns);
-    bool hang_open = board.is_open(hang_key(*edges[primary].comm, edges[primary].e.op));
+    bool hang_open = board.is_open(hang_key(*edges[primary].comm, edges[primary].e.op));  // or its stall
     bool grace = now_ns - it->second >= cfg_.crash_grace_ns ||
                  (p.last_event_ns > 0 && now_ns - p.last_event_ns >= cfg_.crash_grace_ns);
     if (!hang_open && (crashed_.count(p.id) || grace)) report_crash(m, p.id, edges[primary], g, edges, now_ns, board);
@@ -583,11 +700,27 @@ void HangDetector::pass(const Model& m, int64_t now_ns, FindingBoard& board) {
     if (over) {
       board.close(k, now_ns);
       involved_.erase(k);
+      // A stall that ended before the timeout: a pause the job may show again.
+      if (auto e = episodes_.find(k); e != episodes_.end()) {
+        if (e->second.named_ns > 0 && !e->second.became_hang)
+          memory_.remember(e->second.sig, now_ns - e->second.start_ns);
+        episodes_.erase(e);
+      }
     } else {
       reported_.insert(k);
     }
   }
   open_ = reported_;
+  // Suppressed repeats that ended are remembered too; episodes of findings no longer open go.
+  for (auto it = episodes_.begin(); it != episodes_.end();) {
+    const Episode& e = it->second;
+    if (e.seen || open_.count(it->first)) {
+      ++it;
+      continue;
+    }
+    if (e.named_ns == 0 && !e.became_hang) memory_.remember(e.sig, now_ns - e.start_ns);
+    it = episodes_.erase(it);
+  }
 }
 
 void HangDetector::track(const std::string& key, const std::vector<const Comm*>& comms) {

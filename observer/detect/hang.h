@@ -23,6 +23,13 @@
 // close when the communicators progress again. With a sequence check attached (set_sequence), a
 // hang, deadlock, stuck or mismatch that involves a communicator with an open sequence desync is
 // not reported: it is added to that desync's evidence (SequenceCheck::fold).
+//
+// Stalls (stall.h): a root reached only through communicators that have been without progress
+// for longer than their learned stall threshold, but not yet the hang timeout, is a stall finding
+// with the hang's dedup key; if it lasts to the timeout the same finding becomes the hang (kind
+// hang, evidence `stall` saying when the root was first named). A stall that ends is remembered;
+// a later one with the same signature (communicator, function, roots) is a repeat of a pause the
+// job has shown before and is not reported while it lasts at most 1.5 times as long.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +39,7 @@
 
 #include "observer/detect/comm_waits.h"
 #include "observer/detect/sequence_check.h"
+#include "observer/detect/stall.h"
 #include "observer/detect/wait_graph.h"
 #include "observer/model/evidence.h"
 #include "observer/model/finding_board.h"
@@ -40,7 +48,10 @@
 namespace scout::obs {
 
 struct HangConfig {
-  int64_t timeout_ns = 60'000'000'000;     // --hang-timeout / SCOUT_OBSERVER_HANG_TIMEOUT_S
+  int64_t timeout_ns = 60'000'000'000;  // --hang-timeout / SCOUT_OBSERVER_HANG_TIMEOUT_S
+  // Stall findings before the hang timeout, at each communicator's learned threshold (stall.h,
+  // docs/observer.md "Stalls"). Off: hangs are named only at the timeout.
+  bool stall = true;
   int64_t crash_grace_ns = 1'000'000'000;  // SCOUT_OBSERVER_CRASH_GRACE_MS
   // Observer network on (several nodes): a rank with an operation in flight in a communicator
   // whose members this observer does not all see is not named as a root here. It waits for
@@ -57,7 +68,8 @@ class HangDetector {
   // none (every hang is reported as such).
   void set_sequence(SequenceCheck* seq) { seq_ = seq; }
   // CommInfo::state of a communicator after the last pass: "hung" (stalled past the timeout),
-  // "stalled" (waiting ranks, no progress for half the timeout), "finalized" or "active".
+  // "stalled" (waiting ranks, no progress for its stall threshold or half the timeout, whichever
+  // is shorter), "finalized" or "active".
   std::string comm_state(const Comm& c, int64_t now_ns) const;
   // True while peers wait for dead process `proc` and no crash finding names it yet (its
   // segment must not be reclaimed before the decision).
@@ -73,7 +85,8 @@ class HangDetector {
     const Comm* comm;
     int rank;
   };
-  std::string root_reason(const Model& m, int proc, std::string* detail) const;
+  // `stalled`: the communicators whose stuck / mismatch state makes a root "stuck" / "desync".
+  std::string root_reason(const Model& m, int proc, std::string* detail, const std::set<CommKey>& stalled) const;
   // True when `proc` has an operation in flight in a communicator with members not all known.
   static bool waits_elsewhere(const Model& m, int proc);
   std::vector<EvWaitEdge> chain(const Model& m, const std::vector<ProcEdge>& edges, const std::vector<int>& tags) const;
@@ -84,8 +97,10 @@ class HangDetector {
                     int64_t now_ns, FindingBoard& board);
   void report_mismatch(const Model& m, const Comm& c, const WaitGraph& g, const std::vector<ProcEdge>& edges,
                        int64_t now_ns, FindingBoard& board);
+  // Hang (stall false) or stall finding naming `roots`, the ranks `primary` waits for.
   void report_root(const Model& m, const std::vector<int>& roots, const ProcEdge& primary, const WaitGraph& g,
-                   const std::vector<ProcEdge>& edges, int64_t now_ns, FindingBoard& board);
+                   const std::vector<ProcEdge>& edges, int64_t now_ns, FindingBoard& board, bool stall = false);
+  int64_t stall_threshold(const CommKey& k) const;
   void report_crash(const Model& m, int proc, const ProcEdge& primary, const WaitGraph& g,
                     const std::vector<ProcEdge>& edges, int64_t now_ns, FindingBoard& board);
 
@@ -97,7 +112,20 @@ class HangDetector {
   HangConfig cfg_;
   SequenceCheck* seq_ = nullptr;
   std::map<CommKey, CommWaits> waits_;
-  std::set<CommKey> stalled_;
+  std::set<CommKey> stalled_;  // past the hang timeout
+  std::set<CommKey> soft_;     // past their stall threshold (or the timeout)
+  std::map<CommKey, StallClock> clocks_;
+  // A stall episode under a hang key, reported or suppressed as a repeat.
+  struct Episode {
+    StallSignature sig;
+    int64_t start_ns = 0;  // the communicator's last progress when it began
+    int64_t named_ns = 0;  // first reported (0: suppressed so far)
+    double threshold_ms = 0;
+    bool became_hang = false;
+    bool seen = false;  // this pass
+  };
+  std::map<std::string, Episode> episodes_;
+  StallMemory memory_;
   std::map<int, std::vector<Membership>> member_of_;  // proc -> its communicators
   std::set<std::string> open_;                        // hang/deadlock keys reported last pass
   std::set<std::string> reported_;                    // ... this pass

@@ -101,6 +101,13 @@ struct EvHangRoot {
   std::optional<EvOp> op;
 };
 
+// The `stall` part of a hang that was first reported as a stall (docs/findings.md, "stall"): when
+// the root was first named and the stall threshold then.
+struct EvStallNote {
+  int64_t named_ns = 0;
+  double threshold_ms = 0;
+};
+
 // Evidence of kind hang; also the `hang` part of a desync (class mismatch or stuck), which has
 // no root / waiting_ranks when the ranks wait in different collectives.
 struct HangEvidence {
@@ -112,6 +119,33 @@ struct HangEvidence {
   std::optional<std::vector<int>> waiting_ranks;
   std::optional<std::vector<int>> blocked_elsewhere;  // stuck only
   std::vector<EvWaitEdge> chain;                      // closest to the root first, <= 256
+  std::vector<EvCommState> comms;
+  std::optional<EvStallNote> stall;  // the stall this hang was before it reached the timeout
+};
+
+// The threshold rule of a stall in numbers (docs/observer.md, "Stalls").
+struct EvStallRule {
+  int gaps = 0;         // progress gaps of the communicator in the window
+  double p99_ms = 0;    // their nearest-rank p99 (0 with no gaps)
+  double margin = 0;    // times the p99
+  double floor_ms = 0;  // never below
+  double cold_ms = 0;   // the threshold while fewer than min_gaps gaps
+  int min_gaps = 0;
+};
+
+// Evidence of kind stall: a hang's root named before the hang timeout.
+struct StallEvidence {
+  std::string cls;  // "class": absent
+  std::vector<EvHangRoot> root;
+  double stalled_ms = 0;
+  int64_t last_progress_ns = 0;
+  double threshold_ms = 0;  // the communicator's stall threshold in force
+  double timeout_ms = 0;    // the hang timeout
+  EvStallRule rule;
+  int64_t named_ns = 0;              // when the observer first named the root
+  std::optional<double> earlier_ms;  // longest earlier episode of this pause, when the job showed it before
+  std::vector<int> waiting_ranks;
+  std::vector<EvWaitEdge> chain;
   std::vector<EvCommState> comms;
 };
 
@@ -368,6 +402,14 @@ SCOUT_EVIDENCE_FIELDS(EvHangRoot, opt("global_rank", &S::global_rank), req("reas
 SCOUT_EVIDENCE_FIELDS(HangEvidence, req("class", &S::cls), opt("root", &S::root), req("stalled_ms", &S::stalled_ms),
                       req("last_progress_ns", &S::last_progress_ns), req("timeout_ms", &S::timeout_ms),
                       opt("waiting_ranks", &S::waiting_ranks), opt("blocked_elsewhere", &S::blocked_elsewhere),
+                      req("chain", &S::chain), req("comms", &S::comms), opt("stall", &S::stall))
+SCOUT_EVIDENCE_FIELDS(EvStallNote, req("named_ns", &S::named_ns), req("threshold_ms", &S::threshold_ms))
+SCOUT_EVIDENCE_FIELDS(EvStallRule, req("gaps", &S::gaps), req("p99_ms", &S::p99_ms), req("margin", &S::margin),
+                      req("floor_ms", &S::floor_ms), req("cold_ms", &S::cold_ms), req("min_gaps", &S::min_gaps))
+SCOUT_EVIDENCE_FIELDS(StallEvidence, req("class", &S::cls), req("root", &S::root), req("stalled_ms", &S::stalled_ms),
+                      req("last_progress_ns", &S::last_progress_ns), req("threshold_ms", &S::threshold_ms),
+                      req("timeout_ms", &S::timeout_ms), req("rule", &S::rule), req("named_ns", &S::named_ns),
+                      opt("earlier_ms", &S::earlier_ms), req("waiting_ranks", &S::waiting_ranks),
                       req("chain", &S::chain), req("comms", &S::comms))
 SCOUT_EVIDENCE_FIELDS(DeadlockEvidence, req("cycle", &S::cycle), req("comms", &S::comms),
                       req("stalled_ms", &S::stalled_ms), req("timeout_ms", &S::timeout_ms))

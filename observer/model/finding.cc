@@ -7,7 +7,8 @@
 namespace scout::obs {
 
 namespace {
-constexpr const char* kKindNames[] = {"hang", "deadlock", "desync", "straggler", "slowlink", "sdc", "nan", "crash"};
+constexpr const char* kKindNames[] = {"hang", "deadlock", "desync", "straggler", "slowlink",
+                                      "sdc",  "nan",      "crash",  "stall"};
 static_assert(std::size(kKindNames) == std::size(kAllFindingKinds));
 
 nlohmann::json suspect_json(const Suspect& s) {

@@ -20,12 +20,13 @@
 
 namespace scout::obs {
 
-// Kinds: hang, deadlock, desync, straggler, slowlink, sdc, nan, crash.
-enum class FindingKind { kHang, kDeadlock, kDesync, kStraggler, kSlowLink, kSdc, kNan, kCrash };
+// Kinds: hang, deadlock, desync, straggler, slowlink, sdc, nan, crash, stall (a hang's root named
+// before the hang timeout; the same finding becomes the hang if it lasts, docs/findings.md).
+enum class FindingKind { kHang, kDeadlock, kDesync, kStraggler, kSlowLink, kSdc, kNan, kCrash, kStall };
 // Every kind, in declaration order (for per-kind tables and metrics).
 inline constexpr FindingKind kAllFindingKinds[] = {
-    FindingKind::kHang,     FindingKind::kDeadlock, FindingKind::kDesync, FindingKind::kStraggler,
-    FindingKind::kSlowLink, FindingKind::kSdc,      FindingKind::kNan,    FindingKind::kCrash};
+    FindingKind::kHang, FindingKind::kDeadlock, FindingKind::kDesync, FindingKind::kStraggler, FindingKind::kSlowLink,
+    FindingKind::kSdc,  FindingKind::kNan,      FindingKind::kCrash,  FindingKind::kStall};
 
 // Verdicts (docs/observer.md#consensus). Agree produces no finding.
 enum class Verdict { kAttributed, kInconclusive };

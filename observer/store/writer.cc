@@ -440,15 +440,17 @@ void StoreWriter::upsert_finding(obs::Finding* f) {
       const char* status = f->open ? "open" : "closed";
       if (id != 0) {
         Stmt up(*db_,
-                "UPDATE findings SET verdict = ?, status = ?, last_seen_ns = ?, summary = ?, "
+                "UPDATE findings SET kind = ?, verdict = ?, status = ?, last_seen_ns = ?, summary = ?, "
                 "evidence = ?, evidence_version = ? WHERE id = ?");
-        up.bind(1, obs::to_string(f->verdict))
-            .bind(2, status)
-            .bind(3, f->last_seen_ns)
-            .bind(4, f->summary)
-            .bind(5, evidence)
-            .bind(6, f->evidence_version)
-            .bind(7, id)
+        // kind too: a stall that reaches the hang timeout becomes the hang (docs/findings.md, "stall").
+        up.bind(1, obs::to_string(f->kind))
+            .bind(2, obs::to_string(f->verdict))
+            .bind(3, status)
+            .bind(4, f->last_seen_ns)
+            .bind(5, f->summary)
+            .bind(6, evidence)
+            .bind(7, f->evidence_version)
+            .bind(8, id)
             .run();
       } else {
         Stmt ins(*db_,

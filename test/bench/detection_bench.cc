@@ -1,6 +1,9 @@
 // Detection latency (`make bench`): scout-sim runs an 8-rank job with one fault while
 // scout-observer (default 250 ms interval) watches it; this program polls the observer's store
 // every 10 ms and prints when the finding appeared, against the targets:
+//   stall      at the default settings (no --hang-timeout: 60 s), the stopped rank named by a stall
+//              within 15 s, in a communicator with a learned rhythm (warm) and in one too young to
+//              have one (cold: the 10 s threshold); docs/observer.md, "Stalls"
 //   hang       root named within --hang-timeout + 2 s of the rank stopping
 //   sdc        named within 1 s of the corrupted operation's completion
 //   crash      named within the crash grace (1 s) + 1 s of the death
@@ -37,16 +40,21 @@ struct Result {
   uint64_t ops_between = 0;  // collectives of the finding's communicator between fault and detection
 };
 
+// `hang_timeout` 0: the observer's default (no --hang-timeout).
 Result measure(const std::string& job, const std::string& kind, const std::vector<std::string>& sim_args,
-               const std::map<std::string, std::string>& extra_env = {}) {
+               const std::map<std::string, std::string>& extra_env = {}, double hang_timeout = kHangTimeout) {
   TempDir dir;
   std::map<std::string, std::string> env = {
       {"SCOUT_SHM_DIR", dir.path()}, {"SCOUT_STATE_DIR", dir.path() + "/state"}, {"SCOUT_FP_BUDGET", "0"}};
   env.insert(extra_env.begin(), extra_env.end());
   std::string store = dir.path() + "/state/" + job + "/node-0.db";
   std::string truth = dir.path() + "/truth.jsonl";
-  Subprocess observer(
-      {build_path("bin/scout-observer"), "--job", job, "--hang-timeout", std::to_string(kHangTimeout), "--quiet"}, env);
+  std::vector<std::string> obs_argv = {build_path("bin/scout-observer"), "--job", job, "--quiet"};
+  if (hang_timeout > 0) {
+    obs_argv.push_back("--hang-timeout");
+    obs_argv.push_back(std::to_string(hang_timeout));
+  }
+  Subprocess observer(obs_argv, env);
   std::vector<std::string> argv = {build_path("bin/scout-sim"), "--job", job, "--truth", truth};
   argv.insert(argv.end(), sim_args.begin(), sim_args.end());
   Subprocess sim(argv, env);
@@ -94,11 +102,39 @@ void line(const char* what, const Result& r, double target_s, const char* target
               target_words, target_s, r.latency_s <= target_s ? "met" : "MISSED");
 }
 
+// A stall at the default settings: when it named the root (evidence named_ns) after the rank
+// stopped, against 15 s.
+void stall_line(const char* what, const Result& r) {
+  if (!r.found) {
+    std::printf("  %-10s NOT DETECTED within 30 s\n", what);
+    return;
+  }
+  double named_s = double(r.finding.evidence.value("named_ns", int64_t(0)) - r.truth_ns) / 1e9;
+  std::printf(
+      "  %-10s rank %d named %6.2f s after it stopped (%4.1f intervals; threshold %.1f s, %d gaps), in the store "
+      "%6.2f s; target 15 s at the default settings: %s\n",
+      what, r.finding.suspects.empty() ? -1 : r.finding.suspects[0].global_rank, named_s, named_s / kInterval,
+      r.finding.evidence.value("threshold_ms", 0.0) / 1e3, r.finding.evidence["rule"].value("gaps", 0), r.latency_s,
+      named_s <= 15.0 ? "met" : "MISSED");
+}
+
 }  // namespace
 
 int main() {
   std::printf("detection latency: 8 emulated ranks, observer interval %.2f s (baseline), hang timeout %.1f s\n",
               kInterval, kHangTimeout);
+  // Stalls at the default hang timeout (60 s): a rank that stops early in the job (its
+  // communicators have too few progress gaps: the cold threshold) and after 200 steps of 20 ms.
+  Result cold = measure(
+      "bench-stall-cold", "stall",
+      {"--ranks", "8", "--tp", "2", "--pp", "2", "--steps", "40", "--timeout", "25", "--fault", "hang:rank=5,step=4"},
+      {}, 0);
+  stall_line("stall cold", cold);
+  Result warm = measure("bench-stall-warm", "stall",
+                        {"--ranks", "8", "--tp", "2", "--pp", "2", "--steps", "400", "--step-ms", "20", "--timeout",
+                         "28", "--fault", "hang:rank=5,step=200"},
+                        {}, 0);
+  stall_line("stall warm", warm);
   Result hang = measure(
       "bench-hang", "hang",
       {"--ranks", "8", "--tp", "2", "--pp", "2", "--steps", "40", "--timeout", "10", "--fault", "hang:rank=5,step=4"});
@@ -122,6 +158,6 @@ int main() {
   } else {
     std::printf("  straggler  NOT DETECTED within 30 s\n");
   }
-  bool ok = hang.found && sdc.found && crash.found && strag.found;
+  bool ok = cold.found && warm.found && hang.found && sdc.found && crash.found && strag.found;
   return ok ? 0 : 1;
 }

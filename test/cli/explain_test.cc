@@ -126,6 +126,22 @@ std::string hang_stuck(bool json) {
   return json ? s.evidence_json() : s.explain_all();
 }
 
+// Ranks 0-2 wait in AllReduce #2 of a communicator with two completed operations (a cold
+// rhythm: the 10 s threshold) for rank 3, under a 60 s hang timeout: a stall at 11 s; with
+// `until_hang`, still at 61 s: the same finding is then the hang.
+std::string stall(bool json, bool until_hang) {
+  Scenario s(4);
+  s.h.opt.hang.timeout_ns = 60 * kSec;
+  auto& j = s.h.job;
+  int dp = j.add_comm(0xd1, {0, 1, 2, 3}, "dp");
+  history(j, dp, 2);
+  for (int r = 0; r < 3; ++r) op(j, dp, r, shm::kFuncAllReduce, 2, kT0 + kSec);
+  s.pass(kT0 + kSec + 500 * kMs);
+  s.pass(kT0 + 12 * kSec);
+  if (until_hang) s.pass(kT0 + 62 * kSec);
+  return json ? s.evidence_json() : s.explain_all();
+}
+
 // Ranks 0 and 1 use communicators x and y in opposite orders on one stream each.
 std::string deadlock(bool json) {
   Scenario s(2);
@@ -303,6 +319,8 @@ const std::vector<Case>& cases() {
   static const std::vector<Case> v = {
       {"hang: wait-for chain across three communicators", hang_chain},
       {"hang: stuck collective", hang_stuck},
+      {"stall: the root named before the hang timeout", [](bool j) { return stall(j, false); }},
+      {"hang: first reported as a stall", [](bool j) { return stall(j, true); }},
       {"deadlock", deadlock},
       {"crash: rank dies inside a collective", crash},
       {"desync: metadata", desync_metadata},

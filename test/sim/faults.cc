@@ -84,6 +84,16 @@ std::vector<const FaultSpec*> FaultPlan::slowlinks_of_mine(const CommSpec& comm,
   return out;
 }
 
+int64_t FaultPlan::pause_s_before(int64_t step, const FaultSpec** out) const {
+  int64_t s = 0;
+  for (const FaultSpec& f : mine_)
+    if (f.kind == FaultKind::kPause && step > 0 && step % f.every == 0 && f.pause_s > s) {
+      s = f.pause_s;
+      if (out) *out = &f;
+    }
+  return s;
+}
+
 bool FaultPlan::extra_step(const FaultSpec** out) const {
   for (const FaultSpec& f : mine_)
     if (f.kind == FaultKind::kExtraStep) {

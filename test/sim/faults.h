@@ -47,6 +47,9 @@ class FaultPlan {
   // member of `comm` (for the ground-truth line R writes on its first delayed operation).
   std::vector<const FaultSpec*> slowlinks_of_mine(const CommSpec& comm, int64_t step) const;
 
+  // Seconds this rank sleeps before `step` (pause: step is a positive multiple of its every=K; the
+  // longest such pause); 0: none. *f gets the spec.
+  int64_t pause_s_before(int64_t step, const FaultSpec** f) const;
   // True when this rank runs one extra warm-up step before step 0 (extrastep); *f gets the spec.
   bool extra_step(const FaultSpec** f) const;
   // The nondet fault acting on collective reductions of `comm` at `step` (one of its members is

@@ -53,6 +53,13 @@ std::string resolve_fault(FaultSpec* f, const Layout& L, const SimOptions& o) {
     if (f->peer == f->rank) return "peer must differ from rank";
   }
   if (f->kind == FaultKind::kExtraStep) return "";  // acts before step 0, on no operation of the run
+  if (f->kind == FaultKind::kPause) {
+    if (f->every >= o.steps)
+      return "every=" + std::to_string(f->every) + " leaves no step to pause at (steps K, 2K, ... below --steps " +
+             std::to_string(o.steps) + ")";
+    f->target_step = f->every;
+    return "";
+  }
   if (is_hardware_fault(f->kind) || f->kind == FaultKind::kNondet) {
     if (f->step >= o.steps)
       return "step " + std::to_string(f->step) + " is beyond the run (--steps " + std::to_string(o.steps) + ")";
@@ -120,17 +127,19 @@ const char* fault_kind_name(FaultKind k) {
     case FaultKind::kSkip: return "skip";
     case FaultKind::kExtraStep: return "extrastep";
     case FaultKind::kNondet: return "nondet";
+    case FaultKind::kPause: return "pause";
   }
   return "?";
 }
 
 bool parse_fault_spec(const std::string& text, FaultSpec* out, std::string* error) {
   static const std::map<std::string, FaultKind> kinds = {
-      {"sdc", FaultKind::kSdc},        {"straggler", FaultKind::kStraggler}, {"hang", FaultKind::kHang},
-      {"desync", FaultKind::kDesync},  {"crash", FaultKind::kCrash},         {"slowlink", FaultKind::kSlowlink},
-      {"nan", FaultKind::kNan},        {"gpusdc", FaultKind::kGpuSdc},       {"linksdc", FaultKind::kLinkSdc},
-      {"slowgpu", FaultKind::kSlowGpu},  {"dtype", FaultKind::kDtype},         {"optype", FaultKind::kOptype},
-      {"skip", FaultKind::kSkip},          {"extrastep", FaultKind::kExtraStep}, {"nondet", FaultKind::kNondet}};
+      {"sdc", FaultKind::kSdc},         {"straggler", FaultKind::kStraggler}, {"hang", FaultKind::kHang},
+      {"desync", FaultKind::kDesync},   {"crash", FaultKind::kCrash},         {"slowlink", FaultKind::kSlowlink},
+      {"nan", FaultKind::kNan},         {"gpusdc", FaultKind::kGpuSdc},       {"linksdc", FaultKind::kLinkSdc},
+      {"slowgpu", FaultKind::kSlowGpu}, {"dtype", FaultKind::kDtype},         {"optype", FaultKind::kOptype},
+      {"skip", FaultKind::kSkip},       {"extrastep", FaultKind::kExtraStep}, {"nondet", FaultKind::kNondet},
+      {"pause", FaultKind::kPause}};
   FaultSpec f;
   f.text = text;
   size_t colon = text.find(':');
@@ -139,7 +148,7 @@ bool parse_fault_spec(const std::string& text, FaultSpec* out, std::string* erro
   if (it == kinds.end()) {
     *error = "fault '" + text + "': unknown fault kind '" + kind +
              "' (sdc, straggler, hang, desync, crash, slowlink, nan, gpusdc, linksdc, slowgpu, dtype, optype, skip, "
-             "extrastep, nondet)";
+             "extrastep, nondet, pause)";
     return false;
   }
   f.kind = it->second;
@@ -154,8 +163,8 @@ bool parse_fault_spec(const std::string& text, FaultSpec* out, std::string* erro
     size_t eq = item.find('=');
     std::string key = item.substr(0, eq);
     if (key != "rank" && key != "op" && key != "step" && key != "ms" && key != "peer" && key != "factor" &&
-        key != "stage") {
-      *error = "fault '" + text + "': unknown key '" + key + "' (rank, stage, op, step, ms, peer, factor)";
+        key != "stage" && key != "every" && key != "s") {
+      *error = "fault '" + text + "': unknown key '" + key + "' (rank, stage, op, step, ms, peer, factor, every, s)";
       return false;
     }
     if (eq == std::string::npos || eq + 1 == item.size()) {
@@ -222,13 +231,27 @@ bool parse_fault_spec(const std::string& text, FaultSpec* out, std::string* erro
   if (kv.count("rank") && kv.count("stage")) return fail("give rank=R or stage=S, not both");
   if (!kv.count("rank") && !kv.count("stage")) return fail("needs rank=R");
   if (kv.count("op") && kv.count("step")) return fail("give op=N or step=N, not both");
-  if ((f.ranks.size() > 1 || kv.count("stage")) &&
-      (f.kind == FaultKind::kSlowlink || f.kind == FaultKind::kLinkSdc))
+  if ((f.ranks.size() > 1 || kv.count("stage")) && (f.kind == FaultKind::kSlowlink || f.kind == FaultKind::kLinkSdc))
     return fail(std::string(fault_kind_name(f.kind)) + " names one pair: rank lists and stage= do not apply");
   if (kv.count("stage")) {
     f.stage = static_cast<int>(std::min<uint64_t>(kv["stage"], 1u << 30));
     kv["rank"] = 0;  // placeholder: parse_options gives each rank of the stage its own spec
   }
+  if (f.kind == FaultKind::kPause) {
+    for (const char* k : {"op", "step", "ms", "peer", "factor"})
+      if (kv.count(k)) return fail(std::string(k) + " does not apply to pause (pause:rank=R,every=K,s=S)");
+    if (!kv.count("every")) return fail("pause needs every=K (it pauses before steps K, 2K, ...)");
+    if (!kv.count("s")) return fail("pause needs s=S (seconds asleep)");
+    if (kv["every"] < 1) return fail("every must be >= 1");
+    if (kv["s"] < 1 || kv["s"] > 3600) return fail("s must be in 1..3600 (seconds)");
+    f.rank = static_cast<int>(std::min<uint64_t>(kv["rank"], 1u << 30));
+    if (f.ranks.empty()) f.ranks.push_back(f.rank);
+    f.every = static_cast<int64_t>(kv["every"]);
+    f.pause_s = static_cast<int64_t>(kv["s"]);
+    *out = f;
+    return true;
+  }
+  if (kv.count("every") || kv.count("s")) return fail("every and s apply to pause only");
   const bool new_kind = f.kind == FaultKind::kDtype || f.kind == FaultKind::kOptype || f.kind == FaultKind::kSkip ||
                         f.kind == FaultKind::kExtraStep || f.kind == FaultKind::kNondet;
   if (new_kind) {
@@ -306,7 +329,8 @@ ParseStatus parse_options(int argc, const char* const* argv, SimOptions* out, st
   app.add_option("--job", o.job, "job id (exported as SCOUT_JOB_ID); default $SCOUT_JOB_ID, else sim-<pid>");
   app.add_option("--seed", o.seed, "seed of data, unique id and channel choices");
   app.add_option("--timeout", o.timeout_s, "end the job after S seconds, exit 3 (0: never)");
-  app.add_option("--fault", fault_texts, "KIND:rank=R[,op=N|,step=N][,ms=M][,peer=Q]; repeatable");
+  app.add_option("--fault", fault_texts,
+                 "KIND:rank=R[,op=N|,step=N][,ms=M][,peer=Q] or pause:rank=R,every=K,s=S; repeatable");
   app.add_option("--truth", o.truth, "ground-truth file (JSON lines); default <job>.truth.jsonl");
   app.add_option("--bcast-every", o.bcast_every, "world Broadcast every K steps (0: never)");
   app.add_option("--ckpt-every", o.ckpt_every, "write a checkpoint after every N steps (0: never)");

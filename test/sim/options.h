@@ -24,6 +24,7 @@ enum class FaultKind {
   kSkip,       // R skips one collective call and goes on
   kExtraStep,  // R runs one extra warm-up step (a copy of step 0) before step 0
   kNondet,     // reductions of R's communicators differ from call to call (every rank agrees)
+  kPause,      // R sleeps S seconds (alive) before steps K, 2K, ... (an evaluation, a checkpoint save)
 };
 
 // Persistent hardware faults: they act on the rank's emulated GPU from their step on, in
@@ -33,7 +34,7 @@ bool is_hardware_fault(FaultKind k);
 // "sdc", "straggler", ... (the spelling of --fault).
 const char* fault_kind_name(FaultKind k);
 
-// One --fault KIND:rank=R[,op=N|,step=N][,ms=M][,peer=Q][,factor=F]. `rank=R1+R2+...` or
+// One --fault KIND:rank=R[,op=N|,step=N][,ms=M][,peer=Q][,factor=F], or pause:rank=R,every=K,s=S. `rank=R1+R2+...` or
 // `stage=S` (every rank of pipeline stage S) put the same fault on several ranks: parse_options
 // expands them into one FaultSpec per rank (same `text`, `expanded` counting from 0).
 // `op` is rank R's operation index: the 0-based count of NCCL API operations R issued before
@@ -42,13 +43,15 @@ const char* fault_kind_name(FaultKind k);
 // them is >= 0 after validation (straggler and slowlink default to step 0).
 struct FaultSpec {
   FaultKind kind = FaultKind::kSdc;
-  int rank = -1;      // global rank R
-  int64_t op = -1;    // rank R's operation index, or -1
-  int64_t step = -1;  // training step, or -1
-  int64_t ms = 0;     // straggler / slowlink delay, milliseconds
-  int peer = -1;      // slowlink, linksdc: the other end Q (global rank; linksdc: the sender)
-  double factor = 1;  // slowgpu: kernels take this many times longer (> 1)
-  std::string text;   // the flag as given, for messages
+  int rank = -1;           // global rank R
+  int64_t op = -1;         // rank R's operation index, or -1
+  int64_t step = -1;       // training step, or -1
+  int64_t ms = 0;          // straggler / slowlink delay, milliseconds
+  int peer = -1;           // slowlink, linksdc: the other end Q (global rank; linksdc: the sender)
+  double factor = 1;       // slowgpu: kernels take this many times longer (> 1)
+  int64_t every = 0;       // pause: at every this many steps (steps K, 2K, ...)
+  int64_t pause_s = 0;     // pause: seconds asleep
+  std::string text;        // the flag as given, for messages
   std::vector<int> ranks;  // rank=R1+R2+...: every rank named (parse_fault_spec; size 1 for rank=R)
   int stage = -1;          // stage=S: pipeline stage whose every rank gets the fault, or -1
   int expanded = 0;        // index of this spec among those one flag expanded into

@@ -148,6 +148,20 @@ void RankJob::run_steps() {
   }
   for (int64_t s = 0; s < rc_->opts->steps; ++s) {
     start_hardware_faults(s);
+    // pause: asleep (alive) before the step's first call, while the other ranks wait for it.
+    const FaultSpec* pause = nullptr;
+    if (int64_t secs = rc_->faults.pause_s_before(s, &pause); secs > 0) {
+      TruthEvent e;
+      e.kind = FaultKind::kPause;
+      e.global_rank = rc_->global_rank;
+      e.step = s;
+      e.op = static_cast<int64_t>(api_.ops());
+      e.ms = secs * 1000;
+      e.time_ns = shm::wall_ns();
+      e.detail = "\"every\":" + std::to_string(pause->every) + ",\"s\":" + std::to_string(secs);
+      rc_->write_truth(e);
+      sleep_ms(secs * 1000);
+    }
     run_step(s);
     const SimOptions& o = *rc_->opts;
     if (o.ckpt_every > 0 && (s + 1) % o.ckpt_every == 0) {

@@ -78,6 +78,10 @@ TEST(Evidence, EveryFieldIsDocumentedUnderItsKind) {
   EXPECT_EQ(d.missing<obs::EvOp>("hang", true), V{});
   EXPECT_EQ(d.missing<obs::EvVoteGroup<std::string>>("sdc", true), V{});
 
+  EXPECT_EQ(d.missing<obs::EvStallNote>("hang", false), V{});
+  EXPECT_EQ(d.missing<obs::StallEvidence>("stall", false), V{});
+  EXPECT_EQ(d.missing<obs::EvStallRule>("stall", false), V{});
+
   EXPECT_EQ(d.missing<obs::DeadlockEvidence>("deadlock", false), V{});
 
   EXPECT_EQ(d.missing<obs::CrashEvidence>("crash", false), V{});
@@ -129,6 +133,7 @@ nlohmann::json round_trip(const obs::Finding& f, std::string* error) {
     case K::kNan: return rt(obs::NanEvidence{});
     case K::kStraggler: return rt(obs::StragglerEvidence{});
     case K::kSlowLink: return rt(obs::SlowLinkEvidence{});
+    case K::kStall: return rt(obs::StallEvidence{});
   }
   return nlohmann::json();
 }
@@ -147,7 +152,7 @@ TEST(Evidence, DetectorEvidenceReadsAndWritesBackUnchanged) {
     kinds.insert(obs::to_string(f.kind));
     ++n;
   }
-  EXPECT_EQ(n, 14);
+  EXPECT_EQ(n, 15);
   EXPECT_EQ(kinds.size(), std::size(obs::kAllFindingKinds));
 }
 

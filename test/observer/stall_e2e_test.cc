@@ -1,0 +1,133 @@
+// End to end at the observer's default settings (no --hang-timeout: 60 s; interval 250 ms):
+// scout-sim runs an 8-rank job (TP 2, PP 2) through the real plugin while scout-observer watches.
+//   - A rank that stops (hang fault) is named by a `stall` finding well before the hang timeout:
+//     within 15 s of its stop by the rule of docs/observer.md ("Stalls"), asserted < 20 s.
+//   - A rank that pauses 20 s every 50 steps (pause fault) gives one closed `stall` (the first
+//     pause) and nothing else: the second pause repeats it, and neither reaches the hang timeout.
+#include <signal.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "common/clock.h"
+#include "observer/store/reader.h"
+#include "test/support/subprocess.h"
+#include "test/support/tmpdir.h"
+
+namespace {
+
+using scout::obs::Finding;
+using scout::obs::FindingKind;
+using scout::testing::build_path;
+using scout::testing::Subprocess;
+using scout::testing::TempDir;
+
+struct Job {
+  TempDir dir;
+  std::string job, store, truth;
+  std::map<std::string, std::string> env;
+  std::unique_ptr<Subprocess> observer, sim;
+
+  Job(const std::string& name, const std::vector<std::string>& sim_args) : job(name) {
+    env = {{"SCOUT_SHM_DIR", dir.path()}, {"SCOUT_STATE_DIR", dir.path() + "/state"}};
+    store = dir.path() + "/state/" + job + "/node-0.db";
+    truth = dir.path() + "/truth.jsonl";
+    observer =
+        std::make_unique<Subprocess>(std::vector<std::string>{build_path("bin/scout-observer"), "--job", job}, env);
+    std::vector<std::string> argv = {build_path("bin/scout-sim"), "--job", job, "--truth", truth};
+    argv.insert(argv.end(), sim_args.begin(), sim_args.end());
+    sim = std::make_unique<Subprocess>(argv, env);
+  }
+  std::vector<Finding> findings() const {
+    if (!std::filesystem::exists(store)) return {};
+    try {
+      return scout::store::StoreReader::open(store)->findings();
+    } catch (const std::exception&) { return {}; }
+  }
+  std::vector<nlohmann::json> truth_lines() const {
+    std::vector<nlohmann::json> out;
+    std::ifstream in(truth);
+    std::string line;
+    while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line));
+    return out;
+  }
+  // Stops the observer (final pass) and returns what it printed on stderr.
+  std::string stop_observer() {
+    observer->signal(SIGTERM);
+    auto r = observer->wait(200);  // counted from the observer's start
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.err;
+  }
+};
+
+std::string show(const std::vector<Finding>& fs) {
+  std::string s;
+  for (const auto& f : fs)
+    s += "\n  " + std::string(to_string(f.kind)) + (f.open ? " open: " : " closed: ") + f.summary;
+  return s;
+}
+
+TEST(StallEndToEnd, HangRootIsNamedByAStallWithinFifteenSeconds) {
+  Job j("stallhang", {"--ranks", "8", "--tp", "2", "--pp", "2", "--steps", "400", "--step-ms", "20", "--timeout", "40",
+                      "--fault", "hang:rank=5,step=30"});
+  std::optional<Finding> stall;
+  int64_t seen_ns = 0;
+  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(35);
+  while (!stall && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    for (const auto& f : j.findings()) {
+      if (f.kind == FindingKind::kStall) {
+        stall = f;
+        seen_ns = scout::shm::wall_ns();
+      }
+    }
+  }
+  j.sim->signal(SIGINT);
+  j.sim->wait(20);
+  std::string err = j.stop_observer();
+  auto truth = j.truth_lines();
+  ASSERT_EQ(truth.size(), 1u);
+  ASSERT_TRUE(stall) << "no stall within 35 s:" << show(j.findings()) << "\n" << err;
+  ASSERT_EQ(stall->suspects.size(), 1u);
+  EXPECT_EQ(stall->suspects[0].global_rank, 5);
+  const int64_t t0 = truth[0]["time_ns"].get<int64_t>();
+  const double named_s = double(stall->evidence["named_ns"].get<int64_t>() - t0) / 1e9;
+  const double seen_s = double(seen_ns - t0) / 1e9;
+  std::printf("stall naming rank 5: named %.2f s, in the store %.2f s after it stopped (threshold %.0f ms)\n", named_s,
+              seen_s, stall->evidence["threshold_ms"].get<double>());
+  EXPECT_LT(named_s, 20.0);
+  EXPECT_LT(seen_s, 20.0);
+  EXPECT_GT(named_s, 2.9);  // never under the floor
+  // One finding: the stall (the job was stopped before the hang timeout).
+  auto all = j.findings();
+  ASSERT_EQ(all.size(), 1u) << show(all);
+  EXPECT_EQ(all[0].kind, FindingKind::kStall);
+}
+
+TEST(StallEndToEnd, RepeatedPausesGiveOneClosedStallAndNoHang) {
+  Job j("stallpause", {"--ranks", "8", "--tp", "2", "--pp", "2", "--steps", "120", "--step-ms", "20", "--timeout", "85",
+                       "--fault", "pause:rank=0,every=50,s=20"});
+  auto r = j.sim->wait(90);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));  // the last passes
+  std::string err = j.stop_observer();
+  auto truth = j.truth_lines();
+  ASSERT_EQ(truth.size(), 2u);  // steps 50 and 100
+  EXPECT_EQ(truth[0]["step"], 50);
+  EXPECT_EQ(truth[1]["step"], 100);
+  auto all = j.findings();
+  ASSERT_EQ(all.size(), 1u) << show(all) << "\n" << err;
+  std::printf("pauses at %.2f s and %.2f s; the stall began at %.2f s: %s\n", 0.0,
+              double(truth[1]["time_ns"].get<int64_t>() - truth[0]["time_ns"].get<int64_t>()) / 1e9,
+              double(all[0].first_seen_ns - truth[0]["time_ns"].get<int64_t>()) / 1e9, all[0].summary.c_str());
+  EXPECT_EQ(all[0].kind, FindingKind::kStall);
+  EXPECT_FALSE(all[0].open);
+  ASSERT_EQ(all[0].suspects.size(), 1u);
+  EXPECT_EQ(all[0].suspects[0].global_rank, 0);
+}
+
+}  // namespace

@@ -1,0 +1,281 @@
+// Stall thresholds and repeat suppression (docs/observer.md, "Stalls"): exact thresholds from
+// known gap series, and the memory of closed episodes.
+#include <gtest/gtest.h>
+
+#include "observer/detect/stall.h"
+#include "test/support/observer_harness.h"
+
+namespace {
+
+using scout::obs::StallClock;
+using scout::obs::StallMemory;
+using scout::obs::StallSignature;
+
+using scout::testing::kMs;
+using scout::testing::kSec;
+constexpr int64_t kHard = 60 * kSec;
+
+StallClock with_gaps(std::initializer_list<std::pair<int, int64_t>> runs) {
+  StallClock c;
+  for (auto [n, gap] : runs) {
+    for (int i = 0; i < n; ++i) c.add_gap(gap);
+  }
+  return c;
+}
+
+TEST(StallThreshold, ColdUntilSixteenGaps) {
+  StallClock c = with_gaps({{15, 100 * kMs}});
+  EXPECT_TRUE(c.cold());
+  EXPECT_EQ(c.threshold_ns(kHard), 10 * kSec);
+  EXPECT_EQ(c.threshold_ns(4 * kSec), 4 * kSec);  // capped at the hard timeout
+  c.add_gap(100 * kMs);
+  EXPECT_FALSE(c.cold());
+  EXPECT_EQ(c.threshold_ns(kHard), 3 * kSec);  // p99 100 ms x 3 = 300 ms: the floor
+}
+
+TEST(StallThreshold, NearestRankP99TimesTheMargin) {
+  // 20 gaps: the p99 is the ceil(19.8) = 20th smallest, the 2 s gap: 6 s.
+  StallClock c = with_gaps({{19, 100 * kMs}, {1, 2 * kSec}});
+  EXPECT_EQ(c.p99_ns(), 2 * kSec);
+  EXPECT_EQ(c.threshold_ns(kHard), 6 * kSec);
+  EXPECT_EQ(c.threshold_ns(5 * kSec), 5 * kSec);
+  // 256 gaps: the p99 is the 254th smallest. Three long gaps reach it, two do not.
+  StallClock three = with_gaps({{253, 100 * kMs}, {3, 1500 * kMs}});
+  EXPECT_EQ(three.p99_ns(), 1500 * kMs);
+  EXPECT_EQ(three.threshold_ns(kHard), 4500 * kMs);
+  StallClock two = with_gaps({{254, 100 * kMs}, {2, 1500 * kMs}});
+  EXPECT_EQ(two.p99_ns(), 100 * kMs);
+  EXPECT_EQ(two.threshold_ns(kHard), 3 * kSec);
+  // Beyond the margin's reach of the hard timeout: capped.
+  StallClock slow = with_gaps({{20, 25 * kSec}});
+  EXPECT_EQ(slow.threshold_ns(kHard), kHard);
+}
+
+TEST(StallThreshold, WindowKeepsTheLast256Gaps) {
+  StallClock c = with_gaps({{44, 50 * kSec}, {256, 200 * kMs}});
+  EXPECT_EQ(c.gaps(), 256u);
+  EXPECT_EQ(c.p99_ns(), 200 * kMs);
+  EXPECT_EQ(c.threshold_ns(kHard), 3 * kSec);
+}
+
+TEST(StallThreshold, GapsAreCountedOnlyWhileTheCommunicatorIsBusy) {
+  StallClock c;
+  c.observe(1 * kSec, true);  // first pass: no earlier mark
+  EXPECT_EQ(c.gaps(), 0u);
+  c.observe(1500 * kMs, true);  // progressed after a pass with work in flight: 0.5 s
+  EXPECT_EQ(c.gaps(), 1u);
+  EXPECT_EQ(c.p99_ns(), 500 * kMs);
+  c.observe(1500 * kMs, false);  // no progress
+  c.observe(4 * kSec, false);    // progress after a pass with nothing in flight and no progress: idle
+  EXPECT_EQ(c.gaps(), 1u);
+  c.observe(5 * kSec, false);  // progress in two passes in a row: 1 s
+  c.observe(5 * kSec, true);   // no progress
+  c.observe(9 * kSec, false);  // 4 s with work in flight
+  EXPECT_EQ(c.gaps(), 3u);     // 0.5 s, 1 s, 4 s
+  EXPECT_EQ(c.p99_ns(), 4 * kSec);
+}
+
+StallSignature sig(std::string func, std::vector<int> roots) { return StallSignature{0xd1, 4, func, roots}; }
+
+TEST(StallRepeat, SameSignatureAndSimilarLengthIsARepeat) {
+  StallMemory m;
+  EXPECT_FALSE(m.is_repeat(sig("AllReduce", {0}), 4 * kSec));  // nothing remembered
+  m.remember(sig("AllReduce", {0}), 20 * kSec);
+  EXPECT_TRUE(m.is_repeat(sig("AllReduce", {0}), 4 * kSec));
+  EXPECT_TRUE(m.is_repeat(sig("AllReduce", {0}), 30 * kSec));                      // 1.5 x 20 s
+  EXPECT_FALSE(m.is_repeat(sig("AllReduce", {0}), 30 * kSec + 1));                 // longer than the job has shown
+  EXPECT_FALSE(m.is_repeat(sig("AllReduce", {1}), 4 * kSec));                      // another root
+  EXPECT_FALSE(m.is_repeat(sig("AllGather", {0}), 4 * kSec));                      // another point of the step
+  EXPECT_FALSE(m.is_repeat(StallSignature{0xd2, 4, "AllReduce", {0}}, 4 * kSec));  // another communicator
+  m.remember(sig("AllReduce", {0}), 40 * kSec);
+  EXPECT_EQ(m.longest_ns(sig("AllReduce", {0})), 40 * kSec);
+  EXPECT_TRUE(m.is_repeat(sig("AllReduce", {0}), 60 * kSec));
+}
+
+TEST(StallRepeat, RemembersTheLast64Episodes) {
+  StallMemory m;
+  m.remember(sig("AllReduce", {7}), 10 * kSec);
+  for (int i = 0; i < 64; ++i) m.remember(sig("AllReduce", {0}), 10 * kSec);
+  EXPECT_EQ(m.size(), 64u);
+  EXPECT_FALSE(m.is_repeat(sig("AllReduce", {7}), kSec));  // forgotten
+  EXPECT_TRUE(m.is_repeat(sig("AllReduce", {0}), kSec));
+}
+
+// ---- The hang detector's stalls, on emulated segments (harness hang timeout: 10 s) ----
+
+namespace shm = scout::shm;
+using scout::obs::FindingKind;
+using scout::testing::FakeJob;
+using scout::testing::FakeRec;
+using scout::testing::kT0;
+using scout::testing::ObserverHarness;
+using scout::testing::OpSpec;
+using scout::testing::suspect_ranks;
+
+// A 4-rank dp communicator that completed `n` AllReduces from seq `seq0` on, one every 200 ms
+// from `t0`, each seen in flight by one pass and completed 100 ms later by the next: 2n - 1
+// progress gaps of 99.999 ms (completion to the next enqueue) and 100.001 ms (enqueue to the
+// completion record, which the fake job stamps 1 µs after the GPU end), one per pass after the
+// first. Returns the time after the last one.
+int64_t rhythm(ObserverHarness& h, int dp, uint64_t seq0, int n, int64_t t0) {
+  for (int s = 0; s < n; ++s) {
+    int64_t t = t0 + s * 200 * kMs;
+    std::vector<FakeRec> recs;
+    for (int r = 0; r < 4; ++r) {
+      OpSpec o;
+      o.func = shm::kFuncAllReduce;
+      o.key = seq0 + uint64_t(s);
+      o.enqueue_ns = t;
+      recs.push_back(h.job.enqueue(dp, r, o));
+      FakeJob::start(recs.back(), t + 10'000);
+    }
+    h.pass(t + 50 * kMs);
+    for (auto& r : recs) FakeJob::complete(r, t + 100 * kMs);
+    h.pass(t + 150 * kMs);
+  }
+  return t0 + n * 200 * kMs;
+}
+
+// Ranks 0-2 enter AllReduce `seq` at t; rank 3 does not.
+std::vector<FakeRec> wait_for_rank3(ObserverHarness& h, int dp, uint64_t seq, int64_t t) {
+  std::vector<FakeRec> w;
+  for (int r = 0; r < 3; ++r) {
+    OpSpec o;
+    o.func = shm::kFuncAllReduce;
+    o.key = seq;
+    o.enqueue_ns = t;
+    w.push_back(h.job.enqueue(dp, r, o));
+    FakeJob::start(w.back(), t + 10'000);
+  }
+  return w;
+}
+
+// Rank 3 joins AllReduce `seq` at t and everyone completes.
+void rank3_joins(ObserverHarness& h, int dp, uint64_t seq, int64_t t, std::vector<FakeRec>& w) {
+  OpSpec o;
+  o.func = shm::kFuncAllReduce;
+  o.key = seq;
+  o.enqueue_ns = t;
+  w.push_back(h.job.enqueue(dp, 3, o));
+  FakeJob::start(w.back(), t + 10'000);
+  for (auto& r : w) FakeJob::complete(r, t + kMs);
+}
+
+TEST(Stall, RootIsNamedAtTheLearnedThresholdAndTheSameFindingBecomesTheHang) {
+  ObserverHarness h(4);
+  int dp = h.job.add_comm(0xd1, {0, 1, 2, 3}, "dp");
+  int64_t t = rhythm(h, dp, 0, 20, kT0);
+  wait_for_rank3(h, dp, 20, t);
+  h.pass(t + 2900 * kMs);
+  EXPECT_TRUE(h.findings().empty());  // under the floor of 3 s
+  EXPECT_EQ(h.sink.comms()[0].state, "active");
+  h.pass(t + 3100 * kMs);
+  auto f = h.findings();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, FindingKind::kStall);
+  EXPECT_TRUE(f[0].open);
+  EXPECT_EQ(suspect_ranks(f[0]), std::vector<int>{3});
+  EXPECT_EQ(f[0].key->seq, 20u);
+  EXPECT_EQ(f[0].first_seen_ns, t);
+  EXPECT_EQ(h.sink.comms()[0].state, "stalled");
+  const auto& e = f[0].evidence;
+  EXPECT_EQ(e["class"], "absent");
+  EXPECT_EQ(e["root"][0]["global_rank"], 3);
+  EXPECT_EQ(e["root"][0]["reason"], "idle");
+  EXPECT_EQ(e["waiting_ranks"], (nlohmann::json{0, 1, 2}));
+  EXPECT_EQ(e["threshold_ms"], 3000.0);
+  EXPECT_EQ(e["timeout_ms"], 10000.0);
+  EXPECT_EQ(e["stalled_ms"], 3100.0);
+  EXPECT_EQ(e["named_ns"], t + 3100 * kMs);
+  // 39 gaps of the rhythm, and the enqueues of AllReduce #20 seen by the pass at 2.9 s.
+  EXPECT_EQ(e["rule"], (nlohmann::json{{"gaps", 40},
+                                       {"p99_ms", 100.001},
+                                       {"margin", 3.0},
+                                       {"floor_ms", 3000.0},
+                                       {"cold_ms", 10000.0},
+                                       {"min_gaps", 16}}));
+  EXPECT_FALSE(e.contains("earlier_ms"));
+  EXPECT_EQ(f[0].summary,
+            "rank 3 (node0, pid 3000003) never entered AllReduce #20 of dp (0x00000000000000d1); 3 ranks wait for it "
+            "(no progress for 3.1 s, beyond its stall threshold of 3.0 s; a hang at 10.0 s)");
+
+  // At the hang timeout the same finding (same id) becomes the hang, and says when it was named.
+  h.pass(t + 10 * kSec + kMs);
+  auto g = h.findings();
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ(g[0].id, f[0].id);
+  EXPECT_EQ(g[0].kind, FindingKind::kHang);
+  EXPECT_EQ(g[0].evidence["stall"], (nlohmann::json{{"named_ns", t + 3100 * kMs}, {"threshold_ms", 3000.0}}));
+  EXPECT_EQ(h.sink.comms()[0].state, "hung");
+}
+
+TEST(Stall, ClosesWhenProgressResumesAndARepeatOfThePauseIsNotReported) {
+  ObserverHarness h(4);
+  int dp = h.job.add_comm(0xd1, {0, 1, 2, 3}, "dp");
+  int64_t t = rhythm(h, dp, 0, 20, kT0);
+  // Pause 1: rank 3 away for 4 s. Named at 3.5 s, closed at 4.5 s: an episode of 4.5 s.
+  auto w = wait_for_rank3(h, dp, 20, t);
+  h.pass(t + 3500 * kMs);
+  ASSERT_EQ(h.findings(FindingKind::kStall).size(), 1u);
+  rank3_joins(h, dp, 20, t + 4 * kSec, w);
+  h.pass(t + 4500 * kMs);
+  auto f = h.findings();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_FALSE(f[0].open);
+  EXPECT_EQ(f[0].kind, FindingKind::kStall);
+
+  // Pause 2, same communicator, function and root, as long: not reported. (260 operations in
+  // between push pause 1's 4 s gap out of the window: the threshold is the 3 s floor again.)
+  t = rhythm(h, dp, 21, 260, t + 5 * kSec);
+  w = wait_for_rank3(h, dp, 281, t);
+  h.pass(t + 3500 * kMs);
+  h.pass(t + 4 * kSec);
+  EXPECT_EQ(h.findings().size(), 1u);
+  rank3_joins(h, dp, 281, t + 4 * kSec + kMs, w);
+  h.pass(t + 4500 * kMs);
+  EXPECT_EQ(h.findings().size(), 1u);
+
+  // Pause 3 lasts longer than 1.5 x 4.5 s = 6.75 s: reported once it outlasts that.
+  t = rhythm(h, dp, 282, 260, t + 5 * kSec);
+  wait_for_rank3(h, dp, 542, t);
+  h.pass(t + 3500 * kMs);
+  h.pass(t + 6500 * kMs);
+  EXPECT_EQ(h.findings().size(), 1u);
+  h.pass(t + 7 * kSec);
+  auto s = h.findings(FindingKind::kStall);
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_TRUE(s[1].open);
+  EXPECT_EQ(s[1].key->seq, 542u);
+  EXPECT_EQ(s[1].evidence["earlier_ms"], 4500.0);
+}
+
+TEST(Stall, ColdCommunicatorWaitsTenSecondsOrTheTimeout) {
+  ObserverHarness h(4);
+  h.opt.hang.timeout_ns = 60 * kSec;
+  int dp = h.job.add_comm(0xd1, {0, 1, 2, 3}, "dp");
+  int64_t t = rhythm(h, dp, 0, 3, kT0);  // 5 gaps: cold
+  wait_for_rank3(h, dp, 3, t);
+  h.pass(t + 9900 * kMs);
+  EXPECT_TRUE(h.findings().empty());
+  h.pass(t + 10100 * kMs);
+  auto f = h.findings();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, FindingKind::kStall);
+  EXPECT_EQ(f[0].evidence["threshold_ms"], 10000.0);
+  EXPECT_EQ(f[0].evidence["rule"]["gaps"], 6);  // and the enqueues of AllReduce #3
+}
+
+TEST(Stall, OffGivesOnlyTheHang) {
+  ObserverHarness h(4);
+  h.opt.hang.stall = false;
+  int dp = h.job.add_comm(0xd1, {0, 1, 2, 3}, "dp");
+  int64_t t = rhythm(h, dp, 0, 20, kT0);
+  wait_for_rank3(h, dp, 20, t);
+  h.pass(t + 5 * kSec);
+  EXPECT_TRUE(h.findings().empty());
+  h.pass(t + 10 * kSec + kMs);
+  ASSERT_EQ(h.findings(FindingKind::kHang).size(), 1u);
+  EXPECT_FALSE(h.findings()[0].evidence.contains("stall"));
+}
+
+}  // namespace
