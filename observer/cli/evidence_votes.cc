@@ -37,6 +37,15 @@ void vote_lines(EvidenceText& t, const std::vector<obs::EvVoteGroup<V>>& groups,
 
 std::string frontier_value(const std::optional<obs::EvOp>& v) { return v ? op(*v) : "in no collective"; }
 
+// What a rank called at one position of its collective sequence: "AllReduce, count 1024 of
+// float32"; null: "not called (frozen at a deadlock)".
+std::string seq_value(const std::optional<obs::EvSeqValue>& v) {
+  if (!v) return "not called (frozen: its peers wait elsewhere)";
+  std::string s = v->func + ", count " + std::to_string(v->count) + " of " + v->datatype;
+  if (v->root >= 0) s += ", root " + std::to_string(v->root);
+  return s;
+}
+
 // "operation: X" when the evidence names another operation than the finding's key.
 void other_op(const obs::Finding& f, EvidenceText& t, const obs::EvOp& o) {
   std::string mine = f.key ? f.key->func + " #" + std::to_string(f.key->seq) : "";
@@ -78,6 +87,21 @@ void desync(const obs::Finding& f, const obs::DesyncEvidence& e, EvidenceText& t
     t.line("votes (the collective each rank is in):");
     if (e.frontier_votes) vote_lines(t, *e.frontier_votes, f.comm_nranks, frontier_value, 1);
     leave(t, {"fields", "votes", "majority", "partial"});
+  } else if (e.source == "sequence") {
+    t.line("source: sequence (the ranks called different collectives at the same position of the "
+           "communicator's call order)");
+    if (e.position) t.line("position: " + std::to_string(*e.position) + " (0-based, collectives only)");
+    const std::string fields = e.fields.value_or("");
+    t.line("votes (what each rank called there" +
+           std::string(fields == "api" ? ", values given to the API" : fields == "task" ? ", values of NCCL's tasks" : "") +
+           "):");
+    if (e.sequence_votes) vote_lines(t, *e.sequence_votes, f.comm_nranks, seq_value, 1);
+    if (e.agreed && !e.agreed->empty()) {
+      t.line("agreed before it:");
+      for (const obs::EvSeqAgreed& a : *e.agreed)
+        t.line("position " + std::to_string(a.position) + ": " + seq_value(a.value), 1);
+    }
+    leave(t, {"votes", "majority", "partial", "frontier_votes"});
   } else {
     t.line("source: " + e.source);
     leave(t, {"fields", "votes", "majority", "partial", "frontier_votes"});
