@@ -49,15 +49,15 @@ namespace scout::obs {
 
 struct HangConfig {
   int64_t timeout_ns = 60'000'000'000;  // --hang-timeout / SCOUT_OBSERVER_HANG_TIMEOUT_S
-  // Stall findings before the hang timeout, at each communicator's learned threshold (stall.h,
-  // docs/observer.md "Stalls"). Off: hangs are named only at the timeout.
-  bool stall = true;
   int64_t crash_grace_ns = 1'000'000'000;  // SCOUT_OBSERVER_CRASH_GRACE_MS
   // Observer network on (several nodes): a rank with an operation in flight in a communicator
   // whose members this observer does not all see is not named as a root here. It waits for
   // something on another node; the job-wide analysis on the leader, which sees every node's
   // waits, names the root instead (docs/observer-network.md, "Hangs across nodes").
   bool defer_cross_node = false;
+  // Stall findings before the hang timeout, at each communicator's learned threshold (stall.h,
+  // docs/observer.md "Stalls"). Off: hangs are named only at the timeout.
+  bool stall = true;
 };
 
 class HangDetector {
