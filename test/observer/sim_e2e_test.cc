@@ -121,6 +121,17 @@ TEST(SimEndToEnd, ContextParallelInterleavedPipelineHealthyAndHang) {
   expect_exact(o);
 }
 
+// The straggler bar at default thresholds (no override): 12 ms late on a 50 ms step is named,
+// and only that rank.
+TEST(SimEndToEnd, TwelveMillisecondStragglerOnAFiftyMillisecondStepAtDefaults) {
+  Outcome o = run("straggler12",
+                  {"--ranks", "8", "--tp", "2", "--pp", "2", "--steps", "100", "--step-ms", "50", "--fault",
+                   "straggler:rank=3,ms=12,step=10"},
+                  1);
+  EXPECT_EQ(o.sim.exit_code, 0) << o.sim.err;
+  expect_exact(o);
+}
+
 TEST(SimEndToEnd, SilentDataCorruptionIsAttributed) {
   Outcome o = run("sdc", {"--ranks", "8", "--tp", "4", "--steps", "12", "--fault", "sdc:rank=5,step=4"}, 1);
   ASSERT_EQ(o.truth.size(), 1u);
