@@ -589,12 +589,14 @@ void HangDetector::pass(const Model& m, int64_t now_ns, FindingBoard& board) {
   for (auto it = clocks_.begin(); it != clocks_.end();)
     it = m.comms().count(it->first) ? std::next(it) : clocks_.erase(it);
 
-  // Deadlocks: cycles whose every edge is in a stalled communicator (a cycle seen in a single
-  // snapshot could be an artefact of reading ranks at slightly different moments).
+  // Deadlocks: cycles whose every edge is in a communicator past its stall threshold or the hang
+  // timeout (a cycle seen in a single snapshot could be an artefact of reading ranks at slightly
+  // different moments; one that held for the communicators' learned threshold is not: ranks that
+  // wait for each other never progress again).
   std::set<int> in_cycle;
   for (const auto& cyc : g.cycles()) {
     bool all_stalled = true;
-    for (int t : g.edges_within(cyc)) all_stalled = all_stalled && stalled_edge[t];
+    for (int t : g.edges_within(cyc)) all_stalled = all_stalled && (stalled_edge[t] || soft_edge[t]);
     if (!all_stalled) continue;
     if (!sequence_deadlock(m, cyc, g, edges, now_ns, board)) report_deadlock(m, cyc, g, edges, now_ns, board);
     in_cycle.insert(cyc.begin(), cyc.end());

@@ -214,6 +214,26 @@ TEST(Hang, CycleAcrossTwoCommunicatorsIsADeadlock) {
   EXPECT_EQ(f[0].evidence["cycle"][0]["why"], "not-started");
 }
 
+// At the default hang timeout (60 s) a cycle is named at the communicators' stall threshold
+// (10 s while they have no progress history), not a minute later.
+TEST(Hang, DeadlockIsNamedAtTheStallThresholdBeforeTheTimeout) {
+  ObserverHarness h(2);
+  h.opt.hang.timeout_ns = 60 * kSec;
+  int x = h.job.add_comm(0x10, {0, 1}, "x");
+  int y = h.job.add_comm(0x20, {0, 1}, "y");
+  op(h.job, x, 0, shm::kFuncAllReduce, 0, kT0);
+  op(h.job, y, 0, shm::kFuncAllReduce, 0, kT0 + kMs, false);
+  op(h.job, y, 1, shm::kFuncAllReduce, 0, kT0);
+  op(h.job, x, 1, shm::kFuncAllReduce, 0, kT0 + kMs, false);
+  h.pass(kT0 + 9 * kSec);
+  EXPECT_TRUE(h.findings().empty());  // below the 10 s threshold
+  h.pass(kT0 + 11 * kSec);
+  auto f = h.findings();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, FindingKind::kDeadlock);
+  EXPECT_EQ(suspect_ranks(f[0]), (std::vector<int>{0, 1}));
+}
+
 TEST(Hang, DeadRankThatPeersWaitForIsACrashBeforeTheTimeout) {
   ObserverHarness h(4);
   int dp = h.job.add_comm(0xd1, {0, 1, 2, 3}, "dp");
