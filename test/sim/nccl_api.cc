@@ -26,8 +26,7 @@ void NcclApi::stop_forever(Func func, Communicator& comm, uint64_t key, int key_
   for (;;) ::pause();
 }
 
-void NcclApi::stall_in_call(const FaultSpec& f, Func func, Communicator& comm, uint64_t key, int key_peer) {
-  (void)f;
+void NcclApi::stall_in_call(Func func, Communicator& comm, uint64_t key, int key_peer) {
   rc_->write_truth(
       truth_event(comm, FaultKind::kEnqueueStall, func, key, key_peer, step_, static_cast<int64_t>(op_) - 1));
   if (rc_->status) rc_->status->state.store(kRankHung, std::memory_order_release);
@@ -140,7 +139,7 @@ void NcclApi::coll(Func f, const float* send, float* recv, uint64_t count, int r
     rc_->prof->start(comm.context(), &coll_api_, d);
     started = coll_api_;
   }
-  if (faults.enqueuestall) stall_in_call(*faults.enqueuestall, f, comm, key, -1);
+  if (faults.enqueuestall) stall_in_call(f, comm, key, -1);
   t.api_handle = coll_api_;
   t.group_api_handle = group_api_;
   t.k.func = f;
@@ -175,7 +174,7 @@ void NcclApi::p2p_task(Func f, float* buf, uint64_t count, int peer, Communicato
     rc_->prof->start(comm.context(), &p2p_api_, d);
   }
   if (faults.enqueuestall)
-    stall_in_call(*faults.enqueuestall, f, comm, f == Func::kSend ? comm.api_sends[peer] : comm.api_recvs[peer], peer);
+    stall_in_call(f, comm, f == Func::kSend ? comm.api_sends[peer] : comm.api_recvs[peer], peer);
   t.api_handle = p2p_api_;
   t.group_api_handle = group_api_;
   t.k.func = f;
