@@ -98,6 +98,11 @@ bool HangDetector::waits_elsewhere(const Model& m, int proc) {
 std::string HangDetector::root_reason(const Model& m, int proc, std::string* detail,
                                       const std::set<CommKey>& stalled_set) const {
   if (m.proc(proc).state == ProcState::kDead) return "dead";
+  if (auto wc = wrong_comm_.find(proc); wc != wrong_comm_.end()) {
+    const ProcEdge& e = edges_[wc->second.first];
+    *detail = what_op(*e.comm, e.e.op);
+    return "wrong-comm";
+  }
   auto mit = member_of_.find(proc);
   std::string reason = "idle";
   if (mit == member_of_.end()) return reason;
@@ -123,6 +128,18 @@ std::string HangDetector::root_reason(const Model& m, int proc, std::string* det
     } else if (rs.state == "enqueued" && reason == "idle") {
       reason = "gpu-blocked";
       *detail = what_op(*mb.comm, rs.op);
+    }
+  }
+  // in-call: nothing in flight, but its latest API call on a communicator came after every
+  // record it enqueued there: the call was made and never enqueued.
+  if (reason == "idle") {
+    for (const Membership& mb : mit->second) {
+      const RankProgress& rp = mb.comm->ranks[mb.rank];
+      if (rp.last_api_ns > 0 && rp.last_api_ns > rp.last_record_api_ns) {
+        reason = "in-call";
+        *detail = "an API call on " + comm_label(*mb.comm) + " that was never enqueued";
+        break;
+      }
     }
   }
   return reason;
@@ -451,6 +468,11 @@ void HangDetector::report_root(const Model& m, const std::vector<int>& roots, co
     root.reason = reason;
     root.detail = detail;
     root.process = to_string(m.proc(p).state);
+    if (auto wc = wrong_comm_.find(p); wc != wrong_comm_.end()) {
+      const ProcEdge& e = edges_[wc->second.first];
+      root.comm = ev_comm(*e.comm);
+      root.op = ev_op(e.e.op);
+    }
     ev.root->push_back(std::move(root));
     names += (names.empty() ? "" : ", ") + who(m, p);
   }
@@ -490,7 +512,14 @@ void HangDetector::report_root(const Model& m, const std::vector<int>& roots, co
   std::string op = what_op(c, primary.e.op);
   std::string waiters = std::to_string(upstream.size()) + (upstream.size() == 1 ? " rank waits" : " ranks wait");
   if (comms.size() > 1) waiters += " (through " + std::to_string(comms.size()) + " communicators)";
-  if (first_reason == "gpu-blocked") {
+  if (first_reason == "wrong-comm") {
+    const ProcEdge& e = edges_[wrong_comm_.at(roots.front()).first];
+    f.summary = names + " never entered " + op + ": it waits in " + first_detail + ", which rank " +
+                std::to_string(m.proc(e.to).global_rank) + " never issued there (a call on the wrong communicator); " +
+                waiters + " for it";
+  } else if (first_reason == "in-call") {
+    f.summary = names + " never entered " + op + ": it is inside " + first_detail + "; " + waiters + " for it";
+  } else if (first_reason == "gpu-blocked") {
     f.summary = names + " enqueued " + op + " but the GPU never started it; " + waiters + " for it";
   } else if (first_reason == "running") {
     f.summary = names + " never joined " + op + " (busy in " + first_detail + "); " + waiters + " for it";
@@ -558,6 +587,7 @@ void HangDetector::pass(const Model& m, int64_t now_ns, FindingBoard& board) {
   soft_.clear();
   member_of_.clear();
   reported_.clear();
+  wrong_comm_.clear();
   for (auto& [k, ep] : episodes_) ep.seen = false;
   // Every current wait edge; which of them belong to stalled communicators.
   std::vector<ProcEdge> edges;
@@ -594,12 +624,25 @@ void HangDetector::pass(const Model& m, int64_t now_ns, FindingBoard& board) {
   // different moments; one that held for the communicators' learned threshold is not: ranks that
   // wait for each other never progress again).
   std::set<int> in_cycle;
+  edges_ = edges;
+  std::set<int> cut;  // edges of wrong-communicator cycles: the rank in the wrong one is a root
   for (const auto& cyc : g.cycles()) {
     bool all_stalled = true;
     for (int t : g.edges_within(cyc)) all_stalled = all_stalled && (stalled_edge[t] || soft_edge[t]);
     if (!all_stalled) continue;
+    if (wrong_comm_cycle(cyc, g, edges)) {
+      for (const auto& [proc, tags] : wrong_comm_)
+        if (std::find(cyc.begin(), cyc.end(), proc) != cyc.end()) cut.insert(tags.first);
+      continue;
+    }
     if (!sequence_deadlock(m, cyc, g, edges, now_ns, board)) report_deadlock(m, cyc, g, edges, now_ns, board);
     in_cycle.insert(cyc.begin(), cyc.end());
+  }
+  if (!cut.empty()) {
+    WaitGraph without;
+    for (size_t t = 0; t < edges.size(); ++t)
+      if (!cut.count(int(t))) without.add(edges[t].from, edges[t].to, int(t));
+    g = std::move(without);
   }
   // Stalled communicators that are roots by themselves.
   for (const CommKey& k : stalled_) {
@@ -641,7 +684,8 @@ void HangDetector::pass(const Model& m, int64_t now_ns, FindingBoard& board) {
       // open stall or hang keeps its finding (the edges of a stopped job appear over a few passes).
       int best = -1;
       bool best_open = false;
-      for (size_t t = 0; t < edges.size(); ++t) {
+      if (auto wc = wrong_comm_.find(s); wc != wrong_comm_.end()) best = wc->second.second;  // its peer's wait
+      for (size_t t = 0; t < edges.size() && !wrong_comm_.count(s); ++t) {
         if (edges[t].to != s) continue;
         bool open = board.is_open(hang_key(*edges[t].comm, edges[t].e.op));
         if (best < 0 || (open && !best_open) ||
@@ -723,6 +767,22 @@ void HangDetector::pass(const Model& m, int64_t now_ns, FindingBoard& board) {
     if (e.named_ns == 0 && !e.became_hang) memory_.remember(e.sig, now_ns - e.start_ns);
     it = episodes_.erase(it);
   }
+}
+
+bool HangDetector::wrong_comm_cycle(const std::vector<int>& cycle, const WaitGraph& g,
+                                    const std::vector<ProcEdge>& edges) {
+  std::vector<int> tags = g.edges_within(cycle);
+  if (cycle.size() != 2 || tags.size() != 2) return false;
+  const ProcEdge& a = edges[tags[0]];
+  const ProcEdge& b = edges[tags[1]];
+  if (a.comm == b.comm || a.e.why != "absent" || b.e.why != "absent") return false;
+  if (a.e.op.cls != OpClass::kP2p || b.e.op.cls != OpClass::kP2p) return false;
+  const bool a_first = a.e.op.seq == 0, b_first = b.e.op.seq == 0;
+  if (a_first == b_first) return false;
+  const int novel = a_first ? tags[0] : tags[1];
+  const int other = a_first ? tags[1] : tags[0];
+  wrong_comm_[edges[novel].from] = {novel, other};
+  return true;
 }
 
 void HangDetector::track(const std::string& key, const std::vector<const Comm*>& comms) {

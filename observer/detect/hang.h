@@ -86,7 +86,11 @@ class HangDetector {
     int rank;
   };
   // `stalled`: the communicators whose stuck / mismatch state makes a root "stuck" / "desync".
+  // Reasons: dead, stuck, desync, wrong-comm, running, gpu-blocked, in-call, idle
+  // (docs/findings.md, "hang").
   std::string root_reason(const Model& m, int proc, std::string* detail, const std::set<CommKey>& stalled) const;
+  // The edges of the last pass (root_reason's wrong-comm detail).
+  std::vector<ProcEdge> edges_;
   // True when `proc` has an operation in flight in a communicator with members not all known.
   static bool waits_elsewhere(const Model& m, int proc);
   std::vector<EvWaitEdge> chain(const Model& m, const std::vector<ProcEdge>& edges, const std::vector<int>& tags) const;
@@ -134,6 +138,12 @@ class HangDetector {
   // merely stopped waiting (killed with the job).
   std::map<std::string, std::vector<std::pair<CommKey, int64_t>>> involved_;
   void track(const std::string& key, const std::vector<const Comm*>& comms);
+  // Two-rank cycles of absent point-to-point waits where exactly one of the two operations is the
+  // first message of its pair in its communicator (docs/observer.md, "Hangs": wrong communicator):
+  // proc in that operation -> (its edge, the edge of the peer waiting for it). Cleared each pass.
+  std::map<int, std::pair<int, int>> wrong_comm_;
+  // True when the cycle is such a pair; fills wrong_comm_.
+  bool wrong_comm_cycle(const std::vector<int>& cycle, const WaitGraph& g, const std::vector<ProcEdge>& edges);
   std::map<int, int64_t> blocking_since_;  // dead proc -> first seen blocking peers
   std::set<int> crashed_;                  // procs with a crash finding
 };

@@ -160,6 +160,7 @@ Ingestor::ReadResult Ingestor::read_segment(Segment& s, Model& model, int64_t no
     ctx.comm = &model.upsert_comm(key, cs.name, cs.nnodes);
     ctx.rank = cs.rank;
     model.set_member(*ctx.comm, cs.rank, s.proc, cs.init_ns, cs.state == shm::kCommFinalized);
+    if (cs.rank >= 0 && cs.rank < int(ctx.comm->ranks.size())) ctx.comm->ranks[cs.rank].last_api_ns = cs.last_api_ns;
     ring.cursor.poll(rd, r, cs.head, info.ring_capacity, s.owner_gone, on_record, on_lost);
   }
   if (s.gemm != nullptr) read_gemm(s);

@@ -159,6 +159,7 @@ Op* Model::apply(Comm& c, int rank, const RecordSnapshot& r, int64_t now_ns) {
   const int n = int(c.ranks.size());
   int64_t pos = -1;
   if (rank >= 0 && rank < n) {
+    c.ranks[rank].last_record_api_ns = std::max(c.ranks[rank].last_record_api_ns, r.api_ns);
     const uint64_t before = c.ranks[rank].seq_next_index;
     pos = follow_sequence(c.ranks[rank], r);
     if (c.ranks[rank].seq_next_index != before) c.seq_stamp++;

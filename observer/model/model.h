@@ -158,6 +158,10 @@ struct RankProgress {
   bool finalized = false;
   std::map<uint64_t, OpId> inflight;  // ring index -> matched op enqueued or running, not complete
   OpMark last_enqueued, last_started, last_completed;
+  // The rank's latest NCCL API call on the communicator (its segment's comm header, CLOCK_REALTIME
+  // ns; 0: unknown) and the latest API call time of a record it enqueued: a call later than every
+  // enqueued record was made and never enqueued (docs/observer.md, "Hangs": in-call).
+  int64_t last_api_ns = 0, last_record_api_ns = 0;
   uint64_t issued[shm::kNumNumberedFuncs] = {};     // highest collective seqNumber enqueued + 1 per func
   uint64_t started[shm::kNumNumberedFuncs] = {};    // ... started on the GPU + 1
   uint64_t completed[shm::kNumNumberedFuncs] = {};  // ... complete + 1

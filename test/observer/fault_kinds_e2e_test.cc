@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <memory>
 #include <set>
 #include <thread>
 
@@ -57,7 +58,10 @@ std::vector<std::string> job(std::vector<std::string> extra) {
 
 // Runs scout-sim with `sim_args` under a concurrent scout-observer and returns what each said.
 // `expect` findings are waited for (up to 5 s after the job ended) before the observer stops.
-Outcome run(const std::string& job_id, const std::vector<std::string>& sim_args, size_t expect) {
+// `hung`: the job never ends by itself; the findings are waited for (up to 10 s) while it runs,
+// the observer is stopped, then the job (SIGTERM: exit code 4), so that no process dies while
+// the observer still watches.
+Outcome run(const std::string& job_id, const std::vector<std::string>& sim_args, size_t expect, bool hung = false) {
   TempDir dir;
   std::map<std::string, std::string> env = {
       {"SCOUT_SHM_DIR", dir.path()},
@@ -71,8 +75,13 @@ Outcome run(const std::string& job_id, const std::vector<std::string>& sim_args,
                                    dir.path() + "/truth.jsonl"};
   argv.insert(argv.end(), sim_args.begin(), sim_args.end());
   Outcome o;
-  o.sim = scout::testing::run_process(argv, env, 120);
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  std::unique_ptr<Subprocess> sim;
+  if (hung) {
+    sim = std::make_unique<Subprocess>(argv, env);
+  } else {
+    o.sim = scout::testing::run_process(argv, env, 120);
+  }
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(hung ? 10 : 5);
   while (expect > 0 && std::chrono::steady_clock::now() < deadline) {
     if (std::filesystem::exists(store)) {
       try {
@@ -87,6 +96,10 @@ Outcome run(const std::string& job_id, const std::vector<std::string>& sim_args,
   ProcessResult obs = observer.wait(30);
   o.observer_err = obs.err;
   EXPECT_EQ(obs.exit_code, 0) << obs.err;
+  if (sim) {
+    sim->signal(SIGTERM);
+    o.sim = sim->wait(30);
+  }
   o.findings = scout::store::StoreReader::open(store)->findings();
   o.found = named(o.findings);
   o.truth = read_truth(dir.path() + "/truth.jsonl");
@@ -207,6 +220,110 @@ TEST(FaultKindsEndToEnd, ExtraStepIsADesyncNamingTheRank) {
   ASSERT_EQ(o.findings.size(), 1u);
   EXPECT_EQ(o.findings[0].evidence["sequence_votes"][0]["ranks"], nlohmann::json::array({0, 1, 2, 3, 4, 6, 7}));
   EXPECT_EQ(o.findings[0].evidence["hang"]["class"], "deadlock") << o.findings[0].evidence.dump();
+}
+
+// One hang finding, kind hang and verdict attributed, naming `rank` as its only root with `reason`.
+const scout::obs::Finding& expect_hang_root(const Outcome& o, int rank, const std::string& reason) {
+  static const scout::obs::Finding none;
+  expect_findings(o, {{"hang", {rank}}}, scout::obs::Verdict::kAttributed);
+  if (o.findings.size() != 1u) return none;
+  const auto& ev = o.findings[0].evidence;
+  EXPECT_EQ(ev["class"], "absent") << ev.dump();
+  EXPECT_EQ(ev["root"].size(), 1u) << ev.dump();
+  EXPECT_EQ(ev["root"][0]["global_rank"], rank) << ev.dump();
+  EXPECT_EQ(ev["root"][0]["reason"], reason) << ev.dump();
+  EXPECT_EQ(ev["root"][0]["process"], "running") << ev.dump();
+  return o.findings[0];
+}
+
+// Stage 1 (ranks 4-7) posts its step-2 pipeline calls reversed and outside a group: rank 4 sends
+// to rank 0 (backward) before receiving from it, while rank 0 sends to rank 4 (forward) before
+// receiving from it. Each lone Send waits for a receive the other posts after its own Send: one
+// deadlock per pipeline pair, its cycle the two ranks in their pp communicator.
+TEST(FaultKindsEndToEnd, P2pOrderIsADeadlockOfEachPipelinePair) {
+  Outcome o = run("p2porder", job({"--fault", "p2porder:stage=1,step=2"}), 4, true);
+  EXPECT_EQ(o.sim.exit_code, 4) << o.sim.err;
+  EXPECT_EQ(o.truth,
+            (std::multiset<Named>{{"p2porder", {4}}, {"p2porder", {5}}, {"p2porder", {6}}, {"p2porder", {7}}}));
+  expect_findings(o, {{"deadlock", {0, 4}}, {"deadlock", {1, 5}}, {"deadlock", {2, 6}}, {"deadlock", {3, 7}}},
+                  scout::obs::Verdict::kAttributed);
+  for (const auto& f : o.findings) {
+    const auto& cyc = f.evidence["cycle"];
+    ASSERT_EQ(cyc.size(), 2u) << f.evidence.dump();
+    ASSERT_EQ(f.suspects.size(), 2u);
+    const int lo = f.suspects[0].global_rank, hi = f.suspects[1].global_rank;
+    EXPECT_EQ(f.comm_name, "pp" + std::to_string(lo)) << f.summary;
+    std::set<std::pair<int, int>> edges;
+    for (const auto& e : cyc) {
+      EXPECT_EQ(e["comm"]["name"], "pp" + std::to_string(lo)) << f.evidence.dump();
+      EXPECT_EQ(e["why"], "not-started") << f.evidence.dump();
+      EXPECT_EQ(e["op"]["func"], "Send") << f.evidence.dump();
+      EXPECT_EQ(e["op"]["seq"], 2) << f.evidence.dump();
+      edges.insert({e["rank"].get<int>(), e["waits_for"].get<int>()});
+    }
+    EXPECT_EQ(edges, (std::set<std::pair<int, int>>{{lo, hi}, {hi, lo}})) << f.evidence.dump();
+  }
+}
+
+// Rank 0 sends its step-2 activations to rank 4 on the world communicator instead of pp0: rank 4
+// waits in pp0 for the message (rank 0's third Send there), rank 0 in world for a receive rank 4
+// never posts there (the first Send 0->4 ever in world). The hang names rank 0 in the wrong
+// communicator, rank 4 waiting in the right one.
+TEST(FaultKindsEndToEnd, WrongGroupIsAHangNamingThePairAndBothCommunicators) {
+  Outcome o = run("wronggroup", job({"--fault", "wronggroup:rank=0,step=2"}), 1, true);
+  EXPECT_EQ(o.sim.exit_code, 4) << o.sim.err;
+  EXPECT_EQ(o.truth, (std::multiset<Named>{{"wronggroup", {0, 4}}}));
+  const auto& f = expect_hang_root(o, 0, "wrong-comm");
+  if (o.findings.size() != 1u) return;
+  const auto& ev = f.evidence;
+  EXPECT_EQ(f.comm_name, "pp0");
+  EXPECT_EQ(f.key->func, "Send");
+  EXPECT_EQ(f.key->seq, 2u);
+  EXPECT_EQ(ev["root"][0]["comm"]["name"], "world") << ev.dump();
+  EXPECT_EQ(ev["root"][0]["op"], (nlohmann::json{{"func", "Send"}, {"seq", 0}, {"src", 0}, {"dst", 4}})) << ev.dump();
+  ASSERT_FALSE(ev["chain"].empty()) << ev.dump();
+  EXPECT_EQ(ev["chain"][0], (nlohmann::json{{"rank", 4},
+                                            {"waits_for", 0},
+                                            {"comm", ev["comms"][0]["comm"]},
+                                            {"op", {{"func", "Send"}, {"seq", 2}, {"src", 0}, {"dst", 1}}},
+                                            {"why", "absent"}}))
+      << ev.dump();
+  EXPECT_EQ(ev["comms"][0]["comm"]["name"], "pp0") << ev.dump();
+}
+
+// Rank 5 stays inside its first call of step 2 (its Recv from rank 1 in pp1): the call is
+// recorded (the communicator's API counter moved), nothing is enqueued. Rank 5 is alive.
+TEST(FaultKindsEndToEnd, EnqueueStallIsAHangNamingTheRankInsideTheCall) {
+  Outcome o = run("enqueuestall", job({"--fault", "enqueuestall:rank=5,step=2"}), 1, true);
+  EXPECT_EQ(o.sim.exit_code, 4) << o.sim.err;
+  EXPECT_EQ(o.truth, (std::multiset<Named>{{"enqueuestall", {5}}}));
+  const auto& f = expect_hang_root(o, 5, "in-call");
+  if (o.findings.size() != 1u) return;
+  EXPECT_EQ(f.evidence["root"][0]["detail"].get<std::string>().rfind("an API call on pp1 (0x", 0), 0u)
+      << f.evidence.dump();
+  EXPECT_EQ(f.summary.find("has since exited"), std::string::npos) << f.summary;
+}
+
+// Every rank arrives; rank 5's kernel of the first tp2 AllReduce of step 2 starts and never ends,
+// so rank 4's waits for it. Both ranks' records show the kernel started and not complete: nothing
+// in them says whose transfer is missing, so the hang is stuck and names nobody.
+TEST(FaultKindsEndToEnd, KernelStallIsAStuckHangInItsCommunicator) {
+  Outcome o = run("kernelstall", job({"--fault", "kernelstall:rank=5,step=2"}), 1, true);
+  EXPECT_EQ(o.sim.exit_code, 4) << o.sim.err;
+  EXPECT_EQ(o.truth, (std::multiset<Named>{{"kernelstall", {5}}}));
+  expect_findings(o, {{"hang", {}}}, scout::obs::Verdict::kInconclusive);
+  ASSERT_EQ(o.findings.size(), 1u);
+  const auto& f = o.findings[0];
+  EXPECT_EQ(f.comm_name, "tp2");
+  EXPECT_EQ(f.key->func, "AllReduce");
+  EXPECT_EQ(f.key->seq, 4u);
+  EXPECT_EQ(f.evidence["class"], "stuck") << f.evidence.dump();
+  EXPECT_EQ(f.evidence["root"][0]["reason"], "stuck") << f.evidence.dump();
+  EXPECT_EQ(f.evidence["waiting_ranks"], nlohmann::json::array({4, 5})) << f.evidence.dump();
+  // Listed in the observer's process order: compared as a set.
+  std::set<int> elsewhere;
+  for (const auto& r : f.evidence["blocked_elsewhere"]) elsewhere.insert(r.get<int>());
+  EXPECT_EQ(elsewhere, (std::set<int>{0, 1, 2, 3, 6, 7})) << f.evidence.dump();
 }
 
 }  // namespace

@@ -35,6 +35,7 @@ struct KernelTask {
   int64_t straggle_ms = 0;  // straggler fault: arrive this late
   const FaultSpec* crash = nullptr;
   const FaultSpec* sdc = nullptr;
+  const FaultSpec* kernelstall = nullptr;  // the kernel starts and never completes
   bool int32 = false;  // dtype fault: described as ncclInt32 (same size as float32)
 };
 

@@ -7,6 +7,10 @@ namespace scout::sim {
 FaultPlan::FaultPlan(const std::vector<FaultSpec>& faults, int global_rank) : rank_(global_rank) {
   for (const FaultSpec& f : faults) {
     if (f.kind == FaultKind::kNondet) nondet_.push_back(f);
+    if (f.kind == FaultKind::kSlowNic) {
+      nics_.push_back(f);
+      continue;
+    }
     if (f.kind == FaultKind::kSlowlink)
       links_.push_back(f);
     else if (f.rank == global_rank)
@@ -50,6 +54,15 @@ OpFaults FaultPlan::at_op(uint64_t op) const {
       case FaultKind::kSkip:
         if (o == f.target_op) r.skip = &f;
         break;
+      case FaultKind::kWrongGroup:
+        if (o == f.target_op) r.wronggroup = &f;
+        break;
+      case FaultKind::kEnqueueStall:
+        if (o == f.target_op) r.enqueuestall = &f;
+        break;
+      case FaultKind::kKernelStall:
+        if (o == f.target_op) r.kernelstall = &f;
+        break;
       case FaultKind::kStraggler:
         if (o >= f.target_op && f.ms > r.straggle_ms) {
           r.straggle_ms = f.ms;
@@ -82,6 +95,43 @@ std::vector<const FaultSpec*> FaultPlan::slowlinks_of_mine(const CommSpec& comm,
   for (const FaultSpec& f : links_)
     if (f.rank == rank_ && step >= f.target_step && comm.rank_of(f.peer) >= 0) out.push_back(&f);
   return out;
+}
+
+bool FaultPlan::p2p_reversed(int64_t step, const FaultSpec** out) const {
+  for (const FaultSpec& f : mine_)
+    if (f.kind == FaultKind::kP2pOrder && step == f.target_step) {
+      if (out) *out = &f;
+      return true;
+    }
+  return false;
+}
+
+namespace {
+bool on_host(const FaultSpec& f, int g) { return std::find(f.node_ranks.begin(), f.node_ranks.end(), g) != f.node_ranks.end(); }
+}  // namespace
+
+int64_t FaultPlan::slownic_coll_ms(const CommSpec& comm, int64_t step, const FaultSpec** out) const {
+  int64_t ms = 0;
+  if (comm.n_nodes < 2) return 0;
+  for (const FaultSpec& f : nics_) {
+    if (step < f.target_step || f.ms <= ms) continue;
+    bool touches = false;
+    for (int g : comm.members) touches = touches || on_host(f, g);
+    if (!touches) continue;
+    ms = f.ms;
+    if (out) *out = &f;
+  }
+  return ms;
+}
+
+int64_t FaultPlan::slownic_p2p_ms(int a, int b, int64_t step, const FaultSpec** out) const {
+  int64_t ms = 0;
+  for (const FaultSpec& f : nics_)
+    if (step >= f.target_step && on_host(f, a) != on_host(f, b) && f.ms > ms) {
+      ms = f.ms;
+      if (out) *out = &f;
+    }
+  return ms;
 }
 
 int64_t FaultPlan::pause_s_before(int64_t step, const FaultSpec** out) const {

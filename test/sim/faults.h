@@ -25,9 +25,15 @@ struct OpFaults {
   const FaultSpec* dtype = nullptr;   // R reports ncclInt32 instead of ncclFloat32 (same bytes)
   const FaultSpec* optype = nullptr;  // R calls another collective (AllReduce <-> AllGather)
   const FaultSpec* skip = nullptr;    // R does not make the call at all
+  const FaultSpec* wronggroup = nullptr;    // R issues this pipeline Send on the world communicator
+  const FaultSpec* enqueuestall = nullptr;  // R stays inside this API call (recorded, never enqueued)
+  const FaultSpec* kernelstall = nullptr;   // R's kernel of this collective starts and never completes
   const FaultSpec* straggler = nullptr;
   int64_t straggle_ms = 0;  // R arrives this late in op's kernel
-  bool any() const { return hang || crash || nan || desync || sdc || dtype || optype || skip || straggle_ms > 0; }
+  bool any() const {
+    return hang || crash || nan || desync || sdc || dtype || optype || skip || wronggroup || enqueuestall ||
+           kernelstall || straggle_ms > 0;
+  }
 };
 
 class FaultPlan {
@@ -46,6 +52,15 @@ class FaultPlan {
   // The slowlink faults this rank is the `rank=` end of, active at `step`, whose other end is a
   // member of `comm` (for the ground-truth line R writes on its first delayed operation).
   std::vector<const FaultSpec*> slowlinks_of_mine(const CommSpec& comm, int64_t step) const;
+
+  // p2porder: true when this rank posts `step`'s pipeline calls in reverse order, each outside a
+  // group; *f gets the spec.
+  bool p2p_reversed(int64_t step, const FaultSpec** f) const;
+  // slownic: extra delay (ms) of a collective of `comm` during `step` (it spans hosts and holds a
+  // rank of the slow host), and of a message between global ranks a and b (one of them on the
+  // slow host, the other not); 0: none. *f (optional) gets the spec.
+  int64_t slownic_coll_ms(const CommSpec& comm, int64_t step, const FaultSpec** f = nullptr) const;
+  int64_t slownic_p2p_ms(int a, int b, int64_t step, const FaultSpec** f = nullptr) const;
 
   // Seconds this rank sleeps before `step` (pause: step is a positive multiple of its every=K; the
   // longest such pause); 0: none. *f gets the spec.
@@ -72,6 +87,7 @@ class FaultPlan {
   std::vector<FaultSpec> mine_;      // faults on this rank, except slowlink
   std::vector<FaultSpec> links_;     // every slowlink of the job
   std::vector<FaultSpec> nondet_;    // every nondet fault of the job (any member may reduce)
+  std::vector<FaultSpec> nics_;      // every slownic fault of the job
   std::vector<FaultSpec> hw_links_;  // slowlinks with this rank at either end, as rank=me, peer=other
   int rank_ = -1;
 };

@@ -87,6 +87,16 @@ void note_slowlinks(Communicator& c, const KernelTask& t, int peer_g) {
   }
 }
 
+// Ground truth of a slownic, written once by the first rank of the slow host at its first
+// delayed operation.
+void note_slownic(Communicator& c, const KernelTask& t, const FaultSpec* f) {
+  if (!f || f->rank != c.rc()->global_rank || !c.rc()->first_time(f)) return;
+  TruthEvent e = truth_for(c, t, FaultKind::kSlowNic);
+  e.ms = f->ms;
+  e.detail = "\"node\":" + std::to_string(f->node);
+  c.rc()->write_truth(e);
+}
+
 // SDC fault: one bit of this rank's received data flips after the reduction.
 void flip_bit(Communicator& c, const KernelTask& t, float* out, uint64_t out_n) {
   if (!t.sdc || out_n == 0) return;
@@ -113,6 +123,12 @@ void run_coll(Communicator& c, KernelTask& t) {
   ChannelEvents ev;
   kernelch_start(c, t, t0, &ev);
   maybe_crash(c, t);
+  // kernelstall: this rank's kernel started and never completes; it never arrives in the fabric,
+  // so its peers' kernels wait for its data. The process stays alive.
+  if (t.kernelstall) {
+    c.rc()->write_truth(truth_for(c, t, FaultKind::kKernelStall));
+    for (;;) ::pause();
+  }
 
   CollSlotHdr* h = fab->coll_slot(id, slot);
   uint64_t* counts = fab->slot_counts(id, slot);
@@ -130,8 +146,11 @@ void run_coll(Communicator& c, KernelTask& t) {
   if (in_elems) std::memcpy(fab->staging(id, slot, me), t.send, in_elems * kFloatBytes);
   counts[me] = t.count;
   // 3. arrive; the last rank reduces and releases everyone
-  const int64_t slow_ms = c.rc()->faults.slowlink_coll_ms(c.spec(), t.step);
+  const FaultSpec* nic = nullptr;
+  const int64_t nic_ms = c.rc()->faults.slownic_coll_ms(c.spec(), t.step, &nic);
+  const int64_t slow_ms = std::max(c.rc()->faults.slowlink_coll_ms(c.spec(), t.step), nic_ms);
   if (slow_ms > 0) note_slowlinks(c, t, -1);
+  if (nic_ms > 0) note_slownic(c, t, nic);
   uint64_t a = h->arrived.fetch_add(1, std::memory_order_acq_rel) + 1;
   if (a == (round + 1) * n) {
     if (t.func == Func::kAllReduce) {
@@ -329,7 +348,9 @@ void run_p2p(Communicator& c, std::vector<KernelTask*>& tasks) {
     n.link = l;
     n.bytes = size_t(t->count) * kFloatBytes;
     n.nsteps = int(std::max<size_t>(1, (n.bytes + kNetChunk - 1) / kNetChunk));
-    const int64_t slow_ms = c.rc()->faults.slowlink_p2p_ms(c.rc()->global_rank, c.spec().members[t->peer], t->step);
+    const int peer_g = c.spec().members[t->peer];
+    const int64_t slow_ms = std::max(c.rc()->faults.slowlink_p2p_ms(c.rc()->global_rank, peer_g, t->step),
+                                     c.rc()->faults.slownic_p2p_ms(c.rc()->global_rank, peer_g, t->step));
     n.hold_ns = slow_ms * 1000000;
     net_of[i] = net.size();
     net.push_back(n);
@@ -340,7 +361,11 @@ void run_p2p(Communicator& c, std::vector<KernelTask*>& tasks) {
     KernelTask* t = tasks[i];
     if (t->func != Func::kSend || on_net(i)) continue;
     MailboxHdr* m = fab->mailbox(id, me, t->peer);
-    if (!m) continue;
+    // No mailbox: the workload never has this pair exchange messages in this communicator (a Send
+    // on the wrong communicator, wronggroup): its receiver never posts, so the kernel never ends.
+    if (!m) {
+      for (;;) ::pause();
+    }
     const uint64_t k = t->ordinal;
     const int slot = static_cast<int>(k % kSlotDepth);
     wait_for(&m->epoch, [&] { return m->consumed.load(std::memory_order_acquire) + kSlotDepth >= k + 1; });
@@ -375,7 +400,10 @@ void run_p2p(Communicator& c, std::vector<KernelTask*>& tasks) {
     const int slot = static_cast<int>(k % kSlotDepth);
     wait_for(&m->epoch, [&] { return m->posted.load(std::memory_order_acquire) >= k + 1; });
     const int peer_g = c.spec().members[t->peer];
-    const int64_t slow_ms = c.rc()->faults.slowlink_p2p_ms(c.rc()->global_rank, peer_g, t->step);
+    const FaultSpec* nic = nullptr;
+    const int64_t nic_ms = c.rc()->faults.slownic_p2p_ms(c.rc()->global_rank, peer_g, t->step, &nic);
+    const int64_t slow_ms = std::max(c.rc()->faults.slowlink_p2p_ms(c.rc()->global_rank, peer_g, t->step), nic_ms);
+    if (nic_ms > 0) note_slownic(c, *t, nic);
     if (slow_ms > 0) sleep_until_ns(std::max(m->post_ns[slot], t0) + slow_ms * 1000000);
     copy_or_zero(t->recv, t->count, reinterpret_cast<const float*>(fab->mailbox_data(id, t->peer, me, slot)),
                  m->count[slot]);

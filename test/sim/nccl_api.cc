@@ -26,6 +26,14 @@ void NcclApi::stop_forever(Func func, Communicator& comm, uint64_t key, int key_
   for (;;) ::pause();
 }
 
+void NcclApi::stall_in_call(Func func, Communicator& comm, uint64_t key, int key_peer) {
+  rc_->write_truth(
+      truth_event(comm, FaultKind::kEnqueueStall, func, key, key_peer, step_, static_cast<int64_t>(op_) - 1));
+  if (rc_->status) rc_->status->state.store(kRankHung, std::memory_order_release);
+  // Alive, inside the call: nothing is enqueued or launched, the call never returns.
+  for (;;) ::pause();
+}
+
 OpFaults NcclApi::begin_op(Func f, Communicator& comm, uint64_t key, int key_peer) {
   OpFaults faults = rc_->faults.at_op(op_);
   if (faults.hang) stop_forever(f, comm, key, key_peer);
@@ -131,6 +139,7 @@ void NcclApi::coll(Func f, const float* send, float* recv, uint64_t count, int r
     rc_->prof->start(comm.context(), &coll_api_, d);
     started = coll_api_;
   }
+  if (faults.enqueuestall) stall_in_call(f, comm, key, -1);
   t.api_handle = coll_api_;
   t.group_api_handle = group_api_;
   t.k.func = f;
@@ -145,6 +154,7 @@ void NcclApi::coll(Func f, const float* send, float* recv, uint64_t count, int r
   t.k.straggle_ms = faults.straggle_ms;
   t.k.crash = faults.crash;
   t.k.sdc = faults.sdc;
+  t.k.kernelstall = faults.kernelstall;
   t.k.int32 = faults.dtype != nullptr;
   pending_for(comm).colls.push_back(t);
   if (started) rc_->prof->stop(started);  // CollApi spans only the enqueue bookkeeping
@@ -163,6 +173,8 @@ void NcclApi::p2p_task(Func f, float* buf, uint64_t count, int peer, Communicato
     d.p2pApi.graphCaptured = false;
     rc_->prof->start(comm.context(), &p2p_api_, d);
   }
+  if (faults.enqueuestall)
+    stall_in_call(f, comm, f == Func::kSend ? comm.api_sends[peer] : comm.api_recvs[peer], peer);
   t.api_handle = p2p_api_;
   t.group_api_handle = group_api_;
   t.k.func = f;

@@ -73,6 +73,8 @@ class NcclApi {
   void launch(Pending& p);
   Pending& pending_for(Communicator& comm);
   [[noreturn]] void stop_forever(Func func, Communicator& comm, uint64_t key, int key_peer);
+  // enqueuestall: the calling thread stays inside the API call (after its CollApi/P2pApi start).
+  [[noreturn]] void stall_in_call(Func func, Communicator& comm, uint64_t key, int key_peer);
 
   RankContext* rc_;
   int64_t step_ = 0;

@@ -39,7 +39,9 @@ bool qualifies(FaultKind k, const Action& a, int nranks, bool is_root) {
     case FaultKind::kDesync:
     case FaultKind::kDtype:
     case FaultKind::kOptype:
-    case FaultKind::kSkip: return a.kind == ActionKind::kColl;
+    case FaultKind::kSkip:
+    case FaultKind::kKernelStall: return a.kind == ActionKind::kColl;
+    case FaultKind::kWrongGroup: return a.kind == ActionKind::kSend && a.comm == CommKind::kPp;
     default: return true;
   }
 }
@@ -47,12 +49,35 @@ bool qualifies(FaultKind k, const Action& a, int nranks, bool is_root) {
 // Range checks and resolution of one fault against the job shape. Returns "" or the error.
 std::string resolve_fault(FaultSpec* f, const Layout& L, const SimOptions& o) {
   const int n = o.ranks;
+  if (f->kind == FaultKind::kSlowNic) {
+    if (o.nodes < 2) return "slownic needs --nodes >= 2 (it slows one host's transfers to the others)";
+    if (f->node >= o.nodes)
+      return "node " + std::to_string(f->node) + " is out of range (--nodes " + std::to_string(o.nodes) + ")";
+    if (f->step >= o.steps)
+      return "step " + std::to_string(f->step) + " is beyond the run (--steps " + std::to_string(o.steps) + ")";
+    f->node_ranks.clear();
+    for (int g = 0; g < n; ++g)
+      if (L.coord(g).node == f->node) f->node_ranks.push_back(g);
+    f->rank = f->node_ranks.front();  // the rank that writes the ground-truth line
+    f->target_step = f->step;
+    return "";
+  }
   if (f->rank >= n) return "rank " + std::to_string(f->rank) + " is out of range (--ranks " + std::to_string(n) + ")";
   if (f->kind == FaultKind::kLinkSdc) {
     if (f->peer >= n) return "peer " + std::to_string(f->peer) + " is out of range (--ranks " + std::to_string(n) + ")";
     if (f->peer == f->rank) return "peer must differ from rank";
   }
   if (f->kind == FaultKind::kExtraStep) return "";  // acts before step 0, on no operation of the run
+  if ((f->kind == FaultKind::kP2pOrder || f->kind == FaultKind::kWrongGroup) && !L.comm_of(f->rank, CommKind::kPp))
+    return std::string(fault_kind_name(f->kind)) + " needs --pp > 1 (rank " + std::to_string(f->rank) +
+           " has no pipeline peer)";
+  if (f->kind == FaultKind::kP2pOrder) {
+    if (f->step >= o.steps)
+      return "step " + std::to_string(f->step) + " is beyond the run (--steps " + std::to_string(o.steps) + ")";
+    f->target_step = f->step;
+    f->target_op = static_cast<int64_t>(first_op_of_step(L, o, f->rank, f->step));
+    return "";
+  }
   if (f->kind == FaultKind::kPause) {
     if (f->every >= o.steps)
       return "every=" + std::to_string(f->every) + " leaves no step to pause at (steps K, 2K, ... below --steps " +
@@ -97,9 +122,10 @@ std::string resolve_fault(FaultSpec* f, const Layout& L, const SimOptions& o) {
       return "";
     }
   }
-  const char* what = f->kind == FaultKind::kSdc   ? "AllReduce, AllGather or Broadcast"
-                     : f->kind == FaultKind::kNan ? "operation with a send buffer"
-                                                  : "collective";
+  const char* what = f->kind == FaultKind::kSdc          ? "AllReduce, AllGather or Broadcast"
+                     : f->kind == FaultKind::kNan        ? "operation with a send buffer"
+                     : f->kind == FaultKind::kWrongGroup ? "pipeline Send"
+                                                         : "collective";
   return std::string("rank ") + std::to_string(f->rank) + " issues no " + what + " at or after operation " +
          std::to_string(start);
 }
@@ -128,6 +154,11 @@ const char* fault_kind_name(FaultKind k) {
     case FaultKind::kExtraStep: return "extrastep";
     case FaultKind::kNondet: return "nondet";
     case FaultKind::kPause: return "pause";
+    case FaultKind::kP2pOrder: return "p2porder";
+    case FaultKind::kWrongGroup: return "wronggroup";
+    case FaultKind::kEnqueueStall: return "enqueuestall";
+    case FaultKind::kKernelStall: return "kernelstall";
+    case FaultKind::kSlowNic: return "slownic";
   }
   return "?";
 }
@@ -139,7 +170,9 @@ bool parse_fault_spec(const std::string& text, FaultSpec* out, std::string* erro
       {"nan", FaultKind::kNan},         {"gpusdc", FaultKind::kGpuSdc},       {"linksdc", FaultKind::kLinkSdc},
       {"slowgpu", FaultKind::kSlowGpu}, {"dtype", FaultKind::kDtype},         {"optype", FaultKind::kOptype},
       {"skip", FaultKind::kSkip},       {"extrastep", FaultKind::kExtraStep}, {"nondet", FaultKind::kNondet},
-      {"pause", FaultKind::kPause}};
+      {"pause", FaultKind::kPause},     {"p2porder", FaultKind::kP2pOrder},   {"wronggroup", FaultKind::kWrongGroup},
+      {"enqueuestall", FaultKind::kEnqueueStall}, {"kernelstall", FaultKind::kKernelStall},
+      {"slownic", FaultKind::kSlowNic}};
   FaultSpec f;
   f.text = text;
   size_t colon = text.find(':');
@@ -148,12 +181,12 @@ bool parse_fault_spec(const std::string& text, FaultSpec* out, std::string* erro
   if (it == kinds.end()) {
     *error = "fault '" + text + "': unknown fault kind '" + kind +
              "' (sdc, straggler, hang, desync, crash, slowlink, nan, gpusdc, linksdc, slowgpu, dtype, optype, skip, "
-             "extrastep, nondet, pause)";
+             "extrastep, nondet, pause, p2porder, wronggroup, enqueuestall, kernelstall, slownic)";
     return false;
   }
   f.kind = it->second;
   if (colon == std::string::npos || colon + 1 == text.size()) {
-    *error = "fault '" + text + "': needs rank=R";
+    *error = "fault '" + text + "': needs " + (f.kind == FaultKind::kSlowNic ? "node=K" : "rank=R");
     return false;
   }
   std::map<std::string, uint64_t> kv;
@@ -163,8 +196,8 @@ bool parse_fault_spec(const std::string& text, FaultSpec* out, std::string* erro
     size_t eq = item.find('=');
     std::string key = item.substr(0, eq);
     if (key != "rank" && key != "op" && key != "step" && key != "ms" && key != "peer" && key != "factor" &&
-        key != "stage" && key != "every" && key != "s") {
-      *error = "fault '" + text + "': unknown key '" + key + "' (rank, stage, op, step, ms, peer, factor, every, s)";
+        key != "stage" && key != "every" && key != "s" && key != "node") {
+      *error = "fault '" + text + "': unknown key '" + key + "' (rank, stage, node, op, step, ms, peer, factor, every, s)";
       return false;
     }
     if (eq == std::string::npos || eq + 1 == item.size()) {
@@ -228,6 +261,21 @@ bool parse_fault_spec(const std::string& text, FaultSpec* out, std::string* erro
     *error = "fault '" + text + "': " + why;
     return false;
   };
+  if (f.kind == FaultKind::kSlowNic) {
+    if (kv.count("rank") || kv.count("stage")) return fail("slownic names a host: node=K, not rank= or stage=");
+    for (const char* k : {"op", "peer", "factor", "every", "s"})
+      if (kv.count(k)) return fail(std::string(k) + " does not apply to slownic (slownic:node=K,ms=M[,step=N])");
+    if (!kv.count("node")) return fail("slownic needs node=K");
+    if (!kv.count("ms")) return fail("slownic needs ms=M");
+    if (kv["ms"] == 0 || kv["ms"] > 3600 * 1000) return fail("ms must be in 1..3600000");
+    f.node = static_cast<int>(std::min<uint64_t>(kv["node"], 1u << 30));
+    f.ms = static_cast<int64_t>(kv["ms"]);
+    f.step = kv.count("step") ? static_cast<int64_t>(kv["step"]) : 0;
+    f.ranks = {0};  // placeholder: resolved to the host's first rank (it writes the ground truth)
+    *out = f;
+    return true;
+  }
+  if (kv.count("node")) return fail("node applies to slownic only");
   if (kv.count("rank") && kv.count("stage")) return fail("give rank=R or stage=S, not both");
   if (!kv.count("rank") && !kv.count("stage")) return fail("needs rank=R");
   if (kv.count("op") && kv.count("step")) return fail("give op=N or step=N, not both");
@@ -253,15 +301,19 @@ bool parse_fault_spec(const std::string& text, FaultSpec* out, std::string* erro
   }
   if (kv.count("every") || kv.count("s")) return fail("every and s apply to pause only");
   const bool new_kind = f.kind == FaultKind::kDtype || f.kind == FaultKind::kOptype || f.kind == FaultKind::kSkip ||
-                        f.kind == FaultKind::kExtraStep || f.kind == FaultKind::kNondet;
+                        f.kind == FaultKind::kExtraStep || f.kind == FaultKind::kNondet ||
+                        f.kind == FaultKind::kP2pOrder || f.kind == FaultKind::kWrongGroup ||
+                        f.kind == FaultKind::kEnqueueStall || f.kind == FaultKind::kKernelStall;
   if (new_kind) {
     const std::string name = fault_kind_name(f.kind);
-    if (kv.count("ms")) return fail("ms applies to straggler and slowlink only");
+    if (kv.count("ms")) return fail("ms applies to straggler, slowlink and slownic only");
     if (kv.count("peer")) return fail("peer applies to slowlink and linksdc only");
     if (kv.count("factor")) return fail("factor applies to slowgpu only");
     if (f.kind == FaultKind::kExtraStep && (kv.count("op") || kv.count("step")))
       return fail("extrastep takes no op or step (the extra step comes before step 0)");
     if (f.kind == FaultKind::kNondet && kv.count("op")) return fail("nondet takes step=N (it acts from that step on)");
+    if (f.kind == FaultKind::kP2pOrder && kv.count("op"))
+      return fail("p2porder takes step=N (it reorders that step's pipeline calls)");
     if (f.kind == FaultKind::kSkip && !kv.count("op") && !kv.count("step")) return fail("skip needs op=N or step=N");
     f.rank = static_cast<int>(std::min<uint64_t>(kv["rank"], 1u << 30));
     if (f.ranks.empty()) f.ranks.push_back(f.rank);
@@ -274,7 +326,7 @@ bool parse_fault_spec(const std::string& text, FaultSpec* out, std::string* erro
   if (is_hardware_fault(f.kind)) {
     if (kv.count("op"))
       return fail(std::string(fault_kind_name(f.kind)) + " takes step=N (a persistent hardware fault)");
-    if (kv.count("ms")) return fail("ms applies to straggler and slowlink only");
+    if (kv.count("ms")) return fail("ms applies to straggler, slowlink and slownic only");
     if (f.kind == FaultKind::kLinkSdc && !kv.count("peer")) return fail("linksdc needs peer=Q (the sender)");
     if (f.kind != FaultKind::kLinkSdc && kv.count("peer")) return fail("peer applies to slowlink and linksdc only");
     if (f.kind == FaultKind::kSlowGpu && !kv.count("factor")) return fail("slowgpu needs factor=F");
@@ -292,7 +344,7 @@ bool parse_fault_spec(const std::string& text, FaultSpec* out, std::string* erro
   if (!timed && !kv.count("op") && !kv.count("step"))
     return fail(std::string(fault_kind_name(f.kind)) + " needs op=N or step=N");
   if (timed && !kv.count("ms")) return fail(std::string(fault_kind_name(f.kind)) + " needs ms=M");
-  if (!timed && kv.count("ms")) return fail(std::string("ms applies to straggler and slowlink only"));
+  if (!timed && kv.count("ms")) return fail(std::string("ms applies to straggler, slowlink and slownic only"));
   if (timed && (kv["ms"] == 0 || kv["ms"] > 3600 * 1000)) return fail("ms must be in 1..3600000");
   if (f.kind == FaultKind::kSlowlink && !kv.count("peer")) return fail("slowlink needs peer=Q");
   if (f.kind != FaultKind::kSlowlink && kv.count("peer")) return fail("peer applies to slowlink only");

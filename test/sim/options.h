@@ -25,6 +25,11 @@ enum class FaultKind {
   kExtraStep,  // R runs one extra warm-up step (a copy of step 0) before step 0
   kNondet,     // reductions of R's communicators differ from call to call (every rank agrees)
   kPause,      // R sleeps S seconds (alive) before steps K, 2K, ... (an evaluation, a checkpoint save)
+  kP2pOrder,      // R posts its step's pipeline sends/receives in reverse order, each alone (no group)
+  kWrongGroup,    // R issues one pipeline Send on the world communicator instead of its pp one
+  kEnqueueStall,  // R's process stays inside one NCCL API call (recorded, never enqueued)
+  kKernelStall,   // R's kernel of one collective starts and never completes (the others wait)
+  kSlowNic,       // every inter-host transfer of emulated host K takes M ms longer
 };
 
 // Persistent hardware faults: they act on the rank's emulated GPU from their step on, in
@@ -54,6 +59,8 @@ struct FaultSpec {
   std::string text;        // the flag as given, for messages
   std::vector<int> ranks;  // rank=R1+R2+...: every rank named (parse_fault_spec; size 1 for rank=R)
   int stage = -1;          // stage=S: pipeline stage whose every rank gets the fault, or -1
+  int node = -1;           // slownic: the emulated host K
+  std::vector<int> node_ranks;  // slownic: the global ranks on host K (parse_options)
   int expanded = 0;        // index of this spec among those one flag expanded into
   // Resolved by parse_options (docs/scout-sim.md, "Faults"): rank R's operation the fault acts
   // on first (sdc: first AllReduce/AllGather/Broadcast at or after N; nan: first operation with

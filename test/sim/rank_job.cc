@@ -56,6 +56,30 @@ void RankJob::run_step(int64_t step) {
   const SimOptions& o = *rc_->opts;
   api_.set_step(step);
   std::vector<Action> acts = step_actions(*rc_->layout, o, rc_->global_rank, step);
+  // p2porder: this step's pipeline Sends and Recvs in reverse order, each a call of its own
+  // (no group): a lone Send completes only once its receiver took the message.
+  const FaultSpec* reorder = nullptr;
+  if (rc_->faults.p2p_reversed(step, &reorder)) {
+    std::vector<Action> kept;
+    std::vector<size_t> slots;
+    for (const Action& a : acts) {
+      if (a.comm == CommKind::kPp && (a.kind == ActionKind::kGroupStart || a.kind == ActionKind::kGroupEnd)) continue;
+      if (a.comm == CommKind::kPp && (a.kind == ActionKind::kSend || a.kind == ActionKind::kRecv))
+        slots.push_back(kept.size());
+      kept.push_back(a);
+    }
+    for (size_t i = 0, j = slots.size(); i + 1 < j; ++i, --j) std::swap(kept[slots[i]], kept[slots[j - 1]]);
+    acts = std::move(kept);
+    if (Communicator* pp = comm(CommKind::kPp); pp && !slots.empty()) {
+      const Action& first = acts[slots.front()];
+      const bool snd = first.kind == ActionKind::kSend;
+      TruthEvent e = truth_event(*pp, FaultKind::kP2pOrder, snd ? Func::kSend : Func::kRecv,
+                                 snd ? pp->api_sends[first.peer] : pp->api_recvs[first.peer], first.peer, step,
+                                 static_cast<int64_t>(api_.ops()));
+      e.detail = "\"calls\":" + std::to_string(slots.size());
+      rc_->write_truth(e);
+    }
+  }
   if (o.moe_experts > 0) run_step_gemms(*rc_->layout, o, rc_->global_rank, step);
   for (size_t i = 0; i < acts.size(); ++i) {
     const Action& a = acts[i];
@@ -95,7 +119,21 @@ void RankJob::run_step(int64_t step) {
           default: break;
         }
         break;
-      case ActionKind::kSend: api_.send(send, a.count, a.peer, *c); break;
+      case ActionKind::kSend:
+        // wronggroup: this pipeline Send goes to the same peer on the world communicator.
+        if (const FaultSpec* wg = rc_->faults.at_op(api_.ops()).wronggroup; wg && comm(CommKind::kWorld)) {
+          Communicator& w = *comm(CommKind::kWorld);
+          const int peer_g = c->spec().members[a.peer];
+          TruthEvent e = truth_event(w, FaultKind::kWrongGroup, Func::kSend, w.api_sends[peer_g], peer_g, step,
+                                     static_cast<int64_t>(api_.ops()));
+          e.peer = peer_g;
+          e.detail = "\"right_comm\":\"" + c->spec().name + "\",\"right_key\":" + std::to_string(c->api_sends[a.peer]);
+          rc_->write_truth(e);
+          api_.send(send, a.count, peer_g, w);
+          break;
+        }
+        api_.send(send, a.count, a.peer, *c);
+        break;
       case ActionKind::kRecv: api_.recv(recv, a.count, a.peer, *c); break;
       case ActionKind::kAlltoAll: api_.all_to_all(send, recv, a.count, *c); break;
       default: break;
