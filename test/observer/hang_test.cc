@@ -234,6 +234,24 @@ TEST(Hang, DeadlockIsNamedAtTheStallThresholdBeforeTheTimeout) {
   EXPECT_EQ(suspect_ranks(f[0]), (std::vector<int>{0, 1}));
 }
 
+// A root that made its API call (the communicator's last_api_ns moved past every record it
+// enqueued) but never enqueued the operation is inside the NCCL call: reason "in-call", alive.
+TEST(Hang, RootStuckInsideTheApiCallIsInCall) {
+  ObserverHarness h(4);
+  int dp = h.job.add_comm(0xd1, {0, 1, 2, 3}, "dp");
+  history(h.job, dp, 5);
+  int64_t t = kT0 + 100 * kMs;
+  for (int r = 0; r < 3; ++r) op(h.job, dp, r, shm::kFuncAllReduce, 5, t);
+  h.job.ring(dp, 3)->header()->last_api_ns.store(t + kMs);
+  h.pass(t + 10 * kSec + kMs);
+  auto f = h.findings();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, FindingKind::kHang);
+  EXPECT_EQ(suspect_ranks(f[0]), std::vector<int>{3});
+  EXPECT_EQ(f[0].evidence["root"][0]["reason"], "in-call");
+  EXPECT_EQ(f[0].evidence["root"][0]["process"], "running");
+}
+
 TEST(Hang, DeadRankThatPeersWaitForIsACrashBeforeTheTimeout) {
   ObserverHarness h(4);
   int dp = h.job.add_comm(0xd1, {0, 1, 2, 3}, "dp");
