@@ -19,10 +19,19 @@
 // that is slow but not yet confirmed neither accuses nor clears anyone.
 //
 // Intersection names the culprit:
-//   endpoint  a rank all of whose compared channels (at least two) are slow;
+//   endpoint  a host all of whose compared inter-host channels are slow, reaching at least two
+//             other hosts, while at least one inter-host channel between other hosts is normal
+//             (a slow NIC: needs three hosts; suspects: the host's ranks); or a rank all of whose
+//             compared channels (at least two) are slow;
 //   link      a slow two-rank channel (TP pair, p2p pair) not explained by an endpoint, or a slow
 //             larger communicator where exactly two members have no normal channel elsewhere;
 //   comm      a slow communicator that no rank or pair explains (inconclusive).
+// A host's inter-host channel that is not slow but at least `factor` times its peers (within their
+// noise) neither clears nor accuses the host; once reported, a slow host stays while one of its
+// channels is slow and none is normal. With three or more hosts, a slow inter-host channel not
+// explained by a slow host is held (neither reported nor cleared) until it has stayed slow
+// `confirm` + `window` operations: the channels of a slow host slow down together but fill their
+// windows at their own pace, so a slow host is one finding rather than links first.
 // Findings stay open while the channels are slow and close when they are not.
 #pragma once
 
@@ -75,12 +84,24 @@ class SlowLinkDetector {
     double median_ns = 0, low_ns = 0, peer_ns = 0, noise_ns = 0;  // low: lower quartile
     int samples = 0, peers = 0;
     bool slow = false;
+    bool pending = false;  // slow, not yet confirmed: neither accuses nor clears
     OpId first_slow;
   };
+  struct Hosts;  // the host rule's view of one evaluation (slowlink.cc)
   EvChannel channel(const Model& m, const Judged& j) const;
+  EvSlowThresholds thresholds() const;
+  // "AllReduce of 256 KiB on dp2 (0x...) takes 5.87 ms (median) vs 1.13 ms on 3 peer channels".
+  std::string where(const Model& m, const Judged& j) const;
   // Channels with enough samples compared with their class (same function, size class, number of
-  // ranks and nodes, communicator name stem); slow ones only once persistent. Updates runs_.
+  // ranks and nodes, communicator name stem); slow ones not yet persistent are marked pending.
+  // Updates runs_.
   std::vector<Judged> judge_channels(const Model& m);
+  // The host rule (docs/observer.md, "Slow links"): the slow hosts of `judged` (confirmed slow or
+  // normal channels; `pending` ones are undecided) and the slow channels held back.
+  Hosts judge_hosts(const Model& m, const std::vector<Judged>& judged, const std::vector<Judged>& pending) const;
+  // Reports one slowlink finding of class endpoint per slow host of `h`; adds its dedup key.
+  void report_hosts(const Model& m, const std::vector<Judged>& judged, const Hosts& h, int64_t now_ns,
+                    FindingBoard& board, std::set<std::string>* reported) const;
 
   SlowLinkConfig cfg_;
   struct Run {
