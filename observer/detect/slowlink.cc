@@ -95,6 +95,11 @@ std::vector<SlowLinkDetector::Judged> SlowLinkDetector::judge_channels(const Mod
     std::vector<int64_t> d;
     for (const Sample& s : w) d.push_back(s.dur_ns);
     j.median_ns = median(d);
+    {
+      std::vector<int64_t> last;
+      for (size_t k = w.size() - size_t(cfg_.min_samples); k < w.size(); ++k) last.push_back(w[k].dur_ns);
+      j.recent_ns = median(last);
+    }
     std::nth_element(d.begin(), d.begin() + d.size() / 4, d.end());
     j.low_ns = double(d[d.size() / 4]);
     j.samples = int(w.size());
@@ -149,7 +154,7 @@ struct SlowLinkDetector::Hosts {
   std::vector<std::string> names;    // index -> host name
   std::vector<std::vector<int>> of;  // per judged channel: its hosts (sorted indices)
   std::set<int> slow;                // slow hosts
-  std::vector<bool> held;            // per judged channel: slow, not yet reported (three or more hosts)
+  std::vector<bool> held;            // per judged channel: slow, waiting for its host's other channels
   bool inter(size_t i) const { return of[i].size() >= 2; }
   bool touches(size_t i, int h) const { return std::binary_search(of[i].begin(), of[i].end(), h); }
 };
@@ -173,23 +178,23 @@ SlowLinkDetector::Hosts SlowLinkDetector::judge_hosts(const Model& m, const std:
   for (const Judged& j : judged) h.of.push_back(hosts_of(j));
   // Per host: slow, normal and undecided inter-host channels, and up to two other hosts its slow
   // channels reach (two suffice for the rule; the first three hosts of a channel hold two others).
-  // Normal here means below factor x its peers: a channel that is that slow but within the peers'
-  // noise (the peers' samples scatter when several of them are slow) is undecided, as is a
-  // pending one.
+  // Normal here means below factor x its peers in its window and in its last min_samples
+  // operations: a channel that is that slow but within the peers' noise (the peers' samples
+  // scatter when several of them are slow), or whose latest operations are slow while its window
+  // still holds older normal ones, is undecided, as is a pending one.
   struct Count {
     int slow = 0, normal = 0, undecided = 0;
     std::vector<int> far;
   };
   std::vector<Count> c(h.names.size());
   int normal_inter = 0;
-  std::set<int> inter_hosts;
   for (size_t i = 0; i < judged.size(); ++i) {
     if (!h.inter(i)) continue;
     const Judged& j = judged[i];
     const std::vector<int>& hs = h.of[i];
-    inter_hosts.insert(hs.begin(), hs.end());
     if (!j.slow) {
-      const bool normal = j.median_ns < cfg_.factor * j.peer_ns;
+      const bool normal = j.median_ns < cfg_.factor * j.peer_ns &&
+                          !(j.recent_ns >= cfg_.factor * j.peer_ns && j.recent_ns - j.peer_ns >= j.noise_ns);
       normal_inter += normal;
       for (int x : hs) (normal ? c[size_t(x)].normal : c[size_t(x)].undecided)++;
       continue;
@@ -216,17 +221,24 @@ SlowLinkDetector::Hosts SlowLinkDetector::judge_hosts(const Model& m, const std:
     if (c[x].normal > 0 || normal_inter == 0 || c[x].slow == 0) continue;
     if (c[x].far.size() >= 2 || open_.count("slowlink:host:" + h.names[x])) h.slow.insert(int(x));
   }
-  // With three or more hosts a slow inter-host channel not explained by a slow host waits: the
-  // channels of a slow host slow down together, but each fills its window at its own pace.
+  // A host that may still turn out slow: none of its inter-host channels is normal, one is slow
+  // and another undecided. Its slow channels wait (at most 4 x (confirm + window) operations) for
+  // the undecided ones: the channels of a slow host slow down together but fill their windows at
+  // their own pace.
+  std::set<int> candidate;
+  for (size_t x = 0; x < c.size(); ++x) {
+    if (!h.slow.count(int(x)) && c[x].normal == 0 && normal_inter > 0 && c[x].slow > 0 && c[x].undecided > 0) {
+      candidate.insert(int(x));
+    }
+  }
   h.held.assign(judged.size(), false);
-  if (inter_hosts.size() < 3) return h;
   for (size_t i = 0; i < judged.size(); ++i) {
     if (!judged[i].slow || !h.inter(i)) continue;
-    bool explained = false;
-    for (int x : h.of[i]) explained |= h.slow.count(x) > 0;
+    bool on_candidate = false;
+    for (int x : h.of[i]) on_candidate |= candidate.count(x) > 0;
     auto r = runs_.find(judged[i].ch);
     const uint64_t slow_for = r != runs_.end() ? r->second.slow_for : 0;
-    h.held[i] = !explained && slow_for < uint64_t(cfg_.confirm + cfg_.window);
+    h.held[i] = on_candidate && slow_for < 4 * uint64_t(cfg_.confirm + cfg_.window);
   }
   return h;
 }

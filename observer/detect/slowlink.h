@@ -26,12 +26,14 @@
 //   link      a slow two-rank channel (TP pair, p2p pair) not explained by an endpoint, or a slow
 //             larger communicator where exactly two members have no normal channel elsewhere;
 //   comm      a slow communicator that no rank or pair explains (inconclusive).
-// A host's inter-host channel that is not slow but at least `factor` times its peers (within their
-// noise) neither clears nor accuses the host; once reported, a slow host stays while one of its
-// channels is slow and none is normal. With three or more hosts, a slow inter-host channel not
-// explained by a slow host is held (neither reported nor cleared) until it has stayed slow
-// `confirm` + `window` operations: the channels of a slow host slow down together but fill their
-// windows at their own pace, so a slow host is one finding rather than links first.
+// For the host rule a channel is normal when it is below `factor` times its peers in its window
+// and in its last `min_samples` operations; one that is not slow but not normal either (within the
+// peers' noise, or slow only lately) is undecided: it neither clears nor accuses a host. Once
+// reported, a slow host stays while one of its inter-host channels is slow and none is normal.
+// The slow inter-host channels of a host that may still turn out slow (none normal, one slow, one
+// undecided) are held, neither reported nor cleared, for at most 4 x (`confirm` + `window`) of
+// their operations: the channels of a slow host slow down together but fill their windows at
+// their own pace, so a slow host is one finding rather than links or communicators first.
 // Findings stay open while the channels are slow and close when they are not.
 #pragma once
 
@@ -82,6 +84,7 @@ class SlowLinkDetector {
     Channel ch;
     std::vector<int> procs;
     double median_ns = 0, low_ns = 0, peer_ns = 0, noise_ns = 0;  // low: lower quartile
+    double recent_ns = 0;  // median of the last min_samples operations
     int samples = 0, peers = 0;
     bool slow = false;
     bool pending = false;  // slow, not yet confirmed: neither accuses nor clears
