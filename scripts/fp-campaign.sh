@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # False-positive campaign: healthy emulated jobs (no fault) of several sizes and topologies, each
 # under `scout run` at default settings, and the findings they raised. A healthy job must raise
-# none. Prints one line per run ("run 3/100: --ranks 32 --tp 4 --pp 2 --steps 60: 0 findings"),
-# then "N runs, M findings"; exit status 1 when M > 0 or a run failed.
+# none. Prints one line per run ("run 3/100: --ranks 32 --tp 4 --pp 2 --steps 60: 0 findings
+# (ranks: 32 on 1 host ...)"), then "N runs, M findings"; exit status 1 when M > 0 or a run failed
+# (a run whose observer saw no rank fails).
 # Usage: scripts/fp-campaign.sh [BUILD] [RUNS]   (default build, 100 runs; from the repository root)
 #   FP_SHAPE="--ranks 8 --tp 2 --pp 2 --steps 300 --step-ms 40" runs that one shape every time
 #   (e.g. the replay bar: healthy runs with replay on, its default).
@@ -39,14 +40,21 @@ total=0; failed=0; runs=0
 for ((i = 0; i < RUNS; i++)); do
   shape=${shapes[$((i % ${#shapes[@]}))]}
   job="fp-$$-$i"
+  # The segment directory must exist (the plugin does not create it); with --nodes the emulated
+  # hosts are node0..: the observer reads every host's segments.
+  mkdir -p "$TMP/shm-$i"
+  hosts=()
+  [[ " $shape " == *" --nodes "* ]] && hosts=("--observer-arg=--host=*")
   # shellcheck disable=SC2086
   (cd "$TMP" && SCOUT_STATE_DIR="$TMP/state" SCOUT_SHM_DIR="$TMP/shm-$i" \
-     timeout -k 5 300 "$SCOUT" run --job "$job" -- "$SIM" $shape --seed "$i" \
+     timeout -k 5 300 "$SCOUT" run --job "$job" "${hosts[@]}" -- "$SIM" $shape --seed "$i" \
      >"$TMP/out" 2>"$TMP/err")
   rc=$?
   runs=$((runs + 1))
   line=$(grep -E '^findings: [0-9]+ open, [0-9]+ closed$' "$TMP/out" | tail -1)
-  if [ $rc -ne 0 ] || [ -z "$line" ]; then
+  ranks=$(grep -E '^ranks: ' "$TMP/out" | tail -1)
+  # A run whose observer saw no rank checked nothing: it fails.
+  if [ $rc -ne 0 ] || [ -z "$line" ] || [[ "$ranks" == "ranks: 0 "* ]]; then
     echo "run $((i + 1))/$RUNS: $shape: FAILED (exit $rc)"; tail -5 "$TMP/err"
     failed=$((failed + 1))
     continue
@@ -55,7 +63,7 @@ for ((i = 0; i < RUNS; i++)); do
   closed=$(echo "$line" | sed -E 's/^findings: ([0-9]+) open, ([0-9]+) closed$/\2/')
   n=$((open + closed))
   total=$((total + n))
-  echo "run $((i + 1))/$RUNS: $shape: $n findings"
+  echo "run $((i + 1))/$RUNS: $shape: $n findings (${ranks:-ranks: none seen})"
   [ "$n" -gt 0 ] && sed -n '/^findings: /,$p' "$TMP/out" | head -12
   rm -rf "$TMP/state" "$TMP/shm-$i" "$TMP"/*.truth.jsonl
 done
