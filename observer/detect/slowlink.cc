@@ -155,6 +155,7 @@ struct SlowLinkDetector::Hosts {
   std::vector<std::vector<int>> of;  // per judged channel: its hosts (sorted indices)
   std::set<int> slow;                // slow hosts
   std::vector<bool> held;            // per judged channel: slow, waiting for its host's other channels
+  std::vector<bool> normal;          // per judged channel: normal for the host rule
   bool inter(size_t i) const { return of[i].size() >= 2; }
   bool touches(size_t i, int h) const { return std::binary_search(of[i].begin(), of[i].end(), h); }
 };
@@ -188,6 +189,7 @@ SlowLinkDetector::Hosts SlowLinkDetector::judge_hosts(const Model& m, const std:
   };
   std::vector<Count> c(h.names.size());
   int normal_inter = 0;
+  h.normal.assign(judged.size(), false);
   for (size_t i = 0; i < judged.size(); ++i) {
     if (!h.inter(i)) continue;
     const Judged& j = judged[i];
@@ -195,6 +197,7 @@ SlowLinkDetector::Hosts SlowLinkDetector::judge_hosts(const Model& m, const std:
     if (!j.slow) {
       const bool normal = j.median_ns < cfg_.factor * j.peer_ns &&
                           !(j.recent_ns >= cfg_.factor * j.peer_ns && j.recent_ns - j.peer_ns >= j.noise_ns);
+      h.normal[i] = normal;
       normal_inter += normal;
       for (int x : hs) (normal ? c[size_t(x)].normal : c[size_t(x)].undecided)++;
       continue;
@@ -216,10 +219,13 @@ SlowLinkDetector::Hosts SlowLinkDetector::judge_hosts(const Model& m, const std:
   c.resize(h.names.size());
   for (size_t x = 0; x < c.size(); ++x) {
     // Every inter-host channel touching x is slow or undecided and one between other hosts is
-    // normal; the slow ones reach two other hosts (once reported, the host stays slow while one
-    // is slow: its other channels may turn undecided as the peers' noise moves).
-    if (c[x].normal > 0 || normal_inter == 0 || c[x].slow == 0) continue;
-    if (c[x].far.size() >= 2 || open_.count("slowlink:host:" + h.names[x])) h.slow.insert(int(x));
+    // normal; the slow ones reach two other hosts. Once reported, the host stays slow until one
+    // of its channels is normal: slow ones may turn undecided as the peers' noise moves.
+    if (c[x].normal > 0 || normal_inter == 0) continue;
+    if (open_.count("slowlink:host:" + h.names[x]) ? c[x].slow + c[x].undecided > 0
+                                                   : c[x].slow > 0 && c[x].far.size() >= 2) {
+      h.slow.insert(int(x));
+    }
   }
   // A host that may still turn out slow: none of its inter-host channels is normal, one is slow
   // and another undecided. Its slow channels wait (at most 4 x (confirm + window) operations) for
@@ -249,17 +255,25 @@ void SlowLinkDetector::report_hosts(const Model& m, const std::vector<Judged>& j
     SlowLinkEvidence ev{"endpoint", {}, {}, thresholds(), h.names[size_t(x)]};
     std::set<int> others;
     std::vector<std::pair<int, int>> ranks;  // (global rank, proc) of the host's ranks
-    size_t n_slow = 0, n_normal = 0;
+    size_t n_slow = 0, n_undecided = 0, n_normal = 0;
     const Judged* worst = nullptr;
+    std::vector<EvChannel> undecided;  // listed as slow while none is (an open host)
     for (size_t i = 0; i < judged.size(); ++i) {
       if (!h.inter(i)) continue;
       const Judged& j = judged[i];
       if (!h.touches(i, x)) {
-        if (!j.slow && n_normal++ < 8) ev.normal.push_back(channel(m, j));
+        if (h.normal[i] && n_normal++ < 8) ev.normal.push_back(channel(m, j));
         continue;
       }
-      if (n_slow++ < 8) ev.slow.push_back(channel(m, j));
-      if (worst == nullptr || j.median_ns - j.peer_ns > worst->median_ns - worst->peer_ns) worst = &j;
+      if (!j.slow) {
+        if (n_undecided++ < 8) undecided.push_back(channel(m, j));
+      } else if (n_slow++ < 8) {
+        ev.slow.push_back(channel(m, j));
+      }
+      if (worst == nullptr || (j.slow && !worst->slow) ||
+          (j.slow == worst->slow && j.median_ns - j.peer_ns > worst->median_ns - worst->peer_ns)) {
+        worst = &j;
+      }
       for (int y : h.of[i]) {
         if (y != x) others.insert(y);
       }
@@ -282,10 +296,15 @@ void SlowLinkDetector::report_hosts(const Model& m, const std::vector<Judged>& j
     f.last_seen_ns = now_ns;
     f.dedup_key = "slowlink:host:" + h.names[size_t(x)];
     f.evidence = to_json(ev);
-    f.summary = "host " + h.names[size_t(x)] + " (ranks " + rank_words + ") is a slow endpoint: all " +
-                std::to_string(n_slow) + " of its compared inter-host channels, to " + std::to_string(others.size()) +
-                " other hosts, are slow while " + std::to_string(n_normal) +
-                " between other hosts are normal (" + where(m, *worst) + ")";
+    if (ev.slow.empty()) ev.slow = undecided;
+    const std::string counts =
+        n_undecided == 0 ? "all " + std::to_string(n_slow) + " of its compared inter-host channels, to " +
+                               std::to_string(others.size()) + " other hosts, are slow"
+                         : std::to_string(n_slow) + " of its compared inter-host channels, to " +
+                               std::to_string(others.size()) + " other hosts, are slow and " +
+                               std::to_string(n_undecided) + " undecided, none normal";
+    f.summary = "host " + h.names[size_t(x)] + " (ranks " + rank_words + ") is a slow endpoint: " + counts +
+                ", while " + std::to_string(n_normal) + " between other hosts are normal (" + where(m, *worst) + ")";
     board.report(f);
     reported->insert(f.dedup_key);
   }

@@ -243,7 +243,7 @@ TEST(SlowLinkHosts, SlowHostAmongFourIsOneEndpointNamingTheHost) {
   EXPECT_EQ(f[0].evidence["normal"][0]["comm"]["name"], "dp0");
   EXPECT_EQ(f[0].summary,
             "host node2 (ranks 8, 9, 10, 11) is a slow endpoint: all 6 of its compared inter-host channels, to 2 "
-            "other hosts, are slow while 6 between other hosts are normal (AllReduce of 1 MiB on dp2 "
+            "other hosts, are slow, while 6 between other hosts are normal (AllReduce of 1 MiB on dp2 "
             "(0x00000000000000d2) takes 7.00 ms (median) vs 2.00 ms on 3 peer channels)");
   EXPECT_TRUE(f[0].open);
   // The host recovers: once its channels' windows hold normal transfers, the finding closes.
