@@ -29,7 +29,7 @@
 // For the host rule a channel is normal when it is below `factor` times its peers in its window
 // and in its last `min_samples` operations; one that is not slow but not normal either (within the
 // peers' noise, or slow only lately) is undecided: it neither clears nor accuses a host. Once
-// reported, a slow host stays while one of its inter-host channels is slow and none is normal.
+// reported, a slow host stays until one of its inter-host channels is normal.
 // The slow inter-host channels of a host that may still turn out slow (none normal, one slow, one
 // undecided) are held, neither reported nor cleared, for at most 4 x (`confirm` + `window`) of
 // their operations: the channels of a slow host slow down together but fill their windows at
