@@ -71,7 +71,11 @@ void straggler(const obs::Finding& f, const obs::StragglerEvidence& e, EvidenceT
 
 void slowlink(const obs::Finding& f, const obs::SlowLinkEvidence& e, EvidenceText& t) {
   (void)f;
-  if (e.cls == "link") {
+  if (e.cls == "endpoint" && e.host) {
+    t.line("class: endpoint, host " + *e.host +
+           " (every compared inter-host channel of the host is slow, to at least two other hosts; its ranks are "
+           "the suspects)");
+  } else if (e.cls == "link") {
     t.line("class: link (one slow pair: one end is the suspect, the other the peer)");
   } else if (e.cls == "endpoint") {
     t.line("class: endpoint (every compared channel of the rank is slow)");
@@ -87,7 +91,11 @@ void slowlink(const obs::Finding& f, const obs::SlowLinkEvidence& e, EvidenceTex
   }
   t.line("slow channels:");
   for (const auto& c : e.slow) t.line(channel(c), 1);
-  if (e.normal.empty()) {
+  if (e.host) {
+    t.line(e.normal.empty() ? std::string("normal inter-host channels between other hosts: none")
+                            : std::string("normal inter-host channels between other hosts (they clear those hosts):"));
+    for (const auto& c : e.normal) t.line(channel(c), 1);
+  } else if (e.normal.empty()) {
     t.line("normal channels sharing a suspect: none");
   } else {
     t.line("normal channels sharing a suspect (they clear it as an endpoint):");

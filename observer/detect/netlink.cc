@@ -312,10 +312,25 @@ void NetLinkDetector::pass(const Model& m, int64_t now_ns, FindingBoard& board) 
   for (const auto& [g, peers] : slow_peers) {
     if (g >= 0 && peers.size() >= 2 && !normal_n.count(g)) endpoints.insert(g);
   }
+  // A pair from or to a host that the slow-link detector reported slow in this pass (its
+  // dedup key slowlink:host:<host>, observer.md "Slow links") is that host's finding.
+  auto on_slow_host = [&](const Judged* j) {
+    auto slow = [&](const std::string& host) {
+      const Finding* f = board.find("slowlink:host:" + host);
+      return f != nullptr && f->open && f->last_seen_ns >= now_ns;
+    };
+    if (slow(j->pair.src_host)) return true;
+    const int dp = j->dst_global >= 0 ? proc_of_global(m, j->dst_global) : -1;
+    return dp >= 0 && slow(m.proc(dp).host);
+  };
+  std::vector<Judged*> kept;
+  for (Judged* j : judged) {
+    if (!(j->confirmed && on_slow_host(j))) kept.push_back(j);
+  }
   const Namer names(m, cfg_, anon.of);
   std::set<std::string> reported;
-  report_endpoints(names, judged, endpoints, slow_peers, now_ns, board, &reported);
-  report_links(names, judged, endpoints, now_ns, board, &reported);
+  report_endpoints(names, kept, endpoints, slow_peers, now_ns, board, &reported);
+  report_links(names, kept, endpoints, now_ns, board, &reported);
   // Close what this detector no longer sees, unless the slow-link detector reported the same key
   // in this pass (it then still sees the failure).
   for (const std::string& k : open_) {
@@ -335,7 +350,7 @@ void NetLinkDetector::report_endpoints(const Namer& names, const std::vector<Jud
     Finding f;
     f.kind = FindingKind::kSlowLink;
     f.verdict = Verdict::kAttributed;
-    SlowLinkEvidence ev{"net_endpoint", {}, {}, names.thresholds()};
+    SlowLinkEvidence ev{"net_endpoint", {}, {}, names.thresholds(), {}};
     const Judged* first = nullptr;
     for (const Judged* j : judged) {
       if (!j->confirmed || (j->src_id != g && j->dst_id != g)) continue;
@@ -373,7 +388,7 @@ void NetLinkDetector::report_links(const Namer& names, const std::vector<Judged*
     Finding f;
     f.kind = FindingKind::kSlowLink;
     f.verdict = Verdict::kAttributed;
-    SlowLinkEvidence ev{"net_link", {}, {}, names.thresholds()};
+    SlowLinkEvidence ev{"net_link", {}, {}, names.thresholds(), {}};
     for (const Judged* j : v) ev.slow.push_back(names.channel(*j));
     for (const Judged* o : judged) {
       if (o->slow || ev.normal.size() >= 8) continue;

@@ -20,7 +20,8 @@
 // other end as peer). Findings stay open while slow and close when the pairs are normal again.
 // A link or endpoint whose processes are known takes the slow-link detector's dedup key
 // (slowlink.h): a pair that operation times show slow too is one finding, kept open while either
-// detector sees it.
+// detector sees it. A confirmed slow pair from or to a host that the slow-link detector reported
+// as a slow host in the same pass (docs/observer.md, "Slow links") is left to that finding.
 #pragma once
 
 #include <array>

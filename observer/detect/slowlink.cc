@@ -95,6 +95,11 @@ std::vector<SlowLinkDetector::Judged> SlowLinkDetector::judge_channels(const Mod
     std::vector<int64_t> d;
     for (const Sample& s : w) d.push_back(s.dur_ns);
     j.median_ns = median(d);
+    {
+      std::vector<int64_t> last;
+      for (size_t k = w.size() - size_t(cfg_.min_samples); k < w.size(); ++k) last.push_back(w[k].dur_ns);
+      j.recent_ns = median(last);
+    }
     std::nth_element(d.begin(), d.begin() + d.size() / 4, d.end());
     j.low_ns = double(d[d.size() / 4]);
     j.samples = int(w.size());
@@ -125,7 +130,11 @@ std::vector<SlowLinkDetector::Judged> SlowLinkDetector::judge_channels(const Mod
       Run& run = runs_[j.ch];
       run.slow_for = j.slow ? run.slow_for + (run.total - run.seen) : 0;
       run.seen = run.total;
-      if (j.slow && run.slow_for < uint64_t(cfg_.confirm)) continue;  // not yet persistent
+      if (j.slow && run.slow_for < uint64_t(cfg_.confirm)) {  // not yet persistent
+        j.pending = true;
+        judged.push_back(j);
+        continue;
+      }
       if (j.slow) {
         for (const Sample& s : samples_[j.ch]) {
           if (double(s.dur_ns) >= cfg_.factor * j.peer_ns) {
@@ -140,26 +149,212 @@ std::vector<SlowLinkDetector::Judged> SlowLinkDetector::judge_channels(const Mod
   return judged;
 }
 
+// The host rule's view of one evaluation: hosts by index, the hosts of each judged channel.
+struct SlowLinkDetector::Hosts {
+  std::vector<std::string> names;    // index -> host name
+  std::vector<std::vector<int>> of;  // per judged channel: its hosts (sorted indices)
+  std::set<int> slow;                // slow hosts
+  std::vector<bool> held;            // per judged channel: slow, waiting for its host's other channels
+  std::vector<bool> normal;          // per judged channel: normal for the host rule
+  bool inter(size_t i) const { return of[i].size() >= 2; }
+  bool touches(size_t i, int h) const { return std::binary_search(of[i].begin(), of[i].end(), h); }
+};
+
+SlowLinkDetector::Hosts SlowLinkDetector::judge_hosts(const Model& m, const std::vector<Judged>& judged,
+                                                      const std::vector<Judged>& pending) const {
+  Hosts h;
+  std::map<std::string, int> index;
+  auto hosts_of = [&](const Judged& j) {
+    std::vector<int> v;
+    for (int p : j.procs) {
+      if (p < 0) continue;
+      auto [it, fresh] = index.try_emplace(m.proc(p).host, int(h.names.size()));
+      if (fresh) h.names.push_back(it->first);
+      v.push_back(it->second);
+    }
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+    return v;
+  };
+  for (const Judged& j : judged) h.of.push_back(hosts_of(j));
+  // Per host: slow, normal and undecided inter-host channels, and up to two other hosts its slow
+  // channels reach (two suffice for the rule; the first three hosts of a channel hold two others).
+  // Normal here means below factor x its peers in its window and in its last min_samples
+  // operations: a channel that is that slow but within the peers' noise (the peers' samples
+  // scatter when several of them are slow), or whose latest operations are slow while its window
+  // still holds older normal ones, is undecided, as is a pending one.
+  struct Count {
+    int slow = 0, normal = 0, undecided = 0;
+    std::vector<int> far;
+  };
+  std::vector<Count> c(h.names.size());
+  int normal_inter = 0;
+  h.normal.assign(judged.size(), false);
+  for (size_t i = 0; i < judged.size(); ++i) {
+    if (!h.inter(i)) continue;
+    const Judged& j = judged[i];
+    const std::vector<int>& hs = h.of[i];
+    if (!j.slow) {
+      const bool normal = j.median_ns < cfg_.factor * j.peer_ns &&
+                          !(j.recent_ns >= cfg_.factor * j.peer_ns && j.recent_ns - j.peer_ns >= j.noise_ns);
+      h.normal[i] = normal;
+      normal_inter += normal;
+      for (int x : hs) (normal ? c[size_t(x)].normal : c[size_t(x)].undecided)++;
+      continue;
+    }
+    for (int x : hs) {
+      Count& cx = c[size_t(x)];
+      cx.slow++;
+      for (size_t k = 0; k < hs.size() && k < 3 && cx.far.size() < 2; ++k) {
+        if (hs[k] != x && std::find(cx.far.begin(), cx.far.end(), hs[k]) == cx.far.end()) cx.far.push_back(hs[k]);
+      }
+    }
+  }
+  for (const Judged& j : pending) {
+    std::vector<int> hs = hosts_of(j);
+    if (hs.size() < 2) continue;
+    c.resize(h.names.size());
+    for (int x : hs) c[size_t(x)].undecided++;
+  }
+  c.resize(h.names.size());
+  for (size_t x = 0; x < c.size(); ++x) {
+    // Every inter-host channel touching x is slow or undecided and one between other hosts is
+    // normal; the slow ones reach two other hosts. Once reported, the host stays slow until one
+    // of its channels is normal: slow ones may turn undecided as the peers' noise moves.
+    if (c[x].normal > 0 || normal_inter == 0) continue;
+    if (open_.count("slowlink:host:" + h.names[x]) ? c[x].slow + c[x].undecided > 0
+                                                   : c[x].slow > 0 && c[x].far.size() >= 2) {
+      h.slow.insert(int(x));
+    }
+  }
+  // A host that may still turn out slow: none of its inter-host channels is normal, one is slow
+  // and another undecided. Its slow channels wait (at most 4 x (confirm + window) operations) for
+  // the undecided ones: the channels of a slow host slow down together but fill their windows at
+  // their own pace.
+  std::set<int> candidate;
+  for (size_t x = 0; x < c.size(); ++x) {
+    if (!h.slow.count(int(x)) && c[x].normal == 0 && normal_inter > 0 && c[x].slow > 0 && c[x].undecided > 0) {
+      candidate.insert(int(x));
+    }
+  }
+  h.held.assign(judged.size(), false);
+  for (size_t i = 0; i < judged.size(); ++i) {
+    if (!judged[i].slow || !h.inter(i)) continue;
+    bool on_candidate = false;
+    for (int x : h.of[i]) on_candidate |= candidate.count(x) > 0;
+    auto r = runs_.find(judged[i].ch);
+    const uint64_t slow_for = r != runs_.end() ? r->second.slow_for : 0;
+    h.held[i] = on_candidate && slow_for < 4 * uint64_t(cfg_.confirm + cfg_.window);
+  }
+  return h;
+}
+
+void SlowLinkDetector::report_hosts(const Model& m, const std::vector<Judged>& judged, const Hosts& h,
+                                    int64_t now_ns, FindingBoard& board, std::set<std::string>* reported) const {
+  for (int x : h.slow) {
+    SlowLinkEvidence ev{"endpoint", {}, {}, thresholds(), h.names[size_t(x)]};
+    std::set<int> others;
+    std::vector<std::pair<int, int>> ranks;  // (global rank, proc) of the host's ranks
+    size_t n_slow = 0, n_undecided = 0, n_normal = 0;
+    const Judged* worst = nullptr;
+    std::vector<EvChannel> undecided;  // listed as slow while none is (an open host)
+    for (size_t i = 0; i < judged.size(); ++i) {
+      if (!h.inter(i)) continue;
+      const Judged& j = judged[i];
+      if (!h.touches(i, x)) {
+        if (h.normal[i] && n_normal++ < 8) ev.normal.push_back(channel(m, j));
+        continue;
+      }
+      if (!j.slow) {
+        if (n_undecided++ < 8) undecided.push_back(channel(m, j));
+      } else if (n_slow++ < 8) {
+        ev.slow.push_back(channel(m, j));
+      }
+      if (worst == nullptr || (j.slow && !worst->slow) ||
+          (j.slow == worst->slow && j.median_ns - j.peer_ns > worst->median_ns - worst->peer_ns)) {
+        worst = &j;
+      }
+      for (int y : h.of[i]) {
+        if (y != x) others.insert(y);
+      }
+      for (int p : j.procs) {
+        if (p >= 0 && m.proc(p).host == h.names[size_t(x)]) ranks.push_back({m.proc(p).global_rank, p});
+      }
+    }
+    if (worst == nullptr) continue;
+    std::sort(ranks.begin(), ranks.end());
+    ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+    Finding f;
+    f.kind = FindingKind::kSlowLink;
+    f.verdict = Verdict::kAttributed;
+    std::string rank_words;
+    for (const auto& [g, p] : ranks) {
+      f.suspects.push_back(suspect_of(m, p));
+      rank_words += (rank_words.empty() ? "" : ", ") + std::to_string(g);
+    }
+    f.first_seen_ns = now_ns;
+    f.last_seen_ns = now_ns;
+    f.dedup_key = "slowlink:host:" + h.names[size_t(x)];
+    f.evidence = to_json(ev);
+    if (ev.slow.empty()) ev.slow = undecided;
+    const std::string counts =
+        n_undecided == 0 ? "all " + std::to_string(n_slow) + " of its compared inter-host channels, to " +
+                               std::to_string(others.size()) + " other hosts, are slow"
+                         : std::to_string(n_slow) + " of its compared inter-host channels, to " +
+                               std::to_string(others.size()) + " other hosts, are slow and " +
+                               std::to_string(n_undecided) + " undecided, none normal";
+    f.summary = "host " + h.names[size_t(x)] + " (ranks " + rank_words + ") is a slow endpoint: " + counts +
+                ", while " + std::to_string(n_normal) + " between other hosts are normal (" + where(m, *worst) + ")";
+    board.report(f);
+    reported->insert(f.dedup_key);
+  }
+}
+
+EvSlowThresholds SlowLinkDetector::thresholds() const {
+  EvSlowThresholds t;
+  t.factor = cfg_.factor;
+  t.min_ms = to_ms(cfg_.min_ns);
+  t.window = cfg_.window;
+  t.noise_k = cfg_.noise_k;
+  return t;
+}
+
+std::string SlowLinkDetector::where(const Model& m, const Judged& j) const {
+  auto it = m.comms().find(j.ch.comm);
+  std::string c = it != m.comms().end() ? comm_label(it->second) : hex64(j.ch.comm.hash);
+  return std::string(j.ch.a >= 0 ? "send/recv" : shm::func_name(j.ch.func)) + " of " + size_words(j.ch.bucket) +
+         " on " + c + " takes " + ms_words(j.median_ns) + " (median) vs " + ms_words(j.peer_ns) + " on " +
+         std::to_string(j.peers) + " peer " + (j.peers == 1 ? "channel" : "channels");
+}
+
 void SlowLinkDetector::evaluate(const Model& m, int64_t now_ns, FindingBoard& board) {
-  const std::vector<Judged> judged = judge_channels(m);
-  // Intersection.
+  std::vector<Judged> judged, pending;
+  for (Judged& j : judge_channels(m)) (j.pending ? pending : judged).push_back(std::move(j));
+  const Hosts hosts = judge_hosts(m, judged, pending);
+  auto host_of = [&](int p) {
+    auto it = std::find(hosts.names.begin(), hosts.names.end(), m.proc(p).host);
+    return it == hosts.names.end() ? -1 : int(it - hosts.names.begin());
+  };
+  // Intersection: ranks (a rank of a slow host is that host's finding; one with a held slow
+  // channel waits).
   std::map<int, int> slow_n, normal_n;
   for (const Judged& j : judged) {
     for (int p : j.procs) (j.slow ? slow_n : normal_n)[p]++;
   }
-  std::set<int> endpoints;
+  std::set<int> endpoints, quiet;  // quiet: endpoints not reported (host finding, or held)
   for (const auto& [p, n] : slow_n) {
     if (n >= 2 && !normal_n.count(p)) endpoints.insert(p);
   }
+  for (int p : endpoints) {
+    const int x = host_of(p);
+    bool held = false;
+    for (size_t i = 0; i < judged.size(); ++i) {
+      held |= hosts.held[i] && std::binary_search(judged[i].procs.begin(), judged[i].procs.end(), p);
+    }
+    if (hosts.slow.count(x) || held) quiet.insert(p);
+  }
   std::set<std::string> reported;
-  auto thresholds = [&] {
-    EvSlowThresholds t;
-    t.factor = cfg_.factor;
-    t.min_ms = to_ms(cfg_.min_ns);
-    t.window = cfg_.window;
-    t.noise_k = cfg_.noise_k;
-    return t;
-  };
+  report_hosts(m, judged, hosts, now_ns, board, &reported);
   auto base = [&](const Judged& j, Finding& f) {
     f.kind = FindingKind::kSlowLink;
     auto it = m.comms().find(j.ch.comm);
@@ -172,17 +367,12 @@ void SlowLinkDetector::evaluate(const Model& m, int64_t now_ns, FindingBoard& bo
     auto it = m.comms().find(k);
     return it == m.comms().end() ? -1 : rank_of(it->second, proc);
   };
-  auto where = [&](const Judged& j) {
-    auto it = m.comms().find(j.ch.comm);
-    std::string c = it != m.comms().end() ? comm_label(it->second) : hex64(j.ch.comm.hash);
-    return std::string(j.ch.a >= 0 ? "send/recv" : shm::func_name(j.ch.func)) + " of " + size_words(j.ch.bucket) +
-           " on " + c + " takes " + ms_words(j.median_ns) + " (median) vs " + ms_words(j.peer_ns) + " on " +
-           std::to_string(j.peers) + " peer " + (j.peers == 1 ? "channel" : "channels");
-  };
+  auto where = [&](const Judged& j) { return this->where(m, j); };
 
   for (int p : endpoints) {
+    if (quiet.count(p)) continue;
     Finding f;
-    SlowLinkEvidence ev{"endpoint", {}, {}, thresholds()};
+    SlowLinkEvidence ev{"endpoint", {}, {}, thresholds(), {}};
     const Judged* first = nullptr;
     for (const Judged& j : judged) {
       if (!j.slow || !std::binary_search(j.procs.begin(), j.procs.end(), p)) continue;
@@ -199,10 +389,14 @@ void SlowLinkDetector::evaluate(const Model& m, int64_t now_ns, FindingBoard& bo
     board.report(f);
     reported.insert(f.dedup_key);
   }
-  for (const Judged& j : judged) {
-    if (!j.slow) continue;
+  for (size_t i = 0; i < judged.size(); ++i) {
+    const Judged& j = judged[i];
+    if (!j.slow || hosts.held[i]) continue;
     bool explained = false;
     for (int p : j.procs) explained |= endpoints.count(p) > 0;
+    if (hosts.inter(i)) {
+      for (int x : hosts.of[i]) explained |= hosts.slow.count(x) > 0;
+    }
     if (explained) continue;
     std::vector<int> cand;
     if (j.procs.size() == 2) {
@@ -214,7 +408,7 @@ void SlowLinkDetector::evaluate(const Model& m, int64_t now_ns, FindingBoard& bo
     }
     Finding f;
     base(j, f);
-    SlowLinkEvidence ev{"", {channel(m, j)}, {}, thresholds()};
+    SlowLinkEvidence ev{"", {channel(m, j)}, {}, thresholds(), {}};
     for (const Judged& o : judged) {
       if (o.slow || ev.normal.size() >= 8) continue;
       bool shares = false;

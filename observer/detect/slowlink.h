@@ -19,10 +19,21 @@
 // that is slow but not yet confirmed neither accuses nor clears anyone.
 //
 // Intersection names the culprit:
-//   endpoint  a rank all of whose compared channels (at least two) are slow;
+//   endpoint  a host all of whose compared inter-host channels are slow, reaching at least two
+//             other hosts, while at least one inter-host channel between other hosts is normal
+//             (a slow NIC: needs three hosts; suspects: the host's ranks); or a rank all of whose
+//             compared channels (at least two) are slow;
 //   link      a slow two-rank channel (TP pair, p2p pair) not explained by an endpoint, or a slow
 //             larger communicator where exactly two members have no normal channel elsewhere;
 //   comm      a slow communicator that no rank or pair explains (inconclusive).
+// For the host rule a channel is normal when it is below `factor` times its peers in its window
+// and in its last `min_samples` operations; one that is not slow but not normal either (within the
+// peers' noise, or slow only lately) is undecided: it neither clears nor accuses a host. Once
+// reported, a slow host stays until one of its inter-host channels is normal.
+// The slow inter-host channels of a host that may still turn out slow (none normal, one slow, one
+// undecided) are held, neither reported nor cleared, for at most 4 x (`confirm` + `window`) of
+// their operations: the channels of a slow host slow down together but fill their windows at
+// their own pace, so a slow host is one finding rather than links or communicators first.
 // Findings stay open while the channels are slow and close when they are not.
 #pragma once
 
@@ -73,14 +84,27 @@ class SlowLinkDetector {
     Channel ch;
     std::vector<int> procs;
     double median_ns = 0, low_ns = 0, peer_ns = 0, noise_ns = 0;  // low: lower quartile
+    double recent_ns = 0;  // median of the last min_samples operations
     int samples = 0, peers = 0;
     bool slow = false;
+    bool pending = false;  // slow, not yet confirmed: neither accuses nor clears
     OpId first_slow;
   };
+  struct Hosts;  // the host rule's view of one evaluation (slowlink.cc)
   EvChannel channel(const Model& m, const Judged& j) const;
+  EvSlowThresholds thresholds() const;
+  // "AllReduce of 256 KiB on dp2 (0x...) takes 5.87 ms (median) vs 1.13 ms on 3 peer channels".
+  std::string where(const Model& m, const Judged& j) const;
   // Channels with enough samples compared with their class (same function, size class, number of
-  // ranks and nodes, communicator name stem); slow ones only once persistent. Updates runs_.
+  // ranks and nodes, communicator name stem); slow ones not yet persistent are marked pending.
+  // Updates runs_.
   std::vector<Judged> judge_channels(const Model& m);
+  // The host rule (docs/observer.md, "Slow links"): the slow hosts of `judged` (confirmed slow or
+  // normal channels; `pending` ones are undecided) and the slow channels held back.
+  Hosts judge_hosts(const Model& m, const std::vector<Judged>& judged, const std::vector<Judged>& pending) const;
+  // Reports one slowlink finding of class endpoint per slow host of `h`; adds its dedup key.
+  void report_hosts(const Model& m, const std::vector<Judged>& judged, const Hosts& h, int64_t now_ns,
+                    FindingBoard& board, std::set<std::string>* reported) const;
 
   SlowLinkConfig cfg_;
   struct Run {

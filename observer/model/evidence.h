@@ -352,6 +352,10 @@ struct SlowLinkEvidence {
   std::vector<EvChannel> slow;
   std::vector<EvChannel> normal;  // up to 8
   EvSlowThresholds thresholds;
+  // Class endpoint naming a whole host (docs/observer.md, "Slow links", slow hosts): the host;
+  // then `slow` holds its slow inter-host channels and `normal` inter-host channels between other
+  // hosts (up to 8 each).
+  std::optional<std::string> host;
 };
 
 // ---- Field lists ----
@@ -460,7 +464,7 @@ SCOUT_EVIDENCE_FIELDS(EvSlowThresholds, req("factor", &S::factor), req("min_ms",
                       opt("noise_k", &S::noise_k), opt("min_transfers", &S::min_transfers),
                       opt("window_s", &S::window_s), opt("confirm", &S::confirm))
 SCOUT_EVIDENCE_FIELDS(SlowLinkEvidence, req("class", &S::cls), req("slow", &S::slow), req("normal", &S::normal),
-                      req("thresholds", &S::thresholds))
+                      req("thresholds", &S::thresholds), opt("host", &S::host))
 
 #undef SCOUT_EVIDENCE_FIELDS
 

@@ -60,8 +60,9 @@ std::vector<std::string> job(std::vector<std::string> extra) {
 // `expect` findings are waited for (up to 5 s after the job ended) before the observer stops.
 // `hung`: the job never ends by itself; the findings are waited for (up to 10 s) while it runs,
 // the observer is stopped, then the job (SIGTERM: exit code 4), so that no process dies while
-// the observer still watches.
-Outcome run(const std::string& job_id, const std::vector<std::string>& sim_args, size_t expect, bool hung = false) {
+// the observer still watches. `observer_args` are added to the observer's command line.
+Outcome run(const std::string& job_id, const std::vector<std::string>& sim_args, size_t expect, bool hung = false,
+            const std::vector<std::string>& observer_args = {}) {
   TempDir dir;
   std::map<std::string, std::string> env = {
       {"SCOUT_SHM_DIR", dir.path()},
@@ -69,8 +70,10 @@ Outcome run(const std::string& job_id, const std::vector<std::string>& sim_args,
       {"SCOUT_FP_BUDGET", "0"},
   };
   std::string store = dir.path() + "/state/" + job_id + "/node-0.db";
-  Subprocess observer(
-      {build_path("bin/scout-observer"), "--job", job_id, "--hang-timeout", "1.5", "--interval", "50"}, env);
+  std::vector<std::string> obs_argv = {build_path("bin/scout-observer"), "--job", job_id, "--hang-timeout", "1.5",
+                                       "--interval", "50"};
+  obs_argv.insert(obs_argv.end(), observer_args.begin(), observer_args.end());
+  Subprocess observer(obs_argv, env);
   std::vector<std::string> argv = {build_path("bin/scout-sim"), "--job", job_id, "--truth",
                                    dir.path() + "/truth.jsonl"};
   argv.insert(argv.end(), sim_args.begin(), sim_args.end());
@@ -324,6 +327,41 @@ TEST(FaultKindsEndToEnd, KernelStallIsAStuckHangInItsCommunicator) {
   std::set<int> elsewhere;
   for (const auto& r : f.evidence["blocked_elsewhere"]) elsewhere.insert(r.get<int>());
   EXPECT_EQ(elsewhere, (std::set<int>{0, 1, 2, 3, 6, 7})) << f.evidence.dump();
+}
+
+// 16 ranks on 4 emulated hosts (TP 2, PP 2; node2 holds ranks 8-11), one observer reading every
+// host's segments. From step 10 every inter-host transfer of node2 takes 5 ms more: dp2 and dp3
+// (node2-node3) and the pipeline pairs 0-8 .. 3-11 (node0-node2) are slow, dp0, dp1 and the pairs
+// 4-12 .. 7-15 (between the other hosts) are normal. One finding: the slow host, its four ranks.
+TEST(FaultKindsEndToEnd, SlowNicIsASlowEndpointNamingTheNode) {
+  Outcome o = run("slownic",
+                  {"--ranks", "16", "--tp", "2", "--pp", "2", "--nodes", "4", "--steps", "120", "--step-ms", "20",
+                   "--fault", "slownic:node=2,ms=5,step=10"},
+                  1, false, {"--host", "*"});
+  EXPECT_EQ(o.sim.exit_code, 0) << o.sim.err;
+  // The truth line is written by the slow host's first rank: node 2's first of 4 ranks is rank 8.
+  EXPECT_EQ(o.truth, (std::multiset<Named>{{"slownic", {8}}}));
+  expect_findings(o, {{"slowlink", {8, 9, 10, 11}}}, scout::obs::Verdict::kAttributed);
+  ASSERT_EQ(o.findings.size(), 1u);
+  const auto& f = o.findings[0];
+  EXPECT_EQ(f.evidence["class"], "endpoint") << f.evidence.dump();
+  EXPECT_EQ(f.evidence["host"], "node2") << f.evidence.dump();
+  for (const auto& s : f.suspects) EXPECT_EQ(s.host, "node2") << f.summary;
+  EXPECT_FALSE(f.peer);
+  EXPECT_EQ(f.comm_hash, 0u);
+  // The store holds the last pass's evidence: the slow channels are node2's inter-host ones (while
+  // the job winds down one may turn undecided, within its peers' noise, and drop out of the list).
+  std::set<std::string> slow;
+  for (const auto& c : f.evidence["slow"]) slow.insert(c["comm"]["name"].get<std::string>());
+  EXPECT_FALSE(slow.empty()) << f.evidence.dump();
+  for (const auto& n : slow) {
+    EXPECT_TRUE((std::set<std::string>{"dp2", "dp3", "pp0", "pp1", "pp2", "pp3"}).count(n)) << n;
+  }
+  for (const auto& c : f.evidence["normal"]) {
+    EXPECT_TRUE((std::set<std::string>{"dp0", "dp1", "pp4", "pp5", "pp6", "pp7"}).count(c["comm"]["name"]))
+        << f.evidence.dump();
+  }
+  EXPECT_EQ(f.summary.rfind("host node2 (ranks 8, 9, 10, 11) is a slow endpoint: ", 0), 0u) << f.summary;
 }
 
 }  // namespace

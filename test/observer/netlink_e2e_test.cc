@@ -286,4 +286,39 @@ TEST(NetLinkEndToEnd, HealthyJobTimedByProxyStepsGivesNoFinding) {
   EXPECT_TRUE(o.found.empty()) << "found:" << show({o.found.begin(), o.found.end()}) << "\n" << o.observer_err;
 }
 
+// slownic:node=2 with 16 ranks on 4 hosts (TP 2, PP 2; node2 holds ranks 8-11) and the pipeline
+// messages through the net plugin, one observer reading every host: node2's pipeline pairs to
+// node0 are slow in the link tables too (their sends from node2 take the 5 ms), but they are the
+// slow host's finding (docs/observer.md, "Slow links"): one finding, the host, no net_link. The
+// network window and transfer minimum are the defaults (10 s, 16): with this file's short ones the
+// pairs are confirmed before the operation times have named the host, and are reported as links
+// first.
+TEST(NetLinkEndToEnd, SlowNicThroughTheNetPluginIsOneHostFinding) {
+  const std::string plugin = build_path("lib/libnccl-profiler-scout.so");
+  Outcome o = run("netslownic", 0,
+                  {"--ranks", "16", "--tp", "2", "--pp", "2", "--nodes", "4", "--steps", "200", "--step-ms", "20",
+                   "--fault", "slownic:node=2,ms=5,step=10"},
+                  {{"NCCL_NET_PLUGIN", plugin},
+                   {"SCOUT_NET_DELEGATE", build_path("lib/libnccl-net-scouttest.so")},
+                   {"SCOUT_PROXY_TIMING", "0"},
+                   {"SCOUT_OBSERVER_NET_WINDOW_S", "10"},
+                   {"SCOUT_OBSERVER_NET_MIN_TRANSFERS", "16"}},
+                  [](const scout::obs::Finding& f) { return f.evidence.contains("host"); });
+  ASSERT_EQ(o.sim.exit_code, 0) << o.sim.err;
+  EXPECT_EQ(o.truth, (std::set<Named>{{"slownic", {8}}})) << show({o.truth.begin(), o.truth.end()});
+  EXPECT_GT(o.net_transfers, 0u);
+  std::string summaries;
+  for (const auto& f : o.findings) {
+    summaries += std::to_string((f.first_seen_ns - o.findings[0].first_seen_ns) / 1000000) + " ms .. " +
+                 std::to_string((f.last_seen_ns - o.findings[0].first_seen_ns) / 1000000) + " ms " +
+                 (f.open ? "open: " : "closed: ") + f.summary + "\n";
+  }
+  EXPECT_EQ(o.found, (std::set<Named>{{"slowlink", {8, 9, 10, 11}}}))
+      << "found:" << show({o.found.begin(), o.found.end()}) << "\n"
+      << summaries;
+  ASSERT_EQ(o.findings.size(), 1u);
+  EXPECT_EQ(o.findings[0].evidence["class"], "endpoint");
+  EXPECT_EQ(o.findings[0].evidence["host"], "node2");
+}
+
 }  // namespace

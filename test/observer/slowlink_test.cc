@@ -1,8 +1,11 @@
 // Communication-slow channels (docs/observer.md#slow-links): a slow TP pair names the link, a rank
 // whose every communicator is slow is the endpoint, a slow p2p pair names its link, and healthy
-// channels give nothing.
+// channels give nothing. Over several hosts: a host whose every inter-host channel is slow is one
+// endpoint naming the host (three or more hosts), a slow pair across hosts stays a link.
 #include <gtest/gtest.h>
 
+#include "observer/detect/slowlink.h"
+#include "observer/model/finding_board.h"
 #include "test/support/observer_harness.h"
 
 namespace {
@@ -117,6 +120,188 @@ TEST(SlowLink, SlowPointToPointPairNamesTheLink) {
   EXPECT_EQ(suspect_ranks(f[0]), std::vector<int>{6});
   EXPECT_EQ(f[0].peer->global_rank, 7);
   EXPECT_EQ(f[0].evidence["slow"][0]["kind"], "p2p");
+}
+
+// The detector alone over a Model whose processes run on `hosts` hosts of `per_host` ranks each
+// (global rank g on host "node<g / per_host>"), fed completed operations with chosen durations.
+struct MultiHost {
+  scout::obs::Model m;
+  scout::obs::SlowLinkDetector d{scout::obs::SlowLinkConfig{}};
+  scout::obs::FindingBoard board;
+  std::vector<int> proc;  // global rank -> process id
+  int per_host;
+  MultiHost(int hosts, int per) : per_host(per) {
+    for (int g = 0; g < hosts * per; ++g) {
+      scout::obs::Proc p;
+      p.host = "node" + std::to_string(g / per);
+      p.pid = 1000 + g;
+      p.global_rank = g;
+      proc.push_back(m.upsert_proc(p, kT0));
+    }
+  }
+  struct C {
+    scout::obs::CommKey key;
+    std::vector<int> ranks;  // global ranks by comm rank
+  };
+  C comm(uint64_t hash, const std::vector<int>& ranks, const std::string& name) {
+    std::set<int> nodes;
+    for (int g : ranks) nodes.insert(g / per_host);
+    C c{{hash, int(ranks.size())}, ranks};
+    scout::obs::Comm& cm = m.upsert_comm(c.key, name, int(nodes.size()));
+    for (size_t i = 0; i < ranks.size(); ++i) m.set_member(cm, int(i), proc[size_t(ranks[i])], kT0, false);
+    return c;
+  }
+  // One completed operation of `c` taking `dur_ns` once every rank arrived: its AllReduce of
+  // 1 MiB, or with two ranks and `p2p` a Send of 1 MiB from comm rank 0 to 1.
+  void op(const C& c, uint64_t seq, int64_t t0, int64_t dur_ns, bool p2p = false) {
+    scout::obs::JudgedOp op;
+    op.comm = c.key;
+    op.id.cls = p2p ? scout::obs::OpClass::kP2p : scout::obs::OpClass::kColl;
+    op.id.func = p2p ? scout::shm::kFuncSend : scout::shm::kFuncAllReduce;
+    op.id.seq = seq;
+    if (p2p) {
+      op.id.src = 0;
+      op.id.dst = 1;
+    }
+    op.bytes = 1 << 20;
+    op.n = int(c.ranks.size());
+    op.complete = true;
+    for (size_t i = 0; i < c.ranks.size(); ++i) {
+      scout::obs::JudgedOp::Part part;
+      part.comm_rank = int(i);
+      part.proc = proc[size_t(c.ranks[i])];
+      part.start_ns = t0;
+      part.end_ns = t0 + dur_ns;
+      op.parts.push_back(part);
+    }
+    d.observe(m, op);
+  }
+  std::vector<scout::obs::Finding> findings() const {
+    std::vector<scout::obs::Finding> out;
+    for (const auto* f : board.all()) out.push_back(*f);
+    return out;
+  }
+};
+
+// 16 ranks on 4 hosts as scout-sim lays out --ranks 16 --tp 2 --pp 2 --nodes 4: TP pairs inside a
+// host, DP groups {0,2,4,6} {1,3,5,7} (node0-node1) and {8,..,14} {9,..,15} (node2-node3), pipeline
+// pairs {k, k+8} (node0-node2, node1-node3). From step 10 the operations of `slow_comms`
+// (indices: tp 0-7, dp 8-11, pp 12-19) take 5 ms more; each DP group runs `dp_ops` AllReduces a
+// step, the others one operation; evaluated after every step.
+struct Job16 : MultiHost {
+  std::vector<C> comms;
+  int dp_ops;
+  explicit Job16(int dp_ops_per_step = 1) : MultiHost(4, 4), dp_ops(dp_ops_per_step) {
+    for (int p = 0; p < 8; ++p) comms.push_back(comm(0x70 + p, {2 * p, 2 * p + 1}, "tp" + std::to_string(p)));
+    for (int d = 0; d < 4; ++d) {
+      const int b = (d / 2) * 8 + d % 2;
+      comms.push_back(comm(0xd0 + d, {b, b + 2, b + 4, b + 6}, "dp" + std::to_string(d)));
+    }
+    for (int k = 0; k < 8; ++k) comms.push_back(comm(0x90 + k, {k, k + 8}, "pp" + std::to_string(k)));
+  }
+  void run(int from, int to, const std::set<int>& slow_comms) {
+    for (int s = from; s < to; ++s) {
+      const int64_t base = kT0 + int64_t(s) * 100 * kMs;
+      for (size_t i = 0; i < comms.size(); ++i) {
+        const int64_t extra = s >= 10 && slow_comms.count(int(i)) ? 5 * kMs : 0;
+        const int n = i >= 8 && i < 12 ? dp_ops : 1;
+        for (int k = 0; k < n; ++k) {
+          op(comms[i], uint64_t(s * n + k), base + int64_t(i) * kMs, (i < 8 ? kMs : 2 * kMs) + extra, i >= 12);
+        }
+      }
+      d.evaluate(m, base + 90 * kMs, board);
+    }
+  }
+};
+
+// Host node2 (ranks 8-11) slows all its inter-host transfers: dp2, dp3 (to node3) and the pipeline
+// pairs 0-8 .. 3-11 (to node0) are slow; dp0, dp1 and the pairs 4-12 .. 7-15 (between the other
+// hosts) are normal. One finding: the host, its four ranks.
+TEST(SlowLinkHosts, SlowHostAmongFourIsOneEndpointNamingTheHost) {
+  Job16 j;
+  j.run(0, 40, {10, 11, 12, 13, 14, 15});
+  auto f = j.findings();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, FindingKind::kSlowLink);
+  EXPECT_EQ(f[0].verdict, Verdict::kAttributed);
+  EXPECT_EQ(f[0].dedup_key, "slowlink:host:node2");
+  EXPECT_EQ(suspect_ranks(f[0]), (std::vector<int>{8, 9, 10, 11}));
+  for (const auto& s : f[0].suspects) EXPECT_EQ(s.host, "node2");
+  EXPECT_FALSE(f[0].peer);
+  EXPECT_EQ(f[0].comm_hash, 0u);
+  EXPECT_FALSE(f[0].key);
+  EXPECT_EQ(f[0].evidence["class"], "endpoint");
+  EXPECT_EQ(f[0].evidence["host"], "node2");
+  ASSERT_EQ(f[0].evidence["slow"].size(), 6u);
+  EXPECT_EQ(f[0].evidence["slow"][0]["comm"]["name"], "dp2");
+  EXPECT_EQ(f[0].evidence["slow"][0]["ranks"], nlohmann::json::array({8, 10, 12, 14}));
+  EXPECT_DOUBLE_EQ(f[0].evidence["slow"][0]["median_ms"].get<double>(), 7.0);
+  EXPECT_DOUBLE_EQ(f[0].evidence["slow"][0]["peer_median_ms"].get<double>(), 2.0);
+  EXPECT_EQ(f[0].evidence["slow"][2]["comm"]["name"], "pp0");
+  EXPECT_EQ(f[0].evidence["slow"][2]["ranks"], nlohmann::json::array({0, 8}));
+  ASSERT_EQ(f[0].evidence["normal"].size(), 6u);  // dp0, dp1, pp4..pp7
+  EXPECT_EQ(f[0].evidence["normal"][0]["comm"]["name"], "dp0");
+  EXPECT_EQ(f[0].summary,
+            "host node2 (ranks 8, 9, 10, 11) is a slow endpoint: all 6 of its compared inter-host channels, to 2 "
+            "other hosts, are slow, while 6 between other hosts are normal (AllReduce of 1 MiB on dp2 "
+            "(0x00000000000000d2) takes 7.00 ms (median) vs 2.00 ms on 3 peer channels)");
+  EXPECT_TRUE(f[0].open);
+  // The host recovers: once its channels' windows hold normal transfers, the finding closes.
+  j.run(40, 70, {});
+  f = j.findings();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_FALSE(f[0].open);
+}
+
+// The same slow host with four DP AllReduces a step: dp2 and dp3 are confirmed slow while the
+// pipeline pairs' windows still hold mostly normal transfers. Their latest transfers are slow, so
+// they do not clear node2: dp2 and dp3 wait, and the host is the only finding ever reported.
+TEST(SlowLinkHosts, SlowHostWhoseChannelsConfirmAtDifferentPacesIsOneFinding) {
+  Job16 j(4);
+  bool host_before_pairs = false;
+  for (int s = 0; s < 40; ++s) {
+    j.run(s, s + 1, {10, 11, 12, 13, 14, 15});
+    host_before_pairs |= s < 20 && !j.findings().empty();
+  }
+  EXPECT_FALSE(host_before_pairs);  // the pairs' windows are not slow before step 20
+  auto f = j.findings();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].dedup_key, "slowlink:host:node2");
+  EXPECT_EQ(suspect_ranks(f[0]), (std::vector<int>{8, 9, 10, 11}));
+  EXPECT_EQ(f[0].evidence["slow"].size(), 6u);
+  EXPECT_TRUE(f[0].open);
+}
+
+// Two hosts: every inter-host channel touches both, so a slow NIC on node1 slows all of them and
+// none has a normal peer to be compared with: nothing is named, in particular no host.
+TEST(SlowLinkHosts, TwoHostsNameNoHost) {
+  MultiHost h(2, 4);
+  std::vector<MultiHost::C> tp, dp;
+  for (int p = 0; p < 4; ++p) tp.push_back(h.comm(0x70 + p, {2 * p, 2 * p + 1}, "tp" + std::to_string(p)));
+  for (int d = 0; d < 4; ++d) dp.push_back(h.comm(0xd0 + d, {d, d + 4}, "dp" + std::to_string(d)));
+  for (int s = 0; s < 40; ++s) {
+    const int64_t base = kT0 + int64_t(s) * 100 * kMs;
+    for (int p = 0; p < 4; ++p) h.op(tp[size_t(p)], uint64_t(s), base, kMs);
+    for (int d = 0; d < 4; ++d) h.op(dp[size_t(d)], uint64_t(s), base + 10 * kMs, (s >= 10 ? 7 : 2) * kMs);
+    h.d.evaluate(h.m, base + 90 * kMs, h.board);
+  }
+  EXPECT_TRUE(h.findings().empty());
+}
+
+// One slow pipeline pair across hosts (1-9, node0-node2) among four hosts: both hosts have normal
+// inter-host channels, so it is the link, suspect 1 and peer 9, named as soon as it is confirmed.
+TEST(SlowLinkHosts, SlowPairAcrossHostsStaysALink) {
+  Job16 j;
+  j.run(0, 40, {13});
+  auto f = j.findings();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].verdict, Verdict::kAttributed);
+  EXPECT_EQ(f[0].evidence["class"], "link");
+  EXPECT_FALSE(f[0].evidence.contains("host"));
+  EXPECT_EQ(suspect_ranks(f[0]), std::vector<int>{1});
+  ASSERT_TRUE(f[0].peer);
+  EXPECT_EQ(f[0].peer->global_rank, 9);
+  EXPECT_EQ(f[0].comm_name, "pp1");
 }
 
 }  // namespace
