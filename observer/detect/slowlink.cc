@@ -295,8 +295,8 @@ void SlowLinkDetector::report_hosts(const Model& m, const std::vector<Judged>& j
     f.first_seen_ns = now_ns;
     f.last_seen_ns = now_ns;
     f.dedup_key = "slowlink:host:" + h.names[size_t(x)];
-    f.evidence = to_json(ev);
     if (ev.slow.empty()) ev.slow = undecided;
+    f.evidence = to_json(ev);
     const std::string counts =
         n_undecided == 0 ? "all " + std::to_string(n_slow) + " of its compared inter-host channels, to " +
                                std::to_string(others.size()) + " other hosts, are slow"
