@@ -1,5 +1,7 @@
 #include "replay/cuda_backend.h"
 
+#include "common/clock.h"
+
 #include <time.h>
 
 #include <algorithm>
@@ -17,6 +19,8 @@
 
 namespace scout::replay {
 namespace {
+
+using shm::mono_ns;
 
 constexpr size_t kCuptiBufBytes = 4 << 20;  // CUPTI recommends 1..10 MB per buffer
 constexpr int64_t kWorkspaceBytes = 32 << 20;
@@ -52,11 +56,6 @@ void on_complete(void*, uint32_t, uint8_t* buffer, size_t, size_t valid) {
   std::free(buffer);
 }
 
-int64_t mono_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
 
 void sleep_us(int64_t us) {
   timespec ts{0, long(us * 1000)};

@@ -1,5 +1,7 @@
 #include "replay/server.h"
 
+#include "common/clock.h"
+
 #include <time.h>
 
 #include <algorithm>
@@ -10,11 +12,8 @@
 namespace scout::replay {
 namespace {
 
-int64_t mono_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
+using shm::mono_ns;
+
 
 std::string error_line(const std::string& what) { return nlohmann::json{{"op", "error"}, {"error", what}}.dump(); }
 

@@ -1,5 +1,7 @@
 #include "observer/pipeline/replay_channel.h"
 
+#include "common/clock.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -14,11 +16,8 @@
 namespace scout::obs {
 namespace {
 
-int64_t mono_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
+using shm::mono_ns;
+
 
 std::string seconds(int64_t ns) {
   char b[32];

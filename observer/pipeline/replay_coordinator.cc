@@ -20,15 +20,12 @@
 namespace scout::obs {
 namespace {
 
+using shm::mono_ns;
+
 using replay::Participant;
 using replay::Recipe;
 using replay::RecipeKind;
 
-int64_t mono_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
 
 std::string ms_text(int64_t ns) {
   char b[32];
@@ -399,22 +396,64 @@ void ReplayCoordinator::worker() {
   }
 }
 
+void ReplayCoordinator::start_record(const Job& job, ReplayCycleRecord* rec, nlohmann::json* parts,
+                                     nlohmann::json* recipes) {
+  rec->cycle = job.cycle;
+  rec->trigger = job.trigger;
+  rec->started_ns = shm::wall_ns();
+  rec->outcome = "inconclusive";
+  *parts = nlohmann::json::array();
+  *recipes = nlohmann::json::array();
+  nlohmann::json rids = nlohmann::json::array();
+  for (const Participant& p : job.participants) parts->push_back(replay::to_json(p));
+  for (const Recipe& r : job.recipes) {
+    rids.push_back(r.id);
+    recipes->push_back(replay::to_json(r));
+  }
+  rec->detail["participants"] = *parts;
+  rec->detail["recipes"] = rids;
+}
+
+replay::Admission ReplayCoordinator::admit_answers(const replay::Contract& contract, const nlohmann::json& answers,
+                                                   const std::vector<Recipe>& recipes, ReplayCycleRecord* rec,
+                                                   std::vector<replay::GpuInfo>* gpus) {
+  std::vector<replay::Readiness> ready;
+  nlohmann::json gj = nlohmann::json::array();
+  for (const auto& a : answers) {
+    replay::Readiness r;
+    std::string e;
+    if (!a.is_object() || !a.contains("gpu") || !replay::from_json(a["gpu"], &r.gpu, &e)) continue;
+    r.digest = std::strtoull(a.value("digest", "0").c_str(), nullptr, 16);
+    ready.push_back(r);
+    gpus->push_back(r.gpu);
+    gj.push_back(replay::to_json(r.gpu));
+  }
+  rec->detail["gpus"] = gj;
+  replay::ContractCheck check = replay::check_contract(contract, ready);
+  rec->detail["contract"] = {{"digest", replay::fp_hex(replay::contract_digest(contract))},
+                             {"missing", check.missing},
+                             {"not_ready", check.not_ready},
+                             {"wrong_contract", check.wrong_contract}};
+  return replay::admit(recipes, check, ready);
+}
+
+void ReplayCoordinator::tally_cost(const std::vector<replay::Sample>& samples, Done* d) {
+  std::map<int, int64_t> busy;
+  for (const replay::Sample& x : samples) {
+    if (x.status != replay::SampleStatus::kOk || x.ns < 0) continue;
+    d->any_ok = true;
+    busy[x.global_rank] += x.ns;
+    if (x.peer >= 0) busy[x.peer] += x.ns;  // a link occupies the sender too
+  }
+  for (const auto& [rank, ns] : busy) d->gpu_cost_ns = std::max(d->gpu_cost_ns, ns);
+}
+
 ReplayCoordinator::Done ReplayCoordinator::run(const Job& job) {
   Done d;
   d.job = job;
   ReplayCycleRecord& rec = d.record;
-  rec.cycle = job.cycle;
-  rec.trigger = job.trigger;
-  rec.started_ns = shm::wall_ns();
-  rec.outcome = "inconclusive";
-  nlohmann::json parts = nlohmann::json::array(), rids = nlohmann::json::array(), recipes = nlohmann::json::array();
-  for (const Participant& p : job.participants) parts.push_back(replay::to_json(p));
-  for (const Recipe& r : job.recipes) {
-    rids.push_back(r.id);
-    recipes.push_back(replay::to_json(r));
-  }
-  rec.detail["participants"] = parts;
-  rec.detail["recipes"] = rids;
+  nlohmann::json parts, recipes;
+  start_record(job, &rec, &parts, &recipes);
   if (!job.request.empty()) rec.detail["request"] = job.request;
   const int64_t t0 = mono_ns();
   const int64_t deadline = t0 + opt_.deadline_ns;
@@ -434,25 +473,8 @@ ReplayCoordinator::Done ReplayCoordinator::run(const Job& job) {
   if (!channel_->call(prep, &ans, deadline - mono_ns(), &err)) return give_up(err);
   if (ans.value("op", "") != "ready") return give_up("scout-replay: " + ans.value("error", ans.dump()));
   rec.backend = ans.value("backend", "");
-  std::vector<replay::Readiness> answers;
   std::vector<replay::GpuInfo> gpus;
-  nlohmann::json gj = nlohmann::json::array();
-  for (const auto& a : ans.value("answers", nlohmann::json::array())) {
-    replay::Readiness r;
-    std::string e;
-    if (!a.contains("gpu") || !replay::from_json(a["gpu"], &r.gpu, &e)) continue;
-    r.digest = std::strtoull(a.value("digest", "0").c_str(), nullptr, 16);
-    answers.push_back(r);
-    gpus.push_back(r.gpu);
-    gj.push_back(replay::to_json(r.gpu));
-  }
-  rec.detail["gpus"] = gj;
-  replay::ContractCheck check = replay::check_contract(contract, answers);
-  replay::Admission adm = replay::admit(job.recipes, check, answers);
-  rec.detail["contract"] = {{"digest", replay::fp_hex(replay::contract_digest(contract))},
-                            {"missing", check.missing},
-                            {"not_ready", check.not_ready},
-                            {"wrong_contract", check.wrong_contract}};
+  replay::Admission adm = admit_answers(contract, ans.value("answers", nlohmann::json::array()), job.recipes, &rec, &gpus);
   std::vector<replay::Sample> samples;
   if (!adm.run.empty()) {
     const int64_t left_ms = (deadline - mono_ns()) / 1'000'000;
@@ -477,14 +499,7 @@ ReplayCoordinator::Done ReplayCoordinator::run(const Job& job) {
         }
       }
       rec.detail["samples"] = sj;
-      std::map<int, int64_t> busy;
-      for (const replay::Sample& x : samples) {
-        if (x.status != replay::SampleStatus::kOk || x.ns < 0) continue;
-        d.any_ok = true;
-        busy[x.global_rank] += x.ns;
-        if (x.peer >= 0) busy[x.peer] += x.ns;  // a link occupies the sender too
-      }
-      for (const auto& [rank, ns] : busy) d.gpu_cost_ns = std::max(d.gpu_cost_ns, ns);
+      tally_cost(samples, &d);
     }
   }
   d.verdict = replay::judge(job.recipes, gpus, samples, adm.inconclusive, opt_.rule);

@@ -45,6 +45,7 @@
 #include "observer/pipeline/replay_cross.h"
 #include "observer/pipeline/replay_request.h"
 #include "replay/backend.h"
+#include "replay/contract.h"
 #include "replay/judge.h"
 #include "replay/recipe.h"
 #include "replay/schedule/plan.h"
@@ -116,6 +117,18 @@ class ReplayCoordinator {
 
   void worker();
   Done run(const Job& job);
+  // A cycle's record as it starts (cycle, trigger, start, participants, recipe ids); *parts and
+  // *recipes: the participants and recipes as scout-replay's prepare takes them.
+  static void start_record(const Job& job, ReplayCycleRecord* rec, nlohmann::json* parts, nlohmann::json* recipes);
+  // scout-replay's readiness answers ([{gpu, digest}]) checked against `contract` (replay/contract.h):
+  // the GPUs and the check into rec->detail ("gpus", "contract"), their identities into *gpus;
+  // returns which recipes may run.
+  static replay::Admission admit_answers(const replay::Contract& contract, const nlohmann::json& answers,
+                                         const std::vector<replay::Recipe>& recipes, ReplayCycleRecord* rec,
+                                         std::vector<replay::GpuInfo>* gpus);
+  // The GPU time the OK samples took: d->any_ok, and d->gpu_cost_ns the most of any one GPU (a
+  // link counts for both ends).
+  static void tally_cost(const std::vector<replay::Sample>& samples, Done* d);
   // Cross-node links (replay_cross.h), on the worker thread: publish this node's members, make
   // the next plan (leader), run this node's ends of a new plan. Store errors are logged.
   void cross_tick();

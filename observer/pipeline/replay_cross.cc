@@ -1,5 +1,7 @@
 #include "observer/pipeline/replay_cross.h"
 
+#include "common/clock.h"
+
 #include <time.h>
 
 #include <algorithm>
@@ -10,11 +12,8 @@
 namespace scout::obs {
 namespace {
 
-int64_t mono_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
+using shm::mono_ns;
+
 
 nlohmann::json member_json(const CrossMember& m) {
   return {{"global_rank", m.global_rank}, {"gpu", m.gpu}, {"cuda_dev", m.cuda_dev},

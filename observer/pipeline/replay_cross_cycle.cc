@@ -14,11 +14,8 @@
 namespace scout::obs {
 namespace {
 
-int64_t mono_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
+using shm::mono_ns;
+
 
 constexpr int64_t kReadyWaitNs = 5'000'000'000;  // for the other nodes' readiness answers
 constexpr int64_t kPairWaitNs = 10'000'000'000;  // for a sender's bootstrap id
@@ -135,18 +132,8 @@ ReplayCoordinator::Done ReplayCoordinator::run_cross(const CrossPlan& plan) {
   rp.seed = plan.seed;
   job.recipes = replay::build_recipes(rp);
   ReplayCycleRecord& rec = d.record;
-  rec.cycle = job.cycle;
-  rec.trigger = job.trigger;
-  rec.started_ns = job.started_ns;
-  rec.outcome = "inconclusive";
-  nlohmann::json parts = nlohmann::json::array(), rids = nlohmann::json::array(), recipes = nlohmann::json::array();
-  for (const replay::Participant& p : job.participants) parts.push_back(replay::to_json(p));
-  for (const replay::Recipe& r : job.recipes) {
-    rids.push_back(r.id);
-    recipes.push_back(replay::to_json(r));
-  }
-  rec.detail["participants"] = parts;
-  rec.detail["recipes"] = rids;
+  nlohmann::json parts, recipes;
+  start_record(job, &rec, &parts, &recipes);
   rec.detail["plan"] = {{"id", plan.id}, {"nodes", plan.nodes()}};
   const int64_t deadline = mono_ns() + opt_.deadline_ns;
   auto give_up = [&](const std::string& why) {
@@ -177,25 +164,8 @@ ReplayCoordinator::Done ReplayCoordinator::run_cross(const CrossPlan& plan) {
     if (a.is_array())
       for (const auto& x : a) all_answers.push_back(x);
   }
-  std::vector<replay::Readiness> answers;
   std::vector<replay::GpuInfo> gpus;
-  nlohmann::json gj = nlohmann::json::array();
-  for (const auto& a : all_answers) {
-    replay::Readiness r;
-    std::string e;
-    if (!a.is_object() || !a.contains("gpu") || !replay::from_json(a["gpu"], &r.gpu, &e)) continue;
-    r.digest = std::strtoull(a.value("digest", "0").c_str(), nullptr, 16);
-    answers.push_back(r);
-    gpus.push_back(r.gpu);
-    gj.push_back(replay::to_json(r.gpu));
-  }
-  rec.detail["gpus"] = gj;
-  replay::ContractCheck check = replay::check_contract(contract, answers);
-  replay::Admission adm = replay::admit(job.recipes, check, answers);
-  rec.detail["contract"] = {{"digest", replay::fp_hex(replay::contract_digest(contract))},
-                            {"missing", check.missing},
-                            {"not_ready", check.not_ready},
-                            {"wrong_contract", check.wrong_contract}};
+  replay::Admission adm = admit_answers(contract, all_answers, job.recipes, &rec, &gpus);
   // This node's ends, one pair at a time in the plan's order (every node walks the same order,
   // so each pair's bootstrap meets its peer).
   std::vector<replay::Sample> samples;
@@ -277,14 +247,7 @@ ReplayCoordinator::Done ReplayCoordinator::run_cross(const CrossPlan& plan) {
       if (local.count(r.dst)) judged.push_back(r);
   }
   rec.detail["samples"] = sj;
-  std::map<int, int64_t> busy;
-  for (const replay::Sample& x : samples) {
-    if (x.status != replay::SampleStatus::kOk || x.ns < 0) continue;
-    d.any_ok = true;
-    busy[x.global_rank] += x.ns;
-    if (x.peer >= 0) busy[x.peer] += x.ns;
-  }
-  for (const auto& [rank, ns] : busy) d.gpu_cost_ns = std::max(d.gpu_cost_ns, ns);
+  tally_cost(samples, &d);
   std::vector<std::pair<std::string, std::string>> blocked;
   for (const auto& b : adm.inconclusive)
     if (std::any_of(judged.begin(), judged.end(), [&](const replay::Recipe& r) { return r.id == b.first; }))

@@ -25,6 +25,7 @@ namespace {
 
 using scout::testing::build_path;
 using scout::testing::Named;
+using scout::testing::named;
 using scout::testing::ProcessResult;
 using scout::testing::read_truth;
 using scout::testing::show;
@@ -37,17 +38,6 @@ struct Outcome {
   ProcessResult sim;
   std::string observer_err;
 };
-
-std::multiset<Named> named(const std::vector<scout::obs::Finding>& fs) {
-  std::multiset<Named> out;
-  for (const auto& f : fs) {
-    Named n{to_string(f.kind), {}};
-    for (const auto& s : f.suspects) n.ranks.insert(s.global_rank);
-    if (f.peer) n.ranks.insert(f.peer->global_rank);
-    out.insert(n);
-  }
-  return out;
-}
 
 // The 8-rank job of these tests: TP 2, PP 2 (DP 2), 40 steps of 20 ms, plus `extra` flags.
 std::vector<std::string> job(std::vector<std::string> extra) {

@@ -27,6 +27,7 @@ namespace {
 
 using scout::testing::build_path;
 using scout::testing::Named;
+using scout::testing::named;
 using scout::testing::ProcessResult;
 using scout::testing::show;
 using scout::testing::Subprocess;
@@ -45,25 +46,7 @@ std::multiset<Named> from_replay(const std::vector<scout::obs::Finding>& fs) {
   std::vector<scout::obs::Finding> r;
   for (const auto& f : fs)
     if (f.evidence.is_object() && f.evidence.value("source", "") == "replay") r.push_back(f);
-  std::multiset<Named> out;
-  for (const auto& f : r) {
-    Named n{to_string(f.kind), {}};
-    for (const auto& s : f.suspects) n.ranks.insert(s.global_rank);
-    if (f.peer) n.ranks.insert(f.peer->global_rank);
-    out.insert(n);
-  }
-  return out;
-}
-
-std::multiset<Named> named(const std::vector<scout::obs::Finding>& fs) {
-  std::multiset<Named> out;
-  for (const auto& f : fs) {
-    Named n{to_string(f.kind), {}};
-    for (const auto& s : f.suspects) n.ranks.insert(s.global_rank);
-    if (f.peer) n.ranks.insert(f.peer->global_rank);
-    out.insert(n);
-  }
-  return out;
+  return named(r);
 }
 
 // Runs the job under an observer; `done` says when the store holds what the test waits for

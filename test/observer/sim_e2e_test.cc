@@ -28,6 +28,7 @@ namespace {
 
 using scout::testing::build_path;
 using scout::testing::Named;
+using scout::testing::named;
 using scout::testing::ProcessResult;
 using scout::testing::read_truth;
 using scout::testing::show;
@@ -40,17 +41,6 @@ struct Outcome {
   ProcessResult sim;
   std::string observer_err;
 };
-
-std::multiset<Named> named(const std::vector<scout::obs::Finding>& fs) {
-  std::multiset<Named> out;
-  for (const auto& f : fs) {
-    Named n{to_string(f.kind), {}};
-    for (const auto& s : f.suspects) n.ranks.insert(s.global_rank);
-    if (f.peer) n.ranks.insert(f.peer->global_rank);
-    out.insert(n);
-  }
-  return out;
-}
 
 // Runs scout-sim with `sim_args` under a concurrent scout-observer and returns what each said.
 // `expect` findings are waited for (up to 5 s after the job ended) before the observer stops.

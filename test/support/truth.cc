@@ -16,6 +16,17 @@ std::string show(const std::multiset<Named>& v) {
   return s.empty() ? " (none)" : s;
 }
 
+std::multiset<Named> named(const std::vector<obs::Finding>& findings) {
+  std::multiset<Named> out;
+  for (const auto& f : findings) {
+    Named n{to_string(f.kind), {}};
+    for (const auto& s : f.suspects) n.ranks.insert(s.global_rank);
+    if (f.peer) n.ranks.insert(f.peer->global_rank);
+    out.insert(n);
+  }
+  return out;
+}
+
 std::multiset<Named> read_truth(const std::string& path) {
   std::multiset<Named> out;
   std::ifstream f(path);

@@ -6,6 +6,9 @@
 #include <compare>
 #include <set>
 #include <string>
+#include <vector>
+
+#include "observer/model/finding.h"
 
 namespace scout::testing {
 
@@ -19,6 +22,9 @@ struct Named {
 
 // " sdc{5,} hang{7,}" for failure messages; " (none)" when empty.
 std::string show(const std::multiset<Named>& v);
+
+// What the findings name: per finding its kind and its suspects' and peer's global ranks.
+std::multiset<Named> named(const std::vector<obs::Finding>& findings);
 
 // The ground-truth file of a scout-sim run: one Named per line (global_rank, and peer when the
 // line has one). A missing file reads as empty; a malformed line throws nlohmann's parse error.
