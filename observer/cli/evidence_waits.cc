@@ -116,12 +116,25 @@ void hang(const obs::Finding& f, const obs::HangEvidence& e, EvidenceText& t) {
 
 void stall(const obs::Finding& f, const obs::StallEvidence& e, EvidenceText& t) {
   (void)f;
-  t.line("class: " + e.cls + (e.cls == "absent" ? " (a participant has not arrived)" : ""));
+  if (e.cls == "stuck") {
+    t.line("class: stuck (every participant started the operation and none has finished; the transfer that "
+           "does not arrive is not visible to scout)");
+  } else {
+    t.line("class: " + e.cls + (e.cls == "absent" ? " (a participant has not arrived)" : ""));
+  }
   t.line(e.root.size() == 1 ? "root:" : "roots:");
   for (const auto& r : e.root) t.line(root_words(r), 1);
   const nlohmann::json waiting = js(e.waiting_ranks);
-  t.line("waiting for the root: " + ranks(waiting) + " (" + std::to_string(count(waiting)) +
-         ", directly or through other communicators)");
+  if (e.cls == "stuck") {
+    t.line("ranks inside it: " + ranks(waiting));
+    if (e.blocked_elsewhere) {
+      const auto& b = *e.blocked_elsewhere;
+      t.line("ranks of other communicators waiting on them: " + (b.empty() ? std::string("none") : ranks(b)));
+    }
+  } else {
+    t.line("waiting for the root: " + ranks(waiting) + " (" + std::to_string(count(waiting)) +
+           ", directly or through other communicators)");
+  }
   t.line("stalled: " + ms(e.stalled_ms) + " without progress, beyond the stall threshold " + ms(e.threshold_ms) +
          " (hang timeout " + ms(e.timeout_ms) + "); last progress at " + t.when(e.last_progress_ns));
   const obs::EvStallRule& r = e.rule;
@@ -137,7 +150,7 @@ void stall(const obs::Finding& f, const obs::StallEvidence& e, EvidenceText& t) 
     t.line("the job paused like this before (same communicator, function and root), for at most " + ms(*e.earlier_ms) +
            "; this one lasts longer");
   }
-  wait_edges(t, "wait-for chain (closest to the root first)", e.chain);
+  if (e.cls != "stuck" || !e.chain.empty()) wait_edges(t, "wait-for chain (closest to the root first)", e.chain);
   comm_states(t, "communicators", e.comms);
 }
 

@@ -249,8 +249,14 @@ bool HangDetector::sequence_deadlock(const Model& m, const std::vector<int>& cyc
 }
 
 void HangDetector::report_stuck(const Model& m, const Comm& c, const WaitGraph& g, const std::vector<ProcEdge>& edges,
-                                int64_t now_ns, FindingBoard& board) {
+                                int64_t now_ns, FindingBoard& board, bool stall) {
   const CommWaits& w = waits_.at(c.key);
+  const std::string key = hang_key(c, w.op);
+  // A hang already named stays a hang until its communicator progresses.
+  if (stall && !w.meta_disagrees) {
+    const Finding* old = board.find(key);
+    if (old && old->open && old->kind == FindingKind::kHang) return;
+  }
   std::set<int> upstream;
   std::vector<int> tags;
   for (int r : w.waiting) {
@@ -294,18 +300,34 @@ void HangDetector::report_stuck(const Model& m, const Comm& c, const WaitGraph& 
     board.report(*f);
     return;
   }
+  // The episode: its signature is the communicator and the stuck operation's function, with the
+  // ranks inside it as the roots.
+  std::vector<int> inside = *hang.waiting_ranks;
+  std::sort(inside.begin(), inside.end());
+  StallSignature sig{c.key.hash, c.key.nranks, shm::func_name(w.op.func), inside};
+  const int64_t threshold = stall_threshold(c.key);
+  const Episode* ep = note_episode(key, sig, c.last_progress_ns, stall, threshold, now_ns);
+  if (!ep) return;  // a pause seen before: not again
   Finding f;
-  f.kind = FindingKind::kHang;
+  f.kind = stall ? FindingKind::kStall : FindingKind::kHang;
   f.verdict = Verdict::kInconclusive;
   set_comm(f, c);
   f.key = op_key(w.op);
-  f.dedup_key = hang_key(c, w.op);
+  f.dedup_key = key;
   f.first_seen_ns = c.last_progress_ns;
   f.last_seen_ns = now_ns;
-  f.evidence = to_json(hang);
-  f.summary = what_op(c, w.op) + " is stuck: " + std::to_string(w.waiting.size()) +
-              " ranks started it and none completed for " + seconds(now_ns - c.last_progress_ns);
+  if (ep->named_ns > 0) hang.stall = EvStallNote{ep->named_ns, ep->threshold_ms};
+  if (stall) {
+    StallEvidence st = stall_evidence(hang, c.key, *ep, sig, threshold);
+    st.blocked_elsewhere = hang.blocked_elsewhere;
+    f.evidence = to_json(st);
+  } else {
+    f.evidence = to_json(hang);
+  }
+  f.summary = what_op(c, w.op) + " is stuck: " + std::to_string(w.waiting.size()) + " ranks started it and none completed";
+  if (!stall) f.summary += " for " + seconds(now_ns - c.last_progress_ns);
   if (!upstream.empty()) f.summary += "; " + std::to_string(upstream.size()) + " more ranks wait on them";
+  if (stall) f.summary += stall_words(now_ns - c.last_progress_ns, threshold);
   board.report(f);
   reported_.insert(f.dedup_key);
   track(f.dedup_key, {&c});
@@ -372,6 +394,57 @@ void HangDetector::report_mismatch(const Model& m, const Comm& c, const WaitGrap
   board.report(f);
 }
 
+const HangDetector::Episode* HangDetector::note_episode(const std::string& key, const StallSignature& sig,
+                                                        int64_t start_ns, bool stall, int64_t threshold_ns,
+                                                        int64_t now_ns) {
+  auto [it, added] = episodes_.try_emplace(key);
+  Episode& ep = it->second;
+  if (added) {
+    ep.sig = sig;
+    ep.start_ns = start_ns;
+  }
+  ep.seen = true;
+  if (!stall) {
+    ep.became_hang = true;
+  } else if (ep.named_ns == 0) {
+    if (memory_.is_repeat(sig, now_ns - ep.start_ns)) return nullptr;
+    ep.named_ns = now_ns;
+    ep.threshold_ms = to_ms(threshold_ns);
+  }
+  return &ep;
+}
+
+StallEvidence HangDetector::stall_evidence(const HangEvidence& h, const CommKey& trigger, const Episode& ep,
+                                           const StallSignature& sig, int64_t threshold_ns) const {
+  StallEvidence st;
+  st.cls = h.cls;
+  st.root = h.root.value_or(std::vector<EvHangRoot>{});
+  st.stalled_ms = h.stalled_ms;
+  st.last_progress_ns = h.last_progress_ns;
+  st.threshold_ms = to_ms(threshold_ns);
+  st.timeout_ms = h.timeout_ms;
+  auto clk = clocks_.find(trigger);
+  const StallClock none;
+  const StallClock& c = clk == clocks_.end() ? none : clk->second;
+  st.rule = EvStallRule{int(c.gaps()),
+                        to_ms(c.p99_ns()),
+                        kStallMargin,
+                        to_ms(kStallFloorNs),
+                        to_ms(std::min(kStallColdNs, cfg_.timeout_ns)),
+                        int(kStallMinGaps)};
+  st.named_ns = ep.named_ns;
+  if (int64_t l = memory_.longest_ns(sig); l > 0) st.earlier_ms = to_ms(l);
+  st.waiting_ranks = h.waiting_ranks.value_or(std::vector<int>{});
+  st.chain = h.chain;
+  st.comms = h.comms;
+  return st;
+}
+
+std::string HangDetector::stall_words(int64_t idle_ns, int64_t threshold_ns) const {
+  return " (no progress for " + seconds(idle_ns) + ", beyond its stall threshold of " + seconds(threshold_ns) +
+         "; a hang at " + seconds(cfg_.timeout_ns) + ")";
+}
+
 void HangDetector::report_root(const Model& m, const std::vector<int>& roots, const ProcEdge& primary,
                                const WaitGraph& g, const std::vector<ProcEdge>& edges, int64_t now_ns,
                                FindingBoard& board, bool stall) {
@@ -419,13 +492,6 @@ void HangDetector::report_root(const Model& m, const std::vector<int>& roots, co
       if (lc.id.cls == OpClass::kP2p) sig.func += ":" + std::to_string(lc.id.src) + ">" + std::to_string(lc.id.dst);
     }
   }
-  auto [eit, added] = episodes_.try_emplace(key);
-  Episode& ep = eit->second;
-  if (added) {
-    ep.sig = sig;
-    ep.start_ns = c.last_progress_ns;
-  }
-  ep.seen = true;
   // The communicator on the chain that stalled past its threshold with the lowest one.
   const Comm* trigger = nullptr;
   for (int t = 0; t < int(edges.size()); ++t) {
@@ -434,15 +500,8 @@ void HangDetector::report_root(const Model& m, const std::vector<int>& roots, co
   }
   if (!trigger) trigger = &c;
   const int64_t threshold = stall_threshold(trigger->key);
-  if (stall) {
-    if (ep.named_ns == 0) {
-      if (memory_.is_repeat(sig, now_ns - ep.start_ns)) return;  // a pause seen before: not again
-      ep.named_ns = now_ns;
-      ep.threshold_ms = to_ms(threshold);
-    }
-  } else {
-    ep.became_hang = true;
-  }
+  const Episode* ep = note_episode(key, sig, c.last_progress_ns, stall, threshold, now_ns);
+  if (!ep) return;  // a pause seen before: not again
   Finding f;
   f.kind = stall ? FindingKind::kStall : FindingKind::kHang;
   f.verdict = Verdict::kAttributed;
@@ -484,28 +543,9 @@ void HangDetector::report_root(const Model& m, const std::vector<int>& roots, co
   ev.chain = chain(m, edges, tags);
   ev.comms = comm_states(m, comms, now_ns);
   if (seq_ && seq_->fold(m, comms, ev, now_ns, board)) return;  // follows from a sequence desync
-  if (ep.named_ns > 0) ev.stall = EvStallNote{ep.named_ns, ep.threshold_ms};
+  if (ep->named_ns > 0) ev.stall = EvStallNote{ep->named_ns, ep->threshold_ms};
   if (stall) {
-    StallEvidence st;
-    st.cls = ev.cls;
-    st.root = *ev.root;
-    st.stalled_ms = ev.stalled_ms;
-    st.last_progress_ns = ev.last_progress_ns;
-    st.threshold_ms = to_ms(threshold);
-    st.timeout_ms = ev.timeout_ms;
-    const StallClock& clk = clocks_[trigger->key];
-    st.rule = EvStallRule{int(clk.gaps()),
-                          to_ms(clk.p99_ns()),
-                          kStallMargin,
-                          to_ms(kStallFloorNs),
-                          to_ms(std::min(kStallColdNs, cfg_.timeout_ns)),
-                          int(kStallMinGaps)};
-    st.named_ns = ep.named_ns;
-    if (int64_t l = memory_.longest_ns(sig); l > 0) st.earlier_ms = to_ms(l);
-    st.waiting_ranks = *ev.waiting_ranks;
-    st.chain = ev.chain;
-    st.comms = ev.comms;
-    f.evidence = to_json(st);
+    f.evidence = to_json(stall_evidence(ev, trigger->key, *ep, sig, threshold));
   } else {
     f.evidence = to_json(ev);
   }
@@ -527,10 +567,7 @@ void HangDetector::report_root(const Model& m, const std::vector<int>& roots, co
     f.summary = names + " never entered " + op + "; " + waiters + " for it";
   }
   if (all_dead) f.summary += " (the process has since exited)";
-  if (stall) {
-    f.summary += " (no progress for " + seconds(now_ns - c.last_progress_ns) + ", beyond its stall threshold of " +
-                 seconds(threshold) + "; a hang at " + seconds(cfg_.timeout_ns) + ")";
-  }
+  if (stall) f.summary += stall_words(now_ns - c.last_progress_ns, threshold);
   board.report(f);
   reported_.insert(f.dedup_key);
   track(f.dedup_key, {primary.comm});
@@ -644,8 +681,10 @@ void HangDetector::pass(const Model& m, int64_t now_ns, FindingBoard& board) {
       if (!cut.count(int(t))) without.add(edges[t].from, edges[t].to, int(t));
     g = std::move(without);
   }
-  // Stalled communicators that are roots by themselves.
-  for (const CommKey& k : stalled_) {
+  // Communicators that are roots by themselves, past their stall threshold or the hang timeout:
+  // a stuck collective is a stall, then the hang; a mismatch is the desync at once.
+  for (const CommKey& k : soft_) {
+    const bool stall = !stalled_.count(k);
     const CommWaits& w = waits_.at(k);
     const Comm& c = m.comms().at(k);
     if (seq_ && seq_->diverged(k) && (w.cls == "stuck" || w.cls == "mismatch")) {
@@ -658,7 +697,7 @@ void HangDetector::pass(const Model& m, int64_t now_ns, FindingBoard& board) {
       seq_->fold(m, {&c}, h, now_ns, board);
       continue;
     }
-    if (w.cls == "stuck") report_stuck(m, c, g, edges, now_ns, board);
+    if (w.cls == "stuck") report_stuck(m, c, g, edges, now_ns, board, stall);
     if (w.cls == "mismatch") report_mismatch(m, c, g, edges, now_ns, board);
   }
   // Roots: ranks downstream of a stalled wait that wait for nobody. Grouped by the operation they

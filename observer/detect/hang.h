@@ -97,8 +97,10 @@ class HangDetector {
   std::vector<EvCommState> comm_states(const Model& m, const std::vector<const Comm*>& comms, int64_t now_ns) const;
   void report_deadlock(const Model& m, const std::vector<int>& cycle, const WaitGraph& g,
                        const std::vector<ProcEdge>& edges, int64_t now_ns, FindingBoard& board);
+  // The stuck collective of `c` as a hang, or (stall) as a stall at its threshold; its desync when
+  // the ranks inside it disagree on its arguments.
   void report_stuck(const Model& m, const Comm& c, const WaitGraph& g, const std::vector<ProcEdge>& edges,
-                    int64_t now_ns, FindingBoard& board);
+                    int64_t now_ns, FindingBoard& board, bool stall = false);
   void report_mismatch(const Model& m, const Comm& c, const WaitGraph& g, const std::vector<ProcEdge>& edges,
                        int64_t now_ns, FindingBoard& board);
   // Hang (stall false) or stall finding naming `roots`, the ranks `primary` waits for.
@@ -130,6 +132,17 @@ class HangDetector {
   };
   std::map<std::string, Episode> episodes_;
   StallMemory memory_;
+  // The episode under stall/hang key `key` (signature `sig`, begun at `start_ns`, the
+  // communicator's last progress), marked seen this pass. A hang (stall false) marks it
+  // became_hang. A stall is named now (named_ns, threshold) unless it was already; null when it
+  // repeats a remembered pause (StallMemory::is_repeat) and must not be reported.
+  const Episode* note_episode(const std::string& key, const StallSignature& sig, int64_t start_ns, bool stall,
+                              int64_t threshold_ns, int64_t now_ns);
+  // The stall evidence of hang evidence `h` whose threshold (ns) came from communicator `trigger`.
+  StallEvidence stall_evidence(const HangEvidence& h, const CommKey& trigger, const Episode& ep,
+                               const StallSignature& sig, int64_t threshold_ns) const;
+  // " (no progress for X s, beyond its stall threshold of Y s; a hang at Z s)".
+  std::string stall_words(int64_t idle_ns, int64_t threshold_ns) const;
   std::map<int, std::vector<Membership>> member_of_;  // proc -> its communicators
   std::set<std::string> open_;                        // hang/deadlock keys reported last pass
   std::set<std::string> reported_;                    // ... this pass

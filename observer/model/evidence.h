@@ -135,7 +135,7 @@ struct EvStallRule {
 
 // Evidence of kind stall: a hang's root named before the hang timeout.
 struct StallEvidence {
-  std::string cls;  // "class": absent
+  std::string cls;  // "class": absent, stuck
   std::vector<EvHangRoot> root;
   double stalled_ms = 0;
   int64_t last_progress_ns = 0;
@@ -144,7 +144,8 @@ struct StallEvidence {
   EvStallRule rule;
   int64_t named_ns = 0;              // when the observer first named the root
   std::optional<double> earlier_ms;  // longest earlier episode of this pause, when the job showed it before
-  std::vector<int> waiting_ranks;
+  std::vector<int> waiting_ranks;                     // class stuck: the ranks inside it
+  std::optional<std::vector<int>> blocked_elsewhere;  // stuck only
   std::vector<EvWaitEdge> chain;
   std::vector<EvCommState> comms;
 };
@@ -414,7 +415,8 @@ SCOUT_EVIDENCE_FIELDS(StallEvidence, req("class", &S::cls), req("root", &S::root
                       req("last_progress_ns", &S::last_progress_ns), req("threshold_ms", &S::threshold_ms),
                       req("timeout_ms", &S::timeout_ms), req("rule", &S::rule), req("named_ns", &S::named_ns),
                       opt("earlier_ms", &S::earlier_ms), req("waiting_ranks", &S::waiting_ranks),
-                      req("chain", &S::chain), req("comms", &S::comms))
+                      opt("blocked_elsewhere", &S::blocked_elsewhere), req("chain", &S::chain),
+                      req("comms", &S::comms))
 SCOUT_EVIDENCE_FIELDS(DeadlockEvidence, req("cycle", &S::cycle), req("comms", &S::comms),
                       req("stalled_ms", &S::stalled_ms), req("timeout_ms", &S::timeout_ms))
 SCOUT_EVIDENCE_FIELDS(EvOpenOp, req("comm", &S::comm), req("op", &S::op), req("state", &S::state))

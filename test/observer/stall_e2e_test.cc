@@ -2,6 +2,8 @@
 // scout-sim runs an 8-rank job (TP 2, PP 2) through the real plugin while scout-observer watches.
 //   - A rank that stops (hang fault) is named by a `stall` finding well before the hang timeout:
 //     within 15 s of its stop by the rule of docs/observer.md ("Stalls"), asserted < 20 s.
+//   - A collective whose kernel never completes on one rank (kernelstall) is a `stall` of class
+//     `stuck` within the same time, naming nobody.
 //   - A rank that pauses 20 s every 50 steps (pause fault) gives one closed `stall` (the first
 //     pause) and nothing else: the second pause repeats it, and neither reaches the hang timeout.
 #include <signal.h>
@@ -106,6 +108,47 @@ TEST(StallEndToEnd, HangRootIsNamedByAStallWithinFifteenSeconds) {
   auto all = j.findings();
   ASSERT_EQ(all.size(), 1u) << show(all);
   EXPECT_EQ(all[0].kind, FindingKind::kStall);
+}
+
+// Rank 5's kernel of tp2's AllReduce at step 30 starts and never completes (kernelstall): every
+// rank of tp2 is inside it, nobody can be named, and the stuck collective is a `stall` of class
+// `stuck` well before the hang timeout.
+TEST(StallEndToEnd, StuckCollectiveIsAStallWithinFifteenSeconds) {
+  Job j("stallstuck", {"--ranks", "8", "--tp", "2", "--pp", "2", "--steps", "400", "--step-ms", "20", "--timeout",
+                       "40", "--fault", "kernelstall:rank=5,step=30"});
+  std::optional<Finding> stall;
+  int64_t seen_ns = 0;
+  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(35);
+  while (!stall && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    for (const auto& f : j.findings()) {
+      if (f.kind == FindingKind::kStall) {
+        stall = f;
+        seen_ns = scout::shm::wall_ns();
+      }
+    }
+  }
+  j.sim->signal(SIGINT);
+  j.sim->wait(20);
+  std::string err = j.stop_observer();
+  auto truth = j.truth_lines();
+  ASSERT_EQ(truth.size(), 1u);
+  ASSERT_TRUE(stall) << "no stall within 35 s:" << show(j.findings()) << "\n" << err;
+  EXPECT_EQ(stall->verdict, scout::obs::Verdict::kInconclusive);
+  EXPECT_TRUE(stall->suspects.empty());
+  EXPECT_EQ(stall->comm_name, "tp2");
+  EXPECT_EQ(stall->evidence["class"], "stuck") << stall->evidence.dump();
+  EXPECT_EQ(stall->evidence["waiting_ranks"], nlohmann::json::array({4, 5})) << stall->evidence.dump();
+  const int64_t t0 = truth[0]["time_ns"].get<int64_t>();
+  const double named_s = double(stall->evidence["named_ns"].get<int64_t>() - t0) / 1e9;
+  const double seen_s = double(seen_ns - t0) / 1e9;
+  std::printf("stuck tp2 AllReduce: named %.2f s, in the store %.2f s after the kernel stalled (threshold %.0f ms)\n",
+              named_s, seen_s, stall->evidence["threshold_ms"].get<double>());
+  EXPECT_LT(named_s, 20.0);
+  EXPECT_LT(seen_s, 20.0);
+  EXPECT_GT(named_s, 2.9);  // never under the floor
+  auto all = j.findings();
+  ASSERT_EQ(all.size(), 1u) << show(all);
 }
 
 TEST(StallEndToEnd, RepeatedPausesGiveOneClosedStallAndNoHang) {

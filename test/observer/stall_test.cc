@@ -249,6 +249,88 @@ TEST(Stall, ClosesWhenProgressResumesAndARepeatOfThePauseIsNotReported) {
   EXPECT_EQ(s[1].evidence["earlier_ms"], 4500.0);
 }
 
+// Every rank of dp entered AllReduce #20 and none completes (a kernel that never finishes): the
+// stuck collective is a stall at the threshold, inconclusive (the records do not say whose
+// transfer is missing), and the same finding becomes the stuck hang at the timeout.
+TEST(Stall, StuckCollectiveIsAStallAtTheThresholdThenTheHang) {
+  ObserverHarness h(4);
+  int dp = h.job.add_comm(0xd1, {0, 1, 2, 3}, "dp");
+  int64_t t = rhythm(h, dp, 0, 20, kT0);
+  auto w = wait_for_rank3(h, dp, 20, t);
+  OpSpec o;
+  o.func = shm::kFuncAllReduce;
+  o.key = 20;
+  o.enqueue_ns = t;
+  w.push_back(h.job.enqueue(dp, 3, o));
+  FakeJob::start(w.back(), t + 10'000);
+  h.pass(t + 2900 * kMs);
+  EXPECT_TRUE(h.findings().empty());
+  h.pass(t + 3100 * kMs);
+  auto f = h.findings();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, FindingKind::kStall);
+  EXPECT_EQ(f[0].verdict, scout::obs::Verdict::kInconclusive);
+  EXPECT_TRUE(f[0].suspects.empty());
+  EXPECT_EQ(f[0].key->seq, 20u);
+  const auto& e = f[0].evidence;
+  EXPECT_EQ(e["class"], "stuck");
+  EXPECT_EQ(e["root"][0]["reason"], "stuck");
+  EXPECT_EQ(e["root"][0]["comm"]["name"], "dp");
+  EXPECT_EQ(e["waiting_ranks"], (nlohmann::json{0, 1, 2, 3}));
+  EXPECT_EQ(e["blocked_elsewhere"], nlohmann::json::array());
+  EXPECT_EQ(e["threshold_ms"], 3000.0);
+  EXPECT_EQ(e["named_ns"], t + 3100 * kMs);
+  EXPECT_EQ(f[0].summary,
+            "AllReduce #20 of dp (0x00000000000000d1) is stuck: 4 ranks started it and none completed (no progress "
+            "for 3.1 s, beyond its stall threshold of 3.0 s; a hang at 10.0 s)");
+  EXPECT_EQ(h.sink.comms()[0].state, "stalled");
+
+  h.pass(t + 10 * kSec + kMs);
+  auto g = h.findings();
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ(g[0].id, f[0].id);
+  EXPECT_EQ(g[0].kind, FindingKind::kHang);
+  EXPECT_EQ(g[0].evidence["class"], "stuck");
+  EXPECT_EQ(g[0].evidence["stall"], (nlohmann::json{{"named_ns", t + 3100 * kMs}, {"threshold_ms", 3000.0}}));
+  EXPECT_EQ(g[0].summary, "AllReduce #20 of dp (0x00000000000000d1) is stuck: 4 ranks started it and none completed for 10.0 s");
+}
+
+// A stuck collective that completes after 4 s closes its stall; the same pause later (same
+// communicator, function and ranks, as long) is not reported again.
+TEST(Stall, StuckCollectiveThatResumesIsRememberedAsAPause) {
+  ObserverHarness h(4);
+  int dp = h.job.add_comm(0xd1, {0, 1, 2, 3}, "dp");
+  int64_t t = rhythm(h, dp, 0, 20, kT0);
+  auto stuck = [&](uint64_t seq, int64_t at) {
+    std::vector<FakeRec> w;
+    for (int r = 0; r < 4; ++r) {
+      OpSpec o;
+      o.func = shm::kFuncAllReduce;
+      o.key = seq;
+      o.enqueue_ns = at;
+      w.push_back(h.job.enqueue(dp, r, o));
+      FakeJob::start(w.back(), at + 10'000);
+    }
+    return w;
+  };
+  auto w = stuck(20, t);
+  h.pass(t + 3500 * kMs);
+  ASSERT_EQ(h.findings(FindingKind::kStall).size(), 1u);
+  for (auto& r : w) FakeJob::complete(r, t + 4 * kSec);
+  h.pass(t + 4500 * kMs);
+  auto f = h.findings();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_FALSE(f[0].open);
+
+  t = rhythm(h, dp, 21, 260, t + 5 * kSec);
+  w = stuck(281, t);
+  h.pass(t + 3500 * kMs);
+  h.pass(t + 4 * kSec);
+  for (auto& r : w) FakeJob::complete(r, t + 4 * kSec + kMs);
+  h.pass(t + 4500 * kMs);
+  EXPECT_EQ(h.findings().size(), 1u);
+}
+
 TEST(Stall, ColdCommunicatorWaitsTenSecondsOrTheTimeout) {
   ObserverHarness h(4);
   h.opt.hang.timeout_ns = 60 * kSec;
