@@ -108,13 +108,13 @@ struct CommWaitView {
   std::string name;
   int nnodes = 0;
   int64_t last_progress_ns = 0;     // latest progress this node saw in the communicator
+  std::vector<MemberView> members;  // the local members
   // This node's stall rule for the communicator (docs/observer.md, "Stalls"): its threshold (ns; 0:
   // none known), and the number of gaps and their p99 (ns) it was computed from. The leader judges
   // a stall by the largest threshold any node has (docs/observer-network.md, "Hangs across nodes").
   int64_t stall_threshold_ns = 0;
   uint32_t stall_gaps = 0;
   int64_t stall_p99_ns = 0;
-  std::vector<MemberView> members;  // the local members
 };
 
 // Every communicator with a local member that is not finalized, with the local members' waits.

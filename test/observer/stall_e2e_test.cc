@@ -222,9 +222,10 @@ TEST(StallEndToEnd, AcrossTwoNodesTheLeaderNamesTheRootByAStallWithinFifteenSeco
   const int64_t t0 = truth[0]["time_ns"].get<int64_t>();
   const double named_s = double(stall->evidence["named_ns"].get<int64_t>() - t0) / 1e9;
   const double seen_s = double(seen_ns - t0) / 1e9;
-  std::printf("across nodes, stall naming rank 3: named %.2f s, in the leader's store %.2f s after it stopped "
-              "(threshold %.0f ms)\n",
-              named_s, seen_s, stall->evidence["threshold_ms"].get<double>());
+  std::printf(
+      "across nodes, stall naming rank 3: named %.2f s, in the leader's store %.2f s after it stopped "
+      "(threshold %.0f ms)\n",
+      named_s, seen_s, stall->evidence["threshold_ms"].get<double>());
   EXPECT_EQ(stall->evidence["threshold_ms"], 3000.0);
   EXPECT_LT(named_s, 15.0);
   EXPECT_LT(seen_s, 15.0);
