@@ -59,12 +59,13 @@ TEST(StallWatch, ACommunicatorAcrossNodesStalledPastItsThresholdIsOneEpisode) {
   FakeJob::start(b, o.enqueue_ns + kMs);
   h.pass(o.enqueue_ns + 100 * kMs);
   w.observe(h.observer->model(), o.enqueue_ns + 100 * kMs);
-  const int64_t p = h.observer->model().find_comm({0xd5, 2})->last_progress_ns;
-  EXPECT_EQ(p, o.enqueue_ns + kMs);
-  // 18 gaps of 250 ms (the first two passes add none): threshold max(3 s, 3 x 250 ms).
+  const int64_t p = h.observer->model().comms().at({0xd5, 2}).last_progress_ns;
+  EXPECT_EQ(p, o.enqueue_ns);  // the enqueue is its latest progress
+  // 18 gaps of 250 ms between the 20 steps' passes (the first two add none) and one just under
+  // it to #20's enqueue: threshold max(3 s, 3 x 250 ms).
   const obs::StallRule r = w.rule({0xd5, 2});
   EXPECT_EQ(r.threshold_ns, 3 * kSec);
-  EXPECT_EQ(r.gaps, 18u);
+  EXPECT_EQ(r.gaps, 19u);
   EXPECT_EQ(r.p99_ns, kStep);
   EXPECT_EQ(w.rule({0x71, 2}).threshold_ns, 3 * kSec);  // a rule for the snapshot, no episode
   EXPECT_EQ(w.rule({0x99, 2}).threshold_ns, 0);         // not watched
@@ -80,21 +81,27 @@ TEST(StallWatch, ACommunicatorAcrossNodesStalledPastItsThresholdIsOneEpisode) {
     EXPECT_TRUE(w.stalled());
     EXPECT_EQ(w.episodes(), 1u);  // once per episode
   }
-  // Both complete: the episode ends; the next stall is a second one.
+  // Both complete: the episode ends (and its 10 s wait is a gap of dp's now: threshold 3 x 10 s,
+  // capped by the 10 s hang timeout); the next stall is a second episode.
   FakeJob::complete(a, p + 10 * kSec);
   FakeJob::complete(b, p + 10 * kSec);
   h.pass(p + 10 * kSec + 100 * kMs);
   w.observe(h.observer->model(), p + 10 * kSec + 100 * kMs);
   EXPECT_FALSE(w.stalled());
   EXPECT_EQ(w.episodes(), 1u);
+  EXPECT_EQ(w.rule({0xd5, 2}).threshold_ns, 10 * kSec);
   o.key = 21;
   o.enqueue_ns = p + 11 * kSec;
   FakeJob::start(h.job.enqueue(dp, 0, o), o.enqueue_ns + kMs);
   h.pass(o.enqueue_ns + 100 * kMs);
   w.observe(h.observer->model(), o.enqueue_ns + 100 * kMs);
   EXPECT_FALSE(w.stalled());
-  h.pass(o.enqueue_ns + 4 * kSec);
-  w.observe(h.observer->model(), o.enqueue_ns + 4 * kSec);
+  h.pass(o.enqueue_ns + 10 * kSec);
+  w.observe(h.observer->model(), o.enqueue_ns + 10 * kSec);
+  EXPECT_FALSE(w.stalled());
+  EXPECT_EQ(w.episodes(), 1u);
+  h.pass(o.enqueue_ns + 10 * kSec + kMs);
+  w.observe(h.observer->model(), o.enqueue_ns + 10 * kSec + kMs);
   EXPECT_TRUE(w.stalled());
   EXPECT_EQ(w.episodes(), 2u);
 }
@@ -104,12 +111,12 @@ TEST(StallWatch, AColdCommunicatorWaitsTenSecondsOrTheHangTimeoutIfShorter) {
   const int tp = h.job.add_comm(0x71, {0, 1}, "tp");
   const int dp = h.job.add_comm(0xd5, {1}, "dp", 2, {0}, 2);
   obs::StallWatch w(10 * kSec), hard5(5 * kSec);
-  warm_up(h, w, tp, dp, 4);  // 2 gaps: cold
+  warm_up(h, w, tp, dp, 4);  // 2 gaps, and a third at #4's enqueue: cold
   OpSpec o;
   o.key = 4;
   o.enqueue_ns = kT0 + 4 * kStep;
   FakeJob::start(h.job.enqueue(dp, 0, o), o.enqueue_ns + kMs);
-  const int64_t p = o.enqueue_ns + kMs;
+  const int64_t p = o.enqueue_ns;
   for (int64_t at : {p + 5 * kSec + kMs, p + 10 * kSec, p + 10 * kSec + kMs}) {
     h.pass(at);
     w.observe(h.observer->model(), at);
@@ -118,7 +125,7 @@ TEST(StallWatch, AColdCommunicatorWaitsTenSecondsOrTheHangTimeoutIfShorter) {
     EXPECT_EQ(w.stalled(), at > p + 10 * kSec) << (at - p);
   }
   EXPECT_EQ(w.rule({0xd5, 2}).threshold_ns, 10 * kSec);
-  EXPECT_EQ(w.rule({0xd5, 2}).gaps, 2u);
+  EXPECT_EQ(w.rule({0xd5, 2}).gaps, 3u);
   EXPECT_EQ(hard5.rule({0xd5, 2}).threshold_ns, 5 * kSec);
   EXPECT_EQ(w.episodes(), 1u);
   EXPECT_EQ(hard5.episodes(), 1u);

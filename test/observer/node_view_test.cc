@@ -163,6 +163,7 @@ TEST(NodeView, WaitSnapshotCarriesEachCommunicatorsStallRuleAndStallsAskOncePerE
   ObserverHarness h(2);
   int tp = h.job.add_comm(0x71, {0, 1}, "tp");
   int dp = h.job.add_comm(0xd6, {1}, "dp", 2, {0}, 2);
+  h.pass(kT0 - kSec);  // creates the observer
   obs::NodeViewOptions opt;
   opt.hang_timeout_ns = 10 * kSec;
   obs::NodeView view(h.observer->model(), h.observer->mutex(), opt);
