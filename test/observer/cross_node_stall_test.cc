@@ -4,8 +4,9 @@
 //     in flight, has made no progress for longer than its learned threshold (3 s once warm), and
 //     none for a communicator whose members are all on this node;
 //   - a cold communicator's threshold is 10 s, capped by the hang timeout;
-//   - the leader judges a communicator by the largest threshold any node sent, names the root by a
-//     stall only once that one passed, and says when to ask for the snapshots again;
+//   - the leader judges a communicator by the largest threshold any node sent (the hang detector
+//     takes that node's clock instead of its own), names the root by a stall only once that one
+//     passed, and says when to ask for the snapshots again;
 //   - a pause repeated across nodes (same root, same point, similar length) is reported once, its
 //     repeats remembered even though they opened no finding, and a repeat that lasts longer than
 //     1.5 times the earlier ones is reported.
@@ -14,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "observer/cluster/core_judge.h"
+#include "observer/cluster/job_waits.h"
 #include "test/support/observer_harness.h"
 
 namespace {
@@ -197,6 +199,22 @@ TEST(CrossNodeStall, TheLeaderJudgesByTheLargestNodeThresholdAndAsksAgainWhenItP
   got = judge.all_clear(p + 8 * kSec);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_FALSE(got[0].open);
+}
+
+TEST(CrossNodeStall, AGivenClockReplacesTheLearnedOneInTheHangDetector) {
+  obs::HangDetector hang(leader_config());
+  const int64_t p = kT0 + 100 * kSec;
+  obs::Model m;
+  obs::merge_waits(stopped(p, 5, {}, {}), p + 4 * kSec, &m);
+  obs::FindingBoard board;
+  hang.pass(m, p + 4 * kSec, board);
+  EXPECT_EQ(hang.threshold_ns({kDp, 2}), 10 * kSec);  // its own clock has no gaps: cold
+  EXPECT_EQ(hang.stall_pending(m), p + 10 * kSec + 1);
+  hang.set_stall_clocks({{{kDp, 2}, obs::StallClock::summary(40, 2 * kSec)}});
+  hang.pass(m, p + 4 * kSec, board);
+  EXPECT_EQ(hang.threshold_ns({kDp, 2}), 6 * kSec);  // 3 x the given p99
+  EXPECT_EQ(hang.stall_pending(m), p + 6 * kSec + 1);
+  EXPECT_TRUE(board.all().empty());
 }
 
 TEST(CrossNodeStall, ARepeatedPauseAcrossNodesIsReportedOnceAndRemembered) {
