@@ -1,5 +1,11 @@
 #include "observer/cluster/core_judge.h"
 
+#include <algorithm>
+#include <map>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #include "observer/cluster/job_waits.h"
 #include "observer/detect/fingerprint_check.h"
 #include "observer/detect/metadata_check.h"
@@ -36,7 +42,7 @@ std::vector<Finding> CoreJudge::judge_digest(const net::DigestDrill& d, const ne
           p.gpu = it->second.gpu;
         } else {
           p.host = "node-rank " + std::to_string(v.node);
-          p.pid = -v.global_rank - 1;  // unknown: distinct per rank
+          p.pid = int(-int64_t(v.global_rank) - 1);  // unknown: distinct per rank (no overflow at INT_MIN)
         }
         m.set_member(c, v.comm_rank, m.upsert_proc(p, now_ns), 0, false);
       }
@@ -54,8 +60,33 @@ std::vector<Finding> CoreJudge::judge_digest(const net::DigestDrill& d, const ne
 }
 
 std::vector<Finding> CoreJudge::judge_waits(const std::vector<net::NodeWaits>& waits, int64_t now_ns) {
+  // Per communicator: the stall clock of the node with the largest threshold, and the latest
+  // progress any node saw (whether it is past that threshold changes the outcome, so it is part of
+  // the signature).
+  std::map<CommKey, std::pair<int64_t, StallClock>> clocks;
+  std::map<CommKey, int64_t> progress;
+  for (const net::NodeWaits& nw : waits) {
+    for (const net::CommWaitView& c : nw.waits.comms) {
+      const CommKey k{c.comm_hash, c.nranks};
+      int64_t& p = progress[k];
+      p = std::max(p, c.last_progress_ns);
+      if (c.stall_threshold_ns <= 0) continue;
+      auto [it, added] = clocks.try_emplace(k, c.stall_threshold_ns, StallClock());
+      if (added || c.stall_threshold_ns > it->second.first)
+        it->second = {c.stall_threshold_ns, StallClock::summary(c.stall_gaps, c.stall_p99_ns)};
+    }
+  }
+  std::map<CommKey, StallClock> given;
+  std::vector<uint64_t> past;  // the communicators past their threshold
+  for (auto& [k, tc] : clocks) {
+    if (now_ns - progress[k] > tc.second.threshold_ns(timeout_ns_))
+      past.insert(past.end(), {k.hash, uint64_t(k.nranks)});
+    given.emplace(k, std::move(tc.second));
+  }
   bool dead = false;
-  const uint64_t sig = waits_signature(waits, now_ns, timeout_ns_, &dead);
+  uint64_t sig = waits_signature(waits, now_ns, timeout_ns_, &dead);
+  sig = XXH64(past.data(), past.size() * sizeof(uint64_t), sig);
+  judged_ = true;
   if (open_ && !dead && sig == signature_) {
     for (const Finding* f : board_.all()) {
       if (!f->open) continue;
@@ -68,13 +99,17 @@ std::vector<Finding> CoreJudge::judge_waits(const std::vector<net::NodeWaits>& w
   signature_ = sig;
   Model m;
   merge_waits(waits, now_ns, &m);
+  hang_.set_stall_clocks(std::move(given));
   hang_.pass(m, now_ns, board_);
+  due_ns_ = hang_.stall_pending(m);
   return changed();
 }
 
 std::vector<Finding> CoreJudge::all_clear(int64_t now_ns) {
-  if (!open_) return {};
+  if (!open_ && !judged_) return {};
   signature_ = 0;
+  judged_ = false;
+  due_ns_ = 0;
   Model empty;
   hang_.pass(empty, now_ns, board_);
   return changed();

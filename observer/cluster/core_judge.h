@@ -13,7 +13,13 @@
 //                 same operations, counters, records and stalled communicators, no dead process)
 //                 gives the same graph: the open findings are refreshed (last seen) without
 //                 rebuilding it, so the leader's cost follows what changed, not the job;
-//   all_clear     no observer reports a stall: the detector's open findings close.
+//                 Each communicator is judged by the stall clock of the node with the largest
+//                 threshold for it (the nodes' snapshots carry their rules: the leader saw none of
+//                 its gaps); waits_due_ns says when a communicator ranks wait in passes that
+//                 threshold, so the leader asks for the snapshots again exactly then;
+//   all_clear     no observer reports a stall: the detector's open findings close, and its stall
+//                 episodes end (a pause that ended is remembered even when its repeat was not
+//                 reported).
 #pragma once
 
 #include <cstdint>
@@ -34,6 +40,7 @@ class CoreJudge : public net::Judge {
   std::vector<Finding> judge_digest(const net::DigestDrill& d, const net::Identities& ids, int64_t now_ns) override;
   std::vector<Finding> judge_waits(const std::vector<net::NodeWaits>& waits, int64_t now_ns) override;
   std::vector<Finding> all_clear(int64_t now_ns) override;
+  int64_t waits_due_ns() const override { return due_ns_; }
 
  private:
   std::vector<Finding> changed();  // findings the hang detector changed since the last call
@@ -43,6 +50,8 @@ class CoreJudge : public net::Judge {
   HangDetector hang_;
   FindingBoard board_;
   bool open_ = false;  // some finding of hang_ is open
+  bool judged_ = false;  // hang_ ran on waits since the last all_clear (stall episodes may be pending)
+  int64_t due_ns_ = 0;   // HangDetector::stall_pending after the last pass
 };
 
 }  // namespace scout::obs

@@ -22,6 +22,8 @@ CrossNodeOptions cross_node_options(const config::Config& cfg, const ObserverOpt
   o.view.settle_ns = obs.judge.settle_timeout_ns;
   o.view.retain_ops = uint64_t(cfg.net_max_range_ops) + 256;
   o.view.p2p_pass_ns = obs.straggler.min_ns;
+  o.view.hang_timeout_ns = obs.hang.timeout_ns;
+  o.view.stall = obs.hang.stall;
   o.hang = obs.hang;
   o.forward_refresh_ns = int64_t(cfg.net_drill_repeat) * cfg.net_interval_ms * 1'000'000;
   return o;

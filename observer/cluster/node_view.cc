@@ -13,7 +13,7 @@
 namespace scout::obs {
 
 NodeView::NodeView(const Model& model, std::mutex& pass_mu, NodeViewOptions opt)
-    : model_(model), pass_mu_(pass_mu), opt_(opt) {}
+    : model_(model), pass_mu_(pass_mu), opt_(opt), watch_(opt.hang_timeout_ns) {}
 
 uint64_t NodeView::meta_hash(const shm::RecordSnapshot& r) {
   MetaValue v = meta_value(r, r.api_count != 0);
@@ -45,6 +45,11 @@ net::RankOpView NodeView::rank_view(const Model& m, const Comm& c, const OpSlot&
 
 void NodeView::capture(int64_t now_ns, bool hung) {
   hung_ = hung;
+  if (opt_.stall) {
+    watch_.observe(model_, now_ns);
+    stall_episodes_ = watch_.episodes();
+    stalled_ = watch_.stalled();
+  }
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& [k, s] : streams_) s.seen = false;
   for (const auto& [key, c] : model_.comms()) {
@@ -160,7 +165,14 @@ net::RankIdentity NodeView::identity(int global_rank) {
 
 net::WaitSnapshot NodeView::wait_snapshot() {
   std::lock_guard<std::mutex> lock(pass_mu_);
-  return capture_waits(model_);
+  net::WaitSnapshot w = capture_waits(model_);
+  for (net::CommWaitView& c : w.comms) {
+    const StallRule r = watch_.rule(CommKey{c.comm_hash, c.nranks});
+    c.stall_threshold_ns = r.threshold_ns;
+    c.stall_gaps = r.gaps;
+    c.stall_p99_ns = r.p99_ns;
+  }
+  return w;
 }
 
 size_t NodeView::retained() const {

@@ -13,7 +13,8 @@
 // A stream's `completed` counts only operations whose local records are settled (complete with
 // fingerprints written, or past the settle timeout), so a digest never covers a record the
 // plugin is still updating. wait_snapshot() is the exception: a hang drill-down wants the waits
-// as they are now, so it reads the Model under the pass mutex (Observer::mutex()).
+// as they are now, so it reads the Model under the pass mutex (Observer::mutex()), with each
+// communicator's stall rule from the StallWatch (stall_watch.h) that capture() feeds.
 #pragma once
 
 #include <atomic>
@@ -25,6 +26,7 @@
 #include <vector>
 
 #include "common/segment_reader.h"
+#include "observer/cluster/stall_watch.h"
 #include "observer/model/model.h"
 #include "observer/net/local_view.h"
 
@@ -34,6 +36,8 @@ struct NodeViewOptions {
   int64_t settle_ns = 10'000'000'000;  // SCOUT_OBSERVER_FP_TIMEOUT_S: a record unchanged this long is final
   uint64_t retain_ops = 1024 + 256;    // operations kept per stream below its watermark
   int64_t p2p_pass_ns = 5'000'000;     // gaps pass sends/receives shorter than this (gap_before)
+  int64_t hang_timeout_ns = 60'000'000'000;  // --hang-timeout: caps the stall thresholds (StallWatch)
+  bool stall = true;  // HangConfig::stall: drill-downs at the stall threshold of communicators spanning nodes
 };
 
 class NodeView : public net::LocalView {
@@ -51,6 +55,8 @@ class NodeView : public net::LocalView {
   net::RankIdentity identity(int global_rank) override;
   net::WaitSnapshot wait_snapshot() override;
   bool locally_stalled() override { return hung_.load(); }
+  // The StallWatch's episodes and state at the last capture (nothing with opt.stall off).
+  Stalls stalls() override { return Stalls{stall_episodes_.load(), stalled_.load()}; }
 
   // The metadata hash of one rank's record (net::RankOpView::meta): XXH64 of func, datatype,
   // count and root as metadata_check compares them (the API's values when the record has them).
@@ -81,6 +87,9 @@ class NodeView : public net::LocalView {
   std::map<std::pair<uint64_t, uint8_t>, Stream> streams_;
   std::map<int, net::RankIdentity> ids_;
   std::atomic<bool> hung_{false};
+  StallWatch watch_;  // under the pass mutex (capture, wait_snapshot)
+  std::atomic<uint64_t> stall_episodes_{0};
+  std::atomic<bool> stalled_{false};
 };
 
 }  // namespace scout::obs

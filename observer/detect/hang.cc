@@ -636,6 +636,7 @@ void HangDetector::pass(const Model& m, int64_t now_ns, FindingBoard& board) {
     bool inflight = false;
     for (const RankProgress& r : c.ranks) inflight = inflight || !r.inflight.empty();
     clocks_[k].observe(c.last_progress_ns, inflight);
+    if (auto gv = given_.find(k); gv != given_.end()) clocks_[k] = gv->second;
     for (int r = 0; r < int(c.ranks.size()); ++r) member_of_[c.ranks[r].proc].push_back(Membership{&c, r});
     CommWaits w = analyze_waits(c, &m);
     if (w.cls.empty()) continue;
@@ -822,6 +823,18 @@ bool HangDetector::wrong_comm_cycle(const std::vector<int>& cycle, const WaitGra
   const int other = a_first ? tags[1] : tags[0];
   wrong_comm_[edges[novel].from] = {novel, other};
   return true;
+}
+
+int64_t HangDetector::stall_pending(const Model& m) const {
+  int64_t due = 0;
+  if (!cfg_.stall) return due;
+  for (const auto& [k, w] : waits_) {
+    auto c = m.comms().find(k);
+    if (c == m.comms().end() || soft_.count(k) || stall_threshold(k) >= cfg_.timeout_ns) continue;
+    const int64_t t = c->second.last_progress_ns + stall_threshold(k) + 1;  // "longer than" the threshold
+    if (due == 0 || t < due) due = t;
+  }
+  return due;
 }
 
 void HangDetector::track(const std::string& key, const std::vector<const Comm*>& comms) {

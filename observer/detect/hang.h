@@ -74,6 +74,17 @@ class HangDetector {
   // True while peers wait for dead process `proc` and no crash finding names it yet (its
   // segment must not be reclaimed before the decision).
   bool holds_evidence(int proc) const { return blocking_since_.count(proc) && !crashed_.count(proc); }
+  // Stall clocks given from outside, each replacing the learned clock of the communicator it names
+  // in the next passes (the leader: the clock of the node with the largest threshold,
+  // docs/observer-network.md "Hangs across nodes"); an empty map: learned clocks only.
+  void set_stall_clocks(std::map<CommKey, StallClock> given) { given_ = std::move(given); }
+  // The stall threshold (ns) of communicator `k`: its clock's, at most the hang timeout
+  // (docs/observer.md, "Stalls").
+  int64_t threshold_ns(const CommKey& k) const { return stall_threshold(k); }
+  // After a pass over `m`: the earliest time (ns, on the clock of `m`) at which a communicator of
+  // `m` that ranks wait in, not yet past its stall threshold, passes it before the hang timeout; 0
+  // when none (docs/observer-network.md, "Hangs across nodes").
+  int64_t stall_pending(const Model& m) const;
 
  private:
   struct ProcEdge {
@@ -121,6 +132,7 @@ class HangDetector {
   std::set<CommKey> stalled_;  // past the hang timeout
   std::set<CommKey> soft_;     // past their stall threshold (or the timeout)
   std::map<CommKey, StallClock> clocks_;
+  std::map<CommKey, StallClock> given_;  // set_stall_clocks
   // A stall episode under a hang key, reported or suppressed as a repeat.
   struct Episode {
     StallSignature sig;

@@ -18,6 +18,12 @@ void StallClock::add_gap(int64_t gap_ns) {
   while (gaps_.size() > kStallWindow) gaps_.pop_front();
 }
 
+StallClock StallClock::summary(size_t gaps, int64_t p99_ns) {
+  StallClock c;
+  c.gaps_.assign(std::min(gaps, kStallWindow), std::max<int64_t>(0, p99_ns));
+  return c;
+}
+
 int64_t StallClock::p99_ns() const {
   if (gaps_.empty()) return 0;
   std::vector<int64_t> v(gaps_.begin(), gaps_.end());

@@ -47,6 +47,10 @@ class StallClock {
   int64_t p99_ns() const;
   size_t gaps() const { return gaps_.size(); }
   bool cold() const { return gaps_.size() < kStallMinGaps; }
+  // A clock with `gaps` gaps (at most kStallWindow) all equal to `p99_ns`: the same gaps(), p99_ns()
+  // and threshold_ns() as the clock another observer summarized so (the leader judging a
+  // communicator by a node's clock, docs/observer-network.md "Hangs across nodes").
+  static StallClock summary(size_t gaps, int64_t p99_ns);
 
  private:
   std::deque<int64_t> gaps_;

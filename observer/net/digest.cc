@@ -173,7 +173,7 @@ DigestExchange::DigestExchange(Channel* ch, Judge* judge, const DigestConfig& cf
         "observer network: digest slots and range must be positive, the drill-down split at least 2");
   }
   config_key_ =
-      hash_words({4 /* protocol version */, uint64_t(cfg_.stream_slots), uint64_t(cfg_.timing_slots),
+      hash_words({5 /* protocol version */, uint64_t(cfg_.stream_slots), uint64_t(cfg_.timing_slots),
                   uint64_t(cfg_.timing_ops), cfg_.max_range_ops, uint64_t(cfg_.stall_ns),
                   uint64_t(cfg_.drill_repeat_rounds), uint64_t(cfg_.drill_split), uint64_t(cfg_.max_narrow_parts),
                   uint64_t(cfg_.wait_buckets)},
@@ -188,8 +188,8 @@ TimingSlot DigestExchange::timing_slot(std::vector<uint64_t>& v, size_t slot) co
   return TimingSlot{Words{v}, kHeaderWords + kStreamWords * size_t(cfg_.stream_slots) + kTimingWords * slot};
 }
 
-void DigestExchange::request_hang_drills(LocalView& local, const std::vector<StreamView>& streams, bool* want_waits,
-                                         bool* stalled_here) {
+void DigestExchange::request_hang_drills(LocalView& local, const std::vector<StreamView>& streams,
+                                         int64_t leader_now_ns, bool* want_waits, bool* stalled_here) {
   // Hang drill-downs: a stream found stalled last round, or a communicator this node's own
   // hang detector holds hung (asked again every drill_repeat_rounds while it lasts).
   *want_waits = false;
@@ -211,6 +211,27 @@ void DigestExchange::request_hang_drills(LocalView& local, const std::vector<Str
     if (round_ >= next_local_drill_ && may) {
       *want_waits = true;
       next_local_drill_ = round_ + uint64_t(std::max(1, cfg_.drill_repeat_rounds));
+    }
+  }
+  // A communicator with ranks on other nodes past its stall threshold: one drill-down per stall
+  // episode (docs/observer-network.md, "Hangs across nodes").
+  const LocalView::Stalls st = local.stalls();
+  *stalled_here |= st.now;
+  if (st.episodes > stall_episodes_) {
+    stall_episodes_ = st.episodes;
+    stall_drill_pending_ = true;
+  }
+  if (stall_drill_pending_ && may) {
+    *want_waits = true;
+    stall_drill_pending_ = false;
+  }
+  // The leader: once more when a communicator passes the largest of the nodes' thresholds (the
+  // drill-down above came at the smallest), at once.
+  if (ch_->is_leader() && judge_) {
+    const int64_t due = judge_->waits_due_ns();
+    if (due > 0 && due != due_asked_ && leader_now_ns >= due) {
+      *want_waits = true;
+      due_asked_ = due;
     }
   }
 }
@@ -623,7 +644,7 @@ RoundResult DigestExchange::round(LocalView& local, int64_t now_ns, const ClockE
 
   // ---- what this node puts in: the header, then its streams that take part this round
   bool want_waits = false, stalled_here = false;
-  request_hang_drills(local, streams, &want_waits, &stalled_here);
+  request_hang_drills(local, streams, clock.to_leader(now_ns), &want_waits, &stalled_here);
   words.put_min(kConfigMin, config_key_);
   words.put_max(kConfigMax, config_key_);
   words.put_max(kRoundTime, enc_time(clock.to_leader(now_ns)));

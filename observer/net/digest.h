@@ -40,11 +40,13 @@
 //
 // Disagreement drills down: a slot whose digests differ makes every node that holds the stream
 // send its records of the range to the leader; a hang drill-down (a stream whose job-wide
-// completed count stands still while operations are pending for longer than `stall_ns`, or a
-// node whose own hang detector sees a hung communicator) makes every node send a snapshot of what
-// its ranks wait in; node findings (flag in the header) travel the same way. Each node with
-// something to say sends one NodeReport to the leader (Channel::gather_to_leader: a 1-word SUM
-// allreduce, then only the senders send). The leader decides with the Judge.
+// completed count stands still while operations are pending for longer than `stall_ns`, a node
+// whose own hang detector sees a hung communicator, a node whose communicator with ranks elsewhere
+// has just stalled past its stall threshold (LocalView::stalls), or the leader's Judge wanting a
+// snapshot when the largest node threshold passes (Judge::waits_due_ns)) makes every node send a
+// snapshot of what its ranks wait in; node findings (flag in the header) travel the same way. Each
+// node with something to say sends one NodeReport to the leader (Channel::gather_to_leader: a
+// 1-word SUM allreduce, then only the senders send). The leader decides with the Judge.
 #pragma once
 
 #include <cstdint>
@@ -189,8 +191,9 @@ class DigestExchange {
   StreamSlot stream_slot(std::vector<uint64_t>& v, size_t slot) const;
   TimingSlot timing_slot(std::vector<uint64_t>& v, size_t slot) const;
   // Whether this node asks for a hang drill-down, and whether something is stalled here.
-  void request_hang_drills(LocalView& local, const std::vector<StreamView>& streams, bool* want_waits,
-                           bool* stalled_here);
+  // `leader_now_ns`: this round's time on the leader's clock.
+  void request_hang_drills(LocalView& local, const std::vector<StreamView>& streams, int64_t leader_now_ns,
+                           bool* want_waits, bool* stalled_here);
   // Places the streams taking part this round in their slots, with digests and timing samples.
   void contribute_streams(LocalView& local, const std::vector<StreamView>& streams, const ClockEstimate& clock,
                           std::vector<uint64_t>& v, std::vector<Placed>* placed, std::vector<TimingSample>* samples,
@@ -229,6 +232,9 @@ class DigestExchange {
   uint64_t cycle_rounds_ = 0;      // rounds of the current cycle so far
   uint64_t next_local_drill_ = 0;  // round from which a local stall asks for a drill-down again
   uint64_t next_waits_drill_ = 0;  // round from which any stall may ask for wait snapshots again (job-wide)
+  uint64_t stall_episodes_ = 0;      // LocalView::stalls().episodes at the last round
+  bool stall_drill_pending_ = false;  // a new stall episode asks for wait snapshots (when allowed)
+  int64_t due_asked_ = 0;             // leader: the Judge's waits_due_ns() last asked for
   std::unordered_map<uint64_t, StreamState> state_;
 };
 

@@ -13,7 +13,7 @@ namespace scout::net {
 
 namespace {
 
-constexpr uint8_t kReportVersion = 3;
+constexpr uint8_t kReportVersion = 4;
 constexpr uint32_t kMaxFindingBytes = 1u << 20;
 
 // Every message part below has ONE field list, a function template over the direction: called
@@ -138,6 +138,9 @@ void comm_wait_fields(IO& io, C& c) {
   field(io, c.name);
   field(io, c.nnodes);
   time_field(io, c.last_progress_ns);
+  field(io, c.stall_threshold_ns);
+  field(io, c.stall_gaps);
+  field(io, c.stall_p99_ns);
 }
 
 // The identity of a member (checked by the decoder before the rest is read).

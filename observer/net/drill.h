@@ -107,6 +107,10 @@ class Judge {
   virtual std::vector<obs::Finding> judge_waits(const std::vector<NodeWaits>& waits, int64_t now_ns) = 0;
   // No observer reports a stalled communicator any more: close what judge_waits holds open.
   virtual std::vector<obs::Finding> all_clear(int64_t now_ns) = 0;
+  // When (leader clock, ns) the judge wants the nodes' wait snapshots again: a communicator ranks
+  // wait in passes the stall threshold it is judged by then (docs/observer-network.md, "Hangs
+  // across nodes"); 0: not needed.
+  virtual int64_t waits_due_ns() const { return 0; }
 };
 
 // Converts every time in `w` from the local clock to the leader's (`offset_ns` = local - leader).

@@ -109,6 +109,12 @@ struct CommWaitView {
   int nnodes = 0;
   int64_t last_progress_ns = 0;     // latest progress this node saw in the communicator
   std::vector<MemberView> members;  // the local members
+  // This node's stall rule for the communicator (docs/observer.md, "Stalls"): its threshold (ns; 0:
+  // none known), and the number of gaps and their p99 (ns) it was computed from. The leader judges
+  // a stall by the largest threshold any node has (docs/observer-network.md, "Hangs across nodes").
+  int64_t stall_threshold_ns = 0;
+  uint32_t stall_gaps = 0;
+  int64_t stall_p99_ns = 0;
 };
 
 // Every communicator with a local member that is not finalized, with the local members' waits.
@@ -134,6 +140,14 @@ class LocalView {
   // True while a communicator on this node has waited without progress for longer than the
   // hang timeout (the node-local hang detector's "hung" state): asks for a hang drill-down.
   virtual bool locally_stalled() { return false; }
+  // Stalls of communicators with ranks on other nodes past their stall threshold (docs/observer-
+  // network.md, "Hangs across nodes"): `episodes` counts the stall episodes begun so far (each new
+  // one asks for a hang drill-down), `now` is true while one lasts.
+  struct Stalls {
+    uint64_t episodes = 0;
+    bool now = false;
+  };
+  virtual Stalls stalls() { return {}; }
 };
 
 }  // namespace scout::net

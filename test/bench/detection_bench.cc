@@ -4,6 +4,9 @@
 //   stall      at the default settings (no --hang-timeout: 60 s), the stopped rank named by a stall
 //              within 15 s, in a communicator with a learned rhythm (warm) and in one too young to
 //              have one (cold: the 10 s threshold); docs/observer.md, "Stalls"
+//   stall across 2 nodes  the same with the job on two emulated hosts (4 ranks, data parallel
+//              across both) and two observers forming the observer network: the rank that stops is
+//              on node 1 and the leader names it (docs/observer-network.md, "Hangs across nodes")
 //   hang       root named within --hang-timeout + 2 s of the rank stopping
 //   sdc        named within 1 s of the corrupted operation's completion
 //   crash      named within the crash grace (1 s) + 1 s of the death
@@ -40,6 +43,66 @@ struct Result {
   uint64_t ops_between = 0;  // collectives of the finding's communicator between fault and detection
 };
 
+// The first finding of `kind` in `store` (r->found false if none yet); `truth` gives the fault's time.
+void poll(const std::string& store, const std::string& truth, const std::string& kind, Result* r) {
+  if (!std::filesystem::exists(store)) return;
+  try {
+    auto rd = scout::store::StoreReader::open(store);
+    for (const auto& f : rd->findings()) {
+      if (to_string(f.kind) != kind) continue;
+      int64_t seen = scout::shm::wall_ns();
+      std::ifstream t(truth);
+      std::string line;
+      if (std::getline(t, line)) r->truth_ns = nlohmann::json::parse(line)["time_ns"].get<int64_t>();
+      r->found = true;
+      r->finding = f;
+      r->latency_s = double(seen - r->truth_ns) / 1e9;
+      for (const auto& op : rd->ops()) {
+        if (op.op.comm_hash == f.comm_hash && op.op.first_arrival_ns >= r->truth_ns && op.op.first_arrival_ns <= seen) {
+          r->ops_between++;
+        }
+      }
+      return;
+    }
+  } catch (const std::exception&) {}
+}
+
+// Two observers at the default settings (node-ranks 0 and 1, hosts node0 and node1, file
+// rendezvous) and scout-sim on both hosts; polls the leader's store.
+Result measure_two_nodes(const std::string& job, const std::string& kind, const std::vector<std::string>& sim_args) {
+  TempDir dir;
+  std::map<std::string, std::string> env = {{"SCOUT_SHM_DIR", dir.path()},
+                                            {"SCOUT_STATE_DIR", dir.path() + "/state"},
+                                            {"SCOUT_FP_BUDGET", "0"},
+                                            {"SCOUT_NET_HOST", "127.0.0.1"},
+                                            {"SCOUT_NET_JOIN_TIMEOUT_MS", "30000"}};
+  std::string store = dir.path() + "/node-0.db";
+  std::string truth = dir.path() + "/truth.jsonl";
+  std::vector<std::unique_ptr<Subprocess>> observers;
+  for (int k = 0; k < 2; ++k) {
+    observers.push_back(std::make_unique<Subprocess>(
+        std::vector<std::string>{build_path("bin/scout-observer"), "--job", job, "--quiet", "--nodes", "2",
+                                 "--node-rank", std::to_string(k), "--rdzv", "file:" + dir.path() + "/rdzv", "--host",
+                                 "node" + std::to_string(k), "--store",
+                                 dir.path() + "/node-" + std::to_string(k) + ".db"},
+        env));
+  }
+  std::vector<std::string> argv = {build_path("bin/scout-sim"), "--job", job, "--truth", truth, "--nodes", "2"};
+  argv.insert(argv.end(), sim_args.begin(), sim_args.end());
+  Subprocess sim(argv, env);
+  Result r;
+  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(40);
+  while (!r.found && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    poll(store, truth, kind, &r);
+  }
+  sim.signal(SIGINT);
+  sim.wait(20);
+  for (auto& o : observers) o->signal(SIGTERM);
+  for (auto& o : observers) o->wait(40);
+  return r;
+}
+
 // `hang_timeout` 0: the observer's default (no --hang-timeout).
 Result measure(const std::string& job, const std::string& kind, const std::vector<std::string>& sim_args,
                const std::map<std::string, std::string>& extra_env = {}, double hang_timeout = kHangTimeout) {
@@ -60,30 +123,9 @@ Result measure(const std::string& job, const std::string& kind, const std::vecto
   Subprocess sim(argv, env);
   Result r;
   auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (std::chrono::steady_clock::now() < give_up) {
+  while (!r.found && std::chrono::steady_clock::now() < give_up) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    if (!std::filesystem::exists(store)) continue;
-    try {
-      auto rd = scout::store::StoreReader::open(store);
-      for (const auto& f : rd->findings()) {
-        if (to_string(f.kind) != kind) continue;
-        int64_t seen = scout::shm::wall_ns();
-        std::ifstream t(truth);
-        std::string line;
-        if (std::getline(t, line)) r.truth_ns = nlohmann::json::parse(line)["time_ns"].get<int64_t>();
-        r.found = true;
-        r.finding = f;
-        r.latency_s = double(seen - r.truth_ns) / 1e9;
-        for (const auto& op : rd->ops()) {
-          if (op.op.comm_hash == f.comm_hash && op.op.first_arrival_ns >= r.truth_ns &&
-              op.op.first_arrival_ns <= seen) {
-            r.ops_between++;
-          }
-        }
-        break;
-      }
-    } catch (const std::exception&) {}
-    if (r.found) break;
+    poll(store, truth, kind, &r);
   }
   sim.signal(SIGINT);
   sim.wait(20);
@@ -106,7 +148,7 @@ void line(const char* what, const Result& r, double target_s, const char* target
 // stopped, against 15 s.
 void stall_line(const char* what, const Result& r) {
   if (!r.found) {
-    std::printf("  %-10s NOT DETECTED within 30 s\n", what);
+    std::printf("  %-10s NOT DETECTED\n", what);
     return;
   }
   double named_s = double(r.finding.evidence.value("named_ns", int64_t(0)) - r.truth_ns) / 1e9;
@@ -135,6 +177,16 @@ int main() {
                          "28", "--fault", "hang:rank=5,step=200"},
                         {}, 0);
   stall_line("stall warm", warm);
+  // Across two nodes (4 ranks, data parallel over both hosts): rank 3 (node 1) stops early (cold)
+  // and after 200 steps of 20 ms (warm); the leader names it.
+  Result xcold = measure_two_nodes(
+      "bench-xstall-cold", "stall",
+      {"--ranks", "4", "--tp", "1", "--steps", "40", "--timeout", "30", "--fault", "hang:rank=3,step=4"});
+  stall_line("stall cold 2 nodes", xcold);
+  Result xwarm = measure_two_nodes("bench-xstall-warm", "stall",
+                                   {"--ranks", "4", "--tp", "1", "--steps", "400", "--step-ms", "20", "--timeout", "30",
+                                    "--fault", "hang:rank=3,step=200"});
+  stall_line("stall warm 2 nodes", xwarm);
   Result hang = measure(
       "bench-hang", "hang",
       {"--ranks", "8", "--tp", "2", "--pp", "2", "--steps", "40", "--timeout", "10", "--fault", "hang:rank=5,step=4"});
@@ -158,6 +210,7 @@ int main() {
   } else {
     std::printf("  straggler  NOT DETECTED within 30 s\n");
   }
-  bool ok = cold.found && warm.found && hang.found && sdc.found && crash.found && strag.found;
+  bool ok =
+      cold.found && warm.found && xcold.found && xwarm.found && hang.found && sdc.found && crash.found && strag.found;
   return ok ? 0 : 1;
 }

@@ -499,6 +499,9 @@ NodeReport sample_report() {
   c.name = "dp";
   c.nnodes = 4;
   c.last_progress_ns = 789;
+  c.stall_threshold_ns = 4'500'000'000;
+  c.stall_gaps = 40;
+  c.stall_p99_ns = 1'500'000'000;
   MemberView m;
   m.comm_rank = 1;
   m.proc = 0;
@@ -545,6 +548,9 @@ TEST(Digest, ReportRoundTrip) {
   EXPECT_EQ(back.waits.procs[0].gone_ns, 456);
   ASSERT_EQ(back.waits.comms.size(), 1u);
   EXPECT_EQ(back.waits.comms[0].last_progress_ns, 789);
+  EXPECT_EQ(back.waits.comms[0].stall_threshold_ns, 4'500'000'000);
+  EXPECT_EQ(back.waits.comms[0].stall_gaps, 40u);
+  EXPECT_EQ(back.waits.comms[0].stall_p99_ns, 1'500'000'000);
   ASSERT_EQ(back.waits.comms[0].members.size(), 1u);
   const MemberView& mb = back.waits.comms[0].members[0];
   EXPECT_EQ(mb.issued[4], 13u);

@@ -159,6 +159,52 @@ TEST(NodeView, WaitSnapshotHoldsMembersCountersAndInFlightRecords) {
   }
 }
 
+TEST(NodeView, WaitSnapshotCarriesEachCommunicatorsStallRuleAndStallsAskOncePerEpisode) {
+  ObserverHarness h(2);
+  int tp = h.job.add_comm(0x71, {0, 1}, "tp");
+  int dp = h.job.add_comm(0xd6, {1}, "dp", 2, {0}, 2);
+  h.pass(kT0 - kSec);  // creates the observer
+  obs::NodeViewOptions opt;
+  opt.hang_timeout_ns = 10 * kSec;
+  obs::NodeView view(h.observer->model(), h.observer->mutex(), opt);
+  // 20 steps, one every 250 ms, a pass and a capture after each: 18 gaps of 250 ms.
+  for (int s = 0; s < 20; ++s) {
+    FakeColl c;
+    c.seq = uint64_t(s);
+    c.t0 = kT0 + s * 250 * kMs;
+    h.job.collective(tp, c);
+    h.job.collective(dp, c);
+    h.pass(c.t0 + 100 * kMs);
+    view.capture(c.t0 + 100 * kMs, false);
+  }
+  scout::net::WaitSnapshot w = view.wait_snapshot();
+  ASSERT_EQ(w.comms.size(), 2u);
+  for (const auto& cv : w.comms) {
+    EXPECT_EQ(cv.stall_threshold_ns, 3 * kSec) << cv.name;  // max(3 s, 3 x 250 ms)
+    EXPECT_EQ(cv.stall_gaps, 18u) << cv.name;
+    EXPECT_EQ(cv.stall_p99_ns, 250 * kMs) << cv.name;
+  }
+  EXPECT_EQ(view.stalls().episodes, 0u);
+  EXPECT_FALSE(view.stalls().now);
+  // dp #20 runs on rank 1 and its peer on the other node never comes: one episode past 3 s.
+  OpSpec o;
+  o.key = 20;
+  o.enqueue_ns = kT0 + 20 * 250 * kMs;
+  FakeJob::start(h.job.enqueue(dp, 0, o), o.enqueue_ns + kMs);
+  for (int64_t after : {kSec, 3 * kSec, 4 * kSec, 8 * kSec}) {
+    h.pass(o.enqueue_ns + after);
+    view.capture(o.enqueue_ns + after, false);
+    EXPECT_EQ(view.stalls().now, after > 3 * kSec) << after;
+    EXPECT_EQ(view.stalls().episodes, after > 3 * kSec ? 1u : 0u) << after;
+  }
+  // Switched off (HangConfig::stall false): no rule is learned, no drill-down is asked.
+  opt.stall = false;
+  obs::NodeView off(h.observer->model(), h.observer->mutex(), opt);
+  off.capture(o.enqueue_ns + 9 * kSec, false);
+  EXPECT_EQ(off.stalls().episodes, 0u);
+  EXPECT_EQ(off.wait_snapshot().comms[0].stall_threshold_ns, 0);
+}
+
 TEST(NodeView, MetadataHashFollowsWhatMustAgree) {
   shm::RecordSnapshot a;
   a.kind = shm::kKindColl;

@@ -6,6 +6,12 @@
 //     `stuck` within the same time, naming nobody.
 //   - A rank that pauses 20 s every 50 steps (pause fault) gives one closed `stall` (the first
 //     pause) and nothing else: the second pause repeats it, and neither reaches the hang timeout.
+// Across two nodes (scout-sim --nodes 2, pure data parallel: every communicator that waits spans
+// both hosts; two observers, one per host, forming the observer network over a file rendezvous):
+//   - a rank of node 1 that stops is named on the leader (node 0) by a `stall` within 15 s
+//     (docs/observer-network.md, "Hangs across nodes": the nodes ask for a drill-down at their
+//     stall threshold, not at the hang timeout);
+//   - a rank of node 1 that pauses 8 s twice gives one closed `stall` on the leader and no hang.
 #include <signal.h>
 
 #include <gtest/gtest.h>
@@ -72,6 +78,59 @@ std::string show(const std::vector<Finding>& fs) {
     s += "\n  " + std::string(to_string(f.kind)) + (f.open ? " open: " : " closed: ") + f.summary;
   return s;
 }
+
+// Two observers (node-ranks 0 and 1, hosts node0 and node1) at the default settings but for the
+// network's address and join timeout, and scout-sim on the two hosts.
+struct TwoNodeJob {
+  TempDir dir;
+  std::string job, truth;
+  std::map<std::string, std::string> env;
+  std::vector<std::unique_ptr<Subprocess>> observers;
+  std::unique_ptr<Subprocess> sim;
+
+  TwoNodeJob(const std::string& name, const std::vector<std::string>& sim_args) : job(name) {
+    env = {{"SCOUT_SHM_DIR", dir.path()},
+           {"SCOUT_STATE_DIR", dir.path() + "/state"},
+           {"SCOUT_NET_HOST", "127.0.0.1"},
+           {"SCOUT_NET_JOIN_TIMEOUT_MS", "30000"}};
+    truth = dir.path() + "/truth.jsonl";
+    for (int k = 0; k < 2; ++k) {
+      observers.push_back(std::make_unique<Subprocess>(
+          std::vector<std::string>{build_path("bin/scout-observer"), "--job", job, "--nodes", "2", "--node-rank",
+                                   std::to_string(k), "--rdzv", "file:" + dir.path() + "/rdzv", "--host",
+                                   "node" + std::to_string(k), "--store", store(k)},
+          env));
+    }
+    std::vector<std::string> argv = {build_path("bin/scout-sim"), "--job", job, "--truth", truth, "--nodes", "2"};
+    argv.insert(argv.end(), sim_args.begin(), sim_args.end());
+    sim = std::make_unique<Subprocess>(argv, env);
+  }
+  std::string store(int k) const { return dir.path() + "/node-" + std::to_string(k) + ".db"; }
+  std::vector<Finding> findings(int k) const {
+    if (!std::filesystem::exists(store(k))) return {};
+    try {
+      return scout::store::StoreReader::open(store(k))->findings();
+    } catch (const std::exception&) { return {}; }
+  }
+  std::vector<nlohmann::json> truth_lines() const {
+    std::vector<nlohmann::json> out;
+    std::ifstream in(truth);
+    std::string line;
+    while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line));
+    return out;
+  }
+  // Stops both observers (final pass) and returns what they printed on stderr.
+  std::string stop_observers() {
+    std::string err;
+    for (auto& o : observers) o->signal(SIGTERM);
+    for (size_t k = 0; k < observers.size(); ++k) {
+      auto r = observers[k]->wait(200);  // counted from the observer's start
+      EXPECT_EQ(r.exit_code, 0) << r.err;
+      err += "--- observer " + std::to_string(k) + "\n" + r.err;
+    }
+    return err;
+  }
+};
 
 TEST(StallEndToEnd, HangRootIsNamedByAStallWithinFifteenSeconds) {
   Job j("stallhang", {"--ranks", "8", "--tp", "2", "--pp", "2", "--steps", "400", "--step-ms", "20", "--timeout", "40",
@@ -171,6 +230,80 @@ TEST(StallEndToEnd, RepeatedPausesGiveOneClosedStallAndNoHang) {
   EXPECT_FALSE(all[0].open);
   ASSERT_EQ(all[0].suspects.size(), 1u);
   EXPECT_EQ(all[0].suspects[0].global_rank, 0);
+}
+
+}  // namespace
+
+namespace {
+
+// 4 ranks, pure data parallel, on two hosts (ranks 0, 1 on node0; 2, 3 on node1): rank 3 stops
+// before step 300 (after some 6 s of steps, so the communicators' clocks are warm: 3 s threshold).
+TEST(StallEndToEnd, AcrossTwoNodesTheLeaderNamesTheRootByAStallWithinFifteenSeconds) {
+  TwoNodeJob j("xstallhang", {"--ranks", "4", "--tp", "1", "--steps", "2000", "--step-ms", "20", "--timeout", "60",
+                              "--fault", "hang:rank=3,step=300"});
+  std::optional<Finding> stall;
+  int64_t seen_ns = 0;
+  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(45);
+  while (!stall && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    for (const auto& f : j.findings(0)) {
+      if (f.kind == FindingKind::kStall) {
+        stall = f;
+        seen_ns = scout::shm::wall_ns();
+      }
+    }
+  }
+  j.sim->signal(SIGINT);
+  j.sim->wait(20);
+  std::string err = j.stop_observers();
+  auto truth = j.truth_lines();
+  ASSERT_EQ(truth.size(), 1u);
+  ASSERT_TRUE(stall) << "no stall on the leader within 45 s:" << show(j.findings(0)) << "\n" << err;
+  ASSERT_EQ(stall->suspects.size(), 1u);
+  EXPECT_EQ(stall->suspects[0].global_rank, 3);
+  EXPECT_EQ(stall->suspects[0].host, "node1");
+  const int64_t t0 = truth[0]["time_ns"].get<int64_t>();
+  const double named_s = double(stall->evidence["named_ns"].get<int64_t>() - t0) / 1e9;
+  const double seen_s = double(seen_ns - t0) / 1e9;
+  std::printf(
+      "across nodes, stall naming rank 3: named %.2f s, in the leader's store %.2f s after it stopped "
+      "(threshold %.0f ms)\n",
+      named_s, seen_s, stall->evidence["threshold_ms"].get<double>());
+  EXPECT_EQ(stall->evidence["threshold_ms"], 3000.0);
+  EXPECT_LT(named_s, 15.0);
+  EXPECT_LT(seen_s, 15.0);
+  EXPECT_GT(named_s, 2.9);  // never under the floor
+  // One finding on the leader: the stall (the job was stopped before the hang timeout); node 1
+  // names nothing itself (its ranks wait only in communicators spanning both hosts).
+  auto all = j.findings(0);
+  ASSERT_EQ(all.size(), 1u) << show(all);
+  EXPECT_EQ(all[0].kind, FindingKind::kStall);
+  EXPECT_TRUE(j.findings(1).empty()) << show(j.findings(1));
+}
+
+// Rank 3 (node1) sleeps 8 s before steps 300 and 600: the first pause is one stall, closed when it
+// ends; the second repeats it (same rank, same point, as long) and is not reported; no hang.
+TEST(StallEndToEnd, AcrossTwoNodesRepeatedPausesGiveOneClosedStallAndNoHang) {
+  TwoNodeJob j("xstallpause", {"--ranks", "4", "--tp", "1", "--steps", "900", "--step-ms", "20", "--timeout", "85",
+                               "--fault", "pause:rank=3,every=300,s=8"});
+  auto r = j.sim->wait(90);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // the last passes and rounds
+  std::string err = j.stop_observers();
+  auto truth = j.truth_lines();
+  ASSERT_EQ(truth.size(), 2u);  // steps 300 and 600
+  EXPECT_EQ(truth[0]["step"], 300);
+  EXPECT_EQ(truth[1]["step"], 600);
+  auto all = j.findings(0);
+  ASSERT_EQ(all.size(), 1u) << show(all) << "\n" << err;
+  std::printf("across nodes, pauses at %.2f s and %.2f s; the stall began at %.2f s: %s\n", 0.0,
+              double(truth[1]["time_ns"].get<int64_t>() - truth[0]["time_ns"].get<int64_t>()) / 1e9,
+              double(all[0].first_seen_ns - truth[0]["time_ns"].get<int64_t>()) / 1e9, all[0].summary.c_str());
+  EXPECT_EQ(all[0].kind, FindingKind::kStall);
+  EXPECT_FALSE(all[0].open);
+  ASSERT_EQ(all[0].suspects.size(), 1u);
+  EXPECT_EQ(all[0].suspects[0].global_rank, 3);
+  EXPECT_TRUE(j.findings(1).empty()) << show(j.findings(1));
 }
 
 }  // namespace
