@@ -147,9 +147,10 @@ TEST(StallEndToEnd, HangRootIsNamedByAStallWithinFifteenSeconds) {
       }
     }
   }
+  // The observer stops first: ranks killed under it would be crashes.
+  std::string err = j.stop_observer();
   j.sim->signal(SIGINT);
   j.sim->wait(20);
-  std::string err = j.stop_observer();
   auto truth = j.truth_lines();
   ASSERT_EQ(truth.size(), 1u);
   ASSERT_TRUE(stall) << "no stall within 35 s:" << show(j.findings()) << "\n" << err;
@@ -187,9 +188,10 @@ TEST(StallEndToEnd, StuckCollectiveIsAStallWithinFifteenSeconds) {
       }
     }
   }
+  // The observer stops first: ranks killed under it would be crashes.
+  std::string err = j.stop_observer();
   j.sim->signal(SIGINT);
   j.sim->wait(20);
-  std::string err = j.stop_observer();
   auto truth = j.truth_lines();
   ASSERT_EQ(truth.size(), 1u);
   ASSERT_TRUE(stall) << "no stall within 35 s:" << show(j.findings()) << "\n" << err;
@@ -253,9 +255,10 @@ TEST(StallEndToEnd, AcrossTwoNodesTheLeaderNamesTheRootByAStallWithinFifteenSeco
       }
     }
   }
+  // The observers stop first: ranks killed under them would be crashes.
+  std::string err = j.stop_observers();
   j.sim->signal(SIGINT);
   j.sim->wait(20);
-  std::string err = j.stop_observers();
   auto truth = j.truth_lines();
   ASSERT_EQ(truth.size(), 1u);
   ASSERT_TRUE(stall) << "no stall on the leader within 45 s:" << show(j.findings(0)) << "\n" << err;
