@@ -80,6 +80,22 @@ void comm_states(EvidenceText& t, const std::string& title, const std::vector<ob
   }
 }
 
+// The ranks of a hang or stall: of class stuck, those inside the operation and those of other
+// communicators waiting on them; otherwise those waiting for the root.
+void waiting_lines(EvidenceText& t, const std::string& cls, const nlohmann::json& waiting,
+                   const std::optional<std::vector<int>>& blocked_elsewhere) {
+  if (cls == "stuck") {
+    t.line("ranks inside it: " + ranks(waiting));
+    if (blocked_elsewhere) {
+      const auto& b = *blocked_elsewhere;
+      t.line("ranks of other communicators waiting on them: " + (b.empty() ? std::string("none") : ranks(b)));
+    }
+  } else {
+    t.line("waiting for the root: " + ranks(waiting) + " (" + std::to_string(count(waiting)) +
+           ", directly or through other communicators)");
+  }
+}
+
 void hang(const obs::Finding& f, const obs::HangEvidence& e, EvidenceText& t) {
   (void)f;
   if (e.cls == "absent") {
@@ -94,17 +110,7 @@ void hang(const obs::Finding& f, const obs::HangEvidence& e, EvidenceText& t) {
   const std::vector<obs::EvHangRoot> roots = e.root.value_or(std::vector<obs::EvHangRoot>{});
   t.line(roots.size() == 1 ? "root:" : "roots:");
   for (const auto& r : roots) t.line(root_words(r), 1);
-  const nlohmann::json waiting = js(e.waiting_ranks);
-  if (e.cls == "stuck") {
-    t.line("ranks inside it: " + ranks(waiting));
-    if (e.blocked_elsewhere) {
-      const auto& b = *e.blocked_elsewhere;
-      t.line("ranks of other communicators waiting on them: " + (b.empty() ? std::string("none") : ranks(b)));
-    }
-  } else {
-    t.line("waiting for the root: " + ranks(waiting) + " (" + std::to_string(count(waiting)) +
-           ", directly or through other communicators)");
-  }
+  waiting_lines(t, e.cls, js(e.waiting_ranks), e.blocked_elsewhere);
   t.line("stalled: " + stalled(t, e.stalled_ms, e.timeout_ms, e.last_progress_ns));
   if (e.stall) {
     t.line("first reported as a stall: root named at " + t.when(e.stall->named_ns) + " (stall threshold " +
@@ -124,17 +130,7 @@ void stall(const obs::Finding& f, const obs::StallEvidence& e, EvidenceText& t) 
   }
   t.line(e.root.size() == 1 ? "root:" : "roots:");
   for (const auto& r : e.root) t.line(root_words(r), 1);
-  const nlohmann::json waiting = js(e.waiting_ranks);
-  if (e.cls == "stuck") {
-    t.line("ranks inside it: " + ranks(waiting));
-    if (e.blocked_elsewhere) {
-      const auto& b = *e.blocked_elsewhere;
-      t.line("ranks of other communicators waiting on them: " + (b.empty() ? std::string("none") : ranks(b)));
-    }
-  } else {
-    t.line("waiting for the root: " + ranks(waiting) + " (" + std::to_string(count(waiting)) +
-           ", directly or through other communicators)");
-  }
+  waiting_lines(t, e.cls, js(e.waiting_ranks), e.blocked_elsewhere);
   t.line("stalled: " + ms(e.stalled_ms) + " without progress, beyond the stall threshold " + ms(e.threshold_ms) +
          " (hang timeout " + ms(e.timeout_ms) + "); last progress at " + t.when(e.last_progress_ns));
   const obs::EvStallRule& r = e.rule;

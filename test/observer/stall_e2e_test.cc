@@ -132,21 +132,23 @@ struct TwoNodeJob {
   }
 };
 
+// The first stall among `findings()` (polled every 50 ms for up to `seconds`) and the wall time
+// (ns) it was seen; nullopt and 0 when none came.
+template <typename Findings>
+std::pair<std::optional<Finding>, int64_t> first_stall(Findings findings, int seconds) {
+  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    for (const auto& f : findings())
+      if (f.kind == FindingKind::kStall) return {f, scout::shm::wall_ns()};
+  }
+  return {std::nullopt, 0};
+}
+
 TEST(StallEndToEnd, HangRootIsNamedByAStallWithinFifteenSeconds) {
   Job j("stallhang", {"--ranks", "8", "--tp", "2", "--pp", "2", "--steps", "400", "--step-ms", "20", "--timeout", "40",
                       "--fault", "hang:rank=5,step=30"});
-  std::optional<Finding> stall;
-  int64_t seen_ns = 0;
-  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(35);
-  while (!stall && std::chrono::steady_clock::now() < give_up) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    for (const auto& f : j.findings()) {
-      if (f.kind == FindingKind::kStall) {
-        stall = f;
-        seen_ns = scout::shm::wall_ns();
-      }
-    }
-  }
+  auto [stall, seen_ns] = first_stall([&] { return j.findings(); }, 35);
   // The observer stops first: ranks killed under it would be crashes.
   std::string err = j.stop_observer();
   j.sim->signal(SIGINT);
@@ -176,18 +178,7 @@ TEST(StallEndToEnd, HangRootIsNamedByAStallWithinFifteenSeconds) {
 TEST(StallEndToEnd, StuckCollectiveIsAStallWithinFifteenSeconds) {
   Job j("stallstuck", {"--ranks", "8", "--tp", "2", "--pp", "2", "--steps", "400", "--step-ms", "20", "--timeout",
                        "40", "--fault", "kernelstall:rank=5,step=30"});
-  std::optional<Finding> stall;
-  int64_t seen_ns = 0;
-  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(35);
-  while (!stall && std::chrono::steady_clock::now() < give_up) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    for (const auto& f : j.findings()) {
-      if (f.kind == FindingKind::kStall) {
-        stall = f;
-        seen_ns = scout::shm::wall_ns();
-      }
-    }
-  }
+  auto [stall, seen_ns] = first_stall([&] { return j.findings(); }, 35);
   // The observer stops first: ranks killed under it would be crashes.
   std::string err = j.stop_observer();
   j.sim->signal(SIGINT);
@@ -243,18 +234,7 @@ namespace {
 TEST(StallEndToEnd, AcrossTwoNodesTheLeaderNamesTheRootByAStallWithinFifteenSeconds) {
   TwoNodeJob j("xstallhang", {"--ranks", "4", "--tp", "1", "--steps", "2000", "--step-ms", "20", "--timeout", "60",
                               "--fault", "hang:rank=3,step=300"});
-  std::optional<Finding> stall;
-  int64_t seen_ns = 0;
-  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(45);
-  while (!stall && std::chrono::steady_clock::now() < give_up) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    for (const auto& f : j.findings(0)) {
-      if (f.kind == FindingKind::kStall) {
-        stall = f;
-        seen_ns = scout::shm::wall_ns();
-      }
-    }
-  }
+  auto [stall, seen_ns] = first_stall([&] { return j.findings(0); }, 45);
   // The observers stop first: ranks killed under them would be crashes.
   std::string err = j.stop_observers();
   j.sim->signal(SIGINT);
