@@ -128,7 +128,8 @@ std::vector<SlowLinkDetector::Judged> SlowLinkDetector::judge_channels(const Mod
       j.slow = j.median_ns >= cfg_.factor * j.peer_ns && j.median_ns - j.peer_ns >= j.noise_ns &&
                j.low_ns >= cfg_.factor * j.peer_ns && j.low_ns - j.peer_ns >= j.noise_ns;
       Run& run = runs_[j.ch];
-      run.slow_for = j.slow ? run.slow_for + (run.total - run.seen) : 0;
+      j.fresh = run.total - run.seen;
+      run.slow_for = j.slow ? run.slow_for + j.fresh : 0;
       run.seen = run.total;
       if (j.slow && run.slow_for < uint64_t(cfg_.confirm)) {  // not yet persistent
         j.pending = true;
@@ -162,7 +163,7 @@ struct SlowLinkDetector::Hosts {
   bool normal(size_t i) const { return inter(i) && !looks_slow[i]; }
 };
 
-SlowLinkDetector::Hosts SlowLinkDetector::judge_hosts(const Model& m, const std::vector<Judged>& judged) const {
+SlowLinkDetector::Hosts SlowLinkDetector::judge_hosts(const Model& m, const std::vector<Judged>& judged) {
   Hosts h;
   std::map<std::string, int> index;
   for (const Judged& j : judged) {
@@ -216,17 +217,38 @@ SlowLinkDetector::Hosts SlowLinkDetector::judge_hosts(const Model& m, const std:
       }
     }
   }
+  std::map<std::string, std::map<Channel, uint64_t>> suspect_ops;
   for (size_t x = 0; x < c.size(); ++x) {
     // Suspected: every inter-host channel touching x looks slow, reaching two other hosts, and one
-    // between other hosts is normal; reported once the confirmed ones reach two other hosts. Once
-    // reported, the host stays until none of its channels looks slow and one is normal.
+    // between other hosts is normal. Reported once one of them is confirmed and either the
+    // confirmed ones reach two other hosts or every one has completed `confirm` + `window`
+    // operations while x stayed suspected (one that is still not confirmed by then is held back
+    // by the peers' noise, not by its pace). Once reported, the host stays until none of its
+    // channels looks slow and one is normal.
     const bool suspected = c[x].normal == 0 && c[x].far_looks.size() >= 2 && normal_inter > 0;
-    if (suspected) h.suspected.insert(int(x));
-    if (open_.count("slowlink:host:" + h.names[x]) ? c[x].looks_slow > 0 || c[x].normal == 0
-                                                   : suspected && c[x].far_confirmed.size() >= 2) {
+    bool aged = suspected;
+    if (suspected) {
+      h.suspected.insert(int(x));
+      std::map<Channel, uint64_t>& ops = suspect_ops[h.names[x]];
+      auto before = suspect_ops_.find(h.names[x]);
+      for (size_t i = 0; i < judged.size(); ++i) {
+        if (!h.inter(i) || !h.touches(i, int(x))) continue;
+        uint64_t n = judged[i].fresh;
+        if (before != suspect_ops_.end()) {
+          auto it = before->second.find(judged[i].ch);
+          if (it != before->second.end()) n += it->second;
+        }
+        ops[judged[i].ch] = n;
+        aged = aged && n >= uint64_t(cfg_.confirm + cfg_.window);
+      }
+    }
+    if (open_.count("slowlink:host:" + h.names[x])
+            ? c[x].looks_slow > 0 || c[x].normal == 0
+            : suspected && c[x].confirmed > 0 && (c[x].far_confirmed.size() >= 2 || aged)) {
       h.slow.insert(int(x));
     }
   }
+  suspect_ops_ = std::move(suspect_ops);
   h.held.assign(judged.size(), false);
   for (size_t i = 0; i < judged.size(); ++i) {
     if (!h.inter(i)) continue;

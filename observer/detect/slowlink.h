@@ -30,7 +30,9 @@
 // its median or its last `min_samples` operations take at least `factor` times its peers'; it is
 // normal otherwise. A host is suspected when every compared inter-host channel touching it looks
 // slow, those reach at least two other hosts, and an inter-host channel between other hosts is
-// normal; it is reported once its confirmed slow channels reach two other hosts. The inter-host
+// normal; it is reported once one of them is confirmed and either the confirmed ones reach two
+// other hosts or every one has completed `confirm` + `window` operations while the host stayed
+// suspected (one still unconfirmed by then is held back by the peers' noise). The inter-host
 // channels of a suspected or reported host are held, neither reported nor cleared, for as long
 // as it stays so: the channels of a slow host slow down together but are confirmed at their own
 // pace, so a slow host is one finding rather than links or communicators first. Once reported, a host
@@ -91,6 +93,7 @@ class SlowLinkDetector {
     double median_ns = 0, low_ns = 0, peer_ns = 0, noise_ns = 0;  // low: lower quartile
     double recent_ns = 0;  // median of the last min_samples operations
     int samples = 0, peers = 0;
+    uint64_t fresh = 0;  // operations completed since the previous evaluation
     bool slow = false;
     bool pending = false;  // slow, not yet confirmed: neither accuses nor clears (slow is set too)
     OpId first_slow;
@@ -106,7 +109,8 @@ class SlowLinkDetector {
   std::vector<Judged> judge_channels(const Model& m);
   // The host rule (docs/observer.md, "Slow links"): the suspected and the slow hosts of `judged`
   // (every compared channel, pending ones included) and the channels held back.
-  Hosts judge_hosts(const Model& m, const std::vector<Judged>& judged) const;
+  // Updates suspect_ops_.
+  Hosts judge_hosts(const Model& m, const std::vector<Judged>& judged);
   // Reports one slowlink finding of class endpoint per slow host of `h`; adds its dedup key.
   void report_hosts(const Model& m, const std::vector<Judged>& judged, const Hosts& h, int64_t now_ns,
                     FindingBoard& board, std::set<std::string>* reported) const;
@@ -122,6 +126,9 @@ class SlowLinkDetector {
   std::map<Channel, std::vector<int>> procs_;
   std::set<std::string> open_;
   std::set<std::string> held_hosts_;
+  // Per suspected host: operations each of its inter-host channels completed while it stayed
+  // suspected.
+  std::map<std::string, std::map<Channel, uint64_t>> suspect_ops_;
 };
 
 }  // namespace scout::obs

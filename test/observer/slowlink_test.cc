@@ -299,6 +299,38 @@ TEST(SlowLinkHosts, HostWithPendingChannelsIsSuspectedAndHeld) {
   EXPECT_EQ(f[0].first_seen_ns, kT0 + 28 * 100 * kMs + 90 * kMs);
 }
 
+// node2's DP groups look slow but are never confirmed: from step 10 every other AllReduce of dp2
+// and dp3 takes 5 ms more, so their latest four transfers' median is 4.5 ms, at least twice their
+// peers' 2 ms, while their lower quartiles are not. The pipeline pairs 0-8 .. 3-11 are slow and
+// confirmed at step 28, but reach node0 only. node2 is suspected from step 12 and reported at
+// step 35, once each of its channels has completed confirm + window (24) operations while it was
+// suspected; nothing is reported before, and nothing else.
+TEST(SlowLinkHosts, HostWhoseNoisyChannelsAreNeverConfirmedIsReportedAfterAWindow) {
+  Job16 j;
+  int suspected_at = -1, reported_at = -1;
+  for (int s = 0; s < 50; ++s) {
+    const int64_t base = kT0 + int64_t(s) * 100 * kMs;
+    for (size_t i = 0; i < j.comms.size(); ++i) {
+      int64_t extra = 0;
+      if (s >= 10 && i >= 12 && i < 16) extra = 5 * kMs;
+      if (s >= 10 && (i == 10 || i == 11) && s % 2 == 0) extra = 5 * kMs;
+      j.op(j.comms[i], uint64_t(s), base + int64_t(i) * kMs, (i < 8 ? kMs : 2 * kMs) + extra, i >= 12);
+    }
+    j.d.evaluate(j.m, base + 90 * kMs, j.board);
+    if (suspected_at < 0 && j.d.held_hosts() == std::set<std::string>{"node2"}) suspected_at = s;
+    if (reported_at < 0 && !j.findings().empty()) reported_at = s;
+  }
+  EXPECT_EQ(suspected_at, 12);
+  EXPECT_EQ(reported_at, 35);
+  auto f = j.findings();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].dedup_key, "slowlink:host:node2");
+  EXPECT_EQ(suspect_ranks(f[0]), (std::vector<int>{8, 9, 10, 11}));
+  ASSERT_EQ(f[0].evidence["slow"].size(), 4u);  // the confirmed pipeline pairs
+  EXPECT_EQ(f[0].evidence["slow"][0]["comm"]["name"], "pp0");
+  EXPECT_TRUE(f[0].open);
+}
+
 // A reported host whose fault ends at step 40: five steps later its channels are no longer slow
 // (their lower quartiles are normal) while their medians are still at least twice their peers':
 // undecided, none normal. The host stays open through those passes and through passes that bring
