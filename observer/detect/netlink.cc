@@ -289,10 +289,21 @@ std::vector<NetLinkDetector::Judged*> NetLinkDetector::judge(std::map<Pair, Judg
   return judged;
 }
 
-void NetLinkDetector::pass(const Model& m, int64_t now_ns, FindingBoard& board) {
+void NetLinkDetector::pass(const Model& m, int64_t now_ns, FindingBoard& board,
+                           const std::set<std::string>& held_hosts) {
   std::map<Pair, Judged> pairs = collect(m, now_ns);
   const AnonEnds anon = name_receivers(m, pairs);
-  const std::vector<Judged*> judged = judge(pairs);
+  // Every pair is judged (its confirmation counts on while held); a pair from or to a host the
+  // slow-link detector holds (observer.md, "Slow links") is that host's finding.
+  auto on_held_host = [&](const Judged* j) {
+    if (held_hosts.count(j->pair.src_host)) return true;
+    const int dp = j->dst_global >= 0 ? proc_of_global(m, j->dst_global) : -1;
+    return dp >= 0 && held_hosts.count(m.proc(dp).host) > 0;
+  };
+  std::vector<Judged*> judged;
+  for (Judged* j : judge(pairs)) {
+    if (!on_held_host(j)) judged.push_back(j);
+  }
 
   // Intersection by global rank.
   auto slow_or_normal = [](const Judged* j) { return j->confirmed || !j->slow; };
@@ -312,25 +323,10 @@ void NetLinkDetector::pass(const Model& m, int64_t now_ns, FindingBoard& board) 
   for (const auto& [g, peers] : slow_peers) {
     if (g >= 0 && peers.size() >= 2 && !normal_n.count(g)) endpoints.insert(g);
   }
-  // A pair from or to a host that the slow-link detector reported slow in this pass (its
-  // dedup key slowlink:host:<host>, observer.md "Slow links") is that host's finding.
-  auto on_slow_host = [&](const Judged* j) {
-    auto slow = [&](const std::string& host) {
-      const Finding* f = board.find("slowlink:host:" + host);
-      return f != nullptr && f->open && f->last_seen_ns >= now_ns;
-    };
-    if (slow(j->pair.src_host)) return true;
-    const int dp = j->dst_global >= 0 ? proc_of_global(m, j->dst_global) : -1;
-    return dp >= 0 && slow(m.proc(dp).host);
-  };
-  std::vector<Judged*> kept;
-  for (Judged* j : judged) {
-    if (!(j->confirmed && on_slow_host(j))) kept.push_back(j);
-  }
   const Namer names(m, cfg_, anon.of);
   std::set<std::string> reported;
-  report_endpoints(names, kept, endpoints, slow_peers, now_ns, board, &reported);
-  report_links(names, kept, endpoints, now_ns, board, &reported);
+  report_endpoints(names, judged, endpoints, slow_peers, now_ns, board, &reported);
+  report_links(names, judged, endpoints, now_ns, board, &reported);
   // Close what this detector no longer sees, unless the slow-link detector reported the same key
   // in this pass (it then still sees the failure).
   for (const std::string& k : open_) {

@@ -20,8 +20,9 @@
 // other end as peer). Findings stay open while slow and close when the pairs are normal again.
 // A link or endpoint whose processes are known takes the slow-link detector's dedup key
 // (slowlink.h): a pair that operation times show slow too is one finding, kept open while either
-// detector sees it. A confirmed slow pair from or to a host that the slow-link detector reported
-// as a slow host in the same pass (docs/observer.md, "Slow links") is left to that finding.
+// detector sees it. A pair from or to a host that the slow-link detector holds (a suspected or
+// reported slow host, SlowLinkDetector::held_hosts; docs/observer.md, "Slow links") is left to
+// the host finding: neither reported nor counted in the intersection while the host is held.
 #pragma once
 
 #include <array>
@@ -49,8 +50,9 @@ class NetLinkDetector {
  public:
   explicit NetLinkDetector(NetLinkConfig cfg) : cfg_(cfg) {}
   // One observer pass at observer time `now_ns`: reads Proc::links of every process, judges the
-  // pairs, reports and closes slowlink findings on `board`.
-  void pass(const Model& m, int64_t now_ns, FindingBoard& board);
+  // pairs, reports and closes slowlink findings on `board`. Pairs from or to a host named in
+  // `held_hosts` (the slow-link detector's held hosts) are judged but left to the host finding.
+  void pass(const Model& m, int64_t now_ns, FindingBoard& board, const std::set<std::string>& held_hosts);
 
   // A directed pair: source, sending process, and the receiving end (net: its global rank; proxy:
   // the communicator and the peer's comm rank).

@@ -128,7 +128,8 @@ std::vector<SlowLinkDetector::Judged> SlowLinkDetector::judge_channels(const Mod
       j.slow = j.median_ns >= cfg_.factor * j.peer_ns && j.median_ns - j.peer_ns >= j.noise_ns &&
                j.low_ns >= cfg_.factor * j.peer_ns && j.low_ns - j.peer_ns >= j.noise_ns;
       Run& run = runs_[j.ch];
-      run.slow_for = j.slow ? run.slow_for + (run.total - run.seen) : 0;
+      j.fresh = run.total - run.seen;
+      run.slow_for = j.slow ? run.slow_for + j.fresh : 0;
       run.seen = run.total;
       if (j.slow && run.slow_for < uint64_t(cfg_.confirm)) {  // not yet persistent
         j.pending = true;
@@ -153,18 +154,19 @@ std::vector<SlowLinkDetector::Judged> SlowLinkDetector::judge_channels(const Mod
 struct SlowLinkDetector::Hosts {
   std::vector<std::string> names;    // index -> host name
   std::vector<std::vector<int>> of;  // per judged channel: its hosts (sorted indices)
-  std::set<int> slow;                // slow hosts
-  std::vector<bool> held;            // per judged channel: slow, waiting for its host's other channels
-  std::vector<bool> normal;          // per judged channel: normal for the host rule
+  std::set<int> suspected;           // every inter-host channel looks slow, reaching two other hosts
+  std::set<int> slow;                // slow hosts (reported)
+  std::vector<bool> looks_slow;      // per judged inter-host channel: slow, pending or >= factor x peers
+  std::vector<bool> held;            // per judged channel: inter-host, touching a suspected or slow host
   bool inter(size_t i) const { return of[i].size() >= 2; }
   bool touches(size_t i, int h) const { return std::binary_search(of[i].begin(), of[i].end(), h); }
+  bool normal(size_t i) const { return inter(i) && !looks_slow[i]; }
 };
 
-SlowLinkDetector::Hosts SlowLinkDetector::judge_hosts(const Model& m, const std::vector<Judged>& judged,
-                                                      const std::vector<Judged>& pending) const {
+SlowLinkDetector::Hosts SlowLinkDetector::judge_hosts(const Model& m, const std::vector<Judged>& judged) {
   Hosts h;
   std::map<std::string, int> index;
-  auto hosts_of = [&](const Judged& j) {
+  for (const Judged& j : judged) {
     std::vector<int> v;
     for (int p : j.procs) {
       if (p < 0) continue;
@@ -174,77 +176,83 @@ SlowLinkDetector::Hosts SlowLinkDetector::judge_hosts(const Model& m, const std:
     }
     std::sort(v.begin(), v.end());
     v.erase(std::unique(v.begin(), v.end()), v.end());
-    return v;
-  };
-  for (const Judged& j : judged) h.of.push_back(hosts_of(j));
-  // Per host: slow, normal and undecided inter-host channels, and up to two other hosts its slow
-  // channels reach (two suffice for the rule; the first three hosts of a channel hold two others).
-  // Normal here means below factor x its peers in its window and in its last min_samples
-  // operations: a channel that is that slow but within the peers' noise (the peers' samples
-  // scatter when several of them are slow), or whose latest operations are slow while its window
-  // still holds older normal ones, is undecided, as is a pending one.
+    h.of.push_back(std::move(v));
+  }
+  // Per host: inter-host channels that look slow, are confirmed slow or are normal, and up to two
+  // other hosts reached by the ones that look slow and by the confirmed ones (two suffice for the
+  // rule; the first three hosts of a channel hold two others). A channel looks slow when it is
+  // slow (confirmed or pending) or its window's or its last min_samples operations' median is at
+  // least factor x its peers' (within the peers' noise, or slow only lately while its window
+  // still holds older normal transfers).
   struct Count {
-    int slow = 0, normal = 0, undecided = 0;
-    std::vector<int> far;
+    int looks_slow = 0, confirmed = 0, normal = 0;
+    std::vector<int> far_looks, far_confirmed;
+  };
+  auto reach = [](std::vector<int>& far, const std::vector<int>& hs, int x) {
+    for (size_t k = 0; k < hs.size() && k < 3 && far.size() < 2; ++k) {
+      if (hs[k] != x && std::find(far.begin(), far.end(), hs[k]) == far.end()) far.push_back(hs[k]);
+    }
   };
   std::vector<Count> c(h.names.size());
   int normal_inter = 0;
-  h.normal.assign(judged.size(), false);
+  h.looks_slow.assign(judged.size(), false);
   for (size_t i = 0; i < judged.size(); ++i) {
     if (!h.inter(i)) continue;
     const Judged& j = judged[i];
-    const std::vector<int>& hs = h.of[i];
-    if (!j.slow) {
-      const bool normal = j.median_ns < cfg_.factor * j.peer_ns &&
-                          !(j.recent_ns >= cfg_.factor * j.peer_ns && j.recent_ns - j.peer_ns >= j.noise_ns);
-      h.normal[i] = normal;
-      normal_inter += normal;
-      for (int x : hs) (normal ? c[size_t(x)].normal : c[size_t(x)].undecided)++;
-      continue;
-    }
-    for (int x : hs) {
+    const bool looks = j.slow || j.median_ns >= cfg_.factor * j.peer_ns || j.recent_ns >= cfg_.factor * j.peer_ns;
+    const bool confirmed = j.slow && !j.pending;
+    h.looks_slow[i] = looks;
+    normal_inter += !looks;
+    for (int x : h.of[i]) {
       Count& cx = c[size_t(x)];
-      cx.slow++;
-      for (size_t k = 0; k < hs.size() && k < 3 && cx.far.size() < 2; ++k) {
-        if (hs[k] != x && std::find(cx.far.begin(), cx.far.end(), hs[k]) == cx.far.end()) cx.far.push_back(hs[k]);
+      if (!looks) {
+        cx.normal++;
+        continue;
+      }
+      cx.looks_slow++;
+      reach(cx.far_looks, h.of[i], x);
+      if (confirmed) {
+        cx.confirmed++;
+        reach(cx.far_confirmed, h.of[i], x);
       }
     }
   }
-  for (const Judged& j : pending) {
-    std::vector<int> hs = hosts_of(j);
-    if (hs.size() < 2) continue;
-    c.resize(h.names.size());
-    for (int x : hs) c[size_t(x)].undecided++;
-  }
-  c.resize(h.names.size());
+  std::map<std::string, std::map<Channel, uint64_t>> suspect_ops;
   for (size_t x = 0; x < c.size(); ++x) {
-    // Every inter-host channel touching x is slow or undecided and one between other hosts is
-    // normal; the slow ones reach two other hosts. Once reported, the host stays slow until one
-    // of its channels is normal: slow ones may turn undecided as the peers' noise moves.
-    if (c[x].normal > 0 || normal_inter == 0) continue;
-    if (open_.count("slowlink:host:" + h.names[x]) ? c[x].slow + c[x].undecided > 0
-                                                   : c[x].slow > 0 && c[x].far.size() >= 2) {
+    // Suspected: every inter-host channel touching x looks slow, reaching two other hosts, and one
+    // between other hosts is normal. Reported once one of them is confirmed and either the
+    // confirmed ones reach two other hosts or every one has completed `confirm` + `window`
+    // operations while x stayed suspected (one that is still not confirmed by then is held back
+    // by the peers' noise, not by its pace). Once reported, the host stays until none of its
+    // channels looks slow and one is normal.
+    const bool suspected = c[x].normal == 0 && c[x].far_looks.size() >= 2 && normal_inter > 0;
+    bool aged = suspected;
+    if (suspected) {
+      h.suspected.insert(int(x));
+      std::map<Channel, uint64_t>& ops = suspect_ops[h.names[x]];
+      auto before = suspect_ops_.find(h.names[x]);
+      for (size_t i = 0; i < judged.size(); ++i) {
+        if (!h.inter(i) || !h.touches(i, int(x))) continue;
+        uint64_t n = judged[i].fresh;
+        if (before != suspect_ops_.end()) {
+          auto it = before->second.find(judged[i].ch);
+          if (it != before->second.end()) n += it->second;
+        }
+        ops[judged[i].ch] = n;
+        aged = aged && n >= uint64_t(cfg_.confirm + cfg_.window);
+      }
+    }
+    if (open_.count("slowlink:host:" + h.names[x])
+            ? c[x].looks_slow > 0 || c[x].normal == 0
+            : suspected && c[x].confirmed > 0 && (c[x].far_confirmed.size() >= 2 || aged)) {
       h.slow.insert(int(x));
     }
   }
-  // A host that may still turn out slow: none of its inter-host channels is normal, one is slow
-  // and another undecided. Its slow channels wait (at most 4 x (confirm + window) operations) for
-  // the undecided ones: the channels of a slow host slow down together but fill their windows at
-  // their own pace.
-  std::set<int> candidate;
-  for (size_t x = 0; x < c.size(); ++x) {
-    if (!h.slow.count(int(x)) && c[x].normal == 0 && normal_inter > 0 && c[x].slow > 0 && c[x].undecided > 0) {
-      candidate.insert(int(x));
-    }
-  }
+  suspect_ops_ = std::move(suspect_ops);
   h.held.assign(judged.size(), false);
   for (size_t i = 0; i < judged.size(); ++i) {
-    if (!judged[i].slow || !h.inter(i)) continue;
-    bool on_candidate = false;
-    for (int x : h.of[i]) on_candidate |= candidate.count(x) > 0;
-    auto r = runs_.find(judged[i].ch);
-    const uint64_t slow_for = r != runs_.end() ? r->second.slow_for : 0;
-    h.held[i] = on_candidate && slow_for < 4 * uint64_t(cfg_.confirm + cfg_.window);
+    if (!h.inter(i)) continue;
+    for (int x : h.of[i]) h.held[i] = h.held[i] || h.suspected.count(x) > 0 || h.slow.count(x) > 0;
   }
   return h;
 }
@@ -253,25 +261,30 @@ void SlowLinkDetector::report_hosts(const Model& m, const std::vector<Judged>& j
                                     int64_t now_ns, FindingBoard& board, std::set<std::string>* reported) const {
   for (int x : h.slow) {
     SlowLinkEvidence ev{"endpoint", {}, {}, thresholds(), h.names[size_t(x)]};
+    const std::string key = "slowlink:host:" + h.names[size_t(x)];
     std::set<int> others;
     std::vector<std::pair<int, int>> ranks;  // (global rank, proc) of the host's ranks
-    size_t n_slow = 0, n_undecided = 0, n_normal = 0;
+    size_t n_slow = 0, n_undecided = 0, n_own_normal = 0, n_normal = 0;
     const Judged* worst = nullptr;
-    std::vector<EvChannel> undecided;  // listed as slow while none is (an open host)
+    std::vector<EvChannel> undecided;  // listed as slow while none is confirmed (an open host)
     for (size_t i = 0; i < judged.size(); ++i) {
       if (!h.inter(i)) continue;
       const Judged& j = judged[i];
       if (!h.touches(i, x)) {
-        if (h.normal[i] && n_normal++ < 8) ev.normal.push_back(channel(m, j));
+        if (h.normal(i) && n_normal++ < 8) ev.normal.push_back(channel(m, j));
         continue;
       }
-      if (!j.slow) {
+      const bool confirmed = j.slow && !j.pending;
+      if (!h.looks_slow[i]) {
+        n_own_normal++;
+      } else if (!confirmed) {
         if (n_undecided++ < 8) undecided.push_back(channel(m, j));
       } else if (n_slow++ < 8) {
         ev.slow.push_back(channel(m, j));
       }
-      if (worst == nullptr || (j.slow && !worst->slow) ||
-          (j.slow == worst->slow && j.median_ns - j.peer_ns > worst->median_ns - worst->peer_ns)) {
+      const bool worst_confirmed = worst != nullptr && worst->slow && !worst->pending;
+      if (worst == nullptr || (confirmed && !worst_confirmed) ||
+          (confirmed == worst_confirmed && j.median_ns - j.peer_ns > worst->median_ns - worst->peer_ns)) {
         worst = &j;
       }
       for (int y : h.of[i]) {
@@ -281,7 +294,10 @@ void SlowLinkDetector::report_hosts(const Model& m, const std::vector<Judged>& j
         if (p >= 0 && m.proc(p).host == h.names[size_t(x)]) ranks.push_back({m.proc(p).global_rank, p});
       }
     }
-    if (worst == nullptr) continue;
+    if (worst == nullptr) {  // none of its channels compared in this pass: an open host stays
+      if (open_.count(key)) reported->insert(key);
+      continue;
+    }
     std::sort(ranks.begin(), ranks.end());
     ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
     Finding f;
@@ -294,15 +310,20 @@ void SlowLinkDetector::report_hosts(const Model& m, const std::vector<Judged>& j
     }
     f.first_seen_ns = now_ns;
     f.last_seen_ns = now_ns;
-    f.dedup_key = "slowlink:host:" + h.names[size_t(x)];
+    f.dedup_key = key;
     if (ev.slow.empty()) ev.slow = undecided;
     f.evidence = to_json(ev);
-    const std::string counts =
-        n_undecided == 0 ? "all " + std::to_string(n_slow) + " of its compared inter-host channels, to " +
-                               std::to_string(others.size()) + " other hosts, are slow"
-                         : std::to_string(n_slow) + " of its compared inter-host channels, to " +
-                               std::to_string(others.size()) + " other hosts, are slow and " +
-                               std::to_string(n_undecided) + " undecided, none normal";
+    const std::string reach = " of its compared inter-host channels, to " + std::to_string(others.size()) +
+                              " other hosts, are slow";
+    std::string counts;
+    if (n_undecided == 0 && n_own_normal == 0) {
+      counts = "all " + std::to_string(n_slow) + reach;
+    } else if (n_own_normal == 0) {
+      counts = std::to_string(n_slow) + reach + " and " + std::to_string(n_undecided) + " undecided, none normal";
+    } else {
+      counts = std::to_string(n_slow) + reach + ", " + std::to_string(n_undecided) + " undecided and " +
+               std::to_string(n_own_normal) + " normal";
+    }
     f.summary = "host " + h.names[size_t(x)] + " (ranks " + rank_words + ") is a slow endpoint: " + counts +
                 ", while " + std::to_string(n_normal) + " between other hosts are normal (" + where(m, *worst) + ")";
     board.report(f);
@@ -328,17 +349,21 @@ std::string SlowLinkDetector::where(const Model& m, const Judged& j) const {
 }
 
 void SlowLinkDetector::evaluate(const Model& m, int64_t now_ns, FindingBoard& board) {
-  std::vector<Judged> judged, pending;
-  for (Judged& j : judge_channels(m)) (j.pending ? pending : judged).push_back(std::move(j));
-  const Hosts hosts = judge_hosts(m, judged, pending);
+  // Every compared channel; pending ones (slow, not yet confirmed) count only for the host rule.
+  const std::vector<Judged> judged = judge_channels(m);
+  const Hosts hosts = judge_hosts(m, judged);
+  held_hosts_.clear();
+  for (int x : hosts.suspected) held_hosts_.insert(hosts.names[size_t(x)]);
+  for (int x : hosts.slow) held_hosts_.insert(hosts.names[size_t(x)]);
   auto host_of = [&](int p) {
     auto it = std::find(hosts.names.begin(), hosts.names.end(), m.proc(p).host);
     return it == hosts.names.end() ? -1 : int(it - hosts.names.begin());
   };
-  // Intersection: ranks (a rank of a slow host is that host's finding; one with a held slow
-  // channel waits).
+  // Intersection: ranks (a rank of a slow or suspected host is that host's finding; one with a
+  // held channel waits).
   std::map<int, int> slow_n, normal_n;
   for (const Judged& j : judged) {
+    if (j.pending) continue;
     for (int p : j.procs) (j.slow ? slow_n : normal_n)[p]++;
   }
   std::set<int> endpoints, quiet;  // quiet: endpoints not reported (host finding, or held)
@@ -351,7 +376,7 @@ void SlowLinkDetector::evaluate(const Model& m, int64_t now_ns, FindingBoard& bo
     for (size_t i = 0; i < judged.size(); ++i) {
       held |= hosts.held[i] && std::binary_search(judged[i].procs.begin(), judged[i].procs.end(), p);
     }
-    if (hosts.slow.count(x) || held) quiet.insert(p);
+    if (hosts.slow.count(x) || hosts.suspected.count(x) || held) quiet.insert(p);
   }
   std::set<std::string> reported;
   report_hosts(m, judged, hosts, now_ns, board, &reported);
@@ -375,7 +400,7 @@ void SlowLinkDetector::evaluate(const Model& m, int64_t now_ns, FindingBoard& bo
     SlowLinkEvidence ev{"endpoint", {}, {}, thresholds(), {}};
     const Judged* first = nullptr;
     for (const Judged& j : judged) {
-      if (!j.slow || !std::binary_search(j.procs.begin(), j.procs.end(), p)) continue;
+      if (!j.slow || j.pending || !std::binary_search(j.procs.begin(), j.procs.end(), p)) continue;
       if (!first) first = &j;
       ev.slow.push_back(channel(m, j));
     }
@@ -391,7 +416,7 @@ void SlowLinkDetector::evaluate(const Model& m, int64_t now_ns, FindingBoard& bo
   }
   for (size_t i = 0; i < judged.size(); ++i) {
     const Judged& j = judged[i];
-    if (!j.slow || hosts.held[i]) continue;
+    if (!j.slow || j.pending || hosts.held[i]) continue;
     bool explained = false;
     for (int p : j.procs) explained |= endpoints.count(p) > 0;
     if (hosts.inter(i)) {

@@ -19,21 +19,24 @@
 // that is slow but not yet confirmed neither accuses nor clears anyone.
 //
 // Intersection names the culprit:
-//   endpoint  a host all of whose compared inter-host channels are slow, reaching at least two
-//             other hosts, while at least one inter-host channel between other hosts is normal
-//             (a slow NIC: needs three hosts; suspects: the host's ranks); or a rank all of whose
-//             compared channels (at least two) are slow;
+//   endpoint  a host all of whose compared inter-host channels look slow (below), its confirmed
+//             slow ones reaching at least two other hosts, while at least one inter-host channel
+//             between other hosts is normal (a slow NIC: needs three hosts; suspects: the host's
+//             ranks); or a rank all of whose compared channels (at least two) are slow;
 //   link      a slow two-rank channel (TP pair, p2p pair) not explained by an endpoint, or a slow
 //             larger communicator where exactly two members have no normal channel elsewhere;
 //   comm      a slow communicator that no rank or pair explains (inconclusive).
-// For the host rule a channel is normal when it is below `factor` times its peers in its window
-// and in its last `min_samples` operations; one that is not slow but not normal either (within the
-// peers' noise, or slow only lately) is undecided: it neither clears nor accuses a host. Once
-// reported, a slow host stays until one of its inter-host channels is normal.
-// The slow inter-host channels of a host that may still turn out slow (none normal, one slow, one
-// undecided) are held, neither reported nor cleared, for at most 4 x (`confirm` + `window`) of
-// their operations: the channels of a slow host slow down together but fill their windows at
-// their own pace, so a slow host is one finding rather than links or communicators first.
+// For the host rule an inter-host channel "looks slow" when it is slow (confirmed or pending) or
+// its median or its last `min_samples` operations take at least `factor` times its peers'; it is
+// normal otherwise. A host is suspected when every compared inter-host channel touching it looks
+// slow, those reach at least two other hosts, and an inter-host channel between other hosts is
+// normal; it is reported once one of them is confirmed and either the confirmed ones reach two
+// other hosts or every one has completed `confirm` + `window` operations while the host stayed
+// suspected (one still unconfirmed by then is held back by the peers' noise). The inter-host
+// channels of a suspected or reported host are held, neither reported nor cleared, for as long
+// as it stays so: the channels of a slow host slow down together but are confirmed at their own
+// pace, so a slow host is one finding rather than links or communicators first. Once reported, a host
+// stays open until none of its inter-host channels looks slow and at least one is normal.
 // Findings stay open while the channels are slow and close when they are not.
 #pragma once
 
@@ -66,6 +69,10 @@ class SlowLinkDetector {
   explicit SlowLinkDetector(SlowLinkConfig cfg) : cfg_(cfg) {}
   void observe(const Model& m, const JudgedOp& op);
   void evaluate(const Model& m, int64_t now_ns, FindingBoard& board);
+  // The hosts whose inter-host channels the latest evaluate held: suspected slow hosts and slow
+  // hosts still reported (docs/observer.md, "Slow links"). Other detectors leave what touches
+  // them to the host finding. Host names as the processes report them.
+  const std::set<std::string>& held_hosts() const { return held_hosts_; }
 
   struct Channel {
     CommKey comm;
@@ -86,8 +93,9 @@ class SlowLinkDetector {
     double median_ns = 0, low_ns = 0, peer_ns = 0, noise_ns = 0;  // low: lower quartile
     double recent_ns = 0;  // median of the last min_samples operations
     int samples = 0, peers = 0;
+    uint64_t fresh = 0;  // operations completed since the previous evaluation
     bool slow = false;
-    bool pending = false;  // slow, not yet confirmed: neither accuses nor clears
+    bool pending = false;  // slow, not yet confirmed: neither accuses nor clears (slow is set too)
     OpId first_slow;
   };
   struct Hosts;  // the host rule's view of one evaluation (slowlink.cc)
@@ -99,9 +107,10 @@ class SlowLinkDetector {
   // ranks and nodes, communicator name stem); slow ones not yet persistent are marked pending.
   // Updates runs_.
   std::vector<Judged> judge_channels(const Model& m);
-  // The host rule (docs/observer.md, "Slow links"): the slow hosts of `judged` (confirmed slow or
-  // normal channels; `pending` ones are undecided) and the slow channels held back.
-  Hosts judge_hosts(const Model& m, const std::vector<Judged>& judged, const std::vector<Judged>& pending) const;
+  // The host rule (docs/observer.md, "Slow links"): the suspected and the slow hosts of `judged`
+  // (every compared channel, pending ones included) and the channels held back.
+  // Updates suspect_ops_.
+  Hosts judge_hosts(const Model& m, const std::vector<Judged>& judged);
   // Reports one slowlink finding of class endpoint per slow host of `h`; adds its dedup key.
   void report_hosts(const Model& m, const std::vector<Judged>& judged, const Hosts& h, int64_t now_ns,
                     FindingBoard& board, std::set<std::string>* reported) const;
@@ -116,6 +125,10 @@ class SlowLinkDetector {
   std::map<Channel, Run> runs_;
   std::map<Channel, std::vector<int>> procs_;
   std::set<std::string> open_;
+  std::set<std::string> held_hosts_;
+  // Per suspected host: operations each of its inter-host channels completed while it stayed
+  // suspected.
+  std::map<std::string, std::map<Channel, uint64_t>> suspect_ops_;
 };
 
 }  // namespace scout::obs

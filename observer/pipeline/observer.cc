@@ -57,7 +57,7 @@ void Observer::pass(int64_t now_ns) {
   hang_.pass(model_, now_ns, board_);
   straggler_.evaluate(model_, now_ns, board_);
   slowlink_.evaluate(model_, now_ns, board_);
-  netlink_.pass(model_, now_ns, board_);
+  netlink_.pass(model_, now_ns, board_, slowlink_.held_hosts());
   if (replay_) replay_->step(model_, board_, now_ns);
   write(now_ns, out);
   reclaim(now_ns);

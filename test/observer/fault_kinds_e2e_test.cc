@@ -323,12 +323,7 @@ TEST(FaultKindsEndToEnd, KernelStallIsAStuckHangInItsCommunicator) {
 // host's segments. From step 10 every inter-host transfer of node2 takes 5 ms more: dp2 and dp3
 // (node2-node3) and the pipeline pairs 0-8 .. 3-11 (node0-node2) are slow, dp0, dp1 and the pairs
 // 4-12 .. 7-15 (between the other hosts) are normal. One finding: the slow host, its four ranks.
-// DISABLED: flaky under `make test`'s load (passes alone, 3 in a row; under load 1 run in 4):
-// the host finding is reported, then closed while its channels are slow or undecided and none
-// normal, and node2's four pipeline pairs come out as separate slow links. The host rule in
-// observer/detect/slowlink.cc must keep a host open through undecided passes when passes run
-// late. Enable once it does.
-TEST(FaultKindsEndToEnd, DISABLED_SlowNicIsASlowEndpointNamingTheNode) {
+TEST(FaultKindsEndToEnd, SlowNicIsASlowEndpointNamingTheNode) {
   Outcome o = run("slownic",
                   {"--ranks", "16", "--tp", "2", "--pp", "2", "--nodes", "4", "--steps", "120", "--step-ms", "20",
                    "--fault", "slownic:node=2,ms=5,step=10"},

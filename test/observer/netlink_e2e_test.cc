@@ -293,11 +293,7 @@ TEST(NetLinkEndToEnd, HealthyJobTimedByProxyStepsGivesNoFinding) {
 // network window and transfer minimum are the defaults (10 s, 16): with this file's short ones the
 // pairs are confirmed before the operation times have named the host, and are reported as links
 // first.
-// DISABLED: flaky under `make test`'s load (passes alone, 5 runs in a row): in one full run the
-// host finding came with the four pipeline pairs of node2 as separate net/operation links and two
-// node3 pairs (7 findings). The hold of a possibly slow host's channels (observer/detect/slowlink.cc)
-// does not yet cover the network detector's confirmations when passes are late. Enable once it does.
-TEST(NetLinkEndToEnd, DISABLED_SlowNicThroughTheNetPluginIsOneHostFinding) {
+TEST(NetLinkEndToEnd, SlowNicThroughTheNetPluginIsOneHostFinding) {
   const std::string plugin = build_path("lib/libnccl-profiler-scout.so");
   Outcome o = run("netslownic", 0,
                   {"--ranks", "16", "--tp", "2", "--pp", "2", "--nodes", "4", "--steps", "200", "--step-ms", "20",

@@ -272,6 +272,131 @@ TEST(SlowLinkHosts, SlowHostWhoseChannelsConfirmAtDifferentPacesIsOneFinding) {
   EXPECT_TRUE(f[0].open);
 }
 
+// The same slow host with four DP AllReduces a step, step by step. dp2 and dp3 look slow from
+// step 10 (their last four transfers slow) and are confirmed at step 14 (12 of 16 slow at step
+// 12, then 8 more operations). The pipeline pairs look slow from step 11 (two of their last four
+// transfers slow: median 4.5 ms >= 2 x 2 ms) and are confirmed only at step 28 (12 of 16 slow at
+// step 21, then 8 more). From step 11 node2 is suspected: held_hosts() names it and its channels
+// are held, so the confirmed DP groups give no finding of their own; at step 28 the host is
+// reported, and stays held while reported.
+TEST(SlowLinkHosts, HostWithPendingChannelsIsSuspectedAndHeld) {
+  Job16 j(4);
+  std::vector<int> held_steps;
+  int reported_at = -1;
+  for (int s = 0; s < 40; ++s) {
+    j.run(s, s + 1, {10, 11, 12, 13, 14, 15});
+    if (j.d.held_hosts() == std::set<std::string>{"node2"}) held_steps.push_back(s);
+    if (reported_at < 0 && !j.findings().empty()) reported_at = s;
+  }
+  ASSERT_FALSE(held_steps.empty());
+  EXPECT_EQ(held_steps.front(), 11);
+  EXPECT_EQ(held_steps.back(), 39);
+  EXPECT_EQ(held_steps.size(), 29u);  // every step from 11
+  EXPECT_EQ(reported_at, 28);
+  auto f = j.findings();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].dedup_key, "slowlink:host:node2");
+  EXPECT_EQ(f[0].first_seen_ns, kT0 + 28 * 100 * kMs + 90 * kMs);
+}
+
+// node2's DP groups look slow but are never confirmed: from step 10 every other AllReduce of dp2
+// and dp3 takes 5 ms more, so their latest four transfers' median is 4.5 ms, at least twice their
+// peers' 2 ms, while their lower quartiles are not. The pipeline pairs 0-8 .. 3-11 are slow and
+// confirmed at step 28, but reach node0 only. node2 is suspected from step 12 and reported at
+// step 35, once each of its channels has completed confirm + window (24) operations while it was
+// suspected; nothing is reported before, and nothing else.
+TEST(SlowLinkHosts, HostWhoseNoisyChannelsAreNeverConfirmedIsReportedAfterAWindow) {
+  Job16 j;
+  int suspected_at = -1, reported_at = -1;
+  for (int s = 0; s < 50; ++s) {
+    const int64_t base = kT0 + int64_t(s) * 100 * kMs;
+    for (size_t i = 0; i < j.comms.size(); ++i) {
+      int64_t extra = 0;
+      if (s >= 10 && i >= 12 && i < 16) extra = 5 * kMs;
+      if (s >= 10 && (i == 10 || i == 11) && s % 2 == 0) extra = 5 * kMs;
+      j.op(j.comms[i], uint64_t(s), base + int64_t(i) * kMs, (i < 8 ? kMs : 2 * kMs) + extra, i >= 12);
+    }
+    j.d.evaluate(j.m, base + 90 * kMs, j.board);
+    if (suspected_at < 0 && j.d.held_hosts() == std::set<std::string>{"node2"}) suspected_at = s;
+    if (reported_at < 0 && !j.findings().empty()) reported_at = s;
+  }
+  EXPECT_EQ(suspected_at, 12);
+  EXPECT_EQ(reported_at, 35);
+  auto f = j.findings();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].dedup_key, "slowlink:host:node2");
+  EXPECT_EQ(suspect_ranks(f[0]), (std::vector<int>{8, 9, 10, 11}));
+  ASSERT_EQ(f[0].evidence["slow"].size(), 4u);  // the confirmed pipeline pairs
+  EXPECT_EQ(f[0].evidence["slow"][0]["comm"]["name"], "pp0");
+  EXPECT_TRUE(f[0].open);
+}
+
+// A reported host whose fault ends at step 40: five steps later its channels are no longer slow
+// (their lower quartiles are normal) while their medians are still at least twice their peers':
+// undecided, none normal. The host stays open through those passes and through passes that bring
+// no new operations (late passes); it closes at step 48, when the ninth normal transfer brings
+// every channel's median below twice its peers' (none looks slow, all are normal).
+TEST(SlowLinkHosts, HostStaysOpenThroughUndecidedPasses) {
+  Job16 j;
+  j.run(0, 40, {10, 11, 12, 13, 14, 15});
+  ASSERT_EQ(j.findings().size(), 1u);
+  j.run(40, 45, {});
+  auto f = j.findings();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_TRUE(f[0].open);
+  EXPECT_EQ(f[0].summary,
+            "host node2 (ranks 8, 9, 10, 11) is a slow endpoint: 0 of its compared inter-host channels, to 2 other "
+            "hosts, are slow and 6 undecided, none normal, while 6 between other hosts are normal (AllReduce of 1 "
+            "MiB on dp2 (0x00000000000000d2) takes 7.00 ms (median) vs 2.00 ms on 3 peer channels)");
+  ASSERT_EQ(f[0].evidence["slow"].size(), 6u);  // the undecided channels, none being slow
+  EXPECT_EQ(f[0].evidence["slow"][0]["comm"]["name"], "dp2");
+  for (int k = 1; k <= 5; ++k) j.d.evaluate(j.m, kT0 + 44 * 100 * kMs + 90 * kMs + int64_t(k) * kMs, j.board);
+  f = j.findings();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_TRUE(f[0].open);
+  EXPECT_EQ(j.d.held_hosts(), std::set<std::string>{"node2"});
+  j.run(45, 48, {});
+  ASSERT_EQ(j.findings().size(), 1u);
+  EXPECT_TRUE(j.findings()[0].open);
+  j.run(48, 49, {});
+  f = j.findings();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_FALSE(f[0].open);
+  EXPECT_EQ(f[0].last_seen_ns, kT0 + 48 * 100 * kMs + 90 * kMs);
+  EXPECT_TRUE(j.d.held_hosts().empty());
+}
+
+// A reported host that recovers at step 40 except for one real slow link (pipeline pair 1-9,
+// pp1): the link keeps looking slow, so the host stays open, one finding (1 slow, 5 normal), and
+// the link is not reported on its own. pp1 recovers at step 70; at step 78 (its ninth normal
+// transfer) none of node2's channels looks slow and all are normal: the host closes, and nothing
+// else is ever reported.
+TEST(SlowLinkHosts, HostClosesWhenNoneLooksSlowAndOneIsNormal) {
+  Job16 j;
+  j.run(0, 40, {10, 11, 12, 13, 14, 15});
+  j.run(40, 70, {13});
+  auto f = j.findings();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].dedup_key, "slowlink:host:node2");
+  EXPECT_TRUE(f[0].open);
+  EXPECT_EQ(f[0].summary,
+            "host node2 (ranks 8, 9, 10, 11) is a slow endpoint: 1 of its compared inter-host channels, to 2 other "
+            "hosts, are slow, 0 undecided and 5 normal, while 6 between other hosts are normal (send/recv of 1 MiB "
+            "on pp1 (0x0000000000000091) takes 7.00 ms (median) vs 2.00 ms on 7 peer channels)");
+  EXPECT_EQ(j.d.held_hosts(), std::set<std::string>{"node2"});
+  j.run(70, 78, {});
+  ASSERT_EQ(j.findings().size(), 1u);
+  EXPECT_TRUE(j.findings()[0].open);
+  j.run(78, 79, {});
+  f = j.findings();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_FALSE(f[0].open);
+  EXPECT_EQ(f[0].last_seen_ns, kT0 + 78 * 100 * kMs + 90 * kMs);
+  EXPECT_TRUE(j.d.held_hosts().empty());
+  j.run(79, 90, {});
+  EXPECT_EQ(j.findings().size(), 1u);
+}
+
 // Two hosts: every inter-host channel touches both, so a slow NIC on node1 slows all of them and
 // none has a normal peer to be compared with: nothing is named, in particular no host.
 TEST(SlowLinkHosts, TwoHostsNameNoHost) {
