@@ -50,7 +50,7 @@ void SlowLinkDetector::observe(const Model& m, const JudgedOp& op) {
   }
   auto& w = samples_[ch];
   runs_[ch].total++;
-  w.push_back(Sample{std::max<int64_t>(0, last_end - last_start), op.id});
+  w.push_back(Sample{std::max<int64_t>(0, last_end - last_start), op.id, last_end});
   while (int(w.size()) > cfg_.window) w.pop_front();
   if (!procs_.count(ch)) {
     std::vector<int> procs;
@@ -129,9 +129,16 @@ std::vector<SlowLinkDetector::Judged> SlowLinkDetector::judge_channels(const Mod
                j.low_ns >= cfg_.factor * j.peer_ns && j.low_ns - j.peer_ns >= j.noise_ns;
       Run& run = runs_[j.ch];
       j.fresh = run.total - run.seen;
+      const std::deque<Sample>& w = samples_[j.ch];
+      if (j.slow && run.slow_for == 0) {  // a slow run begins with the earliest fresh operation
+        const size_t fresh = std::min<size_t>(std::max<uint64_t>(j.fresh, 1), w.size());
+        run.slow_since_ns = w[w.size() - fresh].end_ns;
+      }
       run.slow_for = j.slow ? run.slow_for + j.fresh : 0;
+      if (!j.slow) run.slow_since_ns = 0;
       run.seen = run.total;
-      if (j.slow && run.slow_for < uint64_t(cfg_.confirm)) {  // not yet persistent
+      const bool lasted = w.back().end_ns - run.slow_since_ns >= cfg_.confirm_ns;
+      if (j.slow && (run.slow_for < uint64_t(cfg_.confirm) || !lasted)) {  // not yet persistent
         j.pending = true;
         judged.push_back(j);
         continue;

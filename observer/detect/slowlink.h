@@ -14,9 +14,10 @@
 // only the least difference that counts), and the same holds for the channel's lower quartile
 // (a slow link is slow in most of its operations; a burst of noise lifts only some).
 // At least two channels with samples are needed in a class. A channel counts as slow only once it
-// has stayed slow while `confirm` more of its operations completed (persistence: a burst of
-// scheduling noise on a busy host moves a median briefly, a bad link keeps it there); a channel
-// that is slow but not yet confirmed neither accuses nor clears anyone.
+// has stayed slow while `confirm` more of its operations completed and for `confirm_ns` of the
+// job's time, from the end of its first slow operation to the end of its latest (persistence: a
+// burst of scheduling noise on a busy host moves a median for up to a second, a bad link keeps it
+// there); a channel that is slow but not yet confirmed neither accuses nor clears anyone.
 //
 // Intersection names the culprit:
 //   endpoint  a host all of whose compared inter-host channels look slow (below), its confirmed
@@ -61,6 +62,7 @@ struct SlowLinkConfig {
   double factor = 2.0;         // SCOUT_OBSERVER_SLOW_FACTOR
   int64_t min_ns = 1'000'000;  // SCOUT_OBSERVER_SLOW_MIN_MS
   int confirm = 8;             // operations a channel must stay slow (window / 2)
+  int64_t confirm_ns = 2'000'000'000;  // ... and time (ns, by its operations' ends); not a setting
   double noise_k = 3.0;        // SCOUT_OBSERVER_SLOW_NOISE_K (MADs of the peers' samples)
 };
 
@@ -86,6 +88,7 @@ class SlowLinkDetector {
   struct Sample {
     int64_t dur_ns;
     OpId id;
+    int64_t end_ns = 0;  // latest GPU end of the operation
   };
   struct Judged {
     Channel ch;
@@ -120,6 +123,7 @@ class SlowLinkDetector {
     uint64_t total = 0;     // samples ever observed
     uint64_t seen = 0;      // total at the previous evaluation
     uint64_t slow_for = 0;  // samples observed while continuously slow
+    int64_t slow_since_ns = 0;  // end of the first operation of the current slow run (0: not slow)
   };
   std::map<Channel, std::deque<Sample>> samples_;
   std::map<Channel, Run> runs_;

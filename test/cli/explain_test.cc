@@ -287,7 +287,8 @@ std::string slowlink(const std::vector<int64_t>& tp_ns, const std::vector<int64_
   for (int p = 0; p < 4; ++p) tp.push_back(j.add_comm(0x70 + p, {2 * p, 2 * p + 1}, "tp" + std::to_string(p)));
   dp.push_back(j.add_comm(0xd0, {0, 2, 4, 6}, "dp0"));
   dp.push_back(j.add_comm(0xd1, {1, 3, 5, 7}, "dp1"));
-  for (int st = 0; st < 10; ++st) {
+  // 22 steps: a slow channel is confirmed once slow for 2 s (docs/observer.md, "Slow links").
+  for (int st = 0; st < 22; ++st) {
     int64_t base = kT0 + int64_t(st) * 100 * kMs;
     for (int p = 0; p < 4; ++p) {
       FakeColl c;

@@ -14,11 +14,14 @@ using namespace scout::testing;
 using scout::obs::FindingKind;
 using scout::obs::Verdict;
 
-// 8 ranks: TP pairs {0,1} {2,3} {4,5} {6,7}; DP groups {0,2,4,6} {1,3,5,7}.
+// 8 ranks: TP pairs {0,1} {2,3} {4,5} {6,7}; DP groups {0,2,4,6} {1,3,5,7}; a step every
+// 100 ms. With `time_rule` false a slow channel is confirmed by its operation count alone (the
+// tests of the other rules); the time rule has its own tests below.
 struct Job8 {
   ObserverHarness h{8};
   std::vector<int> tp, dp;
-  Job8() {
+  explicit Job8(bool time_rule = false) {
+    if (!time_rule) h.opt.slowlink.confirm_ns = 0;
     for (int p = 0; p < 4; ++p) tp.push_back(h.job.add_comm(0x70 + p, {2 * p, 2 * p + 1}, "tp" + std::to_string(p)));
     dp.push_back(h.job.add_comm(0xd0, {0, 2, 4, 6}, "dp0"));
     dp.push_back(h.job.add_comm(0xd1, {1, 3, 5, 7}, "dp1"));
@@ -70,6 +73,31 @@ TEST(SlowLink, SlowTensorParallelPairNamesTheLink) {
   EXPECT_FALSE(f[0].open);
 }
 
+// At the defaults a slow channel is confirmed only once it has stayed slow for 2 s of the job's
+// time. tp1 is slow from step 0: slow at the pass after step 3 (4 samples), the run counted from
+// step 0's operation (its end at +5 ms); step 20's ends at +2.005 s, so the finding opens at that
+// pass (+2.09 s) and not before.
+TEST(SlowLink, SlowChannelIsConfirmedAfterTwoSecondsSlow) {
+  Job8 j(true);
+  for (int s = 0; s < 20; ++s) j.step(s, {kMs, 5 * kMs, kMs, kMs}, {2 * kMs, 2 * kMs});
+  EXPECT_TRUE(j.h.findings().empty());
+  j.step(20, {kMs, 5 * kMs, kMs, kMs}, {2 * kMs, 2 * kMs});
+  auto f = j.h.findings();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].evidence["class"], "link");
+  EXPECT_EQ(suspect_ranks(f[0]), std::vector<int>{2});
+  EXPECT_EQ(f[0].first_seen_ns, kT0 + 2090 * kMs);
+}
+
+// A burst: tp1 is 5x slower for 15 steps (1.5 s; the operation count alone confirms it within 10
+// steps, SlowTensorParallelPairNamesTheLink), then normal again. Never confirmed, no finding.
+TEST(SlowLink, BurstShorterThanTwoSecondsGivesNoFinding) {
+  Job8 j(true);
+  for (int s = 0; s < 15; ++s) j.step(s, {kMs, 5 * kMs, kMs, kMs}, {2 * kMs, 2 * kMs});
+  for (int s = 15; s < 40; ++s) j.step(s, {kMs, kMs, kMs, kMs}, {2 * kMs, 2 * kMs});
+  EXPECT_TRUE(j.h.findings().empty());
+}
+
 TEST(SlowLink, RankWhoseEveryCommunicatorIsSlowIsTheEndpoint) {
   Job8 j;
   for (int s = 0; s < 10; ++s) j.step(s, {kMs, kMs, 5 * kMs, kMs}, {2 * kMs, 6 * kMs});
@@ -107,6 +135,7 @@ TEST(SlowLink, HealthyChannelsGiveNothing) {
 
 TEST(SlowLink, SlowPointToPointPairNamesTheLink) {
   ObserverHarness h(8);
+  h.opt.slowlink.confirm_ns = 0;  // the operation count alone
   std::vector<int> pp;
   for (int p = 0; p < 4; ++p) pp.push_back(h.job.add_comm(0x90 + p, {2 * p, 2 * p + 1}, "pp" + std::to_string(p)));
   for (int s = 0; s < 8; ++s) {
@@ -122,11 +151,18 @@ TEST(SlowLink, SlowPointToPointPairNamesTheLink) {
   EXPECT_EQ(f[0].evidence["slow"][0]["kind"], "p2p");
 }
 
+// The default configuration with a slow channel confirmed by its operation count alone.
+scout::obs::SlowLinkConfig count_rule() {
+  scout::obs::SlowLinkConfig c;
+  c.confirm_ns = 0;
+  return c;
+}
+
 // The detector alone over a Model whose processes run on `hosts` hosts of `per_host` ranks each
 // (global rank g on host "node<g / per_host>"), fed completed operations with chosen durations.
 struct MultiHost {
   scout::obs::Model m;
-  scout::obs::SlowLinkDetector d{scout::obs::SlowLinkConfig{}};
+  scout::obs::SlowLinkDetector d{count_rule()};
   scout::obs::FindingBoard board;
   std::vector<int> proc;  // global rank -> process id
   int per_host;
