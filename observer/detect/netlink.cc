@@ -249,7 +249,7 @@ NetLinkDetector::AnonEnds NetLinkDetector::name_receivers(const Model& m, std::m
   return ends;
 }
 
-std::vector<NetLinkDetector::Judged*> NetLinkDetector::judge(std::map<Pair, Judged>& pairs) {
+std::vector<NetLinkDetector::Judged*> NetLinkDetector::judge(std::map<Pair, Judged>& pairs, int64_t now_ns) {
   // Judge within classes (source, size class).
   std::map<std::pair<uint8_t, int>, std::vector<Judged*>> classes;
   for (auto& [k, j] : pairs) {
@@ -282,9 +282,9 @@ std::vector<NetLinkDetector::Judged*> NetLinkDetector::judge(std::map<Pair, Judg
     if (!j->slow) {
       n = 0;
     } else if (fresh) {
-      n++;
+      if (n++ == 0) slow_since_[j->pair] = now_ns;
     }
-    j->confirmed = j->slow && n >= cfg_.confirm;
+    j->confirmed = j->slow && n >= cfg_.confirm && now_ns - slow_since_[j->pair] >= cfg_.confirm_ns;
   }
   return judged;
 }
@@ -301,7 +301,7 @@ void NetLinkDetector::pass(const Model& m, int64_t now_ns, FindingBoard& board,
     return dp >= 0 && held_hosts.count(m.proc(dp).host) > 0;
   };
   std::vector<Judged*> judged;
-  for (Judged* j : judge(pairs)) {
+  for (Judged* j : judge(pairs, now_ns)) {
     if (!on_held_host(j)) judged.push_back(j);
   }
 

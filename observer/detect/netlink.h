@@ -13,8 +13,10 @@
 // of two):
 //     slow when median >= factor * r and median - r >= min_ns and lower quartile >= factor * r
 // with r the median of the other pairs' medians (a class needs two pairs). A pair counts as slow
-// once it was slow in `confirm` consecutive passes that brought new transfers; until then it
-// neither accuses nor clears anyone. Intersection: a rank whose slow pairs reach at least two
+// once it was slow in `confirm` consecutive passes that brought new transfers and for
+// `confirm_ns` of observer time since the first of them (a burst of scheduling noise on a busy
+// host lasts up to a second, docs/observer.md "Network links"); until then it neither accuses nor
+// clears anyone. Intersection: a rank whose slow pairs reach at least two
 // distinct peers and which has no normal pair is a slow endpoint (class net_endpoint); other slow
 // pairs name their link (class net_link: the sender of the slower direction as suspect, the
 // other end as peer). Findings stay open while slow and close when the pairs are normal again.
@@ -44,6 +46,7 @@ struct NetLinkConfig {
   uint64_t min_transfers = 16;         // SCOUT_OBSERVER_NET_MIN_TRANSFERS
   int64_t window_ns = 10'000'000'000;  // SCOUT_OBSERVER_NET_WINDOW_S
   int confirm = 3;                     // SCOUT_OBSERVER_NET_CONFIRM
+  int64_t confirm_ns = 2'000'000'000;  // ... and time slow (ns); not a setting
 };
 
 class NetLinkDetector {
@@ -76,7 +79,7 @@ class NetLinkDetector {
   // Sets each pair's receiving end: global rank, or a negative id of (communicator, comm rank).
   static AnonEnds name_receivers(const Model& m, std::map<Pair, Judged>& pairs);
   // Slow within each (source, size) class, confirmed after cfg_.confirm passes with new transfers.
-  std::vector<Judged*> judge(std::map<Pair, Judged>& pairs);
+  std::vector<Judged*> judge(std::map<Pair, Judged>& pairs, int64_t now_ns);
   void report_endpoints(const Namer& names, const std::vector<Judged*>& judged, const std::set<int>& endpoints,
                         const std::map<int, std::set<int>>& slow_peers, int64_t now_ns, FindingBoard& board,
                         std::set<std::string>* reported);
@@ -96,6 +99,7 @@ class NetLinkDetector {
   NetLinkConfig cfg_;
   std::map<EntryKey, std::deque<Snap>> snaps_;
   std::map<Pair, int> slow_for_;   // consecutive slow passes with new transfers
+  std::map<Pair, int64_t> slow_since_;  // observer time of the first of them
   std::map<Pair, uint64_t> seen_;  // cumulative transfers at the previous pass
   std::set<std::string> open_;
 };

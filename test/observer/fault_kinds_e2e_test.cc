@@ -325,7 +325,7 @@ TEST(FaultKindsEndToEnd, KernelStallIsAStuckHangInItsCommunicator) {
 // 4-12 .. 7-15 (between the other hosts) are normal. One finding: the slow host, its four ranks.
 TEST(FaultKindsEndToEnd, SlowNicIsASlowEndpointNamingTheNode) {
   Outcome o = run("slownic",
-                  {"--ranks", "16", "--tp", "2", "--pp", "2", "--nodes", "4", "--steps", "120", "--step-ms", "20",
+                  {"--ranks", "16", "--tp", "2", "--pp", "2", "--nodes", "4", "--steps", "250", "--step-ms", "20",
                    "--fault", "slownic:node=2,ms=5,step=10"},
                   1, false, {"--host", "*"});
   EXPECT_EQ(o.sim.exit_code, 0) << o.sim.err;

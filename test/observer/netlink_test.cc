@@ -62,7 +62,8 @@ struct Ring6 {
 };
 
 // Pair 4 -> 0 (node2 -> node0) is slow. The first pass only takes snapshots; from the second each
-// pass judges 20 transfers per pair and the pair is confirmed in the third slow one (pass 4):
+// pass judges 20 transfers per pair and the pair is confirmed in the third slow one (pass 4, 2 s
+// after the first, the least time slow):
 // the link, sender 4 as suspect and receiver 0 as peer, under the slow-link detector's key.
 TEST(NetLink, SlowPairIsNamedOnceConfirmed) {
   Ring6 r;
