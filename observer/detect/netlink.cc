@@ -279,12 +279,19 @@ std::vector<NetLinkDetector::Judged*> NetLinkDetector::judge(std::map<Pair, Judg
     uint64_t& seen = seen_[j->pair];
     bool fresh = j->total > seen;
     seen = j->total;
+    // The slow episode (its start in slow_since_) ends after `confirm` passes with new transfers
+    // in which the pair was not slow: one pass within the noise does not restart its clock.
+    int64_t& since = slow_since_[j->pair];
+    int& calm = calm_for_[j->pair];
     if (!j->slow) {
       n = 0;
+      if (fresh && ++calm >= cfg_.confirm) since = 0;
     } else if (fresh) {
-      if (n++ == 0) slow_since_[j->pair] = now_ns;
+      n++;
+      calm = 0;
+      if (since == 0) since = now_ns;
     }
-    j->confirmed = j->slow && n >= cfg_.confirm && now_ns - slow_since_[j->pair] >= cfg_.confirm_ns;
+    j->confirmed = j->slow && n >= cfg_.confirm && since > 0 && now_ns - since >= cfg_.confirm_ns;
   }
   return judged;
 }

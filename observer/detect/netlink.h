@@ -14,9 +14,9 @@
 //     slow when median >= factor * r and median - r >= min_ns and lower quartile >= factor * r
 // with r the median of the other pairs' medians (a class needs two pairs). A pair counts as slow
 // once it was slow in `confirm` consecutive passes that brought new transfers and for
-// `confirm_ns` of observer time since the first of them (a burst of scheduling noise on a busy
-// host lasts up to a second, docs/observer.md "Network links"); until then it neither accuses nor
-// clears anyone. Intersection: a rank whose slow pairs reach at least two
+// `confirm_ns` of observer time since its slow episode began (an episode ends after `confirm`
+// passes in which it was not slow; a burst of scheduling noise on a busy host lasts up to a
+// second, docs/observer.md "Network links"); until then it neither accuses nor clears anyone. Intersection: a rank whose slow pairs reach at least two
 // distinct peers and which has no normal pair is a slow endpoint (class net_endpoint); other slow
 // pairs name their link (class net_link: the sender of the slower direction as suspect, the
 // other end as peer). Findings stay open while slow and close when the pairs are normal again.
@@ -99,7 +99,8 @@ class NetLinkDetector {
   NetLinkConfig cfg_;
   std::map<EntryKey, std::deque<Snap>> snaps_;
   std::map<Pair, int> slow_for_;   // consecutive slow passes with new transfers
-  std::map<Pair, int64_t> slow_since_;  // observer time of the first of them
+  std::map<Pair, int64_t> slow_since_;  // observer time the slow episode began (0: none)
+  std::map<Pair, int> calm_for_;        // passes with new transfers since the episode was slow
   std::map<Pair, uint64_t> seen_;  // cumulative transfers at the previous pass
   std::set<std::string> open_;
 };

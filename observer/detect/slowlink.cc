@@ -129,13 +129,20 @@ std::vector<SlowLinkDetector::Judged> SlowLinkDetector::judge_channels(const Mod
                j.low_ns >= cfg_.factor * j.peer_ns && j.low_ns - j.peer_ns >= j.noise_ns;
       Run& run = runs_[j.ch];
       j.fresh = run.total - run.seen;
+      // The slow episode begins with the earliest fresh operation of the evaluation that first
+      // found the channel slow, and ends once `confirm` operations have completed while it was
+      // not (a pass within the peers' noise on a busy host does not restart its clock).
       const std::deque<Sample>& w = samples_[j.ch];
-      if (j.slow && run.slow_for == 0) {  // a slow run begins with the earliest fresh operation
-        const size_t fresh = std::min<size_t>(std::max<uint64_t>(j.fresh, 1), w.size());
-        run.slow_since_ns = w[w.size() - fresh].end_ns;
+      if (j.slow) {
+        if (run.slow_since_ns == 0) {
+          const size_t fresh = std::min<size_t>(std::max<uint64_t>(j.fresh, 1), w.size());
+          run.slow_since_ns = w[w.size() - fresh].end_ns;
+        }
+        run.calm_for = 0;
+      } else if ((run.calm_for += j.fresh) >= uint64_t(cfg_.confirm)) {
+        run.slow_since_ns = 0;
       }
       run.slow_for = j.slow ? run.slow_for + j.fresh : 0;
-      if (!j.slow) run.slow_since_ns = 0;
       run.seen = run.total;
       const bool lasted = w.back().end_ns - run.slow_since_ns >= cfg_.confirm_ns;
       if (j.slow && (run.slow_for < uint64_t(cfg_.confirm) || !lasted)) {  // not yet persistent

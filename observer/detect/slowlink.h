@@ -14,8 +14,9 @@
 // only the least difference that counts), and the same holds for the channel's lower quartile
 // (a slow link is slow in most of its operations; a burst of noise lifts only some).
 // At least two channels with samples are needed in a class. A channel counts as slow only once it
-// has stayed slow while `confirm` more of its operations completed and for `confirm_ns` of the
-// job's time, from the end of its first slow operation to the end of its latest (persistence: a
+// has stayed slow while `confirm` more of its operations completed and its slow episode has
+// lasted `confirm_ns` of the job's time, from the end of its first slow operation to the end of
+// its latest (an episode ends once `confirm` operations complete while it is not slow; a
 // burst of scheduling noise on a busy host moves a median for up to a second, a bad link keeps it
 // there); a channel that is slow but not yet confirmed neither accuses nor clears anyone.
 //
@@ -123,7 +124,8 @@ class SlowLinkDetector {
     uint64_t total = 0;     // samples ever observed
     uint64_t seen = 0;      // total at the previous evaluation
     uint64_t slow_for = 0;  // samples observed while continuously slow
-    int64_t slow_since_ns = 0;  // end of the first operation of the current slow run (0: not slow)
+    int64_t slow_since_ns = 0;  // end of the first operation of the slow episode (0: none)
+    uint64_t calm_for = 0;      // samples observed since the episode was last slow
   };
   std::map<Channel, std::deque<Sample>> samples_;
   std::map<Channel, Run> runs_;
