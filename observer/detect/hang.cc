@@ -455,6 +455,9 @@ void HangDetector::report_root(const Model& m, const std::vector<int>& roots, co
   for (int p : roots) all_dead &= m.proc(p).state == ProcState::kDead;
   // A hang already named stays a hang until its communicators progress.
   if (stall && old && old->open && old->kind == FindingKind::kHang) return;
+  // A wait in a communicator that progressed within the stall floor is a rank catching up after a
+  // pause while the others' communicators have not moved yet: no stall.
+  if (stall && now_ns - c.last_progress_ns < kStallFloorNs) return;
   // A root dead before it was named is a crash (the stall leaves it to the grace check below); one
   // that died after its stall or hang was reported stays that finding.
   if (all_dead && !board.is_open(key)) {
