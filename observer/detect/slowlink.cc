@@ -234,10 +234,10 @@ SlowLinkDetector::Hosts SlowLinkDetector::judge_hosts(const Model& m, const std:
   std::map<std::string, std::map<Channel, uint64_t>> suspect_ops;
   for (size_t x = 0; x < c.size(); ++x) {
     // Suspected: every inter-host channel touching x looks slow, reaching two other hosts, and one
-    // between other hosts is normal. Reported once one of them is confirmed and either the
-    // confirmed ones reach two other hosts or every one has completed `confirm` + `window`
-    // operations while x stayed suspected (one that is still not confirmed by then is held back
-    // by the peers' noise, not by its pace). Once reported, the host stays until none of its
+    // between other hosts is normal. Reported once the confirmed ones reach two other hosts, or
+    // once every one has completed `confirm` + `window` operations while x stayed suspected,
+    // confirmed or not (one that is still not confirmed by then is held back by the peers' noise
+    // or flickers around it, not by its pace). Once reported, the host stays until none of its
     // channels looks slow and one is normal.
     const bool suspected = c[x].normal == 0 && c[x].far_looks.size() >= 2 && normal_inter > 0;
     bool aged = suspected;
@@ -258,7 +258,7 @@ SlowLinkDetector::Hosts SlowLinkDetector::judge_hosts(const Model& m, const std:
     }
     if (open_.count("slowlink:host:" + h.names[x])
             ? c[x].looks_slow > 0 || c[x].normal == 0
-            : suspected && c[x].confirmed > 0 && (c[x].far_confirmed.size() >= 2 || aged)) {
+            : suspected && ((c[x].confirmed > 0 && c[x].far_confirmed.size() >= 2) || aged)) {
       h.slow.insert(int(x));
     }
   }

@@ -32,9 +32,9 @@
 // its median or its last `min_samples` operations take at least `factor` times its peers'; it is
 // normal otherwise. A host is suspected when every compared inter-host channel touching it looks
 // slow, those reach at least two other hosts, and an inter-host channel between other hosts is
-// normal; it is reported once one of them is confirmed and either the confirmed ones reach two
-// other hosts or every one has completed `confirm` + `window` operations while the host stayed
-// suspected (one still unconfirmed by then is held back by the peers' noise). The inter-host
+// normal; it is reported once its confirmed ones reach two other hosts, or once every one has
+// completed `confirm` + `window` operations while the host stayed suspected, confirmed or not
+// (one still unconfirmed by then is held back by the peers' noise). The inter-host
 // channels of a suspected or reported host are held, neither reported nor cleared, for as long
 // as it stays so: the channels of a slow host slow down together but are confirmed at their own
 // pace, so a slow host is one finding rather than links or communicators first. Once reported, a host
