@@ -112,7 +112,9 @@ std::string HangDetector::root_reason(const Model& m, int proc, std::string* det
     const CommWaits& cw = w->second;
     bool stalled = stalled_set.count(mb.comm->key) > 0;
     bool waiting = std::binary_search(cw.waiting.begin(), cw.waiting.end(), mb.rank);
-    if (stalled && cw.cls == "stuck" && waiting) {
+    // Inside a collective every member started and none finished: that communicator is reported
+    // by itself once it stalls (it may pass the timeout a pass after the waits on this rank).
+    if (cw.cls == "stuck" && waiting) {
       *detail = what_op(*mb.comm, cw.op);
       return "stuck";
     }
