@@ -34,6 +34,23 @@ using scout::testing::build_path;
 using scout::testing::Subprocess;
 using scout::testing::TempDir;
 
+// The findings in the store at `path`; none while it does not exist or cannot be read yet.
+std::vector<Finding> stored_findings(const std::string& path) {
+  if (!std::filesystem::exists(path)) return {};
+  try {
+    return scout::store::StoreReader::open(path)->findings();
+  } catch (const std::exception&) { return {}; }
+}
+
+// One JSON value per line of the file at `path` (scout-sim's ground truth).
+std::vector<nlohmann::json> json_lines(const std::string& path) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
 struct Job {
   TempDir dir;
   std::string job, store, truth;
@@ -50,19 +67,8 @@ struct Job {
     argv.insert(argv.end(), sim_args.begin(), sim_args.end());
     sim = std::make_unique<Subprocess>(argv, env);
   }
-  std::vector<Finding> findings() const {
-    if (!std::filesystem::exists(store)) return {};
-    try {
-      return scout::store::StoreReader::open(store)->findings();
-    } catch (const std::exception&) { return {}; }
-  }
-  std::vector<nlohmann::json> truth_lines() const {
-    std::vector<nlohmann::json> out;
-    std::ifstream in(truth);
-    std::string line;
-    while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line));
-    return out;
-  }
+  std::vector<Finding> findings() const { return stored_findings(store); }
+  std::vector<nlohmann::json> truth_lines() const { return json_lines(truth); }
   // Stops the observer (final pass) and returns what it printed on stderr.
   std::string stop_observer() {
     observer->signal(SIGTERM);
@@ -106,19 +112,8 @@ struct TwoNodeJob {
     sim = std::make_unique<Subprocess>(argv, env);
   }
   std::string store(int k) const { return dir.path() + "/node-" + std::to_string(k) + ".db"; }
-  std::vector<Finding> findings(int k) const {
-    if (!std::filesystem::exists(store(k))) return {};
-    try {
-      return scout::store::StoreReader::open(store(k))->findings();
-    } catch (const std::exception&) { return {}; }
-  }
-  std::vector<nlohmann::json> truth_lines() const {
-    std::vector<nlohmann::json> out;
-    std::ifstream in(truth);
-    std::string line;
-    while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line));
-    return out;
-  }
+  std::vector<Finding> findings(int k) const { return stored_findings(store(k)); }
+  std::vector<nlohmann::json> truth_lines() const { return json_lines(truth); }
   // Stops both observers (final pass) and returns what they printed on stderr.
   std::string stop_observers() {
     std::string err;
