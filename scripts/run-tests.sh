@@ -49,6 +49,10 @@ for v in $(compgen -e); do
 done
 [ ${#cleared[@]} -eq 0 ] || echo "run-tests: not passed to the tests: ${cleared[*]}"
 export SCOUT_BUILD_DIR="$BUILD"
+# Script tests get the build directory relative to the tree when it is inside it (as they were
+# written to be run from the repository root), else its absolute path.
+SCRIPT_BUILD=$BUILD
+[[ "$BUILD" == "$ROOT"/* ]] && SCRIPT_BUILD=${BUILD#"$ROOT"/}
 LOGS="$BUILD/test-logs"
 mkdir -p "$LOGS"
 
@@ -106,7 +110,7 @@ run_one() {
   rm -f "$report"
   t0=$(date +%s%N)
   if [ "${kind[$n]}" = script ]; then
-    timeout -k 10 "$TIMEOUT" bash "${path[$n]}" "$BUILD" >"$log" 2>&1; rc=$?
+    timeout -k 10 "$TIMEOUT" bash "${path[$n]}" "$SCRIPT_BUILD" >"$log" 2>&1; rc=$?
     verdict=$(python3 "$JUDGE" "$n" script "$rc" "$log" - "$SKIPS")
   elif [ ! -x "${path[$n]}" ]; then
     echo "not built: ${path[$n]}" >"$log"
