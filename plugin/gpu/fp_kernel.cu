@@ -300,7 +300,7 @@ __device__ void plan_prologue(const FpPlan* plan, FpPlanScratch* ps, Shared& sh)
     }
     decision = __shfl_sync(kFull, decision, 0);
     if (decision == kDecisionRun) {
-      __threadfence();
+      (void)load_acquire_gpu(&ps->decision);  // every lane acquires the leader's jobs itself
       uint32_t njobs = __ldcg(&ps->njobs);
       if (njobs > kMaxJobs) njobs = kMaxJobs;
       const uint32_t words = njobs * uint32_t(sizeof(FpJob) / 8);

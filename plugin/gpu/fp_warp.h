@@ -23,7 +23,8 @@ namespace scout::fp::gpu {
 using hash::kLanes;
 using hash::kStripeBytes;
 
-// Stripes a thread loads before it uses the first of them: 8 independent 16-byte loads in flight.
+// Stripes a thread loads before it uses the first of them: 4 independent 16-byte loads in flight
+// (64 bytes per thread, 64 KiB per SM at 4 CTAs). 6 or 8 spill at the 64-register limit.
 constexpr uint32_t kPairBatch = 4;
 
 // The two 8-byte little-endian words of stripe s that lanes 2h and 2h + 1 consume.
