@@ -280,6 +280,7 @@ ratios = [runs[("on", i)] / runs[("off", i)] for i in range(1, pairs + 1) if ("o
 offs = [runs[("off", i)] for i in range(1, pairs + 1) if ("off", i) in runs]
 fp_ns = kern_ns = steps = 0
 seen = set()
+seg = None
 for l in open(sys.argv[2]):
     if not l.startswith("{"):
         continue
