@@ -79,14 +79,10 @@ Outcome run(const std::string& job_id, const std::vector<std::string>& sim_args,
     o.sim = scout::testing::run_process(argv, env, 120);
   }
   scout::testing::wait_for_findings(store, expect, std::chrono::seconds(hung ? 10 : 5));
-  observer.signal(SIGTERM);
-  ProcessResult obs = observer.wait(30);
+  ProcessResult obs = observer.stop(SIGTERM, 30);
   o.observer_err = obs.err;
   EXPECT_EQ(obs.exit_code, 0) << obs.err;
-  if (sim) {
-    sim->signal(SIGTERM);
-    o.sim = sim->wait(30);
-  }
+  if (sim) o.sim = sim->stop(SIGTERM, 30);
   o.findings = scout::store::StoreReader::open(store)->findings();
   o.found = named(o.findings);
   o.truth = read_truth(dir.path() + "/truth.jsonl");

@@ -61,8 +61,7 @@ Outcome run(const std::string& job, const std::vector<std::string>& sim_args, si
   Outcome o;
   o.sim = scout::testing::run_process(argv, env, 120);
   scout::testing::wait_for_findings(store, expect, std::chrono::seconds(5));
-  observer.signal(SIGTERM);
-  ProcessResult obs = observer.wait(30);
+  ProcessResult obs = observer.stop(SIGTERM, 30);
   o.observer_err = obs.err;
   EXPECT_EQ(obs.exit_code, 0) << obs.err;
   o.findings = scout::store::StoreReader::open(store)->findings();
@@ -217,8 +216,7 @@ TEST(SimEndToEnd, PipelineSendsAndReceivesAreCountedPerPair) {
     } catch (const std::exception&) {}
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  observer.signal(SIGTERM);
-  ProcessResult obs = observer.wait(30);
+  ProcessResult obs = observer.stop(SIGTERM, 30);
   EXPECT_EQ(obs.exit_code, 0) << obs.err;
   auto c = pp0();
   ASSERT_TRUE(c.has_value());
