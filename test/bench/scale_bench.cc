@@ -27,13 +27,16 @@
 //
 // Usage: scale_bench [--ranks R] [--verbose]   (R: one size only, e.g. 16384 in about a third of the
 // full run; --verbose: a line per leader round)
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -55,6 +58,7 @@ using scout::testing::ScaleJob;
 using scout::testing::ScaleScenario;
 
 bool g_verbose = false;  // --verbose: one line per digest round of the leader
+int g_kill_round = -1;   // --kill-others-at R: the other nodes' process kills itself (SIGKILL) at round R
 
 uint64_t vm_hwm_kib() {
   std::ifstream in("/proc/self/status");
@@ -95,7 +99,10 @@ void write_all(int fd, const void* p, size_t n) {
   }
 }
 
-// Carries the messages between the endpoint(s) of this process and those of the other.
+// Carries the messages between the endpoint(s) of this process and those of the other. When the
+// other process goes away (its end of the socket closes: it exited, crashed or was killed), every
+// endpoint it played is marked gone at once, so a wait for one of its messages fails at once
+// instead of at the channel's timeout.
 class Bridge {
  public:
   Bridge(int fd, net::InprocNetwork& network, bool leader_side) : fd_(fd) {
@@ -107,12 +114,16 @@ class Bridge {
                           if (!bytes.empty()) write_all(fd_, bytes.data(), bytes.size());
                           written_ += sizeof(f) + bytes.size();
                         }});
-    reader_ = std::thread([this, &network] {
+    reader_ = std::thread([this, &network, leader_side] {
       Frame f;
       while (read_all(fd_, &f, sizeof(f))) {
         std::vector<uint8_t> b(f.len);
         if (f.len && !read_all(fd_, b.data(), f.len)) break;
         network.deliver(f.dest, f.source, f.tag, std::move(b));
+      }
+      peer_gone_ = true;
+      for (int r = 0; r < network.size(); ++r) {
+        if (leader_side ? r != 0 : r == 0) network.kill(r);
       }
     });
   }
@@ -125,9 +136,12 @@ class Bridge {
     std::lock_guard<std::mutex> lock(mu_);
     return written_;
   }
+  // The other process's end of the socket closed.
+  bool peer_gone() const { return peer_gone_; }
 
  private:
   int fd_;
+  std::atomic<bool> peer_gone_{false};
   std::mutex mu_;
   uint64_t written_ = 0;
   std::thread reader_;
@@ -141,7 +155,9 @@ class Bridge {
   std::string error;
   {
     Bridge bridge(fd, network, false);
-    scout::testing::run_other_nodes(s, network, &error);
+    scout::testing::run_other_nodes(s, network, &error, [](int round) {
+      if (round == g_kill_round) ::kill(::getpid(), SIGKILL);  // as the kernel's OOM killer would
+    });
   }
   if (!error.empty()) std::fprintf(stderr, "scale_bench: %s\n", error.c_str());
   std::fflush(stderr);
@@ -153,6 +169,7 @@ struct Line {
   double pass_ms = 0, p99_ms = 0, rss_mb = 0, store_kb = 0, drill_kib = 0;
   double hang_p99_ms = 0, hang_drill_kib = 0;  // the hang phase's p99 and its drill-down at the leader
   bool ok = false;
+  int died = 0;  // the size's processes failed: the exit status to end the bench with
 };
 
 double percentile(std::vector<double> v, double q) {
@@ -208,6 +225,21 @@ Line report(const ScaleScenario& s, const LeaderResult& r, uint64_t rss_kib, boo
   return l;
 }
 
+// "exited with status N" / "was killed by signal S (name)".
+std::string exit_words(int st) {
+  if (WIFEXITED(st)) return "exited with status " + std::to_string(WEXITSTATUS(st));
+  if (WIFSIGNALED(st))
+    return "was killed by signal " + std::to_string(WTERMSIG(st)) + " (" + strsignal(WTERMSIG(st)) + ")";
+  return "ended with wait status " + std::to_string(st);
+}
+// The bench's exit status for a peer that ended with `st`: its own status, or 128 + its signal
+// (as a shell reports it); never 0.
+int exit_code(int st) {
+  if (WIFEXITED(st) && WEXITSTATUS(st) != 0) return WEXITSTATUS(st);
+  if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
+  return 3;
+}
+
 // One size: the leader in this process, the other nodes in a child.
 Line run_size(int ranks) {
   ScaleScenario s(ranks / ScaleJob::kTp);
@@ -230,17 +262,29 @@ Line run_size(int ranks) {
     s.job.set_hang_positions(std::move(pos));  // only the leader's ranks are read here
   }
   LeaderResult r;
+  std::string failure;
   {
     scout::testing::TempDir dir;
     net::InprocNetwork network(s.job.nodes());
     auto bridge = std::make_unique<Bridge>(sv[0], network, true);
     net::Channel& ch = network.endpoint(0);
     ch.set_timeout(std::chrono::milliseconds(1200000));
-    r = scout::testing::run_leader(s, ch, dir.path(), [&] { return bridge->written(); }, g_verbose);
+    try {
+      r = scout::testing::run_leader(s, ch, dir.path(), [&] { return bridge->written(); }, g_verbose);
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
   }
   const uint64_t rss = vm_hwm_kib();
   int st = 0;
   ::waitpid(others, &st, 0);
+  if (!failure.empty()) {
+    // A dead peer process: the bench fails now, with its exit status (no wait for the timeout).
+    std::fprintf(stderr, "scale_bench: %d ranks: the other nodes' process %s; the leader stopped: %s\n", ranks,
+                 exit_words(st).c_str(), failure.c_str());
+    std::fflush(stderr);
+    std::_Exit(exit_code(st));
+  }
   return report(s, r, rss, WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
@@ -276,7 +320,8 @@ Line run_size_child(int ranks) {
   std::istringstream in(text);
   if (!(in >> l.ranks >> l.nodes >> l.pass_ms >> l.p99_ms >> l.rss_mb >> l.store_kb >> l.drill_kib >> l.hang_p99_ms >>
         l.hang_drill_kib >> ok)) {
-    std::fprintf(stderr, "scale_bench: %d ranks: no result (exit status %d)\n", ranks, st);
+    std::fprintf(stderr, "scale_bench: %d ranks: no result: the run %s\n", ranks, exit_words(st).c_str());
+    l.died = exit_code(st);
     return l;
   }
   l.ok = ok != 0;
@@ -293,6 +338,8 @@ int main(int argc, char** argv) {
       sizes = {std::atoi(argv[++i])};
     } else if (a == "--verbose") {
       g_verbose = true;
+    } else if (a == "--kill-others-at" && i + 1 < argc) {
+      g_kill_round = std::atoi(argv[++i]);
     } else {
       std::fprintf(stderr, "usage: scale_bench [--ranks R] [--verbose]   (R a multiple of 32)\n");
       return 2;
@@ -313,6 +360,7 @@ int main(int argc, char** argv) {
   bool ok = true;
   for (int r : sizes) {
     lines.push_back(run_size_child(r));
+    if (lines.back().died) return lines.back().died;  // at once: nothing more to measure
     ok = ok && lines.back().ok;
   }
   if (lines.size() > 1 && lines.front().pass_ms > 0) {
