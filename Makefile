@@ -121,7 +121,7 @@ NVCC_GENCODE := -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,cod
                 -gencode arch=compute_100,code=sm_100 -gencode arch=compute_100,code=compute_100
 NVCC_FLAGS := -std=c++17 -O3 -Iinclude -I. $(NVCC_GENCODE)
 
-.PHONY: fuzz fuzzers all test bench install install-headers clean help tests benches check-exports check-layers check-headers
+.PHONY: fuzz fuzzers all test update-golden bench install install-headers clean help tests benches check-exports check-layers check-headers
 .DEFAULT_GOAL := all
 
 all: $(PLUGIN) $(BINS) $(SIM_BINS)
@@ -324,6 +324,23 @@ test:
 	@$(MAKE) --no-print-directory -j$(JOBS) tests
 	@scripts/run-tests.sh $(BUILD)
 
+# Golden files (test/support/golden.h) and the expected records of the recorded fixtures
+# (test/plugin/fixture_replay_test.cc) are rewritten here and only here: the programs that compare
+# against them run with SCOUT_UPDATE_GOLDEN=1 and SCOUT_FIXTURE_REGEN=1, each rewriting test
+# reports SKIPPED ("rewrote ..."), and what changed under test/fixtures is listed for review.
+# `make test` never rewrites (scripts/run-tests.sh removes both variables).
+GOLDEN_TESTS = $(foreach f,$(shell grep -l 'expect_golden\|SCOUT_FIXTURE_REGEN' $(TEST_CC)),$(basename $(notdir $(f))))
+update-golden:
+	@$(MAKE) --no-print-directory -j$(JOBS) tests
+	@for t in $(GOLDEN_TESTS); do \
+	  echo "== $$t"; \
+	  env -u GTEST_FILTER SCOUT_UPDATE_GOLDEN=1 SCOUT_FIXTURE_REGEN=1 $(BUILD)/test/$$t --gtest_color=no > $(BUILD)/update-golden-$$t.log 2>&1; \
+	  rc=$$?; grep -E '^(rewrote|regenerated) |^\[  (PASSED  |SKIPPED |FAILED  )\] [0-9]+ tests?' $(BUILD)/update-golden-$$t.log; \
+	  [ $$rc -eq 0 ] || { echo "$$t failed (log $(BUILD)/update-golden-$$t.log)"; exit 1; }; \
+	done
+	@echo "changed under test/fixtures (review with git diff before committing):"
+	@git status --short test/fixtures
+
 bench:
 	@$(MAKE) --no-print-directory -j$(JOBS) benches
 	@scripts/run-bench.sh $(BUILD)
@@ -358,7 +375,8 @@ help:
 	@echo "scout $(VERSION)"
 	@echo "targets:"
 	@echo "  all (default)   plugin $(PLUGIN) and tools in $(BUILD)/bin"
-	@echo "  test            build and run every test (GPU-only tests skip without a GPU)"
+	@echo "  test            build and run every test (test/programs.txt; only test/skips.txt may skip)"
+	@echo "  update-golden   rewrite the golden files and recorded-fixture expectations (review the diff)"
 	@echo "  bench           build and run the benchmarks; prints ratios against same-run baselines"
 	@echo "  install         install tools, plugin and headers into PREFIX (default /usr/local; DESTDIR honoured)"
 	@echo "  check-exports   the plugin exports only its tables (nm -D)"

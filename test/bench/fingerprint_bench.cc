@@ -4,6 +4,9 @@
 //    bytes; target >= 80% of the copy's read bandwidth for buffers of 64 MiB and more.
 // Modes: (none) both tables; --cpu; --gpu; --check (GPU kernel vs CPU reference on many sizes,
 // alignments, types and caps; exit status 1 on any mismatch, 2 without a GPU).
+// Exit status of the tables: 1 when a target measured here is MISSED (the CPU ratio on any
+// machine, the GPU ratio where a GPU is present); without a GPU its table says "not measured here"
+// (exit 2 in --gpu mode, where it is all that was asked).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -208,16 +211,17 @@ int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   int misses = 0;
   if (mode.empty() || mode == "--cpu") misses += cpu_table();
-  if (mode == "--cpu") return 0;
+  if (mode == "--cpu") return misses ? 1 : 0;
   std::string why;
   auto h = scout::fp::gpu::GpuHarness::open(&why);
   if (!h) {
-    std::printf("GPU: skipped (no CUDA driver: %s)\n", why.c_str());
-    return mode == "--check" || mode == "--gpu" ? 2 : 0;
+    std::printf("GPU fingerprint kernel vs device-to-device copy: not measured here (no CUDA driver: %s)\n",
+                why.c_str());
+    if (mode == "--check" || mode == "--gpu") return 2;
+    return misses ? 1 : 0;
   }
   if (mode == "--check") return gpu_check(*h);
   misses += gpu_table(*h);
-  // Targets are reported, not enforced: benchmarks inform, tests decide (house rules).
-  (void)misses;
-  return 0;
+  if (misses) std::printf("fingerprint_bench: %d target(s) MISSED\n", misses);
+  return misses ? 1 : 0;
 }
