@@ -1,5 +1,6 @@
 #include "test/support/scale_run.h"
 
+#include <malloc.h>
 #include <time.h>
 
 #include <algorithm>
@@ -98,36 +99,37 @@ std::string describe_finding(const obs::Finding& f) {
   return s;
 }
 
+void run_simulated_node(const ScaleScenario& s, int n, net::Channel& ch, net::Judge* judge,
+                        const std::function<void(int round)>& before_round) {
+  ScaleJob::Node view(&s.job, n);
+  net::DigestExchange ex(&ch, judge, digest_config());
+  const std::vector<int> strag = s.straggler_nodes();
+  const bool straggles = std::find(strag.begin(), strag.end(), n) != strag.end();
+  for (int k = 0; k < s.passes(); ++k) {
+    if (!ScaleScenario::has_round(k)) continue;
+    const int r = k / ScaleScenario::kPassesPerRound;
+    const int64_t t = ScaleScenario::pass_time(k);
+    view.set_time(t);
+    if (before_round) before_round(r);
+    std::vector<obs::Finding> mine;
+    if (straggles && r >= s.ph.warmup_steps && r % ScaleScenario::kRefreshRounds == n % ScaleScenario::kRefreshRounds)
+      mine.push_back(s.straggler(n, t, true));
+    ex.round(view, t, net::ClockEstimate{}, mine);
+  }
+}
+
 bool run_other_nodes(const ScaleScenario& s, net::InprocNetwork& network, std::string* error,
                      const std::function<void(int round)>& before_round) {
   const int N = s.job.nodes();
-  std::vector<std::unique_ptr<ScaleJob::Node>> views(N);
-  std::vector<std::unique_ptr<net::DigestExchange>> ex(N);
-  for (int n = 1; n < N; ++n) {
-    views[n] = std::make_unique<ScaleJob::Node>(&s.job, n);
-    net::Channel& ch = network.endpoint(n);
-    ch.set_timeout(std::chrono::milliseconds(1200000));
-    ex[n] = std::make_unique<net::DigestExchange>(&ch, nullptr, digest_config());
-  }
-  const std::vector<int> strag = s.straggler_nodes();
   std::mutex mu;
   std::vector<std::thread> threads;
   threads.reserve(N);
   for (int n = 1; n < N; ++n) {
+    net::Channel& ch = network.endpoint(n);
+    ch.set_timeout(std::chrono::milliseconds(1200000));
     threads.emplace_back([&, n] {
-      const bool straggles = std::find(strag.begin(), strag.end(), n) != strag.end();
       try {
-        for (int k = 0; k < s.passes(); ++k) {
-          if (!ScaleScenario::has_round(k)) continue;
-          const int r = k / ScaleScenario::kPassesPerRound;
-          const int64_t t = ScaleScenario::pass_time(k);
-          views[n]->set_time(t);
-          if (n == 1 && before_round) before_round(r);
-          std::vector<obs::Finding> mine;
-          if (straggles && r >= s.ph.warmup_steps && r % ScaleScenario::kRefreshRounds == n % ScaleScenario::kRefreshRounds)
-            mine.push_back(s.straggler(n, t, true));
-          ex[n]->round(*views[n], t, net::ClockEstimate{}, mine);
-        }
+        run_simulated_node(s, n, network.endpoint(n), nullptr, n == 1 ? before_round : std::function<void(int)>{});
       } catch (const std::exception& e) {
         std::lock_guard<std::mutex> lock(mu);
         if (error && error->empty()) *error = "node-rank " + std::to_string(n) + ": " + e.what();
@@ -357,6 +359,42 @@ LeaderResult run_leader(const ScaleScenario& s, net::Channel& ch, const std::str
     res.why += std::to_string(sdc_found) + " sdc findings; ";
   }
   if (hang_found != 1) res.why += std::to_string(hang_found) + " hang findings; ";
+  return res;
+}
+
+NodeResult run_node(const ScaleScenario& s, int node, net::Channel& ch, const std::string& dir) {
+  NodeResult res;
+  ScaleNode me(s, node, dir);
+  if (!me.ok()) {
+    res.why = me.error();
+    return res;
+  }
+  net::DigestExchange ex(&ch, nullptr, digest_config());
+  for (int k = 0; k < s.passes(); ++k) {
+    const int64_t t = ScaleScenario::pass_time(k);
+    const int64_t c0 = thread_cpu_ns();
+    me.pass(t);
+    const int64_t c1 = thread_cpu_ns();
+    uint64_t sent = 0;
+    if (ScaleScenario::has_round(k)) {
+      const net::Traffic before = ch.traffic();
+      net::RoundResult r = ex.round(me.view(), t, net::ClockEstimate{}, me.take_outbox());
+      sent = (ch.traffic() - before).wire_sent();
+      res.waits_rounds += r.waits_gathered ? 1 : 0;
+      if (std::string(s.phase_of(k)) != "warmup") {
+        res.round_sent.push_back(sent);
+        res.round_hang.push_back(std::string(s.phase_of(k)) == "hang");
+      }
+      me.harvest(r);
+    }
+    const int64_t c2 = thread_cpu_ns();
+    const struct mallinfo2 mi = mallinfo2();
+    res.peak_heap = std::max<uint64_t>(res.peak_heap, mi.uordblks + mi.hblkhd);
+    if (std::string(s.phase_of(k)) != "warmup") res.samples.push_back({s.phase_of(k), c2 - c0, c1 - c0, c2 - c1, sent});
+  }
+  me.pass(ScaleScenario::pass_time(s.passes()));
+  res.wire_sent = ch.traffic().wire_sent();
+  res.ok = true;
   return res;
 }
 

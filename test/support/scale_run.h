@@ -114,6 +114,13 @@ class ScaleNode {
 
 // Node-ranks [1, N) on `network` (endpoint 0 is the leader, here or across a bridge), one thread
 // each, every digest round of the scenario. False with *error when a round failed.
+// One simulated node-rank `n` (ScaleJob::Node's view, no observer) through every digest round of
+// the scenario on `ch`, with the straggler findings the scenario gives it; `judge` on the leader.
+// `before_round`, if given, is called before each round with its number (failure injection).
+// Throws what the rounds throw (ChannelError).
+void run_simulated_node(const ScaleScenario& s, int n, net::Channel& ch, net::Judge* judge = nullptr,
+                        const std::function<void(int round)>& before_round = {});
+
 // `before_round`, if given, is called by node-rank 1 before each of its rounds with the round's
 // number (the benchmark's failure injection).
 bool run_other_nodes(const ScaleScenario& s, net::InprocNetwork& network, std::string* error,
@@ -145,6 +152,19 @@ struct LeaderResult {
 // benchmark's bridge). `verbose`: one line per round on stderr.
 LeaderResult run_leader(const ScaleScenario& s, net::Channel& ch, const std::string& dir,
                         const std::function<uint64_t()>& other_writes = {}, bool verbose = false);
+
+// A non-leader node's observer (ScaleNode) through the scenario on `ch`: its pass and its rounds.
+struct NodeResult {
+  std::vector<LeaderSample> samples;  // per 250 ms interval after the warm-up; store_bytes: wire bytes sent
+  std::vector<uint64_t> round_sent;   // wire bytes sent in each round after the warm-up
+  std::vector<bool> round_hang;       // ... whether that round was in the hang phase
+  uint64_t wire_sent = 0;             // bytes the node put on the wire over the whole run
+  uint64_t peak_heap = 0;             // heap in use (malloc'd bytes, mallinfo2) at its largest after a pass
+  int waits_rounds = 0;               // rounds that gathered wait snapshots (hang drill-downs)
+  bool ok = false;
+  std::string why;
+};
+NodeResult run_node(const ScaleScenario& s, int node, net::Channel& ch, const std::string& dir);
 
 // One line of a finding for messages: kind, verdict, status, [comm func #seq], suspects.
 std::string describe_finding(const obs::Finding& f);
