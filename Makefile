@@ -106,6 +106,8 @@ PLUGIN := $(BUILD)/lib/libnccl-profiler-scout.so
 # (v11 only, optional slots NULL). Built with the tests and benchmarks, never installed.
 TESTNET_CC := test/netdelegate/scouttest_net.cc
 TESTNET := $(BUILD)/lib/libnccl-net-scouttest.so $(BUILD)/lib/libnccl-net-scouttest-min.so
+# A stand-in libcublasLt.so.13 (its logger entry points) for the GEMM capture tests (test/fakelibs/).
+FAKE_CUBLASLT := $(BUILD)/lib/fake-cublaslt/libcublasLt.so.13
 # Tools (installed) and the emulated job scout-sim (a test and drill program: build tree only).
 BINS := $(foreach f,$(BIN_CC),$(BUILD)/bin/$(basename $(notdir $(f))))
 SIM_BINS := $(foreach f,$(SIM_BIN_CC),$(BUILD)/bin/$(basename $(notdir $(f))))
@@ -116,6 +118,8 @@ PUBLIC_HEADERS := $(wildcard include/scout/*.h) include/scout/config_vars.def
 
 HAVE_NVCC := $(shell test -x $(NVCC) && echo 1)
 FATBIN := $(BUILD)/obj/gen/fp_kernel.fatbin
+# ptxas's registers, spills and barriers per architecture for that fatbin (test/gpu/fp_kernel_resources_test.sh).
+FATBIN_RES := $(BUILD)/obj/gen/fp_kernel.resources.txt
 # sm_80 (A100), sm_90 (H100/H200), sm_100 (B200) machine code and compute_100 PTX for newer GPUs.
 NVCC_GENCODE := -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
                 -gencode arch=compute_100,code=sm_100 -gencode arch=compute_100,code=compute_100
@@ -128,7 +132,7 @@ all: $(PLUGIN) $(BINS) $(SIM_BINS)
 # gpu-check's CPU-side test (test/gpu/gpu_check_cpu_test.sh) runs the fingerprint benchmark's
 # --check and throughput modes, and test/observer/scale_bench_peer_test.sh the scaling benchmark's
 # failure path, so those two benchmark programs are built with the tests.
-tests: all $(TESTS) $(BUILD)/bench/fingerprint_bench $(BUILD)/bench/scale_bench $(TESTNET)
+tests: all $(TESTS) $(BUILD)/bench/fingerprint_bench $(BUILD)/bench/scale_bench $(TESTNET) $(FAKE_CUBLASLT)
 benches: all $(BENCHES) $(TESTNET)
 
 # ---------------------------------------------------------------- rules
@@ -148,12 +152,14 @@ $(BUILD)/obj/gen/version.o: $(BUILD)/obj/gen/version.cc
 ifeq ($(HAVE_NVCC),1)
 $(FATBIN): $(CU_SRCS) $(shell find plugin/gpu include -name '*.h' 2>/dev/null)
 	@mkdir -p $(dir $@)
-	$(if $(CU_SRCS),$(NVCC) $(NVCC_FLAGS) -fatbin $(CU_SRCS) -o $@,: > $@)
+	$(if $(CU_SRCS),$(NVCC) $(NVCC_FLAGS) --resource-usage -fatbin $(CU_SRCS) -o $@ > $(FATBIN_RES) 2>&1 \
+	  || { cat $(FATBIN_RES); exit 1; },: > $@)
 else
 $(FATBIN):
 	@mkdir -p $(dir $@)
 	@echo "note: $(NVCC) not found: the plugin is built without its GPU kernel" >&2
 	: > $@
+	rm -f $(FATBIN_RES)
 endif
 $(BUILD)/obj/gen/fatbin_blob.o: $(FATBIN)
 	@mkdir -p $(dir $@)
@@ -197,6 +203,10 @@ $(BUILD)/lib/libnccl-net-scouttest.so: $(TESTNET_CC) $(PUBLIC_HEADERS)
 $(BUILD)/lib/libnccl-net-scouttest-min.so: $(TESTNET_CC) $(PUBLIC_HEADERS)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $(TEST_OPT) -DSCOUTTEST_MIN -shared -o $@ $(TESTNET_CC) $(LDFLAGS)
+
+$(FAKE_CUBLASLT): test/fakelibs/fake_cublaslt.cc
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) $(TEST_OPT) -shared -Wl,-soname,libcublasLt.so.13 -o $@ $< $(LDFLAGS)
 
 $(BINS): $(BUILD)/bin/%: $(LAYER_LIBS)
 	@mkdir -p $(dir $@)
