@@ -23,7 +23,8 @@
 // names the stopped rank and the operation it never entered, the healthy phase opens nothing, and
 // no other finding appears.
 // Printed: one line per size (with the hang phase's p99 and its drill-down bytes), the growth
-// 16,384 vs 1,024 ranks, the targets at the largest size run.
+// 16,384 vs 1,024 ranks, the targets at the largest size run. Exit status 1 when a check fails or
+// a target is missed (NO).
 //
 // Usage: scale_bench [--ranks R] [--verbose]   (R: one size only, e.g. 16384 in about a third of the
 // full run; --verbose: a line per leader round)
@@ -322,12 +323,15 @@ int main(int argc, char** argv) {
                 a.ranks, b.pass_ms / a.pass_ms, b.p99_ms / a.p99_ms, b.rss_mb / a.rss_mb,
                 a.store_kb > 0 ? b.store_kb / a.store_kb : 0.0, a.drill_kib > 0 ? b.drill_kib / a.drill_kib : 0.0);
   }
+  bool targets = true;
   if (!lines.empty() && lines.back().pass_ms > 0) {
     // One size alone (--ranks) is checked against the same targets, without the growth.
     const Line& b = lines.back();
-    const std::string growth = lines.size() > 1 && lines.front().pass_ms > 0
-                                   ? std::string(b.pass_ms / lines.front().pass_ms <= 4 ? "yes" : "NO")
-                                   : std::string("n/a (one size)");
+    const bool grew = lines.size() > 1 && lines.front().pass_ms > 0 && b.pass_ms / lines.front().pass_ms > 4;
+    const std::string growth = lines.size() > 1 && lines.front().pass_ms > 0 ? std::string(grew ? "NO" : "yes")
+                                                                               : std::string("n/a (one size)");
+    targets = b.pass_ms <= 50 && b.p99_ms <= 200 && b.hang_p99_ms <= 200 && b.rss_mb <= 1024 && b.drill_kib >= 0 &&
+              b.drill_kib <= 1024 && b.hang_drill_kib >= 0 && b.hang_drill_kib <= 1024 && !grew;
     std::printf(
         "targets at %d ranks: pass median <= 50 ms: %s; p99 <= 200 ms: %s; hang-phase p99 <= 200 ms: %s; rss <= 1024 "
         "MB: %s; sdc drill-down <= 1024 KiB: %s; hang drill-down <= 1024 KiB: %s; pass growth <= 4x: %s\n",
@@ -336,5 +340,6 @@ int main(int argc, char** argv) {
         b.hang_drill_kib >= 0 && b.hang_drill_kib <= 1024 ? "yes" : "NO", growth.c_str());
   }
   std::printf("checks (hang root, sdc attribution, quiet healthy phase) at every size: %s\n", ok ? "pass" : "FAIL");
-  return ok ? 0 : 1;
+  if (!targets) std::printf("scale_bench: a target was MISSED (a NO above)\n");
+  return ok && targets ? 0 : 1;
 }

@@ -4,8 +4,8 @@
 // finding with test/fixtures/cli/explain_kinds.txt. The evidence is therefore exactly what the
 // observer writes (docs/findings.md), and the words are checked for every kind and class.
 //
-// To regenerate the golden file after an intended change: SCOUT_UPDATE_GOLDEN=1
-// build/test/explain_test, then review `git diff test/fixtures/cli`.
+// To regenerate the golden file after an intended change: `make update-golden`, then review
+// `git diff test/fixtures/cli` (test/support/golden.h).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -18,6 +18,7 @@
 #include "observer/detect/equiv.h"
 #include "observer/store/reader.h"
 #include "observer/store/writer.h"
+#include "test/support/golden.h"
 #include "test/support/observer_harness.h"
 
 namespace {
@@ -346,25 +347,13 @@ const std::vector<Case>& cases() {
   return v;
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 TEST(Explain, EveryKindInWords) {
   std::string all;
   for (const auto& c : cases()) {
     if (std::getenv("SCOUT_PRINT_EVIDENCE")) std::cout << "== " << c.name << "\n" << c.run(true);
     all += std::string("==== ") + c.name + "\n" + c.run(false);
   }
-  std::string path = source_path("test/fixtures/cli/explain_kinds.txt");
-  if (std::getenv("SCOUT_UPDATE_GOLDEN")) {
-    std::ofstream(path, std::ios::binary) << all;
-    return;
-  }
-  EXPECT_EQ(all, slurp(path)) << "output differs from " << path;
+  scout::testing::expect_golden(source_path("test/fixtures/cli/explain_kinds.txt"), all);
 }
 
 // Keys a kind's renderer does not know are still shown (generically, after the words), and

@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "observer/store/reader.h"
+#include "test/support/settle.h"
 #include "test/support/subprocess.h"
 #include "test/support/tmpdir.h"
 #include "test/support/truth.h"
@@ -43,7 +44,8 @@ struct Outcome {
 };
 
 // Runs scout-sim with `sim_args` under a concurrent scout-observer and returns what each said.
-// `expect` findings are waited for (up to 5 s after the job ended) before the observer stops.
+// `expect` findings are waited for (up to 5 s after the job ended), then the settle time
+// (test/support/settle.h) before the observer stops.
 Outcome run(const std::string& job, const std::vector<std::string>& sim_args, size_t expect) {
   TempDir dir;
   std::map<std::string, std::string> env = {
@@ -58,16 +60,7 @@ Outcome run(const std::string& job, const std::vector<std::string>& sim_args, si
   argv.insert(argv.end(), sim_args.begin(), sim_args.end());
   Outcome o;
   o.sim = scout::testing::run_process(argv, env, 120);
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (std::filesystem::exists(store)) {
-      try {
-        if (scout::store::StoreReader::open(store)->findings().size() >= expect && expect > 0) break;
-      } catch (const std::exception&) {}
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  if (expect == 0) std::this_thread::sleep_for(std::chrono::milliseconds(500));  // last records judged
+  scout::testing::wait_for_findings(store, expect, std::chrono::seconds(5));
   observer.signal(SIGTERM);
   ProcessResult obs = observer.wait(30);
   o.observer_err = obs.err;

@@ -8,6 +8,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
+#include <string>
 #include <thread>
 
 #include "observer/cluster/cross_node.h"
@@ -281,6 +283,11 @@ LeaderResult run_leader(const ScaleScenario& s, net::Channel& ch, const std::str
   const std::string dp_of_hang = job.comms()[job.comms_of(s.hang_rank)[2].first].name;
   int sdc_found = 0, hang_found = 0, hang_bad = 0;
   res.others_ok = true;
+  // The stragglers are the scenario's own, each exactly once: every other node's closed one from
+  // earlier in the job and an open one per straggling node, naming its TP rank 2.
+  std::multiset<std::string> stragglers, want_stragglers;
+  for (int n = 1; n < job.nodes(); ++n) want_stragglers.insert(describe_finding(s.straggler(n, 0, false)));
+  for (int n : s.straggler_nodes()) want_stragglers.insert(describe_finding(s.straggler(n, 0, true)));
   for (const obs::Finding* f : observer.findings().all()) {
     res.findings.push_back(*f);
     if (f->kind == obs::FindingKind::kSdc) {
@@ -299,17 +306,29 @@ LeaderResult run_leader(const ScaleScenario& s, net::Channel& ch, const std::str
         ++hang_bad;
         res.why += "hang: " + describe_finding(*f) + "; ";
       }
-    } else if (f->kind != obs::FindingKind::kStraggler) {
+    } else if (f->kind == obs::FindingKind::kStraggler) {
+      stragglers.insert(describe_finding(*f));
+    } else {
       res.others_ok = false;
       res.why += "unexpected: " + describe_finding(*f) + "; ";
     }
   }
-  res.hang_ok = hang_found > 0 && hang_bad == 0;
+  if (stragglers != want_stragglers) {
+    res.others_ok = false;
+    res.why += "stragglers: " + std::to_string(stragglers.size()) + " found, " + std::to_string(want_stragglers.size()) +
+               " expected";
+    for (const std::string& d : stragglers)
+      if (!want_stragglers.count(d)) res.why += "; unexpected " + d;
+    for (const std::string& d : want_stragglers)
+      if (!stragglers.count(d)) res.why += "; missing " + d;
+    res.why += "; ";
+  }
+  res.hang_ok = hang_found == 1 && hang_bad == 0;
   if (sdc_found != 1) {
     res.sdc_ok = false;
     res.why += std::to_string(sdc_found) + " sdc findings; ";
   }
-  if (hang_found == 0) res.why += "no hang finding; ";
+  if (hang_found != 1) res.why += std::to_string(hang_found) + " hang findings; ";
   return res;
 }
 

@@ -75,8 +75,8 @@ struct LeaderResult {
   int digest_drills = 0;       // rounds of the sdc phase that gathered a digest drill-down
   bool healthy_ok = false;     // the healthy phase opened no finding
   bool sdc_ok = false;         // one sdc finding: attributed to sdc_rank, its dp, AllReduce #sdc_seq
-  bool hang_ok = false;        // hang findings: open, attributed to hang_rank, its dp, AllReduce #(4 x hang_step)
-  bool others_ok = false;      // no finding of another kind (stragglers: the scenario's own)
+  bool hang_ok = false;        // one hang finding: open, attributed to hang_rank, its dp, AllReduce #(4 x hang_step)
+  bool others_ok = false;      // no finding of another kind; the stragglers exactly the scenario's own
   std::string why;             // what a failed check saw
   std::vector<obs::Finding> findings;  // the leader's board at the end
 };

@@ -41,21 +41,4 @@ std::multiset<Named> read_truth(const std::string& path) {
   return out;
 }
 
-std::string drop_brief_links_elsewhere(std::vector<obs::Finding>& findings, const std::string& slow_host,
-                                       int64_t max_ms) {
-  std::string dropped;
-  std::erase_if(findings, [&](const obs::Finding& f) {
-    if (f.kind != obs::FindingKind::kSlowLink || f.open || f.suspects.empty()) return false;
-    if (!f.evidence.contains("class") || f.evidence["class"] != "link") return false;
-    const std::string host = f.suspects[0].host;
-    for (const auto& s : f.suspects)
-      if (s.host != host) return false;
-    if (f.peer && f.peer->host != host) return false;
-    if (host == slow_host || f.last_seen_ns - f.first_seen_ns >= max_ms * 1000000) return false;
-    dropped += "tolerated (brief, on " + host + "): " + f.summary + "\n";
-    return true;
-  });
-  return dropped;
-}
-
 }  // namespace scout::testing

@@ -30,12 +30,4 @@ std::multiset<Named> named(const std::vector<obs::Finding>& findings);
 // line has one). A missing file reads as empty; a malformed line throws nlohmann's parse error.
 std::multiset<Named> read_truth(const std::string& path);
 
-// Moves out of `findings` the brief false links a slow host's test tolerates under heavy CPU load:
-// closed `slowlink` findings of class link whose suspects are all on one host other than
-// `slow_host` and that lasted under `max_ms` (first to last seen). Returns their summaries, one
-// per line, for the test's log. On an oversubscribed machine an intra-host pair next to the slow
-// host can look slow for a few hundred ms (docs/findings.md, slownic note).
-std::string drop_brief_links_elsewhere(std::vector<obs::Finding>& findings, const std::string& slow_host,
-                                       int64_t max_ms);
-
 }  // namespace scout::testing
