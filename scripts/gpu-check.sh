@@ -13,6 +13,9 @@
 # Prepare on the build machine: make -j2 all benches tests && scripts/gpu-bundle.sh
 # then run there (carry .gpu-bundle):   scripts/gpu-check.sh
 # SCOUT_GPU_CHECK_BUILD=DIR uses DIR instead of the bundle or build/ (the CPU test's broken tree).
+# SCOUT_GPU_CHECK_STEPS="1 cpu 2 ..." runs only those steps (default all), so that the device
+# tool's 10-minute calls can split the run: e.g. "1 cpu 2 3 5 6" then "4 7 8" (steps 3-5 use
+# step 2's method when it ran, else a distinct NCCL_HOSTID per process).
 #
 # Steps:
 #  1. fingerprint kernel vs CPU reference on random buffers; kernel GB/s vs DtoD copy
@@ -51,6 +54,8 @@ fail() { FAILS=$((FAILS + 1)); say "FAIL $*"; }
 skip() { say "SKIP $*"; }
 # check COND-EXIT-STATUS TEXT: PASS or FAIL by the status of the command before it.
 check() { if [ "$1" -eq 0 ]; then pass "$2"; else fail "$2"; fi; }
+ONLY=${SCOUT_GPU_CHECK_STEPS:-}
+want() { [ -z "$ONLY" ] || [[ " $ONLY " == *" $1 "* ]]; }
 
 # What to run: SCOUT_GPU_CHECK_BUILD, else the carried bundle if present, else the build tree.
 if [ -n "${SCOUT_GPU_CHECK_BUILD:-}" ]; then
@@ -90,6 +95,7 @@ if [ $HAVE_GPU -eq 0 ]; then
 fi
 
 # ---------------------------------------------------------------- step 1: fingerprint kernel
+if want 1; then
 echo "== step 1: fingerprint kernel"
 if [ -x "$FPBENCH" ]; then
   if [ $HAVE_GPU -eq 1 ]; then
@@ -118,10 +124,12 @@ if [ -x "$FPBENCH" ]; then
 else
   skip "step1: $FPBENCH not built (make benches)"
 fi
+fi
 
 # ---------------------------------------------------------------- CPU-side pipeline check
 # The same pipeline the GPU steps use (plugin -> shared memory -> observer -> findings), driven
 # by scout-sim, so a broken bundle shows here before any GPU time is spent.
+if want cpu; then
 echo "== CPU-side: scout-sim + observer"
 if [ -x "$B/bin/scout-sim" ] && [ -x "$OBSERVER" ]; then
   job=cpucheck-$$
@@ -134,6 +142,7 @@ if [ -x "$B/bin/scout-sim" ] && [ -x "$OBSERVER" ]; then
   check $? "cpu-check: scout-sim straggler on rank 5 found by the observer (logs/$job.*)"
 else
   fail "cpu-check: scout-sim or scout-observer missing in $B"
+fi
 fi
 
 # ---------------------------------------------------------------- torchrun helpers
@@ -165,7 +174,11 @@ if [ $HAVE_GPU -eq 1 ] && [ $HAVE_TORCH -eq 1 ]; then
   # -------------------------------------------------------------- step 2: multi-rank method
   echo "== step 2: DDP job with the plugin"
   METHOD=""
-  for m in hostid multirank; do
+  if ! want 2; then
+    METHOD=hostid
+    say "step2: not selected; steps 3-5 use a distinct NCCL_HOSTID per process"
+  fi
+  for m in $(want 2 && echo hostid multirank); do
     run_job "method-$m" "$m" 1 20 ""; rc=$?
     if [ $rc -eq 0 ]; then
       METHOD=${METHOD:-$m}
@@ -174,10 +187,12 @@ if [ $HAVE_GPU -eq 1 ] && [ $HAVE_TORCH -eq 1 ]; then
       say "step2: $( [ $m = hostid ] && echo 'distinct NCCL_HOSTID' || echo 'NCCL_MULTI_RANK_GPU_ENABLE=1' ): failed (exit $rc, logs/method-$m.log: $(grep -m1 -E 'WARN|Error' "$LOGS/method-$m.log" | cut -c1-160))"
     fi
   done
-  [ -n "$METHOD" ]
-  check $? "step2: a way to run $NPROC ranks on one GPU${METHOD:+: $METHOD}"
   STEP2_OUT=$WORK/step2.txt
-  if [ -n "$METHOD" ]; then
+  if want 2; then
+    [ -n "$METHOD" ]
+    check $? "step2: a way to run $NPROC ranks on one GPU${METHOD:+: $METHOD}"
+  fi
+  if want 2 && [ -n "$METHOD" ]; then
     segs=$(ls "$SCOUT_SHM_DIR" | grep -c "^scout.method-$METHOD\.")
     "$DUMP" --job "method-$METHOD" --dir "$SCOUT_SHM_DIR" > "$WORK/method-$METHOD.dump.jsonl" 2>&1
     python3 - "$WORK/method-$METHOD.dump.jsonl" > "$STEP2_OUT" <<'EOF'
@@ -218,7 +233,9 @@ EOF
 
   # -------------------------------------------------------------- step 3: faults under the observer
   echo "== step 3: faults"
-  if [ -n "$METHOD" ]; then
+  if ! want 3; then
+    :
+  elif [ -n "$METHOD" ]; then
     for spec in "straggler:rank=1,step=8,ms=150" "nan:rank=1,step=8" "sdc:rank=1,step=8" "skip:rank=1,step=8"; do
       kind=${spec%%:*}
       name=fault-$kind
@@ -252,7 +269,9 @@ EOF
   # ratio: the median ratio is the overhead, their range the spread. What the plugin costs on
   # the GPU comes from rank 0's records: the fingerprint kernels' GPU time (CommHeader::fp_gpu_ns)
   # per step and as a share of the NCCL kernel time (kernel_ns).
-  if [ -n "$METHOD" ]; then
+  if ! want 4; then
+    :
+  elif [ -n "$METHOD" ]; then
     PAIRS=${OVERHEAD_PAIRS:-5}
     STEPS4=40
     ok=1
@@ -316,7 +335,9 @@ EOF
 
   # -------------------------------------------------------------- step 5: recordings
   echo "== step 5: recording mode"
-  if [ -n "$METHOD" ]; then
+  if ! want 5; then
+    :
+  elif [ -n "$METHOD" ]; then
     run_job record "$METHOD" 1 6 "" SCOUT_RECORD_CALLS="$WORK/fixtures/real-nccl/ddp3"; rc=$?
     n=0
     for f in "$WORK"/fixtures/real-nccl/*.bin; do
@@ -338,6 +359,7 @@ fi
 # makes the bootstrap id, both run their end of a replay communicator of 2 ranks on the one GPU
 # (a distinct NCCL_HOSTID per process); the receiver's fingerprint must equal the expected one.
 # Without a GPU the same protocol runs on emulated GPUs.
+if want 6; then
 echo "== step 6: replay"
 REPLAY=$B/bin/scout-replay
 replay_gemm() {  # $1 = GPU id, $2 = cuda ordinal; prints "fp ns fp ns status" of the two rounds
@@ -416,8 +438,10 @@ if [ -x "$REPLAY" ]; then
 else
   fail "step6: $REPLAY not built"
 fi
+fi
 
 # ---------------------------------------------------------------- step 7: net plugin (docs/net-plugin.md)
+if want 7; then
 echo "== step 7: net plugin"
 TESTNET=$B/lib/libnccl-net-scouttest.so
 link_counts() {  # send entries of job $1's link tables: "NET_ENTRIES NET_TRANSFERS PROXY_ENTRIES PROXY_STEPS"
@@ -452,10 +476,12 @@ if [ $HAVE_GPU -eq 1 ] && [ $HAVE_TORCH -eq 1 ] && [ -f "$TESTNET" ]; then
 else
   skip "step7: $( [ $HAVE_GPU -eq 0 ] && echo 'no GPU' || { [ $HAVE_TORCH -eq 0 ] && echo 'PyTorch cannot use the GPU' || echo "$TESTNET not built (make tests)"; } )"
 fi
+fi
 
 # ---------------------------------------------------------------- step 8: GEMM capture (docs/replay.md)
 # The job's Linear layers run through cuBLASLt; with SCOUT_GEMM_CAPTURE=1 and a window over the
 # whole job, shapes must be captured and not one cuBLASLt log line may reach the job's output.
+if want 8; then
 echo "== step 8: GEMM capture"
 if [ $HAVE_GPU -eq 1 ] && [ $HAVE_TORCH -eq 1 ]; then
   run_job gemm hostid 1 15 "" SCOUT_GEMM_CAPTURE=1 SCOUT_GEMM_WINDOW_MS=600000; rc=$?
@@ -469,6 +495,7 @@ if [ $HAVE_GPU -eq 1 ] && [ $HAVE_TORCH -eq 1 ]; then
   check $? "step8: GEMM capture: job exit $rc, ${classes:-0} shape classes ($capture), $printed cuBLASLt log lines in the job's output (must be 0)"
 else
   skip "step8: $( [ $HAVE_GPU -eq 0 ] && echo 'no GPU' || echo 'PyTorch cannot use the GPU' )"
+fi
 fi
 
 say "gpu-check: done in $(elapsed) s"

@@ -67,6 +67,9 @@ void add_report(CLI::App& app, StoreOptions* where, Subs& subs) {
   s->add_option("--func", o->func, "Only this function (AllReduce, AllGather, ...)");
   s->add_option("--last", o->last, "Only the N latest operations")->check(CLI::Range(1, kMaxCount));
   s->add_flag("--json", o->json, "JSON lines, one per operation");
+  s->add_option("--html", o->html,
+                "Write the whole job as one self-contained HTML page to FILE ('-': stdout): findings, "
+                "timeline, pictures, checkpoints, replay cycles");
   subs.push_back({s, [o](store::StoreReader& rd) { return cmd_report(rd, *o, std::cout); }, nullptr});
 }
 

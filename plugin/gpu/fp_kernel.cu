@@ -252,9 +252,13 @@ __device__ void plan_prologue(const FpPlan* plan, FpPlanScratch* ps, Shared& sh)
   role = __shfl_sync(kFull, role, 0);
   uint32_t decision = kDecisionNone;
   if (role == kDecisionNone) {  // leader
-    if (lane == 0) {
-      decision = kDecisionRun;
-      if (load_acquire_sys(&plan->wait)) {
+    // Host memory is a PCIe round trip away: every lane acquires `wait` itself (one coalesced
+    // read); a plan that was ready at launch then costs one more round trip, njobs and all the
+    // job words read at once.
+    const uint32_t wait = load_acquire_sys(&plan->wait);
+    decision = kDecisionRun;
+    if (wait) {
+      if (lane == 0) {
         const uint64_t t0 = globaltimer();
         while (load_acquire_sys(&plan->ready) != kPlanReady) {
           if (globaltimer() - t0 > plan->timeout_ns) {
@@ -264,18 +268,24 @@ __device__ void plan_prologue(const FpPlan* plan, FpPlanScratch* ps, Shared& sh)
           __nanosleep(256);
         }
       }
+      decision = __shfl_sync(kFull, decision, 0);
+      if (decision == kDecisionRun) (void)load_acquire_sys(&plan->ready);  // every lane acquires
     }
-    decision = __shfl_sync(kFull, decision, 0);
     if (decision == kDecisionRun) {
-      // Every lane acquires the plan itself (one coalesced read), then copies its words.
-      (void)load_acquire_sys(&plan->ready);
+      constexpr uint32_t kWords = kMaxJobs * uint32_t(sizeof(FpJob) / 8);  // 64: two per lane
+      const volatile uint64_t* src = reinterpret_cast<const volatile uint64_t*>(plan->jobs);
       uint32_t njobs = reinterpret_cast<const volatile FpPlan*>(plan)->njobs;
+      const uint64_t w0 = src[lane], w1 = src[lane + 32];
+      static_assert(kWords == 64, "two job words per lane");
       if (njobs > kMaxJobs) njobs = kMaxJobs;
       const uint32_t words = njobs * uint32_t(sizeof(FpJob) / 8);
-      for (uint32_t i = lane; i < words; i += 32) {
-        const uint64_t v = reinterpret_cast<const volatile uint64_t*>(plan->jobs)[i];
-        reinterpret_cast<uint64_t*>(ps->jobs)[i] = v;
-        reinterpret_cast<uint64_t*>(sh.jobs)[i] = v;
+      if (lane < words) {
+        reinterpret_cast<uint64_t*>(ps->jobs)[lane] = w0;
+        reinterpret_cast<uint64_t*>(sh.jobs)[lane] = w0;
+      }
+      if (lane + 32 < words) {
+        reinterpret_cast<uint64_t*>(ps->jobs)[lane + 32] = w1;
+        reinterpret_cast<uint64_t*>(sh.jobs)[lane + 32] = w1;
       }
       if (lane == 0) {
         ps->njobs = njobs;

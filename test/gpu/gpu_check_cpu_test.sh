@@ -53,5 +53,13 @@ if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; t
   grep -q "^FAIL step1 (CPU only): CPU fingerprint throughput measured" "$out2/summary.txt" || fail "an empty benchmark did not FAIL step 1"
 fi
 grep -q "^FAIL cpu-check: scout-sim or scout-observer missing" "$out2/summary.txt" || fail "a missing scout-sim did not FAIL the CPU-side check"
-echo "PASS: gpu-check.sh CPU-side steps (exit 0, GPU steps named as skipped) and FAIL on a broken tree (exit 1)"
+# SCOUT_GPU_CHECK_STEPS selects steps (the device tool's calls are split that way): only step 6.
+out3=$out/third
+mkdir -p "$out3"
+OUT=$out3 SCOUT_GPU_CHECK_BUILD=$PWD/$BUILD SCOUT_GPU_CHECK_STEPS=6 timeout 300 bash scripts/gpu-check.sh > "$out3/stdout.txt" 2>&1
+rc=$?
+[ $rc -eq 0 ] || fail "gpu-check.sh with SCOUT_GPU_CHECK_STEPS=6 exited $rc"
+grep -q "step6: link across two scout-replay processes" "$out3/summary.txt" || fail "step 6 did not run when selected"
+grep -qE "step1|cpu-check|step7|step8" "$out3/summary.txt" && fail "steps that were not selected ran"
+echo "PASS: gpu-check.sh CPU-side steps (exit 0, GPU steps named as skipped), FAIL on a broken tree (exit 1), step selection"
 cat "$out/summary.txt"

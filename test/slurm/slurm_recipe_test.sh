@@ -4,8 +4,8 @@
 # README's "slurm recipe" block, submitted with sbatch, scout-sim standing in for torchrun
 # (test/slurm/bin/torchrun: same flags, 8 ranks, an sdc on rank 5 and a hang of rank 6). While
 # the job runs, the lines of README's "slurm status" block (srun --jobid ... --overlap ... scout
-# status) must show both findings naming those ranks; inside the allocation `scout findings`
-# finds the job by SLURM_JOB_ID; the training processes may use every CPU of the node; scancel
+# status) must show both findings naming those ranks; inside the allocation `scout findings` and
+# `scout report --html` find the job by SLURM_JOB_ID; the training processes may use every CPU of the node; scancel
 # ends the job, its observer included, and the store keeps the findings.
 #
 # The README's text is used as is, with two substitutions only: /opt/scout (the install prefix)
@@ -149,6 +149,13 @@ inside=$(srun --jobid "$J" --overlap -N1 -n1 -w "$NODE_NAME" "$BUILD_ABS/bin/sco
 echo "$inside" | sed 's/^/  | /'
 grep -Eq '^ *[0-9]+  sdc +attributed +open +5 ' <<<"$inside" && grep -Eq '^ *[0-9]+  hang +attributed +open +6 ' <<<"$inside" &&
   ok "srun --overlap scout findings (no --job) finds job $J's findings" || bad "scout findings inside the allocation"
+
+# The incident page, written from inside the allocation as README says.
+srun --jobid "$J" --overlap -N1 -n1 -w "$NODE_NAME" "$BUILD_ABS/bin/scout" report --html "$TMP/out/incident.html" \
+  > "$TMP/out/report.out" 2>&1
+grep -q "^report: $TMP/out/incident.html (" "$TMP/out/report.out" && grep -q 'rank 5 (' "$TMP/out/incident.html" &&
+  grep -q 'rank 6 (' "$TMP/out/incident.html" && ok "srun --overlap scout report --html (no --job) writes job $J's page" ||
+  bad "scout report --html inside the allocation: $(cat "$TMP/out/report.out")"
 
 # What torchrun was given, and the CPUs its ranks may use: every CPU this test may use.
 tr=$(cat "$TMP/out/torchrun.0" 2>/dev/null)
