@@ -125,13 +125,14 @@ NVCC_GENCODE := -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,cod
                 -gencode arch=compute_100,code=sm_100 -gencode arch=compute_100,code=compute_100
 NVCC_FLAGS := -std=c++17 -O3 -Iinclude -I. $(NVCC_GENCODE)
 
-.PHONY: fuzz fuzzers all test update-golden bench install install-headers clean help tests benches check-exports check-layers check-headers
+.PHONY: fuzz fuzzers all test update-golden bench bench-smoke install install-headers clean help tests benches check-exports check-layers check-headers
 .DEFAULT_GOAL := all
 
 all: $(PLUGIN) $(BINS) $(SIM_BINS)
 # gpu-check's CPU-side test (test/gpu/gpu_check_cpu_test.sh) runs the fingerprint benchmark's
-# --check and throughput modes, so that one benchmark program is built with the tests.
-tests: all $(TESTS) $(BUILD)/bench/fingerprint_bench $(TESTNET) $(FAKE_CUBLASLT)
+# --check and throughput modes, and test/observer/scale_bench_peer_test.sh the scaling benchmark's
+# failure path, so those two benchmark programs are built with the tests.
+tests: all $(TESTS) $(BUILD)/bench/fingerprint_bench $(BUILD)/bench/scale_bench $(TESTNET) $(FAKE_CUBLASLT)
 benches: all $(BENCHES) $(TESTNET)
 
 # ---------------------------------------------------------------- rules
@@ -355,6 +356,14 @@ bench:
 	@$(MAKE) --no-print-directory -j$(JOBS) benches
 	@scripts/run-bench.sh $(BUILD)
 
+# CI's bench smoke run: the scaling benchmark at 256 and 2,048 ranks (leader, one node, the
+# others as fibers; about a minute with its build), failing on a wrong attribution, a missed
+# target, a dead peer process (at once, with its exit status) or a node observer that grows with
+# the job (test/bench/scale_bench.cc).
+bench-smoke:
+	@$(MAKE) --no-print-directory -j$(JOBS) $(BUILD)/bench/scale_bench
+	@$(BUILD)/bench/scale_bench --smoke
+
 # Tools, the plugin and the public headers (scout-sim, the emulated job, stays in the build tree).
 install: $(PLUGIN) $(BINS) install-headers
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/share/doc/scout
@@ -388,6 +397,7 @@ help:
 	@echo "  test            build and run every test (test/programs.txt; only test/skips.txt may skip)"
 	@echo "  update-golden   rewrite the golden files and recorded-fixture expectations (review the diff)"
 	@echo "  bench           build and run the benchmarks; prints ratios against same-run baselines"
+	@echo "  bench-smoke     the scaling benchmark at 256 and 2,048 ranks, checked (CI runs it)"
 	@echo "  install         install tools, plugin and headers into PREFIX (default /usr/local; DESTDIR honoured)"
 	@echo "  check-exports   the plugin exports only its tables (nm -D)"
 	@echo "  check-layers    the include graph follows the layers (docs/architecture.md)"

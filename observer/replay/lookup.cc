@@ -13,6 +13,7 @@ int proc_of_rank(const Model& m, int global_rank) {
 
 std::vector<int> members_of(const Model& m, const Comm& c) {
   std::vector<int> out;
+  if (!c.members_known()) return {};
   for (const RankProgress& r : c.ranks) {
     if (r.proc < 0 || m.proc(r.proc).global_rank < 0) return {};
     out.push_back(m.proc(r.proc).global_rank);
