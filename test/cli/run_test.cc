@@ -45,8 +45,8 @@ trap 'echo stopped > "$dir/observer.stopped"; exit 0' TERM
 mkdir -p "$(dirname "$store")"
 cp "$dir/demo.db" "$store.tmp"
 sqlite3 "$store.tmp" "UPDATE job SET started_ns = $(date +%s%N)"
-mv "$store.tmp" "$store"
 touch "$dir/observer.ready"
+mv "$store.tmp" "$store"
 while true; do sleep 0.05; done
 )sh";
 
