@@ -63,7 +63,7 @@ sed -n '/^findings: /,$p' "$TMP/out" > "$TMP/findings"
 grep -q '^findings: 1 open, 0 closed$' "$TMP/findings" && ok "one open finding" || bad "findings line: $(head -1 "$TMP/findings")"
 grep -Eq '^  #1 sdc attributed: rank 5 \([^)]*GPU GPU-sim-node0-5\) in world Broadcast #1$' "$TMP/findings" \
   && ok "the finding names rank 5 (sdc, attributed)" || bad "no sdc finding naming rank 5"
-grep -Eq '^details: scout explain --job run-[0-9]{8}-[0-9]{6}-[0-9]+ ID; ' "$TMP/out" \
+grep -Eq '^details: build/bin/scout explain --job run-[0-9]{8}-[0-9]{6}-[0-9]+ 1; ' "$TMP/out" \
   && ok "status ends with the hint naming the fresh job" || bad "no details line"
 
 # The store agrees, the ground truth is where the README says, and the segments were reclaimed.

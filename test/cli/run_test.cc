@@ -100,7 +100,8 @@ TEST_F(Run, StartsObserverSetsEnvironmentStopsObserverAndKeepsExitStatus) {
   std::string status, status_err;
   ASSERT_EQ(scout("status --job demo", &status, &status_err), 0) << status_err;
   EXPECT_EQ(out, status);
-  EXPECT_NE(out.find("details: scout explain --job demo ID; per-collective table: scout report --job demo\n"),
+  EXPECT_NE(out.find("details: " + root_ + "/bin/scout explain --job demo 1; per-collective table: " + root_ +
+                     "/bin/scout report --job demo\n"),
             std::string::npos)
       << out;
 }
@@ -112,7 +113,7 @@ TEST_F(Run, ExplicitStoreAndSignalExit) {
   EXPECT_EQ(rc, 128 + 15);  // killed by SIGTERM, as a shell reports it
   EXPECT_TRUE(fs::exists(store));
   EXPECT_NE(out.find("job demo: node 0 of 2"), std::string::npos) << out;
-  EXPECT_NE(out.find("details: scout explain --store " + store + " ID"), std::string::npos) << out;
+  EXPECT_NE(out.find("details: " + root_ + "/bin/scout explain --store " + store + " 1"), std::string::npos) << out;
 }
 
 // Without --job nor a job in the environment, each run gets its own job (and store); with
@@ -126,7 +127,7 @@ TEST_F(Run, JobIdIsFreshUnlessGivenOrInTheEnvironment) {
   EXPECT_TRUE(std::regex_match(job, std::regex("run-[0-9]{8}-[0-9]{6}-[0-9]+"))) << job;
   EXPECT_EQ(err, "scout: job " + job + ", store " + root_ + "/state/" + job + "/node-0.db\n");
   EXPECT_TRUE(fs::exists(root_ + "/state/" + job + "/node-0.db"));
-  EXPECT_NE(out.find("scout explain --job " + job + " ID"), std::string::npos) << out;
+  EXPECT_NE(out.find("scout explain --job " + job + " 1"), std::string::npos) << out;
 
   env_ = "SCOUT_JOB_ID=fromenv";
   ASSERT_EQ(scout("run -- true", &out, &err), 0) << err;
@@ -173,7 +174,7 @@ TEST_F(Run, MissingObserverOrCommandIsAUsageError) {
                      ") nor on PATH\n");
   rc = scout("run --job demo", &out, &err);
   EXPECT_EQ(rc, 2);
-  EXPECT_EQ(err, "scout: command is required (scout --help)\n");
+  EXPECT_EQ(err, "scout run: command is required (" + root_ + "/bin/scout run --help)\n");
 }
 
 TEST_F(Run, CommandThatCannotStartExits127) {
