@@ -130,7 +130,7 @@ NVCC_GENCODE := -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,cod
                 -gencode arch=compute_100,code=sm_100 -gencode arch=compute_100,code=compute_100
 NVCC_FLAGS := -std=c++17 -O3 -Iinclude -I. $(NVCC_GENCODE)
 
-.PHONY: fuzz fuzzers all test update-golden bench bench-smoke install install-headers clean help tests benches check-exports check-layers check-headers
+.PHONY: fuzz fuzzers all test update-golden bench bench-smoke install install-headers clean help tests benches check-exports check-layers check-headers format format-check
 .DEFAULT_GOAL := all
 
 all: $(PLUGIN) $(BINS) $(SIM_BINS)
@@ -272,7 +272,7 @@ FUZZ_SRCS_store := observer/store/sqlite.cc observer/store/schema.cc observer/st
                    observer/export/prometheus.cc observer/export/chrome_trace.cc \
                    observer/model/finding.cc common/names.cc $(FUZZ_COMMON)
 FUZZ_SRCS_flags := observer/pipeline/command_line.cc observer/pipeline/options.cc observer/detect/equiv.cc \
-                   observer/detect/finding_util.cc observer/detect/vote.cc observer/model/finding.cc \
+                   observer/detect/finding_util.cc common/vote.cc observer/model/finding.cc \
                    observer/model/model.cc common/names.cc $(FUZZ_COMMON)
 # The observers' wire messages: the leader's digest rounds against a hostile peer, and another
 # node's drill-down message decoded, merged and judged.
@@ -394,9 +394,26 @@ install-headers:
 check-exports: $(PLUGIN)
 	bash test/plugin/plugin_symbols_test.sh $(BUILD)
 
-# The folder-level include graph follows the layers (prints it; fails on a cycle or an upward edge).
+# The folder-level include graph follows the allowed edges of docs/architecture.md (prints it;
+# fails on an edge the table does not list, an include it cannot place, or a LAYERS order that
+# does not link an allowed edge).
 check-layers:
 	python3 scripts/check-layers.py
+
+# The shipped code (FORMAT_SRCS: every .h .cc .cu of the layers and programs; tests are free) in
+# the layout of .clang-format. CLANG_FORMAT is pinned to one major version: two versions lay the
+# same code out differently. `make format` rewrites the files; `make format-check` (CI) fails on
+# the first file that differs and prints the lines.
+CLANG_FORMAT ?= $(shell command -v clang-format-14 2>/dev/null || command -v clang-format 2>/dev/null)
+FORMAT_SRCS = $(shell find include common plugin observer replay \( -name '*.h' -o -name '*.cc' -o -name '*.cu' \) | sort)
+format:
+	@test -n "$(CLANG_FORMAT)" || { echo "format: clang-format-14 not found (scripts/install-deps.sh)" >&2; exit 2; }
+	$(CLANG_FORMAT) -i --style=file $(FORMAT_SRCS)
+
+format-check:
+	@test -n "$(CLANG_FORMAT)" || { echo "format-check: clang-format-14 not found (scripts/install-deps.sh)" >&2; exit 2; }
+	@$(CLANG_FORMAT) --dry-run --Werror --style=file $(FORMAT_SRCS) && \
+	  echo "format-check: $(words $(FORMAT_SRCS)) files in the layout of .clang-format"
 
 # Every installed header compiles on its own in an empty translation unit.
 check-headers:
@@ -417,6 +434,8 @@ help:
 	@echo "  check-exports   the plugin exports only its tables (nm -D)"
 	@echo "  check-layers    the include graph follows the layers (docs/architecture.md)"
 	@echo "  check-headers   every installed header compiles alone"
+	@echo "  format          clang-format (.clang-format) the shipped code in place"
+	@echo "  format-check    the shipped code is in the layout of .clang-format (CI)"
 	@echo "  fuzz            libFuzzer targets (clang), FUZZ_SECONDS each (default 60) on test/fuzz/corpus"
 	@echo "  asan-test       a subset of the tests (SAN_TESTS_asan) with ASan+UBSan in build-asan (after all tests)"
 	@echo "  tsan-test       the plugin's concurrency tests (SAN_TESTS_tsan) with TSan in build-tsan (after all tests)"

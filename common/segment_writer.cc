@@ -83,6 +83,45 @@ OpRecord* RingWriter::at(uint64_t index) const {
   return rec->seq.load(std::memory_order_acquire) == seq_valid(index) ? rec : nullptr;
 }
 
+namespace {
+
+// The header of a new segment (all but its magic) and its table directory: tables from
+// `rings_end`, each rounded up to 64 bytes (`tables_bytes` in all).
+void fill_header(SegmentHeader* h, const SegmentIdentity& id, int pid, uint32_t max_comms, uint32_t ring_capacity,
+                 uint64_t bytes, const std::vector<TableRequest>& tables, uint64_t rings_end, uint64_t tables_bytes) {
+  h->layout_version = kLayoutVersion;
+  h->header_bytes = kSegmentHeaderBytes;
+  h->segment_bytes = bytes;
+  h->owner_pid = pid;
+  h->max_comms = max_comms;
+  h->owner_start_ticks = process_start_ticks(pid);
+  h->created_ns = wall_ns();
+  h->ring_capacity = ring_capacity;
+  h->record_bytes = kRecordBytes;
+  h->rings_offset = kSegmentHeaderBytes;
+  h->ring_stride = kCommHeaderBytes + uint64_t(ring_capacity) * kRecordBytes;
+  h->global_rank = id.global_rank;
+  h->local_rank = id.local_rank;
+  h->world_size = id.world_size;
+  h->cuda_dev = id.cuda_dev;
+  copy_cstr(h->job, sizeof(h->job), id.job);
+  copy_cstr(h->host, sizeof(h->host), id.host);
+  copy_cstr(h->gpu, sizeof(h->gpu), id.gpu);
+  copy_cstr(h->plugin_version, sizeof(h->plugin_version), id.plugin_version);
+  h->n_tables = uint32_t(tables.size());
+  h->tables_bytes = tables_bytes;
+  uint64_t at = rings_end;
+  for (size_t i = 0; i < tables.size(); ++i) {
+    h->tables[i].id = tables[i].id;
+    h->tables[i].version = tables[i].version;
+    h->tables[i].offset = at;
+    h->tables[i].bytes = tables[i].bytes;
+    at += (tables[i].bytes + 63) / 64 * 64;
+  }
+}
+
+}  // namespace
+
 // ---------------------------------------------------------------- SegmentWriter
 
 std::unique_ptr<SegmentWriter> SegmentWriter::create(const std::string& dir, const SegmentIdentity& id,
@@ -161,35 +200,7 @@ std::unique_ptr<SegmentWriter> SegmentWriter::create(const std::string& dir, con
 
   // The file is zero-filled by posix_fallocate; write the header, magic last.
   SegmentHeader* h = w->hdr_;
-  h->layout_version = kLayoutVersion;
-  h->header_bytes = kSegmentHeaderBytes;
-  h->segment_bytes = bytes;
-  h->owner_pid = pid;
-  h->max_comms = max_comms;
-  h->owner_start_ticks = process_start_ticks(pid);
-  h->created_ns = wall_ns();
-  h->ring_capacity = ring_capacity;
-  h->record_bytes = kRecordBytes;
-  h->rings_offset = kSegmentHeaderBytes;
-  h->ring_stride = kCommHeaderBytes + uint64_t(ring_capacity) * kRecordBytes;
-  h->global_rank = id.global_rank;
-  h->local_rank = id.local_rank;
-  h->world_size = id.world_size;
-  h->cuda_dev = id.cuda_dev;
-  copy_cstr(h->job, sizeof(h->job), id.job);
-  copy_cstr(h->host, sizeof(h->host), id.host);
-  copy_cstr(h->gpu, sizeof(h->gpu), id.gpu);
-  copy_cstr(h->plugin_version, sizeof(h->plugin_version), id.plugin_version);
-  h->n_tables = uint32_t(tables.size());
-  h->tables_bytes = tables_bytes;
-  uint64_t at = rings_end;
-  for (size_t i = 0; i < tables.size(); ++i) {
-    h->tables[i].id = tables[i].id;
-    h->tables[i].version = tables[i].version;
-    h->tables[i].offset = at;
-    h->tables[i].bytes = tables[i].bytes;
-    at += (tables[i].bytes + 63) / 64 * 64;
-  }
+  fill_header(h, id, pid, max_comms, ring_capacity, bytes, tables, rings_end, tables_bytes);
   char* base = static_cast<char*>(mem);
   for (uint32_t r = 0; r < max_comms; ++r) {
     char* ring = base + h->rings_offset + uint64_t(r) * h->ring_stride;

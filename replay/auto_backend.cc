@@ -1,6 +1,9 @@
 #include "replay/auto_backend.h"
 
 namespace scout::replay {
+namespace {
+constexpr const char* kMixed = "an emulated and a real GPU cannot exchange data";
+}  // namespace
 
 Backend& AutoBackend::pick(const std::string& gpu) {
   if (is_emulated_gpu(gpu)) return emu_;
@@ -14,14 +17,8 @@ Backend& AutoBackend::pick(const std::string& gpu) {
 
 Sample AutoBackend::run_link(const Recipe& r, const Participant& src, const Participant& dst, int round) {
   if (is_emulated_gpu(src.gpu) != is_emulated_gpu(dst.gpu)) {
-    Sample s;
-    s.recipe = r.id;
-    s.global_rank = dst.global_rank;
-    s.gpu = dst.gpu;
-    s.round = round;
+    Sample s = not_measured(sample_of(r, dst, round), SampleStatus::kSkipped, kMixed);
     s.peer = src.global_rank;
-    s.status = SampleStatus::kSkipped;
-    s.reason = "an emulated and a real GPU cannot exchange data";
     return s;
   }
   return pick(dst.gpu).run_link(r, src, dst, round);
@@ -32,16 +29,7 @@ std::vector<Sample> AutoBackend::run_coll(const Recipe& r, const std::vector<Par
   for (const Participant& p : members) mixed |= is_emulated_gpu(p.gpu) != emu;
   if (!mixed) return pick(members.empty() ? "" : members[0].gpu).run_coll(r, members, round);
   std::vector<Sample> out;
-  for (const Participant& p : members) {
-    Sample s;
-    s.recipe = r.id;
-    s.global_rank = p.global_rank;
-    s.gpu = p.gpu;
-    s.round = round;
-    s.status = SampleStatus::kSkipped;
-    s.reason = "an emulated and a real GPU cannot exchange data";
-    out.push_back(s);
-  }
+  for (const Participant& p : members) out.push_back(not_measured(sample_of(r, p, round), SampleStatus::kSkipped, kMixed));
   return out;
 }
 
@@ -50,14 +38,8 @@ std::vector<Sample> AutoBackend::run_link_end(const Recipe& r, const Participant
   if (is_emulated_gpu(self.gpu) != is_emulated_gpu(peer.gpu)) {
     std::vector<Sample> out;
     for (int round = 0; round < (sender ? 1 : r.rounds); ++round) {
-      Sample s;
-      s.recipe = r.id;
-      s.global_rank = self.global_rank;
-      s.gpu = self.gpu;
-      s.round = round;
+      Sample s = not_measured(sample_of(r, self, round), SampleStatus::kSkipped, kMixed);
       s.peer = sender ? -1 : peer.global_rank;
-      s.status = SampleStatus::kSkipped;
-      s.reason = "an emulated and a real GPU cannot exchange data";
       out.push_back(s);
     }
     return out;

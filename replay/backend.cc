@@ -1,6 +1,6 @@
 #include "replay/backend.h"
 
-#include "replay/vote.h"
+#include "common/hex.h"
 
 namespace scout::replay {
 
@@ -77,8 +77,8 @@ nlohmann::json to_json(const Sample& s) {
   nlohmann::json j = {{"recipe", s.recipe}, {"global_rank", s.global_rank},  {"gpu", s.gpu},
                       {"round", s.round},   {"status", to_string(s.status)}, {"ns", s.ns}};
   if (!s.reason.empty()) j["reason"] = s.reason;
-  if (s.status == SampleStatus::kOk) j["fp"] = fp_hex(s.fp);
-  if (s.expected_known) j["expected_fp"] = fp_hex(s.expected_fp);
+  if (s.status == SampleStatus::kOk) j["fp"] = shm::fp_hex(s.fp);
+  if (s.expected_known) j["expected_fp"] = shm::fp_hex(s.expected_fp);
   if (s.peer >= 0) j["peer"] = s.peer;
   return j;
 }
@@ -115,6 +115,25 @@ bool from_json(const nlohmann::json& j, Sample* out, std::string* error) {
     *error = std::string("sample: ") + e.what();
     return false;
   }
+}
+
+Sample sample_of(const Recipe& r, const Participant& p, int round) {
+  Sample s;
+  s.recipe = r.id;
+  s.global_rank = p.global_rank;
+  s.gpu = p.gpu;
+  s.round = round;
+  return s;
+}
+
+Sample not_measured(Sample s, SampleStatus st, const std::string& why) {
+  s.status = st;
+  s.reason = why;
+  s.fp = 0;
+  s.ns = -1;
+  s.expected_known = false;
+  s.expected_fp = 0;
+  return s;
 }
 
 }  // namespace scout::replay

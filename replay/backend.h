@@ -61,6 +61,10 @@ struct Sample {
 };
 nlohmann::json to_json(const Sample& s);
 bool from_json(const nlohmann::json& j, Sample* out, std::string* error);
+// The sample of round `round` of recipe `r` on the GPU of `p`, status ok, nothing measured yet.
+Sample sample_of(const Recipe& r, const Participant& p, int round);
+// `s` as not measured: status `st` (skipped or failed) and `why`; fingerprint and time cleared.
+Sample not_measured(Sample s, SampleStatus st, const std::string& why);
 
 struct BackendLimits {
   int64_t max_mem = int64_t(2) << 30;     // SCOUT_REPLAY_MAX_MEM: device bytes replay may hold per GPU

@@ -1,7 +1,5 @@
 #include "replay/cuda_backend.h"
 
-#include "common/clock.h"
-
 #include <time.h>
 
 #include <algorithm>
@@ -14,19 +12,27 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "common/clock.h"
+#include "common/uuid.h"
+#include "replay/cuda_calls.h"
 #include "scout/fingerprint.h"
 #include "scout/shm_format.h"
 
 namespace scout::replay {
 namespace {
 
+using cudalib::Calls;
+using cudalib::Comms;
+using cudalib::DeviceBuf;
 using shm::mono_ns;
+using shm::wall_ns;
 
 constexpr size_t kCuptiBufBytes = 4 << 20;  // CUPTI recommends 1..10 MB per buffer
 constexpr int64_t kWorkspaceBytes = 32 << 20;
 
 std::mutex g_spans_mu;
 std::vector<KernelSpan> g_spans;
+int g_record_error = 0;  // a cuptiActivityGetNextRecord failure since the last cupti_take
 const cudalib::Cupti* g_cupti = nullptr;
 
 void on_request(uint8_t** buffer, size_t* size, size_t* max_records) {
@@ -39,7 +45,8 @@ void on_complete(void*, uint32_t, uint8_t* buffer, size_t, size_t valid) {
   if (g_cupti && buffer) {
     void* rec = nullptr;
     std::lock_guard<std::mutex> lock(g_spans_mu);
-    while (g_cupti->ActivityGetNextRecord(buffer, valid, &rec) == 0 && rec) {
+    int rc = 0;
+    while ((rc = g_cupti->ActivityGetNextRecord(buffer, valid, &rec)) == 0 && rec) {
       const auto* b = static_cast<const uint8_t*>(rec);
       uint32_t kind;
       std::memcpy(&kind, b, 4);
@@ -52,20 +59,14 @@ void on_complete(void*, uint32_t, uint8_t* buffer, size_t, size_t valid) {
       s.device = int(dev);
       if (s.start_ns && s.end_ns >= s.start_ns) g_spans.push_back(s);  // 0: no timestamp (CUPTI)
     }
+    if (rc != 0 && rc != cudalib::kCuptiMaxLimitReached) g_record_error = rc;  // records lost
   }
   std::free(buffer);
 }
 
-
 void sleep_us(int64_t us) {
   timespec ts{0, long(us * 1000)};
   nanosleep(&ts, nullptr);
-}
-
-uint64_t wall_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return uint64_t(ts.tv_sec) * 1'000'000'000ull + uint64_t(ts.tv_nsec);
 }
 
 float seeded(uint64_t stream, uint64_t i) {
@@ -107,21 +108,43 @@ std::vector<unsigned char> seeded_matrix(uint64_t stream, uint64_t n, const std:
   return out;
 }
 
-uint64_t text_hash(const std::string& s) { return XXH64(s.data(), s.size(), 0); }
-
-Sample sample_of(const Recipe& r, const Participant& p, int round) {
-  Sample s;
-  s.recipe = r.id;
-  s.global_rank = p.global_rank;
-  s.gpu = p.gpu;
-  s.round = round;
-  return s;
+// A link's payload from sender `src`: `count` seeded floats.
+std::vector<float> link_payload(const Recipe& r, int src, uint64_t count) {
+  std::vector<float> payload(count);
+  for (uint64_t i = 0; i < count; ++i) payload[i] = seeded(r.seed ^ uint64_t(src) * 0x100000001b3ull, i);
+  return payload;
 }
 
-Sample skip(Sample s, SampleStatus st, const std::string& why) {
-  s.status = st;
-  s.reason = why;
-  return s;
+uint64_t fp_f32(const void* data, uint64_t count) {
+  return fp::fingerprint(data, count * 4, shm::kTypeFloat32, nullptr);
+}
+
+uint64_t text_hash(const std::string& s) { return XXH64(s.data(), s.size(), 0); }
+
+Sample skip(Sample s, SampleStatus st, const std::string& why) { return not_measured(std::move(s), st, why); }
+
+// A recipe that could not start: skipped for `why` (not on this host, a library missing), or
+// failed when a call failed.
+Sample not_run(Sample s, const Calls& c, const std::string& why) {
+  return c.ok() ? skip(s, SampleStatus::kSkipped, why) : skip(s, SampleStatus::kFailed, c.error());
+}
+
+// The sample as measured, or failed with the first failed call (nothing measured is kept).
+Sample measured(Sample s, const Calls& c) { return c.ok() ? s : skip(s, SampleStatus::kFailed, c.error()); }
+
+// The kernel time CUPTI recorded on `device` since `t0_ns` (CLOCK_REALTIME); -1 with c failed when
+// it recorded none (the time is unknown, not zero).
+int64_t kernel_ns(const std::vector<KernelSpan>& spans, uint64_t t0_ns, int device, Calls& c) {
+  int64_t sum = 0;
+  int n = 0;
+  for (const KernelSpan& s : spans) {
+    if (s.device != device || s.start_ns < t0_ns) continue;
+    sum += int64_t(s.end_ns - s.start_ns);
+    n++;
+  }
+  if (n > 0) return sum;
+  c.fail("CUPTI delivered no kernel record of device " + std::to_string(device) + " since the launch");
+  return -1;
 }
 
 }  // namespace
@@ -131,13 +154,7 @@ std::vector<unsigned char> gemm_input(const Recipe& r, char which) {
   return seeded_matrix(r.seed ^ text_hash(r.id + which), n, r.gemm.dtype);
 }
 
-std::string uuid_text(const cu::Uuid& u) {
-  char buf[64];
-  const unsigned char* b = u.bytes;
-  std::snprintf(buf, sizeof(buf), "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
-                b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
-  return buf;
-}
+std::string uuid_text(const cu::Uuid& u) { return shm::gpu_uuid_text(u.bytes); }
 
 bool cupti_start(const cudalib::Cupti& c) {
   g_cupti = &c;
@@ -145,12 +162,14 @@ bool cupti_start(const cudalib::Cupti& c) {
   return c.ActivityEnable(cudalib::kActivityConcurrentKernel) == 0;
 }
 
-std::vector<KernelSpan> cupti_take(const cudalib::Cupti& c) {
-  c.ActivityFlushAll(cudalib::kFlushForced);
+bool cupti_take(const cudalib::Cupti& cupti, std::vector<KernelSpan>* spans, Calls& c) {
+  const int rc = cupti.ActivityFlushAll(cudalib::kFlushForced);
   std::lock_guard<std::mutex> lock(g_spans_mu);
-  std::vector<KernelSpan> out;
-  out.swap(g_spans);
-  return out;
+  spans->clear();
+  spans->swap(g_spans);
+  const int lost = g_record_error;
+  g_record_error = 0;
+  return c.cupti(rc, "cuptiActivityFlushAll") && c.cupti(lost, "cuptiActivityGetNextRecord");
 }
 
 CudaBackend::CudaBackend(const cudalib::Libs* libs, BackendLimits limits) : L_(libs), limits_(limits) {
@@ -159,81 +178,90 @@ CudaBackend::CudaBackend(const cudalib::Libs* libs, BackendLimits limits) : L_(l
 
 CudaBackend::~CudaBackend() {
   if (!L_->have_cu) return;
+  // Nothing to report to any more: the results of these calls are not used.
   for (auto& [dev, s] : streams_) {
     auto c = ctxs_.find(dev);
     if (c != ctxs_.end()) L_->cu.CtxSetCurrent(c->second);
     L_->drv.StreamDestroy(s);
   }
+  for (auto& [dev, ctx] : ctxs_) L_->drv.DevicePrimaryCtxRelease(dev);
 }
 
-std::string CudaBackend::libs_text() const {
-  std::string s;
+bool CudaBackend::libs_text(std::string* out, Calls& c) const {
   int v = 0;
-  if (L_->have_cu && L_->cu.DriverGetVersion(&v) == 0) s += "cuda " + std::to_string(v);
-  if (L_->have_blas) s += "; cublasLt " + std::to_string(L_->blas.GetVersion());
-  if (L_->have_nccl && L_->nccl.GetVersion(&v) == 0) s += "; nccl " + std::to_string(v);
-  return s;
+  if (!c.cu(L_->cu.DriverGetVersion(&v), "cuDriverGetVersion")) return false;
+  *out = "cuda " + std::to_string(v);
+  if (L_->have_blas) *out += "; cublasLt " + std::to_string(L_->blas.GetVersion());
+  if (L_->have_nccl) {
+    if (!c.nccl(L_->nccl.GetVersion(&v), "ncclGetVersion")) return false;
+    *out += "; nccl " + std::to_string(v);
+  }
+  return true;
 }
 
-bool CudaBackend::enter(const Participant& p, cu::Device* dev, std::string* why) {
-  if (!L_->have_cu) {
-    *why = L_->missing;
-    return false;
-  }
+int CudaBackend::ordinal_of(const Participant& p, Calls& c) {
   int count = 0;
-  L_->cu.DeviceGetCount(&count);
-  int ordinal = -1;
+  if (!c.cu(L_->cu.DeviceGetCount(&count), "cuDeviceGetCount")) return -1;
   // The participant's GPU by UUID when the record has one, else by its CUDA ordinal.
   for (int i = 0; i < count && p.gpu.rfind("GPU-", 0) == 0; ++i) {
     cu::Device d;
     cu::Uuid u;
-    if (L_->cu.DeviceGet(&d, i) == 0 && L_->cu.DeviceGetUuid(&u, d) == 0 && uuid_text(u) == p.gpu) ordinal = i;
+    if (!c.cu(L_->cu.DeviceGet(&d, i), "cuDeviceGet") || !c.cu(L_->cu.DeviceGetUuid(&u, d), "cuDeviceGetUuid"))
+      return -1;
+    if (uuid_text(u) == p.gpu) return i;
   }
-  if (ordinal < 0) ordinal = p.cuda_dev;
-  if (ordinal < 0 || ordinal >= count) {
+  return p.cuda_dev >= 0 && p.cuda_dev < count ? p.cuda_dev : -1;
+}
+
+bool CudaBackend::enter(const Participant& p, cu::Device* dev, std::string* why, Calls& c) {
+  if (!L_->have_cu) {
+    *why = L_->missing;
+    return false;
+  }
+  const int ordinal = ordinal_of(p, c);
+  if (!c.ok()) return false;
+  if (ordinal < 0) {
     *why = "GPU " + p.gpu + " is not on this host";
     return false;
   }
-  if (L_->cu.DeviceGet(dev, ordinal) != 0) {
-    *why = "cuDeviceGet failed";
-    return false;
-  }
+  if (!c.cu(L_->cu.DeviceGet(dev, ordinal), "cuDeviceGet")) return false;
   if (!ctxs_.count(*dev)) {
     cu::Context ctx = nullptr;
-    if (L_->cu.DevicePrimaryCtxRetain(&ctx, *dev) != 0) {
-      *why = "cannot open a context on GPU " + p.gpu;
-      return false;
-    }
+    if (!c.cu(L_->cu.DevicePrimaryCtxRetain(&ctx, *dev), "cuDevicePrimaryCtxRetain")) return false;
     ctxs_[*dev] = ctx;
   }
-  L_->cu.CtxSetCurrent(ctxs_[*dev]);
+  if (!c.cu(L_->cu.CtxSetCurrent(ctxs_[*dev]), "cuCtxSetCurrent")) return false;
   if (!streams_.count(*dev)) {
     int least = 0, greatest = 0;
-    L_->drv.CtxGetStreamPriorityRange(&least, &greatest);
+    if (!c.cu(L_->drv.CtxGetStreamPriorityRange(&least, &greatest), "cuCtxGetStreamPriorityRange")) return false;
     cu::Stream s = nullptr;
-    if (L_->drv.StreamCreateWithPriority(&s, cu::kStreamNonBlocking, least) != 0) {
-      *why = "cannot create a stream on GPU " + p.gpu;
+    if (!c.cu(L_->drv.StreamCreateWithPriority(&s, cu::kStreamNonBlocking, least), "cuStreamCreateWithPriority"))
       return false;
-    }
     streams_[*dev] = s;
   }
   return true;
 }
 
-int64_t CudaBackend::budget_bytes(std::string* why) {
+int64_t CudaBackend::budget_bytes(Calls& c) {
   size_t free_b = 0, total = 0;
-  if (L_->drv.MemGetInfo(&free_b, &total) != 0) {
-    *why = "cuMemGetInfo failed";
-    return 0;
-  }
+  if (!c.cu(L_->drv.MemGetInfo(&free_b, &total), "cuMemGetInfo")) return 0;
   return std::max<int64_t>(0, std::min<int64_t>(limits_.max_mem, int64_t(free_b) - limits_.mem_margin));
 }
 
-int64_t CudaBackend::kernel_ns_since(uint64_t t0_ns, int device) {
-  int64_t sum = 0;
-  for (const KernelSpan& s : cupti_take(L_->cupti))
-    if (s.device == device && s.start_ns >= t0_ns) sum += int64_t(s.end_ns - s.start_ns);
-  return sum;
+bool CudaBackend::drop_spans(Calls& c) {
+  std::vector<KernelSpan> old;
+  return !cupti_on_ || cupti_take(L_->cupti, &old, c);
+}
+
+int64_t CudaBackend::kernel_ns_since(uint64_t t0_ns, int device, Calls& c) {
+  std::vector<KernelSpan> spans;
+  if (!cupti_take(L_->cupti, &spans, c)) return -1;
+  return kernel_ns(spans, t0_ns, device, c);
+}
+
+bool CudaBackend::sync(cu::Device dev, Calls& c) {
+  return c.cu(L_->cu.CtxSetCurrent(ctxs_[dev]), "cuCtxSetCurrent") &&
+         c.cu(L_->cu.StreamSynchronize(streams_[dev]), "cuStreamSynchronize");
 }
 
 GpuInfo CudaBackend::describe(const Participant& p) {
@@ -242,19 +270,62 @@ GpuInfo CudaBackend::describe(const Participant& p) {
   g.gpu = p.gpu;
   cu::Device dev;
   std::string why;
-  if (!enter(p, &dev, &why)) {
-    g.reason = why;
+  Calls c(L_);
+  if (!enter(p, &dev, &why, c)) {
+    g.reason = c.ok() ? why : c.error();
     return g;
   }
   char name[128] = {0};
-  L_->drv.DeviceGetName(name, sizeof(name) - 1, dev);
-  g.model = name;
-  L_->cu.DeviceGetAttribute(&g.sm_count, cu::kAttrMultiprocessorCount, dev);
-  g.libs = libs_text();
   size_t free_b = 0, total = 0;
-  if (L_->drv.MemGetInfo(&free_b, &total) == 0) g.free_bytes = int64_t(free_b);
+  if (!c.cu(L_->drv.DeviceGetName(name, sizeof(name) - 1, dev), "cuDeviceGetName") ||
+      !c.cu(L_->cu.DeviceGetAttribute(&g.sm_count, cu::kAttrMultiprocessorCount, dev), "cuDeviceGetAttribute") ||
+      !libs_text(&g.libs, c) || !c.cu(L_->drv.MemGetInfo(&free_b, &total), "cuMemGetInfo")) {
+    g.reason = c.error();
+    return g;
+  }
+  g.model = name;
+  g.free_bytes = int64_t(free_b);
   g.ready = true;
   return g;
+}
+
+bool CudaBackend::gemm_algo(const Recipe& r, const cudalib::LtObjects& lt, Calls& c) {
+  if (algos_.count(r.id)) return true;
+  cudalib::LtHeuristic h{};
+  int got = 0;
+  heuristic_calls_++;
+  if (!c.blas(L_->blas.MatmulAlgoGetHeuristic(lt.handle, lt.op, lt.a, lt.b, lt.d, lt.d, lt.pref, 1, &h, &got),
+              "cublasLtMatmulAlgoGetHeuristic"))
+    return false;
+  if (got < 1) return c.fail("cublasLtMatmulAlgoGetHeuristic: no algorithm for " + r.id);
+  algos_[r.id] = h.algo;
+  return true;
+}
+
+int64_t CudaBackend::time_gemm(const Recipe& r, cu::Device dev, const cudalib::LtObjects& lt, const GemmBuffers& g,
+                               Calls& c) {
+  const cu::Stream stream = streams_[dev];
+  const float alpha = 1.0f, beta = 0.0f;
+  auto matmul = [&] {
+    return c.blas(L_->blas.Matmul(lt.handle, lt.op, &alpha, g.a.addr(), lt.a, g.b.addr(), lt.b, &beta, g.d.addr(),
+                                  lt.d, g.d.addr(), lt.d, &algos_[r.id], g.ws.addr(), kWorkspaceBytes, stream),
+                  "cublasLtMatmul");
+  };
+  // One untimed warm-up run (module loading, first-launch costs).
+  if (!matmul() || !c.cu(L_->cu.StreamSynchronize(stream), "cuStreamSynchronize") || !drop_spans(c)) return -1;
+  cudalib::Event e0(L_), e1(L_);
+  const uint64_t t0 = uint64_t(wall_ns());
+  if (!cupti_on_ && (!e0.create(c) || !e1.create(c) || !c.cu(L_->cu.EventRecord(e0.get(), stream), "cuEventRecord")))
+    return -1;
+  for (int i = 0; i < r.iters; ++i)
+    if (!matmul()) return -1;
+  if (!cupti_on_ && !c.cu(L_->cu.EventRecord(e1.get(), stream), "cuEventRecord")) return -1;
+  if (!c.cu(L_->cu.StreamSynchronize(stream), "cuStreamSynchronize")) return -1;
+  if (cupti_on_) return kernel_ns_since(t0, dev, c);
+  float ms = 0;
+  if (!c.cu(L_->cu.EventElapsedTime(&ms, e0.get(), e1.get()), "cuEventElapsedTime")) return -1;
+  if (!e0.destroy(c) || !e1.destroy(c)) return -1;
+  return int64_t(double(ms) * 1e6);
 }
 
 Sample CudaBackend::run_gemm(const Recipe& r, const Participant& p, int round) {
@@ -264,106 +335,33 @@ Sample CudaBackend::run_gemm(const Recipe& r, const Participant& p, int round) {
   if (eb == 0) return skip(s, SampleStatus::kSkipped, "unsupported datatype " + r.gemm.dtype);
   cu::Device dev;
   std::string why;
-  if (!enter(p, &dev, &why)) return skip(s, SampleStatus::kSkipped, why);
+  Calls c(L_);
+  if (!enter(p, &dev, &why, c)) return not_run(s, c, why);
   const uint64_t m = uint64_t(r.gemm.m), n = uint64_t(r.gemm.n), k = uint64_t(r.gemm.k);
   const int64_t need = int64_t((m * k + k * n + m * n) * uint64_t(eb)) + kWorkspaceBytes;
-  const int64_t allowed = budget_bytes(&why);
+  const int64_t allowed = budget_bytes(c);
+  if (!c.ok()) return measured(s, c);
   if (need > allowed)
     return skip(s, SampleStatus::kSkipped,
-                "needs " + std::to_string(need) + " bytes of device memory, replay may use " + std::to_string(allowed) +
-                    (why.empty() ? "" : " (" + why + ")"));
+                "needs " + std::to_string(need) + " bytes of device memory, replay may use " + std::to_string(allowed));
   const int dtype = eb == 4 ? cudalib::kDataR32F : r.gemm.dtype == "bf16" ? cudalib::kDataR16BF : cudalib::kDataR16F;
-  const cu::Stream stream = streams_[dev];
-  cu::DevicePtr a = 0, b = 0, d = 0, ws = 0;
-  auto release = [&] {
-    for (cu::DevicePtr x : {a, b, d, ws})
-      if (x) L_->cu.MemFree(x);
-  };
-  if (L_->cu.MemAlloc(&a, m * k * eb) || L_->cu.MemAlloc(&b, k * n * eb) || L_->cu.MemAlloc(&d, m * n * eb) ||
-      L_->cu.MemAlloc(&ws, kWorkspaceBytes)) {
-    release();
-    return skip(s, SampleStatus::kSkipped, "device memory allocation failed");
+  GemmBuffers g{{L_, ctxs_[dev]}, {L_, ctxs_[dev]}, {L_, ctxs_[dev]}, {L_, ctxs_[dev]}};
+  const std::vector<unsigned char> ha = gemm_input(r, 'A'), hb = gemm_input(r, 'B');
+  std::vector<unsigned char> hd(m * n * eb);
+  cudalib::LtObjects lt(L_);
+  if (g.a.alloc(m * k * eb, c) && g.b.alloc(k * n * eb, c) && g.d.alloc(m * n * eb, c) &&
+      g.ws.alloc(kWorkspaceBytes, c) && g.a.put(ha.data(), ha.size(), c) && g.b.put(hb.data(), hb.size(), c) &&
+      lt.create(dtype, m, n, k, kWorkspaceBytes, c) && gemm_algo(r, lt, c)) {
+    s.ns = time_gemm(r, dev, lt, g, c);
+    if (c.ok() && lt.destroy(c) && g.d.get(hd.data(), hd.size(), c))
+      s.fp = fp::fingerprint(hd.data(), hd.size(),
+                             eb == 4                   ? shm::kTypeFloat32
+                             : dtype == cudalib::kDataR16BF ? shm::kTypeBfloat16
+                                                            : shm::kTypeFloat16,
+                             nullptr);
   }
-  std::vector<unsigned char> ha = gemm_input(r, 'A');
-  std::vector<unsigned char> hb = gemm_input(r, 'B');
-  L_->cu.MemcpyHtoD(a, ha.data(), ha.size());
-  L_->cu.MemcpyHtoD(b, hb.data(), hb.size());
-  cudalib::LtHandle lt = nullptr;
-  cudalib::LtDesc op = nullptr;
-  cudalib::LtLayout la = nullptr, lb = nullptr, ld = nullptr;
-  cudalib::LtPref pref = nullptr;
-  std::string fail;
-  const auto& B = L_->blas;
-  if (B.Create(&lt) || B.MatmulDescCreate(&op, cudalib::kComputeType32F, cudalib::kDataR32F) ||
-      B.MatrixLayoutCreate(&la, dtype, m, k, int64_t(m)) || B.MatrixLayoutCreate(&lb, dtype, k, n, int64_t(k)) ||
-      B.MatrixLayoutCreate(&ld, dtype, m, n, int64_t(m)) || B.MatmulPreferenceCreate(&pref)) {
-    fail = "cuBLASLt setup failed";
-  }
-  uint64_t ws_bytes = kWorkspaceBytes;
-  if (fail.empty()) B.MatmulPreferenceSetAttribute(pref, cudalib::kPrefMaxWorkspaceBytes, &ws_bytes, sizeof(ws_bytes));
-  if (fail.empty() && !algos_.count(r.id)) {
-    cudalib::LtHeuristic h{};
-    int got = 0;
-    heuristic_calls_++;
-    if (B.MatmulAlgoGetHeuristic(lt, op, la, lb, ld, ld, pref, 1, &h, &got) || got < 1)
-      fail = "no cuBLASLt algorithm for " + r.id;
-    else
-      algos_[r.id] = h.algo;
-  }
-  int64_t ns = -1;
-  if (fail.empty()) {
-    const float alpha = 1.0f, beta = 0.0f;
-    // One untimed warm-up run (module loading, first-launch costs).
-    if (B.Matmul(lt, op, &alpha, reinterpret_cast<void*>(a), la, reinterpret_cast<void*>(b), lb, &beta,
-                 reinterpret_cast<void*>(d), ld, reinterpret_cast<void*>(d), ld, &algos_[r.id],
-                 reinterpret_cast<void*>(ws), kWorkspaceBytes, stream) == 0)
-      L_->cu.StreamSynchronize(stream);
-    if (cupti_on_) cupti_take(L_->cupti);  // drop older spans
-    const uint64_t t0 = wall_ns();
-    cu::Event e0 = nullptr, e1 = nullptr;
-    if (!cupti_on_) {
-      L_->cu.EventCreate(&e0, cu::kEventDefault);
-      L_->cu.EventCreate(&e1, cu::kEventDefault);
-      L_->cu.EventRecord(e0, stream);
-    }
-    auto matmul = [&] {
-      return B.Matmul(lt, op, &alpha, reinterpret_cast<void*>(a), la, reinterpret_cast<void*>(b), lb, &beta,
-                      reinterpret_cast<void*>(d), ld, reinterpret_cast<void*>(d), ld, &algos_[r.id],
-                      reinterpret_cast<void*>(ws), kWorkspaceBytes, stream);
-    };
-    int rc = 0;
-    for (int i = 0; i < r.iters && rc == 0; ++i) rc = matmul();
-    if (rc) {
-      fail = "cublasLtMatmul failed";
-    } else {
-      if (!cupti_on_) L_->cu.EventRecord(e1, stream);
-      L_->cu.StreamSynchronize(stream);
-      if (cupti_on_) {
-        ns = kernel_ns_since(t0, dev);
-      } else {
-        float ms = 0;
-        L_->cu.EventElapsedTime(&ms, e0, e1);
-        ns = int64_t(double(ms) * 1e6);
-      }
-    }
-  }
-  if (pref) B.MatmulPreferenceDestroy(pref);
-  for (cudalib::LtLayout l : {la, lb, ld})
-    if (l) B.MatrixLayoutDestroy(l);
-  if (op) B.MatmulDescDestroy(op);
-  if (lt) B.Destroy(lt);
-  if (fail.empty()) {
-    std::vector<unsigned char> hd(m * n * eb);
-    L_->cu.MemcpyDtoH(hd.data(), d, hd.size());
-    s.fp = fp::fingerprint(hd.data(), hd.size(),
-                           eb == 4                                   ? shm::kTypeFloat32
-                           : eb == 2 && dtype == cudalib::kDataR16BF ? shm::kTypeBfloat16
-                                                                     : shm::kTypeFloat16,
-                           nullptr);
-    s.ns = ns;
-  }
-  release();
-  return fail.empty() ? s : skip(s, SampleStatus::kFailed, fail);
+  for (DeviceBuf* b : {&g.a, &g.b, &g.d, &g.ws}) b->free(c);
+  return measured(s, c);
 }
 
 Sample CudaBackend::run_link(const Recipe& r, const Participant& src, const Participant& dst, int round) {
@@ -372,45 +370,39 @@ Sample CudaBackend::run_link(const Recipe& r, const Participant& src, const Part
   if (!L_->have_nccl) return skip(s, SampleStatus::kSkipped, L_->missing);
   cu::Device ds, dd;
   std::string why;
-  if (!enter(src, &ds, &why) || !enter(dst, &dd, &why))
-    return skip(s, SampleStatus::kSkipped,
-                why + " (members on other hosts need a replay communicator bootstrapped over the observers' channel)");
+  Calls c(L_);
+  if (!enter(src, &ds, &why, c) || !enter(dst, &dd, &why, c))
+    return not_run(s, c,
+                   why + " (members on other hosts need a replay communicator bootstrapped over the observers' channel)");
   const uint64_t count = r.bytes / 4;
-  std::string need_why;
-  if (int64_t(r.bytes) > budget_bytes(&need_why))
-    return skip(s, SampleStatus::kSkipped, "link payload exceeds the replay memory limit");
-  std::vector<float> payload(count);
-  for (uint64_t i = 0; i < count; ++i) payload[i] = seeded(r.seed ^ uint64_t(src.global_rank) * 0x100000001b3ull, i);
-  s.expected_known = true;
-  s.expected_fp = fp::fingerprint(payload.data(), count * 4, shm::kTypeFloat32, nullptr);
-  int devs[2] = {ds, dd};
-  cudalib::NcclComm comms[2] = {nullptr, nullptr};
-  if (L_->nccl.CommInitAll(comms, 2, devs)) return skip(s, SampleStatus::kFailed, "ncclCommInitAll failed");
-  cu::DevicePtr sb = 0, rb = 0;
-  L_->cu.CtxSetCurrent(ctxs_[ds]);
-  L_->cu.MemAlloc(&sb, count * 4);
-  L_->cu.MemcpyHtoD(sb, payload.data(), count * 4);
-  L_->cu.CtxSetCurrent(ctxs_[dd]);
-  L_->cu.MemAlloc(&rb, count * 4);
-  if (cupti_on_) cupti_take(L_->cupti);
-  const uint64_t t0 = wall_ns();
-  L_->nccl.GroupStart();
-  L_->nccl.Send(reinterpret_cast<void*>(sb), count, cudalib::kNcclFloat32, 1, comms[0], streams_[ds]);
-  L_->nccl.Recv(reinterpret_cast<void*>(rb), count, cudalib::kNcclFloat32, 0, comms[1], streams_[dd]);
-  const int rc = L_->nccl.GroupEnd();
-  L_->cu.CtxSetCurrent(ctxs_[ds]);
-  L_->cu.StreamSynchronize(streams_[ds]);
-  L_->cu.CtxSetCurrent(ctxs_[dd]);
-  L_->cu.StreamSynchronize(streams_[dd]);
-  s.ns = cupti_on_ ? kernel_ns_since(t0, dd) : int64_t(wall_ns() - t0);
+  const int64_t allowed = budget_bytes(c);
+  if (!c.ok()) return measured(s, c);
+  if (int64_t(r.bytes) > allowed) return skip(s, SampleStatus::kSkipped, "link payload exceeds the replay memory limit");
+  const std::vector<float> payload = link_payload(r, src.global_rank, count);
   std::vector<float> got(count);
-  L_->cu.MemcpyDtoH(got.data(), rb, count * 4);
-  s.fp = fp::fingerprint(got.data(), count * 4, shm::kTypeFloat32, nullptr);
-  L_->cu.MemFree(rb);
-  L_->cu.CtxSetCurrent(ctxs_[ds]);
-  L_->cu.MemFree(sb);
-  for (auto c : comms) L_->nccl.CommDestroy(c);
-  return rc ? skip(s, SampleStatus::kFailed, "NCCL send/recv failed") : s;
+  int devs[2] = {ds, dd};
+  Comms comms(L_, 2);
+  DeviceBuf sb(L_, ctxs_[ds]), rb(L_, ctxs_[dd]);
+  if (c.nccl(L_->nccl.CommInitAll(comms.data(), 2, devs), "ncclCommInitAll") && sb.alloc(count * 4, c) &&
+      sb.put(payload.data(), count * 4, c) && rb.alloc(count * 4, c) && drop_spans(c) &&
+      c.nccl(L_->nccl.GroupStart(), "ncclGroupStart")) {
+    const uint64_t t0 = uint64_t(wall_ns());
+    c.nccl(L_->nccl.Send(sb.addr(), count, cudalib::kNcclFloat32, 1, comms[0], streams_[ds]), "ncclSend");
+    c.nccl(L_->nccl.Recv(rb.addr(), count, cudalib::kNcclFloat32, 0, comms[1], streams_[dd]), "ncclRecv");
+    const bool ended = c.nccl(L_->nccl.GroupEnd(), "ncclGroupEnd");  // always closes the group
+    if (ended && c.ok() && sync(ds, c) && sync(dd, c)) {
+      s.ns = cupti_on_ ? kernel_ns_since(t0, dd, c) : int64_t(uint64_t(wall_ns()) - t0);
+      if (c.ok() && rb.get(got.data(), count * 4, c)) {
+        s.fp = fp_f32(got.data(), count);
+        s.expected_known = true;
+        s.expected_fp = fp_f32(payload.data(), count);
+      }
+    }
+  }
+  rb.free(c);
+  sb.free(c);
+  if (c.ok()) comms.destroy(c);
+  return measured(s, c);
 }
 
 std::string CudaBackend::link_unique_id(const Participant& self, std::string* error) {
@@ -419,11 +411,23 @@ std::string CudaBackend::link_unique_id(const Participant& self, std::string* er
     return "";
   }
   cudalib::NcclUniqueId id{};
-  if (L_->nccl.GetUniqueId(&id) != cudalib::kNcclSuccess) {
-    *error = "ncclGetUniqueId failed";
+  Calls c(L_);
+  if (!c.nccl(L_->nccl.GetUniqueId(&id), "ncclGetUniqueId")) {
+    *error = c.error();
     return "";
   }
   return bytes_hex(id.internal, sizeof(id.internal));
+}
+
+int CudaBackend::settle(cudalib::NcclComm comm, int64_t deadline_ns, Calls& c) {
+  // Waits for a non-blocking NCCL call on `comm` to settle: its state, or kNcclInProgress at the
+  // deadline (NCCL documents polling ncclCommGetAsyncError for non-blocking communicators).
+  int st = cudalib::kNcclInProgress;
+  for (;;) {
+    if (!c.nccl(L_->nccl.CommGetAsyncError(comm, &st), "ncclCommGetAsyncError")) return -1;
+    if (st != cudalib::kNcclInProgress || mono_ns() >= deadline_ns) return st;
+    sleep_us(200);
+  }
 }
 
 std::vector<Sample> CudaBackend::run_link_end(const Recipe& r, const Participant& self, const Participant& peer,
@@ -444,82 +448,70 @@ std::vector<Sample> CudaBackend::run_link_end(const Recipe& r, const Participant
     return fail(SampleStatus::kFailed, "bootstrap id is not " + std::to_string(sizeof(id.internal)) + " bytes of hex");
   cu::Device d;
   std::string why;
-  if (!enter(self, &d, &why)) return fail(SampleStatus::kSkipped, why);
-  if (int64_t(r.bytes) > budget_bytes(&why))
-    return fail(SampleStatus::kSkipped, "link payload exceeds the replay memory limit");
-  // Waits for a non-blocking NCCL call on `comm` to settle: its state, or kNcclInProgress at the
-  // deadline (NCCL documents polling ncclCommGetAsyncError for non-blocking communicators).
-  auto settle = [&](cudalib::NcclComm comm) {
-    int st = cudalib::kNcclInProgress;
-    while (L_->nccl.CommGetAsyncError(comm, &st) == cudalib::kNcclSuccess && st == cudalib::kNcclInProgress &&
-           mono_ns() < deadline_ns)
-      sleep_us(200);
-    return st;
-  };
+  Calls c(L_);
+  if (!enter(self, &d, &why, c))
+    return c.ok() ? fail(SampleStatus::kSkipped, why) : fail(SampleStatus::kFailed, c.error());
+  const int64_t allowed = budget_bytes(c);
+  if (!c.ok()) return fail(SampleStatus::kFailed, c.error());
+  if (int64_t(r.bytes) > allowed) return fail(SampleStatus::kSkipped, "link payload exceeds the replay memory limit");
   cudalib::NcclConfig cfg;
   cfg.blocking = 0;
-  cudalib::NcclComm comm = nullptr;
-  const int rc = L_->nccl.CommInitRankConfig(&comm, 2, id, sender ? 0 : 1, &cfg);
-  if ((rc != cudalib::kNcclSuccess && rc != cudalib::kNcclInProgress) || comm == nullptr)
-    return fail(SampleStatus::kFailed, "ncclCommInitRankConfig failed (" + std::to_string(rc) + ")");
-  int st = settle(comm);
-  if (st != cudalib::kNcclSuccess) {
-    L_->nccl.CommAbort(comm);
-    return fail(SampleStatus::kFailed, st == cudalib::kNcclInProgress
+  Comms comm(L_, 1);  // aborted on any early return: the peer's end fails now, not at the deadline
+  const int rc = L_->nccl.CommInitRankConfig(comm.data(), 2, id, sender ? 0 : 1, &cfg);
+  if (rc != cudalib::kNcclInProgress && !c.nccl(rc, "ncclCommInitRankConfig")) return fail(SampleStatus::kFailed, c.error());
+  if (comm[0] == nullptr) return fail(SampleStatus::kFailed, "ncclCommInitRankConfig gave no communicator");
+  const int st = settle(comm[0], deadline_ns, c);
+  if (st != cudalib::kNcclSuccess)
+    return fail(SampleStatus::kFailed, !c.ok() ? c.error()
+                                       : st == cudalib::kNcclInProgress
                                            ? "the peer did not join the replay communicator by the deadline (aborted)"
                                            : "replay communicator init failed (" + std::to_string(st) + ")");
-  }
   const uint64_t count = r.bytes / 4;
-  std::vector<float> payload(count);
-  for (uint64_t i = 0; i < count; ++i) payload[i] = seeded(r.seed ^ uint64_t(r.src) * 0x100000001b3ull, i);
-  const uint64_t expected = fp::fingerprint(payload.data(), count * 4, shm::kTypeFloat32, nullptr);
-  cu::DevicePtr buf = 0;
-  if (L_->cu.MemAlloc(&buf, count * 4) != 0) {
-    L_->nccl.CommAbort(comm);  // the peer's end fails now, not at the deadline
-    return fail(SampleStatus::kSkipped, "device memory allocation failed");
-  }
-  if (sender) L_->cu.MemcpyHtoD(buf, payload.data(), count * 4);
+  const std::vector<float> payload = link_payload(r, r.src, count);
+  DeviceBuf buf(L_, ctxs_[d]);
+  if (!buf.alloc(count * 4, c) || (sender && !buf.put(payload.data(), count * 4, c)))
+    return fail(SampleStatus::kFailed, c.error());
   std::string error;
   for (int round = 0; round < r.rounds && error.empty(); ++round) {
-    if (cupti_on_) cupti_take(L_->cupti);
-    const uint64_t t0 = wall_ns();
-    const int sr = sender ? L_->nccl.Send(reinterpret_cast<void*>(buf), count, cudalib::kNcclFloat32, 1, comm, streams_[d])
-                          : L_->nccl.Recv(reinterpret_cast<void*>(buf), count, cudalib::kNcclFloat32, 0, comm, streams_[d]);
-    if ((sr != cudalib::kNcclSuccess && sr != cudalib::kNcclInProgress) || settle(comm) != cudalib::kNcclSuccess) {
-      error = "NCCL " + std::string(sender ? "send" : "receive") + " failed";
+    if (!drop_spans(c)) break;
+    const uint64_t t0 = uint64_t(wall_ns());
+    const int sr = sender ? L_->nccl.Send(buf.addr(), count, cudalib::kNcclFloat32, 1, comm[0], streams_[d])
+                          : L_->nccl.Recv(buf.addr(), count, cudalib::kNcclFloat32, 0, comm[0], streams_[d]);
+    if (sr != cudalib::kNcclInProgress && !c.nccl(sr, sender ? "ncclSend" : "ncclRecv")) break;
+    const int st = settle(comm[0], deadline_ns, c);
+    if (!c.ok()) break;
+    if (st != cudalib::kNcclSuccess) {
+      error = "NCCL " + std::string(sender ? "send" : "receive") + " failed (" + std::to_string(st) + ")";
       break;
     }
     int q = cudalib::kNotReady;
     while ((q = L_->drv.StreamQuery(streams_[d])) == cudalib::kNotReady && mono_ns() < deadline_ns) sleep_us(200);
-    if (q != 0) {
-      error = q == cudalib::kNotReady ? "the transfer did not finish by the deadline (aborted)"
-                                      : "the transfer failed (CUDA error " + std::to_string(q) + ")";
+    if (q == cudalib::kNotReady) {
+      error = "the transfer did not finish by the deadline (aborted)";
       break;
     }
+    if (!c.cu(q, "cuStreamQuery")) break;
     if (sender) continue;
     Sample s = sample_of(r, self, round);
     s.peer = peer.global_rank;
-    s.ns = cupti_on_ ? kernel_ns_since(t0, d) : int64_t(wall_ns() - t0);
+    s.ns = cupti_on_ ? kernel_ns_since(t0, d, c) : int64_t(uint64_t(wall_ns()) - t0);
     std::vector<float> got(count);
-    L_->cu.MemcpyDtoH(got.data(), buf, count * 4);
-    s.fp = fp::fingerprint(got.data(), count * 4, shm::kTypeFloat32, nullptr);
+    if (!c.ok() || !buf.get(got.data(), count * 4, c)) break;
+    s.fp = fp_f32(got.data(), count);
     s.expected_known = true;
-    s.expected_fp = expected;
+    s.expected_fp = fp_f32(payload.data(), count);
     out.push_back(s);
   }
-  if (!error.empty()) {
-    L_->nccl.CommAbort(comm);  // a kernel that waits for a peer that is gone never ends by itself
-    L_->cu.MemFree(buf);
-    return fail(SampleStatus::kFailed, error);
-  }
-  L_->cu.MemFree(buf);
-  L_->nccl.CommDestroy(comm);
+  if (error.empty() && !c.ok()) error = c.error();
+  if (!error.empty()) return fail(SampleStatus::kFailed, error);  // buf freed, comm aborted
+  if (!buf.free(c) || !comm.destroy(c)) return fail(SampleStatus::kFailed, c.error());
   return out;
 }
 
 std::vector<Sample> CudaBackend::run_coll(const Recipe& r, const std::vector<Participant>& members, int round) {
   std::vector<Sample> out;
   for (const Participant& p : members) out.push_back(sample_of(r, p, round));
+  Calls c(L_);
   auto all_skip = [&](SampleStatus st, const std::string& why) {
     for (Sample& s : out) s = skip(s, st, why);
     return out;
@@ -531,68 +523,76 @@ std::vector<Sample> CudaBackend::run_coll(const Recipe& r, const std::vector<Par
   std::string why;
   for (const Participant& p : members) {
     cu::Device d;
-    if (!enter(p, &d, &why))
-      return all_skip(
-          SampleStatus::kSkipped,
-          why + " (members on other hosts need a replay communicator bootstrapped over the observers' channel)");
+    if (!enter(p, &d, &why, c))
+      return c.ok() ? all_skip(SampleStatus::kSkipped,
+                               why + " (members on other hosts need a replay communicator bootstrapped over the "
+                                     "observers' channel)")
+                    : all_skip(SampleStatus::kFailed, c.error());
     devs.push_back(d);
   }
   const int nr = int(members.size());
   const uint64_t count = std::max<uint64_t>(1, r.coll.count);
-  if (int64_t(count * 8) > budget_bytes(&why))
-    return all_skip(SampleStatus::kSkipped, "collective exceeds the replay memory limit");
-  // NCCL_ALGO / NCCL_PROTO are read at each communicator init (NCCL src/graph/tuning.cc).
-  if (!r.coll.algo.empty()) setenv("NCCL_ALGO", r.coll.algo.c_str(), 1);
-  if (!r.coll.proto.empty()) setenv("NCCL_PROTO", r.coll.proto.c_str(), 1);
-  std::vector<cudalib::NcclComm> comms(nr, nullptr);
-  const int rc_init = L_->nccl.CommInitAll(comms.data(), nr, devs.data());
-  unsetenv("NCCL_ALGO");
-  unsetenv("NCCL_PROTO");
-  if (rc_init) return all_skip(SampleStatus::kFailed, "ncclCommInitAll failed");
+  const int64_t allowed = budget_bytes(c);
+  if (!c.ok()) return all_skip(SampleStatus::kFailed, c.error());
+  if (int64_t(count * 8) > allowed) return all_skip(SampleStatus::kSkipped, "collective exceeds the replay memory limit");
   std::vector<std::vector<float>> in(nr, std::vector<float>(count));
   std::vector<float> want(count, 0.0f);
   for (int i = 0; i < nr; ++i)
-    for (uint64_t e = 0; e < count; ++e)
-      in[i][e] = seeded(r.seed ^ uint64_t(members[i].global_rank) * 0x9E3779B9ull, e);
+    for (uint64_t e = 0; e < count; ++e) in[i][e] = seeded(r.seed ^ uint64_t(members[i].global_rank) * 0x9E3779B9ull, e);
   for (uint64_t e = 0; e < count; ++e)                 // NCCL's ring reduction order is not ours: compare with
     for (int i = 0; i < nr; ++i) want[e] += in[i][e];  // one exact order only for 2 members
-  std::vector<cu::DevicePtr> buf(nr, 0);
-  for (int i = 0; i < nr; ++i) {
-    L_->cu.CtxSetCurrent(ctxs_[devs[i]]);
-    L_->cu.MemAlloc(&buf[i], count * 4);
-    L_->cu.MemcpyHtoD(buf[i], in[i].data(), count * 4);
+  Comms comms(L_, size_t(nr));
+  std::vector<DeviceBuf> buf;
+  buf.reserve(size_t(nr));
+  for (int i = 0; i < nr; ++i) buf.emplace_back(L_, ctxs_[devs[i]]);
+  if (coll_init(r, comms, devs, c)) {
+    for (int i = 0; i < nr; ++i)
+      if (!buf[i].alloc(count * 4, c) || !buf[i].put(in[i].data(), count * 4, c)) break;
+    if (c.ok()) run_allreduce(comms, devs, buf, count, c, &out);
   }
-  if (cupti_on_) cupti_take(L_->cupti);
-  const uint64_t t0 = wall_ns();
-  L_->nccl.GroupStart();
+  std::vector<float> got(count);
+  const uint64_t want_fp = fp_f32(want.data(), count);
+  for (int i = 0; i < nr; ++i) {
+    if (c.ok() && buf[i].get(got.data(), count * 4, c)) {
+      out[i].fp = fp_f32(got.data(), count);
+      out[i].expected_known = nr == 2;  // a sum of two is exact in any order
+      out[i].expected_fp = want_fp;
+    }
+    buf[i].free(c);
+  }
+  if (c.ok()) comms.destroy(c);
+  return c.ok() ? out : all_skip(SampleStatus::kFailed, c.error());
+}
+
+bool CudaBackend::coll_init(const Recipe& r, Comms& comms, const std::vector<int>& devs, Calls& c) {
+  // NCCL_ALGO / NCCL_PROTO are read at each communicator init (NCCL src/graph/tuning.cc).
+  if (!r.coll.algo.empty()) setenv("NCCL_ALGO", r.coll.algo.c_str(), 1);
+  if (!r.coll.proto.empty()) setenv("NCCL_PROTO", r.coll.proto.c_str(), 1);
+  const int rc = L_->nccl.CommInitAll(comms.data(), int(devs.size()), devs.data());
+  unsetenv("NCCL_ALGO");
+  unsetenv("NCCL_PROTO");
+  return c.nccl(rc, "ncclCommInitAll");
+}
+
+void CudaBackend::run_allreduce(const Comms& comms, const std::vector<int>& devs, std::vector<DeviceBuf>& buf,
+                                uint64_t count, Calls& c, std::vector<Sample>* out) {
+  const int nr = int(devs.size());
+  if (!drop_spans(c) || !c.nccl(L_->nccl.GroupStart(), "ncclGroupStart")) return;
+  const uint64_t t0 = uint64_t(wall_ns());
   for (int i = 0; i < nr; ++i)
-    L_->nccl.AllReduce(reinterpret_cast<void*>(buf[i]), reinterpret_cast<void*>(buf[i]), count, cudalib::kNcclFloat32,
-                       cudalib::kNcclSum, comms[i], streams_[devs[i]]);
-  const int rc = L_->nccl.GroupEnd();
+    c.nccl(L_->nccl.AllReduce(buf[i].addr(), buf[i].addr(), count, cudalib::kNcclFloat32, cudalib::kNcclSum, comms[i],
+                              streams_[devs[i]]),
+           "ncclAllReduce");
+  const bool ended = c.nccl(L_->nccl.GroupEnd(), "ncclGroupEnd");  // always closes the group
+  if (!ended || !c.ok()) return;
+  for (int i = 0; i < nr; ++i)
+    if (!sync(devs[i], c)) return;
+  const uint64_t wall = uint64_t(wall_ns()) - t0;
+  for (int i = 0; i < nr; ++i) (*out)[i].ns = int64_t(wall);
+  if (!cupti_on_) return;
   std::vector<KernelSpan> spans;
-  for (int i = 0; i < nr; ++i) {
-    L_->cu.CtxSetCurrent(ctxs_[devs[i]]);
-    L_->cu.StreamSynchronize(streams_[devs[i]]);
-  }
-  if (cupti_on_) spans = cupti_take(L_->cupti);
-  const uint64_t wall = wall_ns() - t0;
-  const uint64_t want_fp = fp::fingerprint(want.data(), count * 4, shm::kTypeFloat32, nullptr);
-  for (int i = 0; i < nr; ++i) {
-    std::vector<float> got(count);
-    L_->cu.CtxSetCurrent(ctxs_[devs[i]]);
-    L_->cu.MemcpyDtoH(got.data(), buf[i], count * 4);
-    L_->cu.MemFree(buf[i]);
-    out[i].fp = fp::fingerprint(got.data(), count * 4, shm::kTypeFloat32, nullptr);
-    out[i].expected_known = nr == 2;  // a sum of two is exact in any order
-    out[i].expected_fp = want_fp;
-    int64_t ns = 0;
-    for (const KernelSpan& k : spans)
-      if (k.device == devs[i] && k.start_ns >= t0) ns += int64_t(k.end_ns - k.start_ns);
-    out[i].ns = cupti_on_ ? ns : int64_t(wall);
-    if (rc) out[i] = skip(out[i], SampleStatus::kFailed, "ncclAllReduce failed");
-  }
-  for (auto c : comms) L_->nccl.CommDestroy(c);
-  return out;
+  if (!cupti_take(L_->cupti, &spans, c)) return;
+  for (int i = 0; i < nr && c.ok(); ++i) (*out)[i].ns = kernel_ns(spans, t0, devs[i], c);
 }
 
 }  // namespace scout::replay

@@ -17,12 +17,19 @@
 // ranks from the sender's ncclGetUniqueId (handed over by the observers), polled with
 // ncclCommGetAsyncError and cuStreamQuery until the deadline, aborted (ncclCommAbort) when the
 // peer does not come. Collectives with members on other hosts are skipped.
+//
+// Every library call is checked (cuda_calls.h): a failure makes the sample "failed" with the
+// call's name and error text, never a verdict on its data (a copy that failed is not a corrupted
+// link, a timer that failed is not a slow GPU); memory, events, cuBLASLt objects and
+// communicators are released on every path. A time CUPTI did not record (no kernel record of the
+// device) is a failure too.
 #pragma once
 
 #include <map>
 #include <string>
 
 #include "replay/backend.h"
+#include "replay/cuda_calls.h"
 #include "replay/cuda_libs.h"
 
 namespace scout::replay {
@@ -47,10 +54,30 @@ class CudaBackend : public Backend {
   int heuristic_calls() const { return heuristic_calls_; }
 
  private:
-  bool enter(const Participant& p, cu::Device* dev, std::string* why);  // context current
-  int64_t budget_bytes(std::string* why);                               // bytes this GPU may take now (0: none)
-  int64_t kernel_ns_since(uint64_t t0_ns, int device);                  // CUPTI: kernel time on `device`
-  std::string libs_text() const;
+  struct GemmBuffers {
+    cudalib::DeviceBuf a, b, d, ws;
+  };
+  // The participant's device ordinal (by UUID, else its CUDA ordinal; -1 not on this host).
+  int ordinal_of(const Participant& p, cudalib::Calls& c);
+  // Its context current and its low-priority stream made; false with *why (not on this host, a
+  // library missing) or a failed call in c.
+  bool enter(const Participant& p, cu::Device* dev, std::string* why, cudalib::Calls& c);
+  int64_t budget_bytes(cudalib::Calls& c);       // bytes this GPU may take now (0: none)
+  bool sync(cu::Device dev, cudalib::Calls& c);  // its context current, its stream synchronized
+  bool drop_spans(cudalib::Calls& c);            // CUPTI: forget the spans recorded so far
+  int64_t kernel_ns_since(uint64_t t0_ns, int device, cudalib::Calls& c);  // CUPTI: kernel time on `device`
+  bool libs_text(std::string* out, cudalib::Calls& c) const;              // "cuda 13000; cublasLt ...; nccl ..."
+  // The recipe's pinned algorithm (the heuristic's first choice, asked once per recipe).
+  bool gemm_algo(const Recipe& r, const cudalib::LtObjects& lt, cudalib::Calls& c);
+  // One untimed warm-up then r.iters timed matmuls; their GPU time, -1 when a call failed.
+  int64_t time_gemm(const Recipe& r, cu::Device dev, const cudalib::LtObjects& lt, const GemmBuffers& g,
+                    cudalib::Calls& c);
+  // Polls a non-blocking communicator until it settles or the deadline: its state (-1: the poll failed).
+  int settle(cudalib::NcclComm comm, int64_t deadline_ns, cudalib::Calls& c);
+  bool coll_init(const Recipe& r, cudalib::Comms& comms, const std::vector<int>& devs, cudalib::Calls& c);
+  // One AllReduce over every member's buffer; each member's time into (*out)[i].ns.
+  void run_allreduce(const cudalib::Comms& comms, const std::vector<int>& devs, std::vector<cudalib::DeviceBuf>& buf,
+                     uint64_t count, cudalib::Calls& c, std::vector<Sample>* out);
 
   const cudalib::Libs* L_;
   BackendLimits limits_;
@@ -58,7 +85,7 @@ class CudaBackend : public Backend {
   int heuristic_calls_ = 0;
   std::map<std::string, cudalib::LtAlgo> algos_;  // recipe id -> pinned algorithm
   std::map<int, cu::Stream> streams_;             // device -> low-priority stream
-  std::map<int, cu::Context> ctxs_;
+  std::map<int, cu::Context> ctxs_;               // device -> retained primary context
 };
 
 // The CUPTI record collector behind CudaBackend (process-wide, as CUPTI's activity state is).
@@ -69,14 +96,15 @@ struct KernelSpan {
 };
 // Enables CONCURRENT_KERNEL with our buffer callbacks; false if CUPTI refused.
 bool cupti_start(const cudalib::Cupti& c);
-// Flushes CUPTI and returns (and forgets) the spans collected so far.
-std::vector<KernelSpan> cupti_take(const cudalib::Cupti& c);
+// Flushes CUPTI and hands over (and forgets) the spans collected so far; false with the failed
+// call in c (the flush, or a record that could not be read: spans may be missing).
+bool cupti_take(const cudalib::Cupti& cupti, std::vector<KernelSpan>* spans, cudalib::Calls& c);
 
 // The host bytes of GEMM input `which` ('A': m x k, 'B': k x n, column-major) of recipe `r`:
 // seeded values in [-1, 1) rounded to the recipe's datatype, identical on every GPU.
 std::vector<unsigned char> gemm_input(const Recipe& r, char which);
 
-// "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" of a driver UUID (nvidia-smi's spelling).
+// "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" of a driver UUID (common/uuid.h).
 std::string uuid_text(const cu::Uuid& u);
 
 }  // namespace scout::replay

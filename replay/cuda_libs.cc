@@ -36,6 +36,12 @@ Entry E(F** slot, const char* name) {
   return {reinterpret_cast<void**>(slot), name};
 }
 
+// An entry that may be missing (an error text): left null then. `lib` stays open (resolve kept it).
+template <class F>
+void optional(void* lib, F** slot, const char* name) {
+  *reinterpret_cast<void**>(slot) = dlsym(lib, name);
+}
+
 }  // namespace
 
 void load_libs(Libs* L) {
@@ -48,7 +54,8 @@ void load_libs(Libs* L) {
                                 {E(&L->drv.MemGetInfo, "cuMemGetInfo_v2"), E(&L->drv.DeviceGetName, "cuDeviceGetName"),
                                  E(&L->drv.CtxGetStreamPriorityRange, "cuCtxGetStreamPriorityRange"),
                                  E(&L->drv.StreamCreateWithPriority, "cuStreamCreateWithPriority"),
-                                 E(&L->drv.StreamDestroy, "cuStreamDestroy_v2"), E(&L->drv.StreamQuery, "cuStreamQuery")},
+                                 E(&L->drv.StreamDestroy, "cuStreamDestroy_v2"), E(&L->drv.StreamQuery, "cuStreamQuery"),
+                                 E(&L->drv.DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2")},
                                 "libcuda.so.1", &L->missing);
   }
   if (void* lib = open_first({"libcublasLt.so.13", "libcublasLt.so"})) {
@@ -64,6 +71,7 @@ void load_libs(Libs* L) {
          E(&L->blas.MatmulPreferenceSetAttribute, "cublasLtMatmulPreferenceSetAttribute"),
          E(&L->blas.MatmulAlgoGetHeuristic, "cublasLtMatmulAlgoGetHeuristic"), E(&L->blas.Matmul, "cublasLtMatmul")},
         "libcublasLt", &L->missing);
+    if (L->have_blas) optional(lib, &L->blas.GetStatusString, "cublasLtGetStatusString");
   } else {
     L->missing += std::string(L->missing.empty() ? "" : "; ") + "libcublasLt.so.13 not found";
   }
@@ -77,6 +85,7 @@ void load_libs(Libs* L) {
                  E(&L->nccl.GetUniqueId, "ncclGetUniqueId"), E(&L->nccl.CommInitRankConfig, "ncclCommInitRankConfig"),
                  E(&L->nccl.CommGetAsyncError, "ncclCommGetAsyncError")},
                 "libnccl", &L->missing);
+    if (L->have_nccl) optional(lib, &L->nccl.GetErrorString, "ncclGetErrorString");
   } else {
     L->missing += std::string(L->missing.empty() ? "" : "; ") + "libnccl.so.2 not found";
   }
@@ -89,6 +98,7 @@ void load_libs(Libs* L) {
                  E(&L->cupti.ActivityFlushAll, "cuptiActivityFlushAll"),
                  E(&L->cupti.ActivityGetNextRecord, "cuptiActivityGetNextRecord")},
                 "libcupti", &L->missing);
+    if (L->have_cupti) optional(lib, &L->cupti.GetResultString, "cuptiGetResultString");
   } else {
     L->missing += std::string(L->missing.empty() ? "" : "; ") + "libcupti.so.13 not found";
   }

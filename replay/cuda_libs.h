@@ -23,6 +23,7 @@ struct DriverExtra {
   cu::Result (*StreamCreateWithPriority)(cu::Stream* s, unsigned flags, int priority);  // cuStreamCreateWithPriority
   cu::Result (*StreamDestroy)(cu::Stream s);                                            // cuStreamDestroy_v2
   cu::Result (*StreamQuery)(cu::Stream s);  // cuStreamQuery: 0 done, kNotReady still running
+  cu::Result (*DevicePrimaryCtxRelease)(cu::Device dev);  // cuDevicePrimaryCtxRelease_v2
 };
 constexpr int kNotReady = 600;  // CUDA_ERROR_NOT_READY
 
@@ -67,6 +68,7 @@ struct Blas {
   int (*Matmul)(LtHandle h, LtDesc d, const void* alpha, const void* a, LtLayout al, const void* b, LtLayout bl,
                 const void* beta, const void* c, LtLayout cl, void* dd, LtLayout dl, const LtAlgo* algo,
                 void* workspace, size_t workspace_bytes, cu::Stream s);  // cublasLtMatmul
+  const char* (*GetStatusString)(int status);  // cublasLtGetStatusString (optional: null when absent)
 };
 
 // ---- NCCL (nccl.h of NCCL 2.28.9)
@@ -107,6 +109,7 @@ struct Nccl {
   int (*GetUniqueId)(NcclUniqueId* id);                                                       // ncclGetUniqueId
   int (*CommInitRankConfig)(NcclComm* c, int nranks, NcclUniqueId id, int rank, NcclConfig* config);
   int (*CommGetAsyncError)(NcclComm c, int* async_error);  // ncclCommGetAsyncError
+  const char* (*GetErrorString)(int result);                // ncclGetErrorString (optional: null when absent)
 };
 
 // ---- CUPTI activity API (cupti_activity.h of CUPTI 13.0)
@@ -125,6 +128,7 @@ struct Cupti {
   int (*ActivityRegisterCallbacks)(BufferRequested req, BufferCompleted done);  // cuptiActivityRegisterCallbacks
   int (*ActivityFlushAll)(uint32_t flag);                                       // cuptiActivityFlushAll
   int (*ActivityGetNextRecord)(uint8_t* buffer, size_t valid, void** record);   // cuptiActivityGetNextRecord
+  int (*GetResultString)(int result, const char** text);  // cuptiGetResultString (optional: null when absent)
 };
 
 // Every library scout-replay may use; a library that failed to load leaves its have_* false and

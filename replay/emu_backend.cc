@@ -53,14 +53,6 @@ void flip_one_bit(void* data, uint64_t bytes, uint64_t where) {
   b[where % bytes] ^= 0x10;
 }
 
-Sample base_sample(const Recipe& r, const Participant& p, int round) {
-  Sample s;
-  s.recipe = r.id;
-  s.global_rank = p.global_rank;
-  s.gpu = p.gpu;
-  s.round = round;
-  return s;
-}
 
 }  // namespace
 
@@ -82,7 +74,7 @@ GpuInfo EmuBackend::describe(const Participant& p) {
 }
 
 Sample EmuBackend::run_gemm(const Recipe& r, const Participant& p, int round) {
-  Sample s = base_sample(r, p, round);
+  Sample s = sample_of(r, p, round);
   const int eb = gemm_dtype_bytes(r.gemm.dtype);
   if (eb == 0 || r.gemm.m < 1 || r.gemm.n < 1 || r.gemm.k < 1) {
     s.status = SampleStatus::kSkipped;
@@ -122,7 +114,7 @@ Sample EmuBackend::run_gemm(const Recipe& r, const Participant& p, int round) {
 }
 
 Sample EmuBackend::run_link(const Recipe& r, const Participant& src, const Participant& dst, int round) {
-  Sample s = base_sample(r, dst, round);
+  Sample s = sample_of(r, dst, round);
   s.peer = src.global_rank;
   const EmuDeviceState rx = device(dst.gpu);
   const EmuDeviceState tx = device(src.gpu);
@@ -150,7 +142,7 @@ std::vector<Sample> EmuBackend::run_coll(const Recipe& r, const std::vector<Part
       c.func == "AllReduce" || c.func == "AllGather" || c.func == "ReduceScatter" || c.func == "Broadcast";
   if (!known || nr < 2) {
     for (const Participant& p : members) {
-      Sample s = base_sample(r, p, round);
+      Sample s = sample_of(r, p, round);
       s.status = SampleStatus::kSkipped;
       s.reason = !known ? "collective " + c.func + " is not replayed" : "fewer than 2 members";
       out.push_back(s);
@@ -197,7 +189,7 @@ std::vector<Sample> EmuBackend::run_coll(const Recipe& r, const std::vector<Part
   }
   const double bytes = double(c.count) * double(c.elem_bytes > 0 ? c.elem_bytes : 4);
   for (int i = 0; i < nr; ++i) {
-    Sample s = base_sample(r, members[i], round);
+    Sample s = sample_of(r, members[i], round);
     std::vector<float> want = result(good, i), got = result(used, i);
     // A corrupting link from the ring predecessor corrupts what this member receives.
     auto it = dev[i].links_in.find(members[(i + nr - 1) % nr].gpu);
@@ -224,7 +216,7 @@ std::vector<Sample> EmuBackend::run_link_end(const Recipe& r, const Participant&
   std::vector<Sample> out;
   if (uid.size() != 2 * size_t(kUniqueIdBytes)) {  // as the CUDA end: the receiver one sample per round
     for (int round = 0; round < (sender ? 1 : r.rounds); ++round) {
-      Sample s = base_sample(r, self, round);
+      Sample s = sample_of(r, self, round);
       s.peer = sender ? -1 : peer.global_rank;
       s.status = SampleStatus::kFailed;
       s.reason = "bootstrap id of " + std::to_string(uid.size() / 2) + " bytes, not " + std::to_string(kUniqueIdBytes);

@@ -4,13 +4,63 @@
 #include <map>
 #include <set>
 
+#include "common/hex.h"
 #include "replay/contract.h"
-#include "replay/vote.h"
 
 namespace scout::replay {
 namespace {
 
 using SampleList = std::vector<const Sample*>;
+using shm::fp_hex;
+
+// A fingerprint vote: every voter once, the electorate the voters themselves.
+VoteResult<uint64_t> fp_vote(const std::vector<std::pair<int, uint64_t>>& ballots) {
+  return strict_majority(ballots, int(ballots.size()));
+}
+
+// Times of round 0 that were measured (>= 0).
+std::vector<int64_t> measured(const std::vector<int64_t>& row) {
+  std::vector<int64_t> x;
+  for (int64_t t : row)
+    if (t >= 0) x.push_back(t);
+  return x;
+}
+
+// The timing of one GEMM vote class: confirmed outliers are slow GPUs; GPUs measured in enough
+// rounds and not slow (in a class of at least three) are normal.
+void judge_gemm_timing(const Recipe& r, const std::vector<int>& ranks,
+                       std::map<int, std::map<int, const Sample*>>& by_rank, const OutlierRule& rule, CycleVerdict* v,
+                       std::set<int>* normal) {
+  std::map<int, std::vector<int64_t>> per_round;  // round -> ns per class member (or -1)
+  for (size_t i = 0; i < ranks.size(); ++i)
+    for (const auto& [rd, s] : by_rank[ranks[i]]) {
+      auto& row = per_round[rd];
+      row.resize(ranks.size(), -1);
+      row[i] = s->ns;
+    }
+  std::vector<std::vector<int64_t>> rounds;
+  for (auto& [rd, row] : per_round) {
+    row.resize(ranks.size(), -1);
+    rounds.push_back(row);
+  }
+  std::vector<int> slow = confirmed_outliers(rounds, rule);
+  std::set<int> slow_set(slow.begin(), slow.end());
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    int count = 0;
+    for (const auto& row : rounds) count += row[i] >= 0;
+    if (slow_set.count(int(i))) {
+      SlowGpu sg;
+      sg.global_rank = ranks[i];
+      sg.gpu = by_rank[ranks[i]].begin()->second->gpu;
+      sg.recipe = r.id;
+      sg.median_ns = median_of(measured(rounds[0]));
+      for (const auto& row : rounds) sg.ns.push_back(row[i]);
+      v->slow_gpus.push_back(sg);
+    } else if (count >= rule.confirm_rounds && ranks.size() >= 3) {
+      normal->insert(ranks[i]);
+    }
+  }
+}
 
 void judge_gemm(const Recipe& r, const SampleList& ss, const std::map<int, const GpuInfo*>& gpus,
                 const OutlierRule& rule, CycleVerdict* v, RecipeOutcome* ro, std::set<int>* normal) {
@@ -19,7 +69,7 @@ void judge_gemm(const Recipe& r, const SampleList& ss, const std::map<int, const
   for (const Sample* s : ss)
     if (s->status == SampleStatus::kOk) by_rank[s->global_rank][s->round] = s;
   if (by_rank.empty()) {
-    ro->outcome = "inconclusive";
+    ro->outcome = Outcome::kInconclusive;
     ro->reason = ss.empty() ? "no sample" : ss[0]->reason;
     return;
   }
@@ -31,14 +81,14 @@ void judge_gemm(const Recipe& r, const SampleList& ss, const std::map<int, const
   bool fail = false, undecided = false;
   std::string why;
   for (const auto& [cls, ranks] : classes) {
-    std::vector<Ballot> ballots;
+    std::vector<std::pair<int, uint64_t>> ballots;
     for (int rank : ranks) {
       const auto& rounds = by_rank[rank];
       const Sample* first = rounds.begin()->second;
       bool consistent = true;
       for (const auto& [rd, s] : rounds) consistent &= s->fp == first->fp;
       if (!consistent) {
-        SdcVerdict sv{rank, first->gpu, "gemm-self", r.id, -1, nlohmann::json::object()};
+        SdcVerdict sv{rank, first->gpu, SdcCheck::kGemmSelf, r.id, -1, nlohmann::json::object()};
         for (const auto& [rd, s] : rounds) sv.votes["round" + std::to_string(rd)] = fp_hex(s->fp);
         v->sdc.push_back(sv);
         fail = true;
@@ -46,59 +96,137 @@ void judge_gemm(const Recipe& r, const SampleList& ss, const std::map<int, const
       }
       ballots.push_back({rank, first->fp});
     }
-    VoteResult vr = vote(ballots);
-    if (vr.outcome == VoteOutcome::kAttributed) {
-      for (int rank : vr.minority)
-        v->sdc.push_back({rank, by_rank[rank].begin()->second->gpu, "gemm-vote", r.id, -1, to_json(vr)});
+    const VoteResult<uint64_t> vr = fp_vote(ballots);
+    if (vr.verdict == VoteVerdict::kAttributed) {
+      for (int rank : vr.dissenters)
+        v->sdc.push_back({rank, by_rank[rank].begin()->second->gpu, SdcCheck::kGemmVote, r.id, -1, vote_json(vr)});
       fail = true;
-    } else if (vr.outcome == VoteOutcome::kInconclusive) {
+    } else if (vr.verdict == VoteVerdict::kInconclusive) {
       undecided = true;
       why = "no strict majority among " + std::to_string(ballots.size()) + " GPUs of class " + cls;
     }
-    // Timing inside the class.
-    std::map<int, std::vector<int64_t>> per_round;  // round -> ns per class member (or -1)
-    for (size_t i = 0; i < ranks.size(); ++i)
-      for (const auto& [rd, s] : by_rank[ranks[i]]) {
-        auto& row = per_round[rd];
-        row.resize(ranks.size(), -1);
-        row[i] = s->ns;
-      }
-    std::vector<std::vector<int64_t>> rounds;
-    for (auto& [rd, row] : per_round) {
-      row.resize(ranks.size(), -1);
-      rounds.push_back(row);
-    }
-    std::vector<int> slow = confirmed_outliers(rounds, rule);
-    std::set<int> slow_set(slow.begin(), slow.end());
-    for (size_t i = 0; i < ranks.size(); ++i) {
-      int measured = 0;
-      for (const auto& row : rounds) measured += row[i] >= 0;
-      if (slow_set.count(int(i))) {
-        SlowGpu sg;
-        sg.global_rank = ranks[i];
-        sg.gpu = by_rank[ranks[i]].begin()->second->gpu;
-        sg.recipe = r.id;
-        sg.median_ns = median_of([&] {
-          std::vector<int64_t> x;
-          for (int64_t t : rounds[0])
-            if (t >= 0) x.push_back(t);
-          return x;
-        }());
-        for (const auto& row : rounds) sg.ns.push_back(row[i]);
-        v->slow_gpus.push_back(sg);
-      } else if (measured >= rule.confirm_rounds && ranks.size() >= 3) {
-        normal->insert(ranks[i]);
-      }
-    }
+    judge_gemm_timing(r, ranks, by_rank, rule, v, normal);
   }
-  ro->outcome = fail ? "fail" : undecided ? "inconclusive" : "pass";
-  if (fail)
-    ro->reason = "GPU output differs";
-  else
-    ro->reason = why;
+  ro->outcome = fail ? Outcome::kFail : undecided ? Outcome::kInconclusive : Outcome::kPass;
+  ro->reason = fail ? "GPU output differs" : why;
+}
+
+// A link: the receiver's fingerprint against the expected payload's.
+void judge_link(const Recipe& r, const SampleList& ss, const std::string& skip, CycleVerdict* v, RecipeOutcome* ro) {
+  const bool ok = !ss.empty() && skip.empty();
+  bool corrupt = false;
+  nlohmann::json fps = nlohmann::json::object();
+  for (const Sample* s : ss)
+    if (s->status == SampleStatus::kOk && s->expected_known && s->fp != s->expected_fp) {
+      corrupt = true;
+      fps["round" + std::to_string(s->round)] = fp_hex(s->fp);
+      fps["expected"] = fp_hex(s->expected_fp);
+    }
+  if (corrupt) {
+    v->sdc.push_back({r.dst, ss[0]->gpu, SdcCheck::kLink, r.id, r.src, fps});
+    ro->outcome = Outcome::kFail;
+    ro->reason = "payload from rank " + std::to_string(r.src) + " arrived corrupted";
+  } else if (!ok) {
+    ro->outcome = Outcome::kInconclusive;
+    ro->reason = ss.empty() ? "no sample (participant lost)" : skip;
+  }
+}
+
+// A collective: every member's result against the exact expected one, or (no exact result
+// known) a vote of the members that hold the same result.
+void judge_coll(const Recipe& r, const SampleList& ss, std::string skip, CycleVerdict* v, RecipeOutcome* ro) {
+  std::vector<const Sample*> wrong, right;
+  std::vector<std::pair<int, uint64_t>> ballots;  // members without an exact expected result vote instead
+  for (const Sample* s : ss) {
+    if (s->status != SampleStatus::kOk) continue;
+    if (s->expected_known)
+      (s->fp == s->expected_fp ? right : wrong).push_back(s);
+    else if (r.coll.func == "AllReduce" || r.coll.func == "AllGather" || r.coll.func == "Broadcast")
+      ballots.push_back({s->global_rank, s->fp});
+  }
+  const VoteResult<uint64_t> vr = fp_vote(ballots);
+  if (vr.verdict == VoteVerdict::kAttributed)
+    for (const Sample* s : ss)
+      if (std::find(vr.dissenters.begin(), vr.dissenters.end(), s->global_rank) != vr.dissenters.end())
+        wrong.push_back(s);
+  if (vr.verdict == VoteVerdict::kInconclusive && skip.empty()) skip = "members disagree without a strict majority";
+  std::set<int> wrong_ranks;
+  for (const Sample* s : wrong) wrong_ranks.insert(s->global_rank);
+  // Members hold the same result only in AllReduce, AllGather and Broadcast: there a member
+  // that differs while others match received corrupted data. In a ReduceScatter a corrupted
+  // input changes only the chunk of the member that owns it, so nobody can be blamed.
+  const bool same_result = r.coll.func != "ReduceScatter";
+  if (!wrong.empty() && !right.empty() && same_result) {
+    for (int rank : wrong_ranks) {
+      const Sample* s =
+          *std::find_if(wrong.begin(), wrong.end(), [&](const Sample* x) { return x->global_rank == rank; });
+      v->sdc.push_back(
+          {rank, s->gpu, SdcCheck::kColl, r.id, -1, {{"got", fp_hex(s->fp)}, {"expected", fp_hex(s->expected_fp)}}});
+    }
+    ro->outcome = Outcome::kFail;
+    ro->reason = "members received a result that differs from the expected one";
+  } else if (!wrong.empty()) {
+    ro->outcome = Outcome::kFail;
+    ro->reason = right.empty() ? "every member's result differs from the expected one (a corrupted input)"
+                               : "some members' chunks differ from the expected ones (a corrupted input or link)";
+  } else if (!skip.empty() || ss.empty()) {
+    ro->outcome = Outcome::kInconclusive;
+    ro->reason = ss.empty() ? "no sample (participant lost)" : skip;
+  }
+}
+
+// Slow links: outliers among the cycle's directed pairs, per round, named as unordered pairs.
+void judge_link_times(const std::vector<const Recipe*>& links, std::map<std::string, SampleList>& by_recipe,
+                      const OutlierRule& rule, CycleVerdict* v) {
+  if (links.empty()) return;
+  std::map<int, std::vector<int64_t>> per_round;  // round -> (recipe index -> ns)
+  for (size_t i = 0; i < links.size(); ++i)
+    for (const Sample* s : by_recipe[links[i]->id]) {
+      if (s->status != SampleStatus::kOk) continue;
+      auto& row = per_round[s->round];
+      row.resize(links.size(), -1);
+      row[i] = s->ns;
+    }
+  std::vector<std::vector<int64_t>> rounds;
+  for (auto& [rd, row] : per_round) {
+    row.resize(links.size(), -1);
+    rounds.push_back(row);
+  }
+  const int64_t med = rounds.empty() ? 0 : median_of(measured(rounds[0]));
+  std::map<std::pair<int, int>, SlowPair> pairs;
+  for (int i : confirmed_outliers(rounds, rule)) {
+    const Recipe* r = links[i];
+    std::pair<int, int> key{std::min(r->src, r->dst), std::max(r->src, r->dst)};
+    SlowPair& p = pairs[key];
+    p.a = key.first;
+    p.b = key.second;
+    p.recipes.push_back(r->id);
+    p.ns = std::max(p.ns, rounds[0][i]);
+    p.median_ns = med;
+  }
+  for (auto& [k, p] : pairs) v->slow_pairs.push_back(p);
 }
 
 }  // namespace
+
+const char* to_string(Outcome o) {
+  switch (o) {
+    case Outcome::kPass: return "pass";
+    case Outcome::kFail: return "fail";
+    case Outcome::kInconclusive: return "inconclusive";
+  }
+  return "?";
+}
+
+const char* to_string(SdcCheck c) {
+  switch (c) {
+    case SdcCheck::kGemmVote: return "gemm-vote";
+    case SdcCheck::kGemmSelf: return "gemm-self";
+    case SdcCheck::kLink: return "link";
+    case SdcCheck::kColl: return "coll";
+  }
+  return "?";
+}
 
 CycleVerdict judge(const std::vector<Recipe>& recipes, const std::vector<GpuInfo>& gpus,
                    const std::vector<Sample>& samples,
@@ -109,13 +237,12 @@ CycleVerdict judge(const std::vector<Recipe>& recipes, const std::vector<GpuInfo
   std::map<std::string, SampleList> by_recipe;
   for (const Sample& s : samples) by_recipe[s.recipe].push_back(&s);
   std::map<std::string, std::string> blocked(not_admitted.begin(), not_admitted.end());
-  std::set<int> normal, slow_ranks;
-  // Link timing is compared across the cycle's link recipes: round -> (recipe index -> ns).
-  std::vector<const Recipe*> links;
+  std::set<int> normal;
+  std::vector<const Recipe*> links;  // link timing is compared across the cycle's link recipes
   for (const Recipe& r : recipes) {
-    RecipeOutcome ro{r.id, to_string(r.kind), "pass", ""};
+    RecipeOutcome ro{r.id, r.kind, Outcome::kPass, ""};
     if (blocked.count(r.id)) {
-      ro.outcome = "inconclusive";
+      ro.outcome = Outcome::kInconclusive;
       ro.reason = blocked[r.id];
       v.recipes.push_back(ro);
       continue;
@@ -126,127 +253,57 @@ CycleVerdict judge(const std::vector<Recipe>& recipes, const std::vector<GpuInfo
       if (s->status != SampleStatus::kOk && skip.empty()) skip = std::string(to_string(s->status)) + ": " + s->reason;
     if (r.kind == RecipeKind::kGemm) {
       judge_gemm(r, ss, gpu_of, rule, &v, &ro, &normal);
-      if (ro.outcome == "pass" && !skip.empty()) {
-        ro.outcome = "inconclusive";
+      if (ro.outcome == Outcome::kPass && !skip.empty()) {
+        ro.outcome = Outcome::kInconclusive;
         ro.reason = skip;
       }
     } else if (r.kind == RecipeKind::kLink) {
       links.push_back(&r);
-      bool ok = !ss.empty() && skip.empty();
-      bool corrupt = false;
-      nlohmann::json fps = nlohmann::json::object();
-      for (const Sample* s : ss)
-        if (s->status == SampleStatus::kOk && s->expected_known && s->fp != s->expected_fp) {
-          corrupt = true;
-          fps["round" + std::to_string(s->round)] = fp_hex(s->fp);
-          fps["expected"] = fp_hex(s->expected_fp);
-        }
-      if (corrupt) {
-        v.sdc.push_back({r.dst, ss[0]->gpu, "link", r.id, r.src, fps});
-        ro.outcome = "fail";
-        ro.reason = "payload from rank " + std::to_string(r.src) + " arrived corrupted";
-      } else if (!ok) {
-        ro.outcome = "inconclusive";
-        ro.reason = ss.empty() ? "no sample (participant lost)" : skip;
-      }
+      judge_link(r, ss, skip, &v, &ro);
     } else {
-      std::vector<const Sample*> wrong, right;
-      std::vector<Ballot> ballots;  // members without an exact expected result vote instead
-      for (const Sample* s : ss) {
-        if (s->status != SampleStatus::kOk) continue;
-        if (s->expected_known)
-          (s->fp == s->expected_fp ? right : wrong).push_back(s);
-        else if (r.coll.func == "AllReduce" || r.coll.func == "AllGather" || r.coll.func == "Broadcast")
-          ballots.push_back({s->global_rank, s->fp});
-      }
-      VoteResult vr = vote(ballots);
-      if (vr.outcome == VoteOutcome::kAttributed)
-        for (const Sample* s : ss)
-          if (std::find(vr.minority.begin(), vr.minority.end(), s->global_rank) != vr.minority.end())
-            wrong.push_back(s);
-      if (vr.outcome == VoteOutcome::kInconclusive && skip.empty()) skip = "members disagree without a strict majority";
-      std::set<int> wrong_ranks;
-      for (const Sample* s : wrong) wrong_ranks.insert(s->global_rank);
-      // Members hold the same result only in AllReduce, AllGather and Broadcast: there a member
-      // that differs while others match received corrupted data. In a ReduceScatter a corrupted
-      // input changes only the chunk of the member that owns it, so nobody can be blamed.
-      const bool same_result = r.coll.func != "ReduceScatter";
-      if (!wrong.empty() && !right.empty() && same_result) {
-        for (int rank : wrong_ranks) {
-          const Sample* s =
-              *std::find_if(wrong.begin(), wrong.end(), [&](const Sample* x) { return x->global_rank == rank; });
-          v.sdc.push_back(
-              {rank, s->gpu, "coll", r.id, -1, {{"got", fp_hex(s->fp)}, {"expected", fp_hex(s->expected_fp)}}});
-        }
-        ro.outcome = "fail";
-        ro.reason = "members received a result that differs from the expected one";
-      } else if (!wrong.empty()) {
-        ro.outcome = "fail";
-        ro.reason = right.empty() ? "every member's result differs from the expected one (a corrupted input)"
-                                  : "some members' chunks differ from the expected ones (a corrupted input or link)";
-      } else if (!skip.empty() || ss.empty()) {
-        ro.outcome = "inconclusive";
-        ro.reason = ss.empty() ? "no sample (participant lost)" : skip;
-      }
+      judge_coll(r, ss, skip, &v, &ro);
     }
     v.recipes.push_back(ro);
   }
-  // Slow links: outliers among the cycle's directed pairs, per round.
-  if (!links.empty()) {
-    std::map<int, std::vector<int64_t>> per_round;
-    for (size_t i = 0; i < links.size(); ++i)
-      for (const Sample* s : by_recipe[links[i]->id]) {
-        if (s->status != SampleStatus::kOk) continue;
-        auto& row = per_round[s->round];
-        row.resize(links.size(), -1);
-        row[i] = s->ns;
-      }
-    std::vector<std::vector<int64_t>> rounds;
-    for (auto& [rd, row] : per_round) {
-      row.resize(links.size(), -1);
-      rounds.push_back(row);
-    }
-    const int64_t med = rounds.empty() ? 0 : median_of([&] {
-      std::vector<int64_t> x;
-      for (int64_t t : rounds[0])
-        if (t >= 0) x.push_back(t);
-      return x;
-    }());
-    std::map<std::pair<int, int>, SlowPair> pairs;
-    for (int i : confirmed_outliers(rounds, rule)) {
-      const Recipe* r = links[i];
-      std::pair<int, int> key{std::min(r->src, r->dst), std::max(r->src, r->dst)};
-      SlowPair& p = pairs[key];
-      p.a = key.first;
-      p.b = key.second;
-      p.recipes.push_back(r->id);
-      p.ns = std::max(p.ns, rounds[0][i]);
-      p.median_ns = med;
-    }
-    for (auto& [k, p] : pairs) v.slow_pairs.push_back(p);
-  }
+  judge_link_times(links, by_recipe, rule, &v);
+  std::set<int> slow_ranks;
   for (const SlowGpu& s : v.slow_gpus) slow_ranks.insert(s.global_rank);
   for (int r : normal)
     if (!slow_ranks.count(r)) v.gpu_normal.push_back(r);
   bool any_fail = !v.sdc.empty(), any_undecided = false;
   for (const RecipeOutcome& ro : v.recipes) {
-    any_undecided |= ro.outcome == "inconclusive";
-    any_fail |= ro.outcome == "fail";  // e.g. every member of a collective got the same wrong result
+    any_undecided |= ro.outcome == Outcome::kInconclusive;
+    any_fail |= ro.outcome == Outcome::kFail;  // e.g. every member of a collective got the same wrong result
   }
-  v.outcome = any_fail ? "fail" : (any_undecided || v.recipes.empty()) ? "inconclusive" : "pass";
+  v.outcome = any_fail                                   ? Outcome::kFail
+              : (any_undecided || v.recipes.empty()) ? Outcome::kInconclusive
+                                                     : Outcome::kPass;
   return v;
+}
+
+nlohmann::json vote_json(const VoteResult<uint64_t>& v) {
+  nlohmann::json j;
+  j["outcome"] = to_string(v.verdict);
+  j["majority"] = v.has_majority ? nlohmann::json(fp_hex(v.groups[0].value)) : nlohmann::json(nullptr);
+  j["groups"] = nlohmann::json::array();
+  for (const auto& g : v.groups) j["groups"].push_back({{"value", fp_hex(g.value)}, {"voters", g.voters}});
+  return j;
 }
 
 nlohmann::json to_json(const CycleVerdict& v) {
   nlohmann::json j;
-  j["outcome"] = v.outcome;
+  j["outcome"] = to_string(v.outcome);
   j["recipes"] = nlohmann::json::array();
   for (const RecipeOutcome& r : v.recipes)
-    j["recipes"].push_back({{"recipe", r.recipe}, {"kind", r.kind}, {"outcome", r.outcome}, {"reason", r.reason}});
+    j["recipes"].push_back(
+        {{"recipe", r.recipe}, {"kind", to_string(r.kind)}, {"outcome", to_string(r.outcome)}, {"reason", r.reason}});
   j["sdc"] = nlohmann::json::array();
   for (const SdcVerdict& s : v.sdc) {
-    nlohmann::json e = {
-        {"global_rank", s.global_rank}, {"gpu", s.gpu}, {"check", s.check}, {"recipe", s.recipe}, {"votes", s.votes}};
+    nlohmann::json e = {{"global_rank", s.global_rank},
+                        {"gpu", s.gpu},
+                        {"check", to_string(s.check)},
+                        {"recipe", s.recipe},
+                        {"votes", s.votes}};
     e["peer"] = s.peer >= 0 ? nlohmann::json(s.peer) : nlohmann::json(nullptr);
     j["sdc"].push_back(e);
   }

@@ -1,6 +1,6 @@
 // Verdicts of one replay cycle from its samples (docs/replay.md, "Verdicts"):
 //   gemm: per recipe and vote class (contract.h), each GPU's rounds must agree with each other
-//         (self-consistency) and with the strict majority of the class (vote.h); GPUs outside
+//         (self-consistency) and with the strict majority of the class (common/vote.h); GPUs outside
 //         the majority computed wrong bits (sdc). Times: confirmed outliers (outlier.h) are slow
 //         GPUs; GPUs measured in enough rounds and not slow are "normal".
 //   link:  the receiver's fingerprint must equal the expected payload's, else the link from the
@@ -21,19 +21,33 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/vote.h"
 #include "replay/backend.h"
 #include "replay/outlier.h"
 #include "replay/recipe.h"
 
 namespace scout::replay {
 
+// A recipe's or a cycle's outcome.
+enum class Outcome { kPass, kFail, kInconclusive };
+const char* to_string(Outcome o);  // "pass", "fail", "inconclusive"
+
+// The check that found wrong bits (docs/replay.md, "Verdicts").
+enum class SdcCheck {
+  kGemmVote,  // a GPU's GEMM output outside the strict majority of its class
+  kGemmSelf,  // two rounds of the same GEMM on one GPU differ
+  kLink,      // a link's payload arrived changed
+  kColl,      // a member's collective result differs from the expected one while others match
+};
+const char* to_string(SdcCheck c);  // "gemm-vote", "gemm-self", "link", "coll"
+
 struct SdcVerdict {
   int global_rank = -1;
   std::string gpu;
-  std::string check;  // "gemm-vote", "gemm-self", "link", "coll"
+  SdcCheck check = SdcCheck::kGemmVote;
   std::string recipe;
   int peer = -1;                                    // link: the sender
-  nlohmann::json votes = nlohmann::json::object();  // gemm-vote: vote.h to_json; others: fingerprints
+  nlohmann::json votes = nlohmann::json::object();  // gemm-vote: vote_json; others: fingerprints
 };
 
 struct SlowGpu {
@@ -53,13 +67,13 @@ struct SlowPair {
 
 struct RecipeOutcome {
   std::string recipe;
-  std::string kind;
-  std::string outcome;  // "pass", "fail", "inconclusive"
-  std::string reason;   // inconclusive / fail: why
+  RecipeKind kind = RecipeKind::kGemm;
+  Outcome outcome = Outcome::kPass;
+  std::string reason;  // inconclusive / fail: why
 };
 
 struct CycleVerdict {
-  std::string outcome = "inconclusive";
+  Outcome outcome = Outcome::kInconclusive;
   std::vector<RecipeOutcome> recipes;
   std::vector<SdcVerdict> sdc;
   std::vector<SlowGpu> slow_gpus;
@@ -73,5 +87,8 @@ CycleVerdict judge(const std::vector<Recipe>& recipes, const std::vector<GpuInfo
                    const std::vector<std::pair<std::string, std::string>>& not_admitted, const OutlierRule& rule);
 
 nlohmann::json to_json(const CycleVerdict& v);
+// A fingerprint vote (common/vote.h) as evidence: {"outcome": "agree"|"attributed"|"inconclusive",
+// "majority": "0x..."|null, "groups": [{"value": "0x...", "voters": [...]}]}.
+nlohmann::json vote_json(const VoteResult<uint64_t>& v);
 
 }  // namespace scout::replay

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <map>
 
-#include "replay/vote.h"
+#include "common/hex.h"
 
 namespace scout::replay {
 namespace {
@@ -18,14 +18,7 @@ using shm::mono_ns;
 std::string error_line(const std::string& what) { return nlohmann::json{{"op", "error"}, {"error", what}}.dump(); }
 
 Sample skipped(const Recipe& r, const Participant& p, int round, const std::string& why) {
-  Sample s;
-  s.recipe = r.id;
-  s.global_rank = p.global_rank;
-  s.gpu = p.gpu;
-  s.round = round;
-  s.status = SampleStatus::kSkipped;
-  s.reason = why;
-  return s;
+  return not_measured(sample_of(r, p, round), SampleStatus::kSkipped, why);
 }
 
 }  // namespace
@@ -133,7 +126,7 @@ std::string ReplayServer::handle(const std::string& line, bool* quit) {
     const uint64_t digest = contract_digest(c);
     nlohmann::json answers = nlohmann::json::array();
     for (const Participant& p : ps)
-      answers.push_back({{"gpu", to_json(backend_->describe(p))}, {"digest", fp_hex(digest)}});
+      answers.push_back({{"gpu", to_json(backend_->describe(p))}, {"digest", shm::fp_hex(digest)}});
     return nlohmann::json{{"op", "ready"}, {"cycle", c.cycle}, {"backend", backend_->name()}, {"answers", answers}}
         .dump();
   }

@@ -21,6 +21,7 @@ PACKAGES=(
   binutils                # nm, readelf for the export checks
   procps                  # pgrep/pkill in tests
   clang                   # make fuzz (libFuzzer with AddressSanitizer/UBSan)
+  clang-format-14         # make format-check (the layout of .clang-format; one pinned version)
   libclang-rt-14-dev      # clang's libFuzzer and sanitizer runtimes (only recommended by clang)
   munge slurmctld slurmd slurm-client   # a one-node Slurm for the README's Slurm recipe (test/slurm/)
   chromium fonts-dejavu-core   # headless browser (and its fonts) that renders scout report --html in its test

@@ -54,6 +54,76 @@ void announce(const scout::obs::FindingBoard& board, std::map<std::string, bool>
   }
 }
 
+// The first line of a run: version, job, node, where segments and the store are, the timeouts.
+void say_start(const scout::obs::CommandLine& cl) {
+  char line[512];
+  std::snprintf(line, sizeof(line),
+                "scout %s: job %s, node %d of %d, host %s, segments in %s, store %s, hang timeout %.1f s, "
+                "interval %lld ms%s",
+                scout::kVersion, cl.opt.job.c_str(), cl.opt.node_rank, cl.opt.nodes, cl.opt.host.c_str(),
+                cl.opt.shm_dir.c_str(), cl.store.c_str(), double(cl.opt.hang.timeout_ns) / 1e9,
+                static_cast<long long>(cl.opt.interval_ns / 1'000'000), cl.once ? ", one pass" : "");
+  say(line);
+}
+
+// Checkpoint certification (docs/certification.md): its tables, the replay cycles it reads back
+// (replay on) and the certifier, hooked after each pass.
+struct Certification {
+  std::unique_ptr<scout::ckpt::CkptStore> store;
+  std::unique_ptr<scout::ckpt::StoreReplayCycles> replay_cycles;
+  std::unique_ptr<scout::ckpt::Certifier> certifier;
+};
+
+// Starts certification on `observer` when checkpoint directories are given; false (said) when its
+// tables cannot be opened.
+bool start_certification(const scout::config::Config& cfg, const scout::obs::CommandLine& cl, bool replay_on,
+                         scout::obs::Observer& observer, Certification* c) {
+  if (cl.ckpt_dirs.empty()) return true;
+  try {
+    c->store = scout::ckpt::CkptStore::open_writer(cl.store);
+  } catch (const scout::store::Error& e) {
+    say(e.what());
+    return false;
+  }
+  scout::ckpt::CertifierOptions co = scout::ckpt::certifier_options(cfg, cl.opt.job, cl.store, cl.ckpt_dirs);
+  co.write_beside = cl.ckpt_write_certificate;
+  co.grace_ns = std::max<int64_t>(co.grace_ns, 2 * cl.opt.interval_ns);
+  co.stale_ns = std::max<int64_t>(co.stale_ns, cl.opt.judge.settle_timeout_ns + co.cycle_ns);
+  if (!cl.quiet) co.log = say;
+  // Replay on: each check cycle's replay cycle, from the store, must pass for it to be clean.
+  if (replay_on) c->replay_cycles = std::make_unique<scout::ckpt::StoreReplayCycles>(cl.store);
+  c->certifier = std::make_unique<scout::ckpt::Certifier>(co, c->store.get(), c->replay_cycles.get());
+  scout::ckpt::Certifier* certifier = c->certifier.get();
+  observer.set_after_pass_step([certifier](const scout::obs::Model& m, const scout::obs::JudgeOutput& out,
+                                           const scout::obs::FindingBoard& board,
+                                           int64_t now_ns) { certifier->on_pass(m, out, board, now_ns); });
+  if (!cl.quiet) {
+    std::string dirs;
+    for (const auto& d : cl.ckpt_dirs) dirs += (dirs.empty() ? "" : ", ") + d;
+    say("certification: watching " + dirs + ", check cycle " + std::to_string(co.cycle_ns / 1'000'000) + " ms, K " +
+        std::to_string(co.k) + ", replay " + (c->replay_cycles ? "on" : "off") + ", certificates in " + co.cert_dir);
+  }
+  return true;
+}
+
+// Passes every interval until --once or SIGINT/SIGTERM, announcing findings as they change.
+void run_passes(scout::obs::Observer& observer, const scout::obs::CommandLine& cl) {
+  std::map<std::string, bool> seen;
+  uint64_t announced = 0;  // board stamp announce() last read up to
+  while (true) {
+    // The final pass must begin after the stop request: a pass already under way when SIGTERM
+    // arrives may have read the segments before the job's last records (e.g. `scout run` stops
+    // the observer right after COMMAND exits), so one more pass follows it.
+    const bool final_pass = g_stop.load();
+    observer.pass(scout::shm::wall_ns());
+    if (!cl.quiet) announce(observer.findings(), &seen, &announced);
+    if (cl.once || final_pass) break;
+    if (g_stop.load()) continue;  // requested during the pass: the final pass now
+    timespec ts{time_t(cl.opt.interval_ns / 1'000'000'000), long(cl.opt.interval_ns % 1'000'000'000)};
+    nanosleep(&ts, nullptr);  // a signal ends the sleep early; the next pass is the final one
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -91,16 +161,7 @@ int main(int argc, char** argv) {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
 
-  if (!cl.quiet) {
-    char line[512];
-    std::snprintf(line, sizeof(line),
-                  "scout %s: job %s, node %d of %d, host %s, segments in %s, store %s, hang timeout %.1f s, "
-                  "interval %lld ms%s",
-                  scout::kVersion, cl.opt.job.c_str(), cl.opt.node_rank, cl.opt.nodes, cl.opt.host.c_str(),
-                  cl.opt.shm_dir.c_str(), cl.store.c_str(), double(cl.opt.hang.timeout_ns) / 1e9,
-                  static_cast<long long>(cl.opt.interval_ns / 1'000'000), cl.once ? ", one pass" : "");
-    say(line);
-  }
+  if (!cl.quiet) say_start(cl);
 
   scout::obs::Observer observer(cl.opt, store.get());
   // Replay cycles (docs/replay.md) at each pass, after the detectors.
@@ -112,35 +173,8 @@ int main(int argc, char** argv) {
       replay->on_pass(io.model, io.judged, io.board, io.sink, io.now_ns);
     });
   }
-  // Checkpoint certification (docs/certification.md) when checkpoint directories are given.
-  std::unique_ptr<scout::ckpt::CkptStore> ckpt_store;
-  std::unique_ptr<scout::ckpt::StoreReplayCycles> replay_cycles;
-  std::unique_ptr<scout::ckpt::Certifier> certifier;
-  if (!cl.ckpt_dirs.empty()) {
-    try {
-      ckpt_store = scout::ckpt::CkptStore::open_writer(cl.store);
-    } catch (const scout::store::Error& e) {
-      say(e.what());
-      return 2;
-    }
-    scout::ckpt::CertifierOptions co = scout::ckpt::certifier_options(cfg, cl.opt.job, cl.store, cl.ckpt_dirs);
-    co.write_beside = cl.ckpt_write_certificate;
-    co.grace_ns = std::max<int64_t>(co.grace_ns, 2 * cl.opt.interval_ns);
-    co.stale_ns = std::max<int64_t>(co.stale_ns, cl.opt.judge.settle_timeout_ns + co.cycle_ns);
-    if (!cl.quiet) co.log = say;
-    // Replay on: each check cycle's replay cycle, from the store, must pass for it to be clean.
-    if (replay_opt.enabled) replay_cycles = std::make_unique<scout::ckpt::StoreReplayCycles>(cl.store);
-    certifier = std::make_unique<scout::ckpt::Certifier>(co, ckpt_store.get(), replay_cycles.get());
-    observer.set_after_pass_step([&](const scout::obs::Model& m, const scout::obs::JudgeOutput& out,
-                                     const scout::obs::FindingBoard& board,
-                                     int64_t now_ns) { certifier->on_pass(m, out, board, now_ns); });
-    if (!cl.quiet) {
-      std::string dirs;
-      for (const auto& d : cl.ckpt_dirs) dirs += (dirs.empty() ? "" : ", ") + d;
-      say("certification: watching " + dirs + ", check cycle " + std::to_string(co.cycle_ns / 1'000'000) + " ms, K " +
-          std::to_string(co.k) + ", replay " + (replay_cycles ? "on" : "off") + ", certificates in " + co.cert_dir);
-    }
-  }
+  Certification certification;
+  if (!start_certification(cfg, cl, replay_opt.enabled, observer, &certification)) return 2;
   // Several nodes: the observer network runs beside the passes (docs/observer-network.md).
   scout::net::RealtimeClock clock;
   std::unique_ptr<scout::obs::CrossNode> network;
@@ -154,20 +188,7 @@ int main(int argc, char** argv) {
     network = std::make_unique<scout::obs::CrossNode>(observer, no, clock);
     network->start();
   }
-  std::map<std::string, bool> seen;
-  uint64_t announced = 0;  // board stamp announce() last read up to
-  while (true) {
-    // The final pass must begin after the stop request: a pass already under way when SIGTERM
-    // arrives may have read the segments before the job's last records (e.g. `scout run` stops
-    // the observer right after COMMAND exits), so one more pass follows it.
-    const bool final_pass = g_stop.load();
-    observer.pass(scout::shm::wall_ns());
-    if (!cl.quiet) announce(observer.findings(), &seen, &announced);
-    if (cl.once || final_pass) break;
-    if (g_stop.load()) continue;  // requested during the pass: the final pass now
-    timespec ts{time_t(cl.opt.interval_ns / 1'000'000'000), long(cl.opt.interval_ns % 1'000'000'000)};
-    nanosleep(&ts, nullptr);  // a signal ends the sleep early; the next pass is the final one
-  }
+  run_passes(observer, cl);
   if (network) {
     network->stop();
     if (!cl.quiet) say(network->status_line());

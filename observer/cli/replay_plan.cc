@@ -65,6 +65,67 @@ nlohmann::json key_json(const shm::GemmKey& k) {
           {"tile_n", k.tile_n}};
 }
 
+// The plan as `scout replay plan --json` prints it (docs/cli.md, "scout replay plan"): shapes,
+// regimes, recipes, coverage, budget and each process's capture counters; shares of `total` ms.
+nlohmann::json plan_json(const replay::ReplayPlan& p, const replay::PlanOptions& po,
+                         const std::vector<obs::GemmCaptureInfo>& cap, double total) {
+  nlohmann::json j;
+  j["shapes"] = nlohmann::json::array();
+  for (const auto& s : p.shapes) {
+    nlohmann::json e = key_json(s.key);
+    e["count"] = s.count;
+    e["ranks"] = s.ranks;
+    e["time_share"] = double(s.count) * replay::gemm_ms(s.key, po.gpu) / total;
+    j["shapes"].push_back(e);
+  }
+  j["regimes"] = nlohmann::json::array();
+  for (const auto& r : p.regimes) {
+    nlohmann::json e = key_json(r.sample);
+    for (const char* dim : {"m", "n", "k", "batch"}) e.erase(dim);
+    e["id"] = r.id;
+    e["pressure"] = replay::pressure_name(r.pressure);
+    e["shapes"] = r.members.size();
+    e["time_share"] = r.observed_ms / total;
+    e["recipes"] = r.recipes;
+    j["regimes"].push_back(e);
+  }
+  j["recipes"] = nlohmann::json::array();
+  for (const auto& r : p.recipes) {
+    nlohmann::json e = key_json(r.shape);
+    e["regime"] = r.regime;
+    e["cycle"] = r.cycle;
+    e["covers"] = r.covers.size();
+    e["covered_share"] = r.covered_ms / total;
+    e["replay_ms"] = r.replay_ms;
+    e["ranks"] = r.ranks;
+    e["participants"] = r.participants;
+    j["recipes"].push_back(e);
+  }
+  j["coverage"] = p.coverage;
+  j["cycle_ms"] = p.cycle_ms;
+  j["budget"] = {{"ms", p.budget_ms},
+                 {"sm_count", po.gpu.sm_count},
+                 {"max_recipes", po.max_recipes},
+                 {"cycles", p.cycles.size()},
+                 {"over_budget", p.over_budget}};
+  j["capture"] = nlohmann::json::array();
+  for (const auto& c : cap) {
+    j["capture"].push_back({{"global_rank", c.global_rank},
+                            {"host", c.host},
+                            {"pid", c.pid},
+                            {"windows", c.windows},
+                            {"lines", c.lines},
+                            {"captured", c.captured},
+                            {"ignored", c.ignored},
+                            {"malformed", c.malformed},
+                            {"dropped_full", c.dropped_full},
+                            {"dropped_busy", c.dropped_busy},
+                            {"classes", c.n_entries},
+                            {"capacity", c.capacity}});
+  }
+  return j;
+}
+
 }  // namespace
 
 int cmd_replay_plan(store::StoreReader& rd, const ReplayPlanOptions& o, std::ostream& out) {
@@ -90,61 +151,7 @@ int cmd_replay_plan(store::StoreReader& rd, const ReplayPlanOptions& o, std::ost
   double total = p.observed_ms > 0 ? p.observed_ms : 1;
 
   if (o.json) {
-    nlohmann::json j;
-    j["shapes"] = nlohmann::json::array();
-    for (const auto& s : p.shapes) {
-      nlohmann::json e = key_json(s.key);
-      e["count"] = s.count;
-      e["ranks"] = s.ranks;
-      e["time_share"] = double(s.count) * replay::gemm_ms(s.key, po.gpu) / total;
-      j["shapes"].push_back(e);
-    }
-    j["regimes"] = nlohmann::json::array();
-    for (const auto& r : p.regimes) {
-      nlohmann::json e = key_json(r.sample);
-      for (const char* dim : {"m", "n", "k", "batch"}) e.erase(dim);
-      e["id"] = r.id;
-      e["pressure"] = replay::pressure_name(r.pressure);
-      e["shapes"] = r.members.size();
-      e["time_share"] = r.observed_ms / total;
-      e["recipes"] = r.recipes;
-      j["regimes"].push_back(e);
-    }
-    j["recipes"] = nlohmann::json::array();
-    for (const auto& r : p.recipes) {
-      nlohmann::json e = key_json(r.shape);
-      e["regime"] = r.regime;
-      e["cycle"] = r.cycle;
-      e["covers"] = r.covers.size();
-      e["covered_share"] = r.covered_ms / total;
-      e["replay_ms"] = r.replay_ms;
-      e["ranks"] = r.ranks;
-      e["participants"] = r.participants;
-      j["recipes"].push_back(e);
-    }
-    j["coverage"] = p.coverage;
-    j["cycle_ms"] = p.cycle_ms;
-    j["budget"] = {{"ms", p.budget_ms},
-                   {"sm_count", po.gpu.sm_count},
-                   {"max_recipes", po.max_recipes},
-                   {"cycles", p.cycles.size()},
-                   {"over_budget", p.over_budget}};
-    j["capture"] = nlohmann::json::array();
-    for (const auto& c : cap) {
-      j["capture"].push_back({{"global_rank", c.global_rank},
-                              {"host", c.host},
-                              {"pid", c.pid},
-                              {"windows", c.windows},
-                              {"lines", c.lines},
-                              {"captured", c.captured},
-                              {"ignored", c.ignored},
-                              {"malformed", c.malformed},
-                              {"dropped_full", c.dropped_full},
-                              {"dropped_busy", c.dropped_busy},
-                              {"classes", c.n_entries},
-                              {"capacity", c.capacity}});
-    }
-    out << j.dump() << "\n";
+    out << plan_json(p, po, cap, total).dump() << "\n";
     return kExitOk;
   }
 

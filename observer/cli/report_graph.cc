@@ -107,20 +107,10 @@ std::vector<Node> build_nodes(const std::vector<obs::EvWaitEdge>& edges, const s
   return nodes;
 }
 
-}  // namespace
-
-std::string wait_graph_picture(const std::vector<obs::EvWaitEdge>& edges, const std::vector<obs::EvHangRoot>& roots,
-                               int dead_rank, bool cycle) {
-  if (edges.empty()) return "";
-  std::vector<int> extra;
-  for (const auto& r : roots)
-    if (r.global_rank) extra.push_back(*r.global_rank);
-  if (dead_rank >= 0) extra.push_back(dead_rank);
-  std::vector<Node> nodes = build_nodes(edges, extra, false);
-  if (nodes.size() > kMaxBoxes) nodes = build_nodes(edges, extra, true);
-
-  // States: roots by their reason, other ranks by what the edges into them say.
-  for (Node& n : nodes) {
+// Each box's state: roots by their reason, other ranks by what the edges into them say.
+void label_states(const std::vector<obs::EvWaitEdge>& edges, const std::vector<obs::EvHangRoot>& roots, int dead_rank,
+                  std::vector<Node>* nodes) {
+  for (Node& n : *nodes) {
     const int r = n.ranks.front();
     for (const auto& root : roots)
       if (root.global_rank && *root.global_rank == r && n.ranks.size() == 1) {
@@ -138,14 +128,11 @@ std::string wait_graph_picture(const std::vector<obs::EvWaitEdge>& edges, const 
       if (e.waits_for == r) n.state = why_short(e.why);
     if (n.state.empty()) n.state = n.out ? "waits" : "";
   }
+}
 
-  double kBoxW = kMinBoxW;
-  for (const Node& n : nodes) {
-    kBoxW = std::max(kBoxW, 24 + kCharW * double(ranks_label(n.ranks).size()));
-    kBoxW = std::max(kBoxW, 24 + 6.6 * double(n.state.size()));
-  }
-  const double kColPitch = kBoxW + kGap;
-
+// The figure's caption: the roots in words (or the dead rank, or the cycle) and how many wait.
+std::string graph_caption(const std::vector<obs::EvWaitEdge>& edges, const std::vector<obs::EvHangRoot>& roots,
+                          int dead_rank, bool cycle) {
   std::string caption;
   for (const auto& root : roots) caption += (caption.empty() ? "" : "; ") + ev::root_words(root);
   if (dead_rank >= 0) caption = "rank " + std::to_string(dead_rank) + "'s process died";
@@ -154,66 +141,102 @@ std::string wait_graph_picture(const std::vector<obs::EvWaitEdge>& edges, const 
   for (const auto& e : edges) waiting.insert(e.rank);
   caption += (caption.empty() ? "" : "; ") + std::to_string(waiting.size()) +
              (waiting.size() == 1 ? " rank waits" : " ranks wait") + " in the chain drawn";
+  return caption;
+}
+
+// A cycle's ranks in order, left to right (the closing arrow goes underneath); the picture's size
+// into *W, *H.
+void layout_cycle(double box_w, std::vector<Node>* nodes, double* W, double* H) {
+  const double kColPitch = box_w + kGap;
+  // The cycle's ranks in order, left to right; the closing arrow underneath.
+  std::vector<size_t> order;
+  std::set<size_t> seen;
+  size_t at = 0;
+  while (at < nodes->size() && !seen.count(at)) {
+    seen.insert(at);
+    order.push_back(at);
+    if ((*nodes)[at].target < 0) break;
+    at = size_t((*nodes)[at].target);
+  }
+  for (size_t i = 0; i < nodes->size(); ++i)
+    if (!seen.count(i)) order.push_back(i);
+  for (size_t i = 0; i < order.size(); ++i) {
+    (*nodes)[order[i]].x = kMarginX + double(i) * kColPitch;
+    (*nodes)[order[i]].y = kMarginY + 24;
+  }
+  *W = kMarginX * 2 + double(order.size() - 1) * kColPitch + box_w;
+  *H = kMarginY * 2 + 24 + kBoxH + 56;
+}
+
+// A chain: columns by hops to a rank that waits for nobody (the root on the right), each box next
+// to the box it waits for; the picture's size into *W, *H.
+void layout_chain(double box_w, std::vector<Node>* nodes, double* W, double* H) {
+  const double kColPitch = box_w + kGap;
+  // Depth: hops to a rank that waits for nobody in the chain.
+  std::vector<int> state(nodes->size(), 0);  // 0 new, 1 visiting, 2 done
+  std::function<int(size_t)> depth = [&](size_t i) -> int {
+    if (state[i] == 2) return (*nodes)[i].depth;
+    if (state[i] == 1 || (*nodes)[i].target < 0) {
+      state[i] = 2;
+      return (*nodes)[i].depth = 0;
+    }
+    state[i] = 1;
+    (*nodes)[i].depth = depth(size_t((*nodes)[i].target)) + 1;
+    state[i] = 2;
+    return (*nodes)[i].depth;
+  };
+  int max_depth = 0;
+  for (size_t i = 0; i < nodes->size(); ++i) max_depth = std::max(max_depth, depth(i));
+  std::vector<std::vector<size_t>> cols(size_t(max_depth) + 1);
+  for (size_t i = 0; i < nodes->size(); ++i) cols[size_t((*nodes)[i].depth)].push_back(i);
+  size_t tallest = 0;
+  for (const auto& c : cols) tallest = std::max(tallest, c.size());
+  const double plot_h = double(tallest) * kRowPitch;
+  for (size_t d = 0; d < cols.size(); ++d) {
+    auto& c = cols[d];
+    // Next to the box each waits for, then by rank.
+    std::stable_sort(c.begin(), c.end(), [&](size_t a, size_t b) {
+      const double ya = (*nodes)[a].target >= 0 && d > 0 ? (*nodes)[size_t((*nodes)[a].target)].y : 0;
+      const double yb = (*nodes)[b].target >= 0 && d > 0 ? (*nodes)[size_t((*nodes)[b].target)].y : 0;
+      return ya != yb ? ya < yb : (*nodes)[a].ranks.front() < (*nodes)[b].ranks.front();
+    });
+    const double top = kMarginY + 24 + (plot_h - double(c.size()) * kRowPitch) / 2;
+    for (size_t k = 0; k < c.size(); ++k) {
+      (*nodes)[c[k]].x = kMarginX + double(max_depth - int(d)) * kColPitch;
+      (*nodes)[c[k]].y = top + double(k) * kRowPitch;
+    }
+  }
+  *W = kMarginX * 2 + double(max_depth) * kColPitch + box_w;
+  *H = kMarginY * 2 + 24 + plot_h;
+}
+
+}  // namespace
+
+std::string wait_graph_picture(const std::vector<obs::EvWaitEdge>& edges, const std::vector<obs::EvHangRoot>& roots,
+                               int dead_rank, bool cycle) {
+  if (edges.empty()) return "";
+  std::vector<int> extra;
+  for (const auto& r : roots)
+    if (r.global_rank) extra.push_back(*r.global_rank);
+  if (dead_rank >= 0) extra.push_back(dead_rank);
+  std::vector<Node> nodes = build_nodes(edges, extra, false);
+  if (nodes.size() > kMaxBoxes) nodes = build_nodes(edges, extra, true);
+
+  label_states(edges, roots, dead_rank, &nodes);
+
+  double kBoxW = kMinBoxW;
+  for (const Node& n : nodes) {
+    kBoxW = std::max(kBoxW, 24 + kCharW * double(ranks_label(n.ranks).size()));
+    kBoxW = std::max(kBoxW, 24 + 6.6 * double(n.state.size()));
+  }
+
+  const std::string caption = graph_caption(edges, roots, dead_rank, cycle);
 
   double W = 0, H = 0;
-  std::string body;
-  if (cycle) {
-    // The cycle's ranks in order, left to right; the closing arrow underneath.
-    std::vector<size_t> order;
-    std::set<size_t> seen;
-    size_t at = 0;
-    while (at < nodes.size() && !seen.count(at)) {
-      seen.insert(at);
-      order.push_back(at);
-      if (nodes[at].target < 0) break;
-      at = size_t(nodes[at].target);
-    }
-    for (size_t i = 0; i < nodes.size(); ++i)
-      if (!seen.count(i)) order.push_back(i);
-    for (size_t i = 0; i < order.size(); ++i) {
-      nodes[order[i]].x = kMarginX + double(i) * kColPitch;
-      nodes[order[i]].y = kMarginY + 24;
-    }
-    W = kMarginX * 2 + double(order.size() - 1) * kColPitch + kBoxW;
-    H = kMarginY * 2 + 24 + kBoxH + 56;
-  } else {
-    // Depth: hops to a rank that waits for nobody in the chain.
-    std::vector<int> state(nodes.size(), 0);  // 0 new, 1 visiting, 2 done
-    std::function<int(size_t)> depth = [&](size_t i) -> int {
-      if (state[i] == 2) return nodes[i].depth;
-      if (state[i] == 1 || nodes[i].target < 0) {
-        state[i] = 2;
-        return nodes[i].depth = 0;
-      }
-      state[i] = 1;
-      nodes[i].depth = depth(size_t(nodes[i].target)) + 1;
-      state[i] = 2;
-      return nodes[i].depth;
-    };
-    int max_depth = 0;
-    for (size_t i = 0; i < nodes.size(); ++i) max_depth = std::max(max_depth, depth(i));
-    std::vector<std::vector<size_t>> cols(size_t(max_depth) + 1);
-    for (size_t i = 0; i < nodes.size(); ++i) cols[size_t(nodes[i].depth)].push_back(i);
-    size_t tallest = 0;
-    for (const auto& c : cols) tallest = std::max(tallest, c.size());
-    const double plot_h = double(tallest) * kRowPitch;
-    for (size_t d = 0; d < cols.size(); ++d) {
-      auto& c = cols[d];
-      // Next to the box each waits for, then by rank.
-      std::stable_sort(c.begin(), c.end(), [&](size_t a, size_t b) {
-        const double ya = nodes[a].target >= 0 && d > 0 ? nodes[size_t(nodes[a].target)].y : 0;
-        const double yb = nodes[b].target >= 0 && d > 0 ? nodes[size_t(nodes[b].target)].y : 0;
-        return ya != yb ? ya < yb : nodes[a].ranks.front() < nodes[b].ranks.front();
-      });
-      const double top = kMarginY + 24 + (plot_h - double(c.size()) * kRowPitch) / 2;
-      for (size_t k = 0; k < c.size(); ++k) {
-        nodes[c[k]].x = kMarginX + double(max_depth - int(d)) * kColPitch;
-        nodes[c[k]].y = top + double(k) * kRowPitch;
-      }
-    }
-    W = kMarginX * 2 + double(max_depth) * kColPitch + kBoxW;
-    H = kMarginY * 2 + 24 + plot_h;
-  }
+  if (cycle)
+    layout_cycle(kBoxW, &nodes, &W, &H);
+  else
+    layout_chain(kBoxW, &nodes, &W, &H);
   W = std::max(W, 560.0);
 
   html::Svg svg(W, H, "chart graph", "wait-for graph: each arrow points from a waiting rank to the rank it waits for");

@@ -3,8 +3,10 @@
 
 namespace scout::cli {
 
-const char* report_css() {
-  return R"CSS(
+namespace {
+
+// The stylesheet (data, not code: one literal).
+constexpr char kCss[] = R"CSS(
 :root{--fg:#1f2328;--muted:#59636e;--line:#d1d9e0;--soft:#eaeef2;--bg:#f3f5f7;--card:#fff;--link:#0550ae;
 --hang:#cf222e;--deadlock:#82071e;--crash:#57606a;--stall:#bc4c00;--sdc:#8250df;--nan:#bf3989;--desync:#1b7c83;
 --straggler:#b35900;--slowlink:#0969da;--ok:#1a7f37;--bad:#cf222e;--warn:#9a6700}
@@ -128,7 +130,10 @@ svg .tl-replay.fail .tl-bar{fill:var(--bad)}svg .tl-replay.inconclusive .tl-bar{
 @media (max-width:900px){section.tiles{grid-template-columns:repeat(2,minmax(0,1fr))}}
 @media print{body{background:#fff}section{box-shadow:none;break-inside:avoid}header.top{background:#fff;color:#000}}
 )CSS";
-}
+
+}  // namespace
+
+const char* report_css() { return kCss; }
 
 const char* report_script() {
   return R"JS(

@@ -20,6 +20,7 @@
 #include <iostream>
 #include <thread>
 
+#include "common/clock.h"
 #include "common/paths.h"
 #include "common/segment_reader.h"
 #include "observer/cli/common.h"
@@ -226,10 +227,44 @@ int reclaim_segments(const std::string& dir, const std::string& job) {
   return removed;
 }
 
-int64_t wall_now_ns() {
-  struct timespec ts;
-  ::clock_gettime(CLOCK_REALTIME, &ts);
-  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+// Waits for COMMAND (`cmd_pid`); the observer (`obs_pid`) exiting meanwhile is said and marked in
+// *observer_reaped. COMMAND's wait status.
+int wait_command(pid_t cmd_pid, pid_t obs_pid, bool* observer_reaped) {
+  while (true) {
+    int st = 0;
+    pid_t r = ::waitpid(-1, &st, 0);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return 0;
+    }
+    if (r == cmd_pid) return st;
+    if (r == obs_pid) {
+      *observer_reaped = true;
+      std::cerr << "scout: " << kObserverName << " exited early (status " << exit_code(st)
+                << "); COMMAND keeps running without it\n";
+    }
+  }
+}
+
+// After the run: `scout status` of the store (a warning first when the observer saw no rank).
+void print_after(const RunOptions& o, const StoreOptions& where, const std::string& store, const std::string& job,
+                 const std::string& shm_dir) {
+  try {
+    StoreOptions read;
+    read.store = store;
+    auto rd = open_store(read);
+    if (rd->ranks().empty()) {
+      std::string why = shm::shm_dir_problem(shm_dir);
+      if (why.empty()) {
+        why = "no segment of job " + job + " appeared in " + shm_dir +
+              " (was the plugin loaded? NCCL_PROFILER_PLUGIN, SCOUT_ENABLE)";
+      }
+      std::cerr << "scout: warning: the observer saw no rank: " << why << "\n";
+    }
+    StatusOptions so;
+    so.selector = store_selector(o.where.store.empty() ? where : o.where);
+    cmd_status(*rd, so, std::cout);
+  } catch (const std::exception& e) { std::cerr << "scout: " << e.what() << "\n"; }
 }
 
 }  // namespace
@@ -261,7 +296,7 @@ int cmd_run(const RunOptions& o) {
   obs_argv.insert(obs_argv.end(), o.observer_args.begin(), o.observer_args.end());
   // The observer runs in its own process group: a Ctrl-C meant for COMMAND must not stop it
   // before its final pass.
-  const int64_t since = wall_now_ns();
+  const int64_t since = shm::wall_ns();
   pid_t obs_pid = spawn(obs_argv, /*own_group=*/true);
 
   int obs_status = 0;
@@ -295,24 +330,7 @@ int cmd_run(const RunOptions& o) {
   pid_t cmd_pid = spawn(o.command, /*own_group=*/false);
   g_child = cmd_pid;
 
-  int command_status = 0;
-  while (true) {
-    int st = 0;
-    pid_t r = ::waitpid(-1, &st, 0);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    if (r == cmd_pid) {
-      command_status = st;
-      break;
-    }
-    if (r == obs_pid) {
-      observer_reaped = true;
-      std::cerr << "scout: " << kObserverName << " exited early (status " << exit_code(st)
-                << "); COMMAND keeps running without it\n";
-    }
-  }
+  const int command_status = wait_command(cmd_pid, obs_pid, &observer_reaped);
   g_child = 0;
   ::signal(SIGINT, SIG_DFL);
 
@@ -338,22 +356,7 @@ int cmd_run(const RunOptions& o) {
                                               : "exited with status " + std::to_string(rc))
               << "; scout run exits with " << rc << "\n";
   }
-  try {
-    StoreOptions read;
-    read.store = store;
-    auto rd = open_store(read);
-    if (rd->ranks().empty()) {
-      std::string why = shm::shm_dir_problem(cfg.shm_dir);
-      if (why.empty()) {
-        why = "no segment of job " + job + " appeared in " + cfg.shm_dir +
-              " (was the plugin loaded? NCCL_PROFILER_PLUGIN, SCOUT_ENABLE)";
-      }
-      std::cerr << "scout: warning: the observer saw no rank: " << why << "\n";
-    }
-    StatusOptions so;
-    so.selector = store_selector(o.where.store.empty() ? where : o.where);
-    cmd_status(*rd, so, std::cout);
-  } catch (const std::exception& e) { std::cerr << "scout: " << e.what() << "\n"; }
+  print_after(o, where, store, job, cfg.shm_dir);
   std::cout.flush();
   return rc;
 }

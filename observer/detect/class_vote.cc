@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "observer/detect/finding_util.h"
-#include "observer/detect/vote.h"
+#include "common/vote.h"
 
 namespace scout::obs {
 

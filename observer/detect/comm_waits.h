@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "observer/detect/vote.h"
+#include "common/vote.h"
 #include "observer/model/model.h"
 
 namespace scout::obs {

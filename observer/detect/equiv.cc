@@ -7,7 +7,7 @@
 
 #include "common/names.h"
 #include "observer/detect/finding_util.h"
-#include "observer/detect/vote.h"
+#include "common/vote.h"
 #include "scout/shm_format.h"
 
 namespace scout::obs {

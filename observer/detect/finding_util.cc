@@ -78,7 +78,6 @@ std::vector<int> global_ranks(const Model& m, const Comm& c, const std::vector<i
   return out;
 }
 
-std::string fp_hex(uint64_t v) { return hex64(v); }
 
 double to_ms(int64_t ns) { return std::round(double(ns) / 1e3) / 1e3; }
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "common/hex.h"
 #include "observer/model/evidence.h"
 #include "observer/model/finding.h"
 #include "observer/model/model.h"
@@ -36,8 +37,8 @@ EvOp ev_op(const OpId& id);
 int rank_of(const Comm& c, int proc);
 // Global ranks of comm ranks `ranks` of `c` (-1 where unknown), in the same order.
 std::vector<int> global_ranks(const Model& m, const Comm& c, const std::vector<int>& ranks);
-// "0x" + 16 hex digits (same as hex64, for fingerprints).
-std::string fp_hex(uint64_t v);
+// "0x" + 16 hex digits, for fingerprints (common/hex.h).
+using shm::fp_hex;
 // "tp3" -> "tp", "dp_12" -> "dp", "" -> "": communicators named alike play the same role.
 std::string name_stem(const std::string& name);
 // Class of a communicator for noise calibration: its name stem, rank count and node count

@@ -13,7 +13,7 @@
 #include <optional>
 #include <string>
 
-#include "observer/detect/vote.h"
+#include "common/vote.h"
 #include "observer/model/finding.h"
 #include "observer/model/model.h"
 

@@ -447,6 +447,51 @@ std::string HangDetector::stall_words(int64_t idle_ns, int64_t threshold_ns) con
          "; a hang at " + seconds(cfg_.timeout_ns) + ")";
 }
 
+StallSignature HangDetector::signature_of(const Model& m, const std::vector<int>& roots) const {
+  std::vector<int> root_ranks;
+  for (int p : roots) root_ranks.push_back(m.proc(p).global_rank);
+  std::sort(root_ranks.begin(), root_ranks.end());
+  StallSignature sig{0, 0, "", root_ranks};
+  int64_t latest = 0;
+  if (auto mit = member_of_.find(roots.front()); mit != member_of_.end()) {
+    for (const Membership& mb : mit->second) {
+      const OpMark& lc = mb.comm->ranks[mb.rank].last_completed;
+      if (!lc.valid || lc.ns < latest) continue;
+      latest = lc.ns;
+      sig.comm_hash = mb.comm->key.hash;
+      sig.comm_nranks = mb.comm->key.nranks;
+      sig.func = shm::func_name(lc.id.func);
+      if (lc.id.cls == OpClass::kP2p) sig.func += ":" + std::to_string(lc.id.src) + ">" + std::to_string(lc.id.dst);
+    }
+  }
+  return sig;
+}
+
+const Comm* HangDetector::stall_trigger(const std::vector<int>& roots, const std::vector<ProcEdge>& edges,
+                                        const Comm& c) const {
+  const Comm* trigger = nullptr;
+  for (int t = 0; t < int(edges.size()); ++t) {
+    if (std::find(roots.begin(), roots.end(), edges[t].to) == roots.end() || !soft_.count(edges[t].comm->key)) continue;
+    if (!trigger || stall_threshold(edges[t].comm->key) < stall_threshold(trigger->key)) trigger = edges[t].comm;
+  }
+  return trigger ? trigger : &c;
+}
+
+std::string HangDetector::root_summary(const Model& m, const std::vector<int>& roots, const std::string& names,
+                                       const std::string& reason, const std::string& detail, const std::string& op,
+                                       const std::string& waiters) const {
+  if (reason == "wrong-comm") {
+    const ProcEdge& e = edges_[wrong_comm_.at(roots.front()).first];
+    return names + " never entered " + op + ": it waits in " + detail + ", which rank " +
+           std::to_string(m.proc(e.to).global_rank) + " never issued there (a call on the wrong communicator); " +
+           waiters + " for it";
+  }
+  if (reason == "in-call") return names + " never entered " + op + ": it is inside " + detail + "; " + waiters + " for it";
+  if (reason == "gpu-blocked") return names + " enqueued " + op + " but the GPU never started it; " + waiters + " for it";
+  if (reason == "running") return names + " never joined " + op + " (busy in " + detail + "); " + waiters + " for it";
+  return names + " never entered " + op + "; " + waiters + " for it";
+}
+
 void HangDetector::report_root(const Model& m, const std::vector<int>& roots, const ProcEdge& primary,
                                const WaitGraph& g, const std::vector<ProcEdge>& edges, int64_t now_ns,
                                FindingBoard& board, bool stall) {
@@ -478,32 +523,9 @@ void HangDetector::report_root(const Model& m, const std::vector<int>& roots, co
   for (int t : tags) {
     if (std::find(comms.begin(), comms.end(), edges[t].comm) == comms.end()) comms.push_back(edges[t].comm);
   }
-  // Stall: the signature (the roots, and where in the step they stopped: the communicator and
-  // function of the first root's latest completed operation), and whether this is a repeat of a
-  // pause the job has shown before.
-  std::vector<int> root_ranks;
-  for (int p : roots) root_ranks.push_back(m.proc(p).global_rank);
-  std::sort(root_ranks.begin(), root_ranks.end());
-  StallSignature sig{0, 0, "", root_ranks};
-  int64_t latest = 0;
-  if (auto mit = member_of_.find(roots.front()); mit != member_of_.end()) {
-    for (const Membership& mb : mit->second) {
-      const OpMark& lc = mb.comm->ranks[mb.rank].last_completed;
-      if (!lc.valid || lc.ns < latest) continue;
-      latest = lc.ns;
-      sig.comm_hash = mb.comm->key.hash;
-      sig.comm_nranks = mb.comm->key.nranks;
-      sig.func = shm::func_name(lc.id.func);
-      if (lc.id.cls == OpClass::kP2p) sig.func += ":" + std::to_string(lc.id.src) + ">" + std::to_string(lc.id.dst);
-    }
-  }
-  // The communicator on the chain that stalled past its threshold with the lowest one.
-  const Comm* trigger = nullptr;
-  for (int t = 0; t < int(edges.size()); ++t) {
-    if (std::find(roots.begin(), roots.end(), edges[t].to) == roots.end() || !soft_.count(edges[t].comm->key)) continue;
-    if (!trigger || stall_threshold(edges[t].comm->key) < stall_threshold(trigger->key)) trigger = edges[t].comm;
-  }
-  if (!trigger) trigger = &c;
+  // Stall: the signature, and whether this is a repeat of a pause the job has shown before.
+  const StallSignature sig = signature_of(m, roots);
+  const Comm* trigger = stall_trigger(roots, edges, c);
   const int64_t threshold = stall_threshold(trigger->key);
   const Episode* ep = note_episode(key, sig, c.last_progress_ns, stall, threshold, now_ns);
   if (!ep) return;  // a pause seen before: not again
@@ -557,20 +579,7 @@ void HangDetector::report_root(const Model& m, const std::vector<int>& roots, co
   std::string op = what_op(c, primary.e.op);
   std::string waiters = std::to_string(upstream.size()) + (upstream.size() == 1 ? " rank waits" : " ranks wait");
   if (comms.size() > 1) waiters += " (through " + std::to_string(comms.size()) + " communicators)";
-  if (first_reason == "wrong-comm") {
-    const ProcEdge& e = edges_[wrong_comm_.at(roots.front()).first];
-    f.summary = names + " never entered " + op + ": it waits in " + first_detail + ", which rank " +
-                std::to_string(m.proc(e.to).global_rank) + " never issued there (a call on the wrong communicator); " +
-                waiters + " for it";
-  } else if (first_reason == "in-call") {
-    f.summary = names + " never entered " + op + ": it is inside " + first_detail + "; " + waiters + " for it";
-  } else if (first_reason == "gpu-blocked") {
-    f.summary = names + " enqueued " + op + " but the GPU never started it; " + waiters + " for it";
-  } else if (first_reason == "running") {
-    f.summary = names + " never joined " + op + " (busy in " + first_detail + "); " + waiters + " for it";
-  } else {
-    f.summary = names + " never entered " + op + "; " + waiters + " for it";
-  }
+  f.summary = root_summary(m, roots, names, first_reason, first_detail, op, waiters);
   if (all_dead) f.summary += " (the process has since exited)";
   if (stall) f.summary += stall_words(now_ns - c.last_progress_ns, threshold);
   board.report(f);
@@ -631,11 +640,17 @@ void HangDetector::pass(const Model& m, int64_t now_ns, FindingBoard& board) {
   reported_.clear();
   wrong_comm_.clear();
   for (auto& [k, ep] : episodes_) ep.seen = false;
+  PassGraph pg = collect_waits(m, now_ns);
+  const std::set<int> in_cycle = report_deadlocks(m, pg, now_ns, board);
+  report_stalled_comms(m, pg, now_ns, board);
+  report_roots(m, pg, in_cycle, now_ns, board);
+  report_crashes(m, pg, now_ns, board);
+  close_over(m, now_ns, board);
+}
+
+HangDetector::PassGraph HangDetector::collect_waits(const Model& m, int64_t now_ns) {
   // Every current wait edge; which of them belong to stalled communicators.
-  std::vector<ProcEdge> edges;
-  std::vector<bool> stalled_edge;  // past the hang timeout
-  std::vector<bool> soft_edge;     // past the stall threshold only
-  WaitGraph g;
+  PassGraph pg;
   for (const auto& [k, c] : m.comms()) {
     if (!c.members_known()) continue;
     bool inflight = false;
@@ -649,10 +664,10 @@ void HangDetector::pass(const Model& m, int64_t now_ns, FindingBoard& board) {
     bool stalled = idle > cfg_.timeout_ns;
     bool soft = !stalled && cfg_.stall && idle > clocks_[k].threshold_ns(cfg_.timeout_ns);
     for (const WaitEdge& e : w.edges) {
-      g.add(c.ranks[e.from].proc, c.ranks[e.to].proc, int(edges.size()));
-      edges.push_back(ProcEdge{c.ranks[e.from].proc, c.ranks[e.to].proc, &c, e});
-      stalled_edge.push_back(stalled);
-      soft_edge.push_back(soft);
+      pg.g.add(c.ranks[e.from].proc, c.ranks[e.to].proc, int(pg.edges.size()));
+      pg.edges.push_back(ProcEdge{c.ranks[e.from].proc, c.ranks[e.to].proc, &c, e});
+      pg.stalled_edge.push_back(stalled);
+      pg.soft_edge.push_back(soft);
     }
     if (stalled) stalled_.insert(k);
     if (stalled || soft) soft_.insert(k);
@@ -661,32 +676,40 @@ void HangDetector::pass(const Model& m, int64_t now_ns, FindingBoard& board) {
   // Clocks of communicators that left the model.
   for (auto it = clocks_.begin(); it != clocks_.end();)
     it = m.comms().count(it->first) ? std::next(it) : clocks_.erase(it);
+  edges_ = pg.edges;
+  return pg;
+}
 
+std::set<int> HangDetector::report_deadlocks(const Model& m, PassGraph& pg, int64_t now_ns, FindingBoard& board) {
   // Deadlocks: cycles whose every edge is in a communicator past its stall threshold or the hang
   // timeout (a cycle seen in a single snapshot could be an artefact of reading ranks at slightly
   // different moments; one that held for the communicators' learned threshold is not: ranks that
   // wait for each other never progress again).
   std::set<int> in_cycle;
-  edges_ = edges;
   std::set<int> cut;  // edges of wrong-communicator cycles: the rank in the wrong one is a root
-  for (const auto& cyc : g.cycles()) {
+  for (const auto& cyc : pg.g.cycles()) {
     bool all_stalled = true;
-    for (int t : g.edges_within(cyc)) all_stalled = all_stalled && (stalled_edge[t] || soft_edge[t]);
+    for (int t : pg.g.edges_within(cyc)) all_stalled = all_stalled && (pg.stalled_edge[t] || pg.soft_edge[t]);
     if (!all_stalled) continue;
-    if (wrong_comm_cycle(cyc, g, edges)) {
+    if (wrong_comm_cycle(cyc, pg.g, pg.edges)) {
       for (const auto& [proc, tags] : wrong_comm_)
         if (std::find(cyc.begin(), cyc.end(), proc) != cyc.end()) cut.insert(tags.first);
       continue;
     }
-    if (!sequence_deadlock(m, cyc, g, edges, now_ns, board)) report_deadlock(m, cyc, g, edges, now_ns, board);
+    if (!sequence_deadlock(m, cyc, pg.g, pg.edges, now_ns, board))
+      report_deadlock(m, cyc, pg.g, pg.edges, now_ns, board);
     in_cycle.insert(cyc.begin(), cyc.end());
   }
   if (!cut.empty()) {
     WaitGraph without;
-    for (size_t t = 0; t < edges.size(); ++t)
-      if (!cut.count(int(t))) without.add(edges[t].from, edges[t].to, int(t));
-    g = std::move(without);
+    for (size_t t = 0; t < pg.edges.size(); ++t)
+      if (!cut.count(int(t))) without.add(pg.edges[t].from, pg.edges[t].to, int(t));
+    pg.g = std::move(without);
   }
+  return in_cycle;
+}
+
+void HangDetector::report_stalled_comms(const Model& m, const PassGraph& pg, int64_t now_ns, FindingBoard& board) {
   // Communicators that are roots by themselves, past their stall threshold or the hang timeout:
   // a stuck collective is a stall, then the hang; a mismatch is the desync at once.
   for (const CommKey& k : soft_) {
@@ -703,61 +726,71 @@ void HangDetector::pass(const Model& m, int64_t now_ns, FindingBoard& board) {
       seq_->fold(m, {&c}, h, now_ns, board);
       continue;
     }
-    if (w.cls == "stuck") report_stuck(m, c, g, edges, now_ns, board, stall);
-    if (w.cls == "mismatch") report_mismatch(m, c, g, edges, now_ns, board);
+    if (w.cls == "stuck") report_stuck(m, c, pg.g, pg.edges, now_ns, board, stall);
+    if (w.cls == "mismatch") report_mismatch(m, c, pg.g, pg.edges, now_ns, board);
   }
+}
+
+HangDetector::RootGroups HangDetector::group_roots(const Model& m, const PassGraph& pg, const std::set<int>& roots,
+                                                   const std::set<CommKey>& stalled_set,
+                                                   const FindingBoard& board) const {
+  RootGroups groups;
+  const std::vector<ProcEdge>& edges = pg.edges;
+  for (int s : roots) {
+    std::string detail;
+    std::string reason = root_reason(m, s, &detail, stalled_set);
+    if (reason == "stuck" || reason == "desync") continue;         // reported with their communicator
+    if (cfg_.defer_cross_node && waits_elsewhere(m, s)) continue;  // the leader decides
+    // The operation `s` is missing from that its peers reached first; one that is already an
+    // open stall or hang keeps its finding (the edges of a stopped job appear over a few passes).
+    int best = -1;
+    bool best_open = false;
+    if (auto wc = wrong_comm_.find(s); wc != wrong_comm_.end()) best = wc->second.second;  // its peer's wait
+    for (size_t t = 0; t < edges.size() && !wrong_comm_.count(s); ++t) {
+      if (edges[t].to != s) continue;
+      bool open = board.is_open(hang_key(*edges[t].comm, edges[t].e.op));
+      if (best < 0 || (open && !best_open) ||
+          (open == best_open && earlier(*edges[t].comm, edges[t].e.op, *edges[best].comm, edges[best].e.op))) {
+        best = int(t);
+        best_open = open;
+      }
+    }
+    if (best < 0) continue;
+    auto& grp = groups[hang_key(*edges[best].comm, edges[best].e.op)];
+    if (grp.second.empty()) grp.first = best;
+    grp.second.push_back(s);
+  }
+  return groups;
+}
+
+void HangDetector::report_roots(const Model& m, const PassGraph& pg, const std::set<int>& in_cycle, int64_t now_ns,
+                                FindingBoard& board) {
   // Roots: ranks downstream of a stalled wait that wait for nobody. Grouped by the operation they
   // are missing from (the one whose communicator stalled first).
   // Stall roots: reached only through communicators past their stall threshold.
   std::set<int> roots, soft_roots;
-  for (size_t t = 0; t < edges.size(); ++t) {
-    if (!stalled_edge[t] && !soft_edge[t]) continue;
-    for (int v : g.downstream_nodes(edges[t].from)) {
-      if (!g.waits(v) && !in_cycle.count(v)) (stalled_edge[t] ? roots : soft_roots).insert(v);
+  for (size_t t = 0; t < pg.edges.size(); ++t) {
+    if (!pg.stalled_edge[t] && !pg.soft_edge[t]) continue;
+    for (int v : pg.g.downstream_nodes(pg.edges[t].from)) {
+      if (!pg.g.waits(v) && !in_cycle.count(v)) (pg.stalled_edge[t] ? roots : soft_roots).insert(v);
     }
   }
   for (int v : roots) soft_roots.erase(v);
-  using Groups = std::map<std::string, std::pair<int, std::vector<int>>>;  // key -> (primary edge, roots)
-  auto group = [&](const std::set<int>& rs, const std::set<CommKey>& stalled_set) {
-    Groups groups;
-    for (int s : rs) {
-      std::string detail;
-      std::string reason = root_reason(m, s, &detail, stalled_set);
-      if (reason == "stuck" || reason == "desync") continue;         // reported with their communicator
-      if (cfg_.defer_cross_node && waits_elsewhere(m, s)) continue;  // the leader decides
-      // The operation `s` is missing from that its peers reached first; one that is already an
-      // open stall or hang keeps its finding (the edges of a stopped job appear over a few passes).
-      int best = -1;
-      bool best_open = false;
-      if (auto wc = wrong_comm_.find(s); wc != wrong_comm_.end()) best = wc->second.second;  // its peer's wait
-      for (size_t t = 0; t < edges.size() && !wrong_comm_.count(s); ++t) {
-        if (edges[t].to != s) continue;
-        bool open = board.is_open(hang_key(*edges[t].comm, edges[t].e.op));
-        if (best < 0 || (open && !best_open) ||
-            (open == best_open && earlier(*edges[t].comm, edges[t].e.op, *edges[best].comm, edges[best].e.op))) {
-          best = int(t);
-          best_open = open;
-        }
-      }
-      if (best < 0) continue;
-      std::string key = hang_key(*edges[best].comm, edges[best].e.op);
-      auto& grp = groups[key];
-      if (grp.second.empty()) grp.first = best;
-      grp.second.push_back(s);
-    }
-    return groups;
-  };
-  Groups hangs = group(roots, stalled_);
-  for (const auto& [key, grp] : hangs) report_root(m, grp.second, edges[grp.first], g, edges, now_ns, board);
-  for (const auto& [key, grp] : group(soft_roots, soft_)) {
-    if (!hangs.count(key)) report_root(m, grp.second, edges[grp.first], g, edges, now_ns, board, true);
+  const RootGroups hangs = group_roots(m, pg, roots, stalled_, board);
+  for (const auto& [key, grp] : hangs)
+    report_root(m, grp.second, pg.edges[grp.first], pg.g, pg.edges, now_ns, board);
+  for (const auto& [key, grp] : group_roots(m, pg, soft_roots, soft_, board)) {
+    if (!hangs.count(key)) report_root(m, grp.second, pg.edges[grp.first], pg.g, pg.edges, now_ns, board, true);
   }
+}
 
+void HangDetector::report_crashes(const Model& m, const PassGraph& pg, int64_t now_ns, FindingBoard& board) {
   // Dead processes that peers wait for and that wait for nobody: a crash after the grace period,
   // without waiting for the hang timeout.
+  const std::vector<ProcEdge>& edges = pg.edges;
   for (const Proc& p : m.procs()) {
     int primary = -1;
-    if (p.state == ProcState::kDead && !g.waits(p.id)) {
+    if (p.state == ProcState::kDead && !pg.g.waits(p.id)) {
       for (size_t t = 0; t < edges.size(); ++t) {
         if (edges[t].to == p.id &&
             (primary < 0 || earlier(*edges[t].comm, edges[t].e.op, *edges[primary].comm, edges[primary].e.op))) {
@@ -773,8 +806,12 @@ void HangDetector::pass(const Model& m, int64_t now_ns, FindingBoard& board) {
     bool hang_open = board.is_open(hang_key(*edges[primary].comm, edges[primary].e.op));  // or its stall
     bool grace = now_ns - it->second >= cfg_.crash_grace_ns ||
                  (p.last_event_ns > 0 && now_ns - p.last_event_ns >= cfg_.crash_grace_ns);
-    if (!hang_open && (crashed_.count(p.id) || grace)) report_crash(m, p.id, edges[primary], g, edges, now_ns, board);
+    if (!hang_open && (crashed_.count(p.id) || grace))
+      report_crash(m, p.id, edges[primary], pg.g, edges, now_ns, board);
   }
+}
+
+void HangDetector::close_over(const Model& m, int64_t now_ns, FindingBoard& board) {
   // Hangs and deadlocks that are over: one of their communicators completed an operation since,
   // finalized, or left the model. One whose waiters vanished without progress (the job was killed
   // while hung) stays open: the failure was never resolved (docs/findings.md, "hang").

@@ -96,6 +96,33 @@ class HangDetector {
     const Comm* comm;
     int rank;
   };
+  // One pass's wait-for graph across communicators: every wait edge (tagged by its index) and
+  // whether its communicator is past the hang timeout (stalled) or only its stall threshold (soft).
+  struct PassGraph {
+    std::vector<ProcEdge> edges;
+    std::vector<bool> stalled_edge, soft_edge;
+    WaitGraph g;
+  };
+  // Roots grouped by the hang key of the operation they are missing from: key -> (primary edge, roots).
+  using RootGroups = std::map<std::string, std::pair<int, std::vector<int>>>;
+  // The phases of pass(), in order (docs/observer.md, "Hangs"):
+  // the wait edges of every communicator whose members are known; waits_, stalled_, soft_ and the
+  // stall clocks updated.
+  PassGraph collect_waits(const Model& m, int64_t now_ns);
+  // Deadlocks (cycles of stalled edges); wrong-communicator cycles are cut from pg.g, their rank
+  // left a root. Returns the ranks on a deadlock.
+  std::set<int> report_deadlocks(const Model& m, PassGraph& pg, int64_t now_ns, FindingBoard& board);
+  // Stuck and mismatch communicators past their threshold (or folded into a sequence desync).
+  void report_stalled_comms(const Model& m, const PassGraph& pg, int64_t now_ns, FindingBoard& board);
+  // Ranks others wait for that wait for nobody: hangs, then stalls not already a hang.
+  void report_roots(const Model& m, const PassGraph& pg, const std::set<int>& in_cycle, int64_t now_ns,
+                    FindingBoard& board);
+  RootGroups group_roots(const Model& m, const PassGraph& pg, const std::set<int>& roots,
+                         const std::set<CommKey>& stalled_set, const FindingBoard& board) const;
+  // Dead processes peers wait for, after the crash grace.
+  void report_crashes(const Model& m, const PassGraph& pg, int64_t now_ns, FindingBoard& board);
+  // Hangs and deadlocks whose communicators progressed close; ended stalls are remembered.
+  void close_over(const Model& m, int64_t now_ns, FindingBoard& board);
   // `stalled`: the communicators whose stuck / mismatch state makes a root "stuck" / "desync".
   // Reasons: dead, stuck, desync, wrong-comm, running, gpu-blocked, in-call, idle
   // (docs/findings.md, "hang").
@@ -118,6 +145,15 @@ class HangDetector {
   void report_root(const Model& m, const std::vector<int>& roots, const ProcEdge& primary, const WaitGraph& g,
                    const std::vector<ProcEdge>& edges, int64_t now_ns, FindingBoard& board, bool stall = false);
   int64_t stall_threshold(const CommKey& k) const;
+  // A stall's signature: the roots, and where in the step they stopped (the communicator and
+  // function of the first root's latest completed operation).
+  StallSignature signature_of(const Model& m, const std::vector<int>& roots) const;
+  // The communicator on the roots' chain past its threshold with the lowest one (`c` if none).
+  const Comm* stall_trigger(const std::vector<int>& roots, const std::vector<ProcEdge>& edges, const Comm& c) const;
+  // The summary of a hang or stall naming `roots` (`names`), by the first root's reason and detail.
+  std::string root_summary(const Model& m, const std::vector<int>& roots, const std::string& names,
+                           const std::string& reason, const std::string& detail, const std::string& op,
+                           const std::string& waiters) const;
   void report_crash(const Model& m, int proc, const ProcEdge& primary, const WaitGraph& g,
                     const std::vector<ProcEdge>& edges, int64_t now_ns, FindingBoard& board);
 

@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "observer/detect/vote.h"
+#include "common/vote.h"
 #include "observer/model/evidence.h"
 #include "observer/model/finding.h"
 #include "observer/model/model.h"

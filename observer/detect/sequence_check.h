@@ -43,7 +43,7 @@
 
 #include "observer/detect/comm_waits.h"
 #include "observer/detect/metadata_check.h"
-#include "observer/detect/vote.h"
+#include "common/vote.h"
 #include "observer/model/evidence.h"
 #include "observer/model/finding_board.h"
 #include "observer/model/model.h"

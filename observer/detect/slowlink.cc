@@ -362,27 +362,32 @@ std::string SlowLinkDetector::where(const Model& m, const Judged& j) const {
          std::to_string(j.peers) + " peer " + (j.peers == 1 ? "channel" : "channels");
 }
 
-void SlowLinkDetector::evaluate(const Model& m, int64_t now_ns, FindingBoard& board) {
-  // Every compared channel; pending ones (slow, not yet confirmed) count only for the host rule.
-  const std::vector<Judged> judged = judge_channels(m);
-  const Hosts hosts = judge_hosts(m, judged);
-  held_hosts_.clear();
-  for (int x : hosts.suspected) held_hosts_.insert(hosts.names[size_t(x)]);
-  for (int x : hosts.slow) held_hosts_.insert(hosts.names[size_t(x)]);
+namespace {
+
+// Comm rank of process `proc` in communicator `k` (-1 unknown).
+int comm_rank_in(const Model& m, const CommKey& k, int proc) {
+  auto it = m.comms().find(k);
+  return it == m.comms().end() ? -1 : rank_of(it->second, proc);
+}
+
+}  // namespace
+
+std::set<int> SlowLinkDetector::endpoints_of(const Model& m, const std::vector<Judged>& judged, const Hosts& hosts,
+                                             std::map<int, int>* normal_n, std::set<int>* quiet) const {
   auto host_of = [&](int p) {
     auto it = std::find(hosts.names.begin(), hosts.names.end(), m.proc(p).host);
     return it == hosts.names.end() ? -1 : int(it - hosts.names.begin());
   };
   // Intersection: ranks (a rank of a slow or suspected host is that host's finding; one with a
   // held channel waits).
-  std::map<int, int> slow_n, normal_n;
+  std::map<int, int> slow_n;
   for (const Judged& j : judged) {
     if (j.pending) continue;
-    for (int p : j.procs) (j.slow ? slow_n : normal_n)[p]++;
+    for (int p : j.procs) (j.slow ? slow_n : *normal_n)[p]++;
   }
-  std::set<int> endpoints, quiet;  // quiet: endpoints not reported (host finding, or held)
+  std::set<int> endpoints;
   for (const auto& [p, n] : slow_n) {
-    if (n >= 2 && !normal_n.count(p)) endpoints.insert(p);
+    if (n >= 2 && !normal_n->count(p)) endpoints.insert(p);
   }
   for (int p : endpoints) {
     const int x = host_of(p);
@@ -390,27 +395,27 @@ void SlowLinkDetector::evaluate(const Model& m, int64_t now_ns, FindingBoard& bo
     for (size_t i = 0; i < judged.size(); ++i) {
       held |= hosts.held[i] && std::binary_search(judged[i].procs.begin(), judged[i].procs.end(), p);
     }
-    if (hosts.slow.count(x) || hosts.suspected.count(x) || held) quiet.insert(p);
+    if (hosts.slow.count(x) || hosts.suspected.count(x) || held) quiet->insert(p);
   }
-  std::set<std::string> reported;
-  report_hosts(m, judged, hosts, now_ns, board, &reported);
-  auto base = [&](const Judged& j, Finding& f) {
-    f.kind = FindingKind::kSlowLink;
-    auto it = m.comms().find(j.ch.comm);
-    if (it != m.comms().end()) set_comm(f, it->second);
-    f.key = op_key(j.first_slow);
-    f.first_seen_ns = now_ns;
-    f.last_seen_ns = now_ns;
-  };
-  auto comm_rank_of = [&](const CommKey& k, int proc) {
-    auto it = m.comms().find(k);
-    return it == m.comms().end() ? -1 : rank_of(it->second, proc);
-  };
-  auto where = [&](const Judged& j) { return this->where(m, j); };
+  return endpoints;
+}
 
+Finding SlowLinkDetector::base_finding(const Model& m, const Judged& j, int64_t now_ns) const {
+  Finding f;
+  f.kind = FindingKind::kSlowLink;
+  auto it = m.comms().find(j.ch.comm);
+  if (it != m.comms().end()) set_comm(f, it->second);
+  f.key = op_key(j.first_slow);
+  f.first_seen_ns = now_ns;
+  f.last_seen_ns = now_ns;
+  return f;
+}
+
+void SlowLinkDetector::report_endpoints(const Model& m, const std::vector<Judged>& judged,
+                                        const std::set<int>& endpoints, const std::set<int>& quiet, int64_t now_ns,
+                                        FindingBoard& board, std::set<std::string>* reported) const {
   for (int p : endpoints) {
     if (quiet.count(p)) continue;
-    Finding f;
     SlowLinkEvidence ev{"endpoint", {}, {}, thresholds(), {}};
     const Judged* first = nullptr;
     for (const Judged& j : judged) {
@@ -418,16 +423,66 @@ void SlowLinkDetector::evaluate(const Model& m, int64_t now_ns, FindingBoard& bo
       if (!first) first = &j;
       ev.slow.push_back(channel(m, j));
     }
-    base(*first, f);
+    Finding f = base_finding(m, *first, now_ns);
     f.verdict = Verdict::kAttributed;
-    f.suspects.push_back(suspect_of(m, p, comm_rank_of(first->ch.comm, p)));
+    f.suspects.push_back(suspect_of(m, p, comm_rank_in(m, first->ch.comm, p)));
     f.dedup_key = "slowlink:endpoint:" + m.proc(p).host + ":" + std::to_string(m.proc(p).pid);
     f.evidence = to_json(ev);
     f.summary = who(m, p) + " is a slow endpoint: all " + std::to_string(ev.slow.size()) +
-                " of its compared channels are slow (" + where(*first) + ")";
+                " of its compared channels are slow (" + where(m, *first) + ")";
     board.report(f);
-    reported.insert(f.dedup_key);
+    reported->insert(f.dedup_key);
   }
+}
+
+Finding SlowLinkDetector::channel_finding(const Model& m, const std::vector<Judged>& judged, const Judged& j,
+                                          const std::vector<int>& cand, int64_t now_ns) const {
+  Finding f = base_finding(m, j, now_ns);
+  SlowLinkEvidence ev{"", {channel(m, j)}, {}, thresholds(), {}};
+  for (const Judged& o : judged) {
+    if (o.slow || ev.normal.size() >= 8) continue;
+    bool shares = false;
+    for (int p : cand) shares |= std::binary_search(o.procs.begin(), o.procs.end(), p);
+    if (shares) ev.normal.push_back(channel(m, o));
+  }
+  if (cand.size() == 2) {
+    f.verdict = Verdict::kAttributed;
+    f.suspects.push_back(suspect_of(m, cand[0], comm_rank_in(m, j.ch.comm, cand[0])));
+    f.peer = suspect_of(m, cand[1], comm_rank_in(m, j.ch.comm, cand[1]));
+    f.dedup_key = "slowlink:link:" + m.proc(cand[0]).host + ":" + std::to_string(m.proc(cand[0]).pid) + ":" +
+                  m.proc(cand[1]).host + ":" + std::to_string(m.proc(cand[1]).pid);
+    ev.cls = "link";
+    f.summary = "the link between " + who(m, cand[0]) + " and " + who(m, cand[1]) + " is slow: " + where(m, j);
+  } else if (cand.size() == 1) {
+    f.verdict = Verdict::kAttributed;
+    f.suspects.push_back(suspect_of(m, cand[0], comm_rank_in(m, j.ch.comm, cand[0])));
+    f.dedup_key = "slowlink:endpoint:" + m.proc(cand[0]).host + ":" + std::to_string(m.proc(cand[0]).pid);
+    ev.cls = "endpoint";
+    f.summary = who(m, cand[0]) + " is the only rank of a slow communicator with no normal channel: " + where(m, j);
+  } else {
+    f.verdict = Verdict::kInconclusive;
+    f.dedup_key = "slowlink:comm:" + hex64(j.ch.comm.hash) + ":" + std::to_string(j.ch.comm.nranks) + ":" +
+                  std::to_string(j.ch.a) + ":" + std::to_string(j.ch.b);
+    ev.cls = "comm";
+    f.summary = "slow communication that no single rank or link explains: " + where(m, j);
+  }
+  f.evidence = to_json(ev);
+  return f;
+}
+
+void SlowLinkDetector::evaluate(const Model& m, int64_t now_ns, FindingBoard& board) {
+  // Every compared channel; pending ones (slow, not yet confirmed) count only for the host rule.
+  const std::vector<Judged> judged = judge_channels(m);
+  const Hosts hosts = judge_hosts(m, judged);
+  held_hosts_.clear();
+  for (int x : hosts.suspected) held_hosts_.insert(hosts.names[size_t(x)]);
+  for (int x : hosts.slow) held_hosts_.insert(hosts.names[size_t(x)]);
+  std::map<int, int> normal_n;
+  std::set<int> quiet;  // endpoints not reported (host finding, or held)
+  const std::set<int> endpoints = endpoints_of(m, judged, hosts, &normal_n, &quiet);
+  std::set<std::string> reported;
+  report_hosts(m, judged, hosts, now_ns, board, &reported);
+  report_endpoints(m, judged, endpoints, quiet, now_ns, board, &reported);
   for (size_t i = 0; i < judged.size(); ++i) {
     const Judged& j = judged[i];
     if (!j.slow || j.pending || hosts.held[i]) continue;
@@ -445,39 +500,7 @@ void SlowLinkDetector::evaluate(const Model& m, int64_t now_ns, FindingBoard& bo
         if (!normal_n.count(p)) cand.push_back(p);
       }
     }
-    Finding f;
-    base(j, f);
-    SlowLinkEvidence ev{"", {channel(m, j)}, {}, thresholds(), {}};
-    for (const Judged& o : judged) {
-      if (o.slow || ev.normal.size() >= 8) continue;
-      bool shares = false;
-      for (int p : cand) shares |= std::binary_search(o.procs.begin(), o.procs.end(), p);
-      if (shares) ev.normal.push_back(channel(m, o));
-    }
-    if (cand.size() == 2) {
-      f.verdict = Verdict::kAttributed;
-      f.suspects.push_back(suspect_of(m, cand[0], comm_rank_of(j.ch.comm, cand[0])));
-      f.peer = suspect_of(m, cand[1], comm_rank_of(j.ch.comm, cand[1]));
-      f.dedup_key = "slowlink:link:" + m.proc(cand[0]).host + ":" + std::to_string(m.proc(cand[0]).pid) + ":" +
-                    m.proc(cand[1]).host + ":" + std::to_string(m.proc(cand[1]).pid);
-      ev.cls = "link";
-      f.evidence = to_json(ev);
-      f.summary = "the link between " + who(m, cand[0]) + " and " + who(m, cand[1]) + " is slow: " + where(j);
-    } else if (cand.size() == 1) {
-      f.verdict = Verdict::kAttributed;
-      f.suspects.push_back(suspect_of(m, cand[0], comm_rank_of(j.ch.comm, cand[0])));
-      f.dedup_key = "slowlink:endpoint:" + m.proc(cand[0]).host + ":" + std::to_string(m.proc(cand[0]).pid);
-      ev.cls = "endpoint";
-      f.evidence = to_json(ev);
-      f.summary = who(m, cand[0]) + " is the only rank of a slow communicator with no normal channel: " + where(j);
-    } else {
-      f.verdict = Verdict::kInconclusive;
-      f.dedup_key = "slowlink:comm:" + hex64(j.ch.comm.hash) + ":" + std::to_string(j.ch.comm.nranks) + ":" +
-                    std::to_string(j.ch.a) + ":" + std::to_string(j.ch.b);
-      ev.cls = "comm";
-      f.evidence = to_json(ev);
-      f.summary = "slow communication that no single rank or link explains: " + where(j);
-    }
+    Finding f = channel_finding(m, judged, j, cand, now_ns);
     if (reported.count(f.dedup_key)) continue;
     board.report(f);
     reported.insert(f.dedup_key);

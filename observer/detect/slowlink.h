@@ -118,6 +118,20 @@ class SlowLinkDetector {
   // Reports one slowlink finding of class endpoint per slow host of `h`; adds its dedup key.
   void report_hosts(const Model& m, const std::vector<Judged>& judged, const Hosts& h, int64_t now_ns,
                     FindingBoard& board, std::set<std::string>* reported) const;
+  // The slow endpoints of `judged`: ranks with at least two slow channels and no normal one
+  // (*normal_n: normal channels per rank); *quiet: those left to a host finding or held back.
+  std::set<int> endpoints_of(const Model& m, const std::vector<Judged>& judged, const Hosts& hosts,
+                             std::map<int, int>* normal_n, std::set<int>* quiet) const;
+  // A slowlink finding's kind, communicator, key and times for channel `j`.
+  Finding base_finding(const Model& m, const Judged& j, int64_t now_ns) const;
+  // One endpoint finding per slow endpoint not in `quiet`; adds its dedup key.
+  void report_endpoints(const Model& m, const std::vector<Judged>& judged, const std::set<int>& endpoints,
+                        const std::set<int>& quiet, int64_t now_ns, FindingBoard& board,
+                        std::set<std::string>* reported) const;
+  // The finding of slow channel `j` no endpoint or host explains: a link (`cand` two ranks), an
+  // endpoint (one) or an inconclusive communicator (none).
+  Finding channel_finding(const Model& m, const std::vector<Judged>& judged, const Judged& j,
+                          const std::vector<int>& cand, int64_t now_ns) const;
 
   SlowLinkConfig cfg_;
   struct Run {

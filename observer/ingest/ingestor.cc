@@ -170,6 +170,11 @@ Ingestor::ReadResult Ingestor::read_segment(Segment& s, Model& model, int64_t no
     shm::read_links(s.links, s.links_capacity, &s.link_scratch);
   }
   guard.leave();
+  publish_tables(s, model);
+  return ReadResult::kOk;
+}
+
+void Ingestor::publish_tables(Segment& s, Model& model) {
   if (s.links != nullptr) {
     Proc& pr = model.proc(s.proc);
     pr.has_links = true;
@@ -185,7 +190,6 @@ Ingestor::ReadResult Ingestor::read_segment(Segment& s, Model& model, int64_t no
     pr.gemm = s.gemm_info;
     pr.gemm_shapes.assign(s.gemm_scratch.begin(), s.gemm_scratch.end());
   }
-  return ReadResult::kOk;
 }
 
 void Ingestor::read_gemm(Segment& s) {

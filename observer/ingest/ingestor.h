@@ -112,6 +112,8 @@ class Ingestor {
   };
   // Copies the segment's GEMM table into s.gemm_info / s.gemm_scratch (inside the guard).
   static void read_gemm(Segment& s);
+  // The link and GEMM tables read from segment `s` (outside the SIGBUS guard) into its process.
+  static void publish_tables(Segment& s, Model& model);
   void attach_new();
   enum class ReadResult { kOk, kFault, kShrunk, kForeign };
   // Reads one segment; kFault (SIGBUS), kShrunk (the file no longer has the size its header

@@ -48,12 +48,6 @@ std::optional<Verdict> verdict_from_string(const std::string& s) {
   return std::nullopt;
 }
 
-std::string hex64(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof(buf), "0x%016" PRIx64, v);
-  return buf;
-}
-
 nlohmann::json to_json(const Finding& f) {
   nlohmann::json j;
   j["id"] = f.id;

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/hex.h"
 #include "observer/model/evidence.h"
 
 namespace scout::obs {
@@ -82,7 +83,7 @@ nlohmann::json to_json(const Finding& f);
 // Inverse of to_json; false with *error on a missing or mistyped key.
 bool from_json(const nlohmann::json& j, Finding* out, std::string* error);
 
-// "0x%016llx".
-std::string hex64(uint64_t v);
+// "0x%016llx" (common/hex.h).
+using shm::hex64;
 
 }  // namespace scout::obs

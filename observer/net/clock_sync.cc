@@ -1,5 +1,7 @@
 #include "observer/net/clock_sync.h"
 
+#include "common/clock.h"
+
 #include <time.h>
 
 #include <cstring>
@@ -8,12 +10,6 @@
 namespace scout::net {
 
 namespace {
-
-int64_t read_clock(clockid_t id) {
-  timespec ts;
-  clock_gettime(id, &ts);
-  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
 
 int highest_bit(int r) {
   int b = 1;
@@ -32,8 +28,8 @@ std::span<uint8_t> bytes_of(int64_t (&a)[N]) {
 
 }  // namespace
 
-int64_t RealtimeClock::now_ns() const { return read_clock(CLOCK_REALTIME); }
-int64_t MonotonicClock::now_ns() const { return read_clock(CLOCK_MONOTONIC); }
+int64_t RealtimeClock::now_ns() const { return shm::wall_ns(); }
+int64_t MonotonicClock::now_ns() const { return shm::mono_ns(); }
 
 PingSample ping_sample(int64_t t0, int64_t t1, int64_t t2, int64_t t3) {
   PingSample s;

@@ -1,6 +1,7 @@
 #include "observer/replay/cross_store.h"
 
 #include "common/clock.h"
+#include "common/hex.h"
 
 #include <time.h>
 
@@ -98,9 +99,7 @@ bool from_json(const nlohmann::json& j, CrossPlan* out, std::string* error) {
 }
 
 std::string cross_comm_key(uint64_t comm_hash, int nranks) {
-  char b[32];
-  std::snprintf(b, sizeof(b), "0x%016llx", static_cast<unsigned long long>(comm_hash));
-  return std::string(b) + ":" + std::to_string(nranks);
+  return shm::hex64(comm_hash) + ":" + std::to_string(nranks);
 }
 
 std::map<std::string, std::map<int, int>> merged_comm_ranks(const std::vector<NodeMembers>& nodes) {

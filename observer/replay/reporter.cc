@@ -13,13 +13,15 @@ namespace {
 // The summary of a replay sdc finding about process `proc`, named by `first` (peer: the sender of
 // a corrupting link, -1 none).
 std::string sdc_summary(const Model& m, int proc, const replay::SdcVerdict& first, int peer, const CycleResult& d) {
-  if (first.check == "link" || (peer >= 0 && first.check != "gemm-vote" && first.check != "gemm-self"))
+  using replay::SdcCheck;
+  if (first.check == SdcCheck::kLink ||
+      (peer >= 0 && first.check != SdcCheck::kGemmVote && first.check != SdcCheck::kGemmSelf))
     return "replay: data " + who(m, proc) + " receives from " + replay_who(m, peer, d) + " arrives corrupted (" +
            first.recipe + ")";
-  if (first.check == "gemm-self")
+  if (first.check == SdcCheck::kGemmSelf)
     return "replay: the GPU of " + who(m, proc) + " (" + first.gpu + ") gives different bits for the same " +
            first.recipe + " on two runs";
-  if (first.check == "gemm-vote")
+  if (first.check == SdcCheck::kGemmVote)
     return "replay: the GPU of " + who(m, proc) + " (" + first.gpu + ") computes " + first.recipe +
            " differently from the majority of its peers";
   return "replay: " + who(m, proc) + " received a wrong result in " + first.recipe;
@@ -77,12 +79,13 @@ void ReplayReporter::report_sdc(const Model& m, FindingBoard& board, const Cycle
     e.source = "replay";
     e.cycle = rec.cycle;
     e.trigger = rec.trigger;
-    e.check = first.check;
+    e.check = to_string(first.check);
     e.recipe = first.recipe;
     e.votes = first.votes;
     e.gpu = first.gpu;
     for (const auto* s : list)
-      e.checks.push_back({s->check, s->recipe, s->votes, s->peer >= 0 ? std::optional<int>(s->peer) : std::nullopt});
+      e.checks.push_back(
+          {to_string(s->check), s->recipe, s->votes, s->peer >= 0 ? std::optional<int>(s->peer) : std::nullopt});
     for (const replay::Participant& p : d.job.participants) e.gpus.push_back({p.global_rank, p.gpu});
     Finding f;
     f.kind = FindingKind::kSdc;
@@ -159,7 +162,7 @@ void ReplayReporter::report_slow_pairs(const Model& m, FindingBoard& board, cons
   // A pair this cycle measured (either direction) and found normal closes its replay finding.
   std::set<std::pair<int, int>> measured;
   for (const replay::RecipeOutcome& r : d.verdict.recipes) {
-    if (r.kind != "link" || r.outcome == "inconclusive") continue;
+    if (r.kind != replay::RecipeKind::kLink || r.outcome == replay::Outcome::kInconclusive) continue;
     for (const replay::Recipe& x : d.job.recipes)
       if (x.id == r.recipe) measured.insert({std::min(x.src, x.dst), std::max(x.src, x.dst)});
   }

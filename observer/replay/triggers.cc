@@ -311,9 +311,9 @@ void ReplayTriggers::pace(const CycleResult& d, int64_t now_ns) {
   bool any_gemm = false, gemm_ran = false;
   std::string gemm_why;
   for (const replay::RecipeOutcome& r : d.verdict.recipes) {
-    if (r.kind != "gemm") continue;
+    if (r.kind != replay::RecipeKind::kGemm) continue;
     any_gemm = true;
-    if (r.outcome != "inconclusive" || r.reason.find("skipped") == std::string::npos)
+    if (r.outcome != replay::Outcome::kInconclusive || r.reason.find("skipped") == std::string::npos)
       gemm_ran = true;
     else
       gemm_why = r.reason;

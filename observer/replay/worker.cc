@@ -8,10 +8,10 @@
 #include <chrono>
 
 #include "common/clock.h"
+#include "common/hex.h"
 #include "observer/net/key_store.h"
 #include "replay/judge.h"
 #include "replay/server.h"
-#include "replay/vote.h"
 
 namespace scout::obs {
 
@@ -201,7 +201,7 @@ replay::Admission admit_answers(const replay::Contract& contract, const nlohmann
   }
   rec->detail["gpus"] = gj;
   replay::ContractCheck check = replay::check_contract(contract, ready);
-  rec->detail["contract"] = {{"digest", replay::fp_hex(replay::contract_digest(contract))},
+  rec->detail["contract"] = {{"digest", shm::fp_hex(replay::contract_digest(contract))},
                              {"missing", check.missing},
                              {"not_ready", check.not_ready},
                              {"wrong_contract", check.wrong_contract}};
@@ -224,7 +224,7 @@ void ReplayWorker::judge(const std::vector<Recipe>& recipes, const std::vector<r
                          const std::vector<std::pair<std::string, std::string>>& blocked, CycleResult* d) const {
   d->verdict = replay::judge(recipes, gpus, samples, blocked, opt_.rule);
   d->have_verdict = true;
-  d->record.outcome = d->verdict.outcome;
+  d->record.outcome = to_string(d->verdict.outcome);
   d->record.detail["verdict"] = replay::to_json(d->verdict);
   d->record.ended_ns = shm::wall_ns();
 }

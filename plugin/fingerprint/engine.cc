@@ -21,6 +21,7 @@
 #include <new>
 #include <string>
 
+#include "common/clock.h"
 #include "plugin/fingerprint/gpu_pools.h"
 #include "plugin/gpu/fp_nonfinite.h"
 #include "plugin/gpu/fp_params.h"
@@ -29,11 +30,7 @@
 namespace scout::fp {
 namespace {
 
-int64_t mono_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
+using shm::mono_ns;
 
 uint32_t sat32(uint64_t v) { return v > 0xffffffffull ? 0xffffffffu : uint32_t(v); }
 

@@ -13,6 +13,8 @@
 #include <memory>
 #include <string>
 
+#include "common/uuid.h"
+
 namespace scout::fp::gpu {
 
 class Backend {
@@ -53,7 +55,8 @@ class Backend {
 // failed, no device). Never throws.
 std::unique_ptr<Backend> open_cuda_backend(std::string* why);
 
-// Formats 16 UUID bytes as "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" into out[0..cap).
-void format_gpu_uuid(const unsigned char bytes[16], char* out, unsigned cap);
+// Formats 16 UUID bytes as "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" into out[0..cap): the one
+// formatter every part uses (common/uuid.h).
+using shm::format_gpu_uuid;
 
 }  // namespace scout::fp::gpu

@@ -70,6 +70,7 @@ struct Api {
   Result (*EventRecord)(Event ev, Stream stream);                               // cuEventRecord
   Result (*EventSynchronize)(Event ev);                                         // cuEventSynchronize
   Result (*EventElapsedTime)(float* ms, Event start, Event end);                // cuEventElapsedTime
+  Result (*EventDestroy)(Event ev);                                             // cuEventDestroy_v2
 };
 
 // Loads libcuda.so.1 and fills `api` (every entry non-null) and calls cuInit(0). Returns false

@@ -63,6 +63,7 @@ bool load_driver(Api* api, const char** why) {
       {reinterpret_cast<void**>(&api->EventRecord), "cuEventRecord"},
       {reinterpret_cast<void**>(&api->EventSynchronize), "cuEventSynchronize"},
       {reinterpret_cast<void**>(&api->EventElapsedTime), "cuEventElapsedTime"},
+      {reinterpret_cast<void**>(&api->EventDestroy), "cuEventDestroy_v2"},
   };
   for (const Entry& e : entries) {
     *e.slot = dlsym(lib, e.name);
@@ -86,12 +87,6 @@ const char* error_text(const Api& api, Result r) {
 }
 
 }  // namespace cu
-
-void format_gpu_uuid(const unsigned char b[16], char* out, unsigned cap) {
-  if (!out || cap == 0) return;
-  std::snprintf(out, cap, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2],
-                b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
-}
 
 namespace {
 

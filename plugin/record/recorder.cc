@@ -12,17 +12,14 @@
 #include <cstring>
 #include <new>
 
+#include "common/clock.h"
 #include "plugin/record/call_log_format.h"
 #include "scout/version.h"
 
 namespace scout::rec {
 namespace {
 
-int64_t now_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
+
 
 uint64_t raw(const void* p) { return reinterpret_cast<uintptr_t>(p); }
 
@@ -60,7 +57,7 @@ Recorder* Recorder::open(const std::string& prefix, std::string* error) {
   r->fd_ = fd;
   r->path_ = path;
   r->buf_ = buf;
-  r->start_ns_ = now_ns();
+  r->start_ns_ = shm::wall_ns();
   // Every opening (also an append after a re-dlopen in the same process) starts with a header
   // that carries its own start time; a reader treats a header in mid-file as a new section.
   FileHeader h{};
@@ -140,7 +137,7 @@ void Recorder::header(void* entry_header, uint8_t kind, int abi, size_t size) {
   h.abi = static_cast<uint8_t>(abi);
   h.size = static_cast<uint16_t>(size);
   h.thread = thread_index();
-  h.t_ns = now_ns() - start_ns_;
+  h.t_ns = shm::wall_ns() - start_ns_;
   std::memcpy(entry_header, &h, sizeof(h));
 }
 

@@ -137,6 +137,91 @@ std::vector<size_t> greedy_cover(const std::vector<std::vector<size_t>>& sets, c
   return picked;
 }
 
+namespace {
+
+// The regimes of the plan's shapes (the same tile class and memory pressure on `gpu`), heaviest
+// first by observed time (`weight` per shape), each with its members.
+void group_regimes(const std::vector<double>& weight, const GpuModel& gpu, ReplayPlan* plan) {
+  std::map<std::tuple<decltype(regime_tie(shm::GemmKey{})), int>, size_t> regime_of;
+  for (size_t i = 0; i < plan->shapes.size(); ++i) {
+    const shm::GemmKey& k = plan->shapes[i].key;
+    auto key = std::make_tuple(regime_tie(k), int(pressure_of(k, gpu)));
+    auto [it, fresh] = regime_of.try_emplace(key, plan->regimes.size());
+    if (fresh) {
+      Regime r;
+      r.pressure = pressure_of(k, gpu);
+      r.sample = k;
+      plan->regimes.push_back(r);
+    }
+    Regime& r = plan->regimes[it->second];
+    r.members.push_back(i);
+    r.observed_ms += weight[i];
+  }
+  std::stable_sort(plan->regimes.begin(), plan->regimes.end(),
+                   [](const Regime& a, const Regime& b) { return a.observed_ms > b.observed_ms; });
+  for (size_t r = 0; r < plan->regimes.size(); ++r) plan->regimes[r].id = int(r);
+}
+
+// The check cycles: round-robin over the regimes (heaviest first), within the budget; the recipes
+// into plan->recipes in cycle order.
+void schedule_cycles(std::vector<GemmRecipe> chosen, const PlanOptions& opt, ReplayPlan* plan) {
+  std::vector<std::deque<size_t>> queue(plan->regimes.size());
+  for (size_t i = 0; i < chosen.size(); ++i) queue[size_t(chosen[i].regime)].push_back(i);
+  size_t left = chosen.size(), start = 0;
+  const size_t nr = plan->regimes.size();
+  std::vector<size_t> order;  // chosen index per final position
+  while (left > 0) {
+    std::vector<size_t> cycle;
+    double used = 0;
+    bool full = false;
+    size_t last = start;
+    while (!full) {
+      bool added = false;
+      for (size_t j = 0; j < nr && !full; ++j) {
+        size_t r = (start + j) % nr;
+        if (queue[r].empty()) continue;
+        const GemmRecipe& rc = chosen[queue[r].front()];
+        if (cycle.empty() && rc.replay_ms > opt.budget_ms) {
+          plan->over_budget++;
+          cycle.push_back(queue[r].front());
+          used += rc.replay_ms;
+          queue[r].pop_front();
+          last = r;
+          full = true;
+          break;
+        }
+        if (used + rc.replay_ms > opt.budget_ms) {
+          full = true;
+          break;
+        }
+        cycle.push_back(queue[r].front());
+        used += rc.replay_ms;
+        queue[r].pop_front();
+        last = r;
+        added = true;
+      }
+      if (!added) break;
+      start = (last + 1) % nr;
+    }
+    start = (last + 1) % nr;
+    left -= cycle.size();
+    plan->cycle_ms = std::max(plan->cycle_ms, used);
+    std::vector<size_t> ids;
+    for (size_t c : cycle) {
+      chosen[c].cycle = int(plan->cycles.size());
+      ids.push_back(order.size());
+      order.push_back(c);
+    }
+    plan->cycles.push_back(ids);
+  }
+  for (size_t c : order) {
+    plan->regimes[size_t(chosen[c].regime)].recipes.push_back(plan->recipes.size());
+    plan->recipes.push_back(std::move(chosen[c]));
+  }
+}
+
+}  // namespace
+
 ReplayPlan make_plan(const std::vector<ObservedShape>& input, const PlanOptions& opt) {
   ReplayPlan plan;
   plan.budget_ms = opt.budget_ms;
@@ -149,25 +234,7 @@ ReplayPlan make_plan(const std::vector<ObservedShape>& input, const PlanOptions&
     plan.observed_ms += weight[i];
   }
 
-  // Regimes.
-  std::map<std::tuple<decltype(regime_tie(shm::GemmKey{})), int>, size_t> regime_of;
-  for (size_t i = 0; i < n; ++i) {
-    const shm::GemmKey& k = plan.shapes[i].key;
-    auto key = std::make_tuple(regime_tie(k), int(pressure_of(k, gpu)));
-    auto [it, fresh] = regime_of.try_emplace(key, plan.regimes.size());
-    if (fresh) {
-      Regime r;
-      r.pressure = pressure_of(k, gpu);
-      r.sample = k;
-      plan.regimes.push_back(r);
-    }
-    Regime& r = plan.regimes[it->second];
-    r.members.push_back(i);
-    r.observed_ms += weight[i];
-  }
-  std::stable_sort(plan.regimes.begin(), plan.regimes.end(),
-                   [](const Regime& a, const Regime& b) { return a.observed_ms > b.observed_ms; });
-  for (size_t r = 0; r < plan.regimes.size(); ++r) plan.regimes[r].id = int(r);
+  group_regimes(weight, gpu, &plan);
 
   // Candidate recipes: every shape, with the shapes of its regime it covers.
   std::vector<std::vector<size_t>> sets(n);
@@ -213,60 +280,7 @@ ReplayPlan make_plan(const std::vector<ObservedShape>& input, const PlanOptions&
   }
   plan.coverage = plan.observed_ms > 0 ? plan.covered_ms / plan.observed_ms : 1.0;
 
-  // Check cycles: round-robin over the regimes (heaviest first), within the budget.
-  std::vector<std::deque<size_t>> queue(plan.regimes.size());
-  for (size_t i = 0; i < chosen.size(); ++i) queue[size_t(chosen[i].regime)].push_back(i);
-  size_t left = chosen.size(), start = 0;
-  const size_t nr = plan.regimes.size();
-  std::vector<size_t> order;  // chosen index per final position
-  while (left > 0) {
-    std::vector<size_t> cycle;
-    double used = 0;
-    bool full = false;
-    size_t last = start;
-    while (!full) {
-      bool added = false;
-      for (size_t j = 0; j < nr && !full; ++j) {
-        size_t r = (start + j) % nr;
-        if (queue[r].empty()) continue;
-        const GemmRecipe& rc = chosen[queue[r].front()];
-        if (cycle.empty() && rc.replay_ms > opt.budget_ms) {
-          plan.over_budget++;
-          cycle.push_back(queue[r].front());
-          used += rc.replay_ms;
-          queue[r].pop_front();
-          last = r;
-          full = true;
-          break;
-        }
-        if (used + rc.replay_ms > opt.budget_ms) {
-          full = true;
-          break;
-        }
-        cycle.push_back(queue[r].front());
-        used += rc.replay_ms;
-        queue[r].pop_front();
-        last = r;
-        added = true;
-      }
-      if (!added) break;
-      start = (last + 1) % nr;
-    }
-    start = (last + 1) % nr;
-    left -= cycle.size();
-    plan.cycle_ms = std::max(plan.cycle_ms, used);
-    std::vector<size_t> ids;
-    for (size_t c : cycle) {
-      chosen[c].cycle = int(plan.cycles.size());
-      ids.push_back(order.size());
-      order.push_back(c);
-    }
-    plan.cycles.push_back(ids);
-  }
-  for (size_t c : order) {
-    plan.regimes[size_t(chosen[c].regime)].recipes.push_back(plan.recipes.size());
-    plan.recipes.push_back(std::move(chosen[c]));
-  }
+  schedule_cycles(std::move(chosen), opt, &plan);
   return plan;
 }
 

@@ -72,7 +72,7 @@ double one_cycle(const std::string& dir, uint64_t cycle) {
   }
   CycleVerdict v = judge(rs, gpus, samples, {}, OutlierRule{});
   const double dt = now_s() - t0;
-  if (v.outcome != "pass") std::fprintf(stderr, "unexpected outcome %s\n", v.outcome.c_str());
+  if (v.outcome != Outcome::kPass) std::fprintf(stderr, "unexpected outcome %s\n", to_string(v.outcome));
   return dt;
 }
 

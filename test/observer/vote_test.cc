@@ -1,12 +1,12 @@
 // Strict-majority voting (docs/observer.md#consensus): the edge cases every verdict depends on.
-#include "observer/detect/vote.h"
+#include "common/vote.h"
 
 #include <gtest/gtest.h>
 
 namespace {
 
-using scout::obs::strict_majority;
-using scout::obs::VoteVerdict;
+using scout::strict_majority;
+using scout::VoteVerdict;
 using Ballots = std::vector<std::pair<int, int>>;
 
 TEST(Vote, AllAgree) {

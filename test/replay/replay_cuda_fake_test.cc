@@ -1,6 +1,7 @@
-// The CUDA replay backend (replay/cuda_backend.h) against a fake function table: device memory
-// is host memory, the fake cuBLASLt computes fp32 GEMMs on the host, the fake CUPTI delivers
-// CONCURRENT_KERNEL records (1 ms per matmul on device 0, 2 ms on device 1).
+// The CUDA replay backend (replay/cuda_backend.h) against the fake function table of
+// test/support/fake_cuda_libs.h: device memory is host memory, the fake cuBLASLt computes fp32
+// GEMMs on the host, the fake CUPTI delivers CONCURRENT_KERNEL records (1 ms per matmul on device
+// 0, 2 ms on device 1).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,321 +14,19 @@
 #include "replay/cuda_backend.h"
 #include "scout/fingerprint.h"
 #include "scout/shm_format.h"
+#include "test/support/fake_cuda_libs.h"
 
 namespace {
 
 using namespace scout::replay;
 namespace cu = scout::fp::gpu::cu;
 
-struct Layout {
-  int type;
-  uint64_t rows, cols;
-};
-
-struct FakeState {
-  int current = -1;
-  size_t free_bytes = size_t(80) << 30;
-  int heuristic = 0;
-  int matmuls = 0;
-  int stream_priority = 99;
-  int64_t allocated = 0, peak = 0;
-  std::map<uint64_t, size_t> sizes;
-  std::vector<KernelSpan> pending;
-  cudalib::BufferRequested req = nullptr;
-  cudalib::BufferCompleted done = nullptr;
-  uint64_t clock = 1'000'000'000;
-  bool fail_alloc = false;  // cuMemAlloc answers CUDA_ERROR_OUT_OF_MEMORY
-} F;
-
-constexpr size_t kRec = 216;  // sizeof(CUpti_ActivityKernel10)
-
-cu::Result Init(unsigned) { return 0; }
-cu::Result DriverGetVersion(int* v) {
-  *v = 13000;
-  return 0;
-}
-cu::Result DeviceGetCount(int* n) {
-  *n = 2;
-  return 0;
-}
-cu::Result DeviceGet(cu::Device* d, int i) {
-  *d = i;
-  return 0;
-}
-cu::Result DeviceGetUuid(cu::Uuid* u, cu::Device d) {
-  std::memset(u->bytes, d + 1, 16);
-  return 0;
-}
-cu::Result DeviceGetAttribute(int* v, int attr, cu::Device) {
-  *v = attr == cu::kAttrMultiprocessorCount ? 132 : 0;
-  return 0;
-}
-cu::Result PrimaryCtxRetain(cu::Context* c, cu::Device d) {
-  *c = reinterpret_cast<void*>(uintptr_t(d + 1));
-  return 0;
-}
-cu::Result CtxSetCurrent(cu::Context c) {
-  F.current = int(reinterpret_cast<uintptr_t>(c)) - 1;
-  return 0;
-}
-cu::Result MemAlloc(cu::DevicePtr* p, size_t n) {
-  if (F.fail_alloc) {
-    *p = 0;
-    return 2;
-  }
-  void* m = std::malloc(n);
-  *p = reinterpret_cast<uintptr_t>(m);
-  F.sizes[*p] = n;
-  F.allocated += int64_t(n);
-  F.peak = std::max(F.peak, F.allocated);
-  return m ? 0 : 2;
-}
-cu::Result MemFree(cu::DevicePtr p) {
-  F.allocated -= int64_t(F.sizes[p]);
-  std::free(reinterpret_cast<void*>(p));
-  return 0;
-}
-cu::Result HtoD(cu::DevicePtr d, const void* s, size_t n) {
-  std::memcpy(reinterpret_cast<void*>(d), s, n);
-  return 0;
-}
-cu::Result DtoH(void* d, cu::DevicePtr s, size_t n) {
-  std::memcpy(d, reinterpret_cast<void*>(s), n);
-  return 0;
-}
-cu::Result StreamSync(cu::Stream) { return 0; }
-cu::Result EventCreate(cu::Event* e, unsigned) {
-  *e = nullptr;
-  return 0;
-}
-cu::Result EventRecord(cu::Event, cu::Stream) { return 0; }
-cu::Result MemGetInfo(size_t* f, size_t* t) {
-  *f = F.free_bytes;
-  *t = size_t(141) << 30;
-  return 0;
-}
-cu::Result DeviceGetName(char* n, int len, cu::Device) {
-  std::snprintf(n, size_t(len), "Fake GPU");
-  return 0;
-}
-cu::Result PriorityRange(int* least, int* greatest) {
-  *least = 0;
-  *greatest = -5;
-  return 0;
-}
-cu::Result StreamCreateWithPriority(cu::Stream* s, unsigned, int prio) {
-  F.stream_priority = prio;
-  *s = reinterpret_cast<void*>(uintptr_t(0x100 + F.current));
-  return 0;
-}
-cu::Result StreamDestroy(cu::Stream) { return 0; }
-
-int LtCreate(cudalib::LtHandle* h) {
-  *h = &F;
-  return 0;
-}
-int LtDestroy(cudalib::LtHandle) { return 0; }
-size_t LtVersion() { return 130100; }
-int DescCreate(cudalib::LtDesc* d, int, int) {
-  *d = &F;
-  return 0;
-}
-int DescDestroy(cudalib::LtDesc) { return 0; }
-int LayoutCreate(cudalib::LtLayout* l, int type, uint64_t rows, uint64_t cols, int64_t) {
-  *l = new Layout{type, rows, cols};
-  return 0;
-}
-int LayoutDestroy(cudalib::LtLayout l) {
-  delete static_cast<Layout*>(l);
-  return 0;
-}
-int PrefCreate(cudalib::LtPref* p) {
-  *p = &F;
-  return 0;
-}
-int PrefDestroy(cudalib::LtPref) { return 0; }
-int PrefSet(cudalib::LtPref, int, const void*, size_t) { return 0; }
-int Heuristic(cudalib::LtHandle, cudalib::LtDesc, cudalib::LtLayout, cudalib::LtLayout, cudalib::LtLayout,
-              cudalib::LtLayout, cudalib::LtPref, int, cudalib::LtHeuristic* r, int* got) {
-  F.heuristic++;
-  std::memset(r, 0, sizeof(*r));
-  r->algo.data[0] = 42;
-  *got = 1;
-  return 0;
-}
-int Matmul(cudalib::LtHandle, cudalib::LtDesc, const void* alpha, const void* a, cudalib::LtLayout al, const void* b,
-           cudalib::LtLayout bl, const void*, const void*, cudalib::LtLayout, void* d, cudalib::LtLayout,
-           const cudalib::LtAlgo* algo, void*, size_t, cu::Stream) {
-  if (algo->data[0] != 42) return 7;
-  const Layout& A = *static_cast<Layout*>(al);
-  const Layout& B = *static_cast<Layout*>(bl);
-  const uint64_t m = A.rows, k = A.cols, n = B.cols;
-  const float* x = static_cast<const float*>(a);
-  const float* y = static_cast<const float*>(b);
-  std::vector<float> out(m * n, 0.0f);
-  for (uint64_t j = 0; j < n; ++j)
-    for (uint64_t kk = 0; kk < k; ++kk)
-      for (uint64_t i = 0; i < m; ++i)
-        out[i + j * m] += x[i + kk * m] * y[kk + j * k] * *static_cast<const float*>(alpha);
-  std::memcpy(d, out.data(), out.size() * 4);
-  F.matmuls++;
-  KernelSpan s{F.current, 0, 0};
-  const uint64_t wall =
-      uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-                   .count());
-  F.clock = std::max(F.clock, wall);  // CUPTI stamps are CLOCK_REALTIME
-  s.start_ns = F.clock;
-  s.end_ns = F.clock + 1'000'000ull * uint64_t(F.current + 1);
-  F.clock = s.end_ns + 10;
-  F.pending.push_back(s);
-  return 0;
-}
-
-int CuptiVersion(uint32_t* v) {
-  *v = 130001;
-  return 0;
-}
-int CuptiEnable(int kind) { return kind == cudalib::kActivityConcurrentKernel ? 0 : 1; }
-int CuptiDisable(int) { return 0; }
-int CuptiRegister(cudalib::BufferRequested r, cudalib::BufferCompleted d) {
-  F.req = r;
-  F.done = d;
-  return 0;
-}
-int CuptiFlush(uint32_t) {
-  if (F.pending.empty()) return 0;
-  uint8_t* buf = nullptr;
-  size_t size = 0, max = 0;
-  F.req(&buf, &size, &max);
-  size_t used = 0;
-  for (const KernelSpan& s : F.pending) {
-    std::memset(buf + used, 0, kRec);
-    uint32_t kind = cudalib::kActivityConcurrentKernel, dev = uint32_t(s.device);
-    std::memcpy(buf + used, &kind, 4);
-    std::memcpy(buf + used + 16, &s.start_ns, 8);
-    std::memcpy(buf + used + 24, &s.end_ns, 8);
-    std::memcpy(buf + used + 40, &dev, 4);
-    used += kRec;
-  }
-  F.pending.clear();
-  F.done(nullptr, 0, buf, size, used);
-  return 0;
-}
-int CuptiNext(uint8_t* buf, size_t valid, void** rec) {
-  uint8_t* next = *rec ? static_cast<uint8_t*>(*rec) + kRec : buf;
-  if (next + kRec > buf + valid) return cudalib::kCuptiMaxLimitReached;
-  *rec = next;
-  return 0;
-}
-
-// The fake NCCL of a replay communicator across nodes: one end at a time (the sender's Send
-// leaves the payload on the "wire", the receiver's Recv takes it); the communicator's state
-// stays ncclInProgress for `pending` polls, then is `settled`.
-struct FakeNccl {
-  int inits = 0, nranks = -1, rank = -1;
-  cudalib::NcclConfig config;
-  unsigned char id[128] = {};
-  int pending = 0;
-  int settled = cudalib::kNcclSuccess;
-  int polls = 0;
-  int not_ready = 0;  // StreamQuery answers kNotReady this many times
-  int aborts = 0, destroys = 0;
-  int send_peer = -1, recv_peer = -1;
-  std::vector<unsigned char> wire;
-} N;
-
-int NcclGetVersion(int* v) {
-  *v = 22809;
-  return 0;
-}
-int NcclGetUniqueId(cudalib::NcclUniqueId* id) {
-  for (int i = 0; i < 128; ++i) id->internal[i] = char((i * 37 + 11) & 0xff);
-  return 0;
-}
-int NcclCommInitRankConfig(cudalib::NcclComm* c, int nranks, cudalib::NcclUniqueId id, int rank,
-                           cudalib::NcclConfig* config) {
-  N.inits++;
-  N.nranks = nranks;
-  N.rank = rank;
-  N.config = *config;
-  std::memcpy(N.id, id.internal, sizeof(N.id));
-  *c = &N;
-  return cudalib::kNcclInProgress;
-}
-int NcclCommGetAsyncError(cudalib::NcclComm, int* st) {
-  N.polls++;
-  if (N.pending > 0) {
-    N.pending--;
-    *st = cudalib::kNcclInProgress;
-  } else {
-    *st = N.settled;
-  }
-  return 0;
-}
-int NcclCommAbort(cudalib::NcclComm) {
-  N.aborts++;
-  return 0;
-}
-int NcclCommDestroy(cudalib::NcclComm) {
-  N.destroys++;
-  return 0;
-}
-int NcclSend(const void* buf, size_t count, int, int peer, cudalib::NcclComm, cu::Stream) {
-  N.send_peer = peer;
-  const auto* b = static_cast<const unsigned char*>(buf);
-  N.wire.assign(b, b + count * 4);
-  return 0;
-}
-int NcclRecv(void* buf, size_t count, int, int peer, cudalib::NcclComm, cu::Stream) {
-  N.recv_peer = peer;
-  std::memcpy(buf, N.wire.data(), std::min(N.wire.size(), count * 4));
-  const uint64_t wall =
-      uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-                   .count());
-  F.clock = std::max(F.clock, wall);
-  F.pending.push_back({F.current, F.clock, F.clock + 5'000'000});  // a 5 ms receive kernel
-  F.clock += 5'000'010;
-  return cudalib::kNcclInProgress;
-}
-cu::Result StreamQuery(cu::Stream) {
-  if (N.not_ready > 0) {
-    N.not_ready--;
-    return cudalib::kNotReady;
-  }
-  return 0;
-}
-
-cudalib::Libs fake_libs(bool with_blas = true) {
-  cudalib::Libs L;
-  L.have_cu = true;
-  L.cu.Init = Init;
-  L.cu.DriverGetVersion = DriverGetVersion;
-  L.cu.DeviceGetCount = DeviceGetCount;
-  L.cu.DeviceGet = DeviceGet;
-  L.cu.DeviceGetUuid = DeviceGetUuid;
-  L.cu.DeviceGetAttribute = DeviceGetAttribute;
-  L.cu.DevicePrimaryCtxRetain = PrimaryCtxRetain;
-  L.cu.CtxSetCurrent = CtxSetCurrent;
-  L.cu.MemAlloc = MemAlloc;
-  L.cu.MemFree = MemFree;
-  L.cu.MemcpyHtoD = HtoD;
-  L.cu.MemcpyDtoH = DtoH;
-  L.cu.StreamSynchronize = StreamSync;
-  L.cu.EventCreate = EventCreate;
-  L.cu.EventRecord = EventRecord;
-  L.drv = {MemGetInfo, DeviceGetName, PriorityRange, StreamCreateWithPriority, StreamDestroy, StreamQuery};
-  if (with_blas) {
-    L.have_blas = true;
-    L.blas = {LtCreate,      LtDestroy,  LtVersion,   DescCreate, DescDestroy, LayoutCreate,
-              LayoutDestroy, PrefCreate, PrefDestroy, PrefSet,    Heuristic,   Matmul};
-  } else {
-    L.missing = "libcublasLt.so.13 not found";
-  }
-  L.missing += std::string(L.missing.empty() ? "" : "; ") + "libnccl.so.2 not found";
-  L.have_cupti = true;
-  L.cupti = {CuptiVersion, CuptiEnable, CuptiDisable, CuptiRegister, CuptiFlush, CuptiNext};
-  return L;
-}
+using scout::testing::fakecuda::F;
+using scout::testing::fakecuda::fake_libs;
+using scout::testing::fakecuda::FakeNccl;
+using scout::testing::fakecuda::FakeState;
+using scout::testing::fakecuda::N;
+using scout::testing::fakecuda::nccl_libs;
 
 Recipe gemm(int64_t m, int64_t n, int64_t k) {
   RecipePlan p;
@@ -413,22 +112,6 @@ TEST(ReplayCudaFake, UuidText) {
   cu::Uuid u;
   for (int i = 0; i < 16; ++i) u.bytes[i] = static_cast<unsigned char>(i * 17);
   EXPECT_EQ(uuid_text(u), "GPU-00112233-4455-6677-8899-aabbccddeeff");
-}
-
-// fake_libs with the fake NCCL and cuStreamQuery.
-cudalib::Libs nccl_libs() {
-  cudalib::Libs L = fake_libs();
-  L.missing = "";
-  L.have_nccl = true;
-  L.nccl.GetVersion = NcclGetVersion;
-  L.nccl.CommDestroy = NcclCommDestroy;
-  L.nccl.CommAbort = NcclCommAbort;
-  L.nccl.Send = NcclSend;
-  L.nccl.Recv = NcclRecv;
-  L.nccl.GetUniqueId = NcclGetUniqueId;
-  L.nccl.CommInitRankConfig = NcclCommInitRankConfig;
-  L.nccl.CommGetAsyncError = NcclCommGetAsyncError;
-  return L;
 }
 
 int64_t mono_ns() {
@@ -586,7 +269,7 @@ TEST(ReplayCudaFake, LinkEndWithABadIdOrAFailedInit) {
   EXPECT_EQ(N.aborts, 1);
 }
 
-TEST(ReplayCudaFake, LinkEndWithoutDeviceMemoryIsSkippedAndAborted) {
+TEST(ReplayCudaFake, LinkEndWithoutDeviceMemoryFailsAndIsAborted) {
   F = FakeState{};
   N = FakeNccl{};
   cudalib::Libs L = nccl_libs();
@@ -596,8 +279,8 @@ TEST(ReplayCudaFake, LinkEndWithoutDeviceMemoryIsSkippedAndAborted) {
   std::vector<Sample> got = b.run_link_end(r, {1, "", 1}, {0, "", 0}, false, fake_uid_hex(), mono_ns() + 1'000'000'000);
   ASSERT_EQ(got.size(), 2u);
   for (const Sample& s : got) {
-    EXPECT_EQ(s.status, SampleStatus::kSkipped);
-    EXPECT_EQ(s.reason, "device memory allocation failed");
+    EXPECT_EQ(s.status, SampleStatus::kFailed);
+    EXPECT_EQ(s.reason, "cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY (CUDA error 2)");
     EXPECT_EQ(s.peer, 0);
   }
   EXPECT_EQ(N.recv_peer, -1);  // nothing was posted into no buffer
@@ -605,7 +288,7 @@ TEST(ReplayCudaFake, LinkEndWithoutDeviceMemoryIsSkippedAndAborted) {
   EXPECT_EQ(N.destroys, 0);
   std::vector<Sample> sent = b.run_link_end(r, {0, "", 0}, {1, "", 1}, true, fake_uid_hex(), mono_ns() + 1'000'000'000);
   ASSERT_EQ(sent.size(), 1u);
-  EXPECT_EQ(sent[0].reason, "device memory allocation failed");
+  EXPECT_EQ(sent[0].reason, "cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY (CUDA error 2)");
   EXPECT_EQ(N.send_peer, -1);
   EXPECT_EQ(N.aborts, 2);
 }

@@ -46,7 +46,7 @@ TEST(ReplayJudge, HealthyGpusPass) {
   Rig rig(8);
   std::vector<Sample> ss;
   CycleVerdict v = rig.cycle(gemm_plan(), &ss);
-  EXPECT_EQ(v.outcome, "pass");
+  EXPECT_EQ(v.outcome, Outcome::kPass);
   ASSERT_EQ(ss.size(), 16u);  // 8 GPUs x 2 rounds
   for (const Sample& s : ss) {
     EXPECT_EQ(s.status, SampleStatus::kOk);
@@ -63,10 +63,10 @@ TEST(ReplayJudge, WrongGemmIsAttributedToItsGpu) {
   bad.gemm_flip = true;
   rig.set(5, bad);
   CycleVerdict v = rig.cycle(gemm_plan());
-  EXPECT_EQ(v.outcome, "fail");
+  EXPECT_EQ(v.outcome, Outcome::kFail);
   ASSERT_EQ(v.sdc.size(), 1u);
   EXPECT_EQ(v.sdc[0].global_rank, 5);
-  EXPECT_EQ(v.sdc[0].check, "gemm-vote");
+  EXPECT_EQ(v.sdc[0].check, SdcCheck::kGemmVote);
   EXPECT_EQ(v.sdc[0].votes["outcome"], "attributed");
   EXPECT_EQ(v.sdc[0].votes["groups"][0]["voters"], (std::vector<int>{0, 1, 2, 3, 4, 6, 7}));
 }
@@ -77,7 +77,7 @@ TEST(ReplayJudge, TwoGpusThatDisagreeStayInconclusive) {
   bad.gemm_flip = true;
   rig.set(1, bad);
   CycleVerdict v = rig.cycle(gemm_plan());
-  EXPECT_EQ(v.outcome, "inconclusive");
+  EXPECT_EQ(v.outcome, Outcome::kInconclusive);
   EXPECT_TRUE(v.sdc.empty());
   ASSERT_EQ(v.recipes.size(), 1u);
   EXPECT_EQ(v.recipes[0].reason, "no strict majority among 2 GPUs of class scout-sim emulated GPU|132|emu 1");
@@ -89,7 +89,7 @@ TEST(ReplayJudge, SlowGpuIsConfirmedOthersAreNormal) {
   slow.slow_factor = 2;
   rig.set(6, slow);
   CycleVerdict v = rig.cycle(gemm_plan());
-  EXPECT_EQ(v.outcome, "pass");  // slowness does not fail a cycle
+  EXPECT_EQ(v.outcome, Outcome::kPass);  // slowness does not fail a cycle
   ASSERT_EQ(v.slow_gpus.size(), 1u);
   EXPECT_EQ(v.slow_gpus[0].global_rank, 6);
   ASSERT_EQ(v.slow_gpus[0].ns.size(), 2u);
@@ -105,11 +105,11 @@ TEST(ReplayJudge, CorruptingLinkNamesReceiverAndSender) {
   RecipePlan p;
   p.links = pairs_of({{0, 1, 2, 3}});
   CycleVerdict v = rig.cycle(p);
-  EXPECT_EQ(v.outcome, "fail");
+  EXPECT_EQ(v.outcome, Outcome::kFail);
   ASSERT_EQ(v.sdc.size(), 1u);
   EXPECT_EQ(v.sdc[0].global_rank, 2);
   EXPECT_EQ(v.sdc[0].peer, 3);
-  EXPECT_EQ(v.sdc[0].check, "link");
+  EXPECT_EQ(v.sdc[0].check, SdcCheck::kLink);
   EXPECT_EQ(v.sdc[0].recipe, "link:3->2");
   EXPECT_TRUE(v.slow_pairs.empty());
 }
@@ -128,7 +128,7 @@ TEST(ReplayJudge, SlowLinkNamesThePair) {
   EXPECT_EQ(v.slow_pairs[0].a, 1);
   EXPECT_EQ(v.slow_pairs[0].b, 6);
   EXPECT_EQ(v.slow_pairs[0].recipes, (std::vector<std::string>{"link:1->6", "link:6->1"}));
-  EXPECT_EQ(v.outcome, "pass");
+  EXPECT_EQ(v.outcome, Outcome::kPass);
 }
 
 TEST(ReplayJudge, CollectiveWithACorruptedInputFailsWithoutAttribution) {
@@ -139,7 +139,7 @@ TEST(ReplayJudge, CollectiveWithACorruptedInputFailsWithoutAttribution) {
   RecipePlan p;
   p.colls = {{"AllReduce", "float32", 4, 4096, "RING", "SIMPLE", {0, 1, 2, 3}}};
   CycleVerdict v = rig.cycle(p);
-  EXPECT_EQ(v.outcome, "fail");
+  EXPECT_EQ(v.outcome, Outcome::kFail);
   EXPECT_TRUE(v.sdc.empty());
   ASSERT_EQ(v.recipes.size(), 1u);
   EXPECT_EQ(v.recipes[0].reason, "every member's result differs from the expected one (a corrupted input)");
@@ -155,7 +155,7 @@ TEST(ReplayJudge, CollectiveWithACorruptingLinkNamesTheReceiver) {
   CycleVerdict v = rig.cycle(p);
   ASSERT_EQ(v.sdc.size(), 1u);
   EXPECT_EQ(v.sdc[0].global_rank, 2);
-  EXPECT_EQ(v.sdc[0].check, "coll");
+  EXPECT_EQ(v.sdc[0].check, SdcCheck::kColl);
 }
 
 TEST(ReplayJudge, NotAdmittedAndDeadlineAreInconclusive) {
@@ -166,9 +166,9 @@ TEST(ReplayJudge, NotAdmittedAndDeadlineAreInconclusive) {
   EXPECT_EQ(late[0].status, SampleStatus::kSkipped);
   EXPECT_EQ(late[0].reason, "deadline");
   CycleVerdict v = judge(rs, rig.gpus, late, {}, OutlierRule{});
-  EXPECT_EQ(v.outcome, "inconclusive");
+  EXPECT_EQ(v.outcome, Outcome::kInconclusive);
   CycleVerdict w = judge(rs, rig.gpus, {}, {{rs[0].id, "rank 2 did not answer the readiness contract"}}, OutlierRule{});
-  EXPECT_EQ(w.outcome, "inconclusive");
+  EXPECT_EQ(w.outcome, Outcome::kInconclusive);
   EXPECT_EQ(w.recipes[0].reason, "rank 2 did not answer the readiness contract");
 }
 

@@ -5,7 +5,7 @@
 
 #include "replay/emu_backend.h"
 #include "replay/server.h"
-#include "replay/vote.h"
+#include "common/hex.h"
 #include "test/support/tmpdir.h"
 
 namespace {
@@ -38,7 +38,7 @@ TEST(ReplayServer, PrepareRunQuit) {
   ASSERT_EQ(ready["op"], "ready") << ready.dump();
   EXPECT_EQ(ready["cycle"], 3);
   ASSERT_EQ(ready["answers"].size(), 3u);
-  EXPECT_EQ(ready["answers"][0]["digest"], fp_hex(contract_digest(c)));
+  EXPECT_EQ(ready["answers"][0]["digest"], scout::shm::fp_hex(contract_digest(c)));
   EXPECT_EQ(ready["answers"][0]["gpu"]["ready"], true);
   EXPECT_EQ(ready["answers"][2]["gpu"]["ready"], false);
   EXPECT_EQ(ready["answers"][2]["gpu"]["reason"], "not an emulated GPU (GPU-real-2)");

@@ -1,45 +1,60 @@
-// The replay vote (replay/vote.h) and outlier rule (replay/outlier.h).
+// Replay's fingerprint vote (common/vote.h, the same strict majority as live consensus, as
+// replay/judge.cc calls it: every voter once) and outlier rule (replay/outlier.h).
 #include <gtest/gtest.h>
 
+#include "common/vote.h"
+#include "replay/judge.h"
 #include "replay/outlier.h"
-#include "replay/vote.h"
 
 namespace {
 
-using scout::replay::Ballot;
+using scout::VoteVerdict;
 using scout::replay::OutlierRule;
-using scout::replay::VoteOutcome;
+using Ballots = std::vector<std::pair<int, uint64_t>>;
+
+scout::VoteResult<uint64_t> vote(const Ballots& b) { return scout::strict_majority(b, int(b.size())); }
 
 TEST(ReplayVote, AllEqualAgree) {
-  auto v = scout::replay::vote({{0, 7}, {1, 7}, {2, 7}});
-  EXPECT_EQ(v.outcome, VoteOutcome::kAgree);
-  EXPECT_EQ(*v.majority, 7u);
-  EXPECT_TRUE(v.minority.empty());
+  auto v = vote({{0, 7}, {1, 7}, {2, 7}});
+  EXPECT_EQ(v.verdict, VoteVerdict::kAgree);
+  EXPECT_TRUE(v.has_majority);
+  EXPECT_EQ(v.groups[0].value, 7u);
+  EXPECT_TRUE(v.dissenters.empty());
 }
 
 TEST(ReplayVote, StrictMajorityAttributesTheOthers) {
-  auto v = scout::replay::vote({{0, 7}, {1, 7}, {5, 9}, {3, 7}, {6, 8}});
-  EXPECT_EQ(v.outcome, VoteOutcome::kAttributed);
-  EXPECT_EQ(*v.majority, 7u);
-  EXPECT_EQ(v.minority, (std::vector<int>{5, 6}));
+  auto v = vote({{0, 7}, {1, 7}, {5, 9}, {3, 7}, {6, 8}});
+  EXPECT_EQ(v.verdict, VoteVerdict::kAttributed);
+  EXPECT_EQ(v.groups[0].value, 7u);
+  EXPECT_EQ(v.dissenters, (std::vector<int>{5, 6}));
   ASSERT_EQ(v.groups.size(), 3u);
   EXPECT_EQ(v.groups[0].voters, (std::vector<int>{0, 1, 3}));
-  EXPECT_EQ(scout::replay::to_json(v)["majority"], "0x0000000000000007");
+  const nlohmann::json j = scout::replay::vote_json(v);
+  EXPECT_EQ(j["outcome"], "attributed");
+  EXPECT_EQ(j["majority"], "0x0000000000000007");
+  EXPECT_EQ(j["groups"][1]["value"], "0x0000000000000008");  // ties by value
+  EXPECT_EQ(j["groups"][2]["voters"], nlohmann::json({5}));
 }
 
 TEST(ReplayVote, OneOfTwoIsInconclusive) {
-  auto v = scout::replay::vote({{4, 1}, {5, 2}});
-  EXPECT_EQ(v.outcome, VoteOutcome::kInconclusive);
-  EXPECT_FALSE(v.majority.has_value());
-  EXPECT_TRUE(v.minority.empty());
+  auto v = vote({{4, 1}, {5, 2}});
+  EXPECT_EQ(v.verdict, VoteVerdict::kInconclusive);
+  EXPECT_FALSE(v.has_majority);
+  EXPECT_TRUE(v.dissenters.empty());
+  EXPECT_EQ(scout::replay::vote_json(v)["majority"], nullptr);
 }
 
 TEST(ReplayVote, HalfIsNotAMajority) {
-  auto v = scout::replay::vote({{0, 1}, {1, 1}, {2, 2}, {3, 3}});
-  EXPECT_EQ(v.outcome, VoteOutcome::kInconclusive);
+  auto v = vote({{0, 1}, {1, 1}, {2, 2}, {3, 3}});
+  EXPECT_EQ(v.verdict, VoteVerdict::kInconclusive);
 }
 
-TEST(ReplayVote, NoBallotIsEmpty) { EXPECT_EQ(scout::replay::vote({}).outcome, VoteOutcome::kEmpty); }
+TEST(ReplayVote, NoBallotBlamesNobody) {
+  auto v = vote({});
+  EXPECT_EQ(v.verdict, VoteVerdict::kAgree);
+  EXPECT_FALSE(v.has_majority);
+  EXPECT_TRUE(v.dissenters.empty());
+}
 
 TEST(ReplayOutlier, MedianIsTheUpperMiddle) {
   EXPECT_EQ(scout::replay::median_of({5, 1, 3}), 3);

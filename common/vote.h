@@ -1,4 +1,5 @@
-// Strict-majority voting (docs/observer.md#consensus): the one rule behind every consensus verdict.
+// Strict-majority voting (docs/observer.md#consensus, docs/replay.md "Verdicts"): the one rule
+// behind every consensus verdict, live (observer/detect) and in replay (replay/judge.cc).
 //
 //   Agree        every voter holds the same value.
 //   Attributed   one value is held by a strict majority of the electorate (more than half of
@@ -16,7 +17,7 @@
 #include <string>
 #include <vector>
 
-namespace scout::obs {
+namespace scout {
 
 enum class VoteVerdict { kAgree, kAttributed, kInconclusive };
 const char* to_string(VoteVerdict v);  // "agree", "attributed", "inconclusive"
@@ -65,4 +66,4 @@ VoteResult<V> strict_majority(const std::vector<std::pair<int, V>>& ballots, int
   return out;
 }
 
-}  // namespace scout::obs
+}  // namespace scout

@@ -1,6 +1,6 @@
-#include "observer/detect/vote.h"
+#include "common/vote.h"
 
-namespace scout::obs {
+namespace scout {
 
 const char* to_string(VoteVerdict v) {
   switch (v) {
@@ -11,4 +11,4 @@ const char* to_string(VoteVerdict v) {
   return "unknown";
 }
 
-}  // namespace scout::obs
+}  // namespace scout
