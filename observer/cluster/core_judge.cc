@@ -7,6 +7,7 @@
 #include <xxhash.h>
 
 #include "observer/cluster/job_waits.h"
+#include "observer/detect/finding_util.h"
 #include "observer/detect/fingerprint_check.h"
 #include "observer/detect/metadata_check.h"
 #include "observer/model/memory_sink.h"
@@ -59,32 +60,22 @@ std::vector<Finding> CoreJudge::judge_digest(const net::DigestDrill& d, const ne
   return out;
 }
 
-std::vector<Finding> CoreJudge::judge_waits(const std::vector<net::NodeWaits>& waits, int64_t now_ns) {
-  // Per communicator: the stall clock of the node with the largest threshold, and the latest
-  // progress any node saw (whether it is past that threshold changes the outcome, so it is part of
-  // the signature).
-  std::map<CommKey, std::pair<int64_t, StallClock>> clocks;
-  std::map<CommKey, int64_t> progress;
-  for (const net::NodeWaits& nw : waits) {
-    for (const net::CommWaitView& c : nw.waits.comms) {
-      const CommKey k{c.comm_hash, c.nranks};
-      int64_t& p = progress[k];
-      p = std::max(p, c.last_progress_ns);
-      if (c.stall_threshold_ns <= 0) continue;
-      auto [it, added] = clocks.try_emplace(k, c.stall_threshold_ns, StallClock());
-      if (added || c.stall_threshold_ns > it->second.first)
-        it->second = {c.stall_threshold_ns, StallClock::summary(c.stall_gaps, c.stall_p99_ns)};
-    }
-  }
+std::vector<Finding> CoreJudge::judge_waits(const net::WaitSummary& job, int64_t now_ns) {
+  // Per communicator: the stall clock of the node with the largest threshold (the summary kept
+  // it), and whether it is past that threshold (it changes the outcome, so it is part of the
+  // signature).
   std::map<CommKey, StallClock> given;
   std::vector<uint64_t> past;  // the communicators past their threshold
-  for (auto& [k, tc] : clocks) {
-    if (now_ns - progress[k] > tc.second.threshold_ns(timeout_ns_))
-      past.insert(past.end(), {k.hash, uint64_t(k.nranks)});
-    given.emplace(k, std::move(tc.second));
+  for (const net::CommSummary& cs : job.comms) {
+    const net::CommWaitView& c = cs.comm;
+    if (c.stall_threshold_ns <= 0) continue;
+    const CommKey k{c.comm_hash, c.nranks};
+    StallClock clock = StallClock::summary(c.stall_gaps, c.stall_p99_ns);
+    if (now_ns - c.last_progress_ns > clock.threshold_ns(timeout_ns_)) past.insert(past.end(), {k.hash, uint64_t(k.nranks)});
+    given.emplace(k, std::move(clock));
   }
   bool dead = false;
-  uint64_t sig = waits_signature(waits, now_ns, timeout_ns_, &dead);
+  uint64_t sig = waits_signature(job, now_ns, timeout_ns_, &dead);
   sig = XXH64(past.data(), past.size() * sizeof(uint64_t), sig);
   judged_ = true;
   if (open_ && !dead && sig == signature_) {
@@ -92,16 +83,20 @@ std::vector<Finding> CoreJudge::judge_waits(const std::vector<net::NodeWaits>& w
       if (!f->open) continue;
       Finding again = *f;
       again.last_seen_ns = now_ns;
+      // The same analysis, later: the stall has lasted longer (its last progress is the same).
+      if (again.evidence.is_object() && again.evidence.contains("last_progress_ns") &&
+          again.evidence.contains("stalled_ms")) {
+        again.evidence["stalled_ms"] = to_ms(now_ns - again.evidence["last_progress_ns"].get<int64_t>());
+      }
       board_.report(std::move(again));
     }
     return changed();
   }
   signature_ = sig;
-  Model m;
-  merge_waits(waits, now_ns, &m);
+  job_.update(job, now_ns);
   hang_.set_stall_clocks(std::move(given));
-  hang_.pass(m, now_ns, board_);
-  due_ns_ = hang_.stall_pending(m);
+  hang_.pass(job_.model(), now_ns, board_);
+  due_ns_ = hang_.stall_pending(job_.model());
   return changed();
 }
 
@@ -110,8 +105,8 @@ std::vector<Finding> CoreJudge::all_clear(int64_t now_ns) {
   signature_ = 0;
   judged_ = false;
   due_ns_ = 0;
-  Model empty;
-  hang_.pass(empty, now_ns, board_);
+  job_.clear();
+  hang_.pass(job_.model(), now_ns, board_);
   return changed();
 }
 

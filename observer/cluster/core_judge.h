@@ -5,14 +5,16 @@
 //                 desync_finding) and receive-fingerprint agreement (check_recv_fingerprints,
 //                 sdc_finding) decide exactly as for a node-local communicator, with the same
 //                 findings, evidence and dedup keys;
-//   judge_waits   the nodes' wait snapshots become one Model of the whole job (merge_waits) and
-//                 a HangDetector kept across drill-downs runs its pass on it: roots named with
-//                 the absent / stuck / mismatch classification and the wait-for chain across
-//                 nodes, deadlocks, crashes; it closes what no longer holds. A repeated
+//   judge_waits   the job's wait summary (every node's snapshot, merged on the way) updates one
+//                 Model of the whole job (JobWaits: only communicators whose summary changed are
+//                 rebuilt) and a HangDetector kept across drill-downs runs its pass on it: roots
+//                 named with the absent / stuck / mismatch classification and the wait-for chain
+//                 across nodes, deadlocks, crashes; it closes what no longer holds. A repeated
 //                 drill-down of a lasting hang whose waits did not change (waits_signature: the
-//                 same operations, counters, records and stalled communicators, no dead process)
-//                 gives the same graph: the open findings are refreshed (last seen) without
-//                 rebuilding it, so the leader's cost follows what changed, not the job;
+//                 same groups, members, records and stalled communicators, no dead process)
+//                 gives the same graph: the open findings are refreshed (last seen, and how long
+//                 the stall has lasted) without running the detector, so the leader's cost
+//                 follows what changed, not the job;
 //                 Each communicator is judged by the stall clock of the node with the largest
 //                 threshold for it (the nodes' snapshots carry their rules: the leader saw none of
 //                 its gaps); waits_due_ns says when a communicator ranks wait in passes that
@@ -25,6 +27,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "observer/cluster/job_waits.h"
 #include "observer/detect/hang.h"
 #include "observer/model/finding_board.h"
 #include "observer/net/drill.h"
@@ -38,7 +41,7 @@ class CoreJudge : public net::Judge {
   explicit CoreJudge(HangConfig hang);
 
   std::vector<Finding> judge_digest(const net::DigestDrill& d, const net::Identities& ids, int64_t now_ns) override;
-  std::vector<Finding> judge_waits(const std::vector<net::NodeWaits>& waits, int64_t now_ns) override;
+  std::vector<Finding> judge_waits(const net::WaitSummary& job, int64_t now_ns) override;
   std::vector<Finding> all_clear(int64_t now_ns) override;
   int64_t waits_due_ns() const override { return due_ns_; }
 
@@ -48,6 +51,7 @@ class CoreJudge : public net::Judge {
   int64_t timeout_ns_;
   uint64_t signature_ = 0;  // waits_signature of the last waits analysed (0: none)
   HangDetector hang_;
+  JobWaits job_;  // the job's waits as of the last analysed drill-down (cleared at all_clear)
   FindingBoard board_;
   bool open_ = false;  // some finding of hang_ is open
   bool judged_ = false;  // hang_ ran on waits since the last all_clear (stall episodes may be pending)

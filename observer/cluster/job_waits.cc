@@ -1,6 +1,9 @@
 #include "observer/cluster/job_waits.h"
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <iterator>
 #include <map>
 #include <set>
 #include <string>
@@ -83,38 +86,94 @@ net::WaitSnapshot capture_waits(const Model& m) {
   return w;
 }
 
-void merge_waits(const std::vector<net::NodeWaits>& nodes, int64_t now_ns, Model* out) {
-  Model& m = *out;
-  std::map<CommKey, int64_t> progress;
-  for (const net::NodeWaits& nw : nodes) {
-    std::vector<int> procs;
-    for (const net::ProcView& pv : nw.waits.procs) {
-      Proc p;
-      p.global_rank = pv.global_rank;
-      p.local_rank = pv.local_rank;
-      p.host = pv.host;
-      p.pid = pv.pid;
-      p.gpu = pv.gpu;
-      p.cuda_dev = pv.cuda_dev;
-      p.node_rank = nw.node;
-      const int id = m.upsert_proc(p, now_ns);
-      Proc& q = m.proc(id);
-      q.state = proc_state(pv.state);
-      q.last_event_ns = std::max(q.last_event_ns, pv.last_event_ns);
-      q.gone_ns = pv.gone_ns;
-      procs.push_back(id);
+namespace {
+
+// Hash of a communicator's summary without times: its header's identity and stall rule, and each
+// group's state, members and identities.
+uint64_t content_hash(const net::CommSummary& cs) {
+  XXH64_state_t st;
+  XXH64_reset(&st, 0x70b5);
+  auto add = [&](const void* p, size_t n) { XXH64_update(&st, p, n); };
+  add(&cs.comm.comm_hash, sizeof(cs.comm.comm_hash));
+  add(&cs.comm.nranks, sizeof(cs.comm.nranks));
+  add(&cs.comm.stall_threshold_ns, sizeof(cs.comm.stall_threshold_ns));
+  for (const net::MemberGroup& g : cs.groups) {
+    const std::string k = net::state_key(g);
+    const uint64_t n = k.size();
+    add(&n, sizeof(n));
+    add(k.data(), k.size());
+    for (const net::RankRun& r : g.runs) add(&r, sizeof(r));
+    for (const net::ProcView& p : g.identities) {
+      add(p.host.data(), p.host.size());
+      add(&p.pid, sizeof(p.pid));
     }
-    for (const net::CommWaitView& cv : nw.waits.comms) {
-      const CommKey key{cv.comm_hash, cv.nranks};
-      Comm& c = m.upsert_comm(key, cv.name, cv.nnodes);
-      auto [pit, first] = progress.try_emplace(key, cv.last_progress_ns);
-      if (!first) pit->second = std::max(pit->second, cv.last_progress_ns);
-      for (const net::MemberView& mv : cv.members) {
-        if (mv.proc < 0 || mv.proc >= int(procs.size()) || mv.comm_rank < 0 || mv.comm_rank >= int(c.ranks.size()))
-          continue;
-        m.set_member(c, mv.comm_rank, procs[mv.proc], mv.init_ns, mv.finalized);
-        RankProgress& rp = c.ranks[mv.comm_rank];
-        for (const shm::RecordSnapshot& r : mv.records) m.apply(c, mv.comm_rank, r, now_ns);
+  }
+  return XXH64_digest(&st);
+}
+
+}  // namespace
+
+void JobWaits::clear() {
+  m_ = Model();
+  content_.clear();
+  proc_of_.clear();
+  unknown_ = 0;
+}
+
+int JobWaits::proc_for(int global_rank, const net::ProcView* identity, const net::MemberGroup& g, int64_t now_ns) {
+  int id = -1;
+  auto it = global_rank >= 0 ? proc_of_.find(global_rank) : proc_of_.end();
+  if (it != proc_of_.end()) {
+    id = it->second;
+    // A process first seen without its identity gets it once a group carries it.
+    if (identity && m_.proc(id).host.empty() && !identity->host.empty()) {
+      Proc& q = m_.proc(id);
+      q.host = identity->host;
+      q.pid = identity->pid;
+      q.gpu = identity->gpu;
+      q.local_rank = identity->local_rank;
+      q.cuda_dev = identity->cuda_dev;
+    }
+  } else {
+    Proc p;
+    p.global_rank = global_rank;
+    p.node_rank = -1;
+    if (identity) {
+      p.local_rank = identity->local_rank;
+      p.host = identity->host;
+      p.pid = identity->pid;
+      p.gpu = identity->gpu;
+      p.cuda_dev = identity->cuda_dev;
+    } else {
+      p.pid = global_rank >= 0 ? -(global_rank + 1) : INT32_MIN + unknown_++;  // unique, never a real pid
+    }
+    id = m_.upsert_proc(p, now_ns);
+    if (global_rank >= 0) proc_of_[global_rank] = id;
+  }
+  Proc& q = m_.proc(id);
+  q.state = proc_state(g.proc_state);
+  q.last_event_ns = std::max(q.last_event_ns, g.last_event_ns);
+  q.gone_ns = g.gone_ns;
+  return id;
+}
+
+void JobWaits::build(const net::CommSummary& cs, int64_t now_ns) {
+  const net::CommWaitView& cv = cs.comm;
+  const CommKey key{cv.comm_hash, cv.nranks};
+  m_.comms().erase(key);
+  Comm& c = m_.upsert_comm(key, cv.name, cv.nnodes);
+  for (const net::MemberGroup& g : cs.groups) {
+    const net::MemberView& mv = g.state;
+    size_t k = 0;  // member index in run order (identities)
+    for (const net::RankRun& run : g.runs) {
+      for (int32_t i = 0; i < run.count; ++i, ++k) {
+        const int cr = run.comm_rank + i;
+        if (cr < 0 || cr >= int(c.ranks.size()) || c.ranks.stored(cr)) continue;  // claimed by an earlier group
+        const int gr = int(int64_t(run.global_rank) + int64_t(i) * run.stride);
+        const int proc = proc_for(gr, k < g.identities.size() ? &g.identities[k] : nullptr, g, now_ns);
+        m_.set_member(c, cr, proc, mv.init_ns, mv.finalized);
+        RankProgress& rp = c.ranks[cr];
+        for (const shm::RecordSnapshot& r : mv.records) m_.place(c, cr, r, now_ns);
         for (int f = 0; f < shm::kNumNumberedFuncs; ++f) {
           rp.issued[f] = std::max(rp.issued[f], mv.issued[f]);
           rp.started[f] = std::max(rp.started[f], mv.started[f]);
@@ -126,28 +185,48 @@ void merge_waits(const std::vector<net::NodeWaits>& nodes, int64_t now_ns, Model
       }
     }
   }
-  for (auto& [key, c] : m.comms()) {
-    // Collectives: members without a record of an operation they have issued (by their counters).
-    for (auto& [id, op] : c.ops) {
-      if (id.cls != OpClass::kColl || id.func >= shm::kNumNumberedFuncs) continue;
-      for (int r : c.known_ranks) {
-        RankProgress& rp = c.ranks[r];
-        if (op.slot(r) || rp.issued[id.func] <= id.seq) continue;
-        OpSlot& s = op.add(r);
-        s.rec.index = kCounterIndex + id.seq * shm::kNumNumberedFuncs + id.func;
-        s.rec.kind = shm::kKindColl;
-        s.rec.func = id.func;
-        s.rec.key = id.seq;
-        s.rec.state = rp.completed[id.func] > id.seq ? shm::kStateComplete
-                      : rp.started[id.func] > id.seq ? shm::kStateRunning
-                                                     : shm::kStateEnqueued;
-        s.final = s.rec.state == shm::kStateComplete;
-        if (!s.final) rp.inflight[s.rec.index] = id;
-      }
+  // Collectives: members without a record of an operation they have issued (by their counters).
+  for (auto& [id, op] : c.ops) {
+    if (id.cls != OpClass::kColl || id.func >= shm::kNumNumberedFuncs) continue;
+    for (int r : c.known_ranks) {
+      RankProgress& rp = c.ranks[r];
+      if (op.slot(r) || rp.issued[id.func] <= id.seq) continue;
+      OpSlot& s = op.add(r);
+      s.rec.index = kCounterIndex + id.seq * shm::kNumNumberedFuncs + id.func;
+      s.rec.kind = shm::kKindColl;
+      s.rec.func = id.func;
+      s.rec.key = id.seq;
+      s.rec.state = rp.completed[id.func] > id.seq ? shm::kStateComplete
+                    : rp.started[id.func] > id.seq ? shm::kStateRunning
+                                                   : shm::kStateEnqueued;
+      s.final = s.rec.state == shm::kStateComplete;
+      if (!s.final) rp.inflight[s.rec.index] = id;
     }
-    // Last progress: the latest any node saw (records applied above may not say when).
-    c.last_progress_ns = progress[key];
   }
+}
+
+size_t JobWaits::update(const net::WaitSummary& job, int64_t now_ns) {
+  size_t built = 0;
+  m_.procs().reserve(m_.procs().size() + size_t(job.members()));  // a process per member at most
+  std::map<CommKey, uint64_t> seen;
+  for (const net::CommSummary& cs : job.comms) {
+    const CommKey key{cs.comm.comm_hash, cs.comm.nranks};
+    const uint64_t h = content_hash(cs);
+    auto old = content_.find(key);
+    if (old == content_.end() || old->second != h || !m_.find_comm(key)) {
+      build(cs, now_ns);
+      ++built;
+    }
+    seen.emplace(key, h);
+    // Last progress: the latest any node saw (records do not say when).
+    Comm* c = m_.find_comm(key);
+    c->last_progress_ns = cs.comm.last_progress_ns;
+  }
+  for (auto it = m_.comms().begin(); it != m_.comms().end();) {
+    it = seen.count(it->first) ? std::next(it) : m_.comms().erase(it);
+  }
+  content_ = std::move(seen);
+  return built;
 }
 
 namespace {
@@ -165,28 +244,6 @@ class Hasher {
     add(uint64_t(s.size()));
     XXH64_update(&st_, s.data(), s.size());
   }
-  void add(const net::MarkView& m) {
-    add(m.valid);
-    add(m.cls);
-    add(m.func);
-    add(m.seq);
-    add(m.src);
-    add(m.dst);
-  }
-  // A record without its times.
-  void add(const shm::RecordSnapshot& r) {
-    add(r.index);
-    add(r.key);
-    add(r.kind);
-    add(r.func);
-    add(r.datatype);
-    add(r.flags);
-    add(r.peer);
-    add(r.count);
-    add(r.state);
-    add(r.ch_started);
-    add(r.ch_stopped);
-  }
   uint64_t digest() { return XXH64_digest(&st_); }
 
  private:
@@ -195,42 +252,14 @@ class Hasher {
 
 }  // namespace
 
-uint64_t waits_signature(const std::vector<net::NodeWaits>& nodes, int64_t now_ns, int64_t timeout_ns, bool* dead) {
+uint64_t waits_signature(const net::WaitSummary& job, int64_t now_ns, int64_t timeout_ns, bool* dead) {
   *dead = false;
-  std::vector<const net::NodeWaits*> order;
-  for (const net::NodeWaits& nw : nodes) order.push_back(&nw);
-  std::sort(order.begin(), order.end(), [](const auto* a, const auto* b) { return a->node < b->node; });
   Hasher h;
-  for (const net::NodeWaits* nw : order) {
-    h.add(nw->node);
-    h.add(uint64_t(nw->waits.procs.size()));
-    for (const net::ProcView& p : nw->waits.procs) {
-      h.add(p.global_rank);
-      h.add(p.host);
-      h.add(p.pid);
-      h.add(p.state);
-      *dead |= proc_state(p.state) == ProcState::kDead;
-    }
-    h.add(uint64_t(nw->waits.comms.size()));
-    for (const net::CommWaitView& c : nw->waits.comms) {
-      h.add(c.comm_hash);
-      h.add(c.nranks);
-      h.add(now_ns - c.last_progress_ns > timeout_ns);
-      h.add(uint64_t(c.members.size()));
-      for (const net::MemberView& m : c.members) {
-        h.add(m.comm_rank);
-        h.add(m.proc);
-        h.add(m.finalized);
-        h.add(m.issued);
-        h.add(m.started);
-        h.add(m.completed);
-        h.add(m.last_enqueued);
-        h.add(m.last_started);
-        h.add(m.last_completed);
-        h.add(uint64_t(m.records.size()));
-        for (const shm::RecordSnapshot& r : m.records) h.add(r);
-      }
-    }
+  h.add(uint64_t(job.comms.size()));
+  for (const net::CommSummary& cs : job.comms) {
+    h.add(content_hash(cs));
+    h.add(now_ns - cs.comm.last_progress_ns > timeout_ns);
+    for (const net::MemberGroup& g : cs.groups) *dead |= proc_state(g.proc_state) == ProcState::kDead;
   }
   return h.digest();
 }

@@ -22,6 +22,31 @@ CommWaits analyze_waits(const Comm& c, const Model* m) {
   const int n = int(c.ranks.size());
   w.ranks.resize(n);
   std::vector<bool> is_waiting(n, false);
+  // Per operation some rank runs: the participants a waiter may wait for (no record, enqueued but
+  // not started, or present and incomplete: waited for as "dead" if its process died first), found
+  // once per operation, so a communicator of N ranks all waiting costs O(N), not O(N^2).
+  struct Candidate {
+    int q;
+    const char* why;  // "absent", "not-started", or nullptr: incomplete (waited for only if dead)
+  };
+  std::map<OpId, std::vector<Candidate>> candidates;
+  auto candidates_of = [&](const OpId& id, const Op& op) -> const std::vector<Candidate>& {
+    auto [it, added] = candidates.try_emplace(id);
+    if (!added) return it->second;
+    for (int t = 0; t < op.n; ++t) {
+      const int q = op.comm_rank(t);
+      const OpSlot* qs = op.slot(t);
+      if (!qs) {
+        it->second.push_back({q, "absent"});
+      } else if (qs->rec.state == shm::kStateEnqueued) {
+        it->second.push_back({q, "not-started"});
+      } else if (m && qs->rec.state != shm::kStateComplete && q >= 0 && q < n && c.ranks[q].proc >= 0 &&
+                 m->proc(c.ranks[q].proc).state == ProcState::kDead) {
+        it->second.push_back({q, nullptr});
+      }
+    }
+    return it->second;
+  };
   for (int r = 0; r < n; ++r) {
     RankWaitState& rs = w.ranks[r];
     rs.state = "idle";
@@ -38,24 +63,18 @@ CommWaits analyze_waits(const Comm& c, const Model* m) {
       }
       if (!running) continue;
       is_waiting[r] = true;
-      for (int t = 0; t < op.n; ++t) {
-        int q = op.comm_rank(t);
+      for (const Candidate& cd : candidates_of(id, op)) {
+        const int q = cd.q;
         if (q == r) continue;
-        const OpSlot* qs = op.slot(t);
+        if (cd.why) {
+          w.edges.push_back(WaitEdge{r, q, id, cd.why});
+          continue;
+        }
         // A dead participant is waited for only if it died before the waiter (a job torn down
         // after a hang kills everyone; the earlier death is the cause, the later ones are not).
-        int qproc = q >= 0 && q < n ? c.ranks[q].proc : -1;
-        int rproc = c.ranks[r].proc;
-        bool dead = m && qproc >= 0 && m->proc(qproc).state == ProcState::kDead &&
-                    (rproc < 0 || m->proc(rproc).state == ProcState::kRunning ||
-                     m->proc(qproc).gone_ns < m->proc(rproc).gone_ns);
-        if (!qs) {
-          w.edges.push_back(WaitEdge{r, q, id, "absent"});
-        } else if (qs->rec.state == shm::kStateEnqueued) {
-          w.edges.push_back(WaitEdge{r, q, id, "not-started"});
-        } else if (dead && qs->rec.state != shm::kStateComplete) {
+        const int qproc = c.ranks[q].proc, rproc = c.ranks[r].proc;
+        if (rproc < 0 || m->proc(rproc).state == ProcState::kRunning || m->proc(qproc).gone_ns < m->proc(rproc).gone_ns)
           w.edges.push_back(WaitEdge{r, q, id, "dead"});
-        }
       }
     }
     if (is_waiting[r]) w.waiting.push_back(r);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <unordered_set>
 
 #include "common/names.h"
 #include "observer/detect/finding_util.h"
@@ -10,8 +11,19 @@
 namespace scout::obs {
 
 namespace {
-constexpr size_t kMaxChain = 256;    // edges listed in evidence
-constexpr int kMaxRanksListed = 64;  // per communicator in evidence
+constexpr size_t kMaxChain = 256;        // edges listed in evidence
+constexpr int kMaxRanksListed = 64;      // per communicator in evidence
+constexpr size_t kMaxCommStates = 16;    // communicators whose state evidence lists (closest first)
+
+// Appends the communicator of each edge of `tags` not listed yet, in order (a set keeps it linear
+// in the edges when a hang runs through thousands of communicators).
+template <typename Edges>
+void add_comms(const Edges& edges, const std::vector<int>& tags, std::vector<const Comm*>* comms) {
+  std::unordered_set<const Comm*> seen(comms->begin(), comms->end());
+  for (int t : tags) {
+    if (seen.insert(edges[t].comm).second) comms->push_back(edges[t].comm);
+  }
+}
 
 std::string what_op(const Comm& c, const OpId& id) { return describe(id) + " of " + comm_label(c); }
 
@@ -27,9 +39,23 @@ int64_t first_enqueue(const Comm& c, const OpId& id) {
   return t;
 }
 
+// first_enqueue per (communicator, operation), each computed once per pass (a root thousands of
+// ranks wait for is compared over thousands of edges into the same operation).
+class FirstEnqueue {
+ public:
+  int64_t operator()(const Comm& c, const OpId& id) {
+    auto [it, added] = known_.try_emplace({&c, id}, 0);
+    if (added) it->second = first_enqueue(c, id);
+    return it->second;
+  }
+
+ private:
+  std::map<std::pair<const Comm*, OpId>, int64_t> known_;
+};
+
 // Orders candidate primary edges: earliest enqueued operation, then earliest stalled communicator.
-bool earlier(const Comm& a, const OpId& ia, const Comm& b, const OpId& ib) {
-  int64_t ta = first_enqueue(a, ia), tb = first_enqueue(b, ib);
+bool earlier(FirstEnqueue& first, const Comm& a, const OpId& ia, const Comm& b, const OpId& ib) {
+  int64_t ta = first(a, ia), tb = first(b, ib);
   if (ta != tb) return ta < tb;
   return a.last_progress_ns < b.last_progress_ns;
 }
@@ -163,6 +189,7 @@ std::vector<EvCommState> HangDetector::comm_states(const Model& m, const std::ve
                                                    int64_t now_ns) const {
   std::vector<EvCommState> out;
   for (const Comm* c : comms) {
+    if (out.size() >= kMaxCommStates) break;
     auto it = waits_.find(c->key);
     if (it == waits_.end()) continue;
     const CommWaits& w = it->second;
@@ -267,9 +294,7 @@ void HangDetector::report_stuck(const Model& m, const Comm& c, const WaitGraph& 
     for (int t : g.upstream_edges(p)) tags.push_back(t);
   }
   std::vector<const Comm*> comms{&c};
-  for (int t : tags) {
-    if (std::find(comms.begin(), comms.end(), edges[t].comm) == comms.end()) comms.push_back(edges[t].comm);
-  }
+  add_comms(edges, tags, &comms);
   HangEvidence hang;
   hang.cls = "stuck";
   EvHangRoot root;
@@ -283,6 +308,7 @@ void HangDetector::report_stuck(const Model& m, const Comm& c, const WaitGraph& 
   hang.waiting_ranks = global_ranks(m, c, w.waiting);
   hang.blocked_elsewhere.emplace();
   for (int p : upstream) hang.blocked_elsewhere->push_back(m.proc(p).global_rank);
+  std::sort(hang.blocked_elsewhere->begin(), hang.blocked_elsewhere->end());
   hang.chain = chain(m, edges, tags);
   hang.comms = comm_states(m, comms, now_ns);
 
@@ -358,9 +384,7 @@ void HangDetector::report_mismatch(const Model& m, const Comm& c, const WaitGrap
     for (int t : g.upstream_edges(c.ranks[d].proc)) tags.push_back(t);
   }
   std::vector<const Comm*> comms{&c};
-  for (int t : tags) {
-    if (std::find(comms.begin(), comms.end(), edges[t].comm) == comms.end()) comms.push_back(edges[t].comm);
-  }
+  add_comms(edges, tags, &comms);
   HangEvidence hang;
   hang.cls = "mismatch";
   hang.stalled_ms = to_ms(now_ns - c.last_progress_ns);
@@ -520,9 +544,7 @@ void HangDetector::report_root(const Model& m, const std::vector<int>& roots, co
     for (int t : g.upstream_edges(p)) tags.push_back(t);
   }
   std::vector<const Comm*> comms{&c};
-  for (int t : tags) {
-    if (std::find(comms.begin(), comms.end(), edges[t].comm) == comms.end()) comms.push_back(edges[t].comm);
-  }
+  add_comms(edges, tags, &comms);
   // Stall: the signature, and whether this is a repeat of a pause the job has shown before.
   const StallSignature sig = signature_of(m, roots);
   const Comm* trigger = stall_trigger(roots, edges, c);
@@ -567,6 +589,7 @@ void HangDetector::report_root(const Model& m, const std::vector<int>& roots, co
   ev.timeout_ms = to_ms(cfg_.timeout_ns);
   ev.waiting_ranks.emplace();
   for (int p : upstream) ev.waiting_ranks->push_back(m.proc(p).global_rank);
+  std::sort(ev.waiting_ranks->begin(), ev.waiting_ranks->end());  // ascending, however processes were numbered
   ev.chain = chain(m, edges, tags);
   ev.comms = comm_states(m, comms, now_ns);
   if (seq_ && seq_->fold(m, comms, ev, now_ns, board)) return;  // follows from a sequence desync
@@ -619,6 +642,7 @@ void HangDetector::report_crash(const Model& m, int proc, const ProcEdge& primar
   std::vector<int> upstream = g.upstream_nodes(proc);
   std::vector<int> tags = g.upstream_edges(proc);
   for (int u : upstream) ev.waiting_ranks.push_back(m.proc(u).global_rank);
+  std::sort(ev.waiting_ranks.begin(), ev.waiting_ranks.end());
   ev.pid = p.pid;
   ev.host = p.host;
   ev.finalized = false;
@@ -637,6 +661,7 @@ void HangDetector::pass(const Model& m, int64_t now_ns, FindingBoard& board) {
   stalled_.clear();
   soft_.clear();
   member_of_.clear();
+  member_of_.reserve(m.procs().size());
   reported_.clear();
   wrong_comm_.clear();
   for (auto& [k, ep] : episodes_) ep.seen = false;
@@ -736,6 +761,7 @@ HangDetector::RootGroups HangDetector::group_roots(const Model& m, const PassGra
                                                    const FindingBoard& board) const {
   RootGroups groups;
   const std::vector<ProcEdge>& edges = pg.edges;
+  FirstEnqueue first;
   for (int s : roots) {
     std::string detail;
     std::string reason = root_reason(m, s, &detail, stalled_set);
@@ -750,7 +776,8 @@ HangDetector::RootGroups HangDetector::group_roots(const Model& m, const PassGra
       if (edges[t].to != s) continue;
       bool open = board.is_open(hang_key(*edges[t].comm, edges[t].e.op));
       if (best < 0 || (open && !best_open) ||
-          (open == best_open && earlier(*edges[t].comm, edges[t].e.op, *edges[best].comm, edges[best].e.op))) {
+          (open == best_open &&
+           earlier(first, *edges[t].comm, edges[t].e.op, *edges[best].comm, edges[best].e.op))) {
         best = int(t);
         best_open = open;
       }
@@ -769,11 +796,19 @@ void HangDetector::report_roots(const Model& m, const PassGraph& pg, const std::
   // are missing from (the one whose communicator stalled first).
   // Stall roots: reached only through communicators past their stall threshold.
   std::set<int> roots, soft_roots;
+  std::vector<int> hard_from, soft_from;  // one walk each, however many edges (131,072 ranks' waits)
   for (size_t t = 0; t < pg.edges.size(); ++t) {
-    if (!pg.stalled_edge[t] && !pg.soft_edge[t]) continue;
-    for (int v : pg.g.downstream_nodes(pg.edges[t].from)) {
-      if (!pg.g.waits(v) && !in_cycle.count(v)) (pg.stalled_edge[t] ? roots : soft_roots).insert(v);
+    if (pg.stalled_edge[t]) {
+      hard_from.push_back(pg.edges[t].from);
+    } else if (pg.soft_edge[t]) {
+      soft_from.push_back(pg.edges[t].from);
     }
+  }
+  for (int v : pg.g.downstream_nodes(hard_from)) {
+    if (!pg.g.waits(v) && !in_cycle.count(v)) roots.insert(v);
+  }
+  for (int v : pg.g.downstream_nodes(soft_from)) {
+    if (!pg.g.waits(v) && !in_cycle.count(v)) soft_roots.insert(v);
   }
   for (int v : roots) soft_roots.erase(v);
   const RootGroups hangs = group_roots(m, pg, roots, stalled_, board);
@@ -788,12 +823,14 @@ void HangDetector::report_crashes(const Model& m, const PassGraph& pg, int64_t n
   // Dead processes that peers wait for and that wait for nobody: a crash after the grace period,
   // without waiting for the hang timeout.
   const std::vector<ProcEdge>& edges = pg.edges;
+  FirstEnqueue first;
   for (const Proc& p : m.procs()) {
     int primary = -1;
     if (p.state == ProcState::kDead && !pg.g.waits(p.id)) {
       for (size_t t = 0; t < edges.size(); ++t) {
         if (edges[t].to == p.id &&
-            (primary < 0 || earlier(*edges[t].comm, edges[t].e.op, *edges[primary].comm, edges[primary].e.op))) {
+            (primary < 0 ||
+             earlier(first, *edges[t].comm, edges[t].e.op, *edges[primary].comm, edges[primary].e.op))) {
           primary = int(t);
         }
       }

@@ -36,6 +36,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <unordered_map>
 
 #include "observer/detect/comm_waits.h"
 #include "observer/detect/sequence_check.h"
@@ -191,7 +192,7 @@ class HangDetector {
                                const StallSignature& sig, int64_t threshold_ns) const;
   // " (no progress for X s, beyond its stall threshold of Y s; a hang at Z s)".
   std::string stall_words(int64_t idle_ns, int64_t threshold_ns) const;
-  std::map<int, std::vector<Membership>> member_of_;  // proc -> its communicators
+  std::unordered_map<int, std::vector<Membership>> member_of_;  // proc -> its communicators
   std::set<std::string> open_;                        // hang/deadlock keys reported last pass
   std::set<std::string> reported_;                    // ... this pass
   // Communicators of each open hang/deadlock and their progress mark when it was first reported:

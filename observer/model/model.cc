@@ -155,6 +155,44 @@ int64_t Model::follow_sequence(RankProgress& rp, const RecordSnapshot& r) {
   return pos;
 }
 
+bool Model::op_of(const Comm& c, int rank, const RecordSnapshot& r, OpId* id, int* slot) {
+  const int n = int(c.ranks.size());
+  if (rank < 0 || rank >= n || (r.flags & kFlagUnmatched)) return false;
+  if (r.kind == kKindColl && r.func < kNumNumberedFuncs) {
+    *id = OpId{OpClass::kColl, r.func, r.key, -1, -1};
+    *slot = rank;
+    return true;
+  }
+  if ((r.kind == kKindSend || r.kind == kKindRecv) && r.peer >= 0 && r.peer < n) {
+    const bool send = r.kind == kKindSend;
+    *id = OpId{OpClass::kP2p, kFuncSend, r.key, send ? rank : r.peer, send ? r.peer : rank};
+    *slot = send ? 0 : 1;
+    return true;
+  }
+  return false;
+}
+
+Op* Model::place(Comm& c, int rank, const RecordSnapshot& r, int64_t now_ns) {
+  OpId id;
+  int slot = 0;
+  if (!op_of(c, rank, r, &id, &slot)) return nullptr;
+  auto it = c.ops.find(id);
+  if (it == c.ops.end()) {
+    Op op;
+    op.id = id;
+    op.n = id.cls == OpClass::kColl ? int(c.ranks.size()) : 2;
+    op.first_seen_ns = op.last_change_ns = now_ns;
+    it = c.ops.emplace(id, std::move(op)).first;
+  }
+  OpSlot& s = it->second.add(slot);
+  s.rec = r;
+  s.lost = false;
+  s.final = is_final(r);
+  RankProgress& rp = c.ranks[rank];
+  if (is_inflight(r)) rp.inflight[r.index] = id;
+  return &it->second;
+}
+
 Op* Model::apply(Comm& c, int rank, const RecordSnapshot& r, int64_t now_ns) {
   const int n = int(c.ranks.size());
   int64_t pos = -1;
@@ -164,20 +202,9 @@ Op* Model::apply(Comm& c, int rank, const RecordSnapshot& r, int64_t now_ns) {
     pos = follow_sequence(c.ranks[rank], r);
     if (c.ranks[rank].seq_next_index != before) c.seq_stamp++;
   }
-  if (rank < 0 || rank >= n || (r.flags & kFlagUnmatched)) {
-    unmatched_++;
-    return nullptr;
-  }
   OpId id;
   int slot = 0;
-  if (r.kind == kKindColl && r.func < kNumNumberedFuncs) {
-    id = OpId{OpClass::kColl, r.func, r.key, -1, -1};
-    slot = rank;
-  } else if ((r.kind == kKindSend || r.kind == kKindRecv) && r.peer >= 0 && r.peer < n) {
-    bool send = r.kind == kKindSend;
-    id = OpId{OpClass::kP2p, kFuncSend, r.key, send ? rank : r.peer, send ? r.peer : rank};
-    slot = send ? 0 : 1;
-  } else {
+  if (!op_of(c, rank, r, &id, &slot)) {
     unmatched_++;
     return nullptr;
   }

@@ -23,6 +23,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -360,6 +361,15 @@ class Model {
   // ranks (unmatched kinds, out-of-range peers; counted in unmatched()). `now_ns` is the observer
   // clock; progress times come from the record's CPU times when it is new, else from `now_ns`.
   Op* apply(Comm& c, int rank, const shm::RecordSnapshot& r, int64_t now_ns);
+  // The operation record `r` of comm rank `rank` belongs to and its participant index; false for
+  // records scout does not match across ranks (unmatched kinds, out-of-range ranks or peers).
+  static bool op_of(const Comm& c, int rank, const shm::RecordSnapshot& r, OpId* id, int* slot);
+  // Files record `r` of comm rank `rank` under its operation as it is (the leader's job-wide wait
+  // model, built from other observers' snapshots: observer/cluster/job_waits.h): its slot and, if
+  // it is in flight, the rank's in-flight entry; none of apply()'s sequence, progress, mark and
+  // timeline bookkeeping (the snapshot carries those), no live-operation bound. Returns the
+  // operation, or nullptr for a record scout does not match.
+  Op* place(Comm& c, int rank, const shm::RecordSnapshot& r, int64_t now_ns);
   // A record of `rank` with ring index `index` was overwritten before it was final: forget it
   // as in flight (it can no longer be followed).
   void lost(Comm& c, int rank, uint64_t index);
@@ -382,7 +392,12 @@ class Model {
 
  private:
   std::vector<Proc> procs_;
-  std::map<std::pair<std::string, int>, int> proc_index_;
+  struct ProcKeyHash {
+    size_t operator()(const std::pair<std::string, int>& k) const {
+      return std::hash<std::string>()(k.first) * 31 + std::hash<int>()(k.second);
+    }
+  };
+  std::unordered_map<std::pair<std::string, int>, int, ProcKeyHash> proc_index_;  // (host, pid) -> id
   std::map<CommKey, Comm> comms_;
   uint64_t unmatched_ = 0;
 };

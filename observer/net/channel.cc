@@ -26,6 +26,9 @@ void reduce_into(uint64_t* acc, const uint64_t* in, size_t n, ReduceOp op) {
     case ReduceOp::kSum:
       for (size_t i = 0; i < n; ++i) acc[i] += in[i];
       break;
+    case ReduceOp::kOr:
+      for (size_t i = 0; i < n; ++i) acc[i] |= in[i];
+      break;
   }
 }
 
@@ -302,6 +305,32 @@ std::vector<Contribution> Channel::gather_to_leader(std::span<const uint8_t> min
     std::sort(out.begin(), out.end(), [](const Contribution& a, const Contribution& b) { return a.rank < b.rank; });
   });
   return out;
+}
+
+std::vector<uint8_t> Channel::reduce_to_leader(std::vector<uint8_t> mine, const Merge& merge) {
+  run("reduce", [&] {
+    const uint64_t tag = next_tag();
+    // Binomial tree rooted at 0 (the broadcast's): children are rank + 2^j for every 2^j below the
+    // rank's lowest set bit (all powers of two below N for the leader); the parent is rank minus
+    // that bit. Children first, smallest subtree first.
+    int mask = 1;
+    for (; mask < size_ && !(rank_ & mask); mask <<= 1) {
+      const int child = rank_ + mask;
+      if (child >= size_) continue;
+      uint64_t n = 0;
+      recv(tag | 0, child, &n, sizeof(n));
+      std::vector<uint8_t> theirs(checked_payload(n, "reduced payload"));
+      if (n > 0) recv(tag | 1, child, theirs.data(), n);
+      mine = merge(std::move(mine), std::move(theirs));
+    }
+    if (rank_ == 0) return;
+    const int parent = rank_ - mask;
+    const uint64_t n = mine.size();
+    send(tag | 0, parent, &n, sizeof(n));
+    if (n > 0) send(tag | 1, parent, mine.data(), n);
+    mine.clear();
+  });
+  return mine;
 }
 
 void Channel::exchange(int peer, std::span<const uint8_t> out, std::span<uint8_t> in) {

@@ -18,6 +18,10 @@
 //   gather_to_leader  only endpoints with a non-empty payload send (2 messages: size, payload);
 //               the leader receives 2 messages per contributor. Preceded by a one-word allreduce
 //               unless the caller passes the contributor count it already knows.
+//   reduce_to_leader  binomial tree to the leader: every endpoint merges its children's payloads
+//               into its own and sends the result to its parent (a size word, then the payload
+//               unless empty): 1-2 messages sent per endpoint, 2 received per child (at most
+//               ceil(log2 N), the leader's count); bytes = what the caller's merge keeps.
 //   allgather   sizes by a N-word allreduce, then a ring: N-1 steps; bytes received = sum of
 //               the others' payloads. O(N) by nature: not used in the per-interval path.
 // Wire bytes: Gloo's TCP transport frames every message with three 48-byte preambles (sender:
@@ -33,6 +37,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <span>
 #include <stdexcept>
@@ -86,7 +91,7 @@ class RendezvousUnreachable : public ChannelError {
   using ChannelError::ChannelError;
 };
 
-enum class ReduceOp { kMin, kMax, kSum };
+enum class ReduceOp { kMin, kMax, kSum, kOr };  // kOr: bitwise
 
 // One endpoint's payload as the leader received it.
 struct Contribution {
@@ -123,6 +128,13 @@ class Channel {
   // is the number of endpoints with a non-empty payload, already known to everyone (saves the
   // counting allreduce); a wrong count is a protocol error (ChannelError on the leader).
   std::vector<Contribution> gather_to_leader(std::span<const uint8_t> mine, int contributors = -1);
+
+  // Combines two payloads into one (reduce_to_leader): associative; may drop what it cannot read.
+  using Merge = std::function<std::vector<uint8_t>(std::vector<uint8_t> mine, std::vector<uint8_t> child)>;
+  // On the leader: every endpoint's payload merged with `merge` up a binomial tree (each endpoint
+  // merges its children's into its own, in increasing child rank, then sends to its parent).
+  // Elsewhere: empty. Cost: see the header comment.
+  std::vector<uint8_t> reduce_to_leader(std::vector<uint8_t> mine, const Merge& merge);
 
   // Point-to-point round trip used by clock synchronisation: sends `out` to `peer` and receives
   // `in.size()` bytes from it; both sides call it, each naming the other. The receive is posted

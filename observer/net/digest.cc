@@ -12,6 +12,7 @@
 #include <xxhash.h>
 
 #include "observer/net/wait_filter.h"
+#include "observer/net/wait_summary.h"
 
 namespace scout::net {
 
@@ -173,7 +174,7 @@ DigestExchange::DigestExchange(Channel* ch, Judge* judge, const DigestConfig& cf
         "observer network: digest slots and range must be positive, the drill-down split at least 2");
   }
   config_key_ =
-      hash_words({5 /* protocol version */, uint64_t(cfg_.stream_slots), uint64_t(cfg_.timing_slots),
+      hash_words({6 /* protocol version */, uint64_t(cfg_.stream_slots), uint64_t(cfg_.timing_slots),
                   uint64_t(cfg_.timing_ops), cfg_.max_range_ops, uint64_t(cfg_.stall_ns),
                   uint64_t(cfg_.drill_repeat_rounds), uint64_t(cfg_.drill_split), uint64_t(cfg_.max_narrow_parts),
                   uint64_t(cfg_.wait_buckets)},
@@ -553,8 +554,7 @@ void DigestExchange::update_partitions(size_t occupied) {
 }
 
 NodeReport DigestExchange::node_report(LocalView& local, const ClockEstimate& clock,
-                                       const std::vector<obs::Finding>& node_findings, const std::vector<Drill>& drills,
-                                       WaitSnapshot waits) {
+                                       const std::vector<obs::Finding>& node_findings, const std::vector<Drill>& drills) {
   NodeReport rep;
   std::set<int> mentioned;
   if (!ch_->is_leader()) {
@@ -599,8 +599,6 @@ NodeReport DigestExchange::node_report(LocalView& local, const ClockEstimate& cl
     }
     rep.digests.push_back(std::move(d));
   }
-  rep.waits = std::move(waits);
-  shift_times(&rep.waits, clock.offset_ns);
   for (int gr : mentioned) rep.identities.push_back(local.identity(gr));
   return rep;
 }
@@ -609,13 +607,34 @@ WaitSnapshot DigestExchange::narrowed_waits(LocalView& local) {
   WaitSnapshot w = local.wait_snapshot();
   std::vector<uint64_t> buckets(size_t(cfg_.wait_buckets), 0);
   mark_waited(w, &buckets);
-  ch_->allreduce(buckets, ReduceOp::kMax);
+  ch_->allreduce(buckets, ReduceOp::kOr);
   keep_waited(buckets, &w);
   return w;
 }
 
+void DigestExchange::gather_waits(LocalView& local, const ClockEstimate& clock, RoundResult* res) {
+  WaitSnapshot w = narrowed_waits(local);
+  shift_times(&w, clock.offset_ns);
+  const WaitSummary mine = summarize(w);
+  int bad = 0;
+  std::string first;
+  const std::vector<uint8_t> all = ch_->reduce_to_leader(
+      mine.empty() ? std::vector<uint8_t>{} : encode_summary(mine),
+      [&](std::vector<uint8_t> a, std::vector<uint8_t> b) { return merge_encoded(std::move(a), std::move(b), &bad, &first); });
+  if (!ch_->is_leader()) return;
+  if (bad > 0) {
+    if (res->bad_reports == 0) res->bad_report_error = "wait summary: " + first;
+    res->bad_reports += bad;
+  }
+  WaitSummary job;
+  std::string why;
+  if (all.empty() || !decode_summary(all, &job, &why) || job.empty() || !judge_) return;
+  res->waits_members = job.members();
+  for (obs::Finding& f : judge_->judge_waits(job, res->round_time_ns)) res->decided.push_back(std::move(f));
+}
+
 void DigestExchange::exchange_reports(const NodeReport& rep, RoundResult* res) {
-  const bool empty = rep.findings.empty() && rep.digests.empty() && rep.waits.empty();
+  const bool empty = rep.findings.empty() && rep.digests.empty();
   const std::vector<uint8_t> bytes = empty ? std::vector<uint8_t>{} : encode_report(rep);
   std::vector<Contribution> got = ch_->gather_to_leader(bytes);
   res->gathered = true;
@@ -628,9 +647,6 @@ void DigestExchange::exchange_reports(const NodeReport& rep, RoundResult* res) {
   for (const DigestDrill& d : in.digests) {
     for (obs::Finding& f : judge_->judge_digest(d, in.identities, res->round_time_ns))
       res->decided.push_back(std::move(f));
-  }
-  if (!in.waits.empty()) {
-    for (obs::Finding& f : judge_->judge_waits(in.waits, res->round_time_ns)) res->decided.push_back(std::move(f));
   }
 }
 
@@ -686,9 +702,10 @@ RoundResult DigestExchange::round(LocalView& local, int64_t now_ns, const ClockE
 
   // ---- drill-down and findings to the leader
   res.waits_gathered = waits_wanted;
-  if (any_findings || any_disagreement || waits_wanted) {
-    WaitSnapshot waits = waits_wanted ? narrowed_waits(local) : WaitSnapshot{};
-    exchange_reports(node_report(local, clock, node_findings, drills, std::move(waits)), &res);
+  if (any_findings || any_disagreement) exchange_reports(node_report(local, clock, node_findings, drills), &res);
+  if (waits_wanted) {
+    gather_waits(local, clock, &res);
+    res.gathered = true;
   }
   if (ch_->is_leader() && judge_ && !res.stalled_anywhere) {
     for (obs::Finding& f : judge_->all_clear(res.round_time_ns)) res.decided.push_back(std::move(f));

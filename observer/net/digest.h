@@ -119,6 +119,7 @@ struct RoundResult {
   uint64_t partitions = 1;      // P for the next round
   bool gathered = false;        // a drill-down / findings gather ran
   bool waits_gathered = false;  // ... and it carried wait snapshots (a hang drill-down)
+  uint64_t waits_members = 0;   // leader: members in the job's wait summary of this round
   std::vector<CrossNodeTiming> timings;
   std::vector<StalledStream> stalls;  // streams stalled as of this round (drilled for waits)
   // Leader only (leader clock): findings other nodes sent ...
@@ -129,7 +130,7 @@ struct RoundResult {
   int narrowing_rounds = 0;       // allreduces that narrowed disagreeing ranges (narrow())
   int ops_drilled = 0;            // operations this node sent records of for digest drill-downs
   uint64_t ops_not_drilled = 0;   // operations of disagreeing ranges left out by max_narrow_parts
-  int bad_reports = 0;            // leader: node messages that did not decode (counted, skipped)
+  int bad_reports = 0;            // leader: node messages (reports, wait summaries) that did not decode (skipped)
   std::string bad_report_error;   // the first such error
 };
 
@@ -216,9 +217,12 @@ class DigestExchange {
   // On every node when a hang drill-down is asked for: this node's wait snapshot, narrowed to the
   // communicators some node waits in (one MAX allreduce of wait_buckets words; wait_filter.h).
   WaitSnapshot narrowed_waits(LocalView& local);
-  // This node's findings, digest drill-downs and wait snapshot for the leader (leader clock).
+  // This node's findings and digest drill-downs for the leader (leader clock).
   NodeReport node_report(LocalView& local, const ClockEstimate& clock, const std::vector<obs::Finding>& node_findings,
-                         const std::vector<Drill>& drills, WaitSnapshot waits);
+                         const std::vector<Drill>& drills);
+  // A hang drill-down (every node): this node's narrowed wait snapshot, summarized and merged up
+  // the channel's tree (wait_summary.h); on the leader, the job's summary expanded and judged.
+  void gather_waits(LocalView& local, const ClockEstimate& clock, RoundResult* res);
   // Gathers the reports on the leader and judges them there.
   void exchange_reports(const NodeReport& rep, RoundResult* res);
 

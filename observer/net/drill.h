@@ -1,8 +1,8 @@
 // Drill-down: what a node sends the leader when the digests say something is wrong, and what the
 // leader hands its Judge (docs/observer-network.md, "Drill-down"). One message per node per round
-// at most, carrying: new or updated findings of the node, the records of every operation of each
-// disagreeing stream it contributed to, and, when a hang drill-down is asked for, a snapshot of
-// what its ranks wait in.
+// at most, carrying: new or updated findings of the node and the records of the operations of each
+// disagreeing stream that differ. What the ranks wait in (a hang drill-down) travels separately,
+// merged on its way to the leader (observer/net/wait_summary.h).
 #pragma once
 
 #include <cstdint>
@@ -17,6 +17,8 @@
 #include "observer/net/local_view.h"
 
 namespace scout::net {
+
+struct WaitSummary;
 
 // Records of one operation on one node for a disagreeing stream. When every local rank agreed
 // (same metadata hash and receive fingerprint), one record stands for all of them (`agree`),
@@ -52,7 +54,6 @@ struct NodeReport {
   int node = -1;  // filled by the leader from the sender
   std::vector<obs::Finding> findings;
   std::vector<NodeStreamOps> digests;
-  WaitSnapshot waits;  // empty unless a hang drill-down was asked for
   std::vector<RankIdentity> identities;
 };
 
@@ -73,7 +74,8 @@ struct DigestDrill {
   uint64_t from = 0, to = 0;
   std::map<uint64_t, std::vector<RankVote>> votes;  // by seqNumber
 };
-// One node's wait snapshot as the leader received it.
+// The ranks' waits as the leader judges them: one node's snapshot (node-rank `node`), or the whole
+// job's, expanded from the merged wait summary (node -1).
 struct NodeWaits {
   int node = -1;
   WaitSnapshot waits;
@@ -83,11 +85,10 @@ struct NodeWaits {
 using Identities = std::map<int, RankIdentity>;
 
 // What the leader received in one round, merged: node findings, one DigestDrill per (stream,
-// range) with every node's records, the wait snapshots, identities of the ranks mentioned.
+// range) with every node's records, identities of the ranks mentioned.
 struct LeaderInbox {
   std::vector<obs::Finding> findings;
   std::vector<DigestDrill> digests;
-  std::vector<NodeWaits> waits;
   Identities identities;
   int bad_reports = 0;      // contributions that did not decode (skipped)
   std::string first_error;  // "node-rank K: why" of the first one
@@ -102,9 +103,9 @@ class Judge {
   virtual ~Judge() = default;
   // Consensus over the records of a disagreeing stream (desync, sdc). `now_ns`: leader clock.
   virtual std::vector<obs::Finding> judge_digest(const DigestDrill& d, const Identities& ids, int64_t now_ns) = 0;
-  // Job-wide wait-for analysis over the snapshots of every node (hang, deadlock, crash);
-  // returns new, updated and closed findings.
-  virtual std::vector<obs::Finding> judge_waits(const std::vector<NodeWaits>& waits, int64_t now_ns) = 0;
+  // Job-wide wait-for analysis over the job's wait summary (every node's snapshot merged,
+  // observer/net/wait_summary.h; hang, deadlock, crash); returns new, updated and closed findings.
+  virtual std::vector<obs::Finding> judge_waits(const WaitSummary& job, int64_t now_ns) = 0;
   // No observer reports a stalled communicator any more: close what judge_waits holds open.
   virtual std::vector<obs::Finding> all_clear(int64_t now_ns) = 0;
   // When (leader clock, ns) the judge wants the nodes' wait snapshots again: a communicator ranks

@@ -1,5 +1,6 @@
 #include "observer/net/wait_filter.h"
 
+#include <array>
 #include <utility>
 
 #define XXH_INLINE_ALL
@@ -9,12 +10,19 @@ namespace scout::net {
 
 namespace {
 
-// The two buckets of a communicator.
-std::pair<size_t, size_t> buckets_of(const CommWaitView& c, size_t n) {
+constexpr int kBitsPerComm = 3;
+
+// The bits of a communicator among the 64 x n bits of the vector (double hashing of one XXH64).
+std::array<size_t, kBitsPerComm> bits_of(const CommWaitView& c, size_t n) {
   const uint64_t words[2] = {c.comm_hash, uint64_t(uint32_t(c.nranks))};
   const uint64_t h = XXH64(words, sizeof(words), 0x3a17);
-  return {size_t(h % n), size_t((h >> 32) % n)};
+  const uint64_t m = 64 * uint64_t(n), a = h % m, b = ((h >> 32) | 1) % m;
+  std::array<size_t, kBitsPerComm> out;
+  for (int i = 0; i < kBitsPerComm; ++i) out[size_t(i)] = size_t((a + uint64_t(i) * b) % m);
+  return out;
 }
+
+bool marked(const std::vector<uint64_t>& v, size_t bit) { return (v[bit / 64] >> (bit % 64)) & 1; }
 
 }  // namespace
 
@@ -32,9 +40,7 @@ void mark_waited(const WaitSnapshot& w, std::vector<uint64_t>* buckets) {
   if (buckets->empty()) return;
   for (const CommWaitView& c : w.comms) {
     if (!waits_in(c)) continue;
-    const auto [a, b] = buckets_of(c, buckets->size());
-    (*buckets)[a] = 1;
-    (*buckets)[b] = 1;
+    for (size_t bit : bits_of(c, buckets->size())) (*buckets)[bit / 64] |= uint64_t(1) << (bit % 64);
   }
 }
 
@@ -43,8 +49,9 @@ void keep_waited(const std::vector<uint64_t>& buckets, WaitSnapshot* w) {
   std::vector<CommWaitView> kept;
   std::vector<bool> named(w->procs.size(), false);
   for (CommWaitView& c : w->comms) {
-    const auto [a, b] = buckets_of(c, buckets.size());
-    if (!buckets[a] || !buckets[b]) continue;
+    bool all = true;
+    for (size_t bit : bits_of(c, buckets.size())) all = all && marked(buckets, bit);
+    if (!all) continue;
     for (const MemberView& m : c.members) {
       if (m.proc >= 0 && m.proc < int(named.size())) named[size_t(m.proc)] = true;
     }

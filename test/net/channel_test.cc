@@ -30,6 +30,7 @@ std::vector<uint64_t> expected(int n, size_t len, uint64_t seed, ReduceOp op) {
     for (size_t i = 0; i < len; ++i) {
       acc[i] = op == ReduceOp::kMin   ? std::min(acc[i], v[i])
                : op == ReduceOp::kMax ? std::max(acc[i], v[i])
+               : op == ReduceOp::kOr  ? acc[i] | v[i]
                                       : acc[i] + v[i];
     }
   }
@@ -39,7 +40,7 @@ std::vector<uint64_t> expected(int n, size_t len, uint64_t seed, ReduceOp op) {
 TEST(Channel, AllreduceMatchesSerialReductionForAnySizeAndLength) {
   for (int n : {1, 2, 3, 4, 5, 6, 7, 8, 13, 16}) {
     for (size_t len : {size_t(1), size_t(3), size_t(17), size_t(100)}) {
-      for (ReduceOp op : {ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kSum}) {
+      for (ReduceOp op : {ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kSum, ReduceOp::kOr}) {
         InprocNetwork net(n);
         const uint64_t seed = n * 131 + len;
         const auto want = expected(n, len, seed, op);
@@ -194,6 +195,44 @@ TEST(Channel, GatherToLeaderMovesOnlyNonEmptyPayloads) {
   EXPECT_EQ(t[0].payload_received, 8u + 103u + 8u + 106u);
   EXPECT_EQ(t[3].messages_sent, 2u);
   for (int r : {1, 2, 4, 5, 7}) EXPECT_EQ(t[r].messages_sent, 0u) << r;
+}
+
+// reduce_to_leader: every endpoint's payload reaches the leader through the binomial tree, merged
+// in increasing child rank (here concatenated); an endpoint sends a size word and, unless empty,
+// its merged payload to its parent; the leader receives 2 messages per child, ceil(log2 N) children.
+TEST(Channel, ReduceToLeaderMergesEveryPayloadUpTheTree) {
+  for (int n : {1, 2, 3, 5, 8, 13, 16}) {
+    InprocNetwork net(n);
+    std::vector<uint8_t> at_leader;
+    std::vector<Traffic> t(static_cast<size_t>(n));
+    auto errors = run_endpoints(net, [&](Channel& ch) {
+      std::vector<uint8_t> mine;
+      if (ch.rank() % 3 != 2) mine.push_back(uint8_t(ch.rank()));  // every third sends nothing
+      auto got = ch.reduce_to_leader(mine, [](std::vector<uint8_t> a, std::vector<uint8_t> b) {
+        a.insert(a.end(), b.begin(), b.end());
+        return a;
+      });
+      if (ch.is_leader()) {
+        at_leader = got;
+      } else {
+        EXPECT_TRUE(got.empty());
+      }
+      t[size_t(ch.rank())] = ch.traffic();
+    });
+    std::string err;
+    ASSERT_TRUE(all_ok(errors, &err)) << err;
+    std::vector<uint8_t> want;
+    for (int r = 0; r < n; ++r) {
+      if (r % 3 != 2) want.push_back(uint8_t(r));
+    }
+    std::sort(at_leader.begin(), at_leader.end());
+    EXPECT_EQ(at_leader, want) << "n=" << n;
+    int children = 0;
+    for (int d = 1; d < n; d *= 2) ++children;
+    EXPECT_LE(t[0].messages_received, uint64_t(2 * children)) << "n=" << n;
+    EXPECT_EQ(t[0].messages_sent, 0u);
+    for (int r = 1; r < n; ++r) EXPECT_LE(t[size_t(r)].messages_sent, 2u) << "n=" << n << " rank " << r;
+  }
 }
 
 // A peer whose every message is a size word announcing `announced` bytes (a malformed or hostile

@@ -138,7 +138,7 @@ TEST(StallWatch, AColdCommunicatorWaitsTenSecondsOrTheHangTimeoutIfShorter) {
 constexpr uint64_t kDp = 0xd0;
 constexpr int kAr = shm::kFuncAllReduce;
 
-std::vector<net::NodeWaits> stopped(int64_t progress, uint64_t seq, obs::StallRule node0, obs::StallRule node1) {
+net::WaitSummary stopped(int64_t progress, uint64_t seq, obs::StallRule node0, obs::StallRule node1) {
   net::NodeWaits n0, n1;
   n0.node = 0;
   n1.node = 1;
@@ -170,7 +170,7 @@ std::vector<net::NodeWaits> stopped(int64_t progress, uint64_t seq, obs::StallRu
   r1.last_completed = {true, 0, uint8_t(kAr), seq - 1, -1, -1, progress - kMs};
   c1.members.push_back(r1);
   n1.waits.comms.push_back(c1);
-  return {n0, n1};
+  return net::summarize(std::vector<net::NodeWaits>{n0, n1});  // as the channel's tree merges them
 }
 
 obs::HangConfig leader_config() { return obs::HangConfig{60 * kSec, kSec, true, true}; }
@@ -204,8 +204,9 @@ TEST(CrossNodeStall, TheLeaderJudgesByTheLargestNodeThresholdAndAsksAgainWhenItP
 TEST(CrossNodeStall, AGivenClockReplacesTheLearnedOneInTheHangDetector) {
   obs::HangDetector hang(leader_config());
   const int64_t p = kT0 + 100 * kSec;
-  obs::Model m;
-  obs::merge_waits(stopped(p, 5, {}, {}), p + 4 * kSec, &m);
+  obs::JobWaits job;
+  job.update(stopped(p, 5, {}, {}), p + 4 * kSec);
+  const obs::Model& m = job.model();
   obs::FindingBoard board;
   hang.pass(m, p + 4 * kSec, board);
   EXPECT_EQ(hang.threshold_ns({kDp, 2}), 10 * kSec);  // its own clock has no gaps: cold

@@ -2,8 +2,8 @@
 // (docs/observer.md, "Memory"): the observer of the last node of the scaling scenario
 // (test/support/scale_run.h: its 8 ranks' segments, its Model, store, NodeView and StallWatch),
 // driven through a healthy phase, the sdc on one of its ranks and the hang behind another, taking a
-// hang drill-down's wait snapshot and encoding its NodeReport every round of the hang phase as the
-// network would. Its peak heap in a 131,072-rank job (16,384 nodes) and in a 1,024-rank job (128
+// hang drill-down's wait snapshot and encoding its wait summary every round of the hang phase as
+// the network would. Its peak heap in a 131,072-rank job (16,384 nodes) and in a 1,024-rank job (128
 // nodes) differ by at most 4 MiB: per-rank state is kept for the node's own ranks, not for every
 // rank of the communicators they belong to (the world communicator has 131,072 ranks, each DP
 // communicator 4,096).
@@ -13,7 +13,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "observer/net/drill.h"
+#include "observer/net/wait_summary.h"
 #include "test/support/scale_run.h"
 #include "test/support/tmpdir.h"
 
@@ -51,10 +51,9 @@ NodeRun run_last_node(int nodes) {
     for (int k = 0; k < s.passes(); ++k) {
       node.pass(ScaleScenario::pass_time(k));
       if (ScaleScenario::has_round(k) && std::string(s.phase_of(k)) == "hang") {
-        net::NodeReport rep;
-        rep.waits = node.view().wait_snapshot();
-        out.comms = std::max(out.comms, rep.waits.comms.size());
-        out.report_bytes = std::max(out.report_bytes, net::encode_report(rep).size());
+        const net::WaitSnapshot w = node.view().wait_snapshot();
+        out.comms = std::max(out.comms, w.comms.size());
+        out.report_bytes = std::max(out.report_bytes, net::encode_summary(net::summarize(w)).size());
       }
       const size_t now = heap_bytes();
       if (now > base) out.peak = std::max(out.peak, now - base);

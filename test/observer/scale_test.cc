@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <memory>
 #include <set>
 #include <thread>
@@ -23,6 +24,7 @@
 #include "observer/net/digest.h"
 #include "observer/net/inproc_channel.h"
 #include "observer/net/wait_filter.h"
+#include "observer/net/wait_summary.h"
 #include "observer/store/reader.h"
 #include "observer/store/writer.h"
 #include "test/support/net_workload.h"
@@ -496,12 +498,14 @@ TEST(WaitFilter, OnlyCommunicatorsSomeNodeWaitsInTravelWithTheProcessesTheyName)
   EXPECT_TRUE(net::waits_in(w[0].waits.comms[0]));   // rank 0 runs AllReduce #5
   EXPECT_FALSE(net::waits_in(w[1].waits.comms[0]));  // tp: nothing issued
   EXPECT_FALSE(net::waits_in(w[1].waits.comms[1]));  // rank 1 never entered #5
-  // The MAX allreduce of both nodes' marks: node 0 marked dp, node 1 nothing.
+  // The OR allreduce of both nodes' marks: node 0 set dp's three bits, node 1 nothing.
   std::vector<uint64_t> buckets(64, 0), none(64, 0);
   net::mark_waited(w[0].waits, &buckets);
   net::mark_waited(w[1].waits, &none);
-  EXPECT_EQ(std::count(buckets.begin(), buckets.end(), 1u), 2);
-  EXPECT_EQ(std::count(none.begin(), none.end(), 1u), 0);
+  int bits = 0;
+  for (uint64_t x : buckets) bits += std::popcount(x);
+  EXPECT_EQ(bits, 3);
+  EXPECT_EQ(std::count(none.begin(), none.end(), 0u), 64);
   // Node 1 keeps dp (its idle rank 1 is what node 0 waits for), drops tp and process 7.
   net::keep_waited(buckets, &w[1].waits);
   ASSERT_EQ(w[1].waits.comms.size(), 1u);
@@ -512,28 +516,29 @@ TEST(WaitFilter, OnlyCommunicatorsSomeNodeWaitsInTravelWithTheProcessesTheyName)
   // The job-wide analysis on what travelled names rank 1.
   obs::CoreJudge judge(obs::HangConfig{kSec, kSec, true});
   net::keep_waited(buckets, &w[0].waits);
-  const std::vector<obs::Finding> got = judge.judge_waits(w, kT0 + 5 * kSec);
+  const std::vector<obs::Finding> got = judge.judge_waits(net::summarize(w), kT0 + 5 * kSec);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(describe_finding(got[0]), "hang attributed open [dp AllReduce #5] suspects 1");
 }
 
 TEST(WaitFilter, ARepeatedDrillDownWithUnchangedWaitsRefreshesTheHangWithoutANewAnalysis) {
   obs::CoreJudge judge(obs::HangConfig{kSec, kSec, true});
-  std::vector<obs::Finding> got = judge.judge_waits(two_node_hang(), kT0 + 5 * kSec);
+  std::vector<obs::Finding> got = judge.judge_waits(net::summarize(two_node_hang()), kT0 + 5 * kSec);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].evidence["stalled_ms"], 5000);
   // Ten rounds later, the same waits (times aside): the same finding, seen again, its evidence
-  // as the last analysis found it.
+  // as the last analysis found it but for how long the stall has lasted now.
   std::vector<net::NodeWaits> later = two_node_hang();
   later[0].waits.procs[0].last_event_ns = kT0 + 14 * kSec;
-  got = judge.judge_waits(later, kT0 + 15 * kSec);
+  got = judge.judge_waits(net::summarize(later), kT0 + 15 * kSec);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_TRUE(got[0].open);
   EXPECT_EQ(got[0].last_seen_ns, kT0 + 15 * kSec);
-  EXPECT_EQ(got[0].evidence["stalled_ms"], 5000);
+  EXPECT_EQ(got[0].evidence["stalled_ms"], 15000);
+  EXPECT_EQ(got[0].evidence["last_progress_ns"], kT0);
   EXPECT_EQ(describe_finding(got[0]), "hang attributed open [dp AllReduce #5] suspects 1");
   // Rank 0 completed #5 at kT0 + 20 s (its counters moved): analysed again, the hang closes.
-  got = judge.judge_waits(two_node_hang(6), kT0 + 25 * kSec);
+  got = judge.judge_waits(net::summarize(two_node_hang(6)), kT0 + 25 * kSec);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_FALSE(got[0].open);
 }

@@ -1,0 +1,400 @@
+#include "observer/net/wait_summary.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <map>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+
+#include "observer/model/limits.h"
+#include "observer/net/wire.h"
+#include "observer/net/wire_fields.h"
+
+namespace scout::net {
+
+namespace {
+
+using namespace wire;
+
+constexpr uint8_t kSummaryVersion = 1;
+
+int64_t run_end(const RankRun& r) { return int64_t(r.comm_rank) + r.count; }
+
+// What makes two members interchangeable (MemberGroup): their state without comm rank, process,
+// times and ring indexes, as bytes.
+std::string state_key(const MemberView& m, uint8_t proc_state) {
+  WireWriter w;
+  w.u8(proc_state);
+  MemberView k = m;
+  k.init_ns = 0;
+  for (MarkView* mk : {&k.last_enqueued, &k.last_started, &k.last_completed}) mk->ns = 0;
+  member_fields(w, k);
+  w.var(k.records.size());
+  for (shm::RecordSnapshot r : k.records) {
+    r.index = 0;
+    r.api_ns = r.launch_ns = r.enqueue_ns = r.gpu_start_ns = r.gpu_end_ns = r.complete_ns = 0;
+    record_fields(w, r);
+  }
+  const std::vector<uint8_t>& b = w.bytes();
+  return std::string(b.begin(), b.end());
+}
+
+// Whether `b` (after `a` in comm rank order) continues run `a`; if so, extends `a`.
+bool extend(RankRun& a, const RankRun& b) {
+  if (b.comm_rank != run_end(a)) return false;
+  const int64_t step = int64_t(b.global_rank) - a.global_rank;  // from a's first member to b's first
+  if (a.count == 1) {
+    if (step == 0 || (b.count > 1 && int64_t(b.stride) != step)) return false;
+    a.stride = int32_t(step);
+  } else if (int64_t(b.global_rank) != int64_t(a.global_rank) + int64_t(a.count) * a.stride ||
+             (b.count > 1 && b.stride != a.stride)) {
+    return false;
+  }
+  a.count += b.count;
+  return true;
+}
+
+// Sorts, drops comm ranks claimed twice (the first claim stays) and coalesces runs.
+std::vector<RankRun> normalize(std::vector<RankRun> runs) {
+  std::stable_sort(runs.begin(), runs.end(), [](const RankRun& a, const RankRun& b) { return a.comm_rank < b.comm_rank; });
+  std::vector<RankRun> out;
+  for (RankRun r : runs) {
+    if (r.count == 1) r.stride = 1;
+    if (!out.empty() && r.comm_rank < run_end(out.back())) {
+      const int64_t skip = run_end(out.back()) - r.comm_rank;
+      if (skip >= r.count) continue;
+      r.global_rank = int32_t(r.global_rank + skip * r.stride);
+      r.comm_rank = int32_t(r.comm_rank + skip);
+      r.count = int32_t(r.count - skip);
+      if (r.count == 1) r.stride = 1;
+    }
+    if (out.empty() || !extend(out.back(), r)) out.push_back(r);
+  }
+  return out;
+}
+
+uint32_t members_of(const std::vector<RankRun>& runs) {
+  uint64_t n = 0;
+  for (const RankRun& r : runs) n += uint64_t(r.count);
+  return uint32_t(n);
+}
+
+// (comm rank, global rank) of every member of `runs`, in order.
+std::vector<std::pair<int, int>> ranks_of(const std::vector<RankRun>& runs) {
+  std::vector<std::pair<int, int>> out;
+  for (const RankRun& r : runs) {
+    for (int32_t i = 0; i < r.count; ++i) out.emplace_back(r.comm_rank + i, int(int64_t(r.global_rank) + int64_t(i) * r.stride));
+  }
+  return out;
+}
+
+// Adds group `b` (same state) to `a`.
+void merge_group(MemberGroup& a, MemberGroup b) {
+  std::vector<std::pair<int, ProcView>> ids;  // by comm rank, while both carry identities
+  const bool keep_ids = !a.identities.empty() && !b.identities.empty() && a.count + b.count <= kIdentifiedMembers;
+  if (keep_ids) {
+    for (const MemberGroup* g : {&a, &b}) {
+      const auto rk = ranks_of(g->runs);
+      for (size_t i = 0; i < rk.size() && i < g->identities.size(); ++i) ids.emplace_back(rk[i].first, g->identities[i]);
+    }
+  }
+  std::vector<RankRun> runs = a.runs;
+  runs.insert(runs.end(), b.runs.begin(), b.runs.end());
+  a.runs = normalize(std::move(runs));
+  a.count = members_of(a.runs);
+  a.identities.clear();
+  if (keep_ids) {
+    std::stable_sort(ids.begin(), ids.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    int last = -1;
+    for (auto& [cr, id] : ids) {
+      if (cr == last) continue;  // claimed twice: the first stays (as in the runs)
+      last = cr;
+      a.identities.push_back(std::move(id));
+    }
+    if (a.identities.size() != a.count) a.identities.clear();
+  }
+}
+
+void merge_comm(CommSummary& a, CommSummary b) {
+  CommWaitView& x = a.comm;
+  const CommWaitView& y = b.comm;
+  x.last_progress_ns = std::max(x.last_progress_ns, y.last_progress_ns);
+  if (y.stall_threshold_ns > x.stall_threshold_ns) {
+    x.stall_threshold_ns = y.stall_threshold_ns;
+    x.stall_gaps = y.stall_gaps;
+    x.stall_p99_ns = y.stall_p99_ns;
+  }
+  if (x.name.empty()) x.name = y.name;
+  if (x.nnodes == 0) x.nnodes = y.nnodes;
+  std::unordered_map<std::string, size_t> by_state;
+  for (size_t i = 0; i < a.groups.size(); ++i) by_state.emplace(state_key(a.groups[i].state, a.groups[i].proc_state), i);
+  for (MemberGroup& g : b.groups) {
+    auto it = by_state.find(state_key(g.state, g.proc_state));
+    if (it == by_state.end()) {
+      by_state.emplace(state_key(g.state, g.proc_state), a.groups.size());
+      a.groups.push_back(std::move(g));
+    } else {
+      merge_group(a.groups[it->second], std::move(g));
+    }
+  }
+  // A comm rank in two groups (a hostile or inconsistent summary) is expanded once: expand()
+  // keeps the first group's claim.
+}
+
+bool comm_less(const CommSummary& a, const CommSummary& b) {
+  return std::tie(a.comm.comm_hash, a.comm.nranks) < std::tie(b.comm.comm_hash, b.comm.nranks);
+}
+
+}  // namespace
+
+std::string state_key(const MemberGroup& g) { return state_key(g.state, g.proc_state); }
+
+WaitSummary summarize(const std::vector<NodeWaits>& nodes) {
+  WaitSummary all;
+  for (const NodeWaits& n : nodes) merge(all, summarize(n.waits));
+  return all;
+}
+
+uint64_t WaitSummary::members() const {
+  uint64_t n = 0;
+  for (const CommSummary& c : comms) {
+    for (const MemberGroup& g : c.groups) n += g.count;
+  }
+  return n;
+}
+
+WaitSummary summarize(const WaitSnapshot& w) {
+  WaitSummary s;
+  for (const CommWaitView& c : w.comms) {
+    CommSummary cs;
+    cs.comm = c;
+    cs.comm.members.clear();
+    std::unordered_map<std::string, size_t> by_state;
+    std::vector<MemberView> members = c.members;
+    std::sort(members.begin(), members.end(), [](const MemberView& a, const MemberView& b) { return a.comm_rank < b.comm_rank; });
+    for (const MemberView& m : members) {
+      if (m.proc < 0 || m.proc >= int(w.procs.size())) continue;
+      const ProcView& p = w.procs[size_t(m.proc)];
+      const std::string key = state_key(m, p.state);
+      auto [it, added] = by_state.try_emplace(key, cs.groups.size());
+      if (added) {
+        MemberGroup g;
+        g.state = m;
+        g.state.comm_rank = -1;
+        g.state.proc = -1;
+        g.proc_state = p.state;
+        g.last_event_ns = p.last_event_ns;
+        g.gone_ns = p.gone_ns;
+        cs.groups.push_back(std::move(g));
+      }
+      MemberGroup& g = cs.groups[it->second];
+      g.runs.push_back(RankRun{m.comm_rank, p.global_rank, 1, 1});
+      g.identities.push_back(p);
+    }
+    for (MemberGroup& g : cs.groups) {
+      g.runs = normalize(std::move(g.runs));
+      g.count = members_of(g.runs);
+      if (g.count > kIdentifiedMembers || g.identities.size() != g.count) g.identities.clear();
+    }
+    s.comms.push_back(std::move(cs));
+  }
+  std::sort(s.comms.begin(), s.comms.end(), comm_less);
+  return s;
+}
+
+void merge(WaitSummary& a, WaitSummary b) {
+  std::vector<CommSummary> out;
+  out.reserve(a.comms.size() + b.comms.size());
+  size_t i = 0, j = 0;
+  while (i < a.comms.size() || j < b.comms.size()) {
+    if (j == b.comms.size() || (i < a.comms.size() && comm_less(a.comms[i], b.comms[j]))) {
+      out.push_back(std::move(a.comms[i++]));
+    } else if (i == a.comms.size() || comm_less(b.comms[j], a.comms[i])) {
+      out.push_back(std::move(b.comms[j++]));
+    } else {
+      merge_comm(a.comms[i], std::move(b.comms[j++]));
+      out.push_back(std::move(a.comms[i++]));
+    }
+  }
+  a.comms = std::move(out);
+}
+
+WaitSnapshot expand(const WaitSummary& s) {
+  WaitSnapshot w;
+  std::unordered_map<int, int> proc_of;  // global rank (known ones) -> index into w.procs
+  std::vector<bool> identified;
+  int unknown = 0;  // members whose global rank no node knew: one process each
+  for (const CommSummary& cs : s.comms) {
+    CommWaitView c = cs.comm;
+    c.members.clear();
+    std::vector<char> taken(size_t(std::max(c.nranks, 0)), 0);
+    for (const MemberGroup& g : cs.groups) {
+      size_t k = 0;  // member index in run order (identities)
+      for (const RankRun& r : g.runs) {
+        for (int32_t i = 0; i < r.count; ++i, ++k) {
+          const int cr = r.comm_rank + i;
+          if (cr < 0 || cr >= c.nranks || taken[size_t(cr)]) continue;  // claimed by an earlier group
+          taken[size_t(cr)] = 1;
+          const int gr = int(int64_t(r.global_rank) + int64_t(i) * r.stride);
+          const bool has_id = k < g.identities.size();
+          auto [it, added] = gr >= 0 ? proc_of.try_emplace(gr, int(w.procs.size()))
+                                     : std::make_pair(proc_of.end(), true);
+          const int index = added ? int(w.procs.size()) : it->second;
+          if (added || (has_id && !identified[size_t(index)])) {
+            ProcView p;
+            if (has_id) {
+              p = g.identities[k];
+            } else {
+              p.host = "";
+              p.pid = gr >= 0 ? -(gr + 1) : INT32_MIN + unknown++;  // unique per rank, never a real pid
+            }
+            p.global_rank = gr;
+            p.state = g.proc_state;
+            p.last_event_ns = g.last_event_ns;
+            p.gone_ns = g.gone_ns;
+            if (added) {
+              w.procs.push_back(std::move(p));
+              identified.push_back(has_id);
+            } else {
+              w.procs[size_t(index)] = std::move(p);
+              identified[size_t(index)] = true;
+            }
+          }
+          MemberView m = g.state;
+          m.comm_rank = cr;
+          m.proc = index;
+          c.members.push_back(std::move(m));
+        }
+      }
+    }
+    std::sort(c.members.begin(), c.members.end(), [](const MemberView& a, const MemberView& b) { return a.comm_rank < b.comm_rank; });
+    w.comms.push_back(std::move(c));
+  }
+  return w;
+}
+
+std::vector<uint8_t> encode_summary(const WaitSummary& s) {
+  WireWriter w;
+  w.u8(kSummaryVersion);
+  w.var(s.comms.size());
+  for (const CommSummary& cs : s.comms) {
+    comm_wait_fields(w, cs.comm);
+    w.var(cs.groups.size());
+    for (const MemberGroup& g : cs.groups) {
+      w.var(g.count);
+      w.var(g.runs.size());
+      for (const RankRun& r : g.runs) {
+        field(w, r.comm_rank);
+        field(w, r.global_rank);
+        field(w, r.count);
+        field(w, r.stride);
+      }
+      w.u8(g.proc_state);
+      time_field(w, g.last_event_ns);
+      time_field(w, g.gone_ns);
+      member_fields(w, g.state);
+      w.var(g.state.records.size());
+      for (const shm::RecordSnapshot& r : g.state.records) put_record(w, r);
+      w.u8(g.identities.empty() ? 0 : 1);
+      for (const ProcView& p : g.identities) {
+        field(w, p.local_rank);
+        field(w, p.host);
+        field(w, p.pid);
+        field(w, p.gpu);
+        field(w, p.cuda_dev);
+      }
+    }
+  }
+  return w.take();
+}
+
+bool decode_summary(std::span<const uint8_t> bytes, WaitSummary* out, std::string* error) {
+  auto fail = [&](const std::string& m) {
+    if (error) *error = m;
+    return false;
+  };
+  WireReader r(bytes);
+  WaitSummary s;
+  if (r.u8() != kSummaryVersion) return fail("unknown wait summary version");
+  const uint64_t nc = r.var();
+  if (!r.fits(nc, 8 + 6)) return fail("truncated communicators");  // hash, then a byte per field at least
+  uint64_t members = 0;
+  for (uint64_t i = 0; i < nc; ++i) {
+    CommSummary cs;
+    comm_wait_fields(r, cs.comm);
+    if (std::string why; !comm_size_ok(cs.comm.nranks, &why)) return fail(why);
+    if (!s.comms.empty() && !comm_less(s.comms.back(), cs)) return fail("communicators out of order");
+    const uint64_t ng = r.var();
+    if (!r.fits(ng, 6)) return fail("truncated groups");
+    for (uint64_t k = 0; k < ng; ++k) {
+      MemberGroup g;
+      g.count = uint32_t(std::min<uint64_t>(r.var(), UINT32_MAX));
+      const uint64_t nr = r.var();
+      if (!r.fits(nr, 4)) return fail("truncated runs");
+      uint64_t in_runs = 0;
+      int64_t end = 0;
+      for (uint64_t q = 0; q < nr; ++q) {
+        RankRun run;
+        field(r, run.comm_rank);
+        field(r, run.global_rank);
+        field(r, run.count);
+        field(r, run.stride);
+        if (run.comm_rank < end || run.count < 1 || run_end(run) > cs.comm.nranks) return fail("run out of range");
+        end = run_end(run);
+        in_runs += uint64_t(run.count);
+        g.runs.push_back(run);
+      }
+      if (in_runs != g.count) return fail("group count differs from its runs");
+      if ((members += g.count) > uint64_t(obs::kMaxRankSlots)) return fail("members beyond the rank-slot bound");
+      g.proc_state = r.u8();
+      if (g.proc_state > 2) return fail("unknown process state");
+      time_field(r, g.last_event_ns);
+      time_field(r, g.gone_ns);
+      member_fields(r, g.state);
+      const uint64_t nrec = r.var();
+      if (!r.fits(nrec, kRecordBytes)) return fail("truncated records");
+      g.state.records.resize(nrec);
+      for (auto& rec : g.state.records) get_record(r, &rec);
+      const uint8_t has_ids = r.u8();
+      if (has_ids > 1 || (has_ids && g.count > kIdentifiedMembers)) return fail("identities of a large group");
+      if (has_ids) {
+        g.identities.resize(g.count);
+        for (ProcView& p : g.identities) {
+          field(r, p.local_rank);
+          field(r, p.host);
+          field(r, p.pid);
+          field(r, p.gpu);
+          field(r, p.cuda_dev);
+        }
+      }
+      if (!r.ok()) return fail("truncated group");
+      cs.groups.push_back(std::move(g));
+    }
+    s.comms.push_back(std::move(cs));
+  }
+  if (!r.ok()) return fail("truncated wait summary");
+  if (!r.at_end()) return fail("trailing bytes after wait summary");
+  *out = std::move(s);
+  return true;
+}
+
+std::vector<uint8_t> merge_encoded(std::vector<uint8_t> a, std::vector<uint8_t> b, int* bad, std::string* error) {
+  WaitSummary sa, sb;
+  auto take = [&](const std::vector<uint8_t>& bytes, WaitSummary* s) {
+    if (bytes.empty()) return false;
+    std::string why;
+    if (decode_summary(bytes, s, &why)) return true;
+    if (bad && (*bad)++ == 0 && error) *error = why;
+    return false;
+  };
+  const bool ha = take(a, &sa), hb = take(b, &sb);
+  if (!ha && !hb) return {};
+  if (!hb) return ha ? a : std::vector<uint8_t>{};
+  if (!ha) return b;
+  merge(sa, std::move(sb));
+  return encode_summary(sa);
+}
+
+}  // namespace scout::net
