@@ -74,7 +74,7 @@ BENCH_LIBS := -lbenchmark
 # build/lib/libscout-<folder>.a, and every program links them highest first, so a reference
 # against the direction does not link; scripts/check-layers.py checks the include graph.
 LAYERS := common plugin observer/model observer/ingest observer/detect observer/net replay \
-          observer/pipeline observer/cluster observer/store observer/ckpt observer/export observer/cli
+          observer/pipeline observer/replay observer/cluster observer/store observer/ckpt observer/export observer/cli
 layer_lib = $(BUILD)/lib/libscout-$(subst /,-,$(1)).a
 # Sources of a layer: its .cc files, except programs (bin/) and folders that are layers of their
 # own (observer/*). plugin/abi/exports.cc and net_exports.cc are the plugin's ABI boundary (the
