@@ -299,6 +299,16 @@ std::vector<NetLinkDetector::Judged*> NetLinkDetector::judge(std::map<Pair, Judg
 void NetLinkDetector::pass(const Model& m, int64_t now_ns, FindingBoard& board,
                            const std::set<std::string>& held_hosts) {
   std::map<Pair, Judged> pairs = collect(m, now_ns);
+  // Without a new transfer on any pair (the job ended or paused) there is no new evidence: the
+  // windows only drain, and judging what is left would compare a slow pair with fewer and fewer
+  // others (as their transfers age out unevenly) before closing it. Verdicts, findings and their
+  // evidence stay as the last pass with transfers left them.
+  bool fresh = false;
+  for (const auto& [k, j] : pairs) {
+    auto it = seen_.find(k);
+    fresh |= it == seen_.end() ? j.total > 0 : j.total > it->second;
+  }
+  if (!fresh) return;
   const AnonEnds anon = name_receivers(m, pairs);
   // Every pair is judged (its confirmation counts on while held); a pair from or to a host the
   // slow-link detector holds (observer.md, "Slow links") is that host's finding.

@@ -19,7 +19,8 @@
 // second, docs/observer.md "Network links"); until then it neither accuses nor clears anyone. Intersection: a rank whose slow pairs reach at least two
 // distinct peers and which has no normal pair is a slow endpoint (class net_endpoint); other slow
 // pairs name their link (class net_link: the sender of the slower direction as suspect, the
-// other end as peer). Findings stay open while slow and close when the pairs are normal again.
+// other end as peer). Findings stay open while slow and close when the pairs are normal again; a
+// pass in which no pair brought a new transfer (the job ended or paused) changes nothing.
 // A link or endpoint whose processes are known takes the slow-link detector's dedup key
 // (slowlink.h): a pair that operation times show slow too is one finding, kept open while either
 // detector sees it. A pair from or to a host that the slow-link detector holds (a suspected or

@@ -4,9 +4,8 @@
 // test/fixtures/cli/real/ after normalising what legitimately varies between runs (times,
 // durations, pids, the temporary directory, the scout version), while what must not vary is
 // exact: kinds, verdicts, suspects' global ranks, operation keys, fingerprints (data depend only
-// on the seed), ops per communicator and function. The observer's straggler and slow-link
-// thresholds are raised to 20 ms as in test/observer/sim_e2e_test.cc: 8 emulated ranks share 2
-// cores, whose scheduling noise is several ms; SDC does not depend on timing.
+// on the seed), ops per communicator and function. The observer runs at its defaults; SDC does not
+// depend on timing, and any other finding would show in the golden files.
 //
 // To regenerate the golden files after an intended change: `make update-golden`, then review
 // `git diff test/fixtures/cli/real` (test/support/golden.h).

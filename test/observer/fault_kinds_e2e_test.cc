@@ -3,44 +3,24 @@
 // The findings in the observer's store must be exactly the expected diagnosis (kind, ranks named,
 // verdict) and nothing else; the sim's ground-truth file says what was injected where.
 //
-// Same observer settings as sim_e2e_test (hang timeout 1.5 s, 50 ms passes, fingerprints on every
-// operation with SCOUT_FP_BUDGET=0); no other threshold is needed by these faults.
+// Same observer settings as sim_e2e_test (test/support/observed_job.h: hang timeout 1.5 s, 50 ms
+// passes, fingerprints on every operation); no other threshold is needed by these faults.
 //
-#include <signal.h>
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
-#include <filesystem>
-#include <memory>
 #include <set>
-#include <thread>
 
-#include "observer/store/reader.h"
-#include "test/support/settle.h"
-#include "test/support/subprocess.h"
-#include "test/support/tmpdir.h"
+#include "test/support/observed_job.h"
 #include "test/support/truth.h"
 
 namespace {
 
-using scout::testing::build_path;
 using scout::testing::Named;
 using scout::testing::named;
-using scout::testing::ProcessResult;
+using scout::testing::Outcome;
 using scout::testing::read_truth;
 using scout::testing::show;
-using scout::testing::Subprocess;
-using scout::testing::TempDir;
-
-struct Outcome {
-  std::multiset<Named> truth, found;
-  std::vector<scout::obs::Finding> findings;
-  std::map<std::string, uint64_t> ops;  // operations complete per communicator, as stored
-  ProcessResult sim;
-  std::string observer_err;
-};
 
 // The 8-rank job of these tests: TP 2, PP 2 (DP 2), 40 steps of 20 ms, plus `extra` flags.
 std::vector<std::string> job(std::vector<std::string> extra) {
@@ -49,46 +29,10 @@ std::vector<std::string> job(std::vector<std::string> extra) {
   return a;
 }
 
-// Runs scout-sim with `sim_args` under a concurrent scout-observer and returns what each said.
-// `expect` findings are waited for (up to 5 s after the job ended), then the settle time
-// (test/support/settle.h) before the observer stops.
-// `hung`: the job never ends by itself; the findings are waited for (up to 10 s, then the settle
-// time) while it runs, the observer is stopped, then the job (SIGTERM: exit code 4), so that no
-// process dies while the observer still watches. `observer_args` are added to the observer's
-// command line.
+// The job under an observer (test/support/observed_job.h).
 Outcome run(const std::string& job_id, const std::vector<std::string>& sim_args, size_t expect, bool hung = false,
             const std::vector<std::string>& observer_args = {}) {
-  TempDir dir;
-  std::map<std::string, std::string> env = {
-      {"SCOUT_SHM_DIR", dir.path()},
-      {"SCOUT_STATE_DIR", dir.path() + "/state"},
-      {"SCOUT_FP_BUDGET", "0"},
-  };
-  std::string store = dir.path() + "/state/" + job_id + "/node-0.db";
-  std::vector<std::string> obs_argv = {build_path("bin/scout-observer"), "--job", job_id, "--hang-timeout", "1.5",
-                                       "--interval", "50"};
-  obs_argv.insert(obs_argv.end(), observer_args.begin(), observer_args.end());
-  Subprocess observer(obs_argv, env);
-  std::vector<std::string> argv = {build_path("bin/scout-sim"), "--job", job_id, "--truth",
-                                   dir.path() + "/truth.jsonl"};
-  argv.insert(argv.end(), sim_args.begin(), sim_args.end());
-  Outcome o;
-  std::unique_ptr<Subprocess> sim;
-  if (hung) {
-    sim = std::make_unique<Subprocess>(argv, env);
-  } else {
-    o.sim = scout::testing::run_process(argv, env, 120);
-  }
-  scout::testing::wait_for_findings(store, expect, std::chrono::seconds(hung ? 10 : 5));
-  ProcessResult obs = observer.stop(SIGTERM, 30);
-  o.observer_err = obs.err;
-  EXPECT_EQ(obs.exit_code, 0) << obs.err;
-  if (sim) o.sim = sim->stop(SIGTERM, 30);
-  o.findings = scout::store::StoreReader::open(store)->findings();
-  o.ops = scout::testing::stored_ops(store);
-  o.found = named(o.findings);
-  o.truth = read_truth(dir.path() + "/truth.jsonl");
-  return o;
+  return scout::testing::observed_job(job_id, sim_args, expect, hung, observer_args);
 }
 
 // Every finding is `kind` with verdict `v`, and together they name exactly `want` (one set of

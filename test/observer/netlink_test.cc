@@ -54,6 +54,8 @@ struct Ring6 {
     }
     d.pass(m, kT0 + int64_t(n) * kSec, board, held);
   }
+  // A pass `n` with no new transfer on any pair (the job ended or paused).
+  void idle(int n) { d.pass(m, kT0 + int64_t(n) * kSec, board, {}); }
   std::vector<scout::obs::Finding> findings() const {
     std::vector<scout::obs::Finding> out;
     for (const auto* f : board.all()) out.push_back(*f);
@@ -81,6 +83,29 @@ TEST(NetLink, SlowPairIsNamedOnceConfirmed) {
   EXPECT_EQ(f[0].evidence["class"], "net_link");
   EXPECT_EQ(f[0].first_seen_ns, kT0 + 4 * kSec);
   EXPECT_TRUE(f[0].open);
+}
+
+// After the job stops (passes 5-30: no new transfer, 26 s against the 10 s window) the windows
+// only drain; the link stays named as the last pass with transfers judged it: open, its evidence
+// (the slow pair against the 5 others) unchanged.
+TEST(NetLink, WithoutNewTransfersTheFindingAndItsEvidenceStayAsTheLastPassLeftThem) {
+  Ring6 r;
+  for (int n = 1; n <= 4; ++n) r.pass(n, {4}, {});
+  auto before = r.findings();
+  ASSERT_EQ(before.size(), 1u);
+  ASSERT_EQ(before[0].evidence["slow"].size(), 1u);
+  EXPECT_EQ(before[0].evidence["slow"][0]["peers"], 5) << before[0].evidence.dump();
+  for (int n = 5; n <= 30; ++n) r.idle(n);
+  auto after = r.findings();
+  ASSERT_EQ(after.size(), 1u);
+  EXPECT_TRUE(after[0].open);
+  EXPECT_EQ(after[0].last_seen_ns, kT0 + 4 * kSec);
+  EXPECT_EQ(after[0].evidence, before[0].evidence);
+  // Transfers again: judged again at once, still slow.
+  r.pass(31, {4}, {});
+  ASSERT_EQ(r.findings().size(), 1u);
+  EXPECT_TRUE(r.findings()[0].open);
+  EXPECT_EQ(r.findings()[0].last_seen_ns, kT0 + 31 * kSec);
 }
 
 // The same slow pair while the slow-link detector holds node2 (its sender's host): judged and

@@ -6,9 +6,9 @@
 // "gpu") against a host-side straggler (cause "host"). A healthy run gives no finding and its
 // replay cycles pass.
 //
-// Thresholds: as in sim_e2e_test (2 shared cores: straggler and slow-link minimums raised to
-// 20 ms, fingerprints on every operation). Every test compares all the findings in the store,
-// live and replay's, with the expected ones exactly (kind and ranks, counts included).
+// Thresholds: straggler and slow-link minimums raised to 20 ms and the slow factor to 3 for the 2
+// shared cores (run() below), fingerprints on every operation. Every test compares all the findings in the store, live and replay's, with the
+// expected ones exactly (kind and ranks, counts included).
 #include <signal.h>
 
 #include <gtest/gtest.h>

@@ -4,10 +4,10 @@
 // global rank (and the same pair for slowlink), nothing else. A healthy run of 200 steps gives no
 // finding; two faults at once give two findings.
 //
-// Thresholds for this machine (2 cores shared by 8 emulated ranks and other builds): scheduling
-// noise moves emulated arrivals and transfer times by several ms, so the straggler and slow-link
-// thresholds are raised to 20 ms (injected delays are 60 ms) and the slow factor to 3; fingerprints
-// are taken on every operation (SCOUT_FP_BUDGET=0) so NaN origin and SDC see the faulty one.
+// The observer runs at its default thresholds (2 cores shared by 8 emulated ranks and other builds:
+// its straggler and slow-link rules calibrate to that noise; the injected delays are 60 ms but for
+// the 12 ms straggler), with a 1.5 s hang timeout and 50 ms passes; fingerprints are taken on every
+// operation (SCOUT_FP_BUDGET=0) so NaN origin and SDC see the faulty one.
 #include <signal.h>
 #include <unistd.h>
 
@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "observer/store/reader.h"
+#include "test/support/observed_job.h"
 #include "test/support/settle.h"
 #include "test/support/subprocess.h"
 #include "test/support/tmpdir.h"
@@ -30,46 +31,16 @@ namespace {
 using scout::testing::build_path;
 using scout::testing::Named;
 using scout::testing::named;
+using scout::testing::Outcome;
 using scout::testing::ProcessResult;
 using scout::testing::read_truth;
 using scout::testing::show;
 using scout::testing::Subprocess;
 using scout::testing::TempDir;
 
-struct Outcome {
-  std::multiset<Named> truth, found;
-  std::vector<scout::obs::Finding> findings;
-  std::map<std::string, uint64_t> ops;  // operations complete per communicator, as stored
-  ProcessResult sim;
-  std::string observer_err;
-};
-
-// Runs scout-sim with `sim_args` under a concurrent scout-observer and returns what each said.
-// `expect` findings are waited for (up to 5 s after the job ended), then the settle time
-// (test/support/settle.h) before the observer stops.
-Outcome run(const std::string& job, const std::vector<std::string>& sim_args, size_t expect) {
-  TempDir dir;
-  std::map<std::string, std::string> env = {
-      {"SCOUT_SHM_DIR", dir.path()},
-      {"SCOUT_STATE_DIR", dir.path() + "/state"},
-      {"SCOUT_FP_BUDGET", "0"},
-  };
-  std::string store = dir.path() + "/state/" + job + "/node-0.db";
-  Subprocess observer({build_path("bin/scout-observer"), "--job", job, "--hang-timeout", "1.5", "--interval", "50"},
-                      env);
-  std::vector<std::string> argv = {build_path("bin/scout-sim"), "--job", job, "--truth", dir.path() + "/truth.jsonl"};
-  argv.insert(argv.end(), sim_args.begin(), sim_args.end());
-  Outcome o;
-  o.sim = scout::testing::run_process(argv, env, 120);
-  scout::testing::wait_for_findings(store, expect, std::chrono::seconds(5));
-  ProcessResult obs = observer.stop(SIGTERM, 30);
-  o.observer_err = obs.err;
-  EXPECT_EQ(obs.exit_code, 0) << obs.err;
-  o.findings = scout::store::StoreReader::open(store)->findings();
-  o.ops = scout::testing::stored_ops(store);
-  o.found = named(o.findings);
-  o.truth = read_truth(dir.path() + "/truth.jsonl");
-  return o;
+// The job under an observer (test/support/observed_job.h).
+Outcome run(const std::string& job, const std::vector<std::string>& sim_args, size_t expect, bool hung = false) {
+  return scout::testing::observed_job(job, sim_args, expect, hung);
 }
 
 void expect_exact(const Outcome& o) {
@@ -105,12 +76,12 @@ TEST(SimEndToEnd, ContextParallelInterleavedPipelineHealthyAndHang) {
   for (const auto& [name, n] : h.ops) EXPECT_GT(n, 0u) << name;
   EXPECT_TRUE(h.found.empty()) << "found:" << show(h.found) << "\n" << h.observer_err;
   args = shape;
-  // --timeout 10: with 4 s a run on the loaded 2-core machine ended by its timeout (exit 3) with
-  // no ground-truth line, i.e. before rank 6 reached step 6 (16 processes set up 29 communicators
-  // first).
-  args.insert(args.end(), {"--steps", "20", "--timeout", "10", "--fault", "hang:rank=6,step=6"});
-  Outcome o = run("cpvpphang", args, 1);
-  EXPECT_EQ(o.sim.exit_code, 3) << o.sim.err;
+  // The hung job runs until the observer is stopped (with --timeout 4 a run on the loaded machine
+  // ended before rank 6 reached step 6, and a job ended by its timeout kills ranks the observer
+  // still watches: crashes).
+  args.insert(args.end(), {"--steps", "20", "--timeout", "60", "--fault", "hang:rank=6,step=6"});
+  Outcome o = run("cpvpphang", args, 1, true);
+  EXPECT_EQ(o.sim.exit_code, 4) << o.sim.err;  // ended by the test's SIGTERM
   ASSERT_EQ(o.truth.size(), 1u) << o.sim.err;
   expect_exact(o);
 }
@@ -174,12 +145,14 @@ TEST(SimEndToEnd, SlowLinkNamesBothEnds) {
   expect_exact(o);
 }
 
+// Hung jobs run until the observer has been stopped (--timeout 60 only as a safety): a job ended by
+// its timeout kills ranks the observer may still watch, crashes of their own.
 TEST(SimEndToEnd, HangRootIsTheRankThatStopped) {
   Outcome o = run(
       "hang",
-      {"--ranks", "8", "--tp", "2", "--pp", "2", "--steps", "20", "--timeout", "4", "--fault", "hang:rank=5,step=6"},
-      1);
-  EXPECT_EQ(o.sim.exit_code, 3) << o.sim.err;  // ended by --timeout
+      {"--ranks", "8", "--tp", "2", "--pp", "2", "--steps", "20", "--timeout", "60", "--fault", "hang:rank=5,step=6"},
+      1, true);
+  EXPECT_EQ(o.sim.exit_code, 4) << o.sim.err;  // ended by the test's SIGTERM
   ASSERT_EQ(o.truth.size(), 1u);
   expect_exact(o);
 }
@@ -187,8 +160,9 @@ TEST(SimEndToEnd, HangRootIsTheRankThatStopped) {
 TEST(SimEndToEnd, CrashIsTheRankThatDied) {
   Outcome o = run(
       "crash",
-      {"--ranks", "8", "--tp", "2", "--pp", "2", "--steps", "20", "--timeout", "4", "--fault", "crash:rank=2,step=5"},
-      1);
+      {"--ranks", "8", "--tp", "2", "--pp", "2", "--steps", "20", "--timeout", "60", "--fault", "crash:rank=2,step=5"},
+      1, true);
+  EXPECT_EQ(o.sim.exit_code, 4) << o.sim.err;  // its peers wait for it until the test's SIGTERM
   ASSERT_EQ(o.truth.size(), 1u);
   expect_exact(o);
 }
