@@ -29,7 +29,8 @@ std::vector<Sample> AutoBackend::run_coll(const Recipe& r, const std::vector<Par
   for (const Participant& p : members) mixed |= is_emulated_gpu(p.gpu) != emu;
   if (!mixed) return pick(members.empty() ? "" : members[0].gpu).run_coll(r, members, round);
   std::vector<Sample> out;
-  for (const Participant& p : members) out.push_back(not_measured(sample_of(r, p, round), SampleStatus::kSkipped, kMixed));
+  for (const Participant& p : members)
+    out.push_back(not_measured(sample_of(r, p, round), SampleStatus::kSkipped, kMixed));
   return out;
 }
 

@@ -19,7 +19,10 @@ std::string bytes_hex(const void* data, size_t n) {
 bool hex_bytes(const std::string& hex, void* out, size_t n) {
   if (hex.size() != 2 * n) return false;
   auto nibble = [](char c) {
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
   };
   auto* b = static_cast<unsigned char*>(out);
   for (size_t i = 0; i < n; ++i) {

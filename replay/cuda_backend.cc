@@ -307,8 +307,8 @@ int64_t CudaBackend::time_gemm(const Recipe& r, cu::Device dev, const cudalib::L
   const cu::Stream stream = streams_[dev];
   const float alpha = 1.0f, beta = 0.0f;
   auto matmul = [&] {
-    return c.blas(L_->blas.Matmul(lt.handle, lt.op, &alpha, g.a.addr(), lt.a, g.b.addr(), lt.b, &beta, g.d.addr(),
-                                  lt.d, g.d.addr(), lt.d, &algos_[r.id], g.ws.addr(), kWorkspaceBytes, stream),
+    return c.blas(L_->blas.Matmul(lt.handle, lt.op, &alpha, g.a.addr(), lt.a, g.b.addr(), lt.b, &beta, g.d.addr(), lt.d,
+                                  g.d.addr(), lt.d, &algos_[r.id], g.ws.addr(), kWorkspaceBytes, stream),
                   "cublasLtMatmul");
   };
   // One untimed warm-up run (module loading, first-launch costs).
@@ -355,7 +355,7 @@ Sample CudaBackend::run_gemm(const Recipe& r, const Participant& p, int round) {
     s.ns = time_gemm(r, dev, lt, g, c);
     if (c.ok() && lt.destroy(c) && g.d.get(hd.data(), hd.size(), c))
       s.fp = fp::fingerprint(hd.data(), hd.size(),
-                             eb == 4                   ? shm::kTypeFloat32
+                             eb == 4                        ? shm::kTypeFloat32
                              : dtype == cudalib::kDataR16BF ? shm::kTypeBfloat16
                                                             : shm::kTypeFloat16,
                              nullptr);
@@ -372,12 +372,13 @@ Sample CudaBackend::run_link(const Recipe& r, const Participant& src, const Part
   std::string why;
   Calls c(L_);
   if (!enter(src, &ds, &why, c) || !enter(dst, &dd, &why, c))
-    return not_run(s, c,
-                   why + " (members on other hosts need a replay communicator bootstrapped over the observers' channel)");
+    return not_run(
+        s, c, why + " (members on other hosts need a replay communicator bootstrapped over the observers' channel)");
   const uint64_t count = r.bytes / 4;
   const int64_t allowed = budget_bytes(c);
   if (!c.ok()) return measured(s, c);
-  if (int64_t(r.bytes) > allowed) return skip(s, SampleStatus::kSkipped, "link payload exceeds the replay memory limit");
+  if (int64_t(r.bytes) > allowed)
+    return skip(s, SampleStatus::kSkipped, "link payload exceeds the replay memory limit");
   const std::vector<float> payload = link_payload(r, src.global_rank, count);
   std::vector<float> got(count);
   int devs[2] = {ds, dd};
@@ -458,7 +459,8 @@ std::vector<Sample> CudaBackend::run_link_end(const Recipe& r, const Participant
   cfg.blocking = 0;
   Comms comm(L_, 1);  // aborted on any early return: the peer's end fails now, not at the deadline
   const int rc = L_->nccl.CommInitRankConfig(comm.data(), 2, id, sender ? 0 : 1, &cfg);
-  if (rc != cudalib::kNcclInProgress && !c.nccl(rc, "ncclCommInitRankConfig")) return fail(SampleStatus::kFailed, c.error());
+  if (rc != cudalib::kNcclInProgress && !c.nccl(rc, "ncclCommInitRankConfig"))
+    return fail(SampleStatus::kFailed, c.error());
   if (comm[0] == nullptr) return fail(SampleStatus::kFailed, "ncclCommInitRankConfig gave no communicator");
   const int st = settle(comm[0], deadline_ns, c);
   if (st != cudalib::kNcclSuccess)
@@ -525,8 +527,9 @@ std::vector<Sample> CudaBackend::run_coll(const Recipe& r, const std::vector<Par
     cu::Device d;
     if (!enter(p, &d, &why, c))
       return c.ok() ? all_skip(SampleStatus::kSkipped,
-                               why + " (members on other hosts need a replay communicator bootstrapped over the "
-                                     "observers' channel)")
+                               why +
+                                   " (members on other hosts need a replay communicator bootstrapped over the "
+                                   "observers' channel)")
                     : all_skip(SampleStatus::kFailed, c.error());
     devs.push_back(d);
   }
@@ -534,11 +537,13 @@ std::vector<Sample> CudaBackend::run_coll(const Recipe& r, const std::vector<Par
   const uint64_t count = std::max<uint64_t>(1, r.coll.count);
   const int64_t allowed = budget_bytes(c);
   if (!c.ok()) return all_skip(SampleStatus::kFailed, c.error());
-  if (int64_t(count * 8) > allowed) return all_skip(SampleStatus::kSkipped, "collective exceeds the replay memory limit");
+  if (int64_t(count * 8) > allowed)
+    return all_skip(SampleStatus::kSkipped, "collective exceeds the replay memory limit");
   std::vector<std::vector<float>> in(nr, std::vector<float>(count));
   std::vector<float> want(count, 0.0f);
   for (int i = 0; i < nr; ++i)
-    for (uint64_t e = 0; e < count; ++e) in[i][e] = seeded(r.seed ^ uint64_t(members[i].global_rank) * 0x9E3779B9ull, e);
+    for (uint64_t e = 0; e < count; ++e)
+      in[i][e] = seeded(r.seed ^ uint64_t(members[i].global_rank) * 0x9E3779B9ull, e);
   for (uint64_t e = 0; e < count; ++e)                 // NCCL's ring reduction order is not ours: compare with
     for (int i = 0; i < nr; ++i) want[e] += in[i][e];  // one exact order only for 2 members
   Comms comms(L_, size_t(nr));

@@ -66,7 +66,7 @@ class CudaBackend : public Backend {
   bool sync(cu::Device dev, cudalib::Calls& c);  // its context current, its stream synchronized
   bool drop_spans(cudalib::Calls& c);            // CUPTI: forget the spans recorded so far
   int64_t kernel_ns_since(uint64_t t0_ns, int device, cudalib::Calls& c);  // CUPTI: kernel time on `device`
-  bool libs_text(std::string* out, cudalib::Calls& c) const;              // "cuda 13000; cublasLt ...; nccl ..."
+  bool libs_text(std::string* out, cudalib::Calls& c) const;               // "cuda 13000; cublasLt ...; nccl ..."
   // The recipe's pinned algorithm (the heuristic's first choice, asked once per recipe).
   bool gemm_algo(const Recipe& r, const cudalib::LtObjects& lt, cudalib::Calls& c);
   // One untimed warm-up then r.iters timed matmuls; their GPU time, -1 when a call failed.

@@ -15,8 +15,8 @@ bool Calls::cu(cu::Result r, const char* call) {
 bool Calls::blas(int status, const char* call) {
   if (status == 0) return true;
   const char* t = L_->blas.GetStatusString ? L_->blas.GetStatusString(status) : nullptr;
-  return fail(std::string(call) + " failed: " + (t ? t : "cuBLAS error") + " (cuBLAS status " +
-              std::to_string(status) + ")");
+  return fail(std::string(call) + " failed: " + (t ? t : "cuBLAS error") + " (cuBLAS status " + std::to_string(status) +
+              ")");
 }
 
 bool Calls::nccl(int result, const char* call) {

@@ -50,13 +50,14 @@ void load_libs(Libs* L) {
   if (!L->have_cu) L->missing = why ? why : "libcuda.so.1 not usable";
   if (L->have_cu) {
     void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    L->have_cu = lib && resolve(lib,
-                                {E(&L->drv.MemGetInfo, "cuMemGetInfo_v2"), E(&L->drv.DeviceGetName, "cuDeviceGetName"),
-                                 E(&L->drv.CtxGetStreamPriorityRange, "cuCtxGetStreamPriorityRange"),
-                                 E(&L->drv.StreamCreateWithPriority, "cuStreamCreateWithPriority"),
-                                 E(&L->drv.StreamDestroy, "cuStreamDestroy_v2"), E(&L->drv.StreamQuery, "cuStreamQuery"),
-                                 E(&L->drv.DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2")},
-                                "libcuda.so.1", &L->missing);
+    L->have_cu =
+        lib && resolve(lib,
+                       {E(&L->drv.MemGetInfo, "cuMemGetInfo_v2"), E(&L->drv.DeviceGetName, "cuDeviceGetName"),
+                        E(&L->drv.CtxGetStreamPriorityRange, "cuCtxGetStreamPriorityRange"),
+                        E(&L->drv.StreamCreateWithPriority, "cuStreamCreateWithPriority"),
+                        E(&L->drv.StreamDestroy, "cuStreamDestroy_v2"), E(&L->drv.StreamQuery, "cuStreamQuery"),
+                        E(&L->drv.DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2")},
+                       "libcuda.so.1", &L->missing);
   }
   if (void* lib = open_first({"libcublasLt.so.13", "libcublasLt.so"})) {
     L->have_blas = resolve(

@@ -22,7 +22,7 @@ struct DriverExtra {
   cu::Result (*CtxGetStreamPriorityRange)(int* least, int* greatest);                   // cuCtxGetStreamPriorityRange
   cu::Result (*StreamCreateWithPriority)(cu::Stream* s, unsigned flags, int priority);  // cuStreamCreateWithPriority
   cu::Result (*StreamDestroy)(cu::Stream s);                                            // cuStreamDestroy_v2
-  cu::Result (*StreamQuery)(cu::Stream s);  // cuStreamQuery: 0 done, kNotReady still running
+  cu::Result (*StreamQuery)(cu::Stream s);                // cuStreamQuery: 0 done, kNotReady still running
   cu::Result (*DevicePrimaryCtxRelease)(cu::Device dev);  // cuDevicePrimaryCtxRelease_v2
 };
 constexpr int kNotReady = 600;  // CUDA_ERROR_NOT_READY
@@ -109,7 +109,7 @@ struct Nccl {
   int (*GetUniqueId)(NcclUniqueId* id);                                                       // ncclGetUniqueId
   int (*CommInitRankConfig)(NcclComm* c, int nranks, NcclUniqueId id, int rank, NcclConfig* config);
   int (*CommGetAsyncError)(NcclComm c, int* async_error);  // ncclCommGetAsyncError
-  const char* (*GetErrorString)(int result);                // ncclGetErrorString (optional: null when absent)
+  const char* (*GetErrorString)(int result);               // ncclGetErrorString (optional: null when absent)
 };
 
 // ---- CUPTI activity API (cupti_activity.h of CUPTI 13.0)

@@ -53,7 +53,6 @@ void flip_one_bit(void* data, uint64_t bytes, uint64_t where) {
   b[where % bytes] ^= 0x10;
 }
 
-
 }  // namespace
 
 EmuDeviceState EmuBackend::device(const std::string& gpu) const {

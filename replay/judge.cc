@@ -275,7 +275,7 @@ CycleVerdict judge(const std::vector<Recipe>& recipes, const std::vector<GpuInfo
     any_undecided |= ro.outcome == Outcome::kInconclusive;
     any_fail |= ro.outcome == Outcome::kFail;  // e.g. every member of a collective got the same wrong result
   }
-  v.outcome = any_fail                                   ? Outcome::kFail
+  v.outcome = any_fail                               ? Outcome::kFail
               : (any_undecided || v.recipes.empty()) ? Outcome::kInconclusive
                                                      : Outcome::kPass;
   return v;

@@ -14,7 +14,6 @@ namespace {
 
 using shm::mono_ns;
 
-
 std::string error_line(const std::string& what) { return nlohmann::json{{"op", "error"}, {"error", what}}.dump(); }
 
 Sample skipped(const Recipe& r, const Participant& p, int round, const std::string& why) {

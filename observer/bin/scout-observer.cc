@@ -167,8 +167,8 @@ int main(int argc, char** argv) {
   // Replay cycles (docs/replay.md) at each pass, after the detectors.
   std::unique_ptr<scout::obs::ReplayCoordinator> replay;
   if (replay_opt.enabled) {
-    replay = std::make_unique<scout::obs::ReplayCoordinator>(replay_opt, cl.opt.job, cl.opt.shm_dir,
-                                                             cl.opt.node_rank, cl.opt.log);
+    replay = std::make_unique<scout::obs::ReplayCoordinator>(replay_opt, cl.opt.job, cl.opt.shm_dir, cl.opt.node_rank,
+                                                             cl.opt.log);
     observer.set_after_detect_step([&](scout::obs::Observer::AfterDetectIo& io) {
       replay->on_pass(io.model, io.judged, io.board, io.sink, io.now_ns);
     });

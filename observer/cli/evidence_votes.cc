@@ -88,12 +88,15 @@ void desync(const obs::Finding& f, const obs::DesyncEvidence& e, EvidenceText& t
     if (e.frontier_votes) vote_lines(t, *e.frontier_votes, f.comm_nranks, frontier_value, 1);
     leave(t, {"fields", "votes", "majority", "partial"});
   } else if (e.source == "sequence") {
-    t.line("source: sequence (the ranks called different collectives at the same position of the "
-           "communicator's call order)");
+    t.line(
+        "source: sequence (the ranks called different collectives at the same position of the "
+        "communicator's call order)");
     if (e.position) t.line("position: " + std::to_string(*e.position) + " (0-based, collectives only)");
     const std::string fields = e.fields.value_or("");
     t.line("votes (what each rank called there" +
-           std::string(fields == "api" ? ", values given to the API" : fields == "task" ? ", values of NCCL's tasks" : "") +
+           std::string(fields == "api"    ? ", values given to the API"
+                       : fields == "task" ? ", values of NCCL's tasks"
+                                          : "") +
            "):");
     if (e.sequence_votes) vote_lines(t, *e.sequence_votes, f.comm_nranks, seq_value, 1);
     if (e.agreed && !e.agreed->empty()) {

@@ -122,8 +122,9 @@ void hang(const obs::Finding& f, const obs::HangEvidence& e, EvidenceText& t) {
 void stall(const obs::Finding& f, const obs::StallEvidence& e, EvidenceText& t) {
   (void)f;
   if (e.cls == "stuck") {
-    t.line("class: stuck (every participant started the operation and none has finished; the transfer that "
-           "does not arrive is not visible to scout)");
+    t.line(
+        "class: stuck (every participant started the operation and none has finished; the transfer that "
+        "does not arrive is not visible to scout)");
   } else {
     t.line("class: " + e.cls + (e.cls == "absent" ? " (a participant has not arrived)" : ""));
   }

@@ -85,9 +85,9 @@ int cmd_jobs(const JobsOptions& o, std::ostream& out) {
   });
   if (o.json) {
     for (const auto& r : rows) {
-      nlohmann::json j = {{"job", r.job},           {"store", r.store},     {"started_ns", r.started_ns},
-                          {"updated_ns", r.updated_ns}, {"nodes", r.nodes}, {"ranks", r.ranks},
-                          {"findings", r.findings}, {"open", r.open}};
+      nlohmann::json j = {
+          {"job", r.job},     {"store", r.store}, {"started_ns", r.started_ns}, {"updated_ns", r.updated_ns},
+          {"nodes", r.nodes}, {"ranks", r.ranks}, {"findings", r.findings},     {"open", r.open}};
       j["problem"] = r.problem.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.problem);
       out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     }

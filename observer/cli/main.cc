@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "common/flag_check.h"
-#include "observer/cli/usage.h"
 #include "observer/cli/common.h"
+#include "observer/cli/usage.h"
 #include "observer/store/sqlite.h"
 #include "scout/version.h"
 
@@ -208,7 +208,8 @@ void add_ckpt(CLI::App& app, Subs& subs) {
 
 void add_jobs(CLI::App& app, Subs& subs) {
   auto o = std::make_shared<JobsOptions>();
-  CLI::App* s = app.add_subcommand("jobs", "Jobs with a store in SCOUT_STATE_DIR, newest first: id, start, ranks, findings");
+  CLI::App* s =
+      app.add_subcommand("jobs", "Jobs with a store in SCOUT_STATE_DIR, newest first: id, start, ranks, findings");
   s->add_option("--state-dir", o->state_dir, "State directory (default: SCOUT_STATE_DIR, /tmp/scout)");
   s->add_flag("--json", o->json, "One JSON object per job per line");
   subs.push_back({s, nullptr, [o] { return cmd_jobs(*o, std::cout); }});
@@ -249,8 +250,8 @@ void add_replay(CLI::App& app, StoreOptions* where, Subs& subs) {
   auto list_json = std::make_shared<bool>(false);
   CLI::App* list = add_reader(*s, where, "list", "Replay cycles: trigger, outcome, what each found");
   list->add_flag("--json", *list_json, "JSON lines, one per cycle");
-  subs.push_back({list, [list_json](store::StoreReader& rd) { return cmd_replay_list(rd, *list_json, std::cout); },
-                  nullptr});
+  subs.push_back(
+      {list, [list_json](store::StoreReader& rd) { return cmd_replay_list(rd, *list_json, std::cout); }, nullptr});
   struct ShowOpts {
     int64_t id = 0;
     bool json = false;
@@ -259,9 +260,9 @@ void add_replay(CLI::App& app, StoreOptions* where, Subs& subs) {
   CLI::App* show = add_reader(*s, where, "show", "One replay cycle: GPUs, recipes, verdicts, per-sample times");
   show->add_option("id", show_o->id, "Cycle id (the ID column of scout replay list)")->required();
   show->add_flag("--json", show_o->json, "One JSON object with the cycle's whole detail");
-  subs.push_back(
-      {show, [show_o](store::StoreReader& rd) { return cmd_replay_show(rd, show_o->id, show_o->json, std::cout); },
-       nullptr});
+  subs.push_back({show,
+                  [show_o](store::StoreReader& rd) { return cmd_replay_show(rd, show_o->id, show_o->json, std::cout); },
+                  nullptr});
   auto run_o = std::make_shared<ReplayRunOptions>();
   CLI::App* run = add_reader(*s, where, "run", "Ask the job's observer for one replay cycle now and print it");
   run->add_option("--ranks", run_o->ranks, "Global ranks to replay on, e.g. 0-3,5 (default: every GPU of the node)");
@@ -274,16 +275,39 @@ void add_replay(CLI::App& app, StoreOptions* where, Subs& subs) {
 
 // The word shown for an option's value in --help (no CLI11 type tags: docs/cli.md).
 const char* value_word(const std::string& lname) {
-  static const std::pair<const char*, const char*> kWords[] = {
-      {"store", "PATH"},       {"job", "ID"},           {"node-rank", "K"},      {"comm", "NAME|0xHASH"},
-      {"rank", "R"},           {"func", "FUNCTION"},    {"last", "N"},           {"html", "FILE"},
-      {"format", "FORMAT"},    {"out", "FILE"},         {"nodes", "N"},          {"rdzv", "SPEC"},
-      {"hang-timeout", "S"},   {"interval", "MS"},      {"observer-arg", "FLAG"}, {"start-timeout", "S"},
-      {"stop-timeout", "S"},   {"dir", "DIR"},          {"host", "HOST"},        {"ring", "N"},
-      {"budget-ms", "MS"},     {"sm-count", "N"},       {"max-recipes", "N"},    {"ranks", "RANKS"},
-      {"recipes", "KINDS"},    {"wait-s", "S"},         {"state-dir", "DIR"},    {"id", "ID"},
-      {"command", "COMMAND..."}, {"paths", "SEGMENT..."}, {"checkpoint", "CHECKPOINT"}, {"file", "FILE"},
-      {"samples", "N"}};
+  static const std::pair<const char*, const char*> kWords[] = {{"store", "PATH"},
+                                                               {"job", "ID"},
+                                                               {"node-rank", "K"},
+                                                               {"comm", "NAME|0xHASH"},
+                                                               {"rank", "R"},
+                                                               {"func", "FUNCTION"},
+                                                               {"last", "N"},
+                                                               {"html", "FILE"},
+                                                               {"format", "FORMAT"},
+                                                               {"out", "FILE"},
+                                                               {"nodes", "N"},
+                                                               {"rdzv", "SPEC"},
+                                                               {"hang-timeout", "S"},
+                                                               {"interval", "MS"},
+                                                               {"observer-arg", "FLAG"},
+                                                               {"start-timeout", "S"},
+                                                               {"stop-timeout", "S"},
+                                                               {"dir", "DIR"},
+                                                               {"host", "HOST"},
+                                                               {"ring", "N"},
+                                                               {"budget-ms", "MS"},
+                                                               {"sm-count", "N"},
+                                                               {"max-recipes", "N"},
+                                                               {"ranks", "RANKS"},
+                                                               {"recipes", "KINDS"},
+                                                               {"wait-s", "S"},
+                                                               {"state-dir", "DIR"},
+                                                               {"id", "ID"},
+                                                               {"command", "COMMAND..."},
+                                                               {"paths", "SEGMENT..."},
+                                                               {"checkpoint", "CHECKPOINT"},
+                                                               {"file", "FILE"},
+                                                               {"samples", "N"}};
   for (const auto& [name, word] : kWords) {
     if (lname == name) return word;
   }

@@ -107,7 +107,8 @@ std::string samples_table(const nlohmann::json& samples) {
 int cmd_replay_list(store::StoreReader& rd, bool json, std::ostream& out) {
   std::vector<obs::ReplayCycleRecord> cycles = rd.replay_cycles();
   if (json) {
-    for (const auto& c : cycles) out << cycle_json(c, false).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    for (const auto& c : cycles)
+      out << cycle_json(c, false).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return kExitOk;
   }
   if (cycles.empty()) {
@@ -165,8 +166,8 @@ int print_replay_cycle(const obs::ReplayCycleRecord& c, bool json, std::ostream&
     t.headers = {"RECIPE", "OUTCOME", "REASON"};
     for (const auto& r : recipes)
       if (r.is_object())
-        t.rows.push_back({text_of(r, "recipe"), text_of(r, "outcome"),
-                          text_of(r, "reason").empty() ? "-" : text_of(r, "reason")});
+        t.rows.push_back(
+            {text_of(r, "recipe"), text_of(r, "outcome"), text_of(r, "reason").empty() ? "-" : text_of(r, "reason")});
     out << "  recipes:\n" << t.render("    ");
   }
   const nlohmann::json& sdc = member(verdict, "sdc");

@@ -32,8 +32,10 @@ std::vector<int> parse_rank_list(const std::string& text) {
     char dash = 0;
     std::istringstream ps(part);
     bool ok = bool(ps >> a) && a >= 0;
-    if (ok && ps >> dash) ok = dash == '-' && bool(ps >> b) && b >= a && b - a < 65536;
-    else b = a;
+    if (ok && ps >> dash)
+      ok = dash == '-' && bool(ps >> b) && b >= a && b - a < 65536;
+    else
+      b = a;
     ok = ok && ps.eof();
     if (!ok || part.empty() || !std::isdigit((unsigned char)part[0]))
       throw UsageError("--ranks: '" + part + "' is not a global rank or a range A-B with A <= B");

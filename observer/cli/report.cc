@@ -130,13 +130,20 @@ int cmd_report(store::StoreReader& rd, const ReportOptions& o, std::ostream& out
       out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     }
     for (const obs::P2pPairInfo& p : p2p_pairs(rd, o)) {
-      nlohmann::json j = {{"kind", "p2p_pair"},    {"comm_hash", obs::hex64(p.comm_hash)},
-                          {"comm_name", p.comm_name}, {"nranks", p.nranks},
-                          {"src_rank", p.src_rank},  {"dst_rank", p.dst_rank},
-                          {"src_global", p.src_global}, {"dst_global", p.dst_global},
-                          {"ops", p.ops},            {"bytes", p.bytes},
-                          {"last_seq", p.last_seq},  {"last_end_ns", p.last_end_ns},
-                          {"total_ns", p.total_ns},  {"max_ns", p.max_ns}};
+      nlohmann::json j = {{"kind", "p2p_pair"},
+                          {"comm_hash", obs::hex64(p.comm_hash)},
+                          {"comm_name", p.comm_name},
+                          {"nranks", p.nranks},
+                          {"src_rank", p.src_rank},
+                          {"dst_rank", p.dst_rank},
+                          {"src_global", p.src_global},
+                          {"dst_global", p.dst_global},
+                          {"ops", p.ops},
+                          {"bytes", p.bytes},
+                          {"last_seq", p.last_seq},
+                          {"last_end_ns", p.last_end_ns},
+                          {"total_ns", p.total_ns},
+                          {"max_ns", p.max_ns}};
       out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     }
     return kExitOk;

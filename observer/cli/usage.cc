@@ -20,7 +20,8 @@ size_t distance(const std::string& a, const std::string& b) {
     for (size_t j = 1; j <= m; ++j) {
       const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
       d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
     }
   }
   return d[n][m];
@@ -125,7 +126,8 @@ std::string usage_message(const CLI::App& app, const CLI::ParseError& e, const s
   if (x.size() > 1 && x[0] == '-') {
     const std::string flag = x.substr(0, x.find('='));
     const std::string near = closest(flag, flag_names(cur));
-    return name + ": unknown flag " + quoted(flag) + (near.empty() ? "" : "; did you mean " + quoted(near) + "?") + help;
+    return name + ": unknown flag " + quoted(flag) + (near.empty() ? "" : "; did you mean " + quoted(near) + "?") +
+           help;
   }
   const std::vector<std::string> subs = subcommand_names(cur);
   if (!subs.empty()) {

@@ -53,7 +53,7 @@ class CoreJudge : public net::Judge {
   HangDetector hang_;
   JobWaits job_;  // the job's waits as of the last analysed drill-down (cleared at all_clear)
   FindingBoard board_;
-  bool open_ = false;  // some finding of hang_ is open
+  bool open_ = false;    // some finding of hang_ is open
   bool judged_ = false;  // hang_ ran on waits since the last all_clear (stall episodes may be pending)
   int64_t due_ns_ = 0;   // HangDetector::stall_pending after the last pass
 };

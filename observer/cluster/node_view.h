@@ -33,9 +33,9 @@
 namespace scout::obs {
 
 struct NodeViewOptions {
-  int64_t settle_ns = 10'000'000'000;  // SCOUT_OBSERVER_FP_TIMEOUT_S: a record unchanged this long is final
-  uint64_t retain_ops = 1024 + 256;    // operations kept per stream below its watermark
-  int64_t p2p_pass_ns = 5'000'000;     // gaps pass sends/receives shorter than this (gap_before)
+  int64_t settle_ns = 10'000'000'000;        // SCOUT_OBSERVER_FP_TIMEOUT_S: a record unchanged this long is final
+  uint64_t retain_ops = 1024 + 256;          // operations kept per stream below its watermark
+  int64_t p2p_pass_ns = 5'000'000;           // gaps pass sends/receives shorter than this (gap_before)
   int64_t hang_timeout_ns = 60'000'000'000;  // --hang-timeout: caps the stall thresholds (StallWatch)
   bool stall = true;  // HangConfig::stall: drill-downs at the stall threshold of communicators spanning nodes
 };

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "observer/detect/finding_util.h"
 #include "common/vote.h"
+#include "observer/detect/finding_util.h"
 
 namespace scout::obs {
 

@@ -6,8 +6,8 @@
 #include <sstream>
 
 #include "common/names.h"
-#include "observer/detect/finding_util.h"
 #include "common/vote.h"
+#include "observer/detect/finding_util.h"
 #include "scout/shm_format.h"
 
 namespace scout::obs {

@@ -78,7 +78,6 @@ std::vector<int> global_ranks(const Model& m, const Comm& c, const std::vector<i
   return out;
 }
 
-
 double to_ms(int64_t ns) { return std::round(double(ns) / 1e3) / 1e3; }
 
 std::string name_stem(const std::string& name) {

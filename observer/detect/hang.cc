@@ -11,9 +11,9 @@
 namespace scout::obs {
 
 namespace {
-constexpr size_t kMaxChain = 256;        // edges listed in evidence
-constexpr int kMaxRanksListed = 64;      // per communicator in evidence
-constexpr size_t kMaxCommStates = 16;    // communicators whose state evidence lists (closest first)
+constexpr size_t kMaxChain = 256;      // edges listed in evidence
+constexpr int kMaxRanksListed = 64;    // per communicator in evidence
+constexpr size_t kMaxCommStates = 16;  // communicators whose state evidence lists (closest first)
 
 // Appends the communicator of each edge of `tags` not listed yet, in order (a set keeps it linear
 // in the edges when a hang runs through thousands of communicators).
@@ -352,7 +352,8 @@ void HangDetector::report_stuck(const Model& m, const Comm& c, const WaitGraph& 
   } else {
     f.evidence = to_json(hang);
   }
-  f.summary = what_op(c, w.op) + " is stuck: " + std::to_string(w.waiting.size()) + " ranks started it and none completed";
+  f.summary =
+      what_op(c, w.op) + " is stuck: " + std::to_string(w.waiting.size()) + " ranks started it and none completed";
   if (!stall) f.summary += " for " + seconds(now_ns - c.last_progress_ns);
   if (!upstream.empty()) f.summary += "; " + std::to_string(upstream.size()) + " more ranks wait on them";
   if (stall) f.summary += stall_words(now_ns - c.last_progress_ns, threshold);
@@ -510,8 +511,10 @@ std::string HangDetector::root_summary(const Model& m, const std::vector<int>& r
            std::to_string(m.proc(e.to).global_rank) + " never issued there (a call on the wrong communicator); " +
            waiters + " for it";
   }
-  if (reason == "in-call") return names + " never entered " + op + ": it is inside " + detail + "; " + waiters + " for it";
-  if (reason == "gpu-blocked") return names + " enqueued " + op + " but the GPU never started it; " + waiters + " for it";
+  if (reason == "in-call")
+    return names + " never entered " + op + ": it is inside " + detail + "; " + waiters + " for it";
+  if (reason == "gpu-blocked")
+    return names + " enqueued " + op + " but the GPU never started it; " + waiters + " for it";
   if (reason == "running") return names + " never joined " + op + " (busy in " + detail + "); " + waiters + " for it";
   return names + " never entered " + op + "; " + waiters + " for it";
 }
@@ -776,8 +779,7 @@ HangDetector::RootGroups HangDetector::group_roots(const Model& m, const PassGra
       if (edges[t].to != s) continue;
       bool open = board.is_open(hang_key(*edges[t].comm, edges[t].e.op));
       if (best < 0 || (open && !best_open) ||
-          (open == best_open &&
-           earlier(first, *edges[t].comm, edges[t].e.op, *edges[best].comm, edges[best].e.op))) {
+          (open == best_open && earlier(first, *edges[t].comm, edges[t].e.op, *edges[best].comm, edges[best].e.op))) {
         best = int(t);
         best_open = open;
       }
@@ -812,8 +814,7 @@ void HangDetector::report_roots(const Model& m, const PassGraph& pg, const std::
   }
   for (int v : roots) soft_roots.erase(v);
   const RootGroups hangs = group_roots(m, pg, roots, stalled_, board);
-  for (const auto& [key, grp] : hangs)
-    report_root(m, grp.second, pg.edges[grp.first], pg.g, pg.edges, now_ns, board);
+  for (const auto& [key, grp] : hangs) report_root(m, grp.second, pg.edges[grp.first], pg.g, pg.edges, now_ns, board);
   for (const auto& [key, grp] : group_roots(m, pg, soft_roots, soft_, board)) {
     if (!hangs.count(key)) report_root(m, grp.second, pg.edges[grp.first], pg.g, pg.edges, now_ns, board, true);
   }
@@ -829,8 +830,7 @@ void HangDetector::report_crashes(const Model& m, const PassGraph& pg, int64_t n
     if (p.state == ProcState::kDead && !pg.g.waits(p.id)) {
       for (size_t t = 0; t < edges.size(); ++t) {
         if (edges[t].to == p.id &&
-            (primary < 0 ||
-             earlier(first, *edges[t].comm, edges[t].e.op, *edges[primary].comm, edges[primary].e.op))) {
+            (primary < 0 || earlier(first, *edges[t].comm, edges[t].e.op, *edges[primary].comm, edges[primary].e.op))) {
           primary = int(t);
         }
       }

@@ -49,7 +49,7 @@
 namespace scout::obs {
 
 struct HangConfig {
-  int64_t timeout_ns = 60'000'000'000;  // --hang-timeout / SCOUT_OBSERVER_HANG_TIMEOUT_S
+  int64_t timeout_ns = 60'000'000'000;     // --hang-timeout / SCOUT_OBSERVER_HANG_TIMEOUT_S
   int64_t crash_grace_ns = 1'000'000'000;  // SCOUT_OBSERVER_CRASH_GRACE_MS
   // Observer network on (several nodes): a rank with an operation in flight in a communicator
   // whose members this observer does not all see is not named as a root here. It waits for
@@ -193,8 +193,8 @@ class HangDetector {
   // " (no progress for X s, beyond its stall threshold of Y s; a hang at Z s)".
   std::string stall_words(int64_t idle_ns, int64_t threshold_ns) const;
   std::unordered_map<int, std::vector<Membership>> member_of_;  // proc -> its communicators
-  std::set<std::string> open_;                        // hang/deadlock keys reported last pass
-  std::set<std::string> reported_;                    // ... this pass
+  std::set<std::string> open_;                                  // hang/deadlock keys reported last pass
+  std::set<std::string> reported_;                              // ... this pass
   // Communicators of each open hang/deadlock and their progress mark when it was first reported:
   // a hang closes only when one of them progressed, finalized or is gone, not when its waiters
   // merely stopped waiting (killed with the job).

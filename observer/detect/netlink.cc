@@ -356,9 +356,8 @@ void NetLinkDetector::pass(const Model& m, int64_t now_ns, FindingBoard& board,
 }
 
 void NetLinkDetector::report_endpoints(const Namer& names, const std::vector<Judged*>& judged,
-                                       const std::set<int>& endpoints,
-                                       const std::map<int, std::set<int>>& slow_peers, int64_t now_ns,
-                                       FindingBoard& board, std::set<std::string>* reported) {
+                                       const std::set<int>& endpoints, const std::map<int, std::set<int>>& slow_peers,
+                                       int64_t now_ns, FindingBoard& board, std::set<std::string>* reported) {
   for (int g : endpoints) {
     Finding f;
     f.kind = FindingKind::kSlowLink;

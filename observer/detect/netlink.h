@@ -99,10 +99,10 @@ class NetLinkDetector {
   };
   NetLinkConfig cfg_;
   std::map<EntryKey, std::deque<Snap>> snaps_;
-  std::map<Pair, int> slow_for_;   // consecutive slow passes with new transfers
+  std::map<Pair, int> slow_for_;        // consecutive slow passes with new transfers
   std::map<Pair, int64_t> slow_since_;  // observer time the slow episode began (0: none)
   std::map<Pair, int> calm_for_;        // passes with new transfers since the episode was slow
-  std::map<Pair, uint64_t> seen_;  // cumulative transfers at the previous pass
+  std::map<Pair, uint64_t> seen_;       // cumulative transfers at the previous pass
   std::set<std::string> open_;
 };
 

@@ -35,7 +35,6 @@ std::string seq_words(const std::optional<SeqValue>& v) {
   return s + ")";
 }
 
-
 }  // namespace
 
 SequenceCheck::Ballots SequenceCheck::collect(Comm& c, uint64_t pos) const {
@@ -174,8 +173,8 @@ Finding SequenceCheck::finding(const Model& m, const Comm& c, const State& st, u
                 (maj.value ? (one ? " rank called " : " ranks called ") + seq_words(maj.value)
                            : (one ? " rank has" : " ranks have") + std::string(" not called it (blocked elsewhere)"));
   } else {
-    f.summary = "ranks disagree at " + where + " with no majority (" + std::to_string(vote.groups.size()) +
-                " different calls)";
+    f.summary =
+        "ranks disagree at " + where + " with no majority (" + std::to_string(vote.groups.size()) + " different calls)";
   }
   return f;
 }
@@ -224,7 +223,8 @@ void SequenceCheck::check(const Model& m, Comm& c, State& st, int64_t now_ns, Fi
     int64_t first = 0;
     for (size_t i = 0; i < b.entries.size(); ++i) {
       ops.emplace_back(b.votes[i].first, b.entries[i]->id);
-      if (b.entries[i]->enqueue_ns > 0) first = first == 0 ? b.entries[i]->enqueue_ns : std::min(first, b.entries[i]->enqueue_ns);
+      if (b.entries[i]->enqueue_ns > 0)
+        first = first == 0 ? b.entries[i]->enqueue_ns : std::min(first, b.entries[i]->enqueue_ns);
     }
     Finding f = finding(m, c, st, pos, widen(vote), ops, b.api, first, now_ns);
     if (!cls.is_null()) {
@@ -238,8 +238,8 @@ void SequenceCheck::check(const Model& m, Comm& c, State& st, int64_t now_ns, Fi
       f.evidence["hang"] = *d.hang;
       f.summary += d.hang_words;
     }
-    const bool changed = d.f.dedup_key.empty() || d.f.verdict != f.verdict || d.f.suspects.size() != f.suspects.size() ||
-                         d.f.evidence != f.evidence;
+    const bool changed = d.f.dedup_key.empty() || d.f.verdict != f.verdict ||
+                         d.f.suspects.size() != f.suspects.size() || d.f.evidence != f.evidence;
     d.pos = pos;
     const int waited = d.passes++;
     d.decided = decided || (!b.waiting && d.passes >= kMaxPasses);
@@ -303,8 +303,8 @@ bool SequenceCheck::fold(const Model& m, const std::vector<const Comm*>& comms, 
   return false;
 }
 
-bool SequenceCheck::frozen(const Model& m, const Comm& c, const CommWaits& w, const HangEvidence& hang,
-                           int64_t now_ns, FindingBoard& board) {
+bool SequenceCheck::frozen(const Model& m, const Comm& c, const CommWaits& w, const HangEvidence& hang, int64_t now_ns,
+                           FindingBoard& board) {
   if (w.cls.empty() || w.op.cls != OpClass::kColl || open_.count(c.key)) return false;
   std::vector<std::pair<int, std::optional<SeqValue>>> ballots;
   std::vector<std::pair<int, OpId>> ops;

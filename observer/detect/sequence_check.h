@@ -41,9 +41,9 @@
 #include <utility>
 #include <vector>
 
+#include "common/vote.h"
 #include "observer/detect/comm_waits.h"
 #include "observer/detect/metadata_check.h"
-#include "common/vote.h"
 #include "observer/model/evidence.h"
 #include "observer/model/finding_board.h"
 #include "observer/model/model.h"
@@ -89,10 +89,10 @@ class SequenceCheck {
   bool frozen(const Model& m, const Comm& c, const CommWaits& w, const HangEvidence& hang, int64_t now_ns,
               FindingBoard& board);
 
-  static constexpr size_t kHistory = 256;   // agreed positions kept per communicator
-  static constexpr int kMaxPasses = 400;    // passes a two-rank disagreement waits for its class
-  static constexpr int kQuietPasses = 20;   // ... before it is reported as inconclusive meanwhile
-  static constexpr size_t kAgreedShown = 8; // agreed positions listed in evidence
+  static constexpr size_t kHistory = 256;    // agreed positions kept per communicator
+  static constexpr int kMaxPasses = 400;     // passes a two-rank disagreement waits for its class
+  static constexpr int kQuietPasses = 20;    // ... before it is reported as inconclusive meanwhile
+  static constexpr size_t kAgreedShown = 8;  // agreed positions listed in evidence
 
  private:
   struct Agreed {
@@ -102,9 +102,9 @@ class SequenceCheck {
   };
   struct Divergence {
     uint64_t pos = 0;
-    bool decided = false;  // attributed (in the communicator or by its class), or frozen
-    int passes = 0;        // passes waiting for a class vote
-    bool reported = false; // on the board (a one-against-one waits kQuietPasses first)
+    bool decided = false;                // attributed (in the communicator or by its class), or frozen
+    int passes = 0;                      // passes waiting for a class vote
+    bool reported = false;               // on the board (a one-against-one waits kQuietPasses first)
     std::optional<nlohmann::json> hang;  // the hang or deadlock folded into it
     std::string hang_words;              // its summary's tail
     Finding f;

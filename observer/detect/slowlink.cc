@@ -271,8 +271,8 @@ SlowLinkDetector::Hosts SlowLinkDetector::judge_hosts(const Model& m, const std:
   return h;
 }
 
-void SlowLinkDetector::report_hosts(const Model& m, const std::vector<Judged>& judged, const Hosts& h,
-                                    int64_t now_ns, FindingBoard& board, std::set<std::string>* reported) const {
+void SlowLinkDetector::report_hosts(const Model& m, const std::vector<Judged>& judged, const Hosts& h, int64_t now_ns,
+                                    FindingBoard& board, std::set<std::string>* reported) const {
   for (int x : h.slow) {
     SlowLinkEvidence ev{"endpoint", {}, {}, thresholds(), h.names[size_t(x)]};
     const std::string key = "slowlink:host:" + h.names[size_t(x)];
@@ -327,8 +327,8 @@ void SlowLinkDetector::report_hosts(const Model& m, const std::vector<Judged>& j
     f.dedup_key = key;
     if (ev.slow.empty()) ev.slow = undecided;
     f.evidence = to_json(ev);
-    const std::string reach = " of its compared inter-host channels, to " + std::to_string(others.size()) +
-                              " other hosts, are slow";
+    const std::string reach =
+        " of its compared inter-host channels, to " + std::to_string(others.size()) + " other hosts, are slow";
     std::string counts;
     if (n_undecided == 0 && n_own_normal == 0) {
       counts = "all " + std::to_string(n_slow) + reach;

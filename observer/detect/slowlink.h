@@ -58,13 +58,13 @@
 namespace scout::obs {
 
 struct SlowLinkConfig {
-  int window = 16;             // SCOUT_OBSERVER_SLOW_WINDOW
-  int min_samples = 4;         // samples a channel needs before it is compared
-  double factor = 2.0;         // SCOUT_OBSERVER_SLOW_FACTOR
-  int64_t min_ns = 1'000'000;  // SCOUT_OBSERVER_SLOW_MIN_MS
-  int confirm = 8;             // operations a channel must stay slow (window / 2)
+  int window = 16;                     // SCOUT_OBSERVER_SLOW_WINDOW
+  int min_samples = 4;                 // samples a channel needs before it is compared
+  double factor = 2.0;                 // SCOUT_OBSERVER_SLOW_FACTOR
+  int64_t min_ns = 1'000'000;          // SCOUT_OBSERVER_SLOW_MIN_MS
+  int confirm = 8;                     // operations a channel must stay slow (window / 2)
   int64_t confirm_ns = 2'000'000'000;  // ... and time (ns, by its operations' ends); not a setting
-  double noise_k = 3.0;        // SCOUT_OBSERVER_SLOW_NOISE_K (MADs of the peers' samples)
+  double noise_k = 3.0;                // SCOUT_OBSERVER_SLOW_NOISE_K (MADs of the peers' samples)
 };
 
 class SlowLinkDetector {
@@ -95,7 +95,7 @@ class SlowLinkDetector {
     Channel ch;
     std::vector<int> procs;
     double median_ns = 0, low_ns = 0, peer_ns = 0, noise_ns = 0;  // low: lower quartile
-    double recent_ns = 0;  // median of the last min_samples operations
+    double recent_ns = 0;                                         // median of the last min_samples operations
     int samples = 0, peers = 0;
     uint64_t fresh = 0;  // operations completed since the previous evaluation
     bool slow = false;
@@ -135,9 +135,9 @@ class SlowLinkDetector {
 
   SlowLinkConfig cfg_;
   struct Run {
-    uint64_t total = 0;     // samples ever observed
-    uint64_t seen = 0;      // total at the previous evaluation
-    uint64_t slow_for = 0;  // samples observed while continuously slow
+    uint64_t total = 0;         // samples ever observed
+    uint64_t seen = 0;          // total at the previous evaluation
+    uint64_t slow_for = 0;      // samples observed while continuously slow
     int64_t slow_since_ns = 0;  // end of the first operation of the slow episode (0: none)
     uint64_t calm_for = 0;      // samples observed since the episode was last slow
   };

@@ -47,10 +47,10 @@ class WaitGraph {
   std::vector<int> ids_of(std::vector<int> idx, bool drop_first) const;  // ids, ascending
 
   std::vector<Edge> edges_;
-  std::unordered_map<int, int> index_;       // node id -> index
-  std::vector<int> ids_;                     // index -> node id
-  std::vector<std::vector<int>> out_, in_;   // index -> edge numbers
-  mutable std::vector<uint32_t> seen_;       // walk(): pass number that reached the index
+  std::unordered_map<int, int> index_;      // node id -> index
+  std::vector<int> ids_;                    // index -> node id
+  std::vector<std::vector<int>> out_, in_;  // index -> edge numbers
+  mutable std::vector<uint32_t> seen_;      // walk(): pass number that reached the index
   mutable uint32_t pass_ = 0;
 };
 

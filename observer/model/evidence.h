@@ -147,7 +147,7 @@ struct StallEvidence {
   EvStallRule rule;
   int64_t named_ns = 0;              // when the observer first named the root
   std::optional<double> earlier_ms;  // longest earlier episode of this pause, when the job showed it before
-  std::vector<int> waiting_ranks;                     // class stuck: the ranks inside it
+  std::vector<int> waiting_ranks;    // class stuck: the ranks inside it
   std::optional<std::vector<int>> blocked_elsewhere;  // stuck only
   std::vector<EvWaitEdge> chain;
   std::vector<EvCommState> comms;
@@ -210,7 +210,7 @@ struct EvSeqAgreed {
 struct DesyncEvidence {
   std::string source;  // metadata, hang, sequence
   EvOp op;
-  std::optional<uint64_t> position;  // sequence: 0-based position in the communicator's collective sequence
+  std::optional<uint64_t> position;   // sequence: 0-based position in the communicator's collective sequence
   std::optional<std::string> fields;  // api, task
   std::optional<std::vector<EvVoteGroup<EvMetaValue>>> votes;
   std::optional<std::optional<EvMetaValue>> majority;  // present for metadata; null: none
@@ -413,8 +413,8 @@ struct EvReplayThresholds {
 
 // Evidence of a slowlink finding of replay (class link, source "replay").
 struct ReplaySlowLinkEvidence {
-  std::string cls;                   // "class": link
-  std::string source;                // "replay"
+  std::string cls;     // "class": link
+  std::string source;  // "replay"
   uint64_t cycle = 0;
   std::vector<std::string> recipes;  // the slow directed pairs
   double ms = 0;                     // the slowest direction's first-round time
@@ -478,8 +478,7 @@ SCOUT_EVIDENCE_FIELDS(StallEvidence, req("class", &S::cls), req("root", &S::root
                       req("last_progress_ns", &S::last_progress_ns), req("threshold_ms", &S::threshold_ms),
                       req("timeout_ms", &S::timeout_ms), req("rule", &S::rule), req("named_ns", &S::named_ns),
                       opt("earlier_ms", &S::earlier_ms), req("waiting_ranks", &S::waiting_ranks),
-                      opt("blocked_elsewhere", &S::blocked_elsewhere), req("chain", &S::chain),
-                      req("comms", &S::comms))
+                      opt("blocked_elsewhere", &S::blocked_elsewhere), req("chain", &S::chain), req("comms", &S::comms))
 SCOUT_EVIDENCE_FIELDS(DeadlockEvidence, req("cycle", &S::cycle), req("comms", &S::comms),
                       req("stalled_ms", &S::stalled_ms), req("timeout_ms", &S::timeout_ms))
 SCOUT_EVIDENCE_FIELDS(EvOpenOp, req("comm", &S::comm), req("op", &S::op), req("state", &S::state))
@@ -540,9 +539,9 @@ SCOUT_EVIDENCE_FIELDS(ReplaySdcEvidence, req("source", &S::source), req("cycle",
                       req("trigger", &S::trigger), req("check", &S::check), req("recipe", &S::recipe),
                       req("votes", &S::votes), req("checks", &S::checks), req("gpus", &S::gpus), req("gpu", &S::gpu))
 SCOUT_EVIDENCE_FIELDS(EvReplayThresholds, req("min_ratio", &S::min_ratio), req("min_ms", &S::min_ms))
-SCOUT_EVIDENCE_FIELDS(ReplaySlowLinkEvidence, req("class", &S::cls), req("source", &S::source),
-                      req("cycle", &S::cycle), req("recipes", &S::recipes), req("ms", &S::ms),
-                      req("median_ms", &S::median_ms), req("thresholds", &S::thresholds))
+SCOUT_EVIDENCE_FIELDS(ReplaySlowLinkEvidence, req("class", &S::cls), req("source", &S::source), req("cycle", &S::cycle),
+                      req("recipes", &S::recipes), req("ms", &S::ms), req("median_ms", &S::median_ms),
+                      req("thresholds", &S::thresholds))
 
 #undef SCOUT_EVIDENCE_FIELDS
 

@@ -76,11 +76,11 @@ struct P2pPairInfo {
   int src_rank = -1, dst_rank = -1;      // comm ranks
   int src_global = -1, dst_global = -1;  // global ranks, -1 unknown
   uint64_t ops = 0;
-  uint64_t bytes = 0;         // message bytes, summed
-  uint64_t last_seq = 0;      // scout's p2p counter of the latest (docs/record-format.md)
-  int64_t last_end_ns = 0;    // receive end of the latest
-  int64_t total_ns = 0;       // transfer time summed: receive end - the later of the two starts
-  int64_t max_ns = 0;         // the longest transfer
+  uint64_t bytes = 0;       // message bytes, summed
+  uint64_t last_seq = 0;    // scout's p2p counter of the latest (docs/record-format.md)
+  int64_t last_end_ns = 0;  // receive end of the latest
+  int64_t total_ns = 0;     // transfer time summed: receive end - the later of the two starts
+  int64_t max_ns = 0;       // the longest transfer
 };
 
 // One collective (or p2p pair) as the per-collective report shows it (key, func,

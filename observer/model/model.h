@@ -158,7 +158,7 @@ std::string describe(const OpId& id);
 // p2p, 0 is the send side and 1 the recv side.
 struct OpSlot {
   int index = -1;
-  int64_t pos = -1;    // position of this record in its rank's collective sequence; -1 unknown
+  int64_t pos = -1;  // position of this record in its rank's collective sequence; -1 unknown
 
   bool final = false;  // no further update expected (complete, completion unobservable, or lost)
   bool lost = false;   // the record was overwritten in its ring before it was final
@@ -229,12 +229,12 @@ struct RankProgress {
   // (records lost) makes every count unknown until that function's next record: positions are
   // known again once all are (never guessed).
   bool seq_started = false;
-  uint64_t seq_next_index = 0;                        // ring index expected next
-  uint8_t seq_known = kSeqAllKnown;                   // bit f: seq_count[f] is known
-  uint64_t seq_count[shm::kNumNumberedFuncs] = {};    // calls of each function so far
-  uint64_t seq_gaps = 0;                              // index gaps seen
-  uint64_t seq_evicted = 0;                           // entries dropped by the kSeqWindow bound
-  LazyDeque<SeqEntry> seq_window;                     // positions not yet taken, ascending
+  uint64_t seq_next_index = 0;                      // ring index expected next
+  uint8_t seq_known = kSeqAllKnown;                 // bit f: seq_count[f] is known
+  uint64_t seq_count[shm::kNumNumberedFuncs] = {};  // calls of each function so far
+  uint64_t seq_gaps = 0;                            // index gaps seen
+  uint64_t seq_evicted = 0;                         // entries dropped by the kSeqWindow bound
+  LazyDeque<SeqEntry> seq_window;                   // positions not yet taken, ascending
   bool seq_synced() const { return seq_known == kSeqAllKnown; }
   // Next position (meaningful while seq_synced()).
   uint64_t seq_next_pos() const {
@@ -306,19 +306,19 @@ class RankTable {
     static const RankProgress empty;
     return empty;
   }
-  std::vector<int32_t> index_;       // comm rank -> index into store_, -1: not stored
-  std::deque<RankProgress> store_;   // stable addresses: a stored entry never moves
+  std::vector<int32_t> index_;      // comm rank -> index into store_, -1: not stored
+  std::deque<RankProgress> store_;  // stable addresses: a stored entry never moves
 };
 
 struct Comm {
   CommKey key;
   std::string name;
   int nnodes = 0;
-  RankTable ranks;                                 // index = comm rank (size nranks)
-  std::map<OpId, Op> ops;                          // live (not yet judged) operations
-  int64_t last_progress_ns = 0;                    // latest evidence of progress (record times or observer time)
-  uint64_t ops_complete = 0;                       // operations complete on every rank (judged)
-  uint64_t p2p_complete = 0;                       // of which point-to-point
+  RankTable ranks;               // index = comm rank (size nranks)
+  std::map<OpId, Op> ops;        // live (not yet judged) operations
+  int64_t last_progress_ns = 0;  // latest evidence of progress (record times or observer time)
+  uint64_t ops_complete = 0;     // operations complete on every rank (judged)
+  uint64_t p2p_complete = 0;     // of which point-to-point
   // Point-to-point pairs (src, dst comm ranks), summed; `p2p_dirty`: changed since the observer
   // last handed them to its Sink.
   std::map<std::pair<int, int>, P2pPairInfo> p2p;

@@ -173,12 +173,11 @@ DigestExchange::DigestExchange(Channel* ch, Judge* judge, const DigestConfig& cf
     throw std::invalid_argument(
         "observer network: digest slots and range must be positive, the drill-down split at least 2");
   }
-  config_key_ =
-      hash_words({6 /* protocol version */, uint64_t(cfg_.stream_slots), uint64_t(cfg_.timing_slots),
-                  uint64_t(cfg_.timing_ops), cfg_.max_range_ops, uint64_t(cfg_.stall_ns),
-                  uint64_t(cfg_.drill_repeat_rounds), uint64_t(cfg_.drill_split), uint64_t(cfg_.max_narrow_parts),
-                  uint64_t(cfg_.wait_buckets)},
-                 0xc0f1);
+  config_key_ = hash_words(
+      {6 /* protocol version */, uint64_t(cfg_.stream_slots), uint64_t(cfg_.timing_slots), uint64_t(cfg_.timing_ops),
+       cfg_.max_range_ops, uint64_t(cfg_.stall_ns), uint64_t(cfg_.drill_repeat_rounds), uint64_t(cfg_.drill_split),
+       uint64_t(cfg_.max_narrow_parts), uint64_t(cfg_.wait_buckets)},
+      0xc0f1);
 }
 
 StreamSlot DigestExchange::stream_slot(std::vector<uint64_t>& v, size_t slot) const {
@@ -554,7 +553,8 @@ void DigestExchange::update_partitions(size_t occupied) {
 }
 
 NodeReport DigestExchange::node_report(LocalView& local, const ClockEstimate& clock,
-                                       const std::vector<obs::Finding>& node_findings, const std::vector<Drill>& drills) {
+                                       const std::vector<obs::Finding>& node_findings,
+                                       const std::vector<Drill>& drills) {
   NodeReport rep;
   std::set<int> mentioned;
   if (!ch_->is_leader()) {
@@ -618,9 +618,11 @@ void DigestExchange::gather_waits(LocalView& local, const ClockEstimate& clock, 
   const WaitSummary mine = summarize(w);
   int bad = 0;
   std::string first;
-  const std::vector<uint8_t> all = ch_->reduce_to_leader(
-      mine.empty() ? std::vector<uint8_t>{} : encode_summary(mine),
-      [&](std::vector<uint8_t> a, std::vector<uint8_t> b) { return merge_encoded(std::move(a), std::move(b), &bad, &first); });
+  const std::vector<uint8_t> all =
+      ch_->reduce_to_leader(mine.empty() ? std::vector<uint8_t>{} : encode_summary(mine),
+                            [&](std::vector<uint8_t> a, std::vector<uint8_t> b) {
+                              return merge_encoded(std::move(a), std::move(b), &bad, &first);
+                            });
   if (!ch_->is_leader()) return;
   if (bad > 0) {
     if (res->bad_reports == 0) res->bad_report_error = "wait summary: " + first;

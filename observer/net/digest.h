@@ -232,11 +232,11 @@ class DigestExchange {
   uint64_t config_key_;
   uint64_t round_ = 0;
   uint64_t partitions_ = 1;
-  double cycle_streams_ = 0;       // estimated streams seen in the current cycle of P rounds
-  uint64_t cycle_rounds_ = 0;      // rounds of the current cycle so far
-  uint64_t next_local_drill_ = 0;  // round from which a local stall asks for a drill-down again
-  uint64_t next_waits_drill_ = 0;  // round from which any stall may ask for wait snapshots again (job-wide)
-  uint64_t stall_episodes_ = 0;      // LocalView::stalls().episodes at the last round
+  double cycle_streams_ = 0;          // estimated streams seen in the current cycle of P rounds
+  uint64_t cycle_rounds_ = 0;         // rounds of the current cycle so far
+  uint64_t next_local_drill_ = 0;     // round from which a local stall asks for a drill-down again
+  uint64_t next_waits_drill_ = 0;     // round from which any stall may ask for wait snapshots again (job-wide)
+  uint64_t stall_episodes_ = 0;       // LocalView::stalls().episodes at the last round
   bool stall_drill_pending_ = false;  // a new stall episode asks for wait snapshots (when allowed)
   int64_t due_asked_ = 0;             // leader: the Judge's waits_due_ns() last asked for
   std::unordered_map<uint64_t, StreamState> state_;

@@ -108,10 +108,10 @@ std::unique_ptr<KeyStore> open_key_store(const std::string& spec) {
       return std::make_unique<RedisKeys>(host, static_cast<int>(port));
     }
   } catch (const ChannelError&) { throw; } catch (const std::exception& e) {
-    throw RendezvousUnreachable("observer network: rendezvous " + spec + " unreachable: " + gloo_message_line(e.what()));
+    throw RendezvousUnreachable("observer network: rendezvous " + spec +
+                                " unreachable: " + gloo_message_line(e.what()));
   }
   throw ChannelError(bad);
 }
-
 
 }  // namespace scout::net

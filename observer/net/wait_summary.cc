@@ -58,7 +58,8 @@ bool extend(RankRun& a, const RankRun& b) {
 
 // Sorts, drops comm ranks claimed twice (the first claim stays) and coalesces runs.
 std::vector<RankRun> normalize(std::vector<RankRun> runs) {
-  std::stable_sort(runs.begin(), runs.end(), [](const RankRun& a, const RankRun& b) { return a.comm_rank < b.comm_rank; });
+  std::stable_sort(runs.begin(), runs.end(),
+                   [](const RankRun& a, const RankRun& b) { return a.comm_rank < b.comm_rank; });
   std::vector<RankRun> out;
   for (RankRun r : runs) {
     if (r.count == 1) r.stride = 1;
@@ -85,7 +86,8 @@ uint32_t members_of(const std::vector<RankRun>& runs) {
 std::vector<std::pair<int, int>> ranks_of(const std::vector<RankRun>& runs) {
   std::vector<std::pair<int, int>> out;
   for (const RankRun& r : runs) {
-    for (int32_t i = 0; i < r.count; ++i) out.emplace_back(r.comm_rank + i, int(int64_t(r.global_rank) + int64_t(i) * r.stride));
+    for (int32_t i = 0; i < r.count; ++i)
+      out.emplace_back(r.comm_rank + i, int(int64_t(r.global_rank) + int64_t(i) * r.stride));
   }
   return out;
 }
@@ -97,7 +99,8 @@ void merge_group(MemberGroup& a, MemberGroup b) {
   if (keep_ids) {
     for (const MemberGroup* g : {&a, &b}) {
       const auto rk = ranks_of(g->runs);
-      for (size_t i = 0; i < rk.size() && i < g->identities.size(); ++i) ids.emplace_back(rk[i].first, g->identities[i]);
+      for (size_t i = 0; i < rk.size() && i < g->identities.size(); ++i)
+        ids.emplace_back(rk[i].first, g->identities[i]);
     }
   }
   std::vector<RankRun> runs = a.runs;
@@ -129,7 +132,8 @@ void merge_comm(CommSummary& a, CommSummary b) {
   if (x.name.empty()) x.name = y.name;
   if (x.nnodes == 0) x.nnodes = y.nnodes;
   std::unordered_map<std::string, size_t> by_state;
-  for (size_t i = 0; i < a.groups.size(); ++i) by_state.emplace(state_key(a.groups[i].state, a.groups[i].proc_state), i);
+  for (size_t i = 0; i < a.groups.size(); ++i)
+    by_state.emplace(state_key(a.groups[i].state, a.groups[i].proc_state), i);
   for (MemberGroup& g : b.groups) {
     auto it = by_state.find(state_key(g.state, g.proc_state));
     if (it == by_state.end()) {
@@ -173,7 +177,8 @@ WaitSummary summarize(const WaitSnapshot& w) {
     cs.comm.members.clear();
     std::unordered_map<std::string, size_t> by_state;
     std::vector<MemberView> members = c.members;
-    std::sort(members.begin(), members.end(), [](const MemberView& a, const MemberView& b) { return a.comm_rank < b.comm_rank; });
+    std::sort(members.begin(), members.end(),
+              [](const MemberView& a, const MemberView& b) { return a.comm_rank < b.comm_rank; });
     for (const MemberView& m : members) {
       if (m.proc < 0 || m.proc >= int(w.procs.size())) continue;
       const ProcView& p = w.procs[size_t(m.proc)];
@@ -239,8 +244,8 @@ WaitSnapshot expand(const WaitSummary& s) {
           taken[size_t(cr)] = 1;
           const int gr = int(int64_t(r.global_rank) + int64_t(i) * r.stride);
           const bool has_id = k < g.identities.size();
-          auto [it, added] = gr >= 0 ? proc_of.try_emplace(gr, int(w.procs.size()))
-                                     : std::make_pair(proc_of.end(), true);
+          auto [it, added] =
+              gr >= 0 ? proc_of.try_emplace(gr, int(w.procs.size())) : std::make_pair(proc_of.end(), true);
           const int index = added ? int(w.procs.size()) : it->second;
           if (added || (has_id && !identified[size_t(index)])) {
             ProcView p;
@@ -269,7 +274,8 @@ WaitSnapshot expand(const WaitSummary& s) {
         }
       }
     }
-    std::sort(c.members.begin(), c.members.end(), [](const MemberView& a, const MemberView& b) { return a.comm_rank < b.comm_rank; });
+    std::sort(c.members.begin(), c.members.end(),
+              [](const MemberView& a, const MemberView& b) { return a.comm_rank < b.comm_rank; });
     w.comms.push_back(std::move(c));
   }
   return w;

@@ -181,7 +181,7 @@ inline const uint64_t kRecordBytes = min_bytes<shm::RecordSnapshot>(SCOUT_FIELDS
 inline const uint64_t kProcBytes = min_bytes<ProcView>(SCOUT_FIELDS_FN(proc_fields));
 inline const uint64_t kCommWaitBytes = min_bytes<CommWaitView>(SCOUT_FIELDS_FN(comm_wait_fields)) + kCountBytes;
 inline const uint64_t kMemberBytes = min_bytes<MemberView>(SCOUT_FIELDS_FN(member_id_fields)) +
-                              min_bytes<MemberView>(SCOUT_FIELDS_FN(member_fields)) + kCountBytes;
+                                     min_bytes<MemberView>(SCOUT_FIELDS_FN(member_fields)) + kCountBytes;
 inline const uint64_t kIdentityBytes = min_bytes<RankIdentity>(SCOUT_FIELDS_FN(identity_fields));
 #undef SCOUT_FIELDS_FN
 

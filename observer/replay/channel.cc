@@ -18,7 +18,6 @@ namespace {
 
 using shm::mono_ns;
 
-
 std::string seconds(int64_t ns) {
   char b[32];
   std::snprintf(b, sizeof(b), "%.1f s", double(ns) / 1e9);

@@ -15,10 +15,13 @@ namespace {
 
 using shm::mono_ns;
 
-
 nlohmann::json member_json(const CrossMember& m) {
-  return {{"global_rank", m.global_rank}, {"gpu", m.gpu}, {"cuda_dev", m.cuda_dev},
-          {"host", m.host},               {"pid", m.pid}, {"node", m.node}};
+  return {{"global_rank", m.global_rank},
+          {"gpu", m.gpu},
+          {"cuda_dev", m.cuda_dev},
+          {"host", m.host},
+          {"pid", m.pid},
+          {"node", m.node}};
 }
 
 CrossMember member_of(const nlohmann::json& j) {

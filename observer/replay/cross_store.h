@@ -44,7 +44,7 @@ struct CrossMember {
 struct NodeMembers {
   int node = 0;
   std::vector<CrossMember> ranks;
-  std::map<std::string, std::vector<int>> comms;  // "<hash>:<nranks>" -> its global ranks there
+  std::map<std::string, std::vector<int>> comms;         // "<hash>:<nranks>" -> its global ranks there
   std::map<std::string, std::map<int, int>> comm_ranks;  // the same communicators: comm rank -> global rank
   bool operator==(const NodeMembers&) const;
 };

@@ -52,10 +52,10 @@ struct CycleResult {
   ReplayCycleRecord record;
   replay::CycleVerdict verdict;
   bool have_verdict = false;
-  int64_t gpu_cost_ns = 0;             // the most GPU time the cycle took from one GPU
-  bool any_ok = false;                 // some recipe ran somewhere
-  bool report = true;                  // its verdicts become findings here (cross: the leader only)
-  std::map<int, CrossMember> remote;   // cross: the ranks of other nodes it measured
+  int64_t gpu_cost_ns = 0;            // the most GPU time the cycle took from one GPU
+  bool any_ok = false;                // some recipe ran somewhere
+  bool report = true;                 // its verdicts become findings here (cross: the leader only)
+  std::map<int, CrossMember> remote;  // cross: the ranks of other nodes it measured
 };
 
 }  // namespace scout::obs

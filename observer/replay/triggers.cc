@@ -144,7 +144,9 @@ std::optional<CycleJob> ReplayTriggers::demand_job(const Model& m, const ReplayR
   rec.trigger = to_string(job.trigger);
   rec.started_ns = rec.ended_ns = shm::wall_ns();
   rec.outcome = "inconclusive";
-  rec.detail = {{"request", rq.id}, {"participants", nlohmann::json::array()}, {"recipes", nlohmann::json::array()},
+  rec.detail = {{"request", rq.id},
+                {"participants", nlohmann::json::array()},
+                {"recipes", nlohmann::json::array()},
                 {"error", why}};
   answered->push_back(rec);
   if (log_) log_("replay request " + rq.id + ": " + why);

@@ -19,9 +19,8 @@ using replay::Participant;
 using replay::Recipe;
 using shm::mono_ns;
 
-ReplayWorker::ReplayWorker(const ReplayOptions& opt, const std::string& job, const std::string& shm_dir,
-                           int node_rank, std::atomic<uint64_t>* next_cycle,
-                           std::function<void(const std::string&)> log)
+ReplayWorker::ReplayWorker(const ReplayOptions& opt, const std::string& job, const std::string& shm_dir, int node_rank,
+                           std::atomic<uint64_t>* next_cycle, std::function<void(const std::string&)> log)
     : opt_(opt), node_rank_(node_rank), next_cycle_(next_cycle), log_(std::move(log)) {
   std::vector<std::string> argv = opt_.program;
   if (argv.empty()) argv = {default_replay_program()};

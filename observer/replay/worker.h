@@ -104,8 +104,8 @@ class ReplayWorker {
   std::vector<std::string> worker_log_;  // lines for log_, written from the pass
   bool stop_ = false;
   uint64_t cycles_done_ = 0;
-  NodeMembers members_;                      // as the pass last set them
-  std::optional<NodeMembers> to_publish_;    // changed since the last publication
+  NodeMembers members_;                    // as the pass last set them
+  std::optional<NodeMembers> to_publish_;  // changed since the last publication
   std::map<std::string, std::map<int, int>> cross_comm_ranks_;
 
   // Worker thread only (cross-node state): the newest plan handled (nullopt before the first

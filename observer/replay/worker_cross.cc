@@ -174,8 +174,8 @@ CycleResult ReplayWorker::run_cross(const CrossPlan& plan) {
   return d;
 }
 
-void ReplayWorker::run_cross_pairs(const CrossPlan& plan, const std::vector<replay::Recipe>& recipes,
-                                   int64_t deadline, replay::Admission* adm, std::vector<replay::Sample>* samples) {
+void ReplayWorker::run_cross_pairs(const CrossPlan& plan, const std::vector<replay::Recipe>& recipes, int64_t deadline,
+                                   replay::Admission* adm, std::vector<replay::Sample>* samples) {
   std::set<int> local;
   for (const CrossMember& m : plan.members)
     if (m.node == node_rank_) local.insert(m.global_rank);
@@ -215,10 +215,14 @@ void ReplayWorker::run_cross_pairs(const CrossPlan& plan, const std::vector<repl
     }
     const CrossMember* peer = plan.member(send ? r.dst : r.src);
     replay::Participant pp{peer->global_rank, peer->gpu, peer->cuda_dev};
-    const int64_t left_ms =
-        std::max<int64_t>(0, (std::min(deadline, mono_ns() + kPairWaitNs) - mono_ns()) / 1'000'000);
-    nlohmann::json q = {{"op", "link_end"}, {"cycle", plan.id},     {"recipe", r.id},       {"role", send ? "send" : "recv"},
-                        {"peer", replay::to_json(pp)}, {"uid", uid}, {"deadline_ms", left_ms}};
+    const int64_t left_ms = std::max<int64_t>(0, (std::min(deadline, mono_ns() + kPairWaitNs) - mono_ns()) / 1'000'000);
+    nlohmann::json q = {{"op", "link_end"},
+                        {"cycle", plan.id},
+                        {"recipe", r.id},
+                        {"role", send ? "send" : "recv"},
+                        {"peer", replay::to_json(pp)},
+                        {"uid", uid},
+                        {"deadline_ms", left_ms}};
     if (!channel_->call(q, &ans, deadline - mono_ns(), &err)) {
       lost = err;
       adm->inconclusive.push_back({r.id, "participant lost: " + err});

@@ -21,10 +21,10 @@ struct Delegation {
   core::dlg::Table t;
   void* dl = nullptr;
   std::string opened;
-  int mask = 0;                       // the delegate's activation mask: it writes (and may keep) this int
-  std::atomic<int> mask_seen{0};      // the value last merged into NCCL's mask
-  int* nccl_mask = nullptr;           // NCCL's process-wide mask (the same for every init)
-  std::atomic<uint64_t> routes{0};    // event types the delegate receives (dlg::routed_types)
+  int mask = 0;                         // the delegate's activation mask: it writes (and may keep) this int
+  std::atomic<int> mask_seen{0};        // the value last merged into NCCL's mask
+  int* nccl_mask = nullptr;             // NCCL's process-wide mask (the same for every init)
+  std::atomic<uint64_t> routes{0};      // event types the delegate receives (dlg::routed_types)
   std::atomic<uint16_t> scout_salt{0};  // scout's handle salt of this load cycle (0: none yet)
   core::dlg::Joins joins;
   int live = 0;  // contexts handed to NCCL (guarded by g_mu)
@@ -36,7 +36,7 @@ namespace {
 
 using core::dlg::Split;
 
-std::mutex g_mu;      // init and finalize
+std::mutex g_mu;       // init and finalize
 bool g_tried = false;  // the delegate was looked for in this load cycle (guarded by g_mu)
 
 // The types scout records, whoever else asked for them (core/events.h).

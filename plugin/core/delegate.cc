@@ -45,8 +45,8 @@ bool iequals(const std::string& a, const char* b) {
 
 template <class T>
 bool complete(const T* t) {
-  return t->init != nullptr && t->startEvent != nullptr && t->stopEvent != nullptr &&
-         t->recordEventState != nullptr && t->finalize != nullptr;
+  return t->init != nullptr && t->startEvent != nullptr && t->stopEvent != nullptr && t->recordEventState != nullptr &&
+         t->finalize != nullptr;
 }
 
 uint16_t draw_salt() {
@@ -93,8 +93,9 @@ bool open_delegate(const std::string& spec, int nccl_version, Table* out, void**
   }
   if (sym == nullptr) {
     *error = "the delegate '" + name + "' exports no ncclProfiler_v" +
-             (nccl_version == 4 ? std::string("4") : nccl_version == 5 ? std::string("5 or _v4")
-                                                                       : std::string("6, _v5 or _v4")) +
+             (nccl_version == 4   ? std::string("4")
+              : nccl_version == 5 ? std::string("5 or _v4")
+                                  : std::string("6, _v5 or _v4")) +
              " table (this NCCL calls profiler ABI v" + std::to_string(nccl_version) + ")";
     ::dlclose(h);
     return false;
@@ -136,8 +137,8 @@ bool open_delegate(const std::string& spec, int nccl_version, Table* out, void**
     t.finalize = p->finalize;
   }
   if (!ok) {
-    *error = "the delegate '" + name + "' has a NULL function in its ncclProfiler_v" + std::to_string(version) +
-             " table";
+    *error =
+        "the delegate '" + name + "' has a NULL function in its ncclProfiler_v" + std::to_string(version) + " table";
     ::dlclose(h);
     return false;
   }

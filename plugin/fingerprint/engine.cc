@@ -347,9 +347,9 @@ void Engine::on_launch_start(CommFp* c, void* stream, uint64_t send_bytes_hint) 
   const int plan = p->claim_plan(1, kSendWaitTimeoutNs);
   if (plan < 0) return;  // pools busy: this plan's sends are reported TimedOut
   // Sized from the largest send the event layer saw pending, else 2 CTAs per SM.
-  const uint32_t grid = send_bytes_hint ? gpu::grid_for_items(gpu::job_items(hashed_leaves(send_bytes_hint, im.max_bytes)),
-                                                              p->sm_count())
-                                        : uint32_t(p->sm_count()) * 2;
+  const uint32_t grid =
+      send_bytes_hint ? gpu::grid_for_items(gpu::job_items(hashed_leaves(send_bytes_hint, im.max_bytes)), p->sm_count())
+                      : uint32_t(p->sm_count()) * 2;
   if (!be->launch(p->ctx(), stream, p->plan_dev(plan), p->plan_scratch_dev(plan), grid ? grid : 1)) {
     p->plan_failed(plan);
     im.fail_gpu("launching the send fingerprint kernel");

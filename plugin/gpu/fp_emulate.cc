@@ -118,8 +118,8 @@ void run_item(const FpJob& job, uint64_t item, uint64_t gpu_ns) {
   uint64_t nan = 0, inf = 0, bytes = 0;
   for (uint32_t lane = 0; lane < 32; lane += 2) {  // h = 0 threads, after the pair shuffle
     if (th[lane].valid) {
-      sc->words[lay.leaves + th[lane].k] =
-          leaf_finish<kKind>(mem, job, th[lane], th[lane + 1].acc[0], th[lane + 1].acc[1], &th[lane].nan, &th[lane].inf);
+      sc->words[lay.leaves + th[lane].k] = leaf_finish<kKind>(mem, job, th[lane], th[lane + 1].acc[0],
+                                                              th[lane + 1].acc[1], &th[lane].nan, &th[lane].inf);
       bytes += th[lane].blen;
     }
   }

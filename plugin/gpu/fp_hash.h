@@ -226,9 +226,9 @@ SCOUT_HD uint64_t xxh64_word(uint64_t w, uint64_t seed) {
 // The root of the definition: XXH64 of (top, len, version, capped leaves or 0), one stripe,
 // straight-line. Equal to xxh64_words({top, len, version, capped_leaves}, 4, kRootSeed).
 SCOUT_HD uint64_t root_hash(uint64_t top, uint64_t len, uint64_t version, uint64_t capped_leaves) {
-  const uint64_t h = converge(round64(lane_init(kRootSeed, 0), top), round64(lane_init(kRootSeed, 1), len),
-                              round64(lane_init(kRootSeed, 2), version),
-                              round64(lane_init(kRootSeed, 3), capped_leaves));
+  const uint64_t h =
+      converge(round64(lane_init(kRootSeed, 0), top), round64(lane_init(kRootSeed, 1), len),
+               round64(lane_init(kRootSeed, 2), version), round64(lane_init(kRootSeed, 3), capped_leaves));
   return avalanche(h + 32);
 }
 

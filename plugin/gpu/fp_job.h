@@ -42,15 +42,15 @@ constexpr uint32_t kResultDone = 1;
 
 // One buffer to hash (docs/fingerprint.md, "Definition" and "Capped fingerprints").
 struct FpJob {
-  uint64_t buf;        // device address of the first byte
-  uint64_t len;        // bytes
-  uint64_t max_bytes;  // byte cap (SCOUT_FP_MAX_BYTES)
-  uint64_t selector;   // op_selector(...) for capped subsets
-  uint64_t result;     // device address of this job's FpResult
-  uint64_t scratch;    // device address of this job's FpJobScratch
+  uint64_t buf;             // device address of the first byte
+  uint64_t len;             // bytes
+  uint64_t max_bytes;       // byte cap (SCOUT_FP_MAX_BYTES)
+  uint64_t selector;        // op_selector(...) for capped subsets
+  uint64_t result;          // device address of this job's FpResult
+  uint64_t scratch;         // device address of this job's FpJobScratch
   uint64_t scratch_leaves;  // leaves the scratch slot was sized for (scratch_bytes(); >= the job's)
-  uint32_t kind;       // FloatKind for NaN/Inf counting
-  uint32_t seq;        // echoed into FpResult::seq (the host checks it)
+  uint32_t kind;            // FloatKind for NaN/Inf counting
+  uint32_t seq;             // echoed into FpResult::seq (the host checks it)
 };
 static_assert(sizeof(FpJob) == 64);
 

@@ -315,8 +315,7 @@ __device__ void plan_prologue(const FpPlan* plan, FpPlanScratch* ps, Shared& sh)
       if (njobs > kMaxJobs) njobs = kMaxJobs;
       const uint32_t words = njobs * uint32_t(sizeof(FpJob) / 8);
       for (uint32_t i = lane; i < words; i += 32) {
-        reinterpret_cast<uint64_t*>(sh.jobs)[i] =
-            __ldcg(reinterpret_cast<const unsigned long long*>(ps->jobs) + i);
+        reinterpret_cast<uint64_t*>(sh.jobs)[i] = __ldcg(reinterpret_cast<const unsigned long long*>(ps->jobs) + i);
       }
       if (lane == 0) sh.njobs = njobs;
     }

@@ -63,7 +63,7 @@ SCOUT_HD void pair_stripes(const Load& load, uint32_t stripes, uint32_t h, uint6
   uint64_t a0 = hash::lane_init(seed, 2 * h), a1 = hash::lane_init(seed, 2 * h + 1);
   uint32_t s = 0;
   SCOUT_NO_UNROLL  // one batch of loads in flight at a time: registers stay <= 64
-  for (; s + kPairBatch <= stripes; s += kPairBatch) {
+      for (; s + kPairBatch <= stripes; s += kPairBatch) {
     WordPair w[kPairBatch];
     SCOUT_UNROLL
     for (uint32_t k = 0; k < kPairBatch; ++k) w[k] = load(s + k, h);

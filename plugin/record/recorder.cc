@@ -19,8 +19,6 @@
 namespace scout::rec {
 namespace {
 
-
-
 uint64_t raw(const void* p) { return reinterpret_cast<uintptr_t>(p); }
 
 bool write_all(int fd, const char* p, size_t n) {
