@@ -18,6 +18,12 @@ namespace scout::cli {
 // newer schema, unknown finding id), printed as one line "scout: <message>" on stderr.
 constexpr int kExitOk = 0;
 constexpr int kExitUsage = 2;
+// `scout replay run` (docs/cli.md): the cycle found a failing GPU or link; no observer answered
+// (nothing ran, the request is withdrawn); the cycle answered without a verdict (inconclusive, or
+// not finished within --wait-s).
+constexpr int kExitReplayFailed = 1;
+constexpr int kExitNoObserver = 3;
+constexpr int kExitNoVerdict = 4;
 
 // A user error: main() prints "scout: <what>" and exits kExitUsage.
 class UsageError : public std::runtime_error {
@@ -131,8 +137,10 @@ int cmd_replay_plan(store::StoreReader& rd, const ReplayPlanOptions& o, std::ost
 // sample's fingerprint and time; an unknown id is a UsageError (docs/cli.md, "scout replay list").
 int cmd_replay_list(store::StoreReader& rd, bool json, std::ostream& out);
 // `scout replay run`: one replay cycle now, on the observer of `where` (docs/cli.md "scout replay
-// run"). Prints the cycle as `scout replay show` does; exit 0 when it passed, 1 when it failed, was
-// inconclusive or no observer answered within wait_s; bad flags or no store are a UsageError.
+// run"). Prints the cycle as `scout replay show` does; exit 0 when it passed, kExitReplayFailed when
+// it found a failing GPU or link, kExitNoObserver when no observer answered (within 1.5 s when
+// none runs: the store was not written and the request not taken), kExitNoVerdict when the cycle
+// was inconclusive or did not finish within wait_s; bad flags or no store are a UsageError.
 struct ReplayRunOptions {
   std::string ranks;    // "0-3,5"; "" = every GPU of the node
   std::string recipes;  // "gemm,coll,link" subset; "" = all

@@ -9,15 +9,20 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "observer/export/chrome_trace.h"
+#include "observer/replay/request.h"
 #include "observer/store/schema.h"
 #include "observer/store/sqlite.h"
+#include "observer/store/writer.h"
 #include "test/support/cli_fixture.h"
 #include "test/support/golden.h"
 #include "test/support/tmpdir.h"
@@ -376,6 +381,109 @@ TEST_F(Cli, HintsUseTheInvokedPathAndTheFindingNumber) {
   // A relative path, as typed.
   r = sh(dir_.path(), "cd " + bindir + "/.. && bin/scout status --store " + store_);
   EXPECT_EQ(last_line(r.out), expected("bin/scout"));
+}
+
+// A stand-in for the demo job's observer: every 50 ms it rewrites the job header (as
+// scout-observer does at every pass) and, when `outcome` is not empty, takes a replay request and
+// stores a cycle with that outcome answering it (trigger demand, started 20 s into the job).
+class FakeObserver {
+ public:
+  FakeObserver(const std::string& store, const std::string& outcome)
+      : thread_([this, store, outcome] { loop(store, outcome); }) {}
+  ~FakeObserver() {
+    stop_ = true;
+    thread_.join();
+  }
+
+ private:
+  void loop(const std::string& store, const std::string& outcome) {
+    std::string err;
+    auto w = scout::store::StoreWriter::open(store, {}, &err);
+    ASSERT_TRUE(w) << err;
+    scout::obs::JobInfo job = *scout::store::StoreReader::open(store)->job();
+    const std::string prefix = scout::obs::replay_request_prefix(store);
+    while (!stop_) {
+      job.updated_ns += 1;
+      w->put_job(job);
+      if (!outcome.empty()) {
+        if (std::optional<scout::obs::ReplayRequest> rq = scout::obs::take_replay_request(prefix, &err)) {
+          scout::obs::ReplayCycleRecord c;
+          c.cycle = 1;
+          c.trigger = "demand";
+          c.started_ns = scout::testing::kFixtureT0 + 20'000'000'000;
+          c.ended_ns = c.started_ns + 1'250'000'000;
+          c.outcome = outcome;
+          c.backend = "emu";
+          c.detail = {{"request", rq->id}};
+          if (outcome == "inconclusive") c.detail["error"] = "none of the requested ranks runs on this node with a known GPU";
+          w->put_replay_cycle(&c);
+        }
+      }
+      w->flush();
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// `scout replay run` when no observer writes the store (the job is gone): exit 3 and one line
+// within 2 s, the request withdrawn (no file left beside the store).
+TEST_F(Cli, ReplayRunWithoutAnObserverFailsFastWithExit3) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Result r = scout(dir_.path(), "replay run --store " + store_);
+  const double took_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r.rc, 3) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(replace_all(r.err, dir_.path(), "<DIR>"),
+            "scout: no observer answered: <DIR>/state/demo/node-0.db was last written at 2025-01-01 00:00:12.500 UTC "
+            "and nothing took the request within 1.50s (scout-observer of this job is not running on this node); "
+            "request withdrawn\n");
+  EXPECT_LE(took_s, 2.0) << "scout replay run took " << took_s << " s to say no observer answered";
+  for (const auto& e : std::filesystem::directory_iterator(dir_.path() + "/state/demo"))
+    EXPECT_EQ(e.path().filename().string().find(".replay-request."), std::string::npos) << e.path();
+  // A job that never started has no store: a usage error.
+  EXPECT_EQ(fails("replay run --store " + dir_.path() + "/none.db"),
+            "scout: no store at <DIR>/none.db (is scout-observer running for this job on this node?)\n");
+  EXPECT_EQ(fails("replay run --recipes gemm,disk --store " + store_),
+            "scout: --recipes: 'disk' is not one of gemm, coll, link\n");
+}
+
+// An observer that runs but does not take the request (replay off) is no answer either: exit 3
+// after --wait-s, not a verdict.
+TEST_F(Cli, ReplayRunWithAnObserverThatDoesNotTakeTheRequestExits3) {
+  FakeObserver live(store_, "");
+  Result r = scout(dir_.path(), "replay run --wait-s 2 --store " + store_);
+  EXPECT_EQ(r.rc, 3) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err,
+            "scout: the observer is running but did not take the replay request within 2 s (is replay on, "
+            "SCOUT_REPLAY=1? a cycle in flight is finished first: scout replay list); request withdrawn\n");
+}
+
+// The cycle's verdict decides the exit code: 1 when it found a failing GPU or link, 4 when it
+// answered without a verdict; the cycle is printed as `scout replay show` prints it.
+TEST_F(Cli, ReplayRunExitCodeSaysTheVerdict) {
+  {
+    FakeObserver obs(store_, "fail");
+    Result r = scout(dir_.path(), "replay run --wait-s 20 --store " + store_);
+    EXPECT_EQ(r.rc, 1) << r.err;
+    EXPECT_EQ(r.err, "");
+    EXPECT_EQ(r.out.substr(0, r.out.find('\n') + 1), "replay cycle 1 (id 1): trigger demand, fail, backend emu\n")
+        << r.out;
+  }
+  {
+    FakeObserver obs(store_, "inconclusive");
+    Result r = scout(dir_.path(), "replay run --wait-s 20 --store " + store_);
+    EXPECT_EQ(r.rc, 4) << r.err;
+    EXPECT_EQ(r.err, "");
+    EXPECT_EQ(r.out.substr(0, r.out.find("\n  found")),
+              "replay cycle 1 (id 2): trigger demand, inconclusive, backend emu\n"
+              "  started 2025-01-01 00:00:20.000 UTC, took 1.25s\n"
+              "  error: none of the requested ranks runs on this node with a known GPU")
+        << r.out;
+  }
 }
 
 }  // namespace
