@@ -235,9 +235,10 @@ void* Joins::join_slow(void* s, void* d) {
   const uint64_t n = next_.fetch_add(1, std::memory_order_relaxed) & kSeqMask;
   Slot& sl = slots_[n & (kPairSlots - 1)];
   sl.seq.store(0, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_release);
-  sl.s.store(s, std::memory_order_relaxed);
-  sl.d.store(d, std::memory_order_relaxed);
+  // Release stores (not a fence, which ThreadSanitizer cannot model): a reader that sees a new
+  // half also sees the cleared sequence number when it loads it again.
+  sl.s.store(s, std::memory_order_release);
+  sl.d.store(d, std::memory_order_release);
   sl.seq.store(n, std::memory_order_release);
   return to_ptr(encode(salt_, static_cast<HandleType>(kJoinedEvent), n));
 }
@@ -249,8 +250,8 @@ Split Joins::split_slow(uint64_t v) const {
     stale_.fetch_add(1, std::memory_order_relaxed);
     return {};
   }
-  Split out{sl.s.load(std::memory_order_relaxed), sl.d.load(std::memory_order_relaxed)};
-  std::atomic_thread_fence(std::memory_order_acquire);
+  // Acquire loads keep the second sequence check after both halves are read.
+  Split out{sl.s.load(std::memory_order_acquire), sl.d.load(std::memory_order_acquire)};
   if (sl.seq.load(std::memory_order_relaxed) != n) {
     stale_.fetch_add(1, std::memory_order_relaxed);
     return {};
