@@ -11,6 +11,7 @@
 #include "observer/ckpt/ckpt_store.h"
 #include "observer/cli/common.h"
 #include "observer/cli/format.h"
+#include "observer/export/json.h"
 
 namespace scout::cli {
 
@@ -20,19 +21,6 @@ const ckpt::CertificateRow* certificate_of(const std::vector<ckpt::CertificateRo
   for (const auto& r : certs)
     if (r.checkpoint_id == id) return &r;
   return nullptr;
-}
-
-nlohmann::json ckpt_json(const ckpt::Checkpoint& c, const ckpt::CertificateRow* cert) {
-  return {{"id", c.id},
-          {"path", c.path},
-          {"framework", c.framework},
-          {"step", c.step},
-          {"state", ckpt::to_string(c.state)},
-          {"reason", c.reason},
-          {"completed_ns", c.completed_ns},
-          {"finding_ids", c.finding_ids},
-          {"cycles", c.cycles},
-          {"certificate", cert ? nlohmann::json(cert->file) : nlohmann::json(nullptr)}};
 }
 
 // Newest first: by step, then completion time.
@@ -49,7 +37,7 @@ std::vector<std::string> hashes(const std::vector<ckpt::CertificateRow>& certs) 
 int list(const std::vector<ckpt::Checkpoint>& all, const std::vector<ckpt::CertificateRow>& certs, bool json,
          std::ostream& out) {
   if (json) {
-    for (const auto& c : all) out << ckpt_json(c, certificate_of(certs, c.id)).dump() << "\n";
+    for (const auto& c : all) out << exporter::checkpoint_json(c, certificate_of(certs, c.id)).dump() << "\n";
     return kExitOk;
   }
   if (all.empty()) {
@@ -118,7 +106,7 @@ int cmd_ckpt(const std::string& store_path, const CkptOptions& o, std::ostream& 
   const ckpt::CertificateRow* cert = certificate_of(certs, c.id);
   const ckpt::ChainCheck chain = ckpt::verify_chain(dir, hashes(certs));
   if (o.json) {
-    nlohmann::json j = ckpt_json(c, cert);
+    nlohmann::json j = exporter::checkpoint_json(c, cert);
     j["chain"] = {{"intact", chain.intact}, {"certificates", chain.certificates}, {"problem", chain.problem}};
     if (cert) {
       std::ifstream in(cert->file);

@@ -8,12 +8,14 @@
 #include <sys/wait.h>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -151,6 +153,32 @@ TEST_F(Cli, ExplainEachFinding) {
 
 TEST_F(Cli, ExportJsonl) { golden("export.jsonl", ok("export --format jsonl")); }
 TEST_F(Cli, ExportPrometheus) { golden("export.prom", ok("export --format prometheus")); }
+
+// The whole store: checkpoints, check cycles, certificates, replay cycles and GEMM capture
+// follow the operations, and the lines before them are the demo store's export.jsonl.
+TEST_F(Cli, ExportJsonlCarriesTheWholeStore) {
+  const std::string before = ok("export --format jsonl");
+  scout::testing::write_demo_history(store_);
+  const std::string out = ok("export --format jsonl");
+  golden("export_history.jsonl", out);
+  ASSERT_GE(out.size(), before.size());
+  EXPECT_EQ(out.substr(0, before.size()), before);
+  std::map<std::string, int> types;
+  std::istringstream rest(out.substr(before.size()));
+  for (std::string line; std::getline(rest, line);) types[nlohmann::json::parse(line)["type"].get<std::string>()]++;
+  EXPECT_EQ(types, (std::map<std::string, int>{{"checkpoint", 3},
+                                               {"check_cycle", 3},
+                                               {"certificate", 1},
+                                               {"replay_cycle", 2},
+                                               {"gemm_capture", 2},
+                                               {"gemm_shape", 2}}));
+}
+
+// Checkpoint states and replay outcomes in the Prometheus file.
+TEST_F(Cli, ExportPrometheusCarriesCheckpointsAndReplay) {
+  scout::testing::write_demo_history(store_);
+  golden("export_history.prom", ok("export --format prometheus"));
+}
 
 TEST_F(Cli, ExportChromeTrace) {
   std::string out = ok("export --format chrome-trace");
