@@ -6,6 +6,7 @@
 // `git diff test/fixtures/cli` (test/support/golden.h).
 #include <sqlite3.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -20,6 +21,8 @@
 #include <sstream>
 #include <thread>
 
+#include "common/paths.h"
+#include "common/segment_writer.h"
 #include "observer/export/chrome_trace.h"
 #include "observer/replay/request.h"
 #include "observer/store/schema.h"
@@ -512,6 +515,47 @@ TEST_F(Cli, ReplayRunExitCodeSaysTheVerdict) {
               "  error: none of the requested ranks runs on this node with a known GPU")
         << r.out;
   }
+}
+
+// `scout clean` also removes what scout-sim leaves beside the segments: the emulated GPUs' device
+// files of jobs with no running writer, and temporaries whose writer is gone; those of a running
+// job, a temporary being written and files that are not scout's stay.
+TEST_F(Cli, CleanRemovesTheEmulatedDevicesOfJobsThatAreGone) {
+  const std::string shm = dir_.path() + "/shm";
+  std::filesystem::create_directories(shm);
+  scout::shm::SegmentIdentity id;
+  id.job = "live";
+  id.host = "h";
+  std::string err;
+  auto live = scout::shm::SegmentWriter::create(shm, id, 1, 16, &err);
+  ASSERT_TRUE(live) << err;
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) _exit(0);
+  int st = 0;
+  ::waitpid(child, &st, 0);
+  const std::string gone = shm + "/scout-emugpu.gone.job.GPU-sim-node0-1.json";
+  const std::string gone_tmp = gone + ".tmp." + std::to_string(child);
+  const std::string writing = gone + ".tmp." + std::to_string(::getpid());
+  const std::string kept = shm + "/scout-emugpu.live.GPU-sim-node0-0.json";
+  const std::string other = shm + "/notes.txt";
+  for (const std::string& p : {gone, gone_tmp, writing, kept, other}) std::ofstream(p) << "{}\n";
+  Result r = scout(dir_.path(), "clean --dir " + shm);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out, "removed " + gone + " (emulated-device state of GPU-sim-node0-1, job gone.job not running)\n" +
+                       "removed " + gone_tmp + " (unfinished emulated-device state of GPU-sim-node0-1, pid " +
+                       std::to_string(child) + " gone)\n" +
+                       "scout clean: 0 segments and 2 emulated-device files removed (6B), 1 of running processes "
+                       "kept, 0 left alone, in " +
+                       shm + "\n");
+  for (const std::string& p : {writing, kept, other, live->path()}) EXPECT_TRUE(std::filesystem::exists(p)) << p;
+  EXPECT_FALSE(std::filesystem::exists(gone));
+  EXPECT_FALSE(std::filesystem::exists(gone_tmp));
+  // --job: only that job's files; the running one's stay.
+  r = scout(dir_.path(), "clean --dir " + shm + " --job live");
+  EXPECT_EQ(r.out, "scout clean: 0 segments removed (0B), 1 of running processes kept, 0 left alone, in " + shm + "\n");
+  EXPECT_TRUE(std::filesystem::exists(kept));
 }
 
 }  // namespace
