@@ -294,6 +294,7 @@ void print_finding_line(const obs::Finding& f, std::ostream& out) {
   }
   out << "\n";
   if (!f.summary.empty()) out << "     " << f.summary << "\n";
+  if (std::string cause = cause_words(f); !cause.empty()) out << "     cause: " << cause << "\n";
 }
 
 // "findings: O open, C closed"; open findings first, then closed ones (a finished job's closed

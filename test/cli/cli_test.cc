@@ -559,4 +559,45 @@ TEST_F(Cli, CleanRemovesTheEmulatedDevicesOfJobsThatAreGone) {
   EXPECT_TRUE(std::filesystem::exists(kept));
 }
 
+// The cause on the first screen: a straggler's cause and the number that proves it on its status
+// line, in its findings row and right under the summary of explain (gpu: replay's GEMM time vs
+// the median; host: GEMM normal and its lateness; unknown: its lateness).
+TEST_F(Cli, StragglerCauseIsOnTheFirstScreen) {
+  {
+    std::string err;
+    auto w = scout::store::StoreWriter::open(store_, {}, &err);
+    ASSERT_TRUE(w) << err;
+    scout::obs::Finding base = *scout::store::StoreReader::open(store_)->finding(2);
+    const char* causes[] = {"gpu", "host", "unknown"};
+    for (int i = 0; i < 3; ++i) {
+      scout::obs::Finding f = base;
+      f.id = 0;
+      f.dedup_key = std::string("straggler-cause-") + causes[i];
+      f.open = true;
+      f.evidence["cause"] = causes[i];
+      if (i == 0)
+        f.evidence["replay"] = {{"cycle", 4}, {"recipe", "gemm:fp32:4096x4096x4096"}, {"ms", {27.608, 27.384}},
+                                {"median_ms", 6.898}};
+      if (i == 1) f.evidence["replay"] = {{"cycle", 5}};
+      w->upsert_finding(&f);
+    }
+    ASSERT_TRUE(w->flush());
+  }
+  std::string text = "$ scout status\n" + ok("status") + "$ scout findings --open\n" + ok("findings --open");
+  for (const char* id : {"4", "5", "6"}) {
+    std::string e = ok(std::string("explain ") + id);
+    text += std::string("$ scout explain ") + id + " (first 3 lines)\n";
+    for (int n = 0, p = 0; n < 3; ++n) {
+      size_t q = e.find('\n', p);
+      text += e.substr(p, q + 1 - p);
+      p = int(q + 1);
+    }
+  }
+  golden("straggler_cause.txt", text);
+  EXPECT_NE(text.find("     cause: its GPU: replay cycle 4 ran gemm:fp32:4096x4096x4096 in 27.6ms, 27.4ms vs 6.90ms "
+                      "median\n"),
+            std::string::npos)
+      << text;
+}
+
 }  // namespace
