@@ -600,4 +600,39 @@ TEST_F(Cli, StragglerCauseIsOnTheFirstScreen) {
       << text;
 }
 
+// A candidate says why it has no verdict: while the job runs, how many clean check cycles it has,
+// how long until it verifies at the earliest and the setting that shortens it; once every rank
+// exited or died, that it cannot verify (a state of its own, not "waiting"). On `ckpt list` and
+// on the status line.
+TEST_F(Cli, CandidateSaysWhenItWouldVerifyOrThatItCannot) {
+  scout::testing::write_demo_history(store_);
+  auto checkpoint_lines = [](const std::string& status) {
+    size_t a = status.find("checkpoints:");
+    return a == std::string::npos ? status : status.substr(a, status.find("details:") - a);
+  };
+  std::string text = "$ scout ckpt list (job running)\n" + ok("ckpt list") + "$ scout status (job running)\n" +
+                     checkpoint_lines(ok("status"));
+  {
+    std::string err;
+    auto w = scout::store::StoreWriter::open(store_, {}, &err);
+    ASSERT_TRUE(w) << err;
+    std::vector<scout::obs::RankInfo> ranks = scout::store::StoreReader::open(store_)->ranks();
+    for (auto& r : ranks)
+      if (r.state == "running") r.state = "exited";
+    w->put_ranks(ranks);
+    ASSERT_TRUE(w->flush());
+  }
+  text += "$ scout ckpt list (job ended)\n" + ok("ckpt list") + "$ scout status (job ended)\n" +
+          checkpoint_lines(ok("status"));
+  golden("ckpt_candidates.txt", text);
+  EXPECT_NE(text.find("candidate  waiting: 0 of 2 clean check cycles; verifies in 8.00s at the earliest "
+                      "(SCOUT_CHECK_CYCLE_S=4 shortens it)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("candidate  cannot verify: the job ended after 0 of 2 clean check cycles of 4.00s "
+                      "(SCOUT_CHECK_CYCLE_S=4; a drill sets 1)\n"),
+            std::string::npos)
+      << text;
+}
+
 }  // namespace
