@@ -11,7 +11,7 @@ STATUS is PASS, SKIP (a script test that skipped as a whole, allowed) or FAIL. U
 
 A GoogleTest program passes when it exited 0, wrote its JSON report, ran at least one test, and
 every test it skipped or did not run is listed for it in SKIPS with a reason its skip message
-contains. A script test passes with exit 0 (one case) and skips with exit 77 after printing a
+contains; when every test it ran skipped (each allowed) it is SKIP. A script test passes with exit 0 (one case) and skips with exit 77 after printing a
 line `SKIP: <why>` (one skipped case), again only when SKIPS lists it ("-" as its case); a script
 that prints `SKIP:` and exits 0 fails. SKIPS (test/skips.txt) holds lines
 `<program> <Suite.Test or -> <reason>`; `#` starts a comment. Each skipped case counts once.
@@ -110,13 +110,15 @@ def judge_gtest(name, rc, log_text, report_path, allowed):
                 passed += 1
     if failed:
         problems.append(f"{failed} failed")
-    if passed + failed == 0:
+    if passed + failed + skipped == 0:
         problems.append("ran no test: every program must run at least one")
     if report.get("failures", 0) and not failed:
         problems.append(f"report counts {report['failures']} failures")
-    status = "FAIL" if problems else "PASS"
-    detail = "; ".join(problems) if problems else f"{passed} passed" + (f", {skipped} skipped" if skipped else "")
-    return status, passed, skipped, detail, seen
+    if problems:
+        return "FAIL", passed, skipped, "; ".join(problems), seen
+    if passed == 0:  # every test skipped, each allowed (a GPU-only program on a CPU machine)
+        return "SKIP", 0, skipped, f"{skipped} skipped", seen
+    return "PASS", passed, skipped, f"{passed} passed" + (f", {skipped} skipped" if skipped else ""), seen
 
 
 def judge_script(name, rc, log_text, allowed):

@@ -25,7 +25,15 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Where to read: --store PATH, else --job ID (node --node K, default 0) through
+// The path scout was invoked by, for the commands a hint prints: argv[0] as typed when it holds a
+// '/' ("build/bin/scout"), else "scout" (found on PATH). set_program_name is called by main().
+const std::string& program_name();
+void set_program_name(const char* argv0);
+
+// `s` as one POSIX shell word: unchanged when it holds only safe characters, else single-quoted.
+std::string shell_word(const std::string& s);
+
+// Where to read: --store PATH, else --job ID (node --node-rank K, default 0) through
 // store::default_store_path under SCOUT_STATE_DIR, else the job from the environment
 // (SCOUT_JOB_ID, TORCHELASTIC_RUN_ID, SLURM_JOB_ID; see config::resolve_job_id).
 struct StoreOptions {
@@ -34,7 +42,7 @@ struct StoreOptions {
   int node = 0;
 };
 
-// The flags that name this store on a command line ("--store PATH", "--job ID [--node K]", or ""
+// The flags that name this store on a command line ("--store PATH", "--job ID [--node-rank K]", or ""
 // when the store comes from the environment), quoted for a POSIX shell where needed.
 std::string store_selector(const StoreOptions& o);
 // The path StoreOptions names. Throws UsageError.
@@ -47,6 +55,8 @@ struct StatusOptions {
   // How the user named the store ("--job demo", "--store /x.db", or "" for the environment's
   // job), repeated in the hints at the end of the text so they can be pasted as printed.
   std::string selector;
+  // The program the hints name ("": program_name(), the path scout was invoked by).
+  std::string prog;
 };
 struct ReportOptions {
   std::string comm;  // "" = all; "0x..." = commHash, else name
@@ -72,6 +82,16 @@ struct DumpOptions {
   bool no_ops = false;  // segment and comm lines only
   int64_t ring = -1;    // >= 0: only this ring
 };
+// `scout jobs`: the jobs with a store in `state_dir` (default SCOUT_STATE_DIR).
+struct JobsOptions {
+  std::string state_dir;
+  bool json = false;
+};
+// One row per job, newest first: JOB, STARTED, NODES, RANKS, FINDINGS ("N (O open)"), STORE (the
+// store `scout status --job` reads: node 0's, else the lowest node's; an unreadable one says why),
+// then the command for one job; --json: one object per job per line. Exit 0 (also with no jobs).
+int cmd_jobs(const JobsOptions& o, std::ostream& out);
+
 // `scout clean`: the segments in `dir` (default SCOUT_SHM_DIR) of `job` (default: every job).
 struct CleanOptions {
   std::string dir, job;

@@ -1,6 +1,7 @@
 // `scout run [--job ID] [--store PATH] [observer flags] -- COMMAND...`: runs COMMAND (e.g.
 // torchrun ...) under scout: starts scout-observer for the job and waits for its first pass, sets
-// NCCL_PROFILER_PLUGIN and SCOUT_JOB_ID for COMMAND, waits for it, stops the observer with SIGTERM
+// NCCL_PROFILER_PLUGIN (moving another profiler plugin named there to SCOUT_PROFILER_DELEGATE) and
+// SCOUT_JOB_ID for COMMAND, waits for it, stops the observer with SIGTERM
 // (it makes a final pass and flushes the store), prints `scout status`, and exits with COMMAND's
 // exit status. docs/cli.md, "scout run".
 #include <fcntl.h>
@@ -10,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -21,7 +23,6 @@
 #include "common/paths.h"
 #include "common/segment_reader.h"
 #include "observer/cli/common.h"
-#include "observer/ingest/ingestor.h"
 #include "observer/store/sqlite.h"
 #include "scout/config.h"
 
@@ -68,15 +69,49 @@ std::string find_observer(const std::string& bindir) {
   throw UsageError(std::string(kObserverName) + " not found next to scout (" + bindir + ") nor on PATH");
 }
 
-// NCCL_PROFILER_PLUGIN if already set, else <bindir>/../lib/libnccl-profiler-scout.so (the build
-// tree and the installed layout PREFIX/bin + PREFIX/lib).
-std::string find_plugin(const std::string& bindir) {
+// <bindir>/../lib/libnccl-profiler-scout.so: the build tree and the installed layout PREFIX/bin +
+// PREFIX/lib.
+std::string bundled_plugin(const std::string& bindir) { return bindir + "/../lib/" + kPluginName; }
+
+// Whether NCCL_PROFILER_PLUGIN's value `v` names scout's plugin: "scout", a path or soname ending in
+// libnccl-profiler-scout.so, or the same file as `plugin`.
+bool names_scout(const std::string& v, const std::string& plugin) {
+  if (v == "scout") return true;
+  const std::string base = v.substr(v.rfind('/') == std::string::npos ? 0 : v.rfind('/') + 1);
+  if (base == kPluginName) return true;
+  char a[PATH_MAX], b[PATH_MAX];
+  return ::realpath(v.c_str(), a) != nullptr && ::realpath(plugin.c_str(), b) != nullptr && std::strcmp(a, b) == 0;
+}
+
+// The plugin COMMAND loads, and what becomes of a profiler plugin the environment already names:
+// NCCL has one profiler slot (docs/nccl-notes.md §1.1), so another plugin in NCCL_PROFILER_PLUGIN
+// becomes scout's delegate (SCOUT_PROFILER_DELEGATE, docs/plugin.md "A second profiler plugin"),
+// said in one line. Returns scout's plugin path.
+std::string choose_plugin(const std::string& bindir) {
   const char* env = std::getenv("NCCL_PROFILER_PLUGIN");
-  if (env && *env) return env;
-  std::string p = bindir + "/../lib/" + kPluginName;
+  const std::string v = env != nullptr ? env : "";
+  if (!v.empty() && names_scout(v, bundled_plugin(bindir))) return v;
   char real[PATH_MAX];
-  if (::realpath(p.c_str(), real) != nullptr) return real;
-  throw UsageError(std::string(kPluginName) + " not found at " + p + " (set NCCL_PROFILER_PLUGIN to its path)");
+  if (::realpath(bundled_plugin(bindir).c_str(), real) == nullptr) {
+    throw UsageError(std::string(kPluginName) + " not found at " + bundled_plugin(bindir) +
+                     " (set NCCL_PROFILER_PLUGIN to its path)");
+  }
+  const std::string plugin = real;
+  if (v.empty()) return plugin;
+  std::string lower;
+  for (char c : v) lower += char(std::tolower(static_cast<unsigned char>(c)));
+  const char* have = std::getenv("SCOUT_PROFILER_DELEGATE");
+  if (lower == "none") {
+    std::cerr << "scout: NCCL_PROFILER_PLUGIN=" << v << " replaced by scout's plugin for this run\n";
+  } else if (have != nullptr && *have) {
+    std::cerr << "scout: NCCL_PROFILER_PLUGIN=" << v << " is not loaded: SCOUT_PROFILER_DELEGATE=" << have
+              << " is scout's delegate already\n";
+  } else {
+    ::setenv("SCOUT_PROFILER_DELEGATE", v.c_str(), 1);
+    std::cerr << "scout: NCCL_PROFILER_PLUGIN=" << v
+              << " moved to SCOUT_PROFILER_DELEGATE: scout loads it and forwards every profiler event to it\n";
+  }
+  return plugin;
 }
 
 // fork + exec; the child gets its own process group when `own_group`. Returns the pid; an exec
@@ -213,13 +248,13 @@ int cmd_run(const RunOptions& o) {
   const std::string store = store_path(where);
   const std::string bindir = self_dir();
   const std::string observer = find_observer(bindir);
-  const std::string plugin = find_plugin(bindir);
+  const std::string plugin = choose_plugin(bindir);
 
   ::setenv("SCOUT_JOB_ID", job.c_str(), 1);
   ::setenv("NCCL_PROFILER_PLUGIN", plugin.c_str(), 1);
 
   std::cerr << "scout: job " << job << ", store " << store << "\n";
-  const std::string dir_problem = obs::shm_dir_problem(cfg.shm_dir);
+  const std::string dir_problem = shm::shm_dir_problem(cfg.shm_dir);
   if (!dir_problem.empty()) std::cerr << "scout: warning: " << dir_problem << "; the job runs unobserved\n";
 
   std::vector<std::string> obs_argv = {observer, "--job", job, "--store", store};
@@ -308,7 +343,7 @@ int cmd_run(const RunOptions& o) {
     read.store = store;
     auto rd = open_store(read);
     if (rd->ranks().empty()) {
-      std::string why = obs::shm_dir_problem(cfg.shm_dir);
+      std::string why = shm::shm_dir_problem(cfg.shm_dir);
       if (why.empty()) {
         why = "no segment of job " + job + " appeared in " + cfg.shm_dir +
               " (was the plugin loaded? NCCL_PROFILER_PLUGIN, SCOUT_ENABLE)";

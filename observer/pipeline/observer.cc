@@ -31,8 +31,6 @@ Observer::Observer(ObserverOptions opt, Sink* sink)
       netlink_(opt_.netlink),
       hang_(opt_.hang) {
   hang_.set_sequence(&judge_.sequence());
-  if (opt_.replay.enabled)
-    replay_ = std::make_unique<ReplayCoordinator>(opt_.replay, opt_.job, opt_.shm_dir, opt_.node_rank, opt_.log);
 }
 
 void Observer::pass(int64_t now_ns) {
@@ -52,13 +50,15 @@ void Observer::pass(int64_t now_ns) {
     equiv_.observe(model_, j, now_ns, board_);
     straggler_.observe(model_, j);
     slowlink_.observe(model_, j);
-    if (replay_) replay_->observe(model_, j);
   }
   hang_.pass(model_, now_ns, board_);
   straggler_.evaluate(model_, now_ns, board_);
   slowlink_.evaluate(model_, now_ns, board_);
   netlink_.pass(model_, now_ns, board_, slowlink_.held_hosts());
-  if (replay_) replay_->step(model_, board_, now_ns);
+  if (after_detect_) {
+    AfterDetectIo io{model_, out.judged, board_, *sink_, now_ns};
+    after_detect_(io);
+  }
   write(now_ns, out);
   reclaim(now_ns);
   if (after_pass_) after_pass_(model_, out, board_, now_ns);
@@ -161,8 +161,6 @@ void Observer::write(int64_t now_ns, JudgeOutput& out) {
   write_gemm();
   if (!out.summaries.empty() || !out.timings.empty()) sink_->put_ops(out.summaries, out.timings);
   board_.flush_to(*sink_);
-  if (replay_)
-    for (ReplayCycleRecord& c : replay_->take_records()) sink_->put_replay_cycle(&c);
   if (!sink_->flush()) {
     ranks_written_.clear();
     comms_written_.clear();

@@ -37,6 +37,7 @@ using scout::testing::TempDir;
 struct Outcome {
   std::multiset<Named> truth, found;
   std::vector<scout::obs::Finding> findings;
+  std::map<std::string, uint64_t> ops;  // operations complete per communicator, as stored
   ProcessResult sim;
   std::string observer_err;
 };
@@ -79,15 +80,12 @@ Outcome run(const std::string& job_id, const std::vector<std::string>& sim_args,
     o.sim = scout::testing::run_process(argv, env, 120);
   }
   scout::testing::wait_for_findings(store, expect, std::chrono::seconds(hung ? 10 : 5));
-  observer.signal(SIGTERM);
-  ProcessResult obs = observer.wait(30);
+  ProcessResult obs = observer.stop(SIGTERM, 30);
   o.observer_err = obs.err;
   EXPECT_EQ(obs.exit_code, 0) << obs.err;
-  if (sim) {
-    sim->signal(SIGTERM);
-    o.sim = sim->wait(30);
-  }
+  if (sim) o.sim = sim->stop(SIGTERM, 30);
   o.findings = scout::store::StoreReader::open(store)->findings();
+  o.ops = scout::testing::stored_ops(store);
   o.found = named(o.findings);
   o.truth = read_truth(dir.path() + "/truth.jsonl");
   return o;
@@ -117,10 +115,12 @@ TEST(FaultKindsEndToEnd, DtypeIsADesyncNamingTheRank) {
   EXPECT_EQ(o.findings[0].evidence["votes"][0]["value"]["datatype"], "float32") << o.findings[0].evidence.dump();
 }
 
-// Every rank gets the same (call-dependent) reduction result: nothing is wrong.
+// Every rank gets the same (call-dependent) reduction result: nothing is wrong. The observer
+// judged every operation of the job.
 TEST(FaultKindsEndToEnd, NondeterministicReductionsGiveNoFinding) {
   Outcome o = run("nondet", job({"--fault", "nondet:rank=5"}), 0);
   EXPECT_EQ(o.sim.exit_code, 0) << o.sim.err;
+  EXPECT_EQ(o.ops, scout::testing::sim_ops_tp2_pp2(40));
   EXPECT_EQ(o.truth, (std::multiset<Named>{{"nondet", {5}}}));
   expect_findings(o, {}, scout::obs::Verdict::kAttributed);
 }

@@ -121,12 +121,11 @@ Outcome run(const std::string& job, const std::string& rdzv, const TempDir& dir)
   scout::testing::wait_for_findings(store(0), 2, std::chrono::seconds(30));
   for (auto& p : observers) p->signal(SIGTERM);
   for (int k = 0; k < kNodes; ++k) {
-    ProcessResult r = observers[k]->wait(90);  // seconds from its start
+    ProcessResult r = observers[k]->wait_from_now(60);
     EXPECT_EQ(r.exit_code, 0) << "observer " << k << ": " << r.err;
     o.logs += "--- observer " + std::to_string(k) + "\n" + r.err;
   }
-  sim.signal(SIGTERM);
-  ProcessResult s = sim.wait(90);
+  ProcessResult s = sim.stop(SIGTERM, 60);
   o.logs += "--- sim\n" + s.out + s.err;
   o.leader = findings(store(0));
   o.found = named(o.leader);
@@ -209,7 +208,7 @@ struct Observers {
     std::string logs;
     for (auto& p : procs) p->signal(SIGTERM);
     for (int k = 0; k < kNodes; ++k) {
-      ProcessResult r = procs[k]->wait(90);
+      ProcessResult r = procs[k]->wait_from_now(60);
       EXPECT_EQ(r.exit_code, 0) << "observer " << k << ": " << r.err;
       logs += "--- observer " + std::to_string(k) + "\n" + r.err;
     }

@@ -122,7 +122,7 @@ Outcome run(const std::string& job, int nodes, const std::vector<std::string>& s
       std::chrono::seconds(10));
   for (auto& ob : observers) ob->signal(SIGTERM);
   for (size_t k = 0; k < observers.size(); ++k) {
-    ProcessResult r = observers[k]->wait(60);
+    ProcessResult r = observers[k]->wait_from_now(60);
     o.observer_err += "--- observer " + std::to_string(k) + "\n" + r.err;
     EXPECT_EQ(r.exit_code, 0) << r.err;
   }

@@ -1,4 +1,4 @@
-// Replay across nodes, the observer side (observer/pipeline/replay_cross.h): the directed pairs
+// Replay across nodes, the observer side (observer/replay/cross_store.h): the directed pairs
 // of the spanning communicators, the members and plan JSON, and CrossStore over a FileStore
 // (what a node sees of another's keys, plan k-2's keys removed with plan k, waiting for a key).
 #include <time.h>
@@ -8,7 +8,7 @@
 #include <set>
 
 #include "observer/net/key_store.h"
-#include "observer/pipeline/replay_cross.h"
+#include "observer/replay/cross_store.h"
 #include "test/support/tmpdir.h"
 
 namespace scout::obs {

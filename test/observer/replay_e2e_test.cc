@@ -87,8 +87,7 @@ Outcome run(const std::string& job, const std::vector<std::string>& faults,
   o.sim = scout::testing::run_process(argv, env, 300);
   scout::testing::wait_then_settle([&] { return done(scout::testing::stored_findings(store)); },
                                    std::chrono::seconds(20));
-  observer.signal(SIGTERM);
-  ProcessResult obs = observer.wait(900);  // counted from its start, before the job
+  ProcessResult obs = observer.stop(SIGTERM, 120);
   o.observer_err = obs.err;
   EXPECT_EQ(obs.exit_code, 0) << obs.err;
   auto reader = scout::store::StoreReader::open(store);
@@ -220,8 +219,7 @@ TEST(ReplayEndToEnd, OnDemandCycleRunsTheRequestedRecipesOnTheRequestedRanks) {
       << none.out;
   sim.signal(SIGTERM);
   sim.wait(30);
-  observer.signal(SIGTERM);
-  ProcessResult obs = observer.wait(60);
+  ProcessResult obs = observer.stop(SIGTERM, 60);
   EXPECT_EQ(obs.exit_code, 0) << obs.err;
   std::vector<scout::obs::ReplayCycleRecord> demand;
   for (const auto& c : scout::store::StoreReader::open(store)->replay_cycles())
@@ -283,8 +281,7 @@ TEST(ReplayEndToEnd, SlowLinkBetweenTwoNodesIsNamedByCrossNodeReplay) {
                                    std::chrono::seconds(20));
   std::string errs;
   for (auto& o : observers) {
-    o->signal(SIGTERM);
-    ProcessResult r = o->wait(120);
+    ProcessResult r = o->stop(SIGTERM, 120);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     errs += r.err;
   }

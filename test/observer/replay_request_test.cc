@@ -1,4 +1,4 @@
-// On-demand replay requests (observer/pipeline/replay_request.h): a written request is taken
+// On-demand replay requests (observer/replay/request.h): a written request is taken
 // once, oldest first, and removed; hostile files beside the store (a FIFO, a symbolic link, a
 // file over 64 KiB, bad JSON, a kind that is not a recipe kind) are removed and reported without
 // blocking, and never become a request.
@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "observer/pipeline/replay_request.h"
+#include "observer/replay/request.h"
 #include "test/support/tmpdir.h"
 
 namespace {

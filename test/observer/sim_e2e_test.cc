@@ -39,6 +39,7 @@ using scout::testing::TempDir;
 struct Outcome {
   std::multiset<Named> truth, found;
   std::vector<scout::obs::Finding> findings;
+  std::map<std::string, uint64_t> ops;  // operations complete per communicator, as stored
   ProcessResult sim;
   std::string observer_err;
 };
@@ -61,11 +62,11 @@ Outcome run(const std::string& job, const std::vector<std::string>& sim_args, si
   Outcome o;
   o.sim = scout::testing::run_process(argv, env, 120);
   scout::testing::wait_for_findings(store, expect, std::chrono::seconds(5));
-  observer.signal(SIGTERM);
-  ProcessResult obs = observer.wait(30);
+  ProcessResult obs = observer.stop(SIGTERM, 30);
   o.observer_err = obs.err;
   EXPECT_EQ(obs.exit_code, 0) << obs.err;
   o.findings = scout::store::StoreReader::open(store)->findings();
+  o.ops = scout::testing::stored_ops(store);
   o.found = named(o.findings);
   o.truth = read_truth(dir.path() + "/truth.jsonl");
   return o;
@@ -77,9 +78,12 @@ void expect_exact(const Outcome& o) {
                               << o.observer_err;
 }
 
+// The observer judged every operation of the job (so that no finding says something) and found
+// nothing.
 TEST(SimEndToEnd, HealthyEightRanksTwoHundredStepsGiveNoFinding) {
   Outcome o = run("healthy", {"--ranks", "8", "--tp", "2", "--pp", "2", "--steps", "200"}, 0);
   EXPECT_EQ(o.sim.exit_code, 0) << o.sim.err;
+  EXPECT_EQ(o.ops, scout::testing::sim_ops_tp2_pp2(200));
   EXPECT_TRUE(o.truth.empty());
   EXPECT_TRUE(o.found.empty()) << "found:" << show(o.found) << "\n" << o.observer_err;
   // Segments appear complete: the observer never sees one half-created (docs/record-format.md).
@@ -95,12 +99,19 @@ TEST(SimEndToEnd, ContextParallelInterleavedPipelineHealthyAndHang) {
   args.insert(args.end(), {"--steps", "60"});
   Outcome h = run("cpvpp", args, 0);
   EXPECT_EQ(h.sim.exit_code, 0) << h.sim.err;
+  // The observer saw the job: world, 8 tp, 8 cp and 8 pp communicators and 4 dp ones (the DP group
+  // spans DP and CP: docs/scout-sim.md, "Rank layout"), each with completed operations.
+  EXPECT_EQ(h.ops.size(), 1u + 8 + 8 + 8 + 4);
+  for (const auto& [name, n] : h.ops) EXPECT_GT(n, 0u) << name;
   EXPECT_TRUE(h.found.empty()) << "found:" << show(h.found) << "\n" << h.observer_err;
   args = shape;
-  args.insert(args.end(), {"--steps", "20", "--timeout", "4", "--fault", "hang:rank=6,step=6"});
+  // --timeout 10: with 4 s a run on the loaded 2-core machine ended by its timeout (exit 3) with
+  // no ground-truth line, i.e. before rank 6 reached step 6 (16 processes set up 29 communicators
+  // first).
+  args.insert(args.end(), {"--steps", "20", "--timeout", "10", "--fault", "hang:rank=6,step=6"});
   Outcome o = run("cpvpphang", args, 1);
   EXPECT_EQ(o.sim.exit_code, 3) << o.sim.err;
-  ASSERT_EQ(o.truth.size(), 1u);
+  ASSERT_EQ(o.truth.size(), 1u) << o.sim.err;
   expect_exact(o);
 }
 
@@ -217,8 +228,7 @@ TEST(SimEndToEnd, PipelineSendsAndReceivesAreCountedPerPair) {
     } catch (const std::exception&) {}
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  observer.signal(SIGTERM);
-  ProcessResult obs = observer.wait(30);
+  ProcessResult obs = observer.stop(SIGTERM, 30);
   EXPECT_EQ(obs.exit_code, 0) << obs.err;
   auto c = pp0();
   ASSERT_TRUE(c.has_value());

@@ -65,8 +65,7 @@ struct Job {
   std::vector<nlohmann::json> truth_lines() const { return json_lines(truth); }
   // Stops the observer (final pass) and returns what it printed on stderr.
   std::string stop_observer() {
-    observer->signal(SIGTERM);
-    auto r = observer->wait(200);  // counted from the observer's start
+    auto r = observer->stop(SIGTERM, 60);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return r.err;
   }
@@ -113,7 +112,7 @@ struct TwoNodeJob {
     std::string err;
     for (auto& o : observers) o->signal(SIGTERM);
     for (size_t k = 0; k < observers.size(); ++k) {
-      auto r = observers[k]->wait(200);  // counted from the observer's start
+      auto r = observers[k]->wait_from_now(60);
       EXPECT_EQ(r.exit_code, 0) << r.err;
       err += "--- observer " + std::to_string(k) + "\n" + r.err;
     }

@@ -14,6 +14,13 @@ std::vector<obs::Finding> stored_findings(const std::string& path) {
   } catch (const std::exception&) { return {}; }
 }
 
+std::map<std::string, uint64_t> stored_ops(const std::string& path) {
+  std::map<std::string, uint64_t> out;
+  if (!std::filesystem::exists(path)) return out;
+  for (const auto& c : store::StoreReader::open(path)->comms()) out[c.name] = c.ops_complete;
+  return out;
+}
+
 bool wait_then_settle(const std::function<bool()>& done, std::chrono::milliseconds limit) {
   const auto deadline = std::chrono::steady_clock::now() + limit;
   bool ok = done();

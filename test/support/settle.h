@@ -4,7 +4,9 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -20,6 +22,10 @@ constexpr std::chrono::milliseconds kSettle{3000};
 
 // The findings in the store at `path`; none while it does not exist or cannot be read yet.
 std::vector<obs::Finding> stored_findings(const std::string& path);
+
+// Operations complete on every rank per communicator name (CommInfo::ops_complete) in the store
+// at `path`: what a healthy run's observer judged, so that "no finding" means it saw the job.
+std::map<std::string, uint64_t> stored_ops(const std::string& path);
 
 // Polls `done` every 100 ms until it returns true or `limit` passes, then sleeps kSettle. Returns
 // whether `done` held.

@@ -27,6 +27,17 @@ std::multiset<Named> named(const std::vector<obs::Finding>& findings) {
   return out;
 }
 
+std::map<std::string, uint64_t> sim_ops_tp2_pp2(int steps, int bcast_every) {
+  std::map<std::string, uint64_t> ops;
+  for (int k = 0; k < 4; ++k) {
+    ops["tp" + std::to_string(k)] = 4u * steps;
+    ops["dp" + std::to_string(k)] = 4u * steps;
+    ops["pp" + std::to_string(k)] = 2u * steps;
+  }
+  ops["world"] = bcast_every > 0 ? uint64_t((steps + bcast_every - 1) / bcast_every) : 0;
+  return ops;
+}
+
 std::multiset<Named> read_truth(const std::string& path) {
   std::multiset<Named> out;
   std::ifstream f(path);

@@ -10,7 +10,8 @@
 #   5. SCOUT_UPDATE_GOLDEN=0 (or 1) exported over a stale golden file: the test still compares,
 #      fails, and the file is untouched; only the program run with SCOUT_UPDATE_GOLDEN=1 itself
 #      (what `make update-golden` does) rewrites it, reporting SKIPPED;
-# and a script test that prints SKIP but exits 0 fails.
+# and a script test that prints SKIP but exits 0 fails; a program whose tests all skip, each
+# allowed (a disabled one too), counts as skipped, and fails when one of them is not listed.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 PLANTS=$ROOT/test/fixtures/run-tests
@@ -29,7 +30,7 @@ compile() {  # compile SRC OBJ
     echo "FAIL: cannot compile $1:"; cat "$S/obj/compile.log"; exit 1; }
 }
 compile "$ROOT/test/support/golden.cc" "$S/obj/golden.o"
-for p in ok skip zero broken golden; do
+for p in ok skip zero broken golden allskip; do
   compile "$PLANTS/${p}_test.cc" "$S/obj/${p}_test.o"
   extra=(); [ $p = golden ] && extra=("$S/obj/golden.o")
   $CXX "$S/obj/${p}_test.o" "${extra[@]}" -o "$S/bin/${p}_test" -lgtest_main -lgtest -pthread || {
@@ -140,6 +141,17 @@ expect 0 "rewrote $S/t/build/test/golden.txt" "golden_test with SCOUT_UPDATE_GOL
 [ "$(cat "$S/t/build/test/golden.txt")" = "new output" ] || fail "SCOUT_UPDATE_GOLDEN=1: golden.txt not rewritten"
 run
 expect 0 "test programs: 4 passed, 1 skipped, 0 failed; cases: 5 passed, 2 skipped" "after the update"
+
+# A program whose tests all skip (one of them disabled): skipped when both are listed, failed when
+# the disabled one is not.
+tree "${BASE[@]}" allskip_test
+printf '%s\n' "allskip_test  Gadget.NeedsAGadget  no gadget" "allskip_test  Gadget.DISABLED_NotYet  planted" \
+  >> "$S/t/test/skips.txt"
+run
+expect 0 "test programs: 3 passed, 2 skipped, 0 failed; cases: 4 passed, 4 skipped" "all-skip program, listed"
+sed -i '/DISABLED_NotYet/d' "$S/t/test/skips.txt"
+run
+expect 1 "Gadget.DISABLED_NotYet not run (SUPPRESSED) and not listed in test/skips.txt" "unlisted disabled test"
 
 # A script that prints SKIP but exits 0.
 tree "${BASE[@]}" saysskip_test.sh

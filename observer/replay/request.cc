@@ -1,4 +1,4 @@
-#include "observer/pipeline/replay_request.h"
+#include "observer/replay/request.h"
 
 #include <dirent.h>
 #include <fcntl.h>

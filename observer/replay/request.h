@@ -1,6 +1,6 @@
 // On-demand replay requests (docs/replay.md, "On demand"): `scout replay run` leaves a request
 // file beside the store of the observer it asks, `<store>.replay-request.<id>.json`; that
-// observer's replay coordination takes it at its next pass (replay_coordinator.h), runs one
+// observer's replay coordination takes it at its next pass (triggers.h), runs one
 // cycle with trigger "demand" and stores it with `detail.request` = the id, which the CLI waits
 // for in the store.
 #pragma once

@@ -1,4 +1,4 @@
-#include "observer/pipeline/replay_cross.h"
+#include "observer/replay/cross_store.h"
 
 #include "common/clock.h"
 
