@@ -133,7 +133,7 @@ void stall(const obs::Finding& f, const obs::StallEvidence& e, EvidenceText& t) 
   t.line("stalled: " + ms(e.stalled_ms) + " without progress, beyond the stall threshold " + ms(e.threshold_ms) +
          " (hang timeout " + ms(e.timeout_ms) + "); last progress at " + t.when(e.last_progress_ns));
   const obs::EvStallRule& r = e.rule;
-  if (r.basis == "given") {
+  if (r.basis && *r.basis == "given") {
     t.line("threshold: the largest any node's observer had for the communicator (" + ms(e.threshold_ms) + ")");
   } else if (r.gaps < r.min_gaps && (r.held_ms || r.class_ms)) {
     std::string from;

@@ -136,7 +136,7 @@ struct EvStallRule {
   int min_gaps = 0;
   // What the threshold rests on: "gaps" (min_gaps or more), "own" (cold: margin x held_ms),
   // "class" (cold: class_ms), "none" (cold: cold_ms), "given" (another observer's).
-  std::string basis;
+  std::optional<std::string> basis;
   std::optional<double> held_ms;   // cold: longest time one of its operations was held on a rank
   std::optional<double> class_ms;  // cold: threshold learned by a warm communicator of its class
 };
