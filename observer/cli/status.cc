@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "observer/ckpt/ckpt_store.h"
+#include "observer/cli/ckpt_words.h"
 #include "observer/cli/common.h"
 #include "observer/cli/format.h"
 #include "observer/cli/words.h"
@@ -148,6 +149,8 @@ static void print_checkpoint_line(const std::string& store_path, const Hint& hin
     out << "newest verified: " << s.newest_verified->path << " (step " << s.newest_verified->step << ")\n";
   else
     out << "none verified yet (" << hint("ckpt list") << ")\n";
+  if (const int n = s.n[int(ckpt::State::kCandidate)]; n > 0)
+    out << "  candidates: " << candidates_words(n, candidate_context(store_path)) << "\n";
 }
 
 namespace {
@@ -294,6 +297,7 @@ void print_finding_line(const obs::Finding& f, std::ostream& out) {
   }
   out << "\n";
   if (!f.summary.empty()) out << "     " << f.summary << "\n";
+  if (std::string cause = cause_words(f); !cause.empty()) out << "     cause: " << cause << "\n";
 }
 
 // "findings: O open, C closed"; open findings first, then closed ones (a finished job's closed
