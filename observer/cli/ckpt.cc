@@ -9,8 +9,10 @@
 #include "observer/ckpt/certificate.h"
 #include "observer/ckpt/certifier.h"
 #include "observer/ckpt/ckpt_store.h"
+#include "observer/cli/ckpt_words.h"
 #include "observer/cli/common.h"
 #include "observer/cli/format.h"
+#include "observer/export/json.h"
 
 namespace scout::cli {
 
@@ -20,19 +22,6 @@ const ckpt::CertificateRow* certificate_of(const std::vector<ckpt::CertificateRo
   for (const auto& r : certs)
     if (r.checkpoint_id == id) return &r;
   return nullptr;
-}
-
-nlohmann::json ckpt_json(const ckpt::Checkpoint& c, const ckpt::CertificateRow* cert) {
-  return {{"id", c.id},
-          {"path", c.path},
-          {"framework", c.framework},
-          {"step", c.step},
-          {"state", ckpt::to_string(c.state)},
-          {"reason", c.reason},
-          {"completed_ns", c.completed_ns},
-          {"finding_ids", c.finding_ids},
-          {"cycles", c.cycles},
-          {"certificate", cert ? nlohmann::json(cert->file) : nlohmann::json(nullptr)}};
 }
 
 // Newest first: by step, then completion time.
@@ -47,9 +36,9 @@ std::vector<std::string> hashes(const std::vector<ckpt::CertificateRow>& certs) 
 }
 
 int list(const std::vector<ckpt::Checkpoint>& all, const std::vector<ckpt::CertificateRow>& certs, bool json,
-         std::ostream& out) {
+         const CandidateContext& ctx, std::ostream& out) {
   if (json) {
-    for (const auto& c : all) out << ckpt_json(c, certificate_of(certs, c.id)).dump() << "\n";
+    for (const auto& c : all) out << exporter::checkpoint_json(c, certificate_of(certs, c.id)).dump() << "\n";
     return kExitOk;
   }
   if (all.empty()) {
@@ -68,8 +57,7 @@ int list(const std::vector<ckpt::Checkpoint>& all, const std::vector<ckpt::Certi
     std::snprintf(line, sizeof(line), "%8lld  %-9s  %-9s  ", static_cast<long long>(c.step), c.framework.c_str(),
                   ckpt::to_string(c.state));
     out << line
-        << (c.state == ckpt::State::kCandidate ? "waiting: " + std::to_string(c.cycles.size()) + " clean cycles so far"
-                                               : c.reason)
+        << (c.state == ckpt::State::kCandidate ? candidate_reason(c, ctx) : c.reason)
         << "\n";
   }
   return kExitOk;
@@ -82,7 +70,7 @@ int cmd_ckpt(const std::string& store_path, const CkptOptions& o, std::ostream& 
   std::vector<ckpt::Checkpoint> all = st->checkpoints();
   const std::vector<ckpt::CertificateRow> certs = st->certificates();
   const std::string dir = ckpt::certificate_dir(store_path);
-  if (o.action == "list") return list(all, certs, o.json, out);
+  if (o.action == "list") return list(all, certs, o.json, candidate_context(store_path), out);
 
   if (o.action == "latest") {
     std::sort(all.begin(), all.end(), newer);
@@ -118,7 +106,7 @@ int cmd_ckpt(const std::string& store_path, const CkptOptions& o, std::ostream& 
   const ckpt::CertificateRow* cert = certificate_of(certs, c.id);
   const ckpt::ChainCheck chain = ckpt::verify_chain(dir, hashes(certs));
   if (o.json) {
-    nlohmann::json j = ckpt_json(c, cert);
+    nlohmann::json j = exporter::checkpoint_json(c, cert);
     j["chain"] = {{"intact", chain.intact}, {"certificates", chain.certificates}, {"problem", chain.problem}};
     if (cert) {
       std::ifstream in(cert->file);

@@ -1,7 +1,8 @@
 // `scout clean [--dir DIR] [--job ID]`: removes the segments whose writer is gone (pid and start
 // time no longer match a running process), for runs without an observer to reclaim them.
 // Segments of running processes, and files the reader refuses (another user's, FIFOs, ...),
-// are left alone and listed.
+// are left alone and listed. The emulated GPUs' device files scout-sim writes there go with their
+// job (observer/cli/clean_files.h).
 #include <dirent.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 
 #include "common/paths.h"
 #include "common/segment_reader.h"
+#include "observer/cli/clean_files.h"
 #include "observer/cli/common.h"
 #include "observer/cli/format.h"
 #include "scout/config.h"
@@ -58,7 +60,11 @@ int cmd_clean(const CleanOptions& o, std::ostream& out) {
     bytes += size;
     out << "removed " << p << " (pid " << info.owner_pid << " gone, " << fmt_bytes(size) << ")\n";
   }
-  out << "scout clean: " << removed << " segments removed (" << fmt_bytes(bytes) << "), " << kept
+  const Removed emu = remove_emulated_devices(dir, o.job, out, &refused);
+  bytes += emu.bytes;
+  out << "scout clean: " << removed << " segments"
+      << (emu.files ? " and " + std::to_string(emu.files) + " emulated-device files" : std::string())
+      << " removed (" << fmt_bytes(bytes) << "), " << kept
       << " of running processes kept, " << refused << " left alone, in " << dir << "\n";
   return kExitOk;
 }

@@ -18,6 +18,12 @@ namespace scout::cli {
 // newer schema, unknown finding id), printed as one line "scout: <message>" on stderr.
 constexpr int kExitOk = 0;
 constexpr int kExitUsage = 2;
+// `scout replay run` (docs/cli.md): the cycle found a failing GPU or link; no observer answered
+// (nothing ran, the request is withdrawn); the cycle answered without a verdict (inconclusive, or
+// not finished within --wait-s).
+constexpr int kExitReplayFailed = 1;
+constexpr int kExitNoObserver = 3;
+constexpr int kExitNoVerdict = 4;
 
 // A user error: main() prints "scout: <what>" and exits kExitUsage.
 class UsageError : public std::runtime_error {
@@ -131,21 +137,36 @@ int cmd_replay_plan(store::StoreReader& rd, const ReplayPlanOptions& o, std::ost
 // sample's fingerprint and time; an unknown id is a UsageError (docs/cli.md, "scout replay list").
 int cmd_replay_list(store::StoreReader& rd, bool json, std::ostream& out);
 // `scout replay run`: one replay cycle now, on the observer of `where` (docs/cli.md "scout replay
-// run"). Prints the cycle as `scout replay show` does; exit 0 when it passed, 1 when it failed, was
-// inconclusive or no observer answered within wait_s; bad flags or no store are a UsageError.
+// run"). Prints the cycle as `scout replay show` does; exit 0 when it passed, kExitReplayFailed when
+// it found a failing GPU or link, kExitNoObserver when no observer answered (within 1.5 s when
+// none runs: the store was not written and the request not taken), kExitNoVerdict when the cycle
+// was inconclusive or did not finish within wait_s; bad flags or no store are a UsageError.
 struct ReplayRunOptions {
   std::string ranks;    // "0-3,5"; "" = every GPU of the node
   std::string recipes;  // "gemm,coll,link" subset; "" = all
   double wait_s = 90;   // how long to wait for the observer's answer
   bool json = false;
+  bool samples = false;  // print the cycle as `scout replay show --samples`
 };
 int cmd_replay_run(const StoreOptions& where, const ReplayRunOptions& o, std::ostream& out);
-int cmd_replay_show(store::StoreReader& rd, int64_t id, bool json, std::ostream& out);
+// `scout replay show ID` (docs/cli.md): the summary; with samples, also the GPUs of the readiness
+// contract, every recipe and every sample. An unknown id is a UsageError.
+struct ReplayShowOptions {
+  int64_t id = 0;
+  bool json = false;
+  bool samples = false;
+};
+int cmd_replay_show(store::StoreReader& rd, const ReplayShowOptions& o, std::ostream& out);
 // What a replay cycle found, in a few words (the FOUND column of `scout replay list`): "sdc on 5",
-// "slow GPU 6", "slow link 1-6", the cycle's error, or "-".
-std::string found_text(const obs::ReplayCycleRecord& c);
-// One replay cycle as `scout replay show` prints it; exit 0.
-int print_replay_cycle(const obs::ReplayCycleRecord& c, bool json, std::ostream& out);
+// "slow GPU 6", "slow link 1-6", then the cycle's error when with_error, or "-".
+std::string found_text(const obs::ReplayCycleRecord& c, bool with_error = true);
+// The OUTCOME column: the stored outcome (pass, fail, inconclusive), except "slow" for a cycle
+// that passed (every output right) but found a slow GPU or link, so that it agrees with FOUND.
+std::string outcome_text(const obs::ReplayCycleRecord& c);
+// One replay cycle as `scout replay show` prints it (store: its path, for the --samples hint);
+// exit 0.
+int print_replay_cycle(const obs::ReplayCycleRecord& c, bool json, bool samples, const std::string& store,
+                       std::ostream& out);
 
 int cmd_status(store::StoreReader& rd, const StatusOptions& o, std::ostream& out);
 int cmd_report(store::StoreReader& rd, const ReportOptions& o, std::ostream& out);
@@ -157,8 +178,9 @@ int cmd_findings(store::StoreReader& rd, const FindingsOptions& o, std::ostream&
 int cmd_explain(store::StoreReader& rd, int64_t id, bool json, std::ostream& out);
 // The text of `scout explain` for one finding: header (kind, verdict, status, summary, suspects,
 // peer, communicator, operation, first and last seen) and the evidence in words; times relative
-// to `origin_ns` (the job start). The HTML report shows the same words.
-std::string explain_text(const obs::Finding& f, int64_t origin_ns);
+// to `origin_ns` (the job start). With `ranks` (the store's ranks now), a suspect whose process
+// died says so ("; its process is dead"), whatever the evidence recorded when it was named. The HTML report shows the same words.
+std::string explain_text(const obs::Finding& f, int64_t origin_ns, const std::vector<obs::RankInfo>* ranks = nullptr);
 int cmd_export(store::StoreReader& rd, const ExportOptions& o, std::ostream& out);
 int cmd_config(bool markdown, bool json, std::ostream& out);
 int cmd_hash(const std::string& path, std::ostream& out);

@@ -70,7 +70,7 @@ std::vector<Finding> CoreJudge::judge_waits(const net::WaitSummary& job, int64_t
     const net::CommWaitView& c = cs.comm;
     if (c.stall_threshold_ns <= 0) continue;
     const CommKey k{c.comm_hash, c.nranks};
-    StallClock clock = StallClock::summary(c.stall_gaps, c.stall_p99_ns);
+    StallClock clock = StallClock::given(c.stall_threshold_ns, c.stall_gaps, c.stall_p99_ns);
     if (now_ns - c.last_progress_ns > clock.threshold_ns(timeout_ns_))
       past.insert(past.end(), {k.hash, uint64_t(k.nranks)});
     given.emplace(k, std::move(clock));

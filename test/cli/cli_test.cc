@@ -6,18 +6,28 @@
 // `git diff test/fixtures/cli` (test/support/golden.h).
 #include <sqlite3.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
+#include <thread>
 
+#include "common/paths.h"
+#include "common/segment_writer.h"
 #include "observer/export/chrome_trace.h"
+#include "observer/replay/request.h"
 #include "observer/store/schema.h"
 #include "observer/store/sqlite.h"
+#include "observer/store/writer.h"
 #include "test/support/cli_fixture.h"
 #include "test/support/golden.h"
 #include "test/support/tmpdir.h"
@@ -146,6 +156,32 @@ TEST_F(Cli, ExplainEachFinding) {
 
 TEST_F(Cli, ExportJsonl) { golden("export.jsonl", ok("export --format jsonl")); }
 TEST_F(Cli, ExportPrometheus) { golden("export.prom", ok("export --format prometheus")); }
+
+// The whole store: checkpoints, check cycles, certificates, replay cycles and GEMM capture
+// follow the operations, and the lines before them are the demo store's export.jsonl.
+TEST_F(Cli, ExportJsonlCarriesTheWholeStore) {
+  const std::string before = ok("export --format jsonl");
+  scout::testing::write_demo_history(store_);
+  const std::string out = ok("export --format jsonl");
+  golden("export_history.jsonl", out);
+  ASSERT_GE(out.size(), before.size());
+  EXPECT_EQ(out.substr(0, before.size()), before);
+  std::map<std::string, int> types;
+  std::istringstream rest(out.substr(before.size()));
+  for (std::string line; std::getline(rest, line);) types[nlohmann::json::parse(line)["type"].get<std::string>()]++;
+  EXPECT_EQ(types, (std::map<std::string, int>{{"checkpoint", 3},
+                                               {"check_cycle", 3},
+                                               {"certificate", 1},
+                                               {"replay_cycle", 2},
+                                               {"gemm_capture", 2},
+                                               {"gemm_shape", 2}}));
+}
+
+// Checkpoint states and replay outcomes in the Prometheus file.
+TEST_F(Cli, ExportPrometheusCarriesCheckpointsAndReplay) {
+  scout::testing::write_demo_history(store_);
+  golden("export_history.prom", ok("export --format prometheus"));
+}
 
 TEST_F(Cli, ExportChromeTrace) {
   std::string out = ok("export --format chrome-trace");
@@ -376,6 +412,254 @@ TEST_F(Cli, HintsUseTheInvokedPathAndTheFindingNumber) {
   // A relative path, as typed.
   r = sh(dir_.path(), "cd " + bindir + "/.. && bin/scout status --store " + store_);
   EXPECT_EQ(last_line(r.out), expected("bin/scout"));
+}
+
+// A stand-in for the demo job's observer: every 50 ms it rewrites the job header (as
+// scout-observer does at every pass) and, when `outcome` is not empty, takes a replay request and
+// stores a cycle with that outcome answering it (trigger demand, started 20 s into the job).
+class FakeObserver {
+ public:
+  FakeObserver(const std::string& store, const std::string& outcome)
+      : thread_([this, store, outcome] { loop(store, outcome); }) {}
+  ~FakeObserver() {
+    stop_ = true;
+    thread_.join();
+  }
+
+ private:
+  void loop(const std::string& store, const std::string& outcome) {
+    std::string err;
+    auto w = scout::store::StoreWriter::open(store, {}, &err);
+    ASSERT_TRUE(w) << err;
+    scout::obs::JobInfo job = *scout::store::StoreReader::open(store)->job();
+    const std::string prefix = scout::obs::replay_request_prefix(store);
+    while (!stop_) {
+      job.updated_ns += 1;
+      w->put_job(job);
+      if (!outcome.empty()) {
+        if (std::optional<scout::obs::ReplayRequest> rq = scout::obs::take_replay_request(prefix, &err)) {
+          scout::obs::ReplayCycleRecord c;
+          c.cycle = 1;
+          c.trigger = "demand";
+          c.started_ns = scout::testing::kFixtureT0 + 20'000'000'000;
+          c.ended_ns = c.started_ns + 1'250'000'000;
+          c.outcome = outcome;
+          c.backend = "emu";
+          c.detail = {{"request", rq->id}};
+          if (outcome == "inconclusive") c.detail["error"] = "none of the requested ranks runs on this node with a known GPU";
+          w->put_replay_cycle(&c);
+        }
+      }
+      w->flush();
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// `scout replay run` when no observer writes the store (the job is gone): exit 3 and one line
+// within 2 s, the request withdrawn (no file left beside the store).
+TEST_F(Cli, ReplayRunWithoutAnObserverFailsFastWithExit3) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Result r = scout(dir_.path(), "replay run --store " + store_);
+  const double took_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r.rc, 3) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(replace_all(r.err, dir_.path(), "<DIR>"),
+            "scout: no observer answered: <DIR>/state/demo/node-0.db was last written at 2025-01-01 00:00:12.500 UTC "
+            "and nothing took the request within 1.50s (scout-observer of this job is not running on this node); "
+            "request withdrawn\n");
+  EXPECT_LE(took_s, 2.0) << "scout replay run took " << took_s << " s to say no observer answered";
+  for (const auto& e : std::filesystem::directory_iterator(dir_.path() + "/state/demo"))
+    EXPECT_EQ(e.path().filename().string().find(".replay-request."), std::string::npos) << e.path();
+  // A job that never started has no store: a usage error.
+  EXPECT_EQ(fails("replay run --store " + dir_.path() + "/none.db"),
+            "scout: no store at <DIR>/none.db (is scout-observer running for this job on this node?)\n");
+  EXPECT_EQ(fails("replay run --recipes gemm,disk --store " + store_),
+            "scout: --recipes: 'disk' is not one of gemm, coll, link\n");
+}
+
+// An observer that runs but does not take the request (replay off) is no answer either: exit 3
+// after --wait-s, not a verdict.
+TEST_F(Cli, ReplayRunWithAnObserverThatDoesNotTakeTheRequestExits3) {
+  FakeObserver live(store_, "");
+  Result r = scout(dir_.path(), "replay run --wait-s 2 --store " + store_);
+  EXPECT_EQ(r.rc, 3) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err,
+            "scout: the observer is running but did not take the replay request within 2 s (is replay on, "
+            "SCOUT_REPLAY=1? a cycle in flight is finished first: scout replay list); request withdrawn\n");
+}
+
+// The cycle's verdict decides the exit code: 1 when it found a failing GPU or link, 4 when it
+// answered without a verdict; the cycle is printed as `scout replay show` prints it.
+TEST_F(Cli, ReplayRunExitCodeSaysTheVerdict) {
+  {
+    FakeObserver obs(store_, "fail");
+    Result r = scout(dir_.path(), "replay run --wait-s 20 --store " + store_);
+    EXPECT_EQ(r.rc, 1) << r.err;
+    EXPECT_EQ(r.err, "");
+    EXPECT_EQ(r.out.substr(0, r.out.find('\n') + 1), "replay cycle 1 (id 1): trigger demand, fail, backend emu\n")
+        << r.out;
+  }
+  {
+    FakeObserver obs(store_, "inconclusive");
+    Result r = scout(dir_.path(), "replay run --wait-s 20 --store " + store_);
+    EXPECT_EQ(r.rc, 4) << r.err;
+    EXPECT_EQ(r.err, "");
+    EXPECT_EQ(r.out,
+              "replay cycle 1 (id 2): trigger demand, inconclusive, backend emu\n"
+              "  started 2025-01-01 00:00:20.000 UTC, took 1.25s\n"
+              "  found: -\n"
+              "  error: none of the requested ranks runs on this node with a known GPU\n"
+              "  recipes: 0 asked; GPUs: 0\n");
+  }
+}
+
+// `scout clean` also removes what scout-sim leaves beside the segments: the emulated GPUs' device
+// files of jobs with no running writer, and temporaries whose writer is gone; those of a running
+// job, a temporary being written and files that are not scout's stay.
+TEST_F(Cli, CleanRemovesTheEmulatedDevicesOfJobsThatAreGone) {
+  const std::string shm = dir_.path() + "/shm";
+  std::filesystem::create_directories(shm);
+  scout::shm::SegmentIdentity id;
+  id.job = "live";
+  id.host = "h";
+  std::string err;
+  auto live = scout::shm::SegmentWriter::create(shm, id, 1, 16, &err);
+  ASSERT_TRUE(live) << err;
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) _exit(0);
+  int st = 0;
+  ::waitpid(child, &st, 0);
+  const std::string gone = shm + "/scout-emugpu.gone.job.GPU-sim-node0-1.json";
+  const std::string gone_tmp = gone + ".tmp." + std::to_string(child);
+  const std::string writing = gone + ".tmp." + std::to_string(::getpid());
+  const std::string kept = shm + "/scout-emugpu.live.GPU-sim-node0-0.json";
+  const std::string other = shm + "/notes.txt";
+  for (const std::string& p : {gone, gone_tmp, writing, kept, other}) std::ofstream(p) << "{}\n";
+  Result r = scout(dir_.path(), "clean --dir " + shm);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out, "removed " + gone + " (emulated-device state of GPU-sim-node0-1, job gone.job not running)\n" +
+                       "removed " + gone_tmp + " (unfinished emulated-device state of GPU-sim-node0-1, pid " +
+                       std::to_string(child) + " gone)\n" +
+                       "scout clean: 0 segments and 2 emulated-device files removed (6B), 1 of running processes "
+                       "kept, 0 left alone, in " +
+                       shm + "\n");
+  for (const std::string& p : {writing, kept, other, live->path()}) EXPECT_TRUE(std::filesystem::exists(p)) << p;
+  EXPECT_FALSE(std::filesystem::exists(gone));
+  EXPECT_FALSE(std::filesystem::exists(gone_tmp));
+  // --job: only that job's files; the running one's stay.
+  r = scout(dir_.path(), "clean --dir " + shm + " --job live");
+  EXPECT_EQ(r.out, "scout clean: 0 segments removed (0B), 1 of running processes kept, 0 left alone, in " + shm + "\n");
+  EXPECT_TRUE(std::filesystem::exists(kept));
+}
+
+// The cause on the first screen: a straggler's cause and the number that proves it on its status
+// line, in its findings row and right under the summary of explain (gpu: replay's GEMM time vs
+// the median; host: GEMM normal and its lateness; unknown: its lateness).
+TEST_F(Cli, StragglerCauseIsOnTheFirstScreen) {
+  {
+    std::string err;
+    auto w = scout::store::StoreWriter::open(store_, {}, &err);
+    ASSERT_TRUE(w) << err;
+    scout::obs::Finding base = *scout::store::StoreReader::open(store_)->finding(2);
+    const char* causes[] = {"gpu", "host", "unknown"};
+    for (int i = 0; i < 3; ++i) {
+      scout::obs::Finding f = base;
+      f.id = 0;
+      f.dedup_key = std::string("straggler-cause-") + causes[i];
+      f.open = true;
+      f.evidence["cause"] = causes[i];
+      if (i == 0)
+        f.evidence["replay"] = {{"cycle", 4}, {"recipe", "gemm:fp32:4096x4096x4096"}, {"ms", {27.608, 27.384}},
+                                {"median_ms", 6.898}};
+      if (i == 1) f.evidence["replay"] = {{"cycle", 5}};
+      w->upsert_finding(&f);
+    }
+    ASSERT_TRUE(w->flush());
+  }
+  std::string text = "$ scout status\n" + ok("status") + "$ scout findings --open\n" + ok("findings --open");
+  for (const char* id : {"4", "5", "6"}) {
+    std::string e = ok(std::string("explain ") + id);
+    text += std::string("$ scout explain ") + id + " (first 3 lines)\n";
+    for (int n = 0, p = 0; n < 3; ++n) {
+      size_t q = e.find('\n', p);
+      text += e.substr(p, q + 1 - p);
+      p = int(q + 1);
+    }
+  }
+  golden("straggler_cause.txt", text);
+  EXPECT_NE(text.find("     cause: its GPU: replay cycle 4 ran gemm:fp32:4096x4096x4096 in 27.6ms, 27.4ms vs 6.90ms "
+                      "median\n"),
+            std::string::npos)
+      << text;
+}
+
+// A candidate says why it has no verdict: while the job runs, how many clean check cycles it has,
+// how long until it verifies at the earliest and the setting that shortens it; once every rank
+// exited or died, that it cannot verify (a state of its own, not "waiting"). On `ckpt list` and
+// on the status line.
+TEST_F(Cli, CandidateSaysWhenItWouldVerifyOrThatItCannot) {
+  scout::testing::write_demo_history(store_);
+  auto checkpoint_lines = [](const std::string& status) {
+    size_t a = status.find("checkpoints:");
+    return a == std::string::npos ? status : status.substr(a, status.find("details:") - a);
+  };
+  std::string text = "$ scout ckpt list (job running)\n" + ok("ckpt list") + "$ scout status (job running)\n" +
+                     checkpoint_lines(ok("status"));
+  {
+    std::string err;
+    auto w = scout::store::StoreWriter::open(store_, {}, &err);
+    ASSERT_TRUE(w) << err;
+    std::vector<scout::obs::RankInfo> ranks = scout::store::StoreReader::open(store_)->ranks();
+    for (auto& r : ranks)
+      if (r.state == "running") r.state = "exited";
+    w->put_ranks(ranks);
+    ASSERT_TRUE(w->flush());
+  }
+  text += "$ scout ckpt list (job ended)\n" + ok("ckpt list") + "$ scout status (job ended)\n" +
+          checkpoint_lines(ok("status"));
+  golden("ckpt_candidates.txt", text);
+  EXPECT_NE(text.find("candidate  waiting: 0 of 2 clean check cycles; verifies in 8.00s at the earliest "
+                      "(SCOUT_CHECK_CYCLE_S=4 shortens it)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("candidate  cannot verify: the job ended after 0 of 2 clean check cycles of 4.00s "
+                      "(SCOUT_CHECK_CYCLE_S=4; a drill sets 1)\n"),
+            std::string::npos)
+      << text;
+}
+
+// One vocabulary once a job died: its communicators are never shown active when every member
+// rank is gone (at least one dead), and explain says beside a suspect that its process is no
+// longer running.
+TEST_F(Cli, DeadJobShowsNoActiveCommunicatorAndExplainSaysTheProcessIsGone) {
+  {
+    std::string err;
+    auto w = scout::store::StoreWriter::open(store_, {}, &err);
+    ASSERT_TRUE(w) << err;
+    std::vector<scout::obs::RankInfo> ranks = scout::store::StoreReader::open(store_)->ranks();
+    for (auto& r : ranks) r.state = r.global_rank < 4 ? "dead" : "exited";
+    w->put_ranks(ranks);
+    ASSERT_TRUE(w->flush());
+  }
+  const std::string status = ok("status");
+  const std::string comms = status.substr(status.find("communicators:"), status.find("findings:") - status.find("communicators:"));
+  EXPECT_EQ(comms,
+            "communicators: 3 (1 hung, 2 dead)\n"
+            "  NAME   HASH                RANKS  NODES  STATE  OPS DONE  LAST PROGRESS  COMPLETED PER FUNCTION\n"
+            "  dp3    0xd3d3d3d3d3d3d3d3      2      2  hung          7  3.60s ago      AllReduce=7\n"
+            "  world  0x1111aaaa2222bbbb      8      2  dead         41  2.30s ago      AllReduce=41\n"
+            "  tp0    0x7a0000000000a0a0      2      1  dead         24  300ms ago      ReduceScatter=12 AllGather=12\n");
+  const std::string e = ok("explain 2");
+  EXPECT_NE(e.find("suspect:\n  rank 3 (node0, pid 1003, GPU GPU-3), comm rank 3; its process is dead\n"),
+            std::string::npos)
+      << e;
 }
 
 }  // namespace
