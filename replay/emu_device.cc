@@ -23,7 +23,8 @@ bool parse_emu_device_name(const std::string& name, std::string* job, std::strin
   int pid = 0;
   if (size_t t = rest.rfind(kTmp); t != std::string::npos) {
     const std::string digits = rest.substr(t + kTmp.size());
-    if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) return false;
+    if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos)
+      return false;
     pid = std::stoi(digits);
     if (pid <= 0) return false;
     rest.resize(t);

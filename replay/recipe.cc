@@ -176,8 +176,8 @@ std::vector<Recipe> build_recipes(const RecipePlan& plan) {
     // algorithm/protocol as recorded; a part NCCL did not report is left out, never an empty field
     // (docs/replay.md, "Recipes").
     std::string how = c.algo.empty() ? c.proto : c.proto.empty() ? c.algo : c.algo + "/" + c.proto;
-    r.id = "coll:" + c.func + ":" + c.datatype + ":" + std::to_string(r.coll.count) + ":" + (how.empty() ? "" : how + ":") +
-           "[" + members + "]";
+    r.id = "coll:" + c.func + ":" + c.datatype + ":" + std::to_string(r.coll.count) + ":" +
+           (how.empty() ? "" : how + ":") + "[" + members + "]";
     push(r);
   }
   for (const auto& [a, b] : plan.links) {

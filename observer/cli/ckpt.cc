@@ -56,9 +56,7 @@ int list(const std::vector<ckpt::Checkpoint>& all, const std::vector<ckpt::Certi
         << std::string(w - c.path.size(), ' ') << "  ";
     std::snprintf(line, sizeof(line), "%8lld  %-9s  %-9s  ", static_cast<long long>(c.step), c.framework.c_str(),
                   ckpt::to_string(c.state));
-    out << line
-        << (c.state == ckpt::State::kCandidate ? candidate_reason(c, ctx) : c.reason)
-        << "\n";
+    out << line << (c.state == ckpt::State::kCandidate ? candidate_reason(c, ctx) : c.reason) << "\n";
   }
   return kExitOk;
 }

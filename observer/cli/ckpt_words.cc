@@ -35,15 +35,13 @@ CandidateContext candidate_context(const std::string& store_path) {
     int64_t v = 0;
     if (auto m = st->meta("cycle_ns"); m && parse_i64(*m, &v) && v > 0) x.cycle_ns = v;
     if (auto m = st->meta("k"); m && parse_i64(*m, &v) && v > 0 && v <= 1000) x.k = int(v);
-  } catch (const std::exception&) {
-  }
+  } catch (const std::exception&) {}
   try {
     auto rd = store::StoreReader::open(store_path);
     const auto ranks = rd->ranks();
-    x.job_ended = !ranks.empty() && std::none_of(ranks.begin(), ranks.end(),
-                                                 [](const obs::RankInfo& r) { return r.state == "running"; });
-  } catch (const std::exception&) {
-  }
+    x.job_ended = !ranks.empty() &&
+                  std::none_of(ranks.begin(), ranks.end(), [](const obs::RankInfo& r) { return r.state == "running"; });
+  } catch (const std::exception&) {}
   return x;
 }
 
@@ -54,8 +52,7 @@ std::string candidate_reason(const ckpt::Checkpoint& c, const CandidateContext& 
     return "cannot verify: the job ended after " + of + " of " + cycle_words(x) + " (" + setting(x) +
            "; a drill sets 1)";
   const int64_t left = int64_t(std::max(1, x.k - have)) * x.cycle_ns;
-  return "waiting: " + of + "; verifies in " + fmt_duration(left) + " at the earliest (" + setting(x) +
-         " shortens it)";
+  return "waiting: " + of + "; verifies in " + fmt_duration(left) + " at the earliest (" + setting(x) + " shortens it)";
 }
 
 std::string candidates_words(int n, const CandidateContext& x) {
@@ -63,8 +60,8 @@ std::string candidates_words(int n, const CandidateContext& x) {
   if (x.job_ended)
     return "cannot verify: the job ended before " + std::to_string(x.k) + " clean check cycles of " + cycle_words(x) +
            " followed " + them + " (" + setting(x) + " shortens the cycles; a drill sets 1)";
-  return "waiting for " + std::to_string(x.k) + " clean check cycles of " + cycle_words(x) + " after " + them +
-         " (" + setting(x) + " shortens the cycles)";
+  return "waiting for " + std::to_string(x.k) + " clean check cycles of " + cycle_words(x) + " after " + them + " (" +
+         setting(x) + " shortens the cycles)";
 }
 
 }  // namespace scout::cli

@@ -63,9 +63,9 @@ int cmd_clean(const CleanOptions& o, std::ostream& out) {
   const Removed emu = remove_emulated_devices(dir, o.job, out, &refused);
   bytes += emu.bytes;
   out << "scout clean: " << removed << " segments"
-      << (emu.files ? " and " + std::to_string(emu.files) + " emulated-device files" : std::string())
-      << " removed (" << fmt_bytes(bytes) << "), " << kept
-      << " of running processes kept, " << refused << " left alone, in " << dir << "\n";
+      << (emu.files ? " and " + std::to_string(emu.files) + " emulated-device files" : std::string()) << " removed ("
+      << fmt_bytes(bytes) << "), " << kept << " of running processes kept, " << refused << " left alone, in " << dir
+      << "\n";
   return kExitOk;
 }
 

@@ -83,8 +83,8 @@ void replay_slowlink(const obs::Finding& f, const obs::ReplaySlowLinkEvidence& e
   for (const auto& r : e.recipes) rs += (rs.empty() ? "" : ", ") + r;
   t.line("slow directions: " + rs);
   t.line("time: " + ms(e.ms) + " for the transfer, vs " + ms(e.median_ms) + " (median of the cycle's pairs)");
-  t.line("thresholds: slow at " + num(e.thresholds.min_ratio) + "x the median and at least " +
-         ms(e.thresholds.min_ms) + " more");
+  t.line("thresholds: slow at " + num(e.thresholds.min_ratio) + "x the median and at least " + ms(e.thresholds.min_ms) +
+         " more");
 }
 
 void replay_cause(const obs::StragglerEvidence& e, EvidenceText& t) {

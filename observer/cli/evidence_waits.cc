@@ -146,7 +146,8 @@ void stall(const obs::Finding& f, const obs::StallEvidence& e, EvidenceText& t) 
            std::to_string(r.gaps) + "): " + from + "; at least " + ms(r.floor_ms) + ", at most the hang timeout");
   } else if (r.gaps < r.min_gaps) {
     t.line("threshold: " + ms(r.cold_ms) + " while the communicator has fewer than " + std::to_string(r.min_gaps) +
-           " progress gaps (it has " + std::to_string(r.gaps) + ") and nothing else is known, at most the hang timeout");
+           " progress gaps (it has " + std::to_string(r.gaps) +
+           ") and nothing else is known, at most the hang timeout");
   } else {
     t.line("threshold: p99 of its last " + std::to_string(r.gaps) + " progress gaps " + ms(r.p99_ms) + " x " +
            num(r.margin) + ", at least " + ms(r.floor_ms) + ", at most the hang timeout");

@@ -250,10 +250,11 @@ void add_replay(CLI::App& app, StoreOptions* where, Subs& subs) {
   auto list_json = std::make_shared<bool>(false);
   CLI::App* list = add_reader(*s, where, "list", "Replay cycles: trigger, outcome, what each found");
   list->add_flag("--json", *list_json, "JSON lines, one per cycle");
-  subs.push_back({list, [list_json](store::StoreReader& rd) { return cmd_replay_list(rd, *list_json, std::cout); },
-                  nullptr});
+  subs.push_back(
+      {list, [list_json](store::StoreReader& rd) { return cmd_replay_list(rd, *list_json, std::cout); }, nullptr});
   auto show_o = std::make_shared<ReplayShowOptions>();
-  CLI::App* show = add_reader(*s, where, "show", "One replay cycle: what it found, the recipes that did not pass, the votes");
+  CLI::App* show =
+      add_reader(*s, where, "show", "One replay cycle: what it found, the recipes that did not pass, the votes");
   show->add_option("id", show_o->id, "Cycle id (the ID column of scout replay list)")->required();
   show->add_flag("--samples", show_o->samples, "Also the GPUs, every recipe and every sample with its time");
   show->add_flag("--json", show_o->json, "One JSON object with the cycle's whole detail");

@@ -88,7 +88,9 @@ nlohmann::json cycle_json(const obs::ReplayCycleRecord& c, bool with_detail) {
 
 std::string or_dash(const std::string& s) { return s.empty() ? "-" : s; }
 
-std::string plural_of(size_t n, const char* one, const char* many) { return std::to_string(n) + " " + (n == 1 ? one : many); }
+std::string plural_of(size_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
 
 std::string ms_of(const nlohmann::json& ns) {
   return ns.is_number() && ns.get<double>() >= 0 ? fmt_fixed(ns.get<double>() / 1e6, 3) : std::string("-");
@@ -132,8 +134,9 @@ int cmd_replay_list(store::StoreReader& rd, bool json, std::ostream& out) {
   for (const auto& c : cycles)
     t.rows.push_back({std::to_string(c.id), std::to_string(c.cycle), c.trigger, fmt_rel(c.started_ns, origin),
                       c.ended_ns >= c.started_ns ? fmt_duration(c.ended_ns - c.started_ns) : "-",
-                      c.backend.empty() ? "-" : c.backend, outcome_text(c), std::to_string(count_of(c.detail, "recipes")),
-                      std::to_string(count_of(c.detail, "participants")), found_text(c)});
+                      c.backend.empty() ? "-" : c.backend, outcome_text(c),
+                      std::to_string(count_of(c.detail, "recipes")), std::to_string(count_of(c.detail, "participants")),
+                      found_text(c)});
   out << cycles.size() << " replay cycle(s), the first at " << fmt_utc(origin) << " (STARTED is relative to it)\n";
   out << t.render();
   return kExitOk;
@@ -153,8 +156,8 @@ int print_replay_cycle(const obs::ReplayCycleRecord& c, bool json, bool samples,
   }
   // The summary: what it found, the error, the counts, the recipes that did not pass and the sdc
   // verdicts with their votes (docs/cli.md, "scout replay show").
-  out << fmt::format("replay cycle {} (id {}): trigger {}, {}, backend {}\n", c.cycle, c.id, c.trigger,
-                     outcome_text(c), c.backend.empty() ? "-" : c.backend);
+  out << fmt::format("replay cycle {} (id {}): trigger {}, {}, backend {}\n", c.cycle, c.id, c.trigger, outcome_text(c),
+                     c.backend.empty() ? "-" : c.backend);
   out << fmt::format("  started {}, took {}\n", fmt_utc(c.started_ns),
                      c.ended_ns >= c.started_ns ? fmt_duration(c.ended_ns - c.started_ns) : "-");
   out << "  found: " << found_text(c, false) << "\n";

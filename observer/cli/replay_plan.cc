@@ -88,9 +88,7 @@ nlohmann::json plan_json(const replay::ReplayPlan& p, const replay::PlanOptions&
                  {"cycles", p.cycles.size()},
                  {"over_budget", p.over_budget}};
   j["capture"] = nlohmann::json::array();
-  for (const auto& c : cap) {
-    j["capture"].push_back(exporter::gemm_capture_json(c));
-  }
+  for (const auto& c : cap) { j["capture"].push_back(exporter::gemm_capture_json(c)); }
   return j;
 }
 

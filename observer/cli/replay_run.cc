@@ -86,7 +86,8 @@ int cmd_replay_run(const StoreOptions& where, const ReplayRunOptions& o, std::os
   if (!o.ranks.empty()) rq.ranks = parse_rank_list(o.ranks);
   if (!o.recipes.empty()) rq.recipes = parse_kinds(o.recipes);
   const std::string store = store_path(where);
-  if (!exists(store)) throw UsageError("no store at " + store + " (is scout-observer running for this job on this node?)");
+  if (!exists(store))
+    throw UsageError("no store at " + store + " (is scout-observer running for this job on this node?)");
   int64_t updated0 = 0;
   {
     auto rd = open_store(where);  // a scout store (schema checked), or a UsageError: no request beside anything else

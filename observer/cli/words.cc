@@ -82,8 +82,8 @@ std::string cause_words(const obs::Finding& f) {
     return s;
   }
   if (*e->cause == "host")
-    return "the host, input pipeline or launch path: " + cycle +
-           " measured its GPU's GEMM time and found it normal; " + late;
+    return "the host, input pipeline or launch path: " + cycle + " measured its GPU's GEMM time and found it normal; " +
+           late;
   return "not known yet: no replay cycle has measured its GPU since it began; " + late;
 }
 

@@ -55,10 +55,10 @@ const char* StallClock::basis(const ColdBasis& cold_basis) const {
   if (given_ns_ > 0) return "given";
   if (!cold()) return "gaps";
   if (cold_basis.held_max_ns <= 0 && cold_basis.class_ns <= 0) return "none";
-  const int64_t own =
-      cold_basis.held_max_ns > 0
-          ? std::clamp(int64_t(std::llround(double(cold_basis.held_max_ns) * kStallMargin)), kStallFloorNs, kStallColdNs)
-          : 0;
+  const int64_t own = cold_basis.held_max_ns > 0
+                          ? std::clamp(int64_t(std::llround(double(cold_basis.held_max_ns) * kStallMargin)),
+                                       kStallFloorNs, kStallColdNs)
+                          : 0;
   return cold_basis.class_ns > own ? "class" : "own";
 }
 
@@ -78,7 +78,8 @@ StallClass stall_class(const Comm& c) {
   return k;
 }
 
-std::map<CommKey, ColdBasis> cold_bases(const Model& m, const std::function<const StallClock*(const CommKey&)>& clock_of,
+std::map<CommKey, ColdBasis> cold_bases(const Model& m,
+                                        const std::function<const StallClock*(const CommKey&)>& clock_of,
                                         int64_t hard_ns) {
   std::map<CommKey, ColdBasis> out;
   // Warm communicators by class: (mix, threshold).

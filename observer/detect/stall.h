@@ -32,9 +32,10 @@ inline constexpr size_t kStallMinGaps = 16;              // fewer: the cold thre
 inline constexpr double kStallPercentile = 0.99;         // of the gaps
 inline constexpr double kStallMargin = 3.0;              // times the percentile
 inline constexpr int64_t kStallFloorNs = 3'000'000'000;  // never below 3 s
-inline constexpr int64_t kStallColdNs = 10'000'000'000;  // cold, knowing nothing: 10 s (and the cap of own-op thresholds)
-inline constexpr double kRepeatSlack = 1.5;              // a repeat may last 1.5x its longest earlier episode
-inline constexpr size_t kStallMemory = 64;               // closed episodes remembered
+inline constexpr int64_t kStallColdNs =
+    10'000'000'000;                          // cold, knowing nothing: 10 s (and the cap of own-op thresholds)
+inline constexpr double kRepeatSlack = 1.5;  // a repeat may last 1.5x its longest earlier episode
+inline constexpr size_t kStallMemory = 64;   // closed episodes remembered
 
 // What a cold communicator's threshold rests on (docs/observer.md, "Stalls"): 0 where unknown.
 struct ColdBasis {
@@ -88,7 +89,8 @@ StallClass stall_class(const Comm& c);
 // The cold basis of every communicator of `m` that `clock_of` knows (it returns the communicator's
 // clock, or null): its own held_max_ns, and the largest threshold (under `hard_ns`) of a warm
 // communicator of its class.
-std::map<CommKey, ColdBasis> cold_bases(const Model& m, const std::function<const StallClock*(const CommKey&)>& clock_of,
+std::map<CommKey, ColdBasis> cold_bases(const Model& m,
+                                        const std::function<const StallClock*(const CommKey&)>& clock_of,
                                         int64_t hard_ns);
 
 // What makes two stall episodes the same pause: the root ranks (global, ascending) and the point of

@@ -115,12 +115,9 @@ nlohmann::json checkpoint_json(const ckpt::Checkpoint& c, const ckpt::Certificat
 
 nlohmann::json certificate_json(const ckpt::CertificateRow& r) {
   nlohmann::json doc = nlohmann::json::parse(r.json, nullptr, false);
-  return {{"seq", r.seq},
-          {"checkpoint_id", r.checkpoint_id},
-          {"sha256", r.sha256},
-          {"prev_sha256", r.prev_sha256},
-          {"file", r.file},
-          {"document", doc.is_discarded() ? nlohmann::json(r.json) : doc}};
+  return {{"seq", r.seq},       {"checkpoint_id", r.checkpoint_id},
+          {"sha256", r.sha256}, {"prev_sha256", r.prev_sha256},
+          {"file", r.file},     {"document", doc.is_discarded() ? nlohmann::json(r.json) : doc}};
 }
 
 nlohmann::json check_cycle_json(const ckpt::CycleVerdict& v) {

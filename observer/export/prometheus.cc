@@ -264,7 +264,8 @@ void write_collective_families(const Snapshot& s, const std::string& job, std::o
 void write_checkpoint_families(const Snapshot& s, const std::string& job, std::ostream& out) {
   constexpr ckpt::State kStates[] = {ckpt::State::kCandidate, ckpt::State::kVerified, ckpt::State::kRejected};
   {
-    Family f(out, "scout_checkpoints", "gauge", "Checkpoints seen, by certification state (candidate, verified, rejected).");
+    Family f(out, "scout_checkpoints", "gauge",
+             "Checkpoints seen, by certification state (candidate, verified, rejected).");
     for (ckpt::State st : kStates) {
       int n = 0;
       for (const auto& c : s.checkpoints) n += c.state == st;
@@ -283,7 +284,8 @@ void write_checkpoint_families(const Snapshot& s, const std::string& job, std::o
   }
   {
     Family f(out, "scout_check_cycles", "gauge", "Judged check cycles by status (clean, dirty, incomplete).");
-    for (ckpt::CycleStatus st : {ckpt::CycleStatus::kClean, ckpt::CycleStatus::kDirty, ckpt::CycleStatus::kIncomplete}) {
+    for (ckpt::CycleStatus st :
+         {ckpt::CycleStatus::kClean, ckpt::CycleStatus::kDirty, ckpt::CycleStatus::kIncomplete}) {
       int n = 0;
       for (const auto& v : s.check_cycles) n += v.status == st;
       f.sample({{"job", job}, {"status", ckpt::to_string(st)}}, n);

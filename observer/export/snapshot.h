@@ -23,9 +23,9 @@ struct Snapshot {
   std::vector<store::TimingRow> timings;  // by op_id, global_rank
   // The rest of the store (loaded with_history): certification (docs/certification.md),
   // replay cycles (docs/replay.md) and GEMM capture (docs/replay-schedule.md).
-  std::vector<ckpt::Checkpoint> checkpoints;       // by id
-  std::vector<ckpt::CycleVerdict> check_cycles;    // by index
-  std::vector<ckpt::CertificateRow> certificates;  // by seq
+  std::vector<ckpt::Checkpoint> checkpoints;          // by id
+  std::vector<ckpt::CycleVerdict> check_cycles;       // by index
+  std::vector<ckpt::CertificateRow> certificates;     // by seq
   std::vector<obs::ReplayCycleRecord> replay_cycles;  // by started_ns, id
   std::vector<obs::GemmCaptureInfo> gemm_capture;     // by global rank
   std::vector<obs::GemmShapeInfo> gemm_shapes;        // by global rank, shape

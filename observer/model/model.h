@@ -330,8 +330,8 @@ struct Comm {
   // "Stalls").
   int64_t held_max_ns = 0;
   uint64_t held_ops = 0;
-  uint64_t ops_dropped = 0;                        // live ops dropped by the kMaxLiveOps bound
-  uint64_t records_lost = 0;                       // records overwritten before they were final
+  uint64_t ops_dropped = 0;   // live ops dropped by the kMaxLiveOps bound
+  uint64_t records_lost = 0;  // records overwritten before they were final
   // Kept by Model::set_member (the only writer of RankProgress::proc and ::finalized):
   std::vector<int> known_ranks;  // comm ranks whose process is known, ascending
   int n_finalized = 0;           // ranks finalized
