@@ -4,7 +4,11 @@
 #include <map>
 #include <vector>
 
+#include "common/clock.h"
+#include "common/utf8.h"
+#include "observer/ckpt/certifier.h"
 #include "observer/ckpt/ckpt_store.h"
+#include "observer/ckpt/trust.h"
 #include "observer/cli/common.h"
 #include "observer/cli/format.h"
 #include "observer/cli/words.h"
@@ -59,13 +63,23 @@ struct CkptSummary {
   const ckpt::Checkpoint* newest_verified = nullptr;
 };
 
+// newest_verified: the newest that `scout ckpt latest --verified` would name now (its files and
+// certificate re-checked, observer/ckpt/trust.h).
 void summarize_checkpoints(const std::string& store_path, CkptSummary* s) {
-  s->all = ckpt::CkptStore::open_reader(store_path)->checkpoints();
+  auto st = ckpt::CkptStore::open_reader(store_path);
+  s->all = st->checkpoints();
+  bool any_verified = false;
   for (const auto& c : s->all) {
     s->n[int(c.state)]++;
+    any_verified |= c.state == ckpt::State::kVerified;
+  }
+  if (!any_verified) return;
+  const ckpt::TrustContext trust = ckpt::trust_context(*st, ckpt::certificate_dir(store_path), shm::wall_ns());
+  for (const auto& c : s->all) {
     const ckpt::Checkpoint* b = s->newest_verified;
     if (c.state == ckpt::State::kVerified &&
-        (!b || c.step > b->step || (c.step == b->step && c.completed_ns > b->completed_ns)))
+        (!b || c.step > b->step || (c.step == b->step && c.completed_ns > b->completed_ns)) &&
+        ckpt::restart_problem(c, trust).empty())
       s->newest_verified = &c;
   }
 }
@@ -76,8 +90,8 @@ nlohmann::json checkpoints_json(const CkptSummary& s) {
   nlohmann::json newest = nullptr;
   if (const ckpt::Checkpoint* c = s.newest_verified)
     newest = {{"id", c->id},
-              {"path", c->path},
-              {"framework", c->framework},
+              {"path", utf8_clean(c->path)},
+              {"framework", utf8_clean(c->framework)},
               {"step", c->step},
               {"completed_ns", c->completed_ns}};
   return {{"total", s.all.size()},
@@ -135,7 +149,7 @@ static void print_checkpoint_line(const std::string& store_path, std::ostream& o
   out << "checkpoints: " << s.all.size() << " (" << s.n[int(ckpt::State::kVerified)] << " verified, "
       << s.n[int(ckpt::State::kRejected)] << " rejected, " << s.n[int(ckpt::State::kCandidate)] << " candidates); ";
   if (s.newest_verified)
-    out << "newest verified: " << s.newest_verified->path << " (step " << s.newest_verified->step << ")\n";
+    out << "newest verified: " << printable(s.newest_verified->path) << " (step " << s.newest_verified->step << ")\n";
   else
     out << "none verified yet (scout ckpt list)\n";
 }
