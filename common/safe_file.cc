@@ -118,7 +118,14 @@ int open_append(const std::string& path, mode_t mode, std::string* error) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC,
                         mode);
   if (fd < 0) {
-    if (error) *error = errno == ELOOP ? path + " is a symlink, not a regular file" : sys("cannot open", path);
+    if (error) {
+      const int e = errno;
+      const Kind k = kind_of(path);  // a FIFO without a reader gives ENXIO: name what it is
+      errno = e;
+      *error = k != Kind::kMissing && k != Kind::kRegular && k != Kind::kDirectory
+                   ? path + " is a " + to_string(k) + ", not a regular file"
+                   : sys("cannot open", path);
+    }
     return -1;
   }
   struct stat st;

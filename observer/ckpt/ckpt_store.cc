@@ -76,7 +76,7 @@ std::unique_ptr<CkptStore> CkptStore::open_writer(const std::string& path) {
 }
 
 std::unique_ptr<CkptStore> CkptStore::open_reader(const std::string& path) {
-  auto db = store::open_db(path, SQLITE_OPEN_READONLY);
+  auto db = store::open_reader_db(path);
   const bool tables = db->query_int("SELECT count(*) FROM sqlite_master WHERE name='ckpt_checkpoints'") > 0;
   return std::unique_ptr<CkptStore>(new CkptStore(std::move(db), tables));
 }

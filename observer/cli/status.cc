@@ -198,6 +198,21 @@ void print_job(const exporter::Snapshot& s, int64_t now, std::ostream& out) {
   if (s.job->segments_refused > 0) {
     out << "warning: " << s.job->segments_refused << " segment files refused (see the observer's log)\n";
   }
+  if (s.job->rings_refused > 0) {
+    out << "warning: " << s.job->rings_refused
+        << " communicator rings refused (impossible headers, or claims beyond the observer's rank-slot bounds; "
+           "see its log): their records are not read\n";
+  }
+  const obs::StoreHealth& h = s.job->store;
+  if (h.failing_since_ns != 0) {
+    out << "warning: the observer cannot write this store since " << fmt_utc(h.failing_since_ns) << " ("
+        << h.failed_batches << " failed batches, last: " << printable(h.last_error) << "): " << h.unstored_findings
+        << " findings kept in its memory, not stored yet (written as soon as the store takes them)\n";
+  } else if (h.failed_batches > 0) {
+    out << "note: " << h.failed_batches << " store batches failed and were written again later (no finding lost";
+    if (h.ops_unstored > 0) out << "; " << h.ops_unstored << " operation summaries not stored";
+    out << ")\n";
+  }
   if (s.job->net.present) print_network(*s.job, now, out);
 }
 

@@ -18,7 +18,14 @@ nlohmann::json job_json(const obs::JobInfo& j) {
                         {"records_lost", j.records_lost},
                         {"records_invalid", j.records_invalid},
                         {"segments_refused", j.segments_refused},
-                        {"warning", j.warning}};
+                        {"rings_refused", j.rings_refused},
+                        {"warning", j.warning},
+                        {"store",
+                         {{"failed_batches", j.store.failed_batches},
+                          {"unstored_findings", j.store.unstored_findings},
+                          {"ops_unstored", j.store.ops_unstored},
+                          {"failing_since_ns", j.store.failing_since_ns},
+                          {"last_error", j.store.last_error}}}};
   if (j.net.present) out["network"] = obs::to_json(j.net);
   return out;
 }

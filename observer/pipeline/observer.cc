@@ -77,6 +77,7 @@ void Observer::write(int64_t now_ns, JudgeOutput& out) {
   job.records_lost = is.records.gaps + is.records.before_attach + is.records.lost_inflight;
   job.records_invalid = is.records.invalid;
   job.segments_refused = is.segments_rejected;
+  job.rings_refused = is.rings_rejected;
   job.net = net_;
   if (now_ns - started_ns_ >= opt_.no_segment_grace_ns) job.warning = ingest_.no_segment_reason();
   if (job.warning != warned_) {
@@ -160,10 +161,17 @@ void Observer::write(int64_t now_ns, JudgeOutput& out) {
   if (!pairs.empty()) sink_->put_p2p(pairs);
   write_gemm();
   if (!out.summaries.empty() || !out.timings.empty()) sink_->put_ops(out.summaries, out.timings);
-  board_.flush_to(*sink_);
+  const std::vector<size_t> flushed = board_.flush_to(*sink_);
+  // Replay cycles and findings of a batch the sink could not store are put again at the next
+  // pass (a full disk or a held lock must not lose them for good); operation summaries are not
+  // (the store counts them, StoreHealth::ops_unstored).
   if (replay_)
-    for (ReplayCycleRecord& c : replay_->take_records()) sink_->put_replay_cycle(&c);
-  if (!sink_->flush()) {
+    for (ReplayCycleRecord& c : replay_->take_records()) unstored_replay_.push_back(std::move(c));
+  for (ReplayCycleRecord& c : unstored_replay_) sink_->put_replay_cycle(&c);
+  if (sink_->flush()) {
+    unstored_replay_.clear();
+  } else {
+    board_.unflushed(flushed);
     ranks_written_.clear();
     comms_written_.clear();
     gemm_written_.clear();

@@ -1,4 +1,4 @@
-// The second adversarial trial's attacks on checkpoint certification (issue 31), each with the
+// The second adversarial trial's attacks on checkpoint certification, each with the
 // trial's exact input: a stray notes-20241201.txt, a deleted or changed verified checkpoint, an
 // edited scout-certificate.json inside a checkpoint, folder names with \xff\xfe and a newline,
 // `latest` as a symlink to /dev/zero and as a FIFO, 100,000 empty files, a candidate a stored
