@@ -74,7 +74,7 @@ BENCH_LIBS := -lbenchmark
 # build/lib/libscout-<folder>.a, and every program links them highest first, so a reference
 # against the direction does not link; scripts/check-layers.py checks the include graph.
 LAYERS := common plugin observer/model observer/ingest observer/detect observer/net replay \
-          observer/pipeline observer/cluster observer/store observer/ckpt observer/export observer/cli
+          observer/pipeline observer/replay observer/cluster observer/store observer/ckpt observer/export observer/cli
 layer_lib = $(BUILD)/lib/libscout-$(subst /,-,$(1)).a
 # Sources of a layer: its .cc files, except programs (bin/) and folders that are layers of their
 # own (observer/*). plugin/abi/exports.cc and net_exports.cc are the plugin's ABI boundary (the
@@ -106,6 +106,8 @@ PLUGIN := $(BUILD)/lib/libnccl-profiler-scout.so
 # (v11 only, optional slots NULL). Built with the tests and benchmarks, never installed.
 TESTNET_CC := test/netdelegate/scouttest_net.cc
 TESTNET := $(BUILD)/lib/libnccl-net-scouttest.so $(BUILD)/lib/libnccl-net-scouttest-min.so
+# A stand-in libcublasLt.so.13 (its logger entry points) for the GEMM capture tests (test/fakelibs/).
+FAKE_CUBLASLT := $(BUILD)/lib/fake-cublaslt/libcublasLt.so.13
 # Tools (installed) and the emulated job scout-sim (a test and drill program: build tree only).
 BINS := $(foreach f,$(BIN_CC),$(BUILD)/bin/$(basename $(notdir $(f))))
 SIM_BINS := $(foreach f,$(SIM_BIN_CC),$(BUILD)/bin/$(basename $(notdir $(f))))
@@ -116,18 +118,21 @@ PUBLIC_HEADERS := $(wildcard include/scout/*.h) include/scout/config_vars.def
 
 HAVE_NVCC := $(shell test -x $(NVCC) && echo 1)
 FATBIN := $(BUILD)/obj/gen/fp_kernel.fatbin
+# ptxas's registers, spills and barriers per architecture for that fatbin (test/gpu/fp_kernel_resources_test.sh).
+FATBIN_RES := $(BUILD)/obj/gen/fp_kernel.resources.txt
 # sm_80 (A100), sm_90 (H100/H200), sm_100 (B200) machine code and compute_100 PTX for newer GPUs.
 NVCC_GENCODE := -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
                 -gencode arch=compute_100,code=sm_100 -gencode arch=compute_100,code=compute_100
 NVCC_FLAGS := -std=c++17 -O3 -Iinclude -I. $(NVCC_GENCODE)
 
-.PHONY: fuzz fuzzers all test bench install install-headers clean help tests benches check-exports check-layers check-headers
+.PHONY: fuzz fuzzers all test update-golden bench bench-smoke install install-headers clean help tests benches check-exports check-layers check-headers
 .DEFAULT_GOAL := all
 
 all: $(PLUGIN) $(BINS) $(SIM_BINS)
 # gpu-check's CPU-side test (test/gpu/gpu_check_cpu_test.sh) runs the fingerprint benchmark's
-# --check and throughput modes, so that one benchmark program is built with the tests.
-tests: all $(TESTS) $(BUILD)/bench/fingerprint_bench $(TESTNET)
+# --check and throughput modes, and test/observer/scale_bench_peer_test.sh the scaling benchmark's
+# failure path, so those two benchmark programs are built with the tests.
+tests: all $(TESTS) $(BUILD)/bench/fingerprint_bench $(BUILD)/bench/scale_bench $(TESTNET) $(FAKE_CUBLASLT)
 benches: all $(BENCHES) $(TESTNET)
 
 # ---------------------------------------------------------------- rules
@@ -147,12 +152,14 @@ $(BUILD)/obj/gen/version.o: $(BUILD)/obj/gen/version.cc
 ifeq ($(HAVE_NVCC),1)
 $(FATBIN): $(CU_SRCS) $(shell find plugin/gpu include -name '*.h' 2>/dev/null)
 	@mkdir -p $(dir $@)
-	$(if $(CU_SRCS),$(NVCC) $(NVCC_FLAGS) -fatbin $(CU_SRCS) -o $@,: > $@)
+	$(if $(CU_SRCS),$(NVCC) $(NVCC_FLAGS) --resource-usage -fatbin $(CU_SRCS) -o $@ > $(FATBIN_RES) 2>&1 \
+	  || { cat $(FATBIN_RES); exit 1; },: > $@)
 else
 $(FATBIN):
 	@mkdir -p $(dir $@)
 	@echo "note: $(NVCC) not found: the plugin is built without its GPU kernel" >&2
 	: > $@
+	rm -f $(FATBIN_RES)
 endif
 $(BUILD)/obj/gen/fatbin_blob.o: $(FATBIN)
 	@mkdir -p $(dir $@)
@@ -196,6 +203,10 @@ $(BUILD)/lib/libnccl-net-scouttest.so: $(TESTNET_CC) $(PUBLIC_HEADERS)
 $(BUILD)/lib/libnccl-net-scouttest-min.so: $(TESTNET_CC) $(PUBLIC_HEADERS)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $(TEST_OPT) -DSCOUTTEST_MIN -shared -o $@ $(TESTNET_CC) $(LDFLAGS)
+
+$(FAKE_CUBLASLT): test/fakelibs/fake_cublaslt.cc
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) $(TEST_OPT) -shared -Wl,-soname,libcublasLt.so.13 -o $@ $< $(LDFLAGS)
 
 $(BINS): $(BUILD)/bin/%: $(LAYER_LIBS)
 	@mkdir -p $(dir $@)
@@ -256,6 +267,13 @@ FUZZ_SRCS_drill := $(FUZZ_NET_SRCS) observer/cluster/core_judge.cc observer/clus
 # The CLI's argument and name handling (the subcommands it reaches come from the archives).
 FUZZ_SRCS_cli := observer/cli/main.cc observer/cli/common.cc observer/cli/status.cc observer/cli/report.cc \
                  observer/cli/format.cc observer/cli/words.cc common/paths.cc common/utf8.cc
+# The second adversarial trial's input surfaces: scout-replay's protocol, replay request files,
+# checkpoint directories (markers, manifests) and certificates.
+FUZZ_SRCS_replay_protocol := replay/server.cc replay/recipe.cc replay/contract.cc replay/backend.cc $(FUZZ_COMMON)
+FUZZ_SRCS_replay_request := observer/replay/request.cc $(FUZZ_COMMON)
+FUZZ_SRCS_ckpt_markers := observer/ckpt/markers.cc observer/ckpt/manifest.cc common/safe_file.cc $(FUZZ_COMMON)
+FUZZ_SRCS_certificate := observer/ckpt/certificate.cc observer/ckpt/manifest.cc observer/ckpt/states.cc \
+                         observer/ckpt/cycle.cc common/safe_file.cc $(FUZZ_COMMON)
 fuzz_obj = $(patsubst %.cc,$(FUZZ_DIR)/obj/%.o,$(1))
 
 $(FUZZ_DIR)/obj/%.o: %.cc
@@ -324,9 +342,34 @@ test:
 	@$(MAKE) --no-print-directory -j$(JOBS) tests
 	@scripts/run-tests.sh $(BUILD)
 
+# Golden files (test/support/golden.h) and the expected records of the recorded fixtures
+# (test/plugin/fixture_replay_test.cc) are rewritten here and only here: the programs that compare
+# against them run with SCOUT_UPDATE_GOLDEN=1 and SCOUT_FIXTURE_REGEN=1, each rewriting test
+# reports SKIPPED ("rewrote ..."), and what changed under test/fixtures is listed for review.
+# `make test` never rewrites (scripts/run-tests.sh removes both variables).
+GOLDEN_TESTS = $(foreach f,$(shell grep -l 'expect_golden\|SCOUT_FIXTURE_REGEN' $(TEST_CC)),$(basename $(notdir $(f))))
+update-golden:
+	@$(MAKE) --no-print-directory -j$(JOBS) tests
+	@for t in $(GOLDEN_TESTS); do \
+	  echo "== $$t"; \
+	  env -u GTEST_FILTER SCOUT_UPDATE_GOLDEN=1 SCOUT_FIXTURE_REGEN=1 $(BUILD)/test/$$t --gtest_color=no > $(BUILD)/update-golden-$$t.log 2>&1; \
+	  rc=$$?; grep -E '^(rewrote|regenerated) |^\[  (PASSED  |SKIPPED |FAILED  )\] [0-9]+ tests?' $(BUILD)/update-golden-$$t.log; \
+	  [ $$rc -eq 0 ] || { echo "$$t failed (log $(BUILD)/update-golden-$$t.log)"; exit 1; }; \
+	done
+	@echo "changed under test/fixtures (review with git diff before committing):"
+	@git status --short test/fixtures
+
 bench:
 	@$(MAKE) --no-print-directory -j$(JOBS) benches
 	@scripts/run-bench.sh $(BUILD)
+
+# CI's bench smoke run: the scaling benchmark at 256 and 2,048 ranks (leader, one node, the
+# others as fibers; about a minute with its build), failing on a wrong attribution, a missed
+# target, a dead peer process (at once, with its exit status) or a node observer that grows with
+# the job (test/bench/scale_bench.cc).
+bench-smoke:
+	@$(MAKE) --no-print-directory -j$(JOBS) $(BUILD)/bench/scale_bench
+	@$(BUILD)/bench/scale_bench --smoke
 
 # Tools, the plugin and the public headers (scout-sim, the emulated job, stays in the build tree).
 install: $(PLUGIN) $(BINS) install-headers
@@ -358,8 +401,10 @@ help:
 	@echo "scout $(VERSION)"
 	@echo "targets:"
 	@echo "  all (default)   plugin $(PLUGIN) and tools in $(BUILD)/bin"
-	@echo "  test            build and run every test (GPU-only tests skip without a GPU)"
+	@echo "  test            build and run every test (test/programs.txt; only test/skips.txt may skip)"
+	@echo "  update-golden   rewrite the golden files and recorded-fixture expectations (review the diff)"
 	@echo "  bench           build and run the benchmarks; prints ratios against same-run baselines"
+	@echo "  bench-smoke     the scaling benchmark at 256 and 2,048 ranks, checked (CI runs it)"
 	@echo "  install         install tools, plugin and headers into PREFIX (default /usr/local; DESTDIR honoured)"
 	@echo "  check-exports   the plugin exports only its tables (nm -D)"
 	@echo "  check-layers    the include graph follows the layers (docs/architecture.md)"

@@ -3,9 +3,14 @@
 #include <cstdlib>
 
 #include <dirent.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 
 #include "scout/shm_format.h"
 
@@ -87,6 +92,28 @@ std::vector<std::string> list_segments(const std::string& dir, std::string_view 
   ::closedir(d);
   std::sort(out.begin(), out.end());
   return out;
+}
+
+std::string shm_dir_problem(const std::string& dir) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0) {
+    return "segment directory " + dir + " (SCOUT_SHM_DIR): " + std::strerror(errno) +
+           "; the plugin cannot create segments";
+  }
+  if (!S_ISDIR(st.st_mode)) return "segment directory " + dir + " (SCOUT_SHM_DIR) is not a directory";
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+    return "segment directory " + dir + " (SCOUT_SHM_DIR) is not writable (" + std::strerror(errno) +
+           "); the plugin cannot create segments";
+  }
+  // Full (ENOSPC at the plugin's posix_fallocate): less room than the smallest segment.
+  struct statvfs vfs;
+  constexpr uint64_t kMinSegmentBytes = 1u << 20;
+  if (::statvfs(dir.c_str(), &vfs) == 0 && uint64_t(vfs.f_bavail) * vfs.f_frsize < kMinSegmentBytes) {
+    return "segment directory " + dir + " (SCOUT_SHM_DIR) is full (" +
+           std::to_string(uint64_t(vfs.f_bavail) * vfs.f_frsize) +
+           " bytes free): the plugin cannot create segments (No space left on device)";
+  }
+  return "";
 }
 
 }  // namespace scout::shm

@@ -35,6 +35,11 @@ std::vector<std::string> list_segments(const std::string& dir, std::string_view 
 // Parses "scout.<job>.<host>.<pid>" (a file name, no directory); false if it is not one.
 bool parse_segment_name(std::string_view name, std::string* job, std::string* host, int* pid);
 
+// What keeps the plugin from creating segments in `dir` (missing, not a directory, not writable
+// by this user), in one line naming SCOUT_SHM_DIR; "" when nothing does. Used by the observer's
+// ingestion and by `scout run`.
+std::string shm_dir_problem(const std::string& dir);
+
 }  // namespace scout::shm
 
 namespace scout::store {

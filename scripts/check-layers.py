@@ -1,103 +1,157 @@
 #!/usr/bin/env python3
-"""Prints scout's folder-level include graph and checks it against the layers.
+"""Checks scout's includes against the allowed folder edges of docs/architecture.md.
 
-The layers, lowest first, are the LAYERS list of the Makefile (one static archive each,
-docs/architecture.md). Inside plugin/ the folders have their own order (PLUGIN_ORDER below).
-A folder may include its own headers, the public formats (include/scout) and folders of lower
-layers; an include of a higher or an equal-but-different layer breaks the direction. Programs
-(<part>/bin) sit above everything. Tests (test/) may include anything and are not checked.
+The one source of the rules is the table between the markers "layer edges: begin" and
+"layer edges: end" in docs/architecture.md (section 4): one row per folder, the folders it may
+include. This script reads that table, so the page and the check cannot disagree, and:
+  - checks every quoted #include of every .h .cc .cu .inc .def under include/, common/, plugin/,
+    observer/ and replay/: the including file must sit in a folder of the table (a subfolder
+    belongs to the nearest folder the table names), the included path must be placeable in one
+    (`scout/...` is include/scout), and the edge must be listed in the including folder's row
+    (its own folder is always allowed);
+  - checks the Makefile's LAYERS (the link order, lowest first): every archive layer and every
+    plugin/ folder is a row of the table, and every listed edge between two archives points to an
+    archive linked after the including one (a lower layer).
+Tests (test/) may include anything and are not checked.
 
-Exit status: 0 when every edge points down; 1 with one line per offending include otherwise.
-Usage: scripts/check-layers.py [--quiet]
+Exit status: 0 when everything fits; 1 with one line per problem on stderr otherwise.
+Usage: scripts/check-layers.py [--quiet] [--root DIR]   (DIR: the tree to check, default this one)
 """
 import os
 import re
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PLUGIN_ORDER = ["plugin/gpu", "plugin/fingerprint", "plugin/gemm", "plugin/core", "plugin/net", "plugin/record",
-                "plugin/abi"]
-INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
-SOURCE_EXT = (".h", ".cc", ".cu")
+INCLUDE_RE = re.compile(r'^[ \t]*#[ \t]*include[ \t]+"([^"]+)"', re.M)
+SOURCE_EXT = (".h", ".cc", ".cu", ".inc", ".def")
+TOP_DIRS = ("include", "common", "plugin", "observer", "replay")
+BEGIN = "<!-- layer edges: begin"
+END = "<!-- layer edges: end"
 
 
-def makefile_layers():
-    text = open(os.path.join(ROOT, "Makefile")).read()
+def edge_table(root):
+    """folder -> set of folders it may include, from docs/architecture.md (in page order)."""
+    path = os.path.join(root, "docs", "architecture.md")
+    text = open(path).read()
+    a, b = text.find(BEGIN), text.find(END)
+    if a < 0 or b < a:
+        sys.exit(f"check-layers: no layer edge table in {path} (markers '{BEGIN}' ... '{END}')")
+    table = {}
+    for line in text[a:b].splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 2 or not cells[0].startswith("`"):
+            continue
+        folder = cells[0].strip("`")
+        allowed = set(re.findall(r"`([^`]+)`", cells[1]))
+        if cells[1] != "nothing" and not allowed:
+            sys.exit(f"check-layers: row '{folder}' of the edge table lists no folder (write 'nothing')")
+        table[folder] = allowed
+    for folder, allowed in table.items():
+        for to in allowed:
+            if to not in table:
+                sys.exit(f"check-layers: row '{folder}' of the edge table names '{to}', which has no row")
+    return table
+
+
+def makefile_layers(root):
+    text = open(os.path.join(root, "Makefile")).read()
     m = re.search(r"^LAYERS\s*:=\s*((?:.*\\\n)*.*)$", text, re.M)
     if not m:
         sys.exit("check-layers: no LAYERS list in the Makefile")
     return m.group(1).replace("\\\n", " ").split()
 
 
-def ranks():
-    """Folder -> rank (a higher rank may include a lower one)."""
-    order = ["include/scout"]
-    for layer in makefile_layers():
-        order += PLUGIN_ORDER if layer == "plugin" else [layer]
-    rank = {folder: i for i, folder in enumerate(order)}
-    return rank, len(order)
-
-
-def folder_of(path, rank):
-    """The layer folder a source or include path belongs to; None outside the layers."""
+def folder_of(path, table):
+    """The folder of the table a repository path (or include path) belongs to; None if none."""
     if path.startswith("scout/"):
-        return "include/scout"
+        path = "include/" + path
     parts = path.split("/")
-    for n in (2, 1):
+    for n in range(len(parts) - 1, 0, -1):
         folder = "/".join(parts[:n])
-        if folder in rank:
+        if folder in table:
             return folder
-    if len(parts) > 2 and parts[-2] == "bin":
-        return "/".join(parts[:-1])
     return None
+
+
+def archive_of(folder, layers):
+    """The LAYERS entry (archive) a table folder is linked in; None for include/scout and programs."""
+    for layer in layers:
+        if folder == layer or folder.startswith(layer + "/"):
+            return None if folder.endswith("/bin") else layer
+    return None
+
+
+def check_link_order(root, table, problems):
+    layers = makefile_layers(root)
+    rank = {layer: i for i, layer in enumerate(layers)}
+    for layer in layers:
+        if layer != "plugin" and layer not in table:
+            problems.append(f"Makefile LAYERS: {layer} has no row in the edge table of docs/architecture.md")
+    plugin_dirs = sorted(d for d in os.listdir(os.path.join(root, "plugin"))
+                         if os.path.isdir(os.path.join(root, "plugin", d)))
+    for d in plugin_dirs:
+        if "plugin/" + d not in table:
+            problems.append(f"plugin/{d}: no row in the edge table of docs/architecture.md")
+    for frm, allowed in table.items():
+        a = archive_of(frm, layers)
+        for to in allowed:
+            b = archive_of(to, layers)
+            if a is None or b is None or a == b:
+                continue
+            if rank[b] >= rank[a]:
+                problems.append(f"edge table: {frm} may include {to}, but LAYERS links {b} before {a} "
+                                "(a call against the link order does not link)")
+
+
+def scan(root, table, problems):
+    """(from, to) -> [(file, line, include)] of every include between two folders."""
+    edges = {}
+    for top in TOP_DIRS:
+        for dirpath, _, files in os.walk(os.path.join(root, top)):
+            for name in sorted(files):
+                if not name.endswith(SOURCE_EXT):
+                    continue
+                path = os.path.relpath(os.path.join(dirpath, name), root)
+                frm = folder_of(path, table)
+                if frm is None:
+                    problems.append(f"{path}: not in any folder of the edge table of docs/architecture.md")
+                    continue
+                text = open(os.path.join(root, path), errors="replace").read()
+                for m in INCLUDE_RE.finditer(text):
+                    inc = m.group(1)
+                    line = text.count("\n", 0, m.start()) + 1
+                    to = folder_of(inc, table)
+                    if to is None:
+                        problems.append(f"{path}:{line}: includes \"{inc}\", which is in no folder of the edge "
+                                        "table (include paths start at the repository root or at include/)")
+                        continue
+                    if to != frm:
+                        edges.setdefault((frm, to), []).append((path, line, inc))
+    return edges
 
 
 def main():
     quiet = "--quiet" in sys.argv
-    rank, top = ranks()
-    edges = {}  # (from, to) -> [(file, line, include)]
-    unknown = []
-    for top_dir in ("include", "common", "plugin", "observer", "replay"):
-        for dirpath, _, files in os.walk(os.path.join(ROOT, top_dir)):
-            for name in sorted(files):
-                if not name.endswith(SOURCE_EXT):
-                    continue
-                path = os.path.relpath(os.path.join(dirpath, name), ROOT)
-                src = path[len("include/"):] if path.startswith("include/") else path
-                frm = folder_of(src, rank)
-                if frm is None:
-                    unknown.append(path)
-                    continue
-                text = open(os.path.join(ROOT, path), errors="replace").read()
-                for m in INCLUDE_RE.finditer(text):
-                    inc = m.group(1)
-                    to = folder_of(inc, rank)
-                    if to is None or to == frm:
-                        continue
-                    line = text.count("\n", 0, m.start()) + 1
-                    edges.setdefault((frm, to), []).append((path, line, inc))
-
-    def r(folder):
-        return top if folder.endswith("/bin") else rank[folder]
-
-    bad = []
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if "--root" in sys.argv:
+        root = os.path.abspath(sys.argv[sys.argv.index("--root") + 1])
+    table = edge_table(root)
+    problems = []
+    check_link_order(root, table, problems)
+    edges = scan(root, table, problems)
+    order = list(table)
     if not quiet:
-        print("folder-level include graph (from -> to: includes); layers lowest first:")
-        print("  " + " < ".join(["include/scout"] + [f for f in sorted(rank, key=rank.get)
-                                                     if f != "include/scout"]) + " < */bin")
-    for (frm, to), sites in sorted(edges.items(), key=lambda e: (-r(e[0][0]), e[0][1])):
-        ok = r(to) < r(frm)
+        print("folder-level include graph (from -> to: includes), checked against docs/architecture.md:")
+    for (frm, to), sites in sorted(edges.items(), key=lambda e: (-order.index(e[0][0]), order.index(e[0][1]))):
+        ok = to in table[frm]
         if not quiet:
-            print(f"  {frm:20s} -> {to:20s} {len(sites):3d}{'' if ok else '   AGAINST THE LAYERS'}")
+            print(f"  {frm:20s} -> {to:20s} {len(sites):3d}{'' if ok else '   NOT AN ALLOWED EDGE'}")
         if not ok:
-            bad += [f"{p}:{ln}: {frm} includes \"{inc}\" of {to}, which is not below it"
-                    for p, ln, inc in sites]
-    for path in unknown:
-        bad.append(f"{path}: not in any layer folder (add its folder to LAYERS or PLUGIN_ORDER)")
-    for line in bad:
+            problems += [f"{p}:{ln}: {frm} includes \"{inc}\" of {to}, which its row of the edge table does "
+                         "not allow" for p, ln, inc in sites]
+    for line in problems:
         print("check-layers: " + line, file=sys.stderr)
-    print(f"check-layers: {len(edges)} folder edges, {len(bad)} against the layers")
-    return 1 if bad else 0
+    print(f"check-layers: {len(edges)} folder edges, {len(problems)} problems")
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":

@@ -1,19 +1,24 @@
 #!/usr/bin/env bash
-# Packs what scripts/gpu-check.sh needs on a machine without our build dependencies (the lent
-# GPU machine: CUDA and PyTorch, no Debian -dev packages, no network) into .gpu-bundle/:
+# Packs what scripts/gpu-check.sh and scripts/gpu-lab.sh need on a machine without our build
+# dependencies (the lent GPU machine: CUDA and PyTorch, no Debian -dev packages, no network) into
+# .gpu-bundle/, debug info stripped (about 21 MB instead of 65: the device tool carries at most
+# 64 MiB; the fatbin section survives stripping):
 #   bin/    scout, scout-observer, scout-sim, scout-dump, scout-replay
 #   lib/    libnccl-profiler-scout.so, the test delegate net plugins (libnccl-net-scouttest*.so)
 #   bench/  fingerprint_bench
 #   test/   record_replay_test (fixture check), if built
 #   syslib/ the shared libraries those binaries need beyond glibc/libstdc++ (sqlite, gloo, ...)
-# Run here after `make all benches`; then carry `.gpu-bundle` with the device call.
+# Run here after `make all benches tests`; then carry `.gpu-bundle` with the device call, e.g.
+#   run(command="scripts/gpu-lab.sh && scripts/gpu-check.sh", carry=[".gpu-bundle"])
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
 DEST=.gpu-bundle
 rm -rf "$DEST"
 mkdir -p "$DEST"/{bin,lib,bench,test,syslib}
-grep -qx '/.gpu-bundle/' .git/info/exclude 2>/dev/null || echo '/.gpu-bundle/' >> .git/info/exclude
+EXCLUDE=$(git rev-parse --git-path info/exclude)  # a worktree's .git is a file
+mkdir -p "$(dirname "$EXCLUDE")"
+grep -qx '/.gpu-bundle/' "$EXCLUDE" 2>/dev/null || echo '/.gpu-bundle/' >> "$EXCLUDE"
 
 cp "$BUILD"/lib/libnccl-profiler-scout.so "$DEST/lib/"
 cp "$BUILD"/lib/libnccl-net-scouttest*.so "$DEST/lib/" 2>/dev/null || true
@@ -32,5 +37,8 @@ for f in "$DEST"/bin/* "$DEST"/bench/* "$DEST"/test/*; do
     [ -f "$path" ] && cp -n "$path" "$DEST/syslib/" 2>/dev/null || true
   done
 done
+for f in "$DEST"/bin/* "$DEST"/bench/* "$DEST"/test/* "$DEST"/lib/*.so; do
+  [ -f "$f" ] && strip --strip-debug "$f"
+done
 du -sh "$DEST"
-echo "gpu-bundle: ready; carry '.gpu-bundle' and run: scripts/gpu-check.sh"
+echo "gpu-bundle: ready; carry '.gpu-bundle' and run: scripts/gpu-lab.sh; scripts/gpu-check.sh"

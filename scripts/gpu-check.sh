@@ -5,10 +5,17 @@
 #   OUT/summary.txt       one line per measured number / check, the lines to quote
 #   OUT/results.tar.gz    logs, findings, dumps, step times, and the recorded call streams
 #                         (fixtures/real-nccl/*.bin) for test/fixtures/real-nccl/
-# Without a GPU it runs its CPU-side steps, says which steps it skipped, and exits 0.
+# Every check prints one line starting PASS, FAIL or SKIP, decided by a condition on what it
+# measured (a check whose subject did not happen FAILs). Exit status: 1 if any check FAILed,
+# else 0; SKIPs (no GPU, no PyTorch, a tool not built) do not fail. Without a GPU it runs its
+# CPU-side checks and names the GPU steps it skipped.
 #
 # Prepare on the build machine: make -j2 all benches tests && scripts/gpu-bundle.sh
 # then run there (carry .gpu-bundle):   scripts/gpu-check.sh
+# SCOUT_GPU_CHECK_BUILD=DIR uses DIR instead of the bundle or build/ (the CPU test's broken tree).
+# SCOUT_GPU_CHECK_STEPS="1 cpu 2 ..." runs only those steps (default all), so that the device
+# tool's 10-minute calls can split the run: e.g. "1 cpu 2 3 5 6" then "4 7 8" (steps 3-5 use
+# step 2's method when it ran, else a distinct NCCL_HOSTID per process).
 #
 # Steps:
 #  1. fingerprint kernel vs CPU reference on random buffers; kernel GB/s vs DtoD copy
@@ -16,12 +23,17 @@
 #     method works: distinct NCCL_HOSTID per process, or NCCL_MULTI_RANK_GPU_ENABLE=1 (2.30+)
 #  3. the observer beside it; faults injected from the training script (straggler, nan, sdc,
 #     skip -> hang); findings compared with the truth
-#  4. step-time overhead: the same job without and with the plugin, in the same run
+#  4. step-time overhead: the same job without and with the plugin, interleaved (off, on, off,
+#     on, ... 5 of each); median on/off ratio and its spread; the fingerprint kernels' GPU time
+#     per step from the records
 #  5. recording mode (SCOUT_RECORD_CALLS) to bring the callback streams back as fixtures
 #  6. scout-replay: a bf16 GEMM recipe twice in two processes (bitwise equal), CUPTI times
 #  7. the net plugin half under real NCCL: a 2-rank DDP job on the one GPU (distinct NCCL_HOSTID,
 #     NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1) with NCCL_NET_PLUGIN = the .so wrapping the test
-#     delegate; then the same job on NCCL's own Socket transport with ProxyStep windows always open
+#     delegate and NCCL_NET=scout (NCCL must use it: scout net entries with transfers); then the
+#     same job on NCCL's own Socket transport with ProxyStep windows always open
+#  8. GEMM capture (SCOUT_GEMM_CAPTURE=1): shapes captured and not one cuBLASLt log line in the
+#     job's output
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -36,9 +48,19 @@ T_START=$(date +%s)
 
 say() { echo "$*" | tee -a "$SUMMARY"; }
 elapsed() { echo $(( $(date +%s) - T_START )); }
+FAILS=0
+pass() { say "PASS $*"; }
+fail() { FAILS=$((FAILS + 1)); say "FAIL $*"; }
+skip() { say "SKIP $*"; }
+# check COND-EXIT-STATUS TEXT: PASS or FAIL by the status of the command before it.
+check() { if [ "$1" -eq 0 ]; then pass "$2"; else fail "$2"; fi; }
+ONLY=${SCOUT_GPU_CHECK_STEPS:-}
+want() { [ -z "$ONLY" ] || [[ " $ONLY " == *" $1 "* ]]; }
 
-# What to run: the carried bundle if present, else the build tree.
-if [ -d .gpu-bundle ]; then
+# What to run: SCOUT_GPU_CHECK_BUILD, else the carried bundle if present, else the build tree.
+if [ -n "${SCOUT_GPU_CHECK_BUILD:-}" ]; then
+  B=$SCOUT_GPU_CHECK_BUILD
+elif [ -d .gpu-bundle ]; then
   B=$ROOT/.gpu-bundle
   export LD_LIBRARY_PATH=$B/syslib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 else
@@ -54,7 +76,7 @@ mkdir -p "$SCOUT_SHM_DIR"
 
 say "gpu-check: scout $(git describe --always --dirty 2>/dev/null || echo '?'), $(date -u +%FT%TZ), host $(hostname)"
 for f in "$PLUGIN" "$SCOUT" "$OBSERVER" "$DUMP"; do
-  [ -e "$f" ] || { say "gpu-check: missing $f (build with 'make all benches' and run scripts/gpu-bundle.sh)"; }
+  [ -e "$f" ] || fail "gpu-check: missing $f (build with 'make all benches' and run scripts/gpu-bundle.sh)"
 done
 
 # ---------------------------------------------------------------- environment
@@ -69,10 +91,11 @@ if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1
   say "torch: $(python3 -c 'import torch; print(torch.__version__, "cuda", torch.version.cuda, "nccl", ".".join(map(str, torch.cuda.nccl.version())))' 2>/dev/null)"
 fi
 if [ $HAVE_GPU -eq 0 ]; then
-  say "gpu: none found (nvidia-smi): skipping the GPU parts of step 1 and steps 2-5; running the CPU-side steps"
+  say "gpu: none found (nvidia-smi): skipping the GPU parts of steps 1 and 6 and steps 2-5, 7, 8; running the CPU-side steps"
 fi
 
 # ---------------------------------------------------------------- step 1: fingerprint kernel
+if want 1; then
 echo "== step 1: fingerprint kernel"
 if [ -x "$FPBENCH" ]; then
   if [ $HAVE_GPU -eq 1 ]; then
@@ -81,20 +104,32 @@ if [ -x "$FPBENCH" ]; then
       say "step1: cuobjdump --list-elf: $(grep -c sm_ "$LOGS/cuobjdump.txt") ELF entries ($(grep -o 'sm_[0-9]*' "$LOGS/cuobjdump.txt" | sort -u | tr '\n' ' '))"
     fi
     timeout 120 "$FPBENCH" --check > "$LOGS/fp-check.txt" 2>&1; rc=$?
-    say "step1: $(grep 'cases identical' "$LOGS/fp-check.txt" || echo "kernel check failed (exit $rc)")"
-    timeout 120 "$FPBENCH" > "$LOGS/fp-bench.txt" 2>&1
+    line=$(grep 'cases identical' "$LOGS/fp-check.txt")
+    python3 -c 'import re,sys; m=re.search(r"(\d+)/(\d+) cases identical", sys.argv[1]); sys.exit(0 if m and m.group(1)==m.group(2) and int(m.group(2))>0 else 1)' "$line"
+    check $? "step1: kernel vs CPU reference: ${line:-no result (exit $rc)}"
+    timeout 120 "$FPBENCH" --gpu > "$LOGS/fp-bench.txt" 2>&1
     grep -E 'MiB|ratio|target' "$LOGS/fp-bench.txt" | sed 's/^/step1: /' | tee -a "$SUMMARY"
+    for size in "64 MiB" "256 MiB"; do
+      row=$(grep "^$size " "$LOGS/fp-bench.txt")
+      [ -n "$row" ] && grep -q " met$" <<<"$row"
+      check $? "step1: kernel >= 80% of copy bandwidth at $size: ${row:-no row}"
+    done
   else
-    timeout 120 "$FPBENCH" > "$LOGS/fp-bench.txt" 2>&1
+    timeout 120 "$FPBENCH" --cpu > "$LOGS/fp-bench.txt" 2>&1
     grep -E 'KiB|MiB|ratio|target|GPU' "$LOGS/fp-bench.txt" | sed 's/^/step1 (CPU only): /' | tee -a "$SUMMARY"
+    [ "$(grep -cE '^(64 KiB|1 MiB|64 MiB) ' "$LOGS/fp-bench.txt")" -ge 3 ]
+    check $? "step1 (CPU only): CPU fingerprint throughput measured at 64 KiB, 1 MiB, 64 MiB"
+    skip "step1: kernel vs CPU reference and GPU throughput: no GPU"
   fi
 else
-  say "step1: skipped: $FPBENCH not built (make benches)"
+  skip "step1: $FPBENCH not built (make benches)"
+fi
 fi
 
 # ---------------------------------------------------------------- CPU-side pipeline check
 # The same pipeline the GPU steps use (plugin -> shared memory -> observer -> findings), driven
 # by scout-sim, so a broken bundle shows here before any GPU time is spent.
+if want cpu; then
 echo "== CPU-side: scout-sim + observer"
 if [ -x "$B/bin/scout-sim" ] && [ -x "$OBSERVER" ]; then
   job=cpucheck-$$
@@ -103,13 +138,11 @@ if [ -x "$B/bin/scout-sim" ] && [ -x "$OBSERVER" ]; then
       --fault straggler:rank=5,step=5,ms=100 --truth "$WORK/$job.truth.jsonl" > "$LOGS/$job.sim.txt" 2>&1
   timeout 60 "$OBSERVER" --job "$job" --store "$store" --once > "$LOGS/$job.observer.txt" 2>&1
   "$SCOUT" findings --json --store "$store" > "$WORK/$job.findings.jsonl" 2>>"$LOGS/$job.observer.txt"
-  if grep -q '"kind":"straggler"' "$WORK/$job.findings.jsonl" && grep -q '"global_rank":5' "$WORK/$job.findings.jsonl"; then
-    say "cpu-check: scout-sim straggler on rank 5 found by the observer: ok"
-  else
-    say "cpu-check: scout-sim straggler on rank 5 NOT found (see logs/$job.*)"
-  fi
+  grep -q '"kind":"straggler"' "$WORK/$job.findings.jsonl" && grep -q '"global_rank":5' "$WORK/$job.findings.jsonl"
+  check $? "cpu-check: scout-sim straggler on rank 5 found by the observer (logs/$job.*)"
 else
-  say "cpu-check: skipped: scout-sim or scout-observer missing"
+  fail "cpu-check: scout-sim or scout-observer missing in $B"
+fi
 fi
 
 # ---------------------------------------------------------------- torchrun helpers
@@ -141,7 +174,11 @@ if [ $HAVE_GPU -eq 1 ] && [ $HAVE_TORCH -eq 1 ]; then
   # -------------------------------------------------------------- step 2: multi-rank method
   echo "== step 2: DDP job with the plugin"
   METHOD=""
-  for m in hostid multirank; do
+  if ! want 2; then
+    METHOD=hostid
+    say "step2: not selected; steps 3-5 use a distinct NCCL_HOSTID per process"
+  fi
+  for m in $(want 2 && echo hostid multirank); do
     run_job "method-$m" "$m" 1 20 ""; rc=$?
     if [ $rc -eq 0 ]; then
       METHOD=${METHOD:-$m}
@@ -150,10 +187,15 @@ if [ $HAVE_GPU -eq 1 ] && [ $HAVE_TORCH -eq 1 ]; then
       say "step2: $( [ $m = hostid ] && echo 'distinct NCCL_HOSTID' || echo 'NCCL_MULTI_RANK_GPU_ENABLE=1' ): failed (exit $rc, logs/method-$m.log: $(grep -m1 -E 'WARN|Error' "$LOGS/method-$m.log" | cut -c1-160))"
     fi
   done
-  if [ -n "$METHOD" ]; then
+  STEP2_OUT=$WORK/step2.txt
+  if want 2; then
+    [ -n "$METHOD" ]
+    check $? "step2: a way to run $NPROC ranks on one GPU${METHOD:+: $METHOD}"
+  fi
+  if want 2 && [ -n "$METHOD" ]; then
     segs=$(ls "$SCOUT_SHM_DIR" | grep -c "^scout.method-$METHOD\.")
     "$DUMP" --job "method-$METHOD" --dir "$SCOUT_SHM_DIR" > "$WORK/method-$METHOD.dump.jsonl" 2>&1
-    python3 - "$WORK/method-$METHOD.dump.jsonl" <<'EOF' | tee -a "$SUMMARY"
+    python3 - "$WORK/method-$METHOD.dump.jsonl" > "$STEP2_OUT" <<'EOF'
 import json, sys, collections
 lines = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 seg = None
@@ -182,13 +224,18 @@ for k, ranks in by_key.items():
     elif len(fps) > 1: disagree += 1
 print(f"step2: plugin ABI {sorted(a for a in abi if a)}; {len(ops)} records, {complete} complete (KernelCh on all channels), "
       f"{done} with GPU receive fingerprints; {agree} AllReduce/AllGather/Broadcast with identical receive fingerprints on all ranks, {disagree} differing")
+ok = len(ops) > 0 and complete == len(ops) and done > 0 and agree > 0 and disagree == 0
+sys.exit(0 if ok else 1)
 EOF
-    say "step2: $segs segments written"
+    rc=$?
+    check $rc "$(cat "$STEP2_OUT"); $segs segments"
   fi
 
   # -------------------------------------------------------------- step 3: faults under the observer
   echo "== step 3: faults"
-  if [ -n "$METHOD" ]; then
+  if ! want 3; then
+    :
+  elif [ -n "$METHOD" ]; then
     for spec in "straggler:rank=1,step=8,ms=150" "nan:rank=1,step=8" "sdc:rank=1,step=8" "skip:rank=1,step=8"; do
       kind=${spec%%:*}
       name=fault-$kind
@@ -201,47 +248,108 @@ EOF
       "$SCOUT" findings --json --store "$store" > "$WORK/$name.findings.jsonl" 2>&1
       expect=$kind; [ "$kind" = skip ] && expect="hang|desync"; [ "$kind" = sdc ] && expect="sdc"
       if grep -E -q "\"kind\":\"($expect)\"" "$WORK/$name.findings.jsonl" && grep -q '"global_rank":1' "$WORK/$name.findings.jsonl"; then
-        say "step3: $kind on rank 1: FOUND ($(grep -E -o "\"kind\":\"($expect)\"" "$WORK/$name.findings.jsonl" | head -1), rank 1 named; job exit $rc)"
+        pass "step3: $kind on rank 1: found ($(grep -E -o "\"kind\":\"($expect)\"" "$WORK/$name.findings.jsonl" | head -1), rank 1 named; job exit $rc)"
+      elif [ "$kind" = sdc ]; then
+        # A flip of one rank's copy after the collective is invisible to output consensus
+        # (docs/observer.md#consensus): nothing is expected, and no sdc finding may appear.
+        ! grep -q '"kind":"sdc"' "$WORK/$name.findings.jsonl"
+        check $? "step3: sdc after the collective on rank 1: no sdc finding (invisible to output consensus by design)"
       else
-        note=""
-        [ "$kind" = sdc ] && note=" (expected: a post-collective flip of one rank's copy is invisible to output consensus, docs/observer.md#consensus)"
-        say "step3: $kind on rank 1: not found$note; findings: $(cut -c1-200 "$WORK/$name.findings.jsonl" | head -3 | tr '\n' ' ')"
+        fail "step3: $kind on rank 1: not found; findings: $(cut -c1-200 "$WORK/$name.findings.jsonl" | head -3 | tr '\n' ' ')"
       fi
     done
   else
-    say "step3: skipped: no multi-rank method worked in step 2"
+    fail "step3: no multi-rank method worked in step 2"
   fi
 
   # -------------------------------------------------------------- step 4: overhead
   echo "== step 4: overhead"
-  if [ -n "$METHOD" ]; then
-    run_job overhead-off "$METHOD" 0 60 ""; r1=$?
-    run_job overhead-on "$METHOD" 1 60 ""; r2=$?
-    run_job overhead-off2 "$METHOD" 0 60 ""; r3=$?
-    if [ $r1 -eq 0 ] && [ $r2 -eq 0 ] && [ $r3 -eq 0 ]; then
-      off=$(median_step_ms "$WORK/overhead-off.times.json"); on=$(median_step_ms "$WORK/overhead-on.times.json")
-      off2=$(median_step_ms "$WORK/overhead-off2.times.json")
-      say "step4: median step time without plugin ${off} ms / ${off2} ms (two runs), with plugin ${on} ms: overhead $(python3 -c "print(f'{(float($on)/((float($off)+float($off2))/2)-1)*100:.1f}')") % (run-to-run spread $(python3 -c "print(f'{abs(float($off)-float($off2))/float($off)*100:.1f}')") %)"
-    else
-      say "step4: overhead runs failed ($r1/$r2/$r3)"
-    fi
+  # Interleaved runs (off, on, off, on, ...) so that drifts of the machine hit both variants
+  # alike. Per run the median step time (warm-up steps left out); per adjacent pair the on/off
+  # ratio: the median ratio is the overhead, their range the spread. What the plugin costs on
+  # the GPU comes from rank 0's records: the fingerprint kernels' GPU time (CommHeader::fp_gpu_ns)
+  # per step and as a share of the NCCL kernel time (kernel_ns).
+  if ! want 4; then
+    :
+  elif [ -n "$METHOD" ]; then
+    PAIRS=${OVERHEAD_PAIRS:-5}
+    STEPS4=40
+    ok=1
+    : > "$WORK/overhead.txt"
+    : > "$WORK/overhead-on.dump.jsonl"
+    for i in $(seq 1 "$PAIRS"); do
+      for v in off on; do
+        run_job "overhead-$v-$i" "$METHOD" "$([ $v = on ] && echo 1 || echo 0)" $STEPS4 ""; r=$?
+        if [ $r -eq 0 ]; then
+          echo "$v $i $(median_step_ms "$WORK/overhead-$v-$i.times.json")" >> "$WORK/overhead.txt"
+        else
+          ok=0
+        fi
+      done
+      "$DUMP" --job "overhead-on-$i" --dir "$SCOUT_SHM_DIR" >> "$WORK/overhead-on.dump.jsonl" 2>/dev/null
+    done
+    python3 - "$WORK/overhead.txt" "$WORK/overhead-on.dump.jsonl" "$PAIRS" "$STEPS4" > "$WORK/overhead-summary.txt" <<'EOF'
+import json, statistics, sys
+runs = {}
+for l in open(sys.argv[1]):
+    v, i, ms = l.split()
+    runs[(v, int(i))] = float(ms)
+pairs, steps_per_run = int(sys.argv[3]), int(sys.argv[4])
+ratios = [runs[("on", i)] / runs[("off", i)] for i in range(1, pairs + 1) if ("on", i) in runs and ("off", i) in runs]
+offs = [runs[("off", i)] for i in range(1, pairs + 1) if ("off", i) in runs]
+fp_ns = kern_ns = steps = 0
+seen = set()
+seg = None
+for l in open(sys.argv[2]):
+    if not l.startswith("{"):
+        continue
+    o = json.loads(l)
+    if o.get("type") == "segment":
+        seg = o.get("path")
+    if o.get("type") == "comm" and o.get("rank") == 0:
+        fp_ns += o.get("fp_gpu_ns", 0)
+        kern_ns += o.get("kernel_ns", 0)
+        seen.add(seg)
+steps = steps_per_run * len(seen)
+if len(ratios) < pairs or len(offs) < 2:
+    print(f"step4: only {len(ratios)} of {pairs} off/on pairs ran")
+    sys.exit(1)
+med = statistics.median(ratios)
+noise = (max(offs) - min(offs)) / statistics.median(offs)
+fp = f"{fp_ns / steps / 1000:.1f} us" if steps else "n/a"
+share = f"{100 * fp_ns / kern_ns:.2f}%" if kern_ns else "n/a"
+print(f"step4: {pairs} interleaved off/on pairs of {steps_per_run} steps: median step {statistics.median(offs):.2f} ms "
+      f"without the plugin; on/off ratio median {med:.4f} (overhead {100 * (med - 1):+.1f}%), spread "
+      f"{min(ratios):.4f}-{max(ratios):.4f}; off runs spread {100 * noise:.1f}%; fingerprint kernels {fp} GPU time "
+      f"per step on rank 0 ({share} of its NCCL kernel time)")
+# Passes when the overhead is at most 3% or within the machine's own run-to-run spread, and the
+# records carry the fingerprint GPU time that explains it.
+sys.exit(0 if med - 1 <= max(0.03, noise) and steps > 0 else 1)
+EOF
+    rc=$?
+    [ $ok -eq 1 ] || rc=1
+    check $rc "$(cat "$WORK/overhead-summary.txt")"
   else
-    say "step4: skipped: no multi-rank method worked"
+    fail "step4: no multi-rank method worked"
   fi
 
   # -------------------------------------------------------------- step 5: recordings
   echo "== step 5: recording mode"
-  if [ -n "$METHOD" ]; then
+  if ! want 5; then
+    :
+  elif [ -n "$METHOD" ]; then
     run_job record "$METHOD" 1 6 "" SCOUT_RECORD_CALLS="$WORK/fixtures/real-nccl/ddp3"; rc=$?
+    n=0
     for f in "$WORK"/fixtures/real-nccl/*.bin; do
-      [ -f "$f" ] && say "step5: fixture $(basename "$f"): $(stat -c %s "$f") bytes"
+      [ -s "$f" ] && { n=$((n + 1)); say "step5: fixture $(basename "$f"): $(stat -c %s "$f") bytes"; }
     done
-    [ $rc -eq 0 ] || say "step5: recording job failed (exit $rc)"
+    [ $rc -eq 0 ] && [ $n -eq $NPROC ]
+    check $? "step5: recording job exit $rc, $n of $NPROC call recordings written"
   else
-    say "step5: skipped: no multi-rank method worked"
+    fail "step5: no multi-rank method worked"
   fi
 else
-  say "steps 2-5: skipped: $( [ $HAVE_GPU -eq 0 ] && echo 'no GPU' || echo 'PyTorch cannot use the GPU' )"
+  skip "steps 2-5: $( [ $HAVE_GPU -eq 0 ] && echo 'no GPU' || echo 'PyTorch cannot use the GPU' )"
 fi
 
 # ---------------------------------------------------------------- step 6: replay (docs/replay.md)
@@ -251,6 +359,7 @@ fi
 # makes the bootstrap id, both run their end of a replay communicator of 2 ranks on the one GPU
 # (a distinct NCCL_HOSTID per process); the receiver's fingerprint must equal the expected one.
 # Without a GPU the same protocol runs on emulated GPUs.
+if want 6; then
 echo "== step 6: replay"
 REPLAY=$B/bin/scout-replay
 replay_gemm() {  # $1 = GPU id, $2 = cuda ordinal; prints "fp ns fp ns status" of the two rounds
@@ -314,26 +423,28 @@ if [ -x "$REPLAY" ]; then
     say "step6: process B: $b"
     fa=$(echo "$a" | awk '{print $1, $3}'); fb=$(echo "$b" | awk '{print $1, $3}')
     set -- $fa
-    if [ -n "$fa" ] && [ "$1" = "$2" ] && [ "$fa" = "$fb" ]; then
-      say "step6: GEMM fingerprints bitwise equal across rounds and processes: ok"
-    else
-      say "step6: GEMM fingerprints differ or missing: '$fa' vs '$fb'"
-    fi
+    [ -n "$fa" ] && [ "$1" = "$2" ] && [ "$fa" = "$fb" ]
+    check $? "step6: GEMM fingerprints bitwise equal across rounds and processes ('$fa' vs '$fb')"
   else
     a=$(replay_gemm GPU-sim-node0-0 0 2>"$LOGS/replay-emu.err")
     say "step6 (CPU only, emulated GPU): $a"
+    grep -Eq '^0x[0-9a-f]+ [0-9]+ 0x[0-9a-f]+ [0-9]+ ok' <<<"$a"
+    check $? "step6 (CPU only, emulated GPU): the GEMM recipe ran twice over scout-replay's protocol"
   fi
   if [ $HAVE_GPU -eq 1 ]; then ga="$uuid"; gb="$uuid"; else ga=GPU-sim-node0-0; gb=GPU-sim-node1-0; fi
   x=$(replay_link_ends "$ga" "$gb" 2>"$LOGS/replay-link.err")
-  say "step6: link across two scout-replay processes (NCCL_HOSTID per process): $x"
+  [ "${x%% *}" = ok ]
+  check $? "step6: link across two scout-replay processes (NCCL_HOSTID per process): $x"
 else
-  say "step6: skipped: $REPLAY not built"
+  fail "step6: $REPLAY not built"
+fi
 fi
 
 # ---------------------------------------------------------------- step 7: net plugin (docs/net-plugin.md)
+if want 7; then
 echo "== step 7: net plugin"
 TESTNET=$B/lib/libnccl-net-scouttest.so
-links_of() {  # summary of the link tables of job $1: "N net send entries, T transfers; P proxy entries, S steps"
+link_counts() {  # send entries of job $1's link tables: "NET_ENTRIES NET_TRANSFERS PROXY_ENTRIES PROXY_STEPS"
   "$DUMP" --job "$1" --dir "$SCOUT_SHM_DIR" 2>/dev/null | python3 -c '
 import json, sys
 net = proxy = nt = pt = 0
@@ -343,23 +454,52 @@ for l in sys.stdin:
     if o.get("type") != "link" or o.get("dir") != "send": continue
     if o["source"] == "net": net += 1; nt += o["transfers"]
     else: proxy += 1; pt += o["transfers"]
-print(f"{net} net send entries, {nt} transfers; {proxy} ProxyStep send entries, {pt} steps")'
+print(net, nt, proxy, pt)'
 }
 if [ $HAVE_GPU -eq 1 ] && [ $HAVE_TORCH -eq 1 ] && [ -f "$TESTNET" ]; then
   NPROC_SAVED=$NPROC; NPROC=2
-  run_job net-plugin hostid 1 20 "" NCCL_NET_PLUGIN="$PLUGIN" SCOUT_NET_DELEGATE="$TESTNET" \
+  # NCCL_NET=scout: NCCL must use the scout net plugin (ddp_job.py's --hostid only defaults
+  # NCCL_NET to Socket), so a pass means transfers went through scout.
+  run_job net-plugin hostid 1 20 "" NCCL_NET_PLUGIN="$PLUGIN" NCCL_NET=scout SCOUT_NET_DELEGATE="$TESTNET" \
       NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET; rc=$?
-  used=$(grep -c -E 'Using network scout|NET/Plugin.*[Ll]oaded.*scout' "$LOGS/net-plugin.log")
-  say "step7: DDP over the scout net plugin (test delegate): exit $rc, 'scout' named as the network in $used log lines; $(links_of net-plugin)"
+  used=$(grep -c 'Using network scout' "$LOGS/net-plugin.log")
+  via=$(grep -c 'via NET/scout' "$LOGS/net-plugin.log")
+  set -- $(link_counts net-plugin)
+  [ $rc -eq 0 ] && [ "$used" -gt 0 ] && [ "${1:-0}" -gt 0 ] && [ "${2:-0}" -gt 0 ]
+  check $? "step7: DDP over the scout net plugin (test delegate, NCCL_NET=scout): exit $rc, 'Using network scout' in $used log lines, $via channels via NET/scout; ${1:-0} net send entries, ${2:-0} transfers"
   run_job net-proxy hostid 1 20 "" NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket SCOUT_PROXY_BUDGET=1 \
       SCOUT_PROXY_WINDOW_MS=60000; rc=$?
-  say "step7: DDP on NCCL's Socket transport with ProxyStep windows open: exit $rc; $(links_of net-proxy)"
+  set -- $(link_counts net-proxy)
+  [ $rc -eq 0 ] && [ "${3:-0}" -gt 0 ] && [ "${4:-0}" -gt 0 ]
+  check $? "step7: DDP on NCCL's Socket transport with ProxyStep windows open: exit $rc; ${3:-0} ProxyStep send entries, ${4:-0} steps"
   NPROC=$NPROC_SAVED
 else
-  say "step7: skipped: $( [ $HAVE_GPU -eq 0 ] && echo 'no GPU' || { [ $HAVE_TORCH -eq 0 ] && echo 'PyTorch cannot use the GPU' || echo "$TESTNET not built (make tests)"; } )"
+  skip "step7: $( [ $HAVE_GPU -eq 0 ] && echo 'no GPU' || { [ $HAVE_TORCH -eq 0 ] && echo 'PyTorch cannot use the GPU' || echo "$TESTNET not built (make tests)"; } )"
+fi
+fi
+
+# ---------------------------------------------------------------- step 8: GEMM capture (docs/replay.md)
+# The job's Linear layers run through cuBLASLt; with SCOUT_GEMM_CAPTURE=1 and a window over the
+# whole job, shapes must be captured and not one cuBLASLt log line may reach the job's output.
+if want 8; then
+echo "== step 8: GEMM capture"
+if [ $HAVE_GPU -eq 1 ] && [ $HAVE_TORCH -eq 1 ]; then
+  run_job gemm hostid 1 15 "" SCOUT_GEMM_CAPTURE=1 SCOUT_GEMM_WINDOW_MS=600000; rc=$?
+  printed=$(grep -c '\[cublasLt\]' "$LOGS/gemm.log")
+  store=$WORK/gemm.db
+  timeout 60 "$OBSERVER" --job gemm --store "$store" --once > "$LOGS/gemm.observer.txt" 2>&1
+  "$SCOUT" replay plan --store "$store" > "$WORK/gemm-plan.txt" 2>&1
+  classes=$(grep -o 'GEMM replay plan: [0-9]* shape classes' "$WORK/gemm-plan.txt" | grep -o '[0-9]*' | head -1)
+  capture=$(grep -m1 '^capture:' "$WORK/gemm-plan.txt")
+  [ $rc -eq 0 ] && [ "$printed" -eq 0 ] && [ "${classes:-0}" -gt 0 ]
+  check $? "step8: GEMM capture: job exit $rc, ${classes:-0} shape classes ($capture), $printed cuBLASLt log lines in the job's output (must be 0)"
+else
+  skip "step8: $( [ $HAVE_GPU -eq 0 ] && echo 'no GPU' || echo 'PyTorch cannot use the GPU' )"
+fi
 fi
 
 say "gpu-check: done in $(elapsed) s"
+say "gpu-check: $FAILS check(s) failed"
 tar -C "$WORK" -czf "$OUTDIR/results.tar.gz" . 2>/dev/null
 rm -rf "$WORK"
-exit 0
+[ $FAILS -eq 0 ]

@@ -22,6 +22,8 @@ PACKAGES=(
   procps                  # pgrep/pkill in tests
   clang                   # make fuzz (libFuzzer with AddressSanitizer/UBSan)
   libclang-rt-14-dev      # clang's libFuzzer and sanitizer runtimes (only recommended by clang)
+  munge slurmctld slurmd slurm-client   # a one-node Slurm for the README's Slurm recipe (test/slurm/)
+  chromium fonts-dejavu-core   # headless browser (and its fonts) that renders scout report --html in its test
 )
 
 missing=()

@@ -28,6 +28,7 @@
 #include "observer/net/clock_sync.h"
 #include "observer/pipeline/command_line.h"
 #include "observer/pipeline/observer.h"
+#include "observer/replay/coordinator.h"
 #include "observer/store/retrying.h"
 #include "observer/store/sqlite.h"
 #include "observer/store/writer.h"
@@ -72,6 +73,11 @@ int main(int argc, char** argv) {
   }
   for (const auto& w : warnings) say(w);
   if (!cl.quiet) cl.opt.log = say;
+  scout::obs::ReplayOptions replay_opt;
+  if (!scout::obs::replay_options(cfg, cl, &replay_opt, &msg)) {
+    say(msg);
+    return 2;
+  }
 
   scout::store::WriterOptions wo;
   wo.max_ops = cfg.store_max_ops;
@@ -108,6 +114,15 @@ int main(int argc, char** argv) {
   }
 
   scout::obs::Observer observer(cl.opt, store.get());
+  // Replay cycles (docs/replay.md) at each pass, after the detectors.
+  std::unique_ptr<scout::obs::ReplayCoordinator> replay;
+  if (replay_opt.enabled) {
+    replay = std::make_unique<scout::obs::ReplayCoordinator>(replay_opt, cl.opt.job, cl.opt.shm_dir,
+                                                             cl.opt.node_rank, cl.opt.log);
+    observer.set_after_detect_step([&](scout::obs::Observer::AfterDetectIo& io) {
+      replay->on_pass(io.model, io.judged, io.board, io.sink, io.now_ns);
+    });
+  }
   // Checkpoint certification (docs/certification.md) when checkpoint directories are given.
   std::unique_ptr<scout::ckpt::CkptStore> ckpt_store;
   std::unique_ptr<scout::ckpt::StoreReplayCycles> replay_cycles;
@@ -119,7 +134,7 @@ int main(int argc, char** argv) {
     co.stale_ns = std::max<int64_t>(co.stale_ns, cl.opt.judge.settle_timeout_ns + co.cycle_ns);
     if (!cl.quiet) co.log = say;
     // Replay on: each check cycle's replay cycle, from the store, must pass for it to be clean.
-    if (cl.opt.replay.enabled) replay_cycles = std::make_unique<scout::ckpt::StoreReplayCycles>(cl.store);
+    if (replay_opt.enabled) replay_cycles = std::make_unique<scout::ckpt::StoreReplayCycles>(cl.store);
     // The certification tables are opened when the store can be written (at once, or at the first
     // pass after a held lock or a full disk let go); until then certification waits.
     std::string ckpt_error;

@@ -54,6 +54,7 @@ struct ReportOptions {
   std::string func;
   int64_t last = 0;
   bool json = false;
+  std::string html;  // --html FILE: the whole job as one HTML page ("-": stdout); no other flag
 };
 struct FindingsOptions {
   bool open_only = false;
@@ -120,13 +121,24 @@ struct ReplayRunOptions {
 };
 int cmd_replay_run(const StoreOptions& where, const ReplayRunOptions& o, std::ostream& out);
 int cmd_replay_show(store::StoreReader& rd, int64_t id, bool json, std::ostream& out);
+// What a replay cycle found, in a few words (the FOUND column of `scout replay list`): "sdc on 5",
+// "slow GPU 6", "slow link 1-6", the cycle's error, or "-".
+std::string found_text(const obs::ReplayCycleRecord& c);
 // One replay cycle as `scout replay show` prints it; exit 0.
 int print_replay_cycle(const obs::ReplayCycleRecord& c, bool json, std::ostream& out);
 
 int cmd_status(store::StoreReader& rd, const StatusOptions& o, std::ostream& out);
 int cmd_report(store::StoreReader& rd, const ReportOptions& o, std::ostream& out);
+// `scout report --html FILE` (observer/cli/report_html.h): writes the page to `path` atomically
+// and prints "report: PATH (SIZE; N findings)" on `out`, or writes the page itself on `out` when
+// path is "-". An unwritable path is a UsageError.
+int cmd_report_html(store::StoreReader& rd, const std::string& path, std::ostream& out);
 int cmd_findings(store::StoreReader& rd, const FindingsOptions& o, std::ostream& out);
 int cmd_explain(store::StoreReader& rd, int64_t id, bool json, std::ostream& out);
+// The text of `scout explain` for one finding: header (kind, verdict, status, summary, suspects,
+// peer, communicator, operation, first and last seen) and the evidence in words; times relative
+// to `origin_ns` (the job start). The HTML report shows the same words.
+std::string explain_text(const obs::Finding& f, int64_t origin_ns);
 int cmd_export(store::StoreReader& rd, const ExportOptions& o, std::ostream& out);
 int cmd_config(bool markdown, bool json, std::ostream& out);
 int cmd_hash(const std::string& path, std::ostream& out);

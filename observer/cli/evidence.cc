@@ -225,6 +225,10 @@ std::string render_evidence(const obs::Finding& f, int64_t origin_ns, const std:
   // detectors on the leader); anything of another shape is rendered by shape.
   if (!e.is_object()) { return render_json_generic(e, origin_ns, indent); }
   using K = obs::FindingKind;
+  const bool replay = e.contains("source") && e["source"] == "replay";
+  if (replay && f.kind == K::kSdc) return typed<obs::ReplaySdcEvidence>(f, ev::replay_sdc, origin_ns, indent);
+  if (replay && f.kind == K::kSlowLink)
+    return typed<obs::ReplaySlowLinkEvidence>(f, ev::replay_slowlink, origin_ns, indent);
   switch (f.kind) {
     case K::kHang: return typed<obs::HangEvidence>(f, ev::hang, origin_ns, indent);
     case K::kDeadlock: return typed<obs::DeadlockEvidence>(f, ev::deadlock, origin_ns, indent);

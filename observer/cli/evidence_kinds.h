@@ -32,6 +32,17 @@ void nan(const obs::Finding& f, const obs::NanEvidence& e, EvidenceText& t);
 void straggler(const obs::Finding& f, const obs::StragglerEvidence& e, EvidenceText& t);
 void slowlink(const obs::Finding& f, const obs::SlowLinkEvidence& e, EvidenceText& t);
 
+// What replay found (observer/cli/evidence_replay.cc): an sdc or slowlink finding of replay
+// (source "replay"), and a straggler's cause (called by straggler()).
+void replay_sdc(const obs::Finding& f, const obs::ReplaySdcEvidence& e, EvidenceText& t);
+void replay_slowlink(const obs::Finding& f, const obs::ReplaySlowLinkEvidence& e, EvidenceText& t);
+void replay_cause(const obs::StragglerEvidence& e, EvidenceText& t);
+
+// One root of a hang or stall in words: {global_rank, reason, detail, process} -> "rank 6 never
+// entered the operation and waits in no other communicator (process running)"; {reason: "stuck",
+// comm, op} -> "tp1 (0x...) AllReduce #7: every rank started it and none can finish".
+std::string root_words(const obs::EvHangRoot& r);
+
 // Shared by hang, deadlock, crash and desync: a list of wait edges under `title` ("none" when
 // empty), and the *comm state* objects of the communicators involved.
 void wait_edges(EvidenceText& t, const std::string& title, const std::vector<obs::EvWaitEdge>& edges, int depth = 0);

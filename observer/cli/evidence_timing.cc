@@ -67,6 +67,7 @@ void straggler(const obs::Finding& f, const obs::StragglerEvidence& e, EvidenceT
          "x the others' median lateness; a straggler when late in at least " + std::to_string(th.min_late) +
          " collectives and in " + num(th.persist * 100) + "% of the window's late events; window " +
          std::to_string(th.window) + " collectives");
+  replay_cause(e, t);
 }
 
 void slowlink(const obs::Finding& f, const obs::SlowLinkEvidence& e, EvidenceText& t) {

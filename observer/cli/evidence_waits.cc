@@ -4,9 +4,6 @@
 #include "observer/cli/evidence_kinds.h"
 
 namespace scout::cli::ev {
-namespace {
-
-// One root of a hang: {global_rank, reason, detail, process} or {reason: "stuck", comm, op}.
 std::string root_words(const obs::EvHangRoot& r) {
   if (r.reason == "stuck") { return comm_op(r.comm, r.op) + ": every rank started it and none can finish"; }
   std::string who = "rank " + (r.global_rank ? std::to_string(*r.global_rank) : std::string("-"));
@@ -27,6 +24,8 @@ std::string root_words(const obs::EvHangRoot& r) {
   if (r.process) s += " (process " + *r.process + ")";
   return s;
 }
+
+namespace {
 
 // One rank of a *comm state*.
 std::string rank_state_words(const obs::EvRankState& r, const obs::EvOp& comm_op) {

@@ -1,4 +1,6 @@
 // `scout explain ID`: one finding with its evidence in words.
+#include <sstream>
+
 #include "observer/cli/common.h"
 #include "observer/cli/evidence.h"
 #include "observer/cli/format.h"
@@ -6,6 +8,45 @@
 #include "observer/export/snapshot.h"
 
 namespace scout::cli {
+
+std::string explain_text(const obs::Finding& f, int64_t origin) {
+  std::ostringstream out;
+  out << "finding #" << f.id << ": " << obs::to_string(f.kind) << ", " << obs::to_string(f.verdict) << ", "
+      << (f.open ? "open" : "closed") << "\n";
+  if (!f.summary.empty()) out << "summary: " << f.summary << "\n";
+  if (f.suspects.empty()) {
+    // Why nobody is named (docs/findings.md): votes without a strict majority, or a failure the
+    // records cannot pin on a rank (a stuck collective, a slow communicator).
+    const bool vote = f.kind == obs::FindingKind::kSdc || f.kind == obs::FindingKind::kDesync;
+    out << "suspects: none named"
+        << (f.verdict != obs::Verdict::kInconclusive ? ""
+            : vote                                   ? " (inconclusive: no strict majority)"
+                                                     : " (inconclusive: see the evidence)")
+        << "\n";
+  } else {
+    out << (f.suspects.size() == 1 ? "suspect:" : "suspects:") << "\n";
+    for (const auto& su : f.suspects) {
+      out << "  " << suspect_words(su);
+      if (su.comm_rank >= 0) out << ", comm rank " << su.comm_rank;
+      out << "\n";
+    }
+  }
+  if (f.peer) {
+    out << "peer: " << suspect_words(*f.peer);
+    if (f.peer->comm_rank >= 0) out << ", comm rank " << f.peer->comm_rank;
+    out << "\n";
+  }
+  if (f.comm_hash != 0) {
+    out << "communicator: " << comm_words(f) << " (" << obs::hex64(f.comm_hash);
+    if (f.comm_nranks > 0) out << ", " << f.comm_nranks << " ranks";
+    out << ")\n";
+  }
+  if (f.key) out << "operation: " << key_words(f) << "\n";
+  out << "first seen: " << fmt_utc(f.first_seen_ns) << " (" << fmt_rel(f.first_seen_ns, origin) << ")\n";
+  out << "last seen: " << fmt_utc(f.last_seen_ns) << " (" << fmt_rel(f.last_seen_ns, origin) << ")\n";
+  out << "evidence:\n" << render_evidence(f, origin, "  ");
+  return out.str();
+}
 
 int cmd_explain(store::StoreReader& rd, int64_t id, bool json, std::ostream& out) {
   std::optional<obs::Finding> f = rd.finding(id);
@@ -17,41 +58,7 @@ int cmd_explain(store::StoreReader& rd, int64_t id, bool json, std::ostream& out
   exporter::Snapshot s;
   s.job = rd.job();
   s.findings = {*f};
-  const int64_t origin = s.origin_ns();
-  out << "finding #" << f->id << ": " << obs::to_string(f->kind) << ", " << obs::to_string(f->verdict) << ", "
-      << (f->open ? "open" : "closed") << "\n";
-  if (!f->summary.empty()) out << "summary: " << f->summary << "\n";
-  if (f->suspects.empty()) {
-    // Why nobody is named (docs/findings.md): votes without a strict majority, or a failure the
-    // records cannot pin on a rank (a stuck collective, a slow communicator).
-    const bool vote = f->kind == obs::FindingKind::kSdc || f->kind == obs::FindingKind::kDesync;
-    out << "suspects: none named"
-        << (f->verdict != obs::Verdict::kInconclusive ? ""
-            : vote                                    ? " (inconclusive: no strict majority)"
-                                                      : " (inconclusive: see the evidence)")
-        << "\n";
-  } else {
-    out << (f->suspects.size() == 1 ? "suspect:" : "suspects:") << "\n";
-    for (const auto& su : f->suspects) {
-      out << "  " << suspect_words(su);
-      if (su.comm_rank >= 0) out << ", comm rank " << su.comm_rank;
-      out << "\n";
-    }
-  }
-  if (f->peer) {
-    out << "peer: " << suspect_words(*f->peer);
-    if (f->peer->comm_rank >= 0) out << ", comm rank " << f->peer->comm_rank;
-    out << "\n";
-  }
-  if (f->comm_hash != 0) {
-    out << "communicator: " << comm_words(*f) << " (" << obs::hex64(f->comm_hash);
-    if (f->comm_nranks > 0) out << ", " << f->comm_nranks << " ranks";
-    out << ")\n";
-  }
-  if (f->key) out << "operation: " << key_words(*f) << "\n";
-  out << "first seen: " << fmt_utc(f->first_seen_ns) << " (" << fmt_rel(f->first_seen_ns, origin) << ")\n";
-  out << "last seen: " << fmt_utc(f->last_seen_ns) << " (" << fmt_rel(f->last_seen_ns, origin) << ")\n";
-  out << "evidence:\n" << render_evidence(*f, origin, "  ");
+  out << explain_text(*f, s.origin_ns());
   return kExitOk;
 }
 

@@ -11,8 +11,8 @@
 #include <memory>
 #include <vector>
 
+#include "common/flag_check.h"
 #include "observer/cli/common.h"
-#include "observer/pipeline/flag_check.h"
 #include "observer/store/sqlite.h"
 #include "scout/version.h"
 
@@ -67,6 +67,9 @@ void add_report(CLI::App& app, StoreOptions* where, Subs& subs) {
   s->add_option("--func", o->func, "Only this function (AllReduce, AllGather, ...)");
   s->add_option("--last", o->last, "Only the N latest operations")->check(CLI::Range(1, kMaxCount));
   s->add_flag("--json", o->json, "JSON lines, one per operation");
+  s->add_option("--html", o->html,
+                "Write the whole job as one self-contained HTML page to FILE ('-': stdout): findings, "
+                "timeline, pictures, checkpoints, replay cycles");
   subs.push_back({s, [o](store::StoreReader& rd) { return cmd_report(rd, *o, std::cout); }, nullptr});
 }
 
@@ -121,16 +124,16 @@ void add_run(CLI::App& app, Subs& subs) {
   s->add_option("--node-rank", o->node_rank, "Observer: this node's rank (also selects the store)");
   s->add_option("--rdzv", o->rdzv, "Observer: rendezvous, file:DIR or redis:HOST:PORT");
   s->add_option("--hang-timeout", o->hang_timeout, "Observer: seconds without progress before a hang")
-      ->check(obs::finite_range(0.1, 86400.0));
+      ->check(config::finite_range(0.1, 86400.0));
   s->add_option("--interval", o->interval, "Observer: analysis interval in ms");
   s->add_option("--observer-arg", o->run.observer_args,
                 "Any other flag for scout-observer, one per use: --observer-arg=--once")
       ->allow_extra_args(false);
   s->add_option("--start-timeout", o->run.start_timeout_s,
                 "Seconds to wait for the observer's first pass before COMMAND starts")
-      ->check(obs::finite_range(0.0, 3600.0));
+      ->check(config::finite_range(0.0, 3600.0));
   s->add_option("--stop-timeout", o->run.stop_timeout_s, "Seconds the observer gets to flush after COMMAND ends")
-      ->check(obs::finite_range(0.0, 3600.0));
+      ->check(config::finite_range(0.0, 3600.0));
   s->add_flag("--keep-segments", o->run.keep_segments,
               "Keep the job's shared-memory segments after the observer's final pass (for scout dump)");
   s->add_option("command", o->run.command, "COMMAND and its arguments, after --")->required();

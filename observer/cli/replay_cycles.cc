@@ -32,7 +32,8 @@ int64_t int_of(const nlohmann::json& j, const char* key, int64_t fallback) {
   return v.is_number_integer() ? v.get<int64_t>() : fallback;
 }
 
-// What the cycle found, in a few words: "sdc on 5", "slow 1-6", "slow GPU 6", the error, or "-".
+}  // namespace
+
 std::string found_text(const obs::ReplayCycleRecord& c) {
   const nlohmann::json& v = member(c.detail, "verdict");
   std::vector<std::string> parts;
@@ -60,6 +61,8 @@ std::string found_text(const obs::ReplayCycleRecord& c) {
   for (const std::string& p : parts) s += (s.empty() ? "" : "; ") + p;
   return s;
 }
+
+namespace {
 
 nlohmann::json cycle_json(const obs::ReplayCycleRecord& c, bool with_detail) {
   nlohmann::json j = {{"id", c.id},

@@ -1,6 +1,6 @@
 // `scout replay run`: asks the observer of a running job for one replay cycle now and prints it
 // (docs/cli.md "scout replay run", docs/replay.md "On demand"). The request travels as a file
-// beside the observer's store (observer/pipeline/replay_request.h); the answer is the cycle the
+// beside the observer's store (observer/replay/request.h); the answer is the cycle the
 // observer stores with that request's id.
 #include <fmt/format.h>
 #include <time.h>
@@ -16,7 +16,7 @@
 
 #include "common/clock.h"
 #include "observer/cli/common.h"
-#include "observer/pipeline/replay_request.h"
+#include "observer/replay/request.h"
 #include "observer/store/sqlite.h"
 
 namespace scout::cli {

@@ -1,6 +1,6 @@
 // `scout report`: the per-collective table: key, function, datatype, bytes,
 // algorithm/protocol, per-rank arrival spread, duration, bus bandwidth, fingerprint verdict; then
-// the point-to-point operations summed per directed pair.
+// the point-to-point operations summed per directed pair. `--html FILE`: observer/cli/report_html.cc.
 #include <cctype>
 #include <cstdlib>
 #include <map>
@@ -72,6 +72,12 @@ void print_p2p_pairs(store::StoreReader& rd, const ReportOptions& o, std::ostrea
 }  // namespace
 
 int cmd_report(store::StoreReader& rd, const ReportOptions& o, std::ostream& out) {
+  if (!o.html.empty()) {
+    if (o.json || !o.comm.empty() || o.rank || !o.func.empty() || o.last) {
+      throw UsageError("--html reports the whole job: it takes none of --comm, --rank, --func, --last, --json");
+    }
+    return cmd_report_html(rd, o.html, out);
+  }
   std::vector<store::OpRow> ops = rd.ops(make_filter(o));
   // Timings of the chosen rank, for its lateness column.
   std::map<int64_t, obs::OpRankTiming> mine;

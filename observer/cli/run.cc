@@ -25,7 +25,6 @@
 #include "common/paths.h"
 #include "common/segment_reader.h"
 #include "observer/cli/common.h"
-#include "observer/ingest/ingestor.h"
 #include "observer/store/sqlite.h"
 #include "scout/config.h"
 
@@ -249,7 +248,7 @@ int cmd_run(const RunOptions& o) {
   if (!plugin.empty()) ::setenv("NCCL_PROFILER_PLUGIN", plugin.c_str(), 1);
 
   std::cerr << "scout: job " << job << ", store " << store << "\n";
-  const std::string dir_problem = obs::shm_dir_problem(cfg.shm_dir);
+  const std::string dir_problem = shm::shm_dir_problem(cfg.shm_dir);
   if (!dir_problem.empty()) std::cerr << "scout: warning: " << dir_problem << "; the job runs unobserved\n";
 
   int obs_status = 0;
@@ -365,7 +364,7 @@ int cmd_run(const RunOptions& o) {
     read.store = store;
     auto rd = open_store(read);
     if (rd->ranks().empty()) {
-      std::string why = obs::shm_dir_problem(cfg.shm_dir);
+      std::string why = shm::shm_dir_problem(cfg.shm_dir);
       if (why.empty()) {
         why = "no segment of job " + job + " appeared in " + cfg.shm_dir +
               " (was the plugin loaded? NCCL_PROFILER_PLUGIN, SCOUT_ENABLE)";

@@ -41,6 +41,10 @@ std::string seq_words(const std::optional<SeqValue>& v) {
 SequenceCheck::Ballots SequenceCheck::collect(Comm& c, uint64_t pos) const {
   Ballots b;
   for (int r = 0; r < int(c.ranks.size()); ++r) {
+    if (!c.ranks.stored(r)) {  // nothing recorded about it (not written, so as not to store it)
+      b.waiting = true;        // a default rank: position 0, known
+      continue;
+    }
     RankProgress& rp = c.ranks[r];
     auto& w = rp.seq_window;
     while (!w.empty() && w.front().pos < pos) w.pop_front();  // decided
@@ -55,7 +59,7 @@ SequenceCheck::Ballots SequenceCheck::collect(Comm& c, uint64_t pos) const {
   for (const SeqEntry* e : b.entries) b.votes.emplace_back(0, seq_value(*e, b.api));
   size_t i = 0;
   for (int r = 0; r < int(c.ranks.size()) && i < b.entries.size(); ++r) {
-    const auto& w = c.ranks[r].seq_window;
+    const auto& w = std::as_const(c).ranks[r].seq_window;
     if (!w.empty() && &w.front() == b.entries[i]) b.votes[i++].first = r;
   }
   return b;

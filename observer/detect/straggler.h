@@ -19,9 +19,10 @@
 // Per communicator a window of the last `window` completed collectives is kept; a rank is a
 // straggler when it is late in at least min_late of them, in at least `persist` of the window's
 // late events (operations where anyone was late: stragglers own the late events, jitter spreads
-// them) AND more often than the class's background explains: the late count exceeds the
-// binomial expectation at the background rate by `z` standard deviations (a busy host makes every
-// rank late now and then; a straggler is an outlier among them). The background of comm rank r is
+// them) AND more often than the class's background explains: that many late operations or more
+// are less likely at the background rate than a normal excess of `z` standard deviations (exact
+// binomial tail, beyond_rate() in stats.h; a busy host makes every rank late now and then; a
+// straggler is an outlier among them). The background of comm rank r is
 // the larger of the median late rate of comm rank r in the other communicators of the class (ranks
 // at one position often share a role) and the mean rate of every other rank of the class, and at
 // least 0.05 (beyond_rate()). The same rule also runs on a per-rank window across all its communicators (aggregated,
@@ -49,7 +50,7 @@ struct StragglerConfig {
   double rel = 3.0;            // SCOUT_OBSERVER_STRAGGLER_REL
   double persist = 0.6;        // SCOUT_OBSERVER_STRAGGLER_PERSIST
   int min_late = 4;            // SCOUT_OBSERVER_STRAGGLER_MIN_LATE
-  double z = 6.0;              // SCOUT_OBSERVER_STRAGGLER_Z (standard deviations)
+  double z = 4.5;              // SCOUT_OBSERVER_STRAGGLER_Z (standard deviations: tail below Phi(-z))
   double noise_k = 5.0;        // SCOUT_OBSERVER_STRAGGLER_NOISE_K (MADs above the median)
   int warmup = 8;              // first collectives of each communicator not scored (start-up)
 };

@@ -1,7 +1,6 @@
 #include "observer/ingest/ingestor.h"
 
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 #include <algorithm>
 
@@ -282,31 +281,9 @@ IngestStats Ingestor::stats() const {
   return s;
 }
 
-std::string shm_dir_problem(const std::string& dir) {
-  struct stat st;
-  if (::stat(dir.c_str(), &st) != 0) {
-    return "segment directory " + dir + " (SCOUT_SHM_DIR): " + std::strerror(errno) +
-           "; the plugin cannot create segments";
-  }
-  if (!S_ISDIR(st.st_mode)) return "segment directory " + dir + " (SCOUT_SHM_DIR) is not a directory";
-  if (::access(dir.c_str(), W_OK | X_OK) != 0) {
-    return "segment directory " + dir + " (SCOUT_SHM_DIR) is not writable (" + std::strerror(errno) +
-           "); the plugin cannot create segments";
-  }
-  // Full (ENOSPC at the plugin's posix_fallocate): less room than the smallest segment.
-  struct statvfs vfs;
-  constexpr uint64_t kMinSegmentBytes = 1u << 20;
-  if (::statvfs(dir.c_str(), &vfs) == 0 && uint64_t(vfs.f_bavail) * vfs.f_frsize < kMinSegmentBytes) {
-    return "segment directory " + dir + " (SCOUT_SHM_DIR) is full (" +
-           std::to_string(uint64_t(vfs.f_bavail) * vfs.f_frsize) +
-           " bytes free): the plugin cannot create segments (No space left on device)";
-  }
-  return "";
-}
-
 std::string Ingestor::no_segment_reason() const {
   if (stats_.segments_attached > 0) return "";
-  std::string dir_problem = shm_dir_problem(opt_.shm_dir);
+  std::string dir_problem = shm::shm_dir_problem(opt_.shm_dir);
   if (!dir_problem.empty()) return dir_problem;
   if (!last_rejection_.empty()) return "no segment of job " + opt_.job + " could be read: " + last_rejection_;
   return "no segment of job " + opt_.job + " in " + opt_.shm_dir +

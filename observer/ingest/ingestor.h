@@ -29,10 +29,6 @@ struct IngestOptions {
   std::function<void(const std::string&)> log;  // one line per notable event (may be empty)
 };
 
-// What keeps the plugin from creating segments in `dir` (missing, not a directory, not writable
-// by this user), in one line naming SCOUT_SHM_DIR; "" when nothing does.
-std::string shm_dir_problem(const std::string& dir);
-
 // Totals over the segments attached so far (rejections included).
 struct IngestStats {
   uint64_t segments_attached = 0;

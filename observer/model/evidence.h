@@ -34,7 +34,10 @@ namespace scout::obs {
 // Version of the evidence shapes below, stored with each finding (store column
 // findings.evidence_version, docs/store.md). Raise it when a key changes meaning or goes away;
 // adding an optional key does not need a new version.
-constexpr int kEvidenceVersion = 1;
+//   1  the shapes of the detectors;
+//   2  replay's evidence declared (ReplaySdcEvidence, ReplaySlowLinkEvidence, the straggler's
+//      `cause` and `replay`): a replay check's `peer` is always present (null when none).
+constexpr int kEvidenceVersion = 2;
 
 // ---- Shared shapes (docs/findings.md, "Shared shapes inside evidence") ----
 
@@ -309,11 +312,23 @@ struct EvStragglerThresholds {
   std::optional<double> background_rate;  // late rate the rank was compared with
 };
 
+// What replay found about a straggler's GPU (docs/findings.md, "straggler"): the cycle and, for
+// cause "gpu", the GEMM recipe with its times there and the median of its class.
+struct EvReplayCause {
+  uint64_t cycle = 0;
+  std::optional<std::string> recipe;
+  std::optional<std::vector<double>> ms;  // its time per round
+  std::optional<double> median_ms;
+};
+
 // Evidence of kind straggler.
 struct StragglerEvidence {
   std::vector<EvStragglerComm> comms;
   EvStragglerAggregate aggregate;
   EvStragglerThresholds thresholds;
+  // With replay on (docs/replay.md): "gpu", "host" or "unknown", and the cycle that decided it.
+  std::optional<std::string> cause;
+  std::optional<EvReplayCause> replay;
 };
 
 // A channel of the slow-link detector.
@@ -357,6 +372,54 @@ struct SlowLinkEvidence {
   // then `slow` holds its slow inter-host channels and `normal` inter-host channels between other
   // hosts (up to 8 each).
   std::optional<std::string> host;
+};
+
+// ---- replay (docs/findings.md: sdc "Replay", slowlink; docs/replay.md, "Verdicts") ----
+
+// One check of a replay cycle that named a rank.
+struct EvReplayCheck {
+  std::string check;   // gemm-vote, gemm-self, link, coll
+  std::string recipe;  // the recipe id ("gemm:bf16:4096x4096x4096", "link:3->2", ...)
+  // gemm-vote: {outcome, majority, groups: [{value, voters}]}; gemm-self: {"round<k>": "0x..."};
+  // link and coll: the fingerprints ({"expected", "got", ...}, replay/judge.cc).
+  nlohmann::json votes;
+  std::optional<int> peer;  // link: the sender (global rank); null otherwise
+};
+
+// A GPU of the cycle.
+struct EvReplayGpu {
+  int global_rank = -1;
+  std::string gpu;  // UUID "GPU-..." or the record's name
+};
+
+// Evidence of an sdc finding of replay (source "replay"): one finding per rank.
+struct ReplaySdcEvidence {
+  std::string source;  // "replay"
+  uint64_t cycle = 0;
+  std::string trigger;                // periodic, straggler, sdc, slowlink, demand, cross
+  std::string check;                  // the first check that named the rank (checks[0])
+  std::string recipe;                 // its recipe
+  nlohmann::json votes;               // its votes
+  std::vector<EvReplayCheck> checks;  // every check that named the rank in the cycle
+  std::vector<EvReplayGpu> gpus;      // the cycle's participants
+  std::string gpu;                    // the rank's GPU
+};
+
+// The outlier rule of a replay link sweep (replay/outlier.h).
+struct EvReplayThresholds {
+  double min_ratio = 0;
+  double min_ms = 0;
+};
+
+// Evidence of a slowlink finding of replay (class link, source "replay").
+struct ReplaySlowLinkEvidence {
+  std::string cls;                   // "class": link
+  std::string source;                // "replay"
+  uint64_t cycle = 0;
+  std::vector<std::string> recipes;  // the slow directed pairs
+  double ms = 0;                     // the slowest direction's first-round time
+  double median_ms = 0;              // the cycle's link median, first round
+  EvReplayThresholds thresholds;
 };
 
 // ---- Field lists ----
@@ -455,8 +518,10 @@ SCOUT_EVIDENCE_FIELDS(EvStragglerThresholds, req("min_ms", &S::min_ms), req("rel
                       req("persist", &S::persist), req("min_late", &S::min_late), req("window", &S::window),
                       opt("z", &S::z), opt("noise_k", &S::noise_k), opt("late_ms", &S::late_ms),
                       opt("background_rate", &S::background_rate))
+SCOUT_EVIDENCE_FIELDS(EvReplayCause, req("cycle", &S::cycle), opt("recipe", &S::recipe), opt("ms", &S::ms),
+                      opt("median_ms", &S::median_ms))
 SCOUT_EVIDENCE_FIELDS(StragglerEvidence, req("comms", &S::comms), req("aggregate", &S::aggregate),
-                      req("thresholds", &S::thresholds))
+                      req("thresholds", &S::thresholds), opt("cause", &S::cause), opt("replay", &S::replay))
 SCOUT_EVIDENCE_FIELDS(EvChannel, req("comm", &S::comm), req("kind", &S::kind), req("func", &S::func),
                       req("bytes_bucket", &S::bytes_bucket), req("ranks", &S::ranks), req("median_ms", &S::median_ms),
                       req("peer_median_ms", &S::peer_median_ms), req("ratio", &S::ratio), req("samples", &S::samples),
@@ -467,6 +532,17 @@ SCOUT_EVIDENCE_FIELDS(EvSlowThresholds, req("factor", &S::factor), req("min_ms",
                       opt("window_s", &S::window_s), opt("confirm", &S::confirm))
 SCOUT_EVIDENCE_FIELDS(SlowLinkEvidence, req("class", &S::cls), req("slow", &S::slow), req("normal", &S::normal),
                       req("thresholds", &S::thresholds), opt("host", &S::host))
+
+SCOUT_EVIDENCE_FIELDS(EvReplayCheck, req("check", &S::check), req("recipe", &S::recipe), req("votes", &S::votes),
+                      req("peer", &S::peer))
+SCOUT_EVIDENCE_FIELDS(EvReplayGpu, req("global_rank", &S::global_rank), req("gpu", &S::gpu))
+SCOUT_EVIDENCE_FIELDS(ReplaySdcEvidence, req("source", &S::source), req("cycle", &S::cycle),
+                      req("trigger", &S::trigger), req("check", &S::check), req("recipe", &S::recipe),
+                      req("votes", &S::votes), req("checks", &S::checks), req("gpus", &S::gpus), req("gpu", &S::gpu))
+SCOUT_EVIDENCE_FIELDS(EvReplayThresholds, req("min_ratio", &S::min_ratio), req("min_ms", &S::min_ms))
+SCOUT_EVIDENCE_FIELDS(ReplaySlowLinkEvidence, req("class", &S::cls), req("source", &S::source),
+                      req("cycle", &S::cycle), req("recipes", &S::recipes), req("ms", &S::ms),
+                      req("median_ms", &S::median_ms), req("thresholds", &S::thresholds))
 
 #undef SCOUT_EVIDENCE_FIELDS
 
@@ -556,7 +632,9 @@ nlohmann::json put(const T& v) {
 
 template <class T>
 void get(const nlohmann::json& j, T& v) {
-  if constexpr (is_optional<T>::value) {
+  if constexpr (std::is_same_v<T, nlohmann::json>) {
+    v = j;  // a value whose shape the field's comment gives (e.g. a replay check's votes)
+  } else if constexpr (is_optional<T>::value) {
     if (j.is_null()) {
       v.reset();
     } else {

@@ -9,13 +9,18 @@
 // counted; found through an index by age, so the bound costs O(log ops) per new operation).
 // What a pass reads about a communicator's membership costs what it has here, not its size: the
 // comm ranks whose process is known (known_ranks) and the finalized count are kept as members
-// change.
+// change. A communicator's per-rank state (RankTable) is stored only for the comm ranks something
+// was recorded about, so a communicator of 131,072 ranks of which 8 are on this node costs 8
+// entries plus a 4-byte index per rank, not 131,072 entries (docs/observer.md, "Memory").
 #pragma once
 
 #include <compare>
+#include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <iterator>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <utility>
@@ -26,6 +31,58 @@
 #include "observer/model/job.h"
 
 namespace scout::obs {
+
+// A std::deque that allocates nothing until its first element (libstdc++'s deque allocates a map
+// and a 512-byte block when constructed, which per comm rank and process is most of their cost).
+// The subset of std::deque the model uses; iterators are the deque's (those of a shared empty
+// deque while nothing was stored).
+template <typename T>
+class LazyDeque {
+ public:
+  using iterator = typename std::deque<T>::iterator;
+  using const_iterator = typename std::deque<T>::const_iterator;
+  LazyDeque() = default;
+  LazyDeque(const LazyDeque& o) : d_(o.d_ && !o.d_->empty() ? std::make_unique<std::deque<T>>(*o.d_) : nullptr) {}
+  LazyDeque& operator=(const LazyDeque& o) {
+    if (this != &o) d_ = o.d_ && !o.d_->empty() ? std::make_unique<std::deque<T>>(*o.d_) : nullptr;
+    return *this;
+  }
+  LazyDeque(LazyDeque&&) noexcept = default;
+  LazyDeque& operator=(LazyDeque&&) noexcept = default;
+
+  bool empty() const { return !d_ || d_->empty(); }
+  size_t size() const { return d_ ? d_->size() : 0; }
+  T& front() { return d_->front(); }
+  const T& front() const { return d_->front(); }
+  T& back() { return d_->back(); }
+  const T& back() const { return d_->back(); }
+  iterator begin() { return d_ ? d_->begin() : none().begin(); }
+  iterator end() { return d_ ? d_->end() : none().end(); }
+  const_iterator begin() const { return d_ ? d_->cbegin() : none().cbegin(); }
+  const_iterator end() const { return d_ ? d_->cend() : none().cend(); }
+  void push_back(const T& v) { get().push_back(v); }
+  void pop_front() {
+    d_->pop_front();
+    if (d_->empty()) d_.reset();
+  }
+  // `pos` from begin()/end() of this deque (any position of an empty one).
+  iterator insert(const_iterator pos, const T& v) {
+    if (!d_) return get().insert(get().end(), v);
+    return d_->insert(pos, v);
+  }
+  void clear() { d_.reset(); }
+
+ private:
+  std::deque<T>& get() {
+    if (!d_) d_ = std::make_unique<std::deque<T>>();
+    return *d_;
+  }
+  static std::deque<T>& none() {
+    static std::deque<T> empty;  // never modified
+    return empty;
+  }
+  std::unique_ptr<std::deque<T>> d_;
+};
 
 // Liveness of a training process as the observer last saw it.
 enum class ProcState {
@@ -62,7 +119,7 @@ struct Proc {
   // Recent GPU intervals of this process's completed operations on any communicator, ordered
   // by end (bounded by kTimelineLen, oldest ends dropped): the straggler detector uses them to
   // tell a rank's own delay from time it spent blocked elsewhere.
-  std::deque<GpuInterval> timeline;
+  LazyDeque<GpuInterval> timeline;
   // GEMM shape capture (segment table kTableGemmShapes), when the segment has one.
   bool has_gemm = false;
   GemmCaptureInfo gemm;
@@ -176,7 +233,7 @@ struct RankProgress {
   uint64_t seq_count[shm::kNumNumberedFuncs] = {};    // calls of each function so far
   uint64_t seq_gaps = 0;                              // index gaps seen
   uint64_t seq_evicted = 0;                           // entries dropped by the kSeqWindow bound
-  std::deque<SeqEntry> seq_window;                    // positions not yet taken, ascending
+  LazyDeque<SeqEntry> seq_window;                     // positions not yet taken, ascending
   bool seq_synced() const { return seq_known == kSeqAllKnown; }
   // Next position (meaningful while seq_synced()).
   uint64_t seq_next_pos() const {
@@ -186,11 +243,77 @@ struct RankProgress {
   }
 };
 
+// The per-comm-rank state of one communicator, indexed by comm rank in [0, size()). An entry is
+// stored only once something is written to it (the non-const operator[]): a rank no segment or
+// message named reads as a default RankProgress (proc -1, nothing in flight) without taking
+// memory. Memory: 4 bytes per comm rank for the index, plus one RankProgress per stored rank.
+class RankTable {
+ public:
+  // Every comm rank in order, stored or not (const access only).
+  class const_iterator {
+   public:
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = RankProgress;
+    using difference_type = std::ptrdiff_t;
+    using pointer = const RankProgress*;
+    using reference = const RankProgress&;
+    const_iterator(const RankTable* t, size_t i) : t_(t), i_(i) {}
+    reference operator*() const { return (*t_)[int(i_)]; }
+    pointer operator->() const { return &(*t_)[int(i_)]; }
+    const_iterator& operator++() {
+      ++i_;
+      return *this;
+    }
+    const_iterator operator++(int) {
+      const_iterator c = *this;
+      ++i_;
+      return c;
+    }
+    bool operator==(const const_iterator& o) const { return i_ == o.i_; }
+
+   private:
+    const RankTable* t_;
+    size_t i_;
+  };
+
+  size_t size() const { return index_.size(); }
+  bool empty() const { return index_.empty(); }
+  // Sets the number of comm ranks (the communicator's nranks, once; growing keeps what is stored).
+  void resize(size_t n) { index_.resize(n, -1); }
+  // Comm rank r's state (r in [0, size())); a shared default for a rank never written.
+  const RankProgress& operator[](int r) const {
+    const int32_t i = index_[size_t(r)];
+    return i < 0 ? none() : store_[size_t(i)];
+  }
+  // Comm rank r's state for writing (r in [0, size())): stored from now on.
+  RankProgress& operator[](int r) {
+    int32_t& i = index_[size_t(r)];
+    if (i < 0) {
+      i = int32_t(store_.size());
+      store_.emplace_back();
+    }
+    return store_[size_t(i)];
+  }
+  // Whether comm rank r has a stored entry.
+  bool stored(int r) const { return r >= 0 && size_t(r) < index_.size() && index_[size_t(r)] >= 0; }
+  size_t stored_count() const { return store_.size(); }
+  const_iterator begin() const { return const_iterator(this, 0); }
+  const_iterator end() const { return const_iterator(this, index_.size()); }
+
+ private:
+  static const RankProgress& none() {
+    static const RankProgress empty;
+    return empty;
+  }
+  std::vector<int32_t> index_;       // comm rank -> index into store_, -1: not stored
+  std::deque<RankProgress> store_;   // stable addresses: a stored entry never moves
+};
+
 struct Comm {
   CommKey key;
   std::string name;
   int nnodes = 0;
-  std::vector<RankProgress> ranks;                 // index = comm rank (size nranks)
+  RankTable ranks;                                 // index = comm rank (size nranks)
   std::map<OpId, Op> ops;                          // live (not yet judged) operations
   int64_t last_progress_ns = 0;                    // latest evidence of progress (record times or observer time)
   uint64_t ops_complete = 0;                       // operations complete on every rank (judged)

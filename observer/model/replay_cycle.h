@@ -1,6 +1,6 @@
 // One replay cycle as the observer keeps it (docs/replay.md, "Cycles in the store"): what
 // scout-replay ran, when, and the verdict. Contract between the replay coordination
-// (observer/pipeline/replay_coordinator.h, producer), the store (table replay_cycles) and its
+// (observer/replay/worker.h, producer), the store (table replay_cycles) and its
 // readers (`scout replay list`, checkpoint certification: "did the replay cycle covering time T
 // pass").
 #pragma once

@@ -1,5 +1,4 @@
 #include "observer/pipeline/command_line.h"
-#include "observer/pipeline/flag_check.h"
 
 #include <unistd.h>
 #include <algorithm>
@@ -7,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <cmath>
 
+#include "common/flag_check.h"
 #include "common/paths.h"
 
 namespace scout::obs {
@@ -59,7 +59,7 @@ ParseResult parse_command_line(int argc, const char* const* argv, const config::
   app.add_option("--node-rank", node_rank, "this observer's node, 0..N-1")->check(CLI::Range(0, (1 << 20) - 1));
   app.add_option("--rdzv", cl.rdzv, "rendezvous of the observers: file:DIR or redis:HOST:PORT");
   app.add_option("--hang-timeout", hang_timeout, "seconds without progress before a waiting communicator is hung")
-      ->check(finite_range(0.1, 86400.0));
+      ->check(config::finite_range(0.1, 86400.0));
   app.add_option("--interval", interval_ms, "milliseconds between passes")
       ->check(CLI::Range(int64_t(10), int64_t(60000)));
   app.add_flag("--once", cl.once, "one pass: read, judge, write the store, exit");
@@ -128,9 +128,6 @@ ParseResult parse_command_line(int argc, const char* const* argv, const config::
       return ParseResult::kError;
     }
   }
-  cl.opt.replay.request_prefix = replay_request_prefix(cl.store);  // `scout replay run` (docs/replay.md)
-  cl.opt.replay.nodes = nodes;
-  if (nodes > 1) cl.opt.replay.rdzv = cl.rdzv;  // links across nodes (docs/replay.md, "Across nodes")
   *out = std::move(cl);
   return ParseResult::kOk;
 }

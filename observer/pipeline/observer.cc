@@ -8,6 +8,29 @@
 namespace scout::obs {
 
 namespace {
+
+// The sink the after-detect step writes to: everything goes to the observer's sink, but replay
+// cycle records are kept in `held` and put by write() until a batch that stores them commits.
+class HoldReplay : public Sink {
+ public:
+  HoldReplay(Sink& s, std::vector<ReplayCycleRecord>* held) : s_(s), held_(held) {}
+  void put_job(const JobInfo& j) override { s_.put_job(j); }
+  void put_ranks(const std::vector<RankInfo>& r) override { s_.put_ranks(r); }
+  void put_comms(const std::vector<CommInfo>& c) override { s_.put_comms(c); }
+  void put_ops(const std::vector<OpSummary>& o, const std::vector<OpRankTiming>& t) override { s_.put_ops(o, t); }
+  void put_p2p(const std::vector<P2pPairInfo>& p) override { s_.put_p2p(p); }
+  void put_gemm(const std::vector<GemmCaptureInfo>& c, const std::vector<GemmShapeInfo>& g) override {
+    s_.put_gemm(c, g);
+  }
+  void upsert_finding(Finding* f) override { s_.upsert_finding(f); }
+  void put_replay_cycle(ReplayCycleRecord* c) override { held_->push_back(*c); }
+  bool flush() override { return true; }  // the observer's write() flushes
+
+ private:
+  Sink& s_;
+  std::vector<ReplayCycleRecord>* held_;
+};
+
 IngestOptions ingest_options(const ObserverOptions& o) {
   IngestOptions i;
   i.shm_dir = o.shm_dir;
@@ -31,8 +54,6 @@ Observer::Observer(ObserverOptions opt, Sink* sink)
       netlink_(opt_.netlink),
       hang_(opt_.hang) {
   hang_.set_sequence(&judge_.sequence());
-  if (opt_.replay.enabled)
-    replay_ = std::make_unique<ReplayCoordinator>(opt_.replay, opt_.job, opt_.shm_dir, opt_.node_rank, opt_.log);
 }
 
 void Observer::pass(int64_t now_ns) {
@@ -52,13 +73,17 @@ void Observer::pass(int64_t now_ns) {
     equiv_.observe(model_, j, now_ns, board_);
     straggler_.observe(model_, j);
     slowlink_.observe(model_, j);
-    if (replay_) replay_->observe(model_, j);
   }
   hang_.pass(model_, now_ns, board_);
   straggler_.evaluate(model_, now_ns, board_);
   slowlink_.evaluate(model_, now_ns, board_);
   netlink_.pass(model_, now_ns, board_, slowlink_.held_hosts());
-  if (replay_) replay_->step(model_, board_, now_ns);
+  if (after_detect_) {
+    // Replay cycle records are held by the observer until a batch stores them (write()).
+    HoldReplay hold(*sink_, &unstored_replay_);
+    AfterDetectIo io{model_, out.judged, board_, hold, now_ns};
+    after_detect_(io);
+  }
   write(now_ns, out);
   reclaim(now_ns);
   if (after_pass_) after_pass_(model_, out, board_, now_ns);
@@ -165,8 +190,6 @@ void Observer::write(int64_t now_ns, JudgeOutput& out) {
   // Replay cycles and findings of a batch the sink could not store are put again at the next
   // pass (a full disk or a held lock must not lose them for good); operation summaries are not
   // (the store counts them, StoreHealth::ops_unstored).
-  if (replay_)
-    for (ReplayCycleRecord& c : replay_->take_records()) unstored_replay_.push_back(std::move(c));
   for (ReplayCycleRecord& c : unstored_replay_) sink_->put_replay_cycle(&c);
   if (sink_->flush()) {
     unstored_replay_.clear();

@@ -13,8 +13,9 @@
 //   4. windows       NaN origin, equivalent communicators, straggler and slow-link windows;
 //   5. hangs         wait-for analysis (hang, deadlock, crash), then straggler/slow-link verdicts
 //                    and the network links of the link tables (netlink.h);
-//   5b. replay       apply a finished replay cycle, mark straggler causes, start the next cycle
-//                    (observer/pipeline/replay_coordinator.h; never waits for replay);
+//   5b. after-detect optional step (set_after_detect_step): replay cycles
+//                    (observer/replay/coordinator.h) see the judged operations and the findings,
+//                    report their verdicts and put their records into this pass's batch;
 //   6. write         job, ranks, communicators, operations and changed findings to the Sink;
 //   7. reclaim       unlink segments whose owner is gone once everything in them is judged;
 //   8. after-pass    optional step (set_after_pass_step): checkpoint certification.
@@ -41,7 +42,6 @@
 #include "observer/model/model.h"
 #include "observer/model/sink.h"
 #include "observer/pipeline/options.h"
-#include "observer/pipeline/replay_coordinator.h"
 
 namespace scout::obs {
 
@@ -65,6 +65,19 @@ class Observer {
   using CrossNodeStep = std::function<void(CrossNodeIo& io)>;
   void set_cross_node_step(CrossNodeStep step) { cross_node_ = std::move(step); }
 
+  // Step 5b, after the detectors and before the write: this pass's judged operations (displaced
+  // ones included, flagged), the findings, and the Sink (what the step puts there is stored with
+  // this pass's batch). The step must not block.
+  struct AfterDetectIo {
+    const Model& model;
+    const std::vector<JudgedOp>& judged;
+    FindingBoard& board;
+    Sink& sink;
+    int64_t now_ns;
+  };
+  using AfterDetectStep = std::function<void(AfterDetectIo& io)>;
+  void set_after_detect_step(AfterDetectStep step) { after_detect_ = std::move(step); }
+
   // Step 8, after the write (findings carry their store ids): what this pass judged, for
   // consumers above the pipeline such as checkpoint certification (observer/ckpt/certifier.h).
   using AfterPassStep =
@@ -80,8 +93,6 @@ class Observer {
   IngestStats ingest_stats() const { return ingest_.stats(); }
   const JudgeStats& judge_stats() const { return judge_.stats(); }
   uint64_t passes() const { return passes_; }
-  // Replay cycles (docs/replay.md); null when opt.replay.enabled is false.
-  ReplayCoordinator* replay() { return replay_.get(); }
   // One line of counters (segments, records read/lost/rejected, ops judged, findings).
   std::string stats_line() const;
 
@@ -103,8 +114,8 @@ class Observer {
   NetLinkDetector netlink_;
   HangDetector hang_;
   CrossNodeStep cross_node_;
+  AfterDetectStep after_detect_;
   AfterPassStep after_pass_;
-  std::unique_ptr<ReplayCoordinator> replay_;
   int64_t started_ns_ = 0;
   uint64_t passes_ = 0;
   bool hung_ = false;         // some communicator's state was "hung" at the last write

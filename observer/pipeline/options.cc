@@ -26,19 +26,6 @@ bool options_from_config(const config::Config& cfg, ObserverOptions* out, std::s
   o.slowlink.confirm = std::max(1, o.slowlink.window / 2);
   o.slowlink.factor = cfg.observer_slow_factor;
   o.slowlink.min_ns = int64_t(std::llround(cfg.observer_slow_min_ms * 1e6));
-  o.replay.enabled = cfg.replay;
-  o.replay.budget = cfg.replay_budget;
-  o.replay.max_mem = int64_t(cfg.replay_max_mem);
-  o.replay.gemms = cfg.replay_gemms;
-  o.replay.deadline_ns = int64_t(std::llround(cfg.replay_deadline_s * 1e9));
-  if (!cfg.replay_gemms.empty()) {
-    std::vector<replay::GemmShape> shapes;
-    std::string err;
-    if (!replay::parse_gemms(cfg.replay_gemms, &shapes, &err)) {
-      if (error) *error = err;
-      return false;
-    }
-  }
   o.slowlink.noise_k = cfg.observer_slow_noise_k;
   o.netlink.factor = cfg.observer_net_factor;
   o.netlink.min_ns = int64_t(std::llround(cfg.observer_net_min_us * 1e3));

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -14,7 +15,6 @@
 #include "observer/detect/slowlink.h"
 #include "observer/detect/straggler.h"
 #include "observer/ingest/liveness.h"
-#include "observer/pipeline/replay_coordinator.h"
 #include "scout/config.h"
 
 namespace scout::obs {
@@ -36,7 +36,6 @@ struct ObserverOptions {
   SlowLinkConfig slowlink;
   NetLinkConfig netlink;
   std::vector<EquivGroup> equiv;
-  ReplayOptions replay;                         // off unless enabled (the SCOUT_REPLAY registry default is on)
   LivenessFn liveness;                          // empty: owner_running
   std::function<void(const std::string&)> log;  // empty: silent
 };

@@ -92,6 +92,7 @@ namespace {
 
 template <class T, class MakeV>
 void mirror(T& t, const net::OptionalSlots& s, MakeV make_v) {
+  t.iflush = s.iflush ? iflush : nullptr;
   t.regMrDmaBuf = s.reg_mr_dmabuf ? reg_mr_dmabuf : nullptr;
   t.getDeviceMr = s.get_device_mr ? get_device_mr : nullptr;
   t.irecvConsumed = s.irecv_consumed ? irecv_consumed : nullptr;

@@ -349,12 +349,11 @@ void Engine::on_launch_start(CommFp* c, void* stream, uint64_t send_bytes_hint) 
   GpuPools* p = c->pools;
   const int plan = p->claim_plan(1, kSendWaitTimeoutNs);
   if (plan < 0) return;  // pools busy: this plan's sends are reported TimedOut
-  uint64_t grid = uint64_t(p->sm_count()) * 2;
-  if (send_bytes_hint) {
-    uint64_t tiles = (hashed_leaves(send_bytes_hint, im.max_bytes) + gpu::kLeafGroups - 1) / gpu::kLeafGroups;
-    grid = tiles < uint64_t(p->sm_count()) * 4 ? tiles : uint64_t(p->sm_count()) * 4;
-  }
-  if (!be->launch(p->ctx(), stream, p->plan_dev(plan), p->plan_scratch_dev(plan), uint32_t(grid ? grid : 1))) {
+  // Sized from the largest send the event layer saw pending, else 2 CTAs per SM.
+  const uint32_t grid = send_bytes_hint ? gpu::grid_for_items(gpu::job_items(hashed_leaves(send_bytes_hint, im.max_bytes)),
+                                                              p->sm_count())
+                                        : uint32_t(p->sm_count()) * 2;
+  if (!be->launch(p->ctx(), stream, p->plan_dev(plan), p->plan_scratch_dev(plan), grid ? grid : 1)) {
     p->plan_failed(plan);
     im.fail_gpu("launching the send fingerprint kernel");
     return;
@@ -436,9 +435,7 @@ void Engine::Impl::flush_recv(ThreadState& s) {
     }
     if (plan < 0) continue;
     p->release_plan(plan);
-    const uint64_t tiles = p->plan_tiles(plan);
-    const uint64_t max_grid = uint64_t(p->sm_count()) * 4;
-    const uint32_t grid = uint32_t(tiles == 0 ? 1 : (tiles < max_grid ? tiles : max_grid));
+    const uint32_t grid = gpu::grid_for_items(p->plan_items(plan), p->sm_count());
     const bool ok = backend->launch(p->ctx(), first.stream, p->plan_dev(plan), p->plan_scratch_dev(plan), grid);
     if (ok) p->plan_launched(plan);
     for (uint32_t m = 0; m < nj; ++m) {

@@ -15,7 +15,8 @@ GpuPools* GpuPools::create(gpu::Backend* be, void* ctx, int sm_count, uint64_t m
   p->be_ = be;
   p->ctx_ = ctx;
   p->sm_count_ = sm_count > 0 ? sm_count : 1;
-  const uint64_t max_leaves = num_blocks(max_bytes);
+  const uint64_t max_leaves = num_blocks(max_bytes);  // >= hashed_leaves(len, max_bytes) for any len
+  p->scratch_leaves_ = max_leaves;
   p->scratch_stride_ = gpu::scratch_bytes(max_leaves);
   uint64_t n = kMaxScratchBytes / p->scratch_stride_;
   p->n_jobs_ = uint32_t(n > kMaxJobSlots ? kMaxJobSlots : (n < 8 ? 8 : n));
@@ -94,6 +95,7 @@ int GpuPools::add_job(int p, uint64_t buf, uint64_t len, uint64_t max_bytes, uin
     job.selector = selector;
     job.result = results_dev_ + uint64_t(j) * sizeof(gpu::FpResult);
     job.scratch = job_scratch_dev_ + uint64_t(j) * scratch_stride_;
+    job.scratch_leaves = scratch_leaves_;
     job.kind = kind;
     job.seq = seq;
     ++pl.njobs;
@@ -108,12 +110,11 @@ void GpuPools::release_job(int j, int p) {
   plan_refs_[p].fetch_sub(1, std::memory_order_acq_rel);
 }
 
-uint64_t GpuPools::plan_tiles(int p) const {
-  uint64_t tiles = 0;
+uint64_t GpuPools::plan_items(int p) const {
+  uint64_t items = 0;
   const gpu::FpPlan& pl = plans_[p];
-  for (uint32_t j = 0; j < pl.njobs; ++j)
-    tiles += (hashed_leaves(pl.jobs[j].len, pl.jobs[j].max_bytes) + gpu::kLeafGroups - 1) / gpu::kLeafGroups;
-  return tiles;
+  for (uint32_t j = 0; j < pl.njobs; ++j) items += gpu::job_items(hashed_leaves(pl.jobs[j].len, pl.jobs[j].max_bytes));
+  return items;
 }
 
 }  // namespace scout::fp

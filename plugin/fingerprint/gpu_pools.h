@@ -64,8 +64,8 @@ class GpuPools {
   // Releases job slot j (its result has been read or will never come) and its plan reference.
   void release_job(int j, int p);
 
-  // Tiles of the plan's jobs so far (grid sizing).
-  uint64_t plan_tiles(int p) const;
+  // Work items (warp x 16 leaves) of the plan's jobs so far (grid sizing).
+  uint64_t plan_items(int p) const;
 
   // Allocation calls made by create() (tests check nothing is allocated later).
   static std::atomic<uint64_t> allocations;
@@ -78,6 +78,7 @@ class GpuPools {
   int sm_count_ = 0;
   uint32_t n_jobs_ = 0;
   uint64_t scratch_stride_ = 0;
+  uint64_t scratch_leaves_ = 0;  // leaves a job scratch slot holds
   gpu::FpPlan* plans_ = nullptr;
   uint64_t plans_dev_ = 0;
   uint64_t plan_scratch_dev_ = 0;

@@ -3,7 +3,9 @@
 
 #include <dlfcn.h>
 #include <sched.h>
+#include <sys/types.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -23,6 +25,19 @@ std::atomic<int> g_inflight{0};
 constexpr int kLevelOff = 0;
 constexpr int kLevelTrace = 2;  // "Performance Trace": kernel-launching calls log their parameters
 constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+
+// A stream that accepts and drops everything written to it (no file descriptor, no file): the
+// log file cuBLASLt writes to during a window. Created once, never closed (cuBLASLt may hold the
+// pointer), so it is valid for the life of the process.
+ssize_t discard_write(void*, const char*, size_t size) { return ssize_t(size); }
+FILE* discard_stream() {
+  static FILE* const f = [] {
+    cookie_io_functions_t io{};
+    io.write = discard_write;
+    return ::fopencookie(nullptr, "w", io);
+  }();
+  return f;
+}
 
 void* open_loaded(const char* const* names) {
   for (const char* const* n = names; *n != nullptr; ++n) {
@@ -45,6 +60,7 @@ bool find_loaded_logger(LoggerApi* api) {
   a.lt_handle = lt;
   a.lt_set_callback = reinterpret_cast<int (*)(LtCallback)>(::dlsym(scope, "cublasLtLoggerSetCallback"));
   a.lt_set_level = reinterpret_cast<int (*)(int)>(::dlsym(scope, "cublasLtLoggerSetLevel"));
+  a.lt_set_file = reinterpret_cast<int (*)(FILE*)>(::dlsym(scope, "cublasLtLoggerSetFile"));
   if (a.lt_set_callback == nullptr || a.lt_set_level == nullptr) {
     if (lt != nullptr) ::dlclose(lt);
     return false;
@@ -140,10 +156,24 @@ bool Capture::open_window(int64_t now_ns) {
       return false;
     }
   }
+  FILE* sink = discard_stream();
+  if (api_.lt_set_file == nullptr || sink == nullptr) {
+    g_capture.store(nullptr, std::memory_order_release);
+    hdr_->state.store(shm::kGemmFailed, std::memory_order_relaxed);
+    if (opt_.log)
+      opt_.log(api_.lt_set_file == nullptr
+                   ? "GEMM capture off: this cuBLASLt has no cublasLtLoggerSetFile, so its trace would be printed"
+                   : "GEMM capture off: cannot create the stream that discards cuBLASLt's log");
+    next_ns_.store(kNever, std::memory_order_relaxed);
+    return false;
+  }
   g_table.store(table_, std::memory_order_release);
-  if (api_.lt_set_callback(&Capture::on_log) != 0 || api_.lt_set_level(kLevelTrace) != 0) {
+  // The log file first: from the moment the level rises, every line goes to the discard stream.
+  if (api_.lt_set_file(sink) != 0 || api_.lt_set_callback(&Capture::on_log) != 0 ||
+      api_.lt_set_level(kLevelTrace) != 0) {
     api_.lt_set_level(kLevelOff);
     api_.lt_set_callback(nullptr);
+    api_.lt_set_file(stdout);
     g_table.store(nullptr, std::memory_order_release);
     g_capture.store(nullptr, std::memory_order_release);
     hdr_->state.store(shm::kGemmFailed, std::memory_order_relaxed);
@@ -161,8 +191,9 @@ bool Capture::open_window(int64_t now_ns) {
 
 void Capture::close_window(int64_t now_ns) {
   if (!open_) return;
-  api_.lt_set_level(kLevelOff);
+  api_.lt_set_level(kLevelOff);  // nothing is logged from here on, then the defaults come back
   api_.lt_set_callback(nullptr);
+  api_.lt_set_file(stdout);
   g_table.store(nullptr);
   // A callback that saw the table before the store is counted in g_inflight (both sequentially
   // consistent): wait for it (microseconds: one parse), so the table can be released after.

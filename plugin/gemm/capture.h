@@ -4,7 +4,13 @@
 // logger callback at level 2 (cublasLtLoggerSetCallback / cublasLtLoggerSetLevel, declared in
 // cuBLASLt's header cublasLt.h, "Experimental: Logger"), parses each matmul line
 // (log_parse.h) into the segment's GEMM shape table (shape_table.h), and at the window's end
-// puts the logger back the way it found it: level 0, no callback.
+// puts the logger back the way it found it: level 0, no callback, log file stdout.
+//
+// Silent: cuBLASLt writes every line it logs to its log file (stdout unless set) even while a
+// callback is installed, so a window first points the log file at a stream that discards what
+// it is given (cublasLtLoggerSetFile, a fopencookie FILE without a file descriptor), and only
+// then raises the level: no log byte reaches stdout, stderr or any file. A cuBLASLt without
+// cublasLtLoggerSetFile is not captured (it would print).
 //
 // The windows are driven from the NCCL API calls the plugin already sees (tick()), so no thread
 // is started. The callback calls no CUDA API, allocates nothing and never blocks.
@@ -18,6 +24,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <string>
@@ -32,6 +39,7 @@ using LtCallback = void (*)(int level, const char* function, const char* message
 struct LoggerApi {
   int (*lt_set_callback)(LtCallback) = nullptr;                  // cublasLtLoggerSetCallback
   int (*lt_set_level)(int) = nullptr;                            // cublasLtLoggerSetLevel
+  int (*lt_set_file)(FILE*) = nullptr;                           // cublasLtLoggerSetFile
   int (*cublas_get_callback)(void (**)(const char*)) = nullptr;  // cublasGetLoggerCallback (optional)
   void* lt_handle = nullptr;  // dlopen handles to release (nullptr for a test's table)
   void* cublas_handle = nullptr;

@@ -1,11 +1,18 @@
-// Host replay of fp_kernel.cu's mapping; see fp_emulate.h. Each function names the kernel step
-// it mirrors. Sequential CTAs make the kernel's atomics plain additions.
+// Host replay of fp_kernel.cu's mapping; see fp_emulate.h. Each step names the kernel step it
+// mirrors and calls the same fp_warp.h / fp_hash.h functions with the same arguments; a
+// warp's 32 threads run one after the other between shuffles, and a shuffle is a read of the
+// other thread's value. Work items run in the order a real launch could finish them (`order`),
+// so the per-tile and per-job "last one finishes" logic is exercised in any order.
 #include "plugin/gpu/fp_emulate.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <random>
+#include <vector>
 
 #include "plugin/gpu/fp_hash.h"
+#include "plugin/gpu/fp_warp.h"
 #include "scout/fingerprint.h"
 
 namespace scout::fp::gpu {
@@ -13,46 +20,72 @@ namespace {
 
 using namespace scout::fp::hash;
 
-// One quad's leaf (kernel: leaf_digest): lanes 0..3 each run lane_stripes over the block, then
-// lane 0 finishes with the gathered accumulators. The kernel loads whole aligned words
-// (AlignedWords / FunnelWords), which may read past the buffer's last byte inside its last
-// aligned word: harmless on the GPU (allocations are 256-byte granular), not on the host, so
-// the replay reads the same values through HostBytes. The kernel's loaders are checked against
-// libxxhash on padded buffers in test/unit/fp_hash_test.cc.
-template <FloatKind kKind>
-uint64_t leaf_digest(const FpJob& job, uint64_t k, uint64_t n, uint64_t m, uint64_t* nan, uint64_t* inf,
-                     uint64_t* blen_out) {
-  const uint64_t b = leaf_block(k, n, m, job.selector);
-  const uint64_t blen = block_len(b, job.len);
-  const auto* p = reinterpret_cast<const unsigned char*>(job.buf) + b * kBlockBytes;
-  uint64_t lanes[4];
-  HostBytes w{p, blen};
-  for (uint32_t l = 0; l < 4; ++l) lanes[l] = lane_stripes<kKind>(w, uint32_t(blen / kStripeBytes), l, b, nan, inf);
-  *blen_out = blen;
-  return finish_message<kKind>(w, blen, b, lanes, nan, inf);
-}
+// The Mem policy of fp_warp.h on the host. The kernel loads whole aligned 16-byte chunks and
+// 8-byte words, which may read bytes around the message inside those aligned units (harmless on
+// the GPU, not on the host): here every loader reads only the message's own bytes and returns
+// zero for the others, which gives the same values for every byte the hash uses. The kernel's
+// raw loaders are checked against libxxhash on padded buffers in test/unit/fp_hash_test.cc.
+struct HostMem {
+  // 16 bytes of a message from byte `off`, bytes outside [0, len) read as zero.
+  static WordPair bytes16(const unsigned char* msg, int64_t off, uint64_t len) {
+    unsigned char b[16] = {};
+    for (int64_t i = 0; i < 16; ++i) {
+      const int64_t at = off + i;
+      if (at >= 0 && uint64_t(at) < len) b[i] = msg[at];
+    }
+    WordPair w;
+    std::memcpy(&w.a, b, 8);
+    std::memcpy(&w.b, b + 8, 8);
+    return w;
+  }
+  struct Pairs {
+    const unsigned char* p;
+    uint64_t len;
+    WordPair operator()(uint32_t s, uint32_t h) const { return bytes16(p, int64_t(s) * kStripeBytes + 16 * h, len); }
+  };
+  struct Chunks {
+    const unsigned char* msg;
+    int64_t lead;  // message start - aligned start
+    uint64_t len;
+    WordPair operator()(uint64_t i) const { return bytes16(msg, int64_t(16 * i) - lead, len); }
+  };
+  struct DigestPairs {
+    const uint64_t* d;
+    WordPair operator()(uint32_t s, uint32_t h) const { return WordPair{d[4 * s + 2 * h], d[4 * s + 2 * h + 1]}; }
+  };
+  Pairs pairs(uint64_t p, uint64_t len) const { return Pairs{reinterpret_cast<const unsigned char*>(p), len}; }
+  Chunks chunks(uint64_t aligned, uint64_t p, uint64_t len) const {
+    return Chunks{reinterpret_cast<const unsigned char*>(p), int64_t(p - aligned), len};
+  }
+  HostBytes words(uint64_t p, uint64_t len) const { return HostBytes{reinterpret_cast<const unsigned char*>(p), len}; }
+  DigestPairs digest_pairs(const uint64_t* d) const { return DigestPairs{d}; }
+  AlignedWords digest_words(const uint64_t* d, uint64_t len) const { return AlignedWords{d, len}; }
+};
 
-// One quad's node over `count` digests (kernel: node_digest).
-uint64_t node_digest(const uint64_t* words, uint64_t count, uint64_t seed) {
-  uint64_t none = 0, lanes[4];
-  AlignedWords w{words, count * 8};
-  for (uint32_t l = 0; l < 4; ++l)
-    lanes[l] = lane_stripes<kNotFloat>(w, uint32_t(count * 8 / kStripeBytes), l, seed, &none, &none);
-  return finish_message<kNotFloat>(w, count * 8, seed, lanes, &none, &none);
-}
-
-// Kernel: finish_job (levels 2.., root, result, scratch reset).
+// Kernel: finish_job (levels 2.. by the warp's 16 pairs, root, result, scratch reset).
 void finish_job(const FpJob& job, uint64_t m, uint64_t gpu_ns) {
+  const HostMem mem;
   auto* sc = reinterpret_cast<FpJobScratch*>(job.scratch);
-  uint64_t* level = sc->digests;
-  uint64_t count = m == 1 ? 1 : (m + kLeafGroups - 1) / kLeafGroups;
+  const ScratchLayout lay = scratch_layout(job.scratch_leaves, m);
+  uint64_t* level = sc->words + lay.level1;
+  uint64_t count = tiles_of(m);
   uint32_t depth = 1;
   while (count > 1) {
-    const uint64_t parents = (count + kLeafGroups - 1) / kLeafGroups;
+    const uint64_t parents = level_parent_count(count);
     uint64_t* up = level + count;
-    for (uint64_t q = 0; q < parents; ++q) {  // the kernel's 64 groups, base by base
-      const uint64_t kq = count - q * kLeafGroups < kLeafGroups ? count - q * kLeafGroups : kLeafGroups;
-      up[q] = node_digest(level + q * kLeafGroups, kq, node_seed(depth + 1, q));
+    for (uint64_t base = 0; base < parents; base += 16) {
+      uint64_t acc[32][2] = {};
+      for (uint32_t lane = 0; lane < 32; ++lane) {  // pair part, every lane
+        const uint64_t q = base + (lane >> 1);
+        if (q < parents)
+          node_pair(mem, level + q * kLeafGroups, tile_leaves(q, count), lane & 1, node_seed(depth + 1, q), acc[lane]);
+      }
+      for (uint32_t lane = 0; lane < 32; lane += 2) {  // shuffle, finish in h = 0
+        const uint64_t q = base + (lane >> 1);
+        if (q < parents)
+          up[q] = node_finish(mem, level + q * kLeafGroups, tile_leaves(q, count), node_seed(depth + 1, q), acc[lane],
+                              acc[lane + 1][0], acc[lane + 1][1]);
+      }
     }
     level = up;
     count = parents;
@@ -72,31 +105,55 @@ void finish_job(const FpJob& job, uint64_t m, uint64_t gpu_ns) {
   std::atomic_ref<uint32_t>(r->status).store(kResultDone, std::memory_order_release);
 }
 
-// Kernel: run_tile.
+// Kernel: run_item (one warp, 16 leaves).
 template <FloatKind kKind>
-void run_tile(const FpJob& job, uint64_t tile, uint64_t gpu_ns) {
+void run_item(const FpJob& job, uint64_t item, uint64_t gpu_ns) {
+  const HostMem mem;
   const uint64_t n = num_blocks(job.len);
   const uint64_t m = hashed_leaves(job.len, job.max_bytes);
   auto* sc = reinterpret_cast<FpJobScratch*>(job.scratch);
-  uint64_t leaf[kLeafGroups];
+  const ScratchLayout lay = scratch_layout(job.scratch_leaves, m);
+  LeafThread th[32];
+  for (uint32_t lane = 0; lane < 32; ++lane) th[lane] = leaf_thread<kKind>(mem, job, n, m, item, lane);
   uint64_t nan = 0, inf = 0, bytes = 0;
-  const uint64_t in_tile = m - tile * kLeafGroups < kLeafGroups ? m - tile * kLeafGroups : kLeafGroups;
-  for (uint64_t g = 0; g < in_tile; ++g) {
-    uint64_t blen = 0;
-    leaf[g] = leaf_digest<kKind>(job, tile * kLeafGroups + g, n, m, &nan, &inf, &blen);
-    bytes += blen;
+  for (uint32_t lane = 0; lane < 32; lane += 2) {  // h = 0 threads, after the pair shuffle
+    if (th[lane].valid) {
+      sc->words[lay.leaves + th[lane].k] =
+          leaf_finish<kKind>(mem, job, th[lane], th[lane + 1].acc[0], th[lane + 1].acc[1], &th[lane].nan, &th[lane].inf);
+      bytes += th[lane].blen;
+    }
   }
-  sc->digests[tile] = m == 1 ? leaf[0] : node_digest(leaf, in_tile, node_seed(1, tile));
+  for (uint32_t lane = 0; lane < 32; ++lane) {  // warp sums (64-bit, as the kernel's warp_sum)
+    nan += th[lane].nan;
+    inf += th[lane].inf;
+  }
+  if (kKind == kNotFloat) nan = inf = 0;
   sc->nan += nan;
   sc->inf += inf;
   sc->bytes += bytes;
-  if (++sc->tiles_done == (m + kLeafGroups - 1) / kLeafGroups) finish_job(job, m, gpu_ns);
+  const uint64_t tile = item / kTileItems;
+  uint32_t* counters = reinterpret_cast<uint32_t*>(sc->words);
+  if (++counters[tile] != tile_items(tile, m)) return;
+  // Last item of the tile: the level-1 node by pair 0.
+  const uint64_t* leaves = sc->words + lay.leaves + tile * kLeafGroups;
+  uint64_t node = leaves[0];  // a one-leaf buffer: the leaf is the top
+  if (m != 1) {
+    const uint64_t in_tile = tile_leaves(tile, m);
+    uint64_t acc[2][2] = {};
+    node_pair(mem, leaves, in_tile, 0, node_seed(1, tile), acc[0]);
+    node_pair(mem, leaves, in_tile, 1, node_seed(1, tile), acc[1]);
+    node = node_finish(mem, leaves, in_tile, node_seed(1, tile), acc[0], acc[1][0], acc[1][1]);
+  }
+  sc->words[lay.level1 + tile] = node;
+  counters[tile] = 0;
+  if (++sc->tiles_done == tiles_of(m)) finish_job(job, m, gpu_ns);
 }
 
 }  // namespace
 
-EmuOutcome emulate_launch(FpPlan* plan, FpPlanScratch* ps, uint32_t grid, bool timed_out, uint64_t gpu_ns_per_job) {
-  // Kernel: plan_decision.
+EmuOutcome emulate_launch(FpPlan* plan, FpPlanScratch* ps, uint32_t grid, bool timed_out, uint64_t gpu_ns_per_job,
+                          uint64_t order_seed) {
+  // Kernel: plan_prologue (the leader).
   if (plan->wait && std::atomic_ref<uint32_t>(plan->ready).load(std::memory_order_acquire) != kPlanReady) {
     if (!timed_out) return EmuOutcome::kWaiting;
     plan->abandoned = kPlanAbandoned;
@@ -104,26 +161,35 @@ EmuOutcome emulate_launch(FpPlan* plan, FpPlanScratch* ps, uint32_t grid, bool t
     return EmuOutcome::kTimedOut;
   }
   const uint32_t njobs = plan->njobs < kMaxJobs ? plan->njobs : kMaxJobs;
-  uint64_t tiles_before[kMaxJobs + 1] = {0};
-  for (uint32_t j = 0; j < njobs; ++j) {
-    const uint64_t m = hashed_leaves(plan->jobs[j].len, plan->jobs[j].max_bytes);
-    tiles_before[j + 1] = tiles_before[j] + (m + kLeafGroups - 1) / kLeafGroups;
-  }
-  const uint64_t total = tiles_before[njobs];
+  std::memcpy(ps->jobs, plan->jobs, sizeof(FpJob) * njobs);
+  ps->njobs = njobs;
+  // Kernel: the items of every job, taken grid-stride by the warps of `grid` CTAs.
+  uint64_t items_before[kMaxJobs + 1] = {0};
+  for (uint32_t j = 0; j < njobs; ++j)
+    items_before[j + 1] = items_before[j] + job_items(hashed_leaves(ps->jobs[j].len, ps->jobs[j].max_bytes));
+  const uint64_t total = items_before[njobs];
   if (grid == 0) grid = 1;
-  for (uint32_t cta = 0; cta < grid; ++cta) {
-    for (uint64_t t = cta; t < total; t += grid) {
-      uint32_t j = 0;
-      while (t >= tiles_before[j + 1]) ++j;
-      const FpJob& job = plan->jobs[j];
-      const uint64_t tile = t - tiles_before[j];
-      switch (static_cast<FloatKind>(job.kind)) {
-        case kF16: run_tile<kF16>(job, tile, gpu_ns_per_job); break;
-        case kBF16: run_tile<kBF16>(job, tile, gpu_ns_per_job); break;
-        case kF32: run_tile<kF32>(job, tile, gpu_ns_per_job); break;
-        case kF64: run_tile<kF64>(job, tile, gpu_ns_per_job); break;
-        default: run_tile<kNotFloat>(job, tile, gpu_ns_per_job); break;
-      }
+  const uint64_t warps = uint64_t(grid) * kWarpsPerCta;
+  // Completion order: warp by warp (each warp's items in its own order), or shuffled.
+  std::vector<uint64_t> order;
+  order.reserve(total);
+  for (uint64_t w = 0; w < warps && w < total; ++w)
+    for (uint64_t it = w; it < total; it += warps) order.push_back(it);
+  if (order_seed != 0) {
+    std::mt19937_64 rng(order_seed);
+    std::shuffle(order.begin(), order.end(), rng);
+  }
+  for (uint64_t it : order) {
+    uint32_t j = 0;
+    while (it >= items_before[j + 1]) ++j;
+    const FpJob& job = ps->jobs[j];
+    const uint64_t item = it - items_before[j];
+    switch (static_cast<FloatKind>(job.kind)) {
+      case kF16: run_item<kF16>(job, item, gpu_ns_per_job); break;
+      case kBF16: run_item<kBF16>(job, item, gpu_ns_per_job); break;
+      case kF32: run_item<kF32>(job, item, gpu_ns_per_job); break;
+      case kF64: run_item<kF64>(job, item, gpu_ns_per_job); break;
+      default: run_item<kNotFloat>(job, item, gpu_ns_per_job); break;
     }
   }
   ps->decision = kDecisionNone;

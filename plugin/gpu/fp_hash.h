@@ -17,8 +17,10 @@
 
 #if defined(__CUDACC__)
 #define SCOUT_UNROLL _Pragma("unroll")
+#define SCOUT_NO_UNROLL _Pragma("unroll 1")
 #else
 #define SCOUT_UNROLL
+#define SCOUT_NO_UNROLL
 #endif
 
 namespace scout::fp::hash {
@@ -178,9 +180,8 @@ SCOUT_HD uint64_t lane_stripes(const Load& load, uint32_t stripes, uint32_t lane
 
 // The finishing step lane 0 runs once it holds all four accumulators: reads the tail words
 // (counting their non-finite elements) and returns the message's XXH64.
-template <FloatKind kKind, class Load>
-SCOUT_HD uint64_t finish_message(const Load& load, uint64_t len, uint64_t seed, const uint64_t acc[4], uint64_t* nan,
-                                 uint64_t* inf) {
+template <FloatKind kKind, class Load, class C>
+SCOUT_HD uint64_t finish_message(const Load& load, uint64_t len, uint64_t seed, const uint64_t acc[4], C* nan, C* inf) {
   const uint64_t stripes = len / kStripeBytes;
   const uint64_t h = stripes ? converge(acc[0], acc[1], acc[2], acc[3]) : seed + kP5;
   const uint32_t tail_words = uint32_t(((len & 31) + 7) / 8);
@@ -214,17 +215,27 @@ SCOUT_HD uint64_t xxh64_words(const uint64_t* w, uint32_t n, uint64_t seed) {
   return xxh64_lanes<kNotFloat>(AlignedWords{w, uint64_t(n) * 8}, uint64_t(n) * 8, seed, &none, &none);
 }
 
-// The root of the definition: XXH64 of (top, len, version, capped leaves or 0).
+// XXH64 of one 8-byte word (a capped leaf's stratum pick), straight-line: no array, so a GPU
+// thread keeps it in registers. Equal to xxh64_words(&w, 1, seed).
+SCOUT_HD uint64_t xxh64_word(uint64_t w, uint64_t seed) {
+  uint64_t h = seed + kP5 + 8;
+  h = rotl64(h ^ round64(0, w), 27) * kP1 + kP4;
+  return avalanche(h);
+}
+
+// The root of the definition: XXH64 of (top, len, version, capped leaves or 0), one stripe,
+// straight-line. Equal to xxh64_words({top, len, version, capped_leaves}, 4, kRootSeed).
 SCOUT_HD uint64_t root_hash(uint64_t top, uint64_t len, uint64_t version, uint64_t capped_leaves) {
-  const uint64_t words[4] = {top, len, version, capped_leaves};
-  return xxh64_words(words, 4, kRootSeed);
+  const uint64_t h = converge(round64(lane_init(kRootSeed, 0), top), round64(lane_init(kRootSeed, 1), len),
+                              round64(lane_init(kRootSeed, 2), version),
+                              round64(lane_init(kRootSeed, 3), capped_leaves));
+  return avalanche(h + 32);
 }
 
 // Block hashed by leaf j of a buffer with n blocks of which m are hashed (m == n: all).
 SCOUT_HD uint64_t leaf_block(uint64_t j, uint64_t n, uint64_t m, uint64_t selector) {
   if (m == n) return j;
-  const uint64_t jw = j;
-  return capped_block(j, n, m, xxh64_words(&jw, 1, selector));
+  return capped_block(j, n, m, xxh64_word(j, selector));
 }
 
 }  // namespace scout::fp::hash

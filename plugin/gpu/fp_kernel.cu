@@ -1,29 +1,36 @@
 // The fingerprint kernel (docs/fingerprint.md, "GPU kernel"). One launch hashes the jobs of one
-// FpPlan; every hash step is a call into fp_hash.h, the same functions the host tests check
-// against libxxhash. Only the thread mapping lives here, and fp_emulate.cc replays it on the host:
+// FpPlan. The hash work is the functions of fp_warp.h / fp_hash.h, the same ones fp_emulate.cc
+// replays on the host in the tests; this file holds the thread mapping, the memory access and
+// the synchronisation:
 //
-//   * CTA = 256 threads = 64 leaf groups x 4 XXH64 lanes. A tile is 64 consecutive leaves of one
-//     job (256 KiB of a full buffer); CTAs take tiles grid-stride over all jobs of the plan.
-//   * Thread (g, l) runs XXH64 lane l over the 128 stripes of leaf g's 4 KiB block: words
-//     l, l+4, ... loaded 16 at a time (128 bytes in flight per thread), so a warp's load covers
-//     8 blocks x 32 contiguous bytes (whole 32-byte sectors); the 4 accumulators meet in lane 0
-//     by warp shuffles, which finishes the leaf into shared memory.
-//   * Warp 0 hashes the tile's 64 leaf digests into the level-1 node (same 4-lane scheme) and
-//     stores it in the job's scratch. The CTA that completes a job's last tile (threadfence +
-//     atomic counter) builds the levels above from scratch with all 64 groups and writes the
-//     root and NaN/Inf counts to the job's FpResult in pinned host memory, status last after a
-//     system-scope fence, then resets the scratch for the next use.
-//   * A plan launched before its buffers are known (send hashes, FpPlan::wait) first waits for
-//     FpPlan::ready; all CTAs follow one decision (run or time out) taken by the first CTA to
-//     see either, so a job is never half hashed.
+//   * Launch prologue (once per CTA): warp 0 of the first CTA to arrive becomes the leader
+//     (atomicCAS on FpPlanScratch::decision). Only the leader reads the plan in pinned host
+//     memory: it waits for FpPlan::ready when the plan was launched before its buffers were known
+//     (send hashes, FpPlan::wait), copies the jobs into FpPlanScratch (device memory) and
+//     publishes Run, or Timeout after FpPlan::timeout_ns. The other CTAs poll the decision in
+//     device memory and read the jobs from there. One __syncthreads pair per launch, none per
+//     tile: host memory is off the hashing path.
+//   * Hashing: every warp takes work items (16 leaves of one job) grid-stride over all jobs.
+//     Thread t hashes lanes 2h, 2h+1 of leaf t/2 with 16-byte loads, kPairBatch in flight;
+//     a shuffle pairs the accumulators; thread h = 0 finishes the leaf and stores its digest
+//     in the job's scratch. NaN/Inf/byte counts are summed by warp shuffles, one atomic per
+//     warp and item.
+//   * Tree: the warp that completes a tile's last item (per-tile counter, threadfence +
+//     atomicAdd) hashes the tile's <= 64 leaf digests into its level-1 node; the warp that
+//     completes a job's last tile (FpJobScratch::tiles_done) builds the levels above with its 16
+//     pairs and writes the root, the counts and the GPU time into the job's FpResult in pinned
+//     host memory, status last after a system-scope fence, then resets the scratch.
 #include "plugin/gpu/fp_hash.h"
 #include "plugin/gpu/fp_job.h"
+#include "plugin/gpu/fp_warp.h"
 #include "scout/fingerprint.h"
 
 namespace scout::fp::gpu {
 namespace {
 
 using namespace scout::fp::hash;
+
+constexpr unsigned kFull = 0xffffffffu;
 
 __device__ __forceinline__ uint64_t globaltimer() {
   uint64_t t;
@@ -37,14 +44,40 @@ __device__ __forceinline__ uint32_t load_acquire_sys(const uint32_t* p) {
   return v;
 }
 
-// Read-only, non-coherent loads of the buffer (8-byte aligned words).
-struct DevWords {
-  const uint64_t* w;
-  __device__ __forceinline__ uint64_t operator()(uint64_t i) const {
-    return __ldg(reinterpret_cast<const unsigned long long*>(w) + i);
+__device__ __forceinline__ uint32_t load_acquire_gpu(const uint32_t* p) {
+  uint32_t v;
+  asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+// One aligned 16-byte read-only load of the buffer; on a miss L2 fetches the 256-byte sector
+// group around it (the next stripes of the same block), L1 keeps nothing (each byte is read once).
+__device__ __forceinline__ WordPair ld_buf16(const void* p) {
+  WordPair w;
+  asm("ld.global.nc.L1::no_allocate.L2::256B.v2.u64 {%0, %1}, [%2];" : "=l"(w.a), "=l"(w.b) : "l"(p));
+  return w;
+}
+
+// Stripe pairs of a 16-byte aligned block.
+struct DevPairs {
+  const unsigned char* p;
+  __device__ __forceinline__ WordPair operator()(uint32_t s, uint32_t h) const {
+    return ld_buf16(p + uint64_t(s) * kStripeBytes + 16 * h);
   }
 };
-// Scratch words written by other CTAs: bypass L1.
+// Aligned 16-byte chunks around a misaligned block (FunnelPairs).
+struct DevChunks {
+  const unsigned char* aligned;
+  __device__ __forceinline__ WordPair operator()(uint64_t i) const { return ld_buf16(aligned + 16 * i); }
+};
+// Digests in job scratch, written by other warps: read from L2 (ld.global.cg).
+struct ScratchPairs {
+  const uint64_t* w;
+  __device__ __forceinline__ WordPair operator()(uint32_t s, uint32_t h) const {
+    const auto* q = reinterpret_cast<const unsigned long long*>(w) + 4 * uint64_t(s) + 2 * h;
+    return WordPair{__ldcg(q), __ldcg(q + 1)};
+  }
+};
 struct ScratchWords {
   const uint64_t* w;
   uint64_t len;
@@ -53,110 +86,83 @@ struct ScratchWords {
   }
 };
 
-__device__ __forceinline__ uint64_t shfl(uint64_t v, int src) {
-  return __shfl_sync(0xffffffffu, static_cast<unsigned long long>(v), src);
-}
-
-// The four lane accumulators of a quad gathered in its first thread.
-__device__ __forceinline__ void gather_lanes(uint64_t acc, uint64_t out[4]) {
-  const int base = (threadIdx.x & 31) & ~3;
-  SCOUT_UNROLL
-  for (int l = 0; l < 4; ++l) out[l] = shfl(acc, base + l);
-}
-
-struct TileShared {
-  FpJob jobs[kMaxJobs];
-  uint64_t tiles_before[kMaxJobs + 1];
-  uint64_t leaf[kLeafGroups];
-  unsigned long long nan, inf, bytes;
-  uint32_t decision;
-  uint32_t finisher;
+// The Mem policy of fp_warp.h on the GPU. Tail words use 8-byte loads of the aligned words
+// holding the message (AlignedWords / FunnelWords, fp_hash.h): they may read up to 7 bytes past
+// the buffer's last byte inside its last aligned word, never past an allocation (256-byte
+// granular).
+struct DevMem {
+  __device__ __forceinline__ DevPairs pairs(uint64_t p, uint64_t) const {
+    return DevPairs{reinterpret_cast<const unsigned char*>(p)};
+  }
+  __device__ __forceinline__ DevChunks chunks(uint64_t aligned, uint64_t, uint64_t) const {
+    return DevChunks{reinterpret_cast<const unsigned char*>(aligned)};
+  }
+  struct Words {
+    uint64_t p, len;
+    __device__ __forceinline__ uint64_t operator()(uint64_t i) const {
+      const uint32_t shift = uint32_t(p & 7);
+      const auto* a = reinterpret_cast<const uint64_t*>(p - shift);
+      if (shift == 0) return AlignedWords{a, len}(i);
+      return FunnelWords{a, shift, len}(i);
+    }
+  };
+  __device__ __forceinline__ Words words(uint64_t p, uint64_t len) const { return Words{p, len}; }
+  __device__ __forceinline__ ScratchPairs digest_pairs(const uint64_t* d) const { return ScratchPairs{d}; }
+  __device__ __forceinline__ ScratchWords digest_words(const uint64_t* d, uint64_t len) const {
+    return ScratchWords{d, len};
+  }
 };
 
-// Leaf digest of leaf k of job j: every thread returns its lane's work, lane 0 of each quad the
-// digest (others: unspecified). `valid` is uniform per quad.
-template <FloatKind kKind>
-__device__ __forceinline__ uint64_t leaf_digest(const FpJob& job, uint64_t k, uint64_t n, uint64_t m, bool valid,
-                                                uint64_t* nan, uint64_t* inf, uint64_t* blen_out) {
-  const uint32_t lane = threadIdx.x & 3;
-  uint64_t acc = 0, b = 0, blen = 0;
-  const unsigned char* p = nullptr;
-  uint32_t shift = 0;
-  if (valid) {
-    b = leaf_block(k, n, m, job.selector);
-    blen = block_len(b, job.len);
-    p = reinterpret_cast<const unsigned char*>(job.buf) + b * kBlockBytes;
-    shift = uint32_t(reinterpret_cast<uintptr_t>(p) & 7);
-    const uint32_t stripes = uint32_t(blen / kStripeBytes);
-    if (shift == 0) {
-      acc = lane_stripes<kKind>(DevWords{reinterpret_cast<const uint64_t*>(p)}, stripes, lane, b, nan, inf);
-    } else {
-      FunnelWords fw{reinterpret_cast<const uint64_t*>(p - shift), shift, blen};
-      acc = lane_stripes<kKind>(fw, stripes, lane, b, nan, inf);
-    }
-  }
-  uint64_t lanes[4];
-  gather_lanes(acc, lanes);
-  uint64_t digest = 0;
-  if (valid && lane == 0) {
-    if (shift == 0) {
-      digest =
-          finish_message<kKind>(AlignedWords{reinterpret_cast<const uint64_t*>(p), blen}, blen, b, lanes, nan, inf);
-    } else {
-      FunnelWords fw{reinterpret_cast<const uint64_t*>(p - shift), shift, blen};
-      digest = finish_message<kKind>(fw, blen, b, lanes, nan, inf);
-    }
-    *blen_out = blen;
-  }
-  return digest;
+__device__ __forceinline__ uint64_t shfl(uint64_t v, int src) {
+  return __shfl_sync(kFull, static_cast<unsigned long long>(v), src);
 }
 
-// XXH64 of `count` digests read by `load`, computed by one quad; result valid in lane 0.
-template <class Load>
-__device__ __forceinline__ uint64_t node_digest(const Load& load, uint64_t count, uint64_t seed, bool valid) {
-  const uint32_t lane = threadIdx.x & 3;
-  uint64_t none = 0, acc = 0;
-  const uint64_t len = count * 8;
-  if (valid) acc = lane_stripes<kNotFloat>(load, uint32_t(len / kStripeBytes), lane, seed, &none, &none);
-  uint64_t lanes[4];
-  gather_lanes(acc, lanes);
-  return (valid && lane == 0) ? finish_message<kNotFloat>(load, len, seed, lanes, &none, &none) : 0;
-}
-
-__device__ void warp_sum_to_shared(uint64_t v, unsigned long long* target) {
+__device__ __forceinline__ uint64_t warp_sum(uint64_t v) {
   SCOUT_UNROLL
-  for (int off = 16; off > 0; off >>= 1) v += shfl(v, (threadIdx.x & 31) ^ off);
-  if ((threadIdx.x & 31) == 0 && v) atomicAdd(target, static_cast<unsigned long long>(v));
+  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(kFull, static_cast<unsigned long long>(v), off);
+  return v;
 }
 
-// Builds levels 2.. of job `job` from its level-1 digests and writes the result (finisher CTA).
+struct Shared {
+  FpJob jobs[kMaxJobs];
+  uint64_t items_before[kMaxJobs + 1];
+  uint32_t decision;
+  uint32_t njobs;
+};
+
+// Levels 2.. of job `job` from its level-1 nodes, the root and the result (one warp: 16 pairs
+// hash 16 nodes of a level at a time).
 __device__ void finish_job(const FpJob& job, uint64_t m) {
+  const DevMem mem;
   auto* sc = reinterpret_cast<FpJobScratch*>(job.scratch);
-  const uint32_t g = threadIdx.x >> 2;
-  uint64_t* level = sc->digests;
-  uint64_t count = m == 1 ? 1 : (m + kLeafGroups - 1) / kLeafGroups;  // digests at this level
+  const ScratchLayout lay = scratch_layout(job.scratch_leaves, m);
+  const uint32_t lane = threadIdx.x & 31, h = lane & 1;
+  uint64_t* level = sc->words + lay.level1;
+  uint64_t count = tiles_of(m);
   uint32_t depth = 1;
   while (count > 1) {
-    const uint64_t parents = (count + kLeafGroups - 1) / kLeafGroups;
+    const uint64_t parents = level_parent_count(count);
     uint64_t* up = level + count;
-    for (uint64_t base = 0; base < parents; base += kLeafGroups) {
-      const uint64_t q = base + g;
+    for (uint64_t base = 0; base < parents; base += 16) {
+      const uint64_t q = base + (lane >> 1);
       const bool valid = q < parents;
-      const uint64_t kq = valid ? (count - q * kLeafGroups < kLeafGroups ? count - q * kLeafGroups : kLeafGroups) : 0;
-      uint64_t d = node_digest(ScratchWords{level + q * kLeafGroups, kq * 8}, kq, node_seed(depth + 1, q), valid);
-      if (valid && (threadIdx.x & 3) == 0) up[q] = d;
+      const uint64_t kq = valid ? tile_leaves(q, count) : 0;
+      const uint64_t seed = node_seed(depth + 1, q);
+      uint64_t acc[2] = {0, 0};
+      if (valid) node_pair(mem, level + q * kLeafGroups, kq, h, seed, acc);
+      const uint64_t p0 = shfl(acc[0], lane ^ 1), p1 = shfl(acc[1], lane ^ 1);
+      if (valid && h == 0) up[q] = node_finish(mem, level + q * kLeafGroups, kq, seed, acc, p0, p1);
     }
-    __threadfence_block();
-    __syncthreads();
+    __threadfence();
+    __syncwarp();
     level = up;
     count = parents;
     ++depth;
   }
-  if (threadIdx.x == 0) {
+  if (lane == 0) {
     const uint64_t top = __ldcg(reinterpret_cast<const unsigned long long*>(level));
     const uint64_t n = num_blocks(job.len);
     const uint64_t value = root_hash(top, job.len, kFormatVersion, m == n ? 0 : m);
-    __threadfence();
     const uint64_t nan = atomicExch(reinterpret_cast<unsigned long long*>(&sc->nan), 0ull);
     const uint64_t inf = atomicExch(reinterpret_cast<unsigned long long*>(&sc->inf), 0ull);
     const uint64_t bytes = atomicExch(reinterpret_cast<unsigned long long*>(&sc->bytes), 0ull);
@@ -175,126 +181,181 @@ __device__ void finish_job(const FpJob& job, uint64_t m) {
   }
 }
 
+// One work item: 16 leaves of `job` starting at leaf item * 16, by the calling warp.
 template <FloatKind kKind>
-__device__ void run_tile(TileShared& sh, const FpJob& job, uint64_t tile) {
+__device__ __noinline__ void run_item(const FpJob& job, uint64_t item) {
+  const DevMem mem;
+  const uint32_t lane = threadIdx.x & 31, h = lane & 1;
   const uint64_t n = num_blocks(job.len);
   const uint64_t m = hashed_leaves(job.len, job.max_bytes);
-  const uint32_t g = threadIdx.x >> 2;
-  const uint64_t k = tile * kLeafGroups + g;
-  const bool valid = k < m;
-  uint64_t nan = 0, inf = 0, blen = 0;
   auto* sc = reinterpret_cast<FpJobScratch*>(job.scratch);
-  if (threadIdx.x == 0) atomicMax(reinterpret_cast<unsigned long long*>(&sc->t_start_inv), ~globaltimer());
-  const uint64_t d = leaf_digest<kKind>(job, k, n, m, valid, &nan, &inf, &blen);
-  if (valid && (threadIdx.x & 3) == 0) sh.leaf[g] = d;
-  if (kKind != kNotFloat) {
-    warp_sum_to_shared(nan, &sh.nan);
-    warp_sum_to_shared(inf, &sh.inf);
+  const ScratchLayout lay = scratch_layout(job.scratch_leaves, m);
+  if (lane == 0) atomicMax(reinterpret_cast<unsigned long long*>(&sc->t_start_inv), ~globaltimer());
+
+  LeafThread th = leaf_thread<kKind>(mem, job, n, m, item, lane);
+  const uint64_t p0 = shfl(th.acc[0], lane ^ 1), p1 = shfl(th.acc[1], lane ^ 1);
+  uint64_t blen = 0;
+  if (th.valid && h == 0) {
+    sc->words[lay.leaves + th.k] = leaf_finish<kKind>(mem, job, th, p0, p1, &th.nan, &th.inf);
+    blen = th.blen;
   }
-  warp_sum_to_shared(blen, &sh.bytes);
-  __syncthreads();
-  if (threadIdx.x < 32) {
-    const uint64_t in_tile = m - tile * kLeafGroups < kLeafGroups ? m - tile * kLeafGroups : kLeafGroups;
-    uint64_t node = 0;
-    if (m == 1) {
-      node = sh.leaf[0];  // a one-leaf buffer: the leaf is the top
-    } else {
-      node = node_digest(AlignedWords{sh.leaf, in_tile * 8}, in_tile, node_seed(1, tile), true);
-    }
-    if (threadIdx.x == 0) {
-      sc->digests[tile] = node;
-      if (sh.nan) atomicAdd(reinterpret_cast<unsigned long long*>(&sc->nan), sh.nan);
-      if (sh.inf) atomicAdd(reinterpret_cast<unsigned long long*>(&sc->inf), sh.inf);
-      atomicAdd(reinterpret_cast<unsigned long long*>(&sc->bytes), sh.bytes);
-      sh.nan = sh.inf = sh.bytes = 0;
-      __threadfence();
-      const uint64_t tiles = (m + kLeafGroups - 1) / kLeafGroups;
-      sh.finisher = atomicAdd(&sc->tiles_done, 1u) + 1 == tiles ? 1u : 0u;
-    }
-  }
-  __syncthreads();
-  if (sh.finisher) {
+  const uint64_t nan = kKind != kNotFloat ? warp_sum(th.nan) : 0;
+  const uint64_t inf = kKind != kNotFloat ? warp_sum(th.inf) : 0;
+  const uint64_t bytes = warp_sum(blen);
+  __threadfence();  // this thread's digest is visible GPU-wide before the item counts as done
+  __syncwarp();
+  const uint64_t tile = item / kTileItems;
+  uint32_t* counters = reinterpret_cast<uint32_t*>(sc->words);
+  uint32_t last = 0;
+  if (lane == 0) {
+    if (nan) atomicAdd(reinterpret_cast<unsigned long long*>(&sc->nan), static_cast<unsigned long long>(nan));
+    if (inf) atomicAdd(reinterpret_cast<unsigned long long*>(&sc->inf), static_cast<unsigned long long>(inf));
+    atomicAdd(reinterpret_cast<unsigned long long*>(&sc->bytes), static_cast<unsigned long long>(bytes));
     __threadfence();
-    finish_job(job, m);
+    last = atomicAdd(&counters[tile], 1u) + 1 == tile_items(tile, m) ? 1u : 0u;
   }
-  __syncthreads();
+  if (!__shfl_sync(kFull, last, 0)) return;
+
+  // This warp completed the tile: its level-1 node (pair 0), then maybe the job.
+  __threadfence();
+  const uint64_t* leaves = sc->words + lay.leaves + tile * kLeafGroups;
+  const uint64_t in_tile = tile_leaves(tile, m);
+  uint64_t node = 0;
+  if (m == 1) {
+    node = __ldcg(reinterpret_cast<const unsigned long long*>(leaves));  // one leaf: it is the top
+  } else {
+    const uint64_t seed = node_seed(1, tile);
+    uint64_t acc[2] = {0, 0};
+    if (lane < 2) node_pair(mem, leaves, in_tile, h, seed, acc);
+    const uint64_t q0 = shfl(acc[0], lane ^ 1), q1 = shfl(acc[1], lane ^ 1);
+    if (lane == 0) node = node_finish(mem, leaves, in_tile, seed, acc, q0, q1);
+  }
+  uint32_t job_done = 0;
+  if (lane == 0) {
+    sc->words[lay.level1 + tile] = node;
+    counters[tile] = 0;  // ready for the slot's next job
+    __threadfence();
+    job_done = atomicAdd(&sc->tiles_done, 1u) + 1 == tiles_of(m) ? 1u : 0u;
+  }
+  if (!__shfl_sync(kFull, job_done, 0)) return;
+  __threadfence();
+  finish_job(job, m);
 }
 
-// Waits (thread 0) until the plan is ready or its timeout passes; the first CTA to see either
-// fixes the decision for all CTAs of this launch.
-__device__ uint32_t plan_decision(const FpPlan* plan, FpPlanScratch* ps) {
-  volatile uint32_t* decision = &ps->decision;
-  if (!load_acquire_sys(&plan->wait)) { return kDecisionRun; }
-  const uint64_t t0 = globaltimer();
-  const uint64_t timeout = plan->timeout_ns;
-  // CTA 0 polls the plan in host memory; the others mostly poll the decision in device memory
-  // (every 64th round the plan too, in case CTA 0 is not resident yet), so a wide grid does
-  // not flood PCIe with reads.
-  for (uint32_t round = 0;; ++round) {
-    uint32_t d = *decision;
-    if (d != kDecisionNone) return d;
-    if ((blockIdx.x == 0 || (round & 63) == 63) && load_acquire_sys(&plan->ready) == kPlanReady) {
-      d = atomicCAS(&ps->decision, kDecisionNone, kDecisionRun);
-      return d == kDecisionNone ? kDecisionRun : d;
-    }
-    if (globaltimer() - t0 > timeout) {
-      d = atomicCAS(&ps->decision, kDecisionNone, kDecisionTimeout);
-      if (d == kDecisionNone) {
-        volatile FpPlan* vp = const_cast<volatile FpPlan*>(plan);
-        vp->abandoned = kPlanAbandoned;
-        __threadfence_system();
-        return kDecisionTimeout;
+// Launch prologue, warp 0 of each CTA: the leader reads the plan (host memory) and publishes
+// the decision and the jobs in FpPlanScratch; the others wait for it. Fills sh.decision and,
+// on Run, sh.jobs / sh.njobs.
+__device__ void plan_prologue(const FpPlan* plan, FpPlanScratch* ps, Shared& sh) {
+  const uint32_t lane = threadIdx.x & 31;
+  uint32_t role = 0;
+  if (lane == 0) role = atomicCAS(&ps->decision, kDecisionNone, kDecisionClaimed);
+  role = __shfl_sync(kFull, role, 0);
+  uint32_t decision = kDecisionNone;
+  if (role == kDecisionNone) {  // leader
+    // Host memory is a PCIe round trip away: every lane acquires `wait` itself (one coalesced
+    // read); a plan that was ready at launch then costs one more round trip, njobs and all the
+    // job words read at once.
+    const uint32_t wait = load_acquire_sys(&plan->wait);
+    decision = kDecisionRun;
+    if (wait) {
+      if (lane == 0) {
+        const uint64_t t0 = globaltimer();
+        while (load_acquire_sys(&plan->ready) != kPlanReady) {
+          if (globaltimer() - t0 > plan->timeout_ns) {
+            decision = kDecisionTimeout;
+            break;
+          }
+          __nanosleep(256);
+        }
       }
-      return d;
+      decision = __shfl_sync(kFull, decision, 0);
+      if (decision == kDecisionRun) (void)load_acquire_sys(&plan->ready);  // every lane acquires
     }
-    __nanosleep(blockIdx.x == 0 ? 256 : 1024);
+    if (decision == kDecisionRun) {
+      constexpr uint32_t kWords = kMaxJobs * uint32_t(sizeof(FpJob) / 8);  // 64: two per lane
+      const volatile uint64_t* src = reinterpret_cast<const volatile uint64_t*>(plan->jobs);
+      uint32_t njobs = reinterpret_cast<const volatile FpPlan*>(plan)->njobs;
+      const uint64_t w0 = src[lane], w1 = src[lane + 32];
+      static_assert(kWords == 64, "two job words per lane");
+      if (njobs > kMaxJobs) njobs = kMaxJobs;
+      const uint32_t words = njobs * uint32_t(sizeof(FpJob) / 8);
+      if (lane < words) {
+        reinterpret_cast<uint64_t*>(ps->jobs)[lane] = w0;
+        reinterpret_cast<uint64_t*>(sh.jobs)[lane] = w0;
+      }
+      if (lane + 32 < words) {
+        reinterpret_cast<uint64_t*>(ps->jobs)[lane + 32] = w1;
+        reinterpret_cast<uint64_t*>(sh.jobs)[lane + 32] = w1;
+      }
+      if (lane == 0) {
+        ps->njobs = njobs;
+        sh.njobs = njobs;
+      }
+      __threadfence();
+      __syncwarp();
+      if (lane == 0) atomicExch(&ps->decision, kDecisionRun);
+    } else if (lane == 0) {
+      volatile FpPlan* vp = const_cast<volatile FpPlan*>(plan);
+      vp->abandoned = kPlanAbandoned;
+      __threadfence_system();
+      atomicExch(&ps->decision, kDecisionTimeout);
+    }
+  } else {  // follower: the leader is running, so the decision comes
+    if (lane == 0) {
+      for (;;) {
+        decision = load_acquire_gpu(&ps->decision);
+        if (decision == kDecisionRun || decision == kDecisionTimeout) break;
+        __nanosleep(200);
+      }
+    }
+    decision = __shfl_sync(kFull, decision, 0);
+    if (decision == kDecisionRun) {
+      (void)load_acquire_gpu(&ps->decision);  // every lane acquires the leader's jobs itself
+      uint32_t njobs = __ldcg(&ps->njobs);
+      if (njobs > kMaxJobs) njobs = kMaxJobs;
+      const uint32_t words = njobs * uint32_t(sizeof(FpJob) / 8);
+      for (uint32_t i = lane; i < words; i += 32) {
+        reinterpret_cast<uint64_t*>(sh.jobs)[i] =
+            __ldcg(reinterpret_cast<const unsigned long long*>(ps->jobs) + i);
+      }
+      if (lane == 0) sh.njobs = njobs;
+    }
   }
+  if (lane == 0) sh.decision = decision;
 }
 
 }  // namespace
 
-extern "C" __global__ void __launch_bounds__(kThreadsPerCta) scout_fp_plan(const FpPlan* plan, FpPlanScratch* ps) {
-  __shared__ TileShared sh;
-  if (threadIdx.x == 0) {
-    sh.decision = plan_decision(plan, ps);
-    sh.nan = sh.inf = sh.bytes = 0;
-    sh.finisher = 0;
-  }
+extern "C" __global__ void __launch_bounds__(kThreadsPerCta, kCtasPerSm)
+    scout_fp_plan(const FpPlan* plan, FpPlanScratch* ps) {
+  __shared__ Shared sh;
+  if (threadIdx.x < 32) plan_prologue(plan, ps, sh);
   __syncthreads();
-  uint32_t njobs = 0;
   if (sh.decision == kDecisionRun) {
-    njobs = load_acquire_sys(&plan->njobs);
-    if (njobs > kMaxJobs) njobs = kMaxJobs;
-    // Copy the jobs (host memory) to shared memory once per CTA.
-    const uint32_t words = njobs * (sizeof(FpJob) / 8);
-    for (uint32_t i = threadIdx.x; i < words; i += blockDim.x) {
-      reinterpret_cast<uint64_t*>(sh.jobs)[i] = reinterpret_cast<const volatile uint64_t*>(plan->jobs)[i];
-    }
-    __syncthreads();
     if (threadIdx.x == 0) {
-      sh.tiles_before[0] = 0;
-      for (uint32_t j = 0; j < njobs; ++j) {
-        const uint64_t m = hashed_leaves(sh.jobs[j].len, sh.jobs[j].max_bytes);
-        sh.tiles_before[j + 1] = sh.tiles_before[j] + (m + kLeafGroups - 1) / kLeafGroups;
-      }
+      sh.items_before[0] = 0;
+      for (uint32_t j = 0; j < sh.njobs; ++j)
+        sh.items_before[j + 1] = sh.items_before[j] + job_items(hashed_leaves(sh.jobs[j].len, sh.jobs[j].max_bytes));
     }
     __syncthreads();
-    const uint64_t total = sh.tiles_before[njobs];
-    for (uint64_t t = blockIdx.x; t < total; t += gridDim.x) {
+    // Item indices fit 32 bits: 2^32 items are 2^36 leaves (256 TiB), far beyond any device buffer.
+    const uint32_t total = uint32_t(sh.items_before[sh.njobs]);
+    const uint32_t stride = gridDim.x * kWarpsPerCta;
+    for (uint32_t it = blockIdx.x * kWarpsPerCta + (threadIdx.x >> 5); it < total; it += stride) {
       uint32_t j = 0;
-      while (t >= sh.tiles_before[j + 1]) ++j;
-      const FpJob& job = sh.jobs[j];
-      const uint64_t tile = t - sh.tiles_before[j];
-      switch (static_cast<FloatKind>(job.kind)) {
-        case kF16: run_tile<kF16>(sh, job, tile); break;
-        case kBF16: run_tile<kBF16>(sh, job, tile); break;
-        case kF32: run_tile<kF32>(sh, job, tile); break;
-        case kF64: run_tile<kF64>(sh, job, tile); break;
-        default: run_tile<kNotFloat>(sh, job, tile); break;
+      while (it >= sh.items_before[j + 1]) ++j;
+      const uint64_t item = it - sh.items_before[j];
+      switch (static_cast<FloatKind>(sh.jobs[j].kind)) {
+        case kF16: run_item<kF16>(sh.jobs[j], item); break;
+        case kBF16: run_item<kBF16>(sh.jobs[j], item); break;
+        case kF32: run_item<kF32>(sh.jobs[j], item); break;
+        case kF64: run_item<kF64>(sh.jobs[j], item); break;
+        default: run_item<kNotFloat>(sh.jobs[j], item); break;
       }
     }
   }
   // The last CTA out resets the launch scratch and marks the plan slot reusable.
+  __syncthreads();
   if (threadIdx.x == 0) {
     __threadfence();
     if (atomicAdd(&ps->exited, 1u) + 1 == gridDim.x) {

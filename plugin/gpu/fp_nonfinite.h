@@ -23,8 +23,10 @@ SCOUT_HD constexpr FloatKind float_kind(uint8_t dtype) {
 // Sums the 16-bit lanes' indicator bits: m has only bits 15, 31, 47, 63 possibly set.
 SCOUT_HD constexpr uint32_t count_top_bits16(uint64_t m) { return uint32_t(((m >> 15) * 0x0001000100010001ull) >> 48); }
 
-// Adds the NaN and Inf elements of word `w` (little-endian element order) to *nan and *inf.
-SCOUT_HD void count_nonfinite_word(uint64_t w, FloatKind kind, uint64_t* nan, uint64_t* inf) {
+// Adds the NaN and Inf elements of word `w` (little-endian element order) to *nan and *inf
+// (C: a 32- or 64-bit unsigned counter).
+template <class C>
+SCOUT_HD void count_nonfinite_word(uint64_t w, FloatKind kind, C* nan, C* inf) {
   switch (kind) {
     case kF16: {  // exponent 0x7C00; |x| > 0x7C00 is NaN, == 0x7C00 is Inf
       const uint64_t abs = w & 0x7FFF7FFF7FFF7FFFull, top = 0x8000800080008000ull;
@@ -54,8 +56,8 @@ SCOUT_HD void count_nonfinite_word(uint64_t w, FloatKind kind, uint64_t* nan, ui
     }
     case kF64: {  // exponent 0x7FF0000000000000
       const uint64_t abs = w & 0x7FFFFFFFFFFFFFFFull;
-      *nan += abs > 0x7FF0000000000000ull ? 1 : 0;
-      *inf += abs == 0x7FF0000000000000ull ? 1 : 0;
+      *nan += C(abs > 0x7FF0000000000000ull ? 1 : 0);
+      *inf += C(abs == 0x7FF0000000000000ull ? 1 : 0);
       break;
     }
     case kNotFloat: break;

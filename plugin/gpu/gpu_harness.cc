@@ -128,15 +128,14 @@ bool GpuHarness::hash(uint64_t dev, uint64_t n, uint64_t max_bytes, uint64_t sel
   j.selector = selector;
   j.result = im.result_dev;
   j.scratch = im.job_scratch;
+  j.scratch_leaves = im.scratch_capacity_leaves;
   j.kind = float_kind(dtype);
   j.seq = 1;
-  const uint64_t tiles = (leaves + kLeafGroups - 1) / kLeafGroups;
-  const uint64_t max_grid = uint64_t(sm_count_) * 4;
-  const uint32_t grid = uint32_t(tiles < max_grid ? tiles : max_grid);
+  const uint32_t grid = grid_for_items(job_items(leaves), sm_count_);
   std::memset(im.result, 0, sizeof(FpResult));
   if (im.api.EventRecord(im.ev0, im.stream) != cu::kSuccess) return false;
   for (int r = 0; r < reps; ++r) {
-    if (!im.be->launch(im.ctx, im.stream, im.plan_dev, im.plan_scratch, grid ? grid : 1)) {
+    if (!im.be->launch(im.ctx, im.stream, im.plan_dev, im.plan_scratch, grid)) {
       error_ = "kernel launch failed";
       return false;
     }

@@ -140,8 +140,7 @@ bool open_delegate(const std::string& spec, Delegate* out, std::string* error) {
   bool props = d.get_properties_v11 != nullptr || d.get_properties_v12 != nullptr;
   if (d.init == nullptr || d.devices == nullptr || !props || d.listen == nullptr || d.connect == nullptr ||
       d.accept == nullptr || d.reg_mr == nullptr || d.dereg_mr == nullptr || d.isend == nullptr || d.irecv == nullptr ||
-      d.iflush == nullptr || d.test == nullptr || d.close_send == nullptr || d.close_recv == nullptr ||
-      d.close_listen == nullptr) {
+      d.test == nullptr || d.close_send == nullptr || d.close_recv == nullptr || d.close_listen == nullptr) {
     ::dlclose(h);
     *error = "the delegate " + opened + " has a null mandatory function in its v" + std::to_string(version) + " table";
     return false;

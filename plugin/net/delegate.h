@@ -49,7 +49,8 @@ struct Delegate {
 // `spec` has no '/' and is not "lib*.so", dlopen("libnccl-net-<spec>.so"). Then looks up
 // ncclNetPlugin_v12, then ncclNetPlugin_v11. Fails (false, one line in *error, nothing left
 // open) when `spec` is empty, nothing opens, the library has neither table, a mandatory slot
-// is null, or the library is scout itself (its table lies in this very library).
+// is null (every slot NCCL calls on each connection; iflush and the newer slots are optional,
+// docs/net-plugin.md "The delegate"), or the library is scout itself (its table lies in this very library).
 bool open_delegate(const std::string& spec, Delegate* out, std::string* error);
 
 // dlclose()s the delegate and clears `d`.

@@ -625,7 +625,8 @@ abi::Result irecv(void* recv_comm, int n, void** data, size_t* sizes, int* tags,
 
 abi::Result iflush(void* recv_comm, int n, void** data, int* sizes, void** mhandles, void** request) {
   Conn* c = as_conn(recv_comm, kRecvMagic);
-  if (c == nullptr || request == nullptr || n < 0 || n > kMaxGrouped) return bad_object("iflush");
+  if (c == nullptr || request == nullptr || n < 0 || n > kMaxGrouped || c->d->iflush == nullptr)
+    return bad_object("iflush");
   Request* r = claim_slot(c);
   if (r == nullptr) {
     *request = nullptr;
@@ -747,6 +748,7 @@ abi::Result set_net_attr(void* ctx, abi::NetAttr* attr) {
 OptionalSlots optional_slots() {
   OptionalSlots s;
   if (g == nullptr) return s;
+  s.iflush = g->d.iflush != nullptr;
   s.reg_mr_dmabuf = g->d.reg_mr_dmabuf != nullptr;
   s.get_device_mr = g->d.get_device_mr != nullptr;
   s.irecv_consumed = g->d.irecv_consumed != nullptr;

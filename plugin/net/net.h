@@ -60,6 +60,7 @@ abi::Result set_net_attr(void* ctx, abi::NetAttr* attr);
 // The delegate's optional slots (docs/nccl-notes.md §6.2: NCCL tests them for NULL), as loaded by
 // the latest successful init; the exported tables mirror them (a NULL slot stays NULL).
 struct OptionalSlots {
+  bool iflush = false;  // NCCL calls it only to flush receives into GPU memory (src/transport/net.cc)
   bool reg_mr_dmabuf = false, get_device_mr = false, irecv_consumed = false, make_vdevice = false, set_net_attr = false;
 };
 OptionalSlots optional_slots();

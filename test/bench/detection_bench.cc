@@ -11,14 +11,18 @@
 //   sdc        named within 1 s of the corrupted operation's completion
 //   crash      named within the crash grace (1 s) + 1 s of the death
 //   straggler  named within the straggler window (collectives of its communicator)
-// Times are wall-clock on a shared machine: the figures come with the observer's interval (the
-// same-run baseline every latency is a multiple of).
+// A target is met only when the first finding of the kind names exactly the injected rank (the
+// truth file's global_rank) within the time; the exit status is 1 when any is MISSED or not
+// detected. Times are wall-clock on a shared machine: the figures come with the observer's
+// interval (the same-run baseline every latency is a multiple of).
 #include <signal.h>
 
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <string>
 #include <thread>
 
 #include "common/clock.h"
@@ -39,6 +43,8 @@ struct Result {
   bool found = false;
   double latency_s = 0;  // finding seen - fault injected
   int64_t truth_ns = 0;
+  int injected = -1;    // the truth's global_rank
+  std::set<int> named;  // the finding's suspects (global ranks)
   scout::obs::Finding finding;
   uint64_t ops_between = 0;  // collectives of the finding's communicator between fault and detection
 };
@@ -53,9 +59,14 @@ void poll(const std::string& store, const std::string& truth, const std::string&
       int64_t seen = scout::shm::wall_ns();
       std::ifstream t(truth);
       std::string line;
-      if (std::getline(t, line)) r->truth_ns = nlohmann::json::parse(line)["time_ns"].get<int64_t>();
+      if (std::getline(t, line)) {
+        const auto j = nlohmann::json::parse(line);
+        r->truth_ns = j["time_ns"].get<int64_t>();
+        r->injected = j["global_rank"].get<int>();
+      }
       r->found = true;
       r->finding = f;
+      for (const auto& s : f.suspects) r->named.insert(s.global_rank);
       r->latency_s = double(seen - r->truth_ns) / 1e9;
       for (const auto& op : rd->ops()) {
         if (op.op.comm_hash == f.comm_hash && op.op.first_arrival_ns >= r->truth_ns && op.op.first_arrival_ns <= seen) {
@@ -134,30 +145,48 @@ Result measure(const std::string& job, const std::string& kind, const std::vecto
   return r;
 }
 
-void line(const char* what, const Result& r, double target_s, const char* target_words) {
+// "{5}" for a set of ranks.
+std::string ranks(const std::set<int>& v) {
+  std::string s = "{";
+  for (int r : v) s += (s.size() > 1 ? "," : "") + std::to_string(r);
+  return s + "}";
+}
+
+// Whether the finding named exactly the injected rank; prints why not.
+bool right_rank(const Result& r) {
+  if (r.named == std::set<int>{r.injected}) return true;
+  std::printf("  (named %s, injected rank %d)\n", ranks(r.named).c_str(), r.injected);
+  return false;
+}
+
+bool line(const char* what, const Result& r, double target_s, const char* target_words) {
   if (!r.found) {
-    std::printf("  %-10s NOT DETECTED within 30 s\n", what);
-    return;
+    std::printf("  %-10s NOT DETECTED within 30 s: MISSED\n", what);
+    return false;
   }
-  std::printf("  %-10s rank %d named %6.2f s after the fault (%4.1f intervals); target %s = %.2f s: %s\n", what,
-              r.finding.suspects.empty() ? -1 : r.finding.suspects[0].global_rank, r.latency_s, r.latency_s / kInterval,
-              target_words, target_s, r.latency_s <= target_s ? "met" : "MISSED");
+  const bool ok = r.latency_s <= target_s && r.named == std::set<int>{r.injected};
+  std::printf("  %-10s ranks %s named %6.2f s after the fault on rank %d (%4.1f intervals); target %s = %.2f s: %s\n",
+              what, ranks(r.named).c_str(), r.latency_s, r.injected, r.latency_s / kInterval, target_words, target_s,
+              ok ? "met" : "MISSED");
+  return right_rank(r) && ok;
 }
 
 // A stall at the default settings: when it named the root (evidence named_ns) after the rank
 // stopped, against 15 s.
-void stall_line(const char* what, const Result& r) {
+bool stall_line(const char* what, const Result& r) {
   if (!r.found) {
-    std::printf("  %-10s NOT DETECTED\n", what);
-    return;
+    std::printf("  %-10s NOT DETECTED: MISSED\n", what);
+    return false;
   }
   double named_s = double(r.finding.evidence.value("named_ns", int64_t(0)) - r.truth_ns) / 1e9;
+  const bool ok = named_s <= 15.0 && r.named == std::set<int>{r.injected};
   std::printf(
-      "  %-10s rank %d named %6.2f s after it stopped (%4.1f intervals; threshold %.1f s, %d gaps), in the store "
-      "%6.2f s; target 15 s at the default settings: %s\n",
-      what, r.finding.suspects.empty() ? -1 : r.finding.suspects[0].global_rank, named_s, named_s / kInterval,
+      "  %-10s ranks %s named %6.2f s after rank %d stopped (%4.1f intervals; threshold %.1f s, %d gaps), in the "
+      "store %6.2f s; target 15 s at the default settings: %s\n",
+      what, ranks(r.named).c_str(), named_s, r.injected, named_s / kInterval,
       r.finding.evidence.value("threshold_ms", 0.0) / 1e3, r.finding.evidence["rule"].value("gaps", 0), r.latency_s,
-      named_s <= 15.0 ? "met" : "MISSED");
+      ok ? "met" : "MISSED");
+  return right_rank(r) && ok;
 }
 
 }  // namespace
@@ -171,46 +200,47 @@ int main() {
       "bench-stall-cold", "stall",
       {"--ranks", "8", "--tp", "2", "--pp", "2", "--steps", "40", "--timeout", "25", "--fault", "hang:rank=5,step=4"},
       {}, 0);
-  stall_line("stall cold", cold);
+  bool ok = stall_line("stall cold", cold);
   Result warm = measure("bench-stall-warm", "stall",
                         {"--ranks", "8", "--tp", "2", "--pp", "2", "--steps", "400", "--step-ms", "20", "--timeout",
                          "28", "--fault", "hang:rank=5,step=200"},
                         {}, 0);
-  stall_line("stall warm", warm);
+  ok &= stall_line("stall warm", warm);
   // Across two nodes (4 ranks, data parallel over both hosts): rank 3 (node 1) stops early (cold)
   // and after 200 steps of 20 ms (warm); the leader names it.
   Result xcold = measure_two_nodes(
       "bench-xstall-cold", "stall",
       {"--ranks", "4", "--tp", "1", "--steps", "40", "--timeout", "30", "--fault", "hang:rank=3,step=4"});
-  stall_line("stall cold 2 nodes", xcold);
+  ok &= stall_line("stall cold 2 nodes", xcold);
   Result xwarm = measure_two_nodes("bench-xstall-warm", "stall",
                                    {"--ranks", "4", "--tp", "1", "--steps", "400", "--step-ms", "20", "--timeout", "30",
                                     "--fault", "hang:rank=3,step=200"});
-  stall_line("stall warm 2 nodes", xwarm);
+  ok &= stall_line("stall warm 2 nodes", xwarm);
   Result hang = measure(
       "bench-hang", "hang",
       {"--ranks", "8", "--tp", "2", "--pp", "2", "--steps", "40", "--timeout", "10", "--fault", "hang:rank=5,step=4"});
-  line("hang", hang, kHangTimeout + 2, "timeout + 2 s");
+  ok &= line("hang", hang, kHangTimeout + 2, "timeout + 2 s");
   Result sdc =
       measure("bench-sdc", "sdc", {"--ranks", "8", "--tp", "4", "--steps", "40", "--fault", "sdc:rank=5,step=4"});
-  line("sdc", sdc, 1.0, "1 s");
+  ok &= line("sdc", sdc, 1.0, "1 s");
   Result crash = measure(
       "bench-crash", "crash",
       {"--ranks", "8", "--tp", "2", "--pp", "2", "--steps", "40", "--timeout", "10", "--fault", "crash:rank=2,step=4"});
-  line("crash", crash, 2.0, "grace + 1 s");
+  ok &= line("crash", crash, 2.0, "grace + 1 s");
   Result strag =
       measure("bench-straggler", "straggler",
               {"--ranks", "8", "--tp", "2", "--pp", "2", "--steps", "40", "--fault", "straggler:rank=3,ms=60,step=2"});
   if (strag.found) {
+    const bool met = strag.ops_between <= 64 && strag.named == std::set<int>{strag.injected};
     std::printf(
-        "  %-10s rank %d named %6.2f s after onset, after %llu collectives of its communicator; target: "
+        "  %-10s ranks %s named %6.2f s after onset on rank %d, after %llu collectives of its communicator; target: "
         "within the window (64): %s\n",
-        "straggler", strag.finding.suspects.empty() ? -1 : strag.finding.suspects[0].global_rank, strag.latency_s,
-        (unsigned long long)strag.ops_between, strag.ops_between <= 64 ? "met" : "MISSED");
+        "straggler", ranks(strag.named).c_str(), strag.latency_s, strag.injected,
+        (unsigned long long)strag.ops_between, met ? "met" : "MISSED");
+    ok &= right_rank(strag) && met;
   } else {
-    std::printf("  straggler  NOT DETECTED within 30 s\n");
+    std::printf("  straggler  NOT DETECTED within 30 s: MISSED\n");
+    ok = false;
   }
-  bool ok =
-      cold.found && warm.found && xcold.found && xwarm.found && hang.found && sdc.found && crash.found && strag.found;
   return ok ? 0 : 1;
 }

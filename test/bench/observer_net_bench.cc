@@ -244,5 +244,5 @@ int main() {
               gloo4.mean.wire_sent == in4.mean.wire_sent ? "yes" : "NO", gloo4.mean.wire_sent, in4.mean.wire_sent);
   drill_cost(64);
   drill_cost(1024);
-  return 0;
+  return gloo4.mean.wire_sent == in4.mean.wire_sent ? 0 : 1;
 }

@@ -2,8 +2,8 @@
 // (test/support/cli_fixture.h): exact output of every subcommand compared with the golden files
 // in test/fixtures/cli/, and the one-line errors with exit code 2.
 //
-// To regenerate the golden files after an intended change: SCOUT_UPDATE_GOLDEN=1
-// build/test/cli_test, then review `git diff test/fixtures/cli`.
+// To regenerate the golden files after an intended change: `make update-golden`, then review
+// `git diff test/fixtures/cli` (test/support/golden.h).
 #include <sqlite3.h>
 #include <sys/wait.h>
 
@@ -17,6 +17,7 @@
 #include "observer/store/schema.h"
 #include "observer/store/sqlite.h"
 #include "test/support/cli_fixture.h"
+#include "test/support/golden.h"
 #include "test/support/tmpdir.h"
 
 namespace {
@@ -66,15 +67,7 @@ class Cli : public ::testing::Test {
   // Compares `actual` (with the temp directory replaced by <DIR>) with the golden file.
   void golden(const std::string& name, const std::string& actual) {
     std::string text = replace_all(actual, dir_.path(), "<DIR>");
-    std::string path = source_path("test/fixtures/cli/" + name);
-    if (std::getenv("SCOUT_UPDATE_GOLDEN")) {
-      std::ofstream(path, std::ios::binary) << text;
-      return;
-    }
-    std::ifstream f(path);
-    ASSERT_TRUE(f.good()) << "missing golden file " << path
-                          << " (SCOUT_UPDATE_GOLDEN=1 writes it; review it before committing)";
-    EXPECT_EQ(text, slurp(path)) << "output differs from " << path;
+    scout::testing::expect_golden(source_path("test/fixtures/cli/" + name), text);
   }
 
   // Runs a subcommand on the demo store; it must succeed silently on stderr.

@@ -50,7 +50,7 @@ for l in $(grep -o '](docs/[^)]*)' README.md | sed 's/^](//; s/)$//' | sort -u) 
 done
 
 # The run part, from a directory whose build/ is this build (the sim's ground truth lands there).
-ln -s "$ROOT/$BUILD" "$TMP/build"
+ln -s "$(cd "$BUILD" && pwd)" "$TMP/build"
 mkdir -p "$TMP/shm"
 (cd "$TMP" && env -u SCOUT_JOB_ID -u TORCHELASTIC_RUN_ID -u SLURM_JOB_ID -u NCCL_PROFILER_PLUGIN \
    SCOUT_STATE_DIR="$TMP/state" SCOUT_SHM_DIR="$TMP/shm" timeout -k 5 120 bash -c "$run" >"$TMP/out" 2>"$TMP/err")

@@ -8,8 +8,8 @@
 // thresholds are raised to 20 ms as in test/observer/sim_e2e_test.cc: 8 emulated ranks share 2
 // cores, whose scheduling noise is several ms; SDC does not depend on timing.
 //
-// To regenerate the golden files after an intended change: SCOUT_UPDATE_GOLDEN=1
-// build/test/real_run_test, then review `git diff test/fixtures/cli/real`.
+// To regenerate the golden files after an intended change: `make update-golden`, then review
+// `git diff test/fixtures/cli/real` (test/support/golden.h).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "observer/export/chrome_trace.h"
+#include "test/support/golden.h"
 #include "test/support/prom_check.h"
 #include "test/support/subprocess.h"
 #include "test/support/tmpdir.h"
@@ -156,14 +157,7 @@ class RealRun : public ::testing::Test {
   }
 
   static void golden(const std::string& name, const std::string& actual) {
-    std::string path = source_path("test/fixtures/cli/real/" + name);
-    if (std::getenv("SCOUT_UPDATE_GOLDEN")) {
-      fs::create_directories(fs::path(path).parent_path());
-      std::ofstream(path, std::ios::binary) << actual;
-      return;
-    }
-    ASSERT_TRUE(fs::exists(path)) << "missing golden file " << path << " (SCOUT_UPDATE_GOLDEN=1 writes it)";
-    EXPECT_EQ(actual, slurp(path)) << "output differs from " << path;
+    scout::testing::expect_golden(source_path("test/fixtures/cli/real/" + name), actual);
   }
 };
 

@@ -53,7 +53,7 @@ TEST(StoreEvidenceVersion, StoredAndReadBackWithEachFinding) {
   auto rd = store::StoreReader::open(path);
   auto all = rd->findings();
   ASSERT_EQ(all.size(), 2u);
-  EXPECT_EQ(all[0].evidence_version, 1);
+  EXPECT_EQ(all[0].evidence_version, obs::kEvidenceVersion);
   EXPECT_EQ(all[1].evidence_version, 4);
 }
 

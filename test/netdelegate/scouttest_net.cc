@@ -9,7 +9,8 @@
 //
 // Built twice (Makefile): libnccl-net-scouttest.so exports ncclNetPlugin_v12 and _v11 with every
 // optional slot set; libnccl-net-scouttest-min.so (SCOUTTEST_MIN) exports only _v11 with the
-// optional slots NULL. Property values are distinctive so that a test can tell them from zeros.
+// optional slots NULL, iflush included: a host-only plugin (ptrSupport NCCL_PTR_HOST) that NCCL
+// itself runs, since it flushes only receives into GPU memory (src/transport/net.cc). Property values are distinctive so that a test can tell them from zeros.
 // Counters of calls are readable through the exported function scouttest_net_counters (C ABI)
 // so the tests can see what reached the delegate.
 #include <arpa/inet.h>
@@ -481,6 +482,7 @@ abi::Result t_irecv(void* recv_comm, int n, void** data, size_t* sizes, int* tag
   return abi::kSuccess;
 }
 
+#ifndef SCOUTTEST_MIN
 abi::Result t_iflush(void* recv_comm, int, void**, int*, void**, void** request) {
   Comm* c = static_cast<Comm*>(recv_comm);
   Req* r = new_req(c);
@@ -491,6 +493,7 @@ abi::Result t_iflush(void* recv_comm, int, void**, int*, void**, void** request)
   *request = r;
   return abi::kSuccess;
 }
+#endif
 
 abi::Result t_test(void* request, int* done, int* sizes) {
   count(kTest);
@@ -580,7 +583,7 @@ extern "C" {
 #ifdef SCOUTTEST_MIN
 __attribute__((visibility("default"))) abi::NetV11 ncclNetPlugin_v11 = {
     "scouttest-min", t_init,     t_devices, t_props11, t_listen,   t_connect, t_accept,     t_reg_mr,
-    nullptr,         t_dereg_mr, t_isend,   t_irecv,   t_iflush,   t_test,    t_close_send, t_close_recv,
+    nullptr,         t_dereg_mr, t_isend,   t_irecv,   nullptr,    t_test,    t_close_send, t_close_recv,
     t_close_listen,  nullptr,    nullptr,   nullptr,   t_finalize, nullptr};
 #else
 __attribute__((visibility("default"))) abi::NetV11 ncclNetPlugin_v11 = {

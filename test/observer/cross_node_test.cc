@@ -20,6 +20,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -187,8 +188,12 @@ TEST(CrossNode, HealthyStepsGiveNoFindingAndCompareDigests) {
     EXPECT_EQ(st.failures, 0u) << st.last_error;
     EXPECT_GT(st.rounds, 10u);
     EXPECT_EQ(st.gathers, 0u);  // nothing to drill down, no finding to send
-    // The estimated offset is the injected one (in-process: round trips of microseconds).
-    EXPECT_NEAR(double(st.clock.offset_ns), double(offset(n)), double(st.clock.error_ns) + 1e3) << "node " << n;
+    // The estimate against the injected offset: within the accuracy it states (error_ns, plus 1 ns
+    // for the halving's rounding; observer/net/clock_sync.h), and within 5 ms whatever it states
+    // (in-process round trips take microseconds; 5 ms leaves room for a loaded machine).
+    const double miss = std::abs(double(st.clock.offset_ns - offset(n)));
+    EXPECT_LE(miss, double(st.clock.error_ns) + 1) << "node " << n;
+    EXPECT_LT(miss, 5e6) << "node " << n << " error_ns " << st.clock.error_ns;
   }
   EXPECT_GT(c.nodes[0]->network->view().retained(), 0u);
 }

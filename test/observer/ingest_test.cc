@@ -355,7 +355,7 @@ TEST(IngestLoss, NoSegmentWithinGraceSaysWhy) {
   EXPECT_EQ(log[0], "warning: " + want);
   o.pass(kT0 + 12 * kSec);
   EXPECT_EQ(log.size(), 1u);  // said once
-  EXPECT_EQ(obs::shm_dir_problem(dir.path()), "");
+  EXPECT_EQ(scout::shm::shm_dir_problem(dir.path()), "");
 }
 
 }  // namespace

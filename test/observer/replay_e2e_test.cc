@@ -7,9 +7,8 @@
 // replay cycles pass.
 //
 // Thresholds: as in sim_e2e_test (2 shared cores: straggler and slow-link minimums raised to
-// 20 ms, fingerprints on every operation). On a heavily loaded machine the live straggler
-// detector may name other ranks too (scheduling noise); the assertions are on what replay adds:
-// the findings whose evidence.source is "replay", and the cause of the straggler on rank 6.
+// 20 ms, fingerprints on every operation). Every test compares all the findings in the store,
+// live and replay's, with the expected ones exactly (kind and ranks, counts included).
 #include <signal.h>
 
 #include <gtest/gtest.h>
@@ -19,6 +18,7 @@
 #include <thread>
 
 #include "observer/store/reader.h"
+#include "test/support/settle.h"
 #include "test/support/subprocess.h"
 #include "test/support/tmpdir.h"
 #include "test/support/truth.h"
@@ -50,7 +50,7 @@ std::multiset<Named> from_replay(const std::vector<scout::obs::Finding>& fs) {
 }
 
 // Runs the job under an observer; `done` says when the store holds what the test waits for
-// (checked for up to 20 s after the job ended).
+// (checked for up to 20 s after the job ended, then the settle time of test/support/settle.h).
 Outcome run(const std::string& job, const std::vector<std::string>& faults,
             const std::function<bool(const std::vector<scout::obs::Finding>&)>& done) {
   TempDir dir;
@@ -85,15 +85,9 @@ Outcome run(const std::string& job, const std::vector<std::string>& faults,
   }
   Outcome o;
   o.sim = scout::testing::run_process(argv, env, 300);
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (std::chrono::steady_clock::now() < deadline) {
-    try {
-      if (std::filesystem::exists(store) && done(scout::store::StoreReader::open(store)->findings())) break;
-    } catch (const std::exception&) {}
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  observer.signal(SIGTERM);
-  ProcessResult obs = observer.wait(900);  // counted from its start, before the job
+  scout::testing::wait_then_settle([&] { return done(scout::testing::stored_findings(store)); },
+                                   std::chrono::seconds(20));
+  ProcessResult obs = observer.stop(SIGTERM, 120);
   o.observer_err = obs.err;
   EXPECT_EQ(obs.exit_code, 0) << obs.err;
   auto reader = scout::store::StoreReader::open(store);
@@ -133,7 +127,8 @@ bool straggler_with_cause(const std::vector<scout::obs::Finding>& fs) {
 
 TEST(ReplayEndToEnd, GpuComputingWrongGemmsIsAttributedByReplay) {
   Outcome o = run("gpusdc", {"gpusdc:rank=5,step=20"}, has_replay_sdc);
-  EXPECT_EQ(from_replay(o.findings), (std::multiset<Named>{{"sdc", {5}}})) << show(o.found) << "\n" << o.observer_err;
+  EXPECT_EQ(o.found, (std::multiset<Named>{{"sdc", {5}}})) << show(o.found) << "\n" << o.observer_err;
+  EXPECT_EQ(from_replay(o.findings), (std::multiset<Named>{{"sdc", {5}}})) << show(o.found);
   const auto* f = only(o, scout::obs::FindingKind::kSdc);
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->verdict, scout::obs::Verdict::kAttributed);
@@ -145,8 +140,8 @@ TEST(ReplayEndToEnd, GpuComputingWrongGemmsIsAttributedByReplay) {
 
 TEST(ReplayEndToEnd, CorruptingLinkNamesReceiverAndSender) {
   Outcome o = run("linksdc", {"linksdc:rank=2,peer=3,step=20"}, has_replay_sdc);
-  EXPECT_EQ(from_replay(o.findings), (std::multiset<Named>{{"sdc", {2, 3}}})) << show(o.found) << "\n"
-                                                                              << o.observer_err;
+  EXPECT_EQ(o.found, (std::multiset<Named>{{"sdc", {2, 3}}})) << show(o.found) << "\n" << o.observer_err;
+  EXPECT_EQ(from_replay(o.findings), (std::multiset<Named>{{"sdc", {2, 3}}})) << show(o.found);
   const auto* f = only(o, scout::obs::FindingKind::kSdc);
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->suspects[0].global_rank, 2);
@@ -159,17 +154,17 @@ TEST(ReplayEndToEnd, CorruptingLinkNamesReceiverAndSender) {
 // step (after the receive its pipeline peer posted long before, which passes its delay on
 // without a wait: gap_before in observer/detect/straggler.h), and replay's GEMM timing names the
 // GPU as the cause.
-TEST(ReplayEndToEnd, SlowGpuStragglerHasCauseGpu) {
+TEST(ReplayEndToEnd, SlowGpuIsTheOneStragglerFindingWithCauseGpu) {
   Outcome o = run("slowgpu", {"slowgpu:rank=6,factor=2,step=10"}, straggler_with_cause);
-  EXPECT_TRUE(from_replay(o.findings).empty()) << show(o.found) << "\n" << o.observer_err;
+  EXPECT_EQ(o.found, (std::multiset<Named>{{"straggler", {6}}})) << show(o.found) << "\n" << o.observer_err;
   const auto* f = only(o, scout::obs::FindingKind::kStraggler, 6);
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->evidence["cause"], "gpu") << f->evidence.dump();
 }
 
-TEST(ReplayEndToEnd, HostStragglerHasCauseHost) {
+TEST(ReplayEndToEnd, HostDelayIsTheOneStragglerFindingWithCauseHost) {
   Outcome o = run("hoststraggler", {"straggler:rank=6,step=10,ms=30"}, straggler_with_cause);
-  EXPECT_TRUE(from_replay(o.findings).empty()) << show(o.found) << "\n" << o.observer_err;
+  EXPECT_EQ(o.found, (std::multiset<Named>{{"straggler", {6}}})) << show(o.found) << "\n" << o.observer_err;
   const auto* f = only(o, scout::obs::FindingKind::kStraggler, 6);
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->evidence["cause"], "host") << f->evidence.dump();
@@ -177,7 +172,7 @@ TEST(ReplayEndToEnd, HostStragglerHasCauseHost) {
 
 TEST(ReplayEndToEnd, HealthyRunHasNoFindingAndPassingCycles) {
   Outcome o = run("healthy", {}, [](const std::vector<scout::obs::Finding>&) { return true; });
-  EXPECT_TRUE(from_replay(o.findings).empty()) << show(o.found) << "\n" << o.observer_err;
+  EXPECT_TRUE(o.found.empty()) << show(o.found) << "\n" << o.observer_err;
   ASSERT_FALSE(o.cycles.empty()) << o.observer_err;
   for (const auto& c : o.cycles) EXPECT_EQ(c.outcome, "pass") << c.detail.dump();
 }
@@ -224,8 +219,7 @@ TEST(ReplayEndToEnd, OnDemandCycleRunsTheRequestedRecipesOnTheRequestedRanks) {
       << none.out;
   sim.signal(SIGTERM);
   sim.wait(30);
-  observer.signal(SIGTERM);
-  ProcessResult obs = observer.wait(60);
+  ProcessResult obs = observer.stop(SIGTERM, 60);
   EXPECT_EQ(obs.exit_code, 0) << obs.err;
   std::vector<scout::obs::ReplayCycleRecord> demand;
   for (const auto& c : scout::store::StoreReader::open(store)->replay_cycles())
@@ -283,24 +277,18 @@ TEST(ReplayEndToEnd, SlowLinkBetweenTwoNodesIsNamedByCrossNodeReplay) {
       if (f.kind == scout::obs::FindingKind::kSlowLink && f.evidence.value("source", "") == "replay") return true;
     return false;
   };
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (std::chrono::steady_clock::now() < deadline) {
-    try {
-      if (std::filesystem::exists(store(0)) && replay_link(scout::store::StoreReader::open(store(0))->findings()))
-        break;
-    } catch (const std::exception&) {}
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  scout::testing::wait_then_settle([&] { return replay_link(scout::testing::stored_findings(store(0))); },
+                                   std::chrono::seconds(20));
   std::string errs;
   for (auto& o : observers) {
-    o->signal(SIGTERM);
-    ProcessResult r = o->wait(120);
+    ProcessResult r = o->stop(SIGTERM, 120);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     errs += r.err;
   }
   auto leader = scout::store::StoreReader::open(store(0));
   std::vector<scout::obs::Finding> fs = leader->findings();
-  EXPECT_EQ(from_replay(fs), (std::multiset<Named>{{"slowlink", {1, 6}}})) << show(named(fs)) << "\n" << errs;
+  EXPECT_EQ(named(fs), (std::multiset<Named>{{"slowlink", {1, 6}}})) << show(named(fs)) << "\n" << errs;
+  EXPECT_EQ(from_replay(fs), (std::multiset<Named>{{"slowlink", {1, 6}}})) << show(named(fs));
   for (const auto& f : fs) {
     if (f.evidence.value("source", "") != "replay") continue;
     EXPECT_EQ(f.evidence["class"], "link");

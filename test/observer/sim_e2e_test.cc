@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "observer/store/reader.h"
+#include "test/support/settle.h"
 #include "test/support/subprocess.h"
 #include "test/support/tmpdir.h"
 #include "test/support/truth.h"
@@ -38,12 +39,14 @@ using scout::testing::TempDir;
 struct Outcome {
   std::multiset<Named> truth, found;
   std::vector<scout::obs::Finding> findings;
+  std::map<std::string, uint64_t> ops;  // operations complete per communicator, as stored
   ProcessResult sim;
   std::string observer_err;
 };
 
 // Runs scout-sim with `sim_args` under a concurrent scout-observer and returns what each said.
-// `expect` findings are waited for (up to 5 s after the job ended) before the observer stops.
+// `expect` findings are waited for (up to 5 s after the job ended), then the settle time
+// (test/support/settle.h) before the observer stops.
 Outcome run(const std::string& job, const std::vector<std::string>& sim_args, size_t expect) {
   TempDir dir;
   std::map<std::string, std::string> env = {
@@ -58,21 +61,12 @@ Outcome run(const std::string& job, const std::vector<std::string>& sim_args, si
   argv.insert(argv.end(), sim_args.begin(), sim_args.end());
   Outcome o;
   o.sim = scout::testing::run_process(argv, env, 120);
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (std::filesystem::exists(store)) {
-      try {
-        if (scout::store::StoreReader::open(store)->findings().size() >= expect && expect > 0) break;
-      } catch (const std::exception&) {}
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  if (expect == 0) std::this_thread::sleep_for(std::chrono::milliseconds(500));  // last records judged
-  observer.signal(SIGTERM);
-  ProcessResult obs = observer.wait(30);
+  scout::testing::wait_for_findings(store, expect, std::chrono::seconds(5));
+  ProcessResult obs = observer.stop(SIGTERM, 30);
   o.observer_err = obs.err;
   EXPECT_EQ(obs.exit_code, 0) << obs.err;
   o.findings = scout::store::StoreReader::open(store)->findings();
+  o.ops = scout::testing::stored_ops(store);
   o.found = named(o.findings);
   o.truth = read_truth(dir.path() + "/truth.jsonl");
   return o;
@@ -84,9 +78,12 @@ void expect_exact(const Outcome& o) {
                               << o.observer_err;
 }
 
+// The observer judged every operation of the job (so that no finding says something) and found
+// nothing.
 TEST(SimEndToEnd, HealthyEightRanksTwoHundredStepsGiveNoFinding) {
   Outcome o = run("healthy", {"--ranks", "8", "--tp", "2", "--pp", "2", "--steps", "200"}, 0);
   EXPECT_EQ(o.sim.exit_code, 0) << o.sim.err;
+  EXPECT_EQ(o.ops, scout::testing::sim_ops_tp2_pp2(200));
   EXPECT_TRUE(o.truth.empty());
   EXPECT_TRUE(o.found.empty()) << "found:" << show(o.found) << "\n" << o.observer_err;
   // Segments appear complete: the observer never sees one half-created (docs/record-format.md).
@@ -102,12 +99,19 @@ TEST(SimEndToEnd, ContextParallelInterleavedPipelineHealthyAndHang) {
   args.insert(args.end(), {"--steps", "60"});
   Outcome h = run("cpvpp", args, 0);
   EXPECT_EQ(h.sim.exit_code, 0) << h.sim.err;
+  // The observer saw the job: world, 8 tp, 8 cp and 8 pp communicators and 4 dp ones (the DP group
+  // spans DP and CP: docs/scout-sim.md, "Rank layout"), each with completed operations.
+  EXPECT_EQ(h.ops.size(), 1u + 8 + 8 + 8 + 4);
+  for (const auto& [name, n] : h.ops) EXPECT_GT(n, 0u) << name;
   EXPECT_TRUE(h.found.empty()) << "found:" << show(h.found) << "\n" << h.observer_err;
   args = shape;
-  args.insert(args.end(), {"--steps", "20", "--timeout", "4", "--fault", "hang:rank=6,step=6"});
+  // --timeout 10: with 4 s a run on the loaded 2-core machine ended by its timeout (exit 3) with
+  // no ground-truth line, i.e. before rank 6 reached step 6 (16 processes set up 29 communicators
+  // first).
+  args.insert(args.end(), {"--steps", "20", "--timeout", "10", "--fault", "hang:rank=6,step=6"});
   Outcome o = run("cpvpphang", args, 1);
   EXPECT_EQ(o.sim.exit_code, 3) << o.sim.err;
-  ASSERT_EQ(o.truth.size(), 1u);
+  ASSERT_EQ(o.truth.size(), 1u) << o.sim.err;
   expect_exact(o);
 }
 
@@ -224,8 +228,7 @@ TEST(SimEndToEnd, PipelineSendsAndReceivesAreCountedPerPair) {
     } catch (const std::exception&) {}
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  observer.signal(SIGTERM);
-  ProcessResult obs = observer.wait(30);
+  ProcessResult obs = observer.stop(SIGTERM, 30);
   EXPECT_EQ(obs.exit_code, 0) << obs.err;
   auto c = pp0();
   ASSERT_TRUE(c.has_value());

@@ -252,6 +252,7 @@ TEST_F(NetPluginTest, NullSlotsOfTheDelegateAreNullInScoutsTables) {
   env_.set("SCOUT_NET_DELEGATE", delegate_path(true));
   void* ctx = init_ok();
   for (const auto* t : {net_.v11}) {
+    EXPECT_EQ(t->iflush, nullptr);  // a host-only delegate without iflush is accepted (NCCL runs it)
     EXPECT_EQ(t->regMrDmaBuf, nullptr);
     EXPECT_EQ(t->getDeviceMr, nullptr);
     EXPECT_EQ(t->irecvConsumed, nullptr);
@@ -265,6 +266,7 @@ TEST_F(NetPluginTest, NullSlotsOfTheDelegateAreNullInScoutsTables) {
 
   env_.set("SCOUT_NET_DELEGATE", delegate_path(false));
   ctx = init_ok();
+  EXPECT_NE(t_->iflush, nullptr);
   EXPECT_NE(t_->regMrDmaBuf, nullptr);
   EXPECT_NE(t_->getDeviceMr, nullptr);
   EXPECT_NE(t_->irecvConsumed, nullptr);
@@ -352,6 +354,44 @@ TEST_F(NetPluginTest, BytesPassThroughAndEveryTransferIsInTheLinkTable) {
   EXPECT_EQ(ls[0].state, shm::kLinkClosed);
   EXPECT_EQ(ls[1].state, shm::kLinkClosed);
   EXPECT_GT(ls[0].close_ns, 0);
+  EXPECT_EQ(t_->finalize(ca), abi::kSuccess);
+  EXPECT_EQ(t_->finalize(cb), abi::kSuccess);
+}
+
+// A host-only delegate without iflush (the -min build: v11, ptrSupport NCCL_PTR_HOST, every
+// optional slot NULL) is accepted, as NCCL itself would run it (it flushes only receives into GPU
+// memory, src/transport/net.cc): scout's table has no iflush either, and transfers go through.
+TEST_F(NetPluginTest, HostOnlyDelegateWithoutIflushCarriesTransfers) {
+  env_.set("SCOUT_NET_DELEGATE", delegate_path(true));
+  void* ca = init_ok(0x2222);
+  void* cb = init_ok(0x2222);
+  EXPECT_EQ(t_->iflush, nullptr);
+  abi::NetPropertiesV11 props;
+  ASSERT_EQ(t_->getProperties(0, &props), abi::kSuccess);
+  EXPECT_EQ(props.ptrSupport, abi::kPtrHost);
+  NetLink l;
+  ASSERT_EQ(sim::net_listen(t_, cb, &l), abi::kSuccess);
+  std::string err;
+  ASSERT_TRUE(sim::net_establish(t_, ca, &l, true, true, 10, &err)) << err;
+  std::vector<unsigned char> sbuf(1 << 12), rbuf(1 << 12);
+  ASSERT_EQ(sim::net_register(t_, &l, sbuf.data(), sbuf.size(), rbuf.data(), rbuf.size()), abi::kSuccess);
+  for (int k = 0; k < 3; ++k) {
+    for (size_t i = 0; i < sbuf.size(); ++i) sbuf[i] = static_cast<unsigned char>(i * 7 + k);
+    std::fill(rbuf.begin(), rbuf.end(), 0);
+    int got = -1;
+    ASSERT_TRUE(sim::net_transfer(t_, &l, sbuf.data(), sbuf.size(), rbuf.data(), rbuf.size(), k, 10, &got, &err))
+        << err;
+    EXPECT_EQ(got, int(sbuf.size()));
+    EXPECT_EQ(std::memcmp(sbuf.data(), rbuf.data(), sbuf.size()), 0) << "message " << k;
+  }
+  shm::LinkTableInfo info;
+  std::vector<shm::LinkSnapshot> ls = links(&info);
+  EXPECT_EQ(info.net_state, shm::kNetActive);
+  EXPECT_EQ(info.delegate_abi, 11u);
+  ASSERT_EQ(ls.size(), 2u);
+  EXPECT_EQ(ls[0].transfers, 3u);
+  EXPECT_EQ(ls[1].transfers, 3u);
+  sim::net_close(t_, &l);
   EXPECT_EQ(t_->finalize(ca), abi::kSuccess);
   EXPECT_EQ(t_->finalize(cb), abi::kSuccess);
 }

@@ -1,4 +1,4 @@
-// Replay cycles under the observer's coordinator (observer/pipeline/replay_coordinator.h) with
+// Replay cycles under the observer's coordinator (observer/replay/coordinator.h) with
 // the real scout-replay on emulated GPUs: a periodic cycle, a wrong GPU turned into an sdc
 // finding, and a scout-replay killed in the middle of a cycle (the cycle ends inconclusive
 // within its deadline, the coordinator goes on, the next cycle runs on a fresh process).
@@ -13,7 +13,7 @@
 
 #include "observer/model/finding_board.h"
 #include "observer/model/model.h"
-#include "observer/pipeline/replay_coordinator.h"
+#include "observer/replay/coordinator.h"
 #include "replay/emu_device.h"
 #include "test/support/tmpdir.h"
 

@@ -1,5 +1,6 @@
 // scout-sim's stand-in for cuBLASLt (docs/scout-sim.md, "Mixture of experts"): the logger entry
-// points cuBLASLt exports (cublasLtLoggerSetCallback, cublasLtLoggerSetLevel; declared as in
+// points cuBLASLt exports (cublasLtLoggerSetCallback, cublasLtLoggerSetLevel,
+// cublasLtLoggerSetFile; declared as in
 // cuBLASLt's header, exported from the scout-sim executable), and the matmul trace lines it
 // would log at level 2, so the plugin's GEMM capture (plugin/gemm/capture.h) finds and drives it
 // through the same code path as on a GPU. No GEMM is computed.

@@ -4,8 +4,9 @@
 // should on exactly the injected rank.
 //
 // The plugin is the one scout-sim picks (NCCL_PROFILER_PLUGIN if set in this test's environment,
-// else the one in the build). While it is a placeholder that records nothing (it leaves the
-// activation mask at 0), every test here is skipped with that reason.
+// else the one in the build; scripts/run-tests.sh removes the variable). A plugin that does not
+// load, whose init crashes, or that activates nothing fails every test here, naming why; one that
+// takes no fingerprint fails the fingerprint and NaN tests.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -46,11 +47,15 @@ std::string plugin_path() {
 }
 
 // Whether the plugin records anything: its init, called in a child process (so its segment lands
-// in a scratch directory and nothing stays loaded here), sets a non-zero activation mask.
-int probe_mask() {
+// in a scratch directory and nothing stays loaded here), sets a non-zero activation mask. Returns
+// that mask, or -1 with `why` set when the plugin did not load or the child did not exit cleanly.
+int probe_mask(std::string* why) {
   TempDir scratch;
   int fds[2];
-  if (::pipe(fds) != 0) return -1;
+  if (::pipe(fds) != 0) {
+    *why = "pipe failed";
+    return -1;
+  }
   pid_t pid = ::fork();
   if (pid == 0) {
     ::close(fds[0]);
@@ -58,19 +63,36 @@ int probe_mask() {
     ::setenv("SCOUT_JOB_ID", "probe", 1);
     int mask = 0;
     LoadedPlugin p = load_profiler_plugin(plugin_path().c_str());
-    if (p.v5) {
-      void* ctx = nullptr;
-      p.v5->init(&ctx, 1, &mask, "probe", 1, 2, 0, nullptr);
-      if (ctx) p.v5->finalize(ctx);
+    if (!p.v5) {
+      std::string e = "no ncclProfiler_v5 table: " + (p.ok() ? "loaded version " + std::to_string(p.version) : p.error);
+      mask = -1;
+      ssize_t w = ::write(fds[1], &mask, sizeof(mask));
+      w += ::write(fds[1], e.data(), e.size());
+      ::_exit(w > 0 ? 0 : 1);
     }
+    void* ctx = nullptr;
+    p.v5->init(&ctx, 1, &mask, "probe", 1, 2, 0, nullptr);
+    if (ctx) p.v5->finalize(ctx);
     ssize_t w = ::write(fds[1], &mask, sizeof(mask));
     ::_exit(w == sizeof(mask) ? 0 : 1);
   }
   ::close(fds[1]);
   int mask = -1;
   if (::read(fds[0], &mask, sizeof(mask)) != sizeof(mask)) mask = -1;
+  char buf[512];
+  ssize_t n = ::read(fds[0], buf, sizeof(buf));
+  if (n > 0) *why = std::string(buf, static_cast<size_t>(n));
   ::close(fds[0]);
-  ::waitpid(pid, nullptr, 0);
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  if (WIFSIGNALED(st)) {
+    *why = "the probe died of signal " + std::to_string(WTERMSIG(st)) + " in the plugin's init";
+    return -1;
+  }
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+    if (why->empty()) *why = "the probe exited with status " + std::to_string(WEXITSTATUS(st));
+    return -1;
+  }
   return mask;
 }
 
@@ -125,11 +147,11 @@ bool output_compared(uint8_t func) {
 
 class SimE2E : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { mask_ = probe_mask(); }
+  static void SetUpTestSuite() { mask_ = probe_mask(&probe_why_); }
   void SetUp() override {
-    if (mask_ <= 0)
-      GTEST_SKIP() << "the profiler plugin " << plugin_path()
-                   << " records nothing (its init leaves the activation mask at 0: the placeholder plugin)";
+    ASSERT_GT(mask_, 0) << "the profiler plugin " << plugin_path()
+                        << (mask_ < 0 ? " could not be probed: " + probe_why_
+                                      : std::string(" records nothing: its init left the activation mask at 0"));
   }
   std::map<std::string, std::string> env() const {
     return {{"SCOUT_SHM_DIR", dir_.path()},
@@ -163,9 +185,11 @@ class SimE2E : public ::testing::Test {
   std::string truth(const std::string& job) const { return dir_.path() + "/" + job + ".truth.jsonl"; }
 
   static int mask_;
+  static std::string probe_why_;
   TempDir dir_;
 };
 int SimE2E::mask_ = 0;
+std::string SimE2E::probe_why_;
 
 TEST_F(SimE2E, HealthyJobEveryMemberRecordsTheSameKeys) {
   JobView v = run("healthy", {"--steps", "20"});
@@ -217,7 +241,7 @@ TEST_F(SimE2E, HealthyJobEveryMemberRecordsTheSameKeys) {
 
 TEST_F(SimE2E, ReceivedFingerprintsOfAllReduceAgreeWithinEachCommunicator) {
   JobView v = run("fpagree", {"--steps", "5"});
-  if (!v.any_fp_done()) GTEST_SKIP() << "no record has fp_recv_word == kFpDone: this plugin does not fingerprint yet";
+  ASSERT_TRUE(v.any_fp_done()) << "no record has fp_recv_status == kFpDone: the plugin took no fingerprint";
   int compared = 0;
   for (const auto& [key, by_rank] : v.colls) {
     if (!output_compared(std::get<1>(key))) continue;
@@ -233,7 +257,7 @@ TEST_F(SimE2E, ReceivedFingerprintsOfAllReduceAgreeWithinEachCommunicator) {
 
 TEST_F(SimE2E, SdcChangesTheInjectedRanksReceivedFingerprintForThatKeyOnly) {
   JobView v = run("sdc", {"--steps", "3", "--fault", "sdc:rank=3,op=4"});
-  if (!v.any_fp_done()) GTEST_SKIP() << "no record has fp_recv_word == kFpDone: this plugin does not fingerprint yet";
+  ASSERT_TRUE(v.any_fp_done()) << "no record has fp_recv_status == kFpDone: the plugin took no fingerprint";
   auto t = read_truth(truth("sdc"));
   ASSERT_EQ(t.size(), 1u);
   const CollKey hit{v.hash_of(t[0]["comm"]["name"]), shm::kFuncAllReduce, t[0]["key"]["seq"].get<uint64_t>()};
@@ -263,7 +287,7 @@ TEST_F(SimE2E, NanShowsInTheInjectedRanksSendCountsOnly) {
       checked = true;
       EXPECT_EQ(r.send_nan, key == hit && g == 5 ? 1u : 0u) << v.comm_name[std::get<0>(key)] << " rank " << g;
     }
-  if (!checked) GTEST_SKIP() << "no record has fp_send_word == kFpDone: this plugin does not count NaNs yet";
+  ASSERT_TRUE(checked) << "no record has fp_send_status == kFpDone: the plugin took no send fingerprint";
   ASSERT_TRUE(v.colls.count(hit));
   EXPECT_EQ(v.colls[hit].at(5).fp_send_status, shm::kFpDone);
 }

@@ -1,5 +1,7 @@
 #include "test/support/call_replay.h"
 
+#include <unistd.h>
+
 #include <condition_variable>
 #include <cstring>
 #include <fstream>
@@ -21,6 +23,7 @@ struct Entry {
   uint8_t kind = 0;
   uint8_t abi = 0;
   uint32_t thread = 0;
+  int32_t pid = 0;          // the recorded process (its section's FileHeader::pid)
   std::vector<char> bytes;  // the whole entry
 };
 
@@ -39,6 +42,7 @@ bool read_file(const std::string& path, std::vector<char>* data, std::string* er
 bool parse(const std::vector<char>& d, std::vector<Entry>* out, std::string* error) {
   size_t pos = 0;
   bool have_header = false;
+  int32_t pid = 0;
   while (pos < d.size()) {
     if (d.size() - pos >= sizeof(FileHeader) && std::memcmp(&d[pos], kFileMagic, 8) == 0) {
       FileHeader h;
@@ -49,6 +53,8 @@ bool parse(const std::vector<char>& d, std::vector<Entry>* out, std::string* err
       }
       Entry marker;
       marker.kind = 0;  // section start
+      pid = h.pid;
+      marker.pid = pid;
       out->push_back(marker);
       pos += sizeof(FileHeader);
       have_header = true;
@@ -72,6 +78,7 @@ bool parse(const std::vector<char>& d, std::vector<Entry>* out, std::string* err
     e.kind = h.kind;
     e.abi = h.abi;
     e.thread = h.thread;
+    e.pid = pid;
     e.bytes.assign(d.begin() + pos, d.begin() + pos + h.size);
     out->push_back(std::move(e));
     pos += h.size;
@@ -179,6 +186,8 @@ class Replayer {
   void resolve_strings(const std::vector<Entry>& entries) {
     if (!section_of_.empty()) return;
     section_of_.resize(entries.size());
+    pid_of_.resize(entries.size());
+    for (size_t i = 0; i < entries.size(); ++i) pid_of_[i] = entries[i].pid;
     size_t section = 0;
     for (size_t i = 0; i < entries.size(); ++i) {
       const Entry& e = entries[i];
@@ -203,6 +212,14 @@ class Replayer {
     auto& table = strings_[sec - 1];
     auto it = table.find(id);
     return it == table.end() ? nullptr : it->second->c_str();
+  }
+
+  // A ProxyStep's parent is a ProxyOp. The plugin's handles are values, not allocations (two
+  // ops of one peer and direction, or an op and its step, can return the same value), so the
+  // recorded value is looked up among ProxyOp results first.
+  void* map_step_parent(uint64_t recorded) {
+    auto it = proxy_op_handles_.find(recorded);
+    return it != proxy_op_handles_.end() ? it->second : map_handle(recorded);
   }
 
   void* map_handle(uint64_t recorded) {
@@ -267,7 +284,8 @@ class Replayer {
       case abi::kEvProxyOp:
         d->proxyOp.peer = s.i32[0];
         d->proxyOp.isSend = s.i32[1];
-        d->proxyOp.pid = s.i32[2];
+        // The recorded process is this one now; another pid (a PXN op) stays foreign.
+        d->proxyOp.pid = i < pid_of_.size() && s.i32[2] == pid_of_[i] ? int32_t(::getpid()) : s.i32[2];
         d->proxyOp.channelId = static_cast<uint8_t>(s.i32[3]);
         d->proxyOp.nSteps = s.i32[4];
         d->proxyOp.chunkSize = s.i32[5];
@@ -329,14 +347,14 @@ class Replayer {
         } else if (plugin_.v5) {
           abi::DescrV5 d{};
           d.type = s.type;
-          d.parentObj = map_handle(s.parent);
+          d.parentObj = s.type == abi::kEvProxyStep ? map_step_parent(s.parent) : map_handle(s.parent);
           d.rank = s.rank;
           fill_common(&d, s, i);
           plugin_.v5->startEvent(ctx, &handle, &d);
         } else if (plugin_.v6) {
           abi::DescrV6 d{};
           d.type = s.type;
-          d.parentObj = map_handle(s.parent);
+          d.parentObj = s.type == abi::kEvProxyStep ? map_step_parent(s.parent) : map_handle(s.parent);
           d.rank = s.rank;
           fill_common(&d, s, i);
           if (s.type == abi::kEvCeColl) {
@@ -363,7 +381,10 @@ class Replayer {
           }
           plugin_.v6->startEvent(ctx, &handle, &d);
         }
-        if (s.handle_out != 0) handles_[s.handle_out] = handle;
+        if (s.handle_out != 0) {
+          handles_[s.handle_out] = handle;
+          if (s.type == abi::kEvProxyOp) proxy_op_handles_[s.handle_out] = handle;
+        }
         return;
       }
       case kEntryStop: {
@@ -417,6 +438,8 @@ class Replayer {
   std::unordered_map<uint64_t, std::unique_ptr<char[]>> buffers_;
   std::vector<std::unordered_map<uint32_t, std::unique_ptr<std::string>>> strings_;
   std::vector<size_t> section_of_;
+  std::vector<int32_t> pid_of_;  // recorded process of each entry
+  std::unordered_map<uint64_t, void*> proxy_op_handles_;  // recorded ProxyOp handle -> replayed
 };
 
 }  // namespace

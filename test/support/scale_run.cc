@@ -1,5 +1,6 @@
 #include "test/support/scale_run.h"
 
+#include <malloc.h>
 #include <time.h>
 
 #include <algorithm>
@@ -8,6 +9,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
+#include <string>
 #include <thread>
 
 #include "observer/cluster/cross_node.h"
@@ -96,34 +99,37 @@ std::string describe_finding(const obs::Finding& f) {
   return s;
 }
 
-bool run_other_nodes(const ScaleScenario& s, net::InprocNetwork& network, std::string* error) {
-  const int N = s.job.nodes();
-  std::vector<std::unique_ptr<ScaleJob::Node>> views(N);
-  std::vector<std::unique_ptr<net::DigestExchange>> ex(N);
-  for (int n = 1; n < N; ++n) {
-    views[n] = std::make_unique<ScaleJob::Node>(&s.job, n);
-    net::Channel& ch = network.endpoint(n);
-    ch.set_timeout(std::chrono::milliseconds(1200000));
-    ex[n] = std::make_unique<net::DigestExchange>(&ch, nullptr, digest_config());
-  }
+void run_simulated_node(const ScaleScenario& s, int n, net::Channel& ch, net::Judge* judge,
+                        const std::function<void(int round)>& before_round) {
+  ScaleJob::Node view(&s.job, n);
+  net::DigestExchange ex(&ch, judge, digest_config());
   const std::vector<int> strag = s.straggler_nodes();
+  const bool straggles = std::find(strag.begin(), strag.end(), n) != strag.end();
+  for (int k = 0; k < s.passes(); ++k) {
+    if (!ScaleScenario::has_round(k)) continue;
+    const int r = k / ScaleScenario::kPassesPerRound;
+    const int64_t t = ScaleScenario::pass_time(k);
+    view.set_time(t);
+    if (before_round) before_round(r);
+    std::vector<obs::Finding> mine;
+    if (straggles && r >= s.ph.warmup_steps && r % ScaleScenario::kRefreshRounds == n % ScaleScenario::kRefreshRounds)
+      mine.push_back(s.straggler(n, t, true));
+    ex.round(view, t, net::ClockEstimate{}, mine);
+  }
+}
+
+bool run_other_nodes(const ScaleScenario& s, net::InprocNetwork& network, std::string* error,
+                     const std::function<void(int round)>& before_round) {
+  const int N = s.job.nodes();
   std::mutex mu;
   std::vector<std::thread> threads;
   threads.reserve(N);
   for (int n = 1; n < N; ++n) {
+    net::Channel& ch = network.endpoint(n);
+    ch.set_timeout(std::chrono::milliseconds(1200000));
     threads.emplace_back([&, n] {
-      const bool straggles = std::find(strag.begin(), strag.end(), n) != strag.end();
       try {
-        for (int k = 0; k < s.passes(); ++k) {
-          if (!ScaleScenario::has_round(k)) continue;
-          const int r = k / ScaleScenario::kPassesPerRound;
-          const int64_t t = ScaleScenario::pass_time(k);
-          views[n]->set_time(t);
-          std::vector<obs::Finding> mine;
-          if (straggles && r >= s.ph.warmup_steps && r % ScaleScenario::kRefreshRounds == n % ScaleScenario::kRefreshRounds)
-            mine.push_back(s.straggler(n, t, true));
-          ex[n]->round(*views[n], t, net::ClockEstimate{}, mine);
-        }
+        run_simulated_node(s, n, network.endpoint(n), nullptr, n == 1 ? before_round : std::function<void(int)>{});
       } catch (const std::exception& e) {
         std::lock_guard<std::mutex> lock(mu);
         if (error && error->empty()) *error = "node-rank " + std::to_string(n) + ": " + e.what();
@@ -134,100 +140,129 @@ bool run_other_nodes(const ScaleScenario& s, net::InprocNetwork& network, std::s
   return !error || error->empty();
 }
 
-LeaderResult run_leader(const ScaleScenario& s, net::Channel& ch, const std::string& dir,
-                        const std::function<uint64_t()>& other_writes, bool verbose) {
+net::DigestConfig scale_digest_config() { return digest_config(); }
+
+ScaleNode::ScaleNode(const ScaleScenario& s, int node, const std::string& dir)
+    : s_(s), node_(node), cur_(ScaleJob::kTp) {
   const ScaleJob& job = s.job;
-  const int N = job.nodes();
-  LeaderResult res;
-  FakeJob fj(dir, "scale", ScaleJob::kTp, "node0", 1024, 8);
-  // The leader's communicators in its segments: FakeJob comm index and member index per rank.
-  std::map<int, int> fj_comm;
-  std::map<std::pair<int, int>, int> member;
-  for (int g = 0; g < ScaleJob::kTp; ++g) {
-    for (const auto& [c, r] : job.comms_of(g)) {
-      if (fj_comm.count(c)) continue;
+  const int g0 = node * ScaleJob::kTp;
+  fj_ = std::make_unique<FakeJob>(dir, "scale", ScaleJob::kTp, job.host(node), 1024, 8, g0);
+  // The node's communicators in its segments: FakeJob comm index and member index per rank.
+  for (int q = 0; q < ScaleJob::kTp; ++q) {
+    for (const auto& [c, r] : job.comms_of(g0 + q)) {
+      if (fj_comm_.count(c)) continue;
       const ScaleJob::CommDef& cd = job.comms()[c];
       std::vector<int> procs, ranks;
-      for (int q = 0; q < ScaleJob::kTp; ++q) {
-        for (const auto& [c2, r2] : job.comms_of(q)) {
+      for (int q2 = 0; q2 < ScaleJob::kTp; ++q2) {
+        for (const auto& [c2, r2] : job.comms_of(g0 + q2)) {
           if (c2 != c) continue;
-          member[{c, q}] = int(procs.size());
-          procs.push_back(q);
+          member_[{c, q2}] = int(procs.size());
+          procs.push_back(q2);
           ranks.push_back(r2);
         }
       }
-      fj_comm[c] = fj.add_comm(cd.hash, procs, cd.name, cd.nranks, ranks, cd.nnodes);
+      fj_comm_[c] = fj_->add_comm(cd.hash, procs, cd.name, cd.nranks, ranks, cd.nnodes);
     }
   }
-  std::string err;
-  auto store = store::StoreWriter::open(dir + "/node-0.db", {}, &err);
-  if (!store) {
-    res.why = "store: " + err;
-    return res;
+  store_ = store::StoreWriter::open(dir + "/node-" + std::to_string(node) + ".db", {}, &error_);
+  if (!store_) {
+    error_ = "store: " + error_;
+    return;
   }
   obs::ObserverOptions opt;
   opt.job = "scale";
-  opt.host = "node0";
+  opt.host = job.host(node);
   opt.shm_dir = dir;
-  opt.node_rank = 0;
-  opt.nodes = N;
+  opt.node_rank = node;
+  opt.nodes = job.nodes();
   opt.interval_ns = ScaleScenario::kPassNs;
   opt.reclaim_after_ns = -1;
   opt.hang.timeout_ns = ScaleScenario::kHangTimeoutNs;
   opt.hang.defer_cross_node = true;
-  opt.liveness = fj.liveness();
+  opt.liveness = fj_->liveness();
   opt.log = [](const std::string&) {};
-  obs::Observer observer(opt, store.get());
+  observer_ = std::make_unique<obs::Observer>(opt, store_.get());
   const net::DigestConfig cfg = digest_config();
   obs::CrossNodeOptions co;
-  co.gloo.rank = 0;
-  co.gloo.size = N;
+  co.gloo.rank = node;
+  co.gloo.size = job.nodes();
   co.view.settle_ns = opt.judge.settle_timeout_ns;
   co.view.retain_ops = cfg.max_range_ops + 256;
+  co.view.hang_timeout_ns = opt.hang.timeout_ns;
   co.hang = opt.hang;
-  obs::CrossNodeStep step(observer.model(), observer.mutex(), co);
-  net::NetAgent::Harvest pending;
-  for (int n = 1; n < N; ++n) pending.findings.push_back(s.straggler(n, kT0, false));
-  observer.set_cross_node_step([&](obs::Observer::CrossNodeIo& io) {
-    step.step(io, std::move(pending), 0);
-    pending = {};
+  step_ = std::make_unique<obs::CrossNodeStep>(observer_->model(), observer_->mutex(), co);
+  // The leader's board holds one closed finding per node from earlier in the job.
+  if (node == 0) {
+    for (int n = 1; n < job.nodes(); ++n) pending_.findings.push_back(s.straggler(n, kT0, false));
+  }
+  observer_->set_cross_node_step([this](obs::Observer::CrossNodeIo& io) {
+    std::vector<obs::Finding> out = step_->step(io, std::move(pending_), 0);
+    pending_ = {};
+    for (obs::Finding& f : out) outbox_.push_back(std::move(f));
   });
-  net::DigestExchange ex(&ch, &step.judge(), cfg);
+  ok_ = true;
+}
 
-  // What the leader's ranks wrote so far: per rank (step, operations of it written, running one).
-  struct Cursor {
-    int64_t step = 0;
-    size_t written = 0;
-    bool running = false;
-  };
-  std::vector<Cursor> cur(ScaleJob::kTp);
-  std::vector<ScaleJob::Reached> reached;
-  auto write_records = [&](int64_t t) {
-    for (int g = 0; g < ScaleJob::kTp; ++g) {
-      Cursor& c = cur[g];
-      const int64_t target = job.step_at(t);
-      for (;;) {
-        job.reached(g, c.step, t, &reached);
-        for (size_t j = c.written; j < reached.size(); ++j) {
-          const ScaleJob::JobOp& op = reached[j].op;
-          if (reached[j].state != shm::kStateComplete && c.running) break;
-          FakeRec rec = fj.enqueue(fj_comm.at(op.comm), member.at({op.comm, g}), op.spec);
-          FakeJob::start(rec, op.gpu_start_ns);
-          if (reached[j].state != shm::kStateComplete) {
-            c.running = true;
-            break;
-          }
-          FakeJob::complete(rec, op.gpu_end_ns);
-          if (uint64_t fp = job.fp_recv(g, op)) FakeJob::fp_recv(rec, fp);
-          c.written = j + 1;
+ScaleNode::~ScaleNode() = default;
+
+void ScaleNode::write_records(int64_t t) {
+  const ScaleJob& job = s_.job;
+  const int g0 = node_ * ScaleJob::kTp;
+  const int64_t target = job.step_at(t);
+  for (int q = 0; q < ScaleJob::kTp; ++q) {
+    const int g = g0 + q;
+    Cursor& c = cur_[q];
+    for (;;) {
+      job.reached(g, c.step, t, &reached_);
+      for (size_t j = c.written; j < reached_.size(); ++j) {
+        const ScaleJob::JobOp& op = reached_[j].op;
+        if (reached_[j].state != shm::kStateComplete && c.running) break;
+        FakeRec rec = fj_->enqueue(fj_comm_.at(op.comm), member_.at({op.comm, q}), op.spec);
+        FakeJob::start(rec, op.gpu_start_ns);
+        if (reached_[j].state != shm::kStateComplete) {
+          c.running = true;
+          break;
         }
-        if (c.step >= target) break;
-        c.step++;
-        c.written = 0;
-        c.running = false;
+        FakeJob::complete(rec, op.gpu_end_ns);
+        if (uint64_t fp = job.fp_recv(g, op)) FakeJob::fp_recv(rec, fp);
+        c.written = j + 1;
       }
+      if (c.step >= target) break;
+      c.step++;
+      c.written = 0;
+      c.running = false;
     }
-  };
+  }
+}
+
+void ScaleNode::pass(int64_t t_ns) {
+  write_records(t_ns);
+  observer_->pass(t_ns);
+}
+
+void ScaleNode::harvest(net::RoundResult& r) {
+  for (obs::Finding& f : r.findings) pending_.findings.push_back(std::move(f));
+  for (obs::Finding& f : r.decided) pending_.decided.push_back(std::move(f));
+  for (net::CrossNodeTiming& x : r.timings) pending_.timings.push_back(std::move(x));
+}
+
+std::vector<obs::Finding> ScaleNode::take_outbox() {
+  std::vector<obs::Finding> out = std::move(outbox_);
+  outbox_.clear();
+  return out;
+}
+
+LeaderResult run_leader(const ScaleScenario& s, net::Channel& ch, const std::string& dir,
+                        const std::function<uint64_t()>& other_writes, bool verbose) {
+  const ScaleJob& job = s.job;
+  LeaderResult res;
+  ScaleNode leader(s, 0, dir);
+  if (!leader.ok()) {
+    res.why = leader.error();
+    return res;
+  }
+  obs::Observer& observer = leader.observer();
+  net::DigestExchange ex(&ch, leader.judge(), digest_config());
 
   const int healthy_end = (s.ph.warmup_steps + s.ph.healthy_steps) * ScaleScenario::kPassesPerRound;
   for (int k = 0; k < s.passes(); ++k) {
@@ -240,14 +275,13 @@ LeaderResult run_leader(const ScaleScenario& s, net::Channel& ch, const std::str
         res.why += "healthy phase: " + describe_finding(*f) + "; ";
       }
     }
-    write_records(t);
     const uint64_t w0 = wchar(), b0 = other_writes ? other_writes() : 0;
     const int64_t c0 = thread_cpu_ns();
-    observer.pass(t);
+    leader.pass(t);
     const int64_t c1 = thread_cpu_ns();
     if (ScaleScenario::has_round(k)) {
       const net::Traffic before = ch.traffic();
-      net::RoundResult r = ex.round(step.view(), t, net::ClockEstimate{}, {});
+      net::RoundResult r = ex.round(leader.view(), t, net::ClockEstimate{}, {});
       const net::Traffic got = ch.traffic() - before;
       if (verbose) {
         std::fprintf(stderr,
@@ -265,22 +299,25 @@ LeaderResult run_leader(const ScaleScenario& s, net::Channel& ch, const std::str
       if (r.gathered && std::string(s.phase_of(k)) == "sdc" && !r.decided.empty()) res.digest_drills++;
       if (sdc && res.drill_kib < 0) res.drill_kib = double(got.wire_received()) / 1024.0;
       if (hang && res.hang_drill_kib < 0) res.hang_drill_kib = double(got.wire_received()) / 1024.0;
-      for (obs::Finding& f : r.findings) pending.findings.push_back(std::move(f));
-      for (obs::Finding& f : r.decided) pending.decided.push_back(std::move(f));
-      for (net::CrossNodeTiming& x : r.timings) pending.timings.push_back(std::move(x));
+      leader.harvest(r);
     }
     const int64_t c2 = thread_cpu_ns();
     const uint64_t w1 = wchar(), b1 = other_writes ? other_writes() : 0;
     if (std::string(s.phase_of(k)) != "warmup")
       res.samples.push_back({s.phase_of(k), c2 - c0, c1 - c0, c2 - c1, (w1 - w0) - (b1 - b0)});
   }
-  observer.pass(ScaleScenario::pass_time(s.passes()));  // applies the last round's harvest
+  leader.pass(ScaleScenario::pass_time(s.passes()));  // applies the last round's harvest
 
   // ---- checks
   const std::string dp_of_sdc = job.comms()[job.comms_of(s.sdc_rank)[2].first].name;
   const std::string dp_of_hang = job.comms()[job.comms_of(s.hang_rank)[2].first].name;
   int sdc_found = 0, hang_found = 0, hang_bad = 0;
   res.others_ok = true;
+  // The stragglers are the scenario's own, each exactly once: every other node's closed one from
+  // earlier in the job and an open one per straggling node, naming its TP rank 2.
+  std::multiset<std::string> stragglers, want_stragglers;
+  for (int n = 1; n < job.nodes(); ++n) want_stragglers.insert(describe_finding(s.straggler(n, 0, false)));
+  for (int n : s.straggler_nodes()) want_stragglers.insert(describe_finding(s.straggler(n, 0, true)));
   for (const obs::Finding* f : observer.findings().all()) {
     res.findings.push_back(*f);
     if (f->kind == obs::FindingKind::kSdc) {
@@ -299,17 +336,65 @@ LeaderResult run_leader(const ScaleScenario& s, net::Channel& ch, const std::str
         ++hang_bad;
         res.why += "hang: " + describe_finding(*f) + "; ";
       }
-    } else if (f->kind != obs::FindingKind::kStraggler) {
+    } else if (f->kind == obs::FindingKind::kStraggler) {
+      stragglers.insert(describe_finding(*f));
+    } else {
       res.others_ok = false;
       res.why += "unexpected: " + describe_finding(*f) + "; ";
     }
   }
-  res.hang_ok = hang_found > 0 && hang_bad == 0;
+  if (stragglers != want_stragglers) {
+    res.others_ok = false;
+    res.why += "stragglers: " + std::to_string(stragglers.size()) + " found, " + std::to_string(want_stragglers.size()) +
+               " expected";
+    for (const std::string& d : stragglers)
+      if (!want_stragglers.count(d)) res.why += "; unexpected " + d;
+    for (const std::string& d : want_stragglers)
+      if (!stragglers.count(d)) res.why += "; missing " + d;
+    res.why += "; ";
+  }
+  res.hang_ok = hang_found == 1 && hang_bad == 0;
   if (sdc_found != 1) {
     res.sdc_ok = false;
     res.why += std::to_string(sdc_found) + " sdc findings; ";
   }
-  if (hang_found == 0) res.why += "no hang finding; ";
+  if (hang_found != 1) res.why += std::to_string(hang_found) + " hang findings; ";
+  return res;
+}
+
+NodeResult run_node(const ScaleScenario& s, int node, net::Channel& ch, const std::string& dir) {
+  NodeResult res;
+  ScaleNode me(s, node, dir);
+  if (!me.ok()) {
+    res.why = me.error();
+    return res;
+  }
+  net::DigestExchange ex(&ch, nullptr, digest_config());
+  for (int k = 0; k < s.passes(); ++k) {
+    const int64_t t = ScaleScenario::pass_time(k);
+    const int64_t c0 = thread_cpu_ns();
+    me.pass(t);
+    const int64_t c1 = thread_cpu_ns();
+    uint64_t sent = 0;
+    if (ScaleScenario::has_round(k)) {
+      const net::Traffic before = ch.traffic();
+      net::RoundResult r = ex.round(me.view(), t, net::ClockEstimate{}, me.take_outbox());
+      sent = (ch.traffic() - before).wire_sent();
+      res.waits_rounds += r.waits_gathered ? 1 : 0;
+      if (std::string(s.phase_of(k)) != "warmup") {
+        res.round_sent.push_back(sent);
+        res.round_hang.push_back(std::string(s.phase_of(k)) == "hang");
+      }
+      me.harvest(r);
+    }
+    const int64_t c2 = thread_cpu_ns();
+    const struct mallinfo2 mi = mallinfo2();
+    res.peak_heap = std::max<uint64_t>(res.peak_heap, mi.uordblks + mi.hblkhd);
+    if (std::string(s.phase_of(k)) != "warmup") res.samples.push_back({s.phase_of(k), c2 - c0, c1 - c0, c2 - c1, sent});
+  }
+  me.pass(ScaleScenario::pass_time(s.passes()));
+  res.wire_sent = ch.traffic().wire_sent();
+  res.ok = true;
   return res;
 }
 

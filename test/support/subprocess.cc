@@ -104,6 +104,13 @@ ProcessResult Subprocess::wait(double timeout_s) {
   return r;
 }
 
+ProcessResult Subprocess::wait_from_now(double seconds) { return wait(now_s() - start_ + seconds); }
+
+ProcessResult Subprocess::stop(int sig, double grace_s) {
+  signal(sig);
+  return wait_from_now(grace_s);
+}
+
 ProcessResult run_process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
                           double timeout_s) {
   Subprocess p(argv, env);

@@ -28,8 +28,13 @@ class Subprocess {
   pid_t pid() const { return pid_; }
   bool running();
   void signal(int sig);
-  // Waits up to `timeout_s` (then SIGKILLs it) and returns what it did.
+  // Waits until `timeout_s` after its start (then SIGKILLs it) and returns what it did.
   ProcessResult wait(double timeout_s);
+  // Waits up to `seconds` from now (then SIGKILLs it): for a process already signalled, how long
+  // its stop may take whatever it ran before.
+  ProcessResult wait_from_now(double seconds);
+  // signal(sig), then wait_from_now(grace_s).
+  ProcessResult stop(int sig, double grace_s);
   // What it has written to stdout so far.
   std::string out_so_far() const;
 

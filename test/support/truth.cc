@@ -27,6 +27,17 @@ std::multiset<Named> named(const std::vector<obs::Finding>& findings) {
   return out;
 }
 
+std::map<std::string, uint64_t> sim_ops_tp2_pp2(int steps, int bcast_every) {
+  std::map<std::string, uint64_t> ops;
+  for (int k = 0; k < 4; ++k) {
+    ops["tp" + std::to_string(k)] = 4u * steps;
+    ops["dp" + std::to_string(k)] = 4u * steps;
+    ops["pp" + std::to_string(k)] = 2u * steps;
+  }
+  ops["world"] = bcast_every > 0 ? uint64_t((steps + bcast_every - 1) / bcast_every) : 0;
+  return ops;
+}
+
 std::multiset<Named> read_truth(const std::string& path) {
   std::multiset<Named> out;
   std::ifstream f(path);
@@ -39,23 +50,6 @@ std::multiset<Named> read_truth(const std::string& path) {
     out.insert(n);
   }
   return out;
-}
-
-std::string drop_brief_links_elsewhere(std::vector<obs::Finding>& findings, const std::string& slow_host,
-                                       int64_t max_ms) {
-  std::string dropped;
-  std::erase_if(findings, [&](const obs::Finding& f) {
-    if (f.kind != obs::FindingKind::kSlowLink || f.open || f.suspects.empty()) return false;
-    if (!f.evidence.contains("class") || f.evidence["class"] != "link") return false;
-    const std::string host = f.suspects[0].host;
-    for (const auto& s : f.suspects)
-      if (s.host != host) return false;
-    if (f.peer && f.peer->host != host) return false;
-    if (host == slow_host || f.last_seen_ns - f.first_seen_ns >= max_ms * 1000000) return false;
-    dropped += "tolerated (brief, on " + host + "): " + f.summary + "\n";
-    return true;
-  });
-  return dropped;
 }
 
 }  // namespace scout::testing

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <compare>
+#include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -26,16 +28,14 @@ std::string show(const std::multiset<Named>& v);
 // What the findings name: per finding its kind and its suspects' and peer's global ranks.
 std::multiset<Named> named(const std::vector<obs::Finding>& findings);
 
+// Operations per communicator of a healthy `scout-sim --ranks 8 --tp 2 --pp 2 --steps N` run
+// (docs/scout-sim.md, "Per-step operations"): per step 4 TP collectives (AllReduce, AllGather, ReduceScatter,
+// AllReduce) on tp0..tp3, 4 gradient AllReduces on dp0..dp3, a Send each way in each pipeline
+// pair pp0..pp3, and a world Broadcast every `bcast_every` steps (step % K == 0).
+std::map<std::string, uint64_t> sim_ops_tp2_pp2(int steps, int bcast_every = 10);
+
 // The ground-truth file of a scout-sim run: one Named per line (global_rank, and peer when the
 // line has one). A missing file reads as empty; a malformed line throws nlohmann's parse error.
 std::multiset<Named> read_truth(const std::string& path);
-
-// Moves out of `findings` the brief false links a slow host's test tolerates under heavy CPU load:
-// closed `slowlink` findings of class link whose suspects are all on one host other than
-// `slow_host` and that lasted under `max_ms` (first to last seen). Returns their summaries, one
-// per line, for the test's log. On an oversubscribed machine an intra-host pair next to the slow
-// host can look slow for a few hundred ms (docs/findings.md, slownic note).
-std::string drop_brief_links_elsewhere(std::vector<obs::Finding>& findings, const std::string& slow_host,
-                                       int64_t max_ms);
 
 }  // namespace scout::testing

@@ -108,6 +108,13 @@ TEST(Evidence, EveryFieldIsDocumentedUnderItsKind) {
   EXPECT_EQ(d.missing<obs::SlowLinkEvidence>("slowlink", false), V{});
   EXPECT_EQ(d.missing<obs::EvChannel>("slowlink", false), V{});
   EXPECT_EQ(d.missing<obs::EvSlowThresholds>("slowlink", false), V{});
+
+  EXPECT_EQ(d.missing<obs::ReplaySdcEvidence>("sdc", false), V{});
+  EXPECT_EQ(d.missing<obs::EvReplayCheck>("sdc", false), V{});
+  EXPECT_EQ(d.missing<obs::EvReplayGpu>("sdc", false), V{});
+  EXPECT_EQ(d.missing<obs::EvReplayCause>("straggler", false), V{});
+  EXPECT_EQ(d.missing<obs::ReplaySlowLinkEvidence>("slowlink", false), V{});
+  EXPECT_EQ(d.missing<obs::EvReplayThresholds>("slowlink", false), V{});
 }
 
 TEST(Evidence, DocCheckFailsOnAnUndocumentedKey) {
@@ -199,7 +206,42 @@ TEST(Evidence, OptionalKeysAbsentNullOrValue) {
 TEST(Evidence, FindingsCarryTheCurrentVersion) {
   obs::Finding f;
   EXPECT_EQ(f.evidence_version, obs::kEvidenceVersion);
-  EXPECT_EQ(obs::kEvidenceVersion, 1);
+  EXPECT_EQ(obs::kEvidenceVersion, 2);
+}
+
+// Replay's evidence: a check's votes keep their shape (any JSON), a check without a peer writes
+// null, and the straggler's cause is optional (absent without replay).
+TEST(Evidence, ReplayEvidenceReadsAndWritesBack) {
+  obs::ReplaySdcEvidence e;
+  e.source = "replay";
+  e.cycle = 7;
+  e.trigger = "periodic";
+  e.check = "gemm-vote";
+  e.recipe = "gemm:fp32:512x512x512";
+  e.votes = {{"outcome", "attributed"}, {"groups", {{{"value", "0x01"}, {"voters", {0, 1, 3}}}}}};
+  e.checks.push_back({"gemm-vote", e.recipe, e.votes, std::nullopt});
+  e.checks.push_back({"link", "link:1->2", {{"expected", "0x02"}, {"got", "0x03"}}, 1});
+  e.gpus = {{0, "GPU-a"}, {2, "GPU-c"}};
+  e.gpu = "GPU-c";
+  const nlohmann::json j = obs::to_json(e);
+  EXPECT_EQ(j["checks"][0]["peer"], nullptr);
+  EXPECT_EQ(j["checks"][1]["peer"], 1);
+  EXPECT_EQ(j["votes"]["groups"][0]["voters"], nlohmann::json({0, 1, 3}));
+  obs::ReplaySdcEvidence back;
+  std::string err;
+  ASSERT_TRUE(obs::read_evidence(j, &back, &err)) << err;
+  EXPECT_EQ(obs::to_json(back), j);
+  EXPECT_FALSE(obs::read_evidence(nlohmann::json{{"source", "replay"}}, &back, &err));
+  EXPECT_EQ(err, "no key cycle");
+
+  obs::StragglerEvidence s;
+  EXPECT_FALSE(obs::to_json(s).contains("cause"));
+  s.cause = "gpu";
+  s.replay = obs::EvReplayCause{3, std::string("gemm:bf16:8x8x8"), std::vector<double>{3.0, 3.1}, 1.0};
+  obs::StragglerEvidence sb;
+  ASSERT_TRUE(obs::read_evidence(obs::to_json(s), &sb, &err)) << err;
+  EXPECT_EQ(sb.cause, "gpu");
+  EXPECT_EQ(sb.replay->ms, (std::vector<double>{3.0, 3.1}));
 }
 
 }  // namespace

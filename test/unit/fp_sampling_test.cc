@@ -5,6 +5,7 @@
 
 #include "scout/fingerprint.h"
 #include "scout/shm_format.h"
+#include "test/support/reference_sampling.h"
 
 namespace {
 
@@ -12,9 +13,21 @@ using scout::fp::Budget;
 using scout::fp::op_selector;
 using scout::fp::sampled;
 
-TEST(Sampling, SelectorIsAPureFunctionOfItsInputs) {
+// The selector is the documented XXH64 of commHash, key and func (test/support/reference_sampling.h),
+// over inputs that differ in every field, and each field changes it.
+TEST(Sampling, SelectorIsTheDocumentedHashOfCommKeyAndFunc) {
+  // libxxhash itself: XXH64 of no bytes with seed 0 is 0xef46db3751d8e999 (its published value).
+  EXPECT_EQ(XXH64("", 0, 0), 0xef46db3751d8e999ull);
+  EXPECT_EQ(scout::testing::reference_selector_seed(), 0x73636f757473656cull);
+  uint64_t comm = 0x9e3779b97f4a7c15ull, key = 0;
+  for (int i = 0; i < 500; ++i) {
+    comm = comm * 6364136223846793005ull + 1442695040888963407ull;
+    key = key * 3 + uint64_t(i) * 0x10001;
+    const uint8_t func = static_cast<uint8_t>(i % 8);
+    ASSERT_EQ(op_selector(comm, func, key), scout::testing::reference_selector(comm, func, key))
+        << std::hex << "comm 0x" << comm << " func " << int(func) << " key 0x" << key;
+  }
   const uint64_t a = op_selector(0x1234, scout::shm::kFuncAllReduce, 99);
-  EXPECT_EQ(a, op_selector(0x1234, scout::shm::kFuncAllReduce, 99));
   EXPECT_NE(a, op_selector(0x1235, scout::shm::kFuncAllReduce, 99));
   EXPECT_NE(a, op_selector(0x1234, scout::shm::kFuncAllGather, 99));
   EXPECT_NE(a, op_selector(0x1234, scout::shm::kFuncAllReduce, 100));
@@ -44,12 +57,19 @@ TEST(Sampling, NestedLevelsAndRates) {
   }
 }
 
-TEST(Sampling, SimulatedRanksDecideIdentically) {
-  // Each "rank" evaluates the decision on its own; the inputs are what every rank knows.
-  for (uint64_t k = 0; k < 2000; ++k) {
-    bool first = sampled(0x42, scout::shm::kFuncReduceScatter, k, 3, 1);
-    for (int rank = 1; rank < 8; ++rank) EXPECT_EQ(sampled(0x42, scout::shm::kFuncReduceScatter, k, 3, 1), first);
-  }
+// The decision is the documented rule on the selector's low bits, for every period and level a
+// rank can be at: what another rank computes from the same (commHash, func, key) alone.
+TEST(Sampling, DecisionIsTheDocumentedRuleForEveryPeriodAndLevel) {
+  int yes = 0;
+  for (uint64_t k = 0; k < 2000; ++k)
+    for (uint32_t p = 0; p < 4; ++p)
+      for (uint32_t level = 0; level < 4; ++level) {
+        const bool want = scout::testing::reference_sampled(0x42, scout::shm::kFuncReduceScatter, k, p, level);
+        ASSERT_EQ(sampled(0x42, scout::shm::kFuncReduceScatter, k, p, level), want)
+            << "key " << k << " period 2^" << p << " level " << level;
+        yes += want;
+      }
+  EXPECT_GT(yes, 2000);  // level 0, period 1 alone samples all 2000
 }
 
 TEST(Budget, RaisesTheLevelToTheOneThatFits) {

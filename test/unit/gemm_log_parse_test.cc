@@ -195,6 +195,11 @@ struct FakeLt {
     level = l;
     return 0;
   }
+  static inline FILE* file = nullptr;
+  static int set_file(FILE* f) {
+    file = f;
+    return 0;
+  }
   static void emit(const char* fn, const std::string& msg) {
     if (cb != nullptr && level >= 2) cb(2, fn, msg.c_str());
   }
@@ -227,6 +232,7 @@ TEST(GemmCapture, WindowsCountShapesAndRestoreTheLogger) {
   o.finder = [](gemm::LoggerApi* a) {
     a->lt_set_callback = &FakeLt::set_callback;
     a->lt_set_level = &FakeLt::set_level;
+    a->lt_set_file = &FakeLt::set_file;
     return true;
   };
   o.getenv = [](const char*) -> const char* { return nullptr; };
@@ -235,6 +241,9 @@ TEST(GemmCapture, WindowsCountShapesAndRestoreTheLogger) {
   FakeLt::emit("cublasLtMatmul", mm(8));  // before any window: not seen
   cap->tick(10);                          // opens the window [10, 110)
   EXPECT_EQ(FakeLt::level, 2);
+  ASSERT_NE(FakeLt::file, nullptr);
+  EXPECT_NE(FakeLt::file, stdout);  // the log goes to the discard stream, not the job's output
+  EXPECT_NE(FakeLt::file, stderr);
   EXPECT_EQ(buf.hdr()->state.load(), shm::kGemmCapturing);
   FakeLt::emit("cublasLtMatmul", mm(8));
   FakeLt::emit("cublasLtMatmul", mm(8));
@@ -247,6 +256,7 @@ TEST(GemmCapture, WindowsCountShapesAndRestoreTheLogger) {
   cap->tick(110);  // closes: level 0, no callback
   EXPECT_EQ(FakeLt::level, 0);
   EXPECT_EQ(FakeLt::cb, nullptr);
+  EXPECT_EQ(FakeLt::file, stdout);  // cuBLASLt's default log file again
   EXPECT_EQ(buf.hdr()->state.load(), shm::kGemmWaiting);
   FakeLt::emit("cublasLtMatmul", mm(8));
   const shm::GemmTableHeader* h = buf.hdr();
@@ -281,6 +291,7 @@ TEST(GemmCapture, UserLoggingIsLeftAlone) {
   o.finder = [](gemm::LoggerApi* a) {
     a->lt_set_callback = &FakeLt::set_callback;
     a->lt_set_level = &FakeLt::set_level;
+    a->lt_set_file = &FakeLt::set_file;
     return true;
   };
   o.getenv = [](const char* n) -> const char* { return std::strcmp(n, "CUBLASLT_LOG_LEVEL") == 0 ? "2" : nullptr; };
@@ -314,6 +325,31 @@ TEST(GemmCapture, UserCublasCallbackIsLeftAlone) {
   cap->tick(1);
   EXPECT_EQ(FakeLt::set_calls, 0);
   EXPECT_EQ(buf.hdr()->state.load(), shm::kGemmUserLogger);
+}
+
+// A cuBLASLt without cublasLtLoggerSetFile would print every traced matmul into the job's
+// output: no window opens there, the table says capture failed, the logger is untouched.
+TEST(GemmCapture, NoCaptureWhereTheLogCannotBeSilenced) {
+  TableBuf buf(4);
+  auto table = gemm::ShapeTable::attach(buf.hdr(), buf.bytes());
+  gemm::CaptureOptions o;
+  std::vector<std::string> logs;
+  o.finder = [](gemm::LoggerApi* a) {
+    a->lt_set_callback = &FakeLt::set_callback;
+    a->lt_set_level = &FakeLt::set_level;
+    return true;  // no lt_set_file
+  };
+  o.getenv = [](const char*) -> const char* { return nullptr; };
+  o.log = [&logs](const std::string& l) { logs.push_back(l); };
+  FakeLt::set_calls = 0;
+  FakeLt::level = 0;
+  auto cap = gemm::Capture::create(table.get(), o);
+  cap->tick(1);
+  EXPECT_EQ(FakeLt::set_calls, 0);
+  EXPECT_EQ(FakeLt::level, 0);
+  EXPECT_EQ(buf.hdr()->state.load(), shm::kGemmFailed);
+  ASSERT_EQ(logs.size(), 1u);
+  EXPECT_NE(logs[0].find("cublasLtLoggerSetFile"), std::string::npos);
 }
 
 TEST(GemmCapture, NoLibraryIsRetriedNextPeriod) {

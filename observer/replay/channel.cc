@@ -1,4 +1,4 @@
-#include "observer/pipeline/replay_channel.h"
+#include "observer/replay/channel.h"
 
 #include "common/clock.h"
 

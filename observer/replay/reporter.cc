@@ -1,0 +1,218 @@
+#include "observer/replay/reporter.h"
+
+#include <algorithm>
+#include <set>
+#include <vector>
+
+#include "observer/detect/finding_util.h"
+#include "observer/replay/lookup.h"
+
+namespace scout::obs {
+namespace {
+
+// The summary of a replay sdc finding about process `proc`, named by `first` (peer: the sender of
+// a corrupting link, -1 none).
+std::string sdc_summary(const Model& m, int proc, const replay::SdcVerdict& first, int peer, const CycleResult& d) {
+  if (first.check == "link" || (peer >= 0 && first.check != "gemm-vote" && first.check != "gemm-self"))
+    return "replay: data " + who(m, proc) + " receives from " + replay_who(m, peer, d) + " arrives corrupted (" +
+           first.recipe + ")";
+  if (first.check == "gemm-self")
+    return "replay: the GPU of " + who(m, proc) + " (" + first.gpu + ") gives different bits for the same " +
+           first.recipe + " on two runs";
+  if (first.check == "gemm-vote")
+    return "replay: the GPU of " + who(m, proc) + " (" + first.gpu + ") computes " + first.recipe +
+           " differently from the majority of its peers";
+  return "replay: " + who(m, proc) + " received a wrong result in " + first.recipe;
+}
+
+// Whether `f` is a finding replay made (its evidence's source).
+bool from_replay(const Finding& f) { return f.evidence.is_object() && f.evidence.value("source", "") == "replay"; }
+
+}  // namespace
+
+Suspect replay_suspect(const Model& m, int global_rank, const CycleResult& d) {
+  const int proc = proc_of_rank(m, global_rank);
+  if (proc >= 0) return suspect_of(m, proc);
+  Suspect s;
+  s.global_rank = global_rank;
+  auto it = d.remote.find(global_rank);
+  if (it != d.remote.end()) {
+    s.host = it->second.host;
+    s.pid = it->second.pid;
+    s.gpu = it->second.gpu;
+  }
+  return s;
+}
+
+std::string replay_who(const Model& m, int global_rank, const CycleResult& d) {
+  const int proc = proc_of_rank(m, global_rank);
+  if (proc >= 0) return who(m, proc);
+  const Suspect s = replay_suspect(m, global_rank, d);
+  return "rank " + std::to_string(global_rank) +
+         (s.pid ? " (" + s.host + ", pid " + std::to_string(s.pid) + ")" : std::string(" (another node)"));
+}
+
+void ReplayReporter::apply(const Model& m, FindingBoard& board, const CycleResult& d,
+                           const std::map<std::string, std::map<int, int>>& comm_ranks, int64_t now_ns) {
+  if (!d.have_verdict) return;
+  if (d.report) {
+    report_sdc(m, board, d, now_ns);
+    report_slow_pairs(m, board, d, comm_ranks, now_ns);
+  }
+  note_causes(d);
+}
+
+void ReplayReporter::report_sdc(const Model& m, FindingBoard& board, const CycleResult& d, int64_t now_ns) {
+  const ReplayCycleRecord& rec = d.record;
+  std::map<int, std::vector<const replay::SdcVerdict*>> by_rank;
+  for (const replay::SdcVerdict& s : d.verdict.sdc) by_rank[s.global_rank].push_back(&s);
+  for (const auto& [rank, list] : by_rank) {
+    const int proc = proc_of_rank(m, rank);
+    if (proc < 0) continue;
+    const replay::SdcVerdict& first = *list[0];
+    int peer = -1;
+    for (const auto* s : list)
+      if (s->peer >= 0) peer = s->peer;
+    ReplaySdcEvidence e;
+    e.source = "replay";
+    e.cycle = rec.cycle;
+    e.trigger = rec.trigger;
+    e.check = first.check;
+    e.recipe = first.recipe;
+    e.votes = first.votes;
+    e.gpu = first.gpu;
+    for (const auto* s : list)
+      e.checks.push_back({s->check, s->recipe, s->votes, s->peer >= 0 ? std::optional<int>(s->peer) : std::nullopt});
+    for (const replay::Participant& p : d.job.participants) e.gpus.push_back({p.global_rank, p.gpu});
+    Finding f;
+    f.kind = FindingKind::kSdc;
+    f.verdict = Verdict::kAttributed;
+    f.suspects.push_back(suspect_of(m, proc));
+    if (peer >= 0) f.peer = replay_suspect(m, peer, d);
+    f.first_seen_ns = rec.started_ns;
+    f.last_seen_ns = now_ns;
+    f.evidence = to_json(e);
+    const Proc& p = m.proc(proc);
+    f.dedup_key = "sdc:replay:" + p.host + ":" + std::to_string(p.pid);
+    f.summary = sdc_summary(m, proc, first, peer, d);
+    board.report(f);
+  }
+}
+
+void ReplayReporter::report_slow_pairs(const Model& m, FindingBoard& board, const CycleResult& d,
+                                       const std::map<std::string, std::map<int, int>>& comm_ranks, int64_t now_ns) {
+  const ReplayCycleRecord& rec = d.record;
+  // A finding's end as a global rank; one named by its comm rank only (a far end the live
+  // detector of another node saw) through the spanning communicators' members (-1 unknown).
+  auto global_of = [&](const Finding& g, const Suspect& s) {
+    if (s.global_rank >= 0 || s.comm_rank < 0) return s.global_rank;
+    auto c = comm_ranks.find(cross_comm_key(g.comm_hash, g.comm_nranks));
+    if (c == comm_ranks.end()) return -1;
+    auto r = c->second.find(s.comm_rank);
+    return r == c->second.end() ? -1 : r->second;
+  };
+  auto key_of = [](const Suspect& x, const Suspect& y) {
+    return "slowlink:link:" + x.host + ":" + std::to_string(x.pid) + ":" + y.host + ":" + std::to_string(y.pid);
+  };
+  std::set<std::string> slow_now;
+  for (const replay::SlowPair& sp : d.verdict.slow_pairs) {
+    const Suspect sa = replay_suspect(m, sp.a, d), sb = replay_suspect(m, sp.b, d);
+    if (sa.pid == 0 || sb.pid == 0) continue;
+    const int pa = proc_of_rank(m, sp.a), pb = proc_of_rank(m, sp.b);
+    // The live detector's key for this pair (observer/detect/slowlink.cc: ends in process order;
+    // a rank of another node after the local one), or the key of an open finding that already
+    // names the pair.
+    std::string key = pb >= 0 && (pa < 0 || pb < pa) ? key_of(sb, sa) : key_of(sa, sb);
+    bool live = false;  // the live detectors already name this pair: their finding stands
+    for (const Finding* g : board.all()) {
+      if (g->kind != FindingKind::kSlowLink || !g->open || g->suspects.empty() || !g->peer) continue;
+      std::set<int> ends = {global_of(*g, g->suspects[0]), global_of(*g, *g->peer)};
+      if (ends != std::set<int>{sp.a, sp.b}) continue;
+      key = g->dedup_key;
+      live = !from_replay(*g);
+    }
+    if (live) continue;  // the cycle's verdict (slow_pairs) is in its stored record
+    ReplaySlowLinkEvidence e;
+    e.cls = "link";
+    e.source = "replay";
+    e.cycle = rec.cycle;
+    e.recipes = sp.recipes;
+    e.ms = to_ms(sp.ns);
+    e.median_ms = to_ms(sp.median_ns);
+    e.thresholds = {rule_.min_ratio, to_ms(rule_.min_ns)};
+    Finding f;
+    f.kind = FindingKind::kSlowLink;
+    f.verdict = Verdict::kAttributed;
+    f.suspects.push_back(sa);
+    f.peer = sb;
+    f.first_seen_ns = rec.started_ns;
+    f.last_seen_ns = now_ns;
+    f.dedup_key = key;
+    f.evidence = to_json(e);
+    f.summary = "replay: the link between " + replay_who(m, sp.a, d) + " and " + replay_who(m, sp.b, d) +
+                " is slow: " + ms_text(sp.ns) + " for a transfer the cycle's other pairs do in " +
+                ms_text(sp.median_ns) + " (median)";
+    board.report(f);
+    replay_links_[key] = {std::min(sp.a, sp.b), std::max(sp.a, sp.b)};
+    slow_now.insert(key);
+  }
+  // A pair this cycle measured (either direction) and found normal closes its replay finding.
+  std::set<std::pair<int, int>> measured;
+  for (const replay::RecipeOutcome& r : d.verdict.recipes) {
+    if (r.kind != "link" || r.outcome == "inconclusive") continue;
+    for (const replay::Recipe& x : d.job.recipes)
+      if (x.id == r.recipe) measured.insert({std::min(x.src, x.dst), std::max(x.src, x.dst)});
+  }
+  for (auto it = replay_links_.begin(); it != replay_links_.end();) {
+    if (!slow_now.count(it->first) && measured.count(it->second)) {
+      board.close(it->first, now_ns);
+      it = replay_links_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void ReplayReporter::note_causes(const CycleResult& d) {
+  const ReplayCycleRecord& rec = d.record;
+  for (const replay::SlowGpu& s : d.verdict.slow_gpus) {
+    EvReplayCause e;
+    e.cycle = rec.cycle;
+    e.recipe = s.recipe;
+    e.ms.emplace();
+    for (int64_t x : s.ns) e.ms->push_back(to_ms(x));
+    e.median_ms = to_ms(s.median_ns);
+    causes_[s.global_rank] = {"gpu", rec.started_ns, e};
+  }
+  for (int r : d.verdict.gpu_normal) causes_[r] = {"host", rec.started_ns, EvReplayCause{rec.cycle, {}, {}, {}}};
+}
+
+bool ReplayReporter::cause_known(int global_rank, int64_t since_ns) const {
+  auto it = causes_.find(global_rank);
+  return it != causes_.end() && it->second.at_ns >= since_ns;
+}
+
+void ReplayReporter::mark_stragglers(FindingBoard& board) const {
+  std::vector<Finding> updates;
+  for (const Finding* f : board.all()) {
+    if (f->kind != FindingKind::kStraggler || !f->open || f->suspects.empty()) continue;
+    StragglerEvidence e;
+    if (!read_evidence(f->evidence, &e)) continue;  // not the straggler detector's shape: left as it is
+    std::string cause = "unknown";
+    std::optional<EvReplayCause> detail;
+    auto it = causes_.find(f->suspects[0].global_rank);
+    if (it != causes_.end() && it->second.at_ns >= f->first_seen_ns) {
+      cause = it->second.cause;
+      detail = it->second.evidence;
+    }
+    if (e.cause == cause) continue;
+    e.cause = cause;
+    e.replay = detail;
+    Finding g = *f;
+    g.evidence = to_json(e);
+    updates.push_back(std::move(g));
+  }
+  for (Finding& g : updates) board.report(std::move(g));
+}
+
+}  // namespace scout::obs
