@@ -176,6 +176,8 @@ int main(int argc, char** argv) {
   }
   std::map<std::string, bool> seen;
   uint64_t announced = 0;  // board stamp announce() last read up to
+  int64_t net_down_since = 0;  // wall ns the network was first seen down (0: connected)
+  bool net_down_said = false;
   while (true) {
     // The final pass must begin after the stop request: a pass already under way when SIGTERM
     // arrives may have read the segments before the job's last records (e.g. `scout run` stops
@@ -191,6 +193,27 @@ int main(int argc, char** argv) {
       cl.ready_fd = -1;
     }
     if (!cl.quiet) announce(observer.findings(), &seen, &announced);
+    if (network && !cl.quiet) {
+      // A node whose observer never joins (or left) is said in the log, not only in `scout status`.
+      const scout::net::NetAgent::Status ns = network->status();
+      const int64_t now = scout::shm::wall_ns();
+      constexpr int64_t kSayDownAfterNs = 10'000'000'000;
+      if (ns.connected) {
+        if (net_down_said) say("network: connected to " + std::to_string(ns.peers) + " other observers");
+        net_down_since = 0;
+        net_down_said = false;
+      } else {
+        if (net_down_since == 0) net_down_since = now;
+        if (!net_down_said && now - net_down_since >= kSayDownAfterNs) {
+          say("network: not connected for " + std::to_string((now - net_down_since) / 1'000'000'000) +
+              " s (rendezvous " + cl.rdzv + ", " + std::to_string(cl.opt.nodes) +
+              " nodes expected): an observer is missing or unreachable; operations spanning nodes are not compared "
+              "until the channel forms" +
+              (ns.last_error.empty() ? std::string() : " (last error: " + ns.last_error + ")"));
+          net_down_said = true;
+        }
+      }
+    }
     if (cl.once || final_pass) break;
     if (g_stop.load()) continue;  // requested during the pass: the final pass now
     timespec ts{time_t(cl.opt.interval_ns / 1'000'000'000), long(cl.opt.interval_ns % 1'000'000'000)};

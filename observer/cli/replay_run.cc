@@ -9,6 +9,7 @@
 #include <cctype>
 #include <chrono>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -56,14 +57,21 @@ std::vector<std::string> parse_kinds(const std::string& text) {
   return out;
 }
 
-// The stored cycle answering request `id`, if it is in the store yet.
-std::optional<obs::ReplayCycleRecord> answered(const std::string& store, const std::string& id) {
+// The stored cycle answering request `id`, if it is in the store yet. The reader is opened once
+// and only refreshed at each poll (a new snapshot), so waiting costs next to no CPU: no reopening,
+// no integrity check per poll.
+std::optional<obs::ReplayCycleRecord> answered(const std::string& store, const std::string& id,
+                                               std::unique_ptr<store::StoreReader>* rd) {
   try {
-    auto rd = store::StoreReader::open(store);
-    for (obs::ReplayCycleRecord& c : rd->replay_cycles())
+    if (*rd) {
+      (*rd)->refresh();
+    } else {
+      *rd = store::StoreReader::open(store);
+    }
+    for (obs::ReplayCycleRecord& c : (*rd)->replay_cycles())
       if (c.detail.is_object() && c.detail.contains("request") && c.detail["request"] == id) return std::move(c);
   } catch (const store::Error&) {
-    // written right now, or not there yet: asked again at the next poll
+    rd->reset();  // written right now, or not there yet: asked again at the next poll
   }
   return std::nullopt;
 }
@@ -83,8 +91,9 @@ int cmd_replay_run(const StoreOptions& where, const ReplayRunOptions& o, std::os
   std::string err;
   if (!obs::write_replay_request(prefix, rq, &err)) throw UsageError(err);
   const int64_t deadline = shm::wall_ns() + int64_t(o.wait_s * 1e9);
+  std::unique_ptr<store::StoreReader> rd;
   for (;;) {
-    if (std::optional<obs::ReplayCycleRecord> cycle = answered(store, rq.id)) {
+    if (std::optional<obs::ReplayCycleRecord> cycle = answered(store, rq.id, &rd)) {
       print_replay_cycle(*cycle, o.json, out);
       return cycle->outcome == "pass" ? kExitOk : 1;
     }

@@ -141,7 +141,6 @@ struct NetState {
   std::string last_error;     // the most recent channel error, one line, "" if none
 };
 
-// Whole-job header (`scout status`).
 // Whether the observer could write its store (docs/store.md, "When writes fail"). Written into
 // the store once writes succeed again, and into the health file beside it meanwhile (the store
 // itself cannot say that it cannot be written).
@@ -154,6 +153,7 @@ struct StoreHealth {
   int64_t updated_ns = 0;          // when this was last written
 };
 
+// Whole-job header (`scout status`).
 struct JobInfo {
   std::string job;
   int nodes = 0;           // observers in the job
