@@ -89,7 +89,7 @@ LINK_LIBS := $(call reverse,$(LAYER_LIBS))
 BIN_CC := $(shell find plugin observer replay -path '*/bin/*.cc' 2>/dev/null | sort)
 SIM_BIN_CC := $(shell find test/sim/bin -name '*.cc' 2>/dev/null | sort)
 SIM_CC := $(shell find test/sim -maxdepth 1 -name '*.cc' -not -name '*_test.cc' 2>/dev/null | sort)
-TEST_CC := $(shell find test -name '*_test.cc' -not -path 'test/fixtures/*' -not -path 'test/netdelegate/*' 2>/dev/null | sort)
+TEST_CC := $(shell find test -name '*_test.cc' -not -path 'test/fixtures/*' -not -path 'test/netdelegate/*' -not -path 'test/profdelegate/*' 2>/dev/null | sort)
 BENCH_CC := $(shell find test/bench -name '*_bench.cc' 2>/dev/null | sort)
 TEST_SUPPORT_CC := $(shell find test/support -name '*.cc' 2>/dev/null | sort)
 CU_SRCS := $(shell find plugin/gpu -name '*.cu' 2>/dev/null | sort)
@@ -106,6 +106,11 @@ PLUGIN := $(BUILD)/lib/libnccl-profiler-scout.so
 # (v11 only, optional slots NULL). Built with the tests and benchmarks, never installed.
 TESTNET_CC := test/netdelegate/scouttest_net.cc
 TESTNET := $(BUILD)/lib/libnccl-net-scouttest.so $(BUILD)/lib/libnccl-net-scouttest-min.so
+# Test profiler plugins scout forwards to (SCOUT_PROFILER_DELEGATE; test/profdelegate/): an
+# Inspector-like one (v5 only, and v4+v5+v6) and a no-op one for plugin_cost_bench. Never installed.
+PROFDELEGATE_CC := test/profdelegate/inspectish.cc
+PROFDELEGATE := $(BUILD)/lib/libnccl-profiler-inspectish.so $(BUILD)/lib/libnccl-profiler-inspectish-all.so \
+                $(BUILD)/lib/libnccl-profiler-noop.so
 # A stand-in libcublasLt.so.13 (its logger entry points) for the GEMM capture tests (test/fakelibs/).
 FAKE_CUBLASLT := $(BUILD)/lib/fake-cublaslt/libcublasLt.so.13
 # Tools (installed) and the emulated job scout-sim (a test and drill program: build tree only).
@@ -132,8 +137,8 @@ all: $(PLUGIN) $(BINS) $(SIM_BINS)
 # gpu-check's CPU-side test (test/gpu/gpu_check_cpu_test.sh) runs the fingerprint benchmark's
 # --check and throughput modes, and test/observer/scale_bench_peer_test.sh the scaling benchmark's
 # failure path, so those two benchmark programs are built with the tests.
-tests: all $(TESTS) $(BUILD)/bench/fingerprint_bench $(BUILD)/bench/scale_bench $(TESTNET) $(FAKE_CUBLASLT)
-benches: all $(BENCHES) $(TESTNET)
+tests: all $(TESTS) $(BUILD)/bench/fingerprint_bench $(BUILD)/bench/scale_bench $(TESTNET) $(FAKE_CUBLASLT) $(PROFDELEGATE)
+benches: all $(BENCHES) $(TESTNET) $(PROFDELEGATE)
 
 # ---------------------------------------------------------------- rules
 $(BUILD)/obj/%.o: %.cc
@@ -203,6 +208,16 @@ $(BUILD)/lib/libnccl-net-scouttest.so: $(TESTNET_CC) $(PUBLIC_HEADERS)
 $(BUILD)/lib/libnccl-net-scouttest-min.so: $(TESTNET_CC) $(PUBLIC_HEADERS)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $(TEST_OPT) -DSCOUTTEST_MIN -shared -o $@ $(TESTNET_CC) $(LDFLAGS)
+
+$(BUILD)/lib/libnccl-profiler-inspectish.so: $(PROFDELEGATE_CC) $(PUBLIC_HEADERS)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $(TEST_OPT) -shared -o $@ $(PROFDELEGATE_CC) $(LDFLAGS)
+$(BUILD)/lib/libnccl-profiler-inspectish-all.so: $(PROFDELEGATE_CC) $(PUBLIC_HEADERS)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $(TEST_OPT) -DPD_ALL_VERSIONS -shared -o $@ $(PROFDELEGATE_CC) $(LDFLAGS)
+$(BUILD)/lib/libnccl-profiler-noop.so: $(PROFDELEGATE_CC) $(PUBLIC_HEADERS)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $(OPT) -DPD_NOOP -shared -o $@ $(PROFDELEGATE_CC) $(LDFLAGS)
 
 $(FAKE_CUBLASLT): test/fakelibs/fake_cublaslt.cc
 	@mkdir -p $(dir $@)

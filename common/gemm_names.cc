@@ -55,6 +55,18 @@ uint32_t gemm_type_size(uint8_t t) { return t < kGemmTypeCount ? kTypeSizes[t] :
 uint8_t gemm_compute_id(std::string_view s) { return lookup(kComputes, s); }
 const char* gemm_compute_name(uint8_t c) { return name_of(kComputes, c); }
 
+const char* gemm_capture_state_name(uint32_t s) {
+  switch (s) {
+    case kGemmOff: return "off";
+    case kGemmWaiting: return "waiting";
+    case kGemmCapturing: return "capturing";
+    case kGemmNoLibrary: return "no_library";
+    case kGemmUserLogger: return "user_logger";
+    case kGemmFailed: return "failed";
+  }
+  return "unknown";
+}
+
 void gemm_layout_ops(uint8_t layout, char out[3]) {
   out[0] = (layout & kGemmConjA) ? 'C' : (layout & kGemmTransA) ? 'T' : 'N';
   out[1] = (layout & kGemmConjB) ? 'C' : (layout & kGemmTransB) ? 'T' : 'N';

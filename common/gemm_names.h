@@ -25,6 +25,10 @@ uint32_t gemm_type_size(uint8_t t);
 uint8_t gemm_compute_id(std::string_view s);
 const char* gemm_compute_name(uint8_t c);
 
+// GemmCaptureState (GemmTableHeader::state) as a word: "off", "waiting", "capturing",
+// "no_library", "user_logger", "failed"; "unknown" out of range.
+const char* gemm_capture_state_name(uint32_t s);
+
 // Layout bits as the two-letter operation code of BLAS ("NN", "TN", "NT", "TT"; C for
 // conjugate-transpose), op(A) first. Writes 3 bytes (NUL-terminated) into out.
 void gemm_layout_ops(uint8_t layout, char out[3]);

@@ -14,6 +14,7 @@
 #include "observer/ckpt/ckpt_store.h"
 #include "observer/cli/common.h"
 #include "observer/cli/format.h"
+#include "observer/export/json.h"
 
 namespace scout::cli {
 
@@ -25,22 +26,7 @@ const ckpt::CertificateRow* certificate_of(const std::vector<ckpt::CertificateRo
   return nullptr;
 }
 
-// Every string from the disk or the store goes out as valid UTF-8 (common/utf8.h): a checkpoint
-// name of any bytes can never make the JSON encoder throw.
-nlohmann::json ckpt_json(const ckpt::Checkpoint& c, const ckpt::CertificateRow* cert) {
-  return {{"id", c.id},
-          {"path", utf8_clean(c.path)},
-          {"framework", utf8_clean(c.framework)},
-          {"step", c.step},
-          {"state", ckpt::to_string(c.state)},
-          {"reason", utf8_clean(c.reason)},
-          {"completed_ns", c.completed_ns},
-          {"finding_ids", c.finding_ids},
-          {"cycles", c.cycles},
-          {"files", c.manifest.present ? nlohmann::json(c.manifest.files.size()) : nlohmann::json(nullptr)},
-          {"certificate", cert ? nlohmann::json(utf8_clean(cert->file)) : nlohmann::json(nullptr)}};
-}
-
+// Encodes with invalid bytes replaced (the strings in `j` are already valid: belt and braces).
 std::string dump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
 
 // Newest first: by step, then completion time.
@@ -51,7 +37,7 @@ bool newer(const ckpt::Checkpoint& a, const ckpt::Checkpoint& b) {
 int list(const std::vector<ckpt::Checkpoint>& all, const std::vector<ckpt::CertificateRow>& certs, bool json,
          std::ostream& out) {
   if (json) {
-    for (const auto& c : all) out << dump(ckpt_json(c, certificate_of(certs, c.id))) << "\n";
+    for (const auto& c : all) out << dump(exporter::checkpoint_json(c, certificate_of(certs, c.id))) << "\n";
     return kExitOk;
   }
   if (all.empty()) {
@@ -132,7 +118,7 @@ int cmd_ckpt(const std::string& store_path, const CkptOptions& o, std::ostream& 
   const nlohmann::json doc = cert ? ckpt::read_certificate(cert->file, &err) : nlohmann::json();
   const bool ok = chain.intact && problem.empty();
   if (o.json) {
-    nlohmann::json j = ckpt_json(c, cert);
+    nlohmann::json j = exporter::checkpoint_json(c, cert);
     j["chain"] = {{"intact", chain.intact}, {"certificates", chain.certificates}, {"problem", utf8_clean(chain.problem)}};
     j["restart_problem"] = utf8_clean(problem);
     if (cert) j["certificate_json"] = doc;

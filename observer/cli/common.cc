@@ -10,7 +10,17 @@
 namespace scout::cli {
 namespace {
 
-// `s` as one shell word: unchanged when it holds only safe characters, else in single quotes.
+std::string g_program = "scout";
+
+}  // namespace
+
+const std::string& program_name() { return g_program; }
+
+void set_program_name(const char* argv0) {
+  const std::string a = argv0 != nullptr ? argv0 : "";
+  g_program = a.find('/') != std::string::npos ? shell_word(a) : "scout";
+}
+
 std::string shell_word(const std::string& s) {
   bool safe = !s.empty();
   for (char c : s) {
@@ -22,12 +32,10 @@ std::string shell_word(const std::string& s) {
   return q + "'";
 }
 
-}  // namespace
-
 std::string store_selector(const StoreOptions& o) {
   if (!o.store.empty()) return "--store " + shell_word(o.store);
   if (o.job.empty()) return "";
-  return "--job " + shell_word(o.job) + (o.node != 0 ? " --node " + std::to_string(o.node) : "");
+  return "--job " + shell_word(o.job) + (o.node != 0 ? " --node-rank " + std::to_string(o.node) : "");
 }
 
 std::string store_path(const StoreOptions& o) {

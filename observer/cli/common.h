@@ -18,6 +18,12 @@ namespace scout::cli {
 // newer schema, unknown finding id), printed as one line "scout: <message>" on stderr.
 constexpr int kExitOk = 0;
 constexpr int kExitUsage = 2;
+// `scout replay run` (docs/cli.md): the cycle found a failing GPU or link; no observer answered
+// (nothing ran, the request is withdrawn); the cycle answered without a verdict (inconclusive, or
+// not finished within --wait-s).
+constexpr int kExitReplayFailed = 1;
+constexpr int kExitNoObserver = 3;
+constexpr int kExitNoVerdict = 4;
 
 // A user error: main() prints "scout: <what>" and exits kExitUsage.
 class UsageError : public std::runtime_error {
@@ -25,7 +31,15 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Where to read: --store PATH, else --job ID (node --node K, default 0) through
+// The path scout was invoked by, for the commands a hint prints: argv[0] as typed when it holds a
+// '/' ("build/bin/scout"), else "scout" (found on PATH). set_program_name is called by main().
+const std::string& program_name();
+void set_program_name(const char* argv0);
+
+// `s` as one POSIX shell word: unchanged when it holds only safe characters, else single-quoted.
+std::string shell_word(const std::string& s);
+
+// Where to read: --store PATH, else --job ID (node --node-rank K, default 0) through
 // store::default_store_path under SCOUT_STATE_DIR, else the job from the environment
 // (SCOUT_JOB_ID, TORCHELASTIC_RUN_ID, SLURM_JOB_ID; see config::resolve_job_id).
 struct StoreOptions {
@@ -34,7 +48,7 @@ struct StoreOptions {
   int node = 0;
 };
 
-// The flags that name this store on a command line ("--store PATH", "--job ID [--node K]", or ""
+// The flags that name this store on a command line ("--store PATH", "--job ID [--node-rank K]", or ""
 // when the store comes from the environment), quoted for a POSIX shell where needed.
 std::string store_selector(const StoreOptions& o);
 // The path StoreOptions names. Throws UsageError.
@@ -47,6 +61,8 @@ struct StatusOptions {
   // How the user named the store ("--job demo", "--store /x.db", or "" for the environment's
   // job), repeated in the hints at the end of the text so they can be pasted as printed.
   std::string selector;
+  // The program the hints name ("": program_name(), the path scout was invoked by).
+  std::string prog;
 };
 struct ReportOptions {
   std::string comm;  // "" = all; "0x..." = commHash, else name
@@ -72,6 +88,16 @@ struct DumpOptions {
   bool no_ops = false;  // segment and comm lines only
   int64_t ring = -1;    // >= 0: only this ring
 };
+// `scout jobs`: the jobs with a store in `state_dir` (default SCOUT_STATE_DIR).
+struct JobsOptions {
+  std::string state_dir;
+  bool json = false;
+};
+// One row per job, newest first: JOB, STARTED, NODES, RANKS, FINDINGS ("N (O open)"), STORE (the
+// store `scout status --job` reads: node 0's, else the lowest node's; an unreadable one says why),
+// then the command for one job; --json: one object per job per line. Exit 0 (also with no jobs).
+int cmd_jobs(const JobsOptions& o, std::ostream& out);
+
 // `scout clean`: the segments in `dir` (default SCOUT_SHM_DIR) of `job` (default: every job).
 struct CleanOptions {
   std::string dir, job;
@@ -111,8 +137,10 @@ int cmd_replay_plan(store::StoreReader& rd, const ReplayPlanOptions& o, std::ost
 // sample's fingerprint and time; an unknown id is a UsageError (docs/cli.md, "scout replay list").
 int cmd_replay_list(store::StoreReader& rd, bool json, std::ostream& out);
 // `scout replay run`: one replay cycle now, on the observer of `where` (docs/cli.md "scout replay
-// run"). Prints the cycle as `scout replay show` does; exit 0 when it passed, 1 when it failed, was
-// inconclusive or no observer answered within wait_s; bad flags or no store are a UsageError.
+// run"). Prints the cycle as `scout replay show` does; exit 0 when it passed, kExitReplayFailed when
+// it found a failing GPU or link, kExitNoObserver when no observer answered (within 1.5 s when
+// none runs: the store was not written and the request not taken), kExitNoVerdict when the cycle
+// was inconclusive or did not finish within wait_s; bad flags or no store are a UsageError.
 struct ReplayRunOptions {
   std::string ranks;    // "0-3,5"; "" = every GPU of the node
   std::string recipes;  // "gemm,coll,link" subset; "" = all

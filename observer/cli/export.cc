@@ -13,7 +13,7 @@ int cmd_export(store::StoreReader& rd, const ExportOptions& o, std::ostream& out
   if (o.format != "jsonl" && o.format != "prometheus" && o.format != "chrome-trace") {
     throw UsageError("--format " + o.format + ": expected jsonl, prometheus or chrome-trace");
   }
-  exporter::Snapshot s = exporter::load_snapshot(rd, /*with_ops=*/true);
+  exporter::Snapshot s = exporter::load_snapshot(rd, /*with_ops=*/true, /*with_history=*/true);
   std::ostringstream text;
   if (o.format == "jsonl") {
     exporter::write_jsonl(s, text);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/flag_check.h"
+#include "observer/cli/usage.h"
 #include "observer/cli/common.h"
 #include "observer/store/sqlite.h"
 #include "scout/version.h"
@@ -30,13 +31,16 @@ struct Sub {
 };
 using Subs = std::vector<Sub>;
 
-void add_store_flags(CLI::App* app, StoreOptions* w) {
+// The store flags; `node`: with --node-rank (scout run has its own, which also selects the store).
+void add_store_flags(CLI::App* app, StoreOptions* w, bool node = true) {
   app->add_option("--store", w->store, "Store file to read (default: the job's store, see --job)");
   app->add_option("--job", w->job,
                   "Job id: read <SCOUT_STATE_DIR>/<job>/node-<K>.db (default: SCOUT_JOB_ID, "
-                  "TORCHELASTIC_RUN_ID, SLURM_JOB_ID)");
-  app->add_option("--node", w->node, "Node rank K of the store to read with --job (default 0: the leader)")
-      ->check(CLI::Range(0, kMaxCount));
+                  "TORCHELASTIC_RUN_ID, SLURM_JOB_ID; scout jobs lists them)");
+  if (node) {
+    app->add_option("--node-rank", w->node, "Node rank K of the store to read with --job (default 0: the leader)")
+        ->check(CLI::Range(0, kMaxCount));
+  }
 }
 
 // A subcommand that reads the store: registers it with the store flags.
@@ -93,7 +97,7 @@ void add_explain(CLI::App& app, StoreOptions* where, Subs& subs) {
       ->check(CLI::Validator(
           [](std::string& v) -> std::string {
             if (v.empty() || v.size() > 18 || v.find_first_not_of("0123456789") != std::string::npos) {
-              return "finding id '" + v + "' is not a finding number (see scout findings)";
+              return "finding id '" + v + "' is not a finding number (see " + program_name() + " findings)";
             }
             return "";
           },
@@ -119,7 +123,7 @@ void add_run(CLI::App& app, Subs& subs) {
   };
   auto o = std::make_shared<Opts>();
   CLI::App* s = app.add_subcommand("run", "Run COMMAND under scout: observer, plugin, status at the end");
-  add_store_flags(s, &o->run.where);
+  add_store_flags(s, &o->run.where, /*node=*/false);
   s->add_option("--nodes", o->nodes, "Observer: number of nodes (observers) in the job");
   s->add_option("--node-rank", o->node_rank, "Observer: this node's rank (also selects the store)");
   s->add_option("--rdzv", o->rdzv, "Observer: rendezvous, file:DIR or redis:HOST:PORT");
@@ -202,6 +206,14 @@ void add_ckpt(CLI::App& app, Subs& subs) {
                   }});
 }
 
+void add_jobs(CLI::App& app, Subs& subs) {
+  auto o = std::make_shared<JobsOptions>();
+  CLI::App* s = app.add_subcommand("jobs", "Jobs with a store in SCOUT_STATE_DIR, newest first: id, start, ranks, findings");
+  s->add_option("--state-dir", o->state_dir, "State directory (default: SCOUT_STATE_DIR, /tmp/scout)");
+  s->add_flag("--json", o->json, "One JSON object per job per line");
+  subs.push_back({s, nullptr, [o] { return cmd_jobs(*o, std::cout); }});
+}
+
 void add_hash(CLI::App& app, Subs& subs) {
   auto path = std::make_shared<std::string>();
   CLI::App* s = app.add_subcommand("hash", "Fingerprint of a file's bytes (16 hex digits)");
@@ -260,6 +272,35 @@ void add_replay(CLI::App& app, StoreOptions* where, Subs& subs) {
   subs.push_back({run, nullptr, [run_o, where] { return cmd_replay_run(*where, *run_o, std::cout); }});
 }
 
+// The word shown for an option's value in --help (no CLI11 type tags: docs/cli.md).
+const char* value_word(const std::string& lname) {
+  static const std::pair<const char*, const char*> kWords[] = {
+      {"store", "PATH"},       {"job", "ID"},           {"node-rank", "K"},      {"comm", "NAME|0xHASH"},
+      {"rank", "R"},           {"func", "FUNCTION"},    {"last", "N"},           {"html", "FILE"},
+      {"format", "FORMAT"},    {"out", "FILE"},         {"nodes", "N"},          {"rdzv", "SPEC"},
+      {"hang-timeout", "S"},   {"interval", "MS"},      {"observer-arg", "FLAG"}, {"start-timeout", "S"},
+      {"stop-timeout", "S"},   {"dir", "DIR"},          {"host", "HOST"},        {"ring", "N"},
+      {"budget-ms", "MS"},     {"sm-count", "N"},       {"max-recipes", "N"},    {"ranks", "RANKS"},
+      {"recipes", "KINDS"},    {"wait-s", "S"},         {"state-dir", "DIR"},    {"id", "ID"},
+      {"command", "COMMAND..."}, {"paths", "SEGMENT..."}, {"checkpoint", "CHECKPOINT"}, {"file", "FILE"},
+      {"samples", "N"}};
+  for (const auto& [name, word] : kWords) {
+    if (lname == name) return word;
+  }
+  return "VALUE";
+}
+
+// Every option that takes a value shows a word for it, never CLI11's type tags ("TEXT:FLOAT",
+// "INT:INT in [0 - 1000000000]"), in this app and its subcommands.
+void label_values(CLI::App& app) {
+  for (CLI::Option* o : app.get_options([](const CLI::Option*) { return true; })) {
+    if (o->get_items_expected_max() == 0 || !o->get_option_text().empty()) continue;
+    const std::string name = !o->get_lnames().empty() ? o->get_lnames().front() : o->get_name();
+    o->option_text(value_word(name));
+  }
+  for (CLI::App* s : app.get_subcommands([](const CLI::App*) { return true; })) label_values(*s);
+}
+
 // Parses argv into the chosen subcommand; returns it, or sets *exit_code and returns nullptr.
 const Sub* parse(CLI::App& app, const Subs& subs, int argc, char** argv, int* exit_code) {
   try {
@@ -274,14 +315,14 @@ const Sub* parse(CLI::App& app, const Subs& subs, int argc, char** argv, int* ex
     *exit_code = app.exit(e);
     return nullptr;
   } catch (const CLI::ParseError& e) {
-    std::cerr << "scout: " << e.what() << " (scout --help)\n";
+    std::cerr << usage_message(app, e, program_name(), std::vector<std::string>(argv + 1, argv + argc)) << "\n";
     *exit_code = kExitUsage;
     return nullptr;
   }
   for (const Sub& s : subs) {
     if (*s.app) return &s;
   }
-  std::cerr << "scout: no subcommand given (scout --help lists them)\n";
+  std::cerr << "scout: no subcommand given (" << program_name() << " --help lists them)\n";
   *exit_code = kExitUsage;
   return nullptr;
 }
@@ -289,6 +330,7 @@ const Sub* parse(CLI::App& app, const Subs& subs, int argc, char** argv, int* ex
 }  // namespace
 
 int main(int argc, char** argv) {
+  set_program_name(argc > 0 ? argv[0] : nullptr);
   CLI::App app{"scout: finds hangs, stragglers and silent data corruption in NCCL jobs", "scout"};
   app.require_subcommand(0, 1);
   app.set_version_flag("--version", std::string("scout ") + kVersion);
@@ -307,6 +349,8 @@ int main(int argc, char** argv) {
   add_hash(app, subs);
   add_config(app, subs);
   add_replay(app, &where, subs);
+  add_jobs(app, subs);
+  label_values(app);
 
   int code = kExitUsage;
   const Sub* chosen = parse(app, subs, argc, argv, &code);

@@ -9,6 +9,7 @@
 
 #include "common/gemm_names.h"
 #include "observer/cli/common.h"
+#include "observer/export/json.h"
 #include "replay/schedule/plan.h"
 
 namespace scout::cli {
@@ -43,28 +44,6 @@ std::string ranks_text(const std::vector<int>& r) {
   return s.empty() ? "-" : s;
 }
 
-nlohmann::json key_json(const shm::GemmKey& k) {
-  char ops[3];
-  shm::gemm_layout_ops(k.layout, ops);
-  return {{"m", k.m},
-          {"n", k.n},
-          {"k", k.k},
-          {"batch", k.batch},
-          {"a_type", shm::gemm_type_name(k.a_type)},
-          {"b_type", shm::gemm_type_name(k.b_type)},
-          {"c_type", shm::gemm_type_name(k.c_type)},
-          {"d_type", shm::gemm_type_name(k.d_type)},
-          {"compute", shm::gemm_compute_name(k.compute)},
-          {"scale_type", shm::gemm_type_name(k.scale_type)},
-          {"ops", ops},
-          {"a_row_major", bool(k.layout & shm::kGemmRowA)},
-          {"b_row_major", bool(k.layout & shm::kGemmRowB)},
-          {"d_row_major", bool(k.layout & shm::kGemmRowD)},
-          {"algo", k.algo},
-          {"tile_m", k.tile_m},
-          {"tile_n", k.tile_n}};
-}
-
 }  // namespace
 
 int cmd_replay_plan(store::StoreReader& rd, const ReplayPlanOptions& o, std::ostream& out) {
@@ -93,7 +72,7 @@ int cmd_replay_plan(store::StoreReader& rd, const ReplayPlanOptions& o, std::ost
     nlohmann::json j;
     j["shapes"] = nlohmann::json::array();
     for (const auto& s : p.shapes) {
-      nlohmann::json e = key_json(s.key);
+      nlohmann::json e = exporter::gemm_key_json(s.key);
       e["count"] = s.count;
       e["ranks"] = s.ranks;
       e["time_share"] = double(s.count) * replay::gemm_ms(s.key, po.gpu) / total;
@@ -101,7 +80,7 @@ int cmd_replay_plan(store::StoreReader& rd, const ReplayPlanOptions& o, std::ost
     }
     j["regimes"] = nlohmann::json::array();
     for (const auto& r : p.regimes) {
-      nlohmann::json e = key_json(r.sample);
+      nlohmann::json e = exporter::gemm_key_json(r.sample);
       for (const char* dim : {"m", "n", "k", "batch"}) e.erase(dim);
       e["id"] = r.id;
       e["pressure"] = replay::pressure_name(r.pressure);
@@ -112,7 +91,7 @@ int cmd_replay_plan(store::StoreReader& rd, const ReplayPlanOptions& o, std::ost
     }
     j["recipes"] = nlohmann::json::array();
     for (const auto& r : p.recipes) {
-      nlohmann::json e = key_json(r.shape);
+      nlohmann::json e = exporter::gemm_key_json(r.shape);
       e["regime"] = r.regime;
       e["cycle"] = r.cycle;
       e["covers"] = r.covers.size();
@@ -131,18 +110,7 @@ int cmd_replay_plan(store::StoreReader& rd, const ReplayPlanOptions& o, std::ost
                    {"over_budget", p.over_budget}};
     j["capture"] = nlohmann::json::array();
     for (const auto& c : cap) {
-      j["capture"].push_back({{"global_rank", c.global_rank},
-                              {"host", c.host},
-                              {"pid", c.pid},
-                              {"windows", c.windows},
-                              {"lines", c.lines},
-                              {"captured", c.captured},
-                              {"ignored", c.ignored},
-                              {"malformed", c.malformed},
-                              {"dropped_full", c.dropped_full},
-                              {"dropped_busy", c.dropped_busy},
-                              {"classes", c.n_entries},
-                              {"capacity", c.capacity}});
+      j["capture"].push_back(exporter::gemm_capture_json(c));
     }
     out << j.dump() << "\n";
     return kExitOk;

@@ -9,7 +9,6 @@
 #include <cctype>
 #include <chrono>
 #include <iostream>
-#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -17,11 +16,16 @@
 
 #include "common/clock.h"
 #include "observer/cli/common.h"
+#include "observer/cli/format.h"
 #include "observer/replay/request.h"
 #include "observer/store/sqlite.h"
 
 namespace scout::cli {
 namespace {
+
+// An observer that runs writes its store at every pass (every 250 ms by default): one that neither
+// took the request nor wrote the store within this long is not running.
+constexpr int64_t kLiveWindowNs = 1'500'000'000;
 
 // "0-3,5" -> {0,1,2,3,5}. Throws UsageError naming the bad part.
 std::vector<int> parse_rank_list(const std::string& text) {
@@ -57,24 +61,21 @@ std::vector<std::string> parse_kinds(const std::string& text) {
   return out;
 }
 
-// The stored cycle answering request `id`, if it is in the store yet. The reader is opened once
-// and only refreshed at each poll (a new snapshot), so waiting costs next to no CPU: no reopening,
-// no integrity check per poll.
-std::optional<obs::ReplayCycleRecord> answered(const std::string& store, const std::string& id,
-                                               std::unique_ptr<store::StoreReader>* rd) {
+// The stored cycle answering request `id`, if it is in the store yet; *updated_ns: the job header's
+// last update (the observer writes it at every pass), unchanged when the store cannot be read.
+std::optional<obs::ReplayCycleRecord> answered(const std::string& store, const std::string& id, int64_t* updated_ns) {
   try {
-    if (*rd) {
-      (*rd)->refresh();
-    } else {
-      *rd = store::StoreReader::open(store);
-    }
-    for (obs::ReplayCycleRecord& c : (*rd)->replay_cycles())
+    auto rd = store::StoreReader::open(store);
+    if (std::optional<obs::JobInfo> j = rd->job()) *updated_ns = j->updated_ns;
+    for (obs::ReplayCycleRecord& c : rd->replay_cycles())
       if (c.detail.is_object() && c.detail.contains("request") && c.detail["request"] == id) return std::move(c);
   } catch (const store::Error&) {
-    rd->reset();  // written right now, or not there yet: asked again at the next poll
+    // written right now, or not there yet: asked again at the next poll
   }
   return std::nullopt;
 }
+
+bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
 
 }  // namespace
 
@@ -83,35 +84,55 @@ int cmd_replay_run(const StoreOptions& where, const ReplayRunOptions& o, std::os
   if (!o.ranks.empty()) rq.ranks = parse_rank_list(o.ranks);
   if (!o.recipes.empty()) rq.recipes = parse_kinds(o.recipes);
   const std::string store = store_path(where);
-  if (::access(store.c_str(), F_OK) != 0)
-    throw UsageError("no store at " + store + " (is scout-observer running for this job on this node?)");
-  open_store(where);  // a scout store (schema checked), or a UsageError: no request beside anything else
+  if (!exists(store)) throw UsageError("no store at " + store + " (is scout-observer running for this job on this node?)");
+  int64_t updated0 = 0;
+  {
+    auto rd = open_store(where);  // a scout store (schema checked), or a UsageError: no request beside anything else
+    if (std::optional<obs::JobInfo> j = rd->job()) updated0 = j->updated_ns;
+  }
   rq.id = fmt::format("{}-{}", ::getpid(), shm::wall_ns());
   const std::string prefix = obs::replay_request_prefix(store);
+  const std::string file = prefix + rq.id + ".json";
   std::string err;
   if (!obs::write_replay_request(prefix, rq, &err)) throw UsageError(err);
-  const int64_t deadline = shm::wall_ns() + int64_t(o.wait_s * 1e9);
-  std::unique_ptr<store::StoreReader> rd;
+  const int64_t start = shm::wall_ns();
+  const int64_t deadline = start + int64_t(o.wait_s * 1e9);
+  const int64_t live_by = start + kLiveWindowNs;
+  bool live = false;
+  int64_t updated = updated0;
   for (;;) {
-    if (std::optional<obs::ReplayCycleRecord> cycle = answered(store, rq.id, &rd)) {
+    if (std::optional<obs::ReplayCycleRecord> cycle = answered(store, rq.id, &updated)) {
       print_replay_cycle(*cycle, o.json, out);
-      return cycle->outcome == "pass" ? kExitOk : 1;
+      return cycle->outcome == "pass" ? kExitOk : cycle->outcome == "fail" ? kExitReplayFailed : kExitNoVerdict;
     }
-    if (shm::wall_ns() >= deadline) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    const int64_t now = shm::wall_ns();
+    // Alive: it took the request, or it finished a pass since the request was written.
+    live = live || !exists(file) || updated > updated0;
+    if (!live && now >= live_by) {
+      if (::unlink(file.c_str()) == 0) {
+        std::cerr << "scout: no observer answered: " << store << " was last written "
+                  << (updated0 > 0 ? "at " + fmt_utc(updated0) : std::string("never"))
+                  << " and nothing took the request within " << fmt_duration(kLiveWindowNs)
+                  << " (scout-observer of this job is not running on this node); request withdrawn\n";
+        return kExitNoObserver;
+      }
+      live = true;  // taken just now
+    }
+    if (now >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  if (::unlink((prefix + rq.id + ".json").c_str()) == 0) {  // not taken: withdrawn
+  if (::unlink(file.c_str()) == 0) {  // not taken: withdrawn
     std::cerr << fmt::format(
-        "scout: no observer took the replay request within {} s (is scout-observer running for this job on this "
-        "node with replay on, SCOUT_REPLAY=1? a cycle in flight is finished first: scout replay list)\n",
+        "scout: the observer is running but did not take the replay request within {} s (is replay on, "
+        "SCOUT_REPLAY=1? a cycle in flight is finished first: scout replay list); request withdrawn\n",
         o.wait_s);
-  } else {
-    std::cerr << fmt::format(
-        "scout: the observer took the replay request but its cycle did not finish within {} s; it shows in scout "
-        "replay list (trigger demand) when it does\n",
-        o.wait_s);
+    return kExitNoObserver;
   }
-  return 1;
+  std::cerr << fmt::format(
+      "scout: the observer took the replay request but its cycle did not finish within {} s; it shows in scout "
+      "replay list (trigger demand) when it does\n",
+      o.wait_s);
+  return kExitNoVerdict;
 }
 
 }  // namespace scout::cli

@@ -1,6 +1,7 @@
 // `scout report`: the per-collective table: key, function, datatype, bytes,
 // algorithm/protocol, per-rank arrival spread, duration, bus bandwidth, fingerprint verdict; then
 // the point-to-point operations summed per directed pair. `--html FILE`: observer/cli/report_html.cc.
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <map>
@@ -34,6 +35,25 @@ store::OpFilter make_filter(const ReportOptions& o) {
 }
 
 std::string dash_if_empty(const std::string& s) { return s.empty() ? "-" : s; }
+
+// --comm must name a communicator of the store (by name or commHash): an unknown one is a usage
+// error that lists the known names, not an empty table.
+void check_comm(store::StoreReader& rd, const store::OpFilter& f, const std::string& given) {
+  if (!f.comm_hash && !f.comm_name) return;
+  std::vector<obs::CommInfo> comms = rd.comms();
+  std::vector<std::string> names;
+  for (const auto& c : comms) {
+    if ((f.comm_hash && c.comm_hash == *f.comm_hash) || (f.comm_name && c.name == *f.comm_name)) return;
+    std::string n = c.name.empty() ? obs::hex64(c.comm_hash) : c.name;
+    if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+  }
+  std::string known;
+  constexpr size_t kListed = 24;
+  for (size_t i = 0; i < names.size() && i < kListed; ++i) known += (i ? ", " : "") + names[i];
+  if (names.size() > kListed) known += ", ... (" + std::to_string(names.size()) + " in all: scout status --json)";
+  throw UsageError("--comm " + given + ": no such communicator in " + rd.path() +
+                   (names.empty() ? std::string(" (it has none yet)") : "; known: " + known));
+}
 
 // The point-to-point pairs of the communicators --comm names (all without it), one line per
 // directed pair (not per operation): skipped when --func names a collective.
@@ -78,7 +98,9 @@ int cmd_report(store::StoreReader& rd, const ReportOptions& o, std::ostream& out
     }
     return cmd_report_html(rd, o.html, out);
   }
-  std::vector<store::OpRow> ops = rd.ops(make_filter(o));
+  const store::OpFilter filter = make_filter(o);
+  check_comm(rd, filter, o.comm);
+  std::vector<store::OpRow> ops = rd.ops(filter);
   // Timings of the chosen rank, for its lateness column.
   std::map<int64_t, obs::OpRankTiming> mine;
   if (o.rank && !ops.empty()) {

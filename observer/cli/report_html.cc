@@ -330,6 +330,7 @@ std::string report_html(store::StoreReader& rd) {
   {
     std::ostringstream st;
     StatusOptions so;
+    so.prog = "scout";  // a page is read elsewhere: its hints name the command, not this binary's path
     cmd_status(rd, so, st);
     p.status_text = st.str();
   }

@@ -1,6 +1,7 @@
 // `scout run [--job ID] [--store PATH] [observer flags] -- COMMAND...`: runs COMMAND (e.g.
 // torchrun ...) under scout: starts scout-observer for the job and waits for its first pass, sets
-// NCCL_PROFILER_PLUGIN and SCOUT_JOB_ID for COMMAND, waits for it, stops the observer with SIGTERM
+// NCCL_PROFILER_PLUGIN (moving another profiler plugin named there to SCOUT_PROFILER_DELEGATE) and
+// SCOUT_JOB_ID for COMMAND, waits for it, stops the observer with SIGTERM
 // (it makes a final pass and flushes the store), prints `scout status`, and exits with COMMAND's
 // exit status, or 3 when COMMAND succeeded but findings could not be stored. COMMAND always runs:
 // whatever keeps the observer from starting (a bad setting, a store it cannot open, no
@@ -14,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -75,15 +77,49 @@ std::string find_observer(const std::string& bindir) {
   throw UsageError(std::string(kObserverName) + " not found next to scout (" + bindir + ") nor on PATH");
 }
 
-// NCCL_PROFILER_PLUGIN if already set, else <bindir>/../lib/libnccl-profiler-scout.so (the build
-// tree and the installed layout PREFIX/bin + PREFIX/lib).
-std::string find_plugin(const std::string& bindir) {
+// <bindir>/../lib/libnccl-profiler-scout.so: the build tree and the installed layout PREFIX/bin +
+// PREFIX/lib.
+std::string bundled_plugin(const std::string& bindir) { return bindir + "/../lib/" + kPluginName; }
+
+// Whether NCCL_PROFILER_PLUGIN's value `v` names scout's plugin: "scout", a path or soname ending in
+// libnccl-profiler-scout.so, or the same file as `plugin`.
+bool names_scout(const std::string& v, const std::string& plugin) {
+  if (v == "scout") return true;
+  const std::string base = v.substr(v.rfind('/') == std::string::npos ? 0 : v.rfind('/') + 1);
+  if (base == kPluginName) return true;
+  char a[PATH_MAX], b[PATH_MAX];
+  return ::realpath(v.c_str(), a) != nullptr && ::realpath(plugin.c_str(), b) != nullptr && std::strcmp(a, b) == 0;
+}
+
+// The plugin COMMAND loads, and what becomes of a profiler plugin the environment already names:
+// NCCL has one profiler slot (docs/nccl-notes.md §1.1), so another plugin in NCCL_PROFILER_PLUGIN
+// becomes scout's delegate (SCOUT_PROFILER_DELEGATE, docs/plugin.md "A second profiler plugin"),
+// said in one line. Returns scout's plugin path.
+std::string choose_plugin(const std::string& bindir) {
   const char* env = std::getenv("NCCL_PROFILER_PLUGIN");
-  if (env && *env) return env;
-  std::string p = bindir + "/../lib/" + kPluginName;
+  const std::string v = env != nullptr ? env : "";
+  if (!v.empty() && names_scout(v, bundled_plugin(bindir))) return v;
   char real[PATH_MAX];
-  if (::realpath(p.c_str(), real) != nullptr) return real;
-  throw UsageError(std::string(kPluginName) + " not found at " + p + " (set NCCL_PROFILER_PLUGIN to its path)");
+  if (::realpath(bundled_plugin(bindir).c_str(), real) == nullptr) {
+    throw UsageError(std::string(kPluginName) + " not found at " + bundled_plugin(bindir) +
+                     " (set NCCL_PROFILER_PLUGIN to its path)");
+  }
+  const std::string plugin = real;
+  if (v.empty()) return plugin;
+  std::string lower;
+  for (char c : v) lower += char(std::tolower(static_cast<unsigned char>(c)));
+  const char* have = std::getenv("SCOUT_PROFILER_DELEGATE");
+  if (lower == "none") {
+    std::cerr << "scout: NCCL_PROFILER_PLUGIN=" << v << " replaced by scout's plugin for this run\n";
+  } else if (have != nullptr && *have) {
+    std::cerr << "scout: NCCL_PROFILER_PLUGIN=" << v << " is not loaded: SCOUT_PROFILER_DELEGATE=" << have
+              << " is scout's delegate already\n";
+  } else {
+    ::setenv("SCOUT_PROFILER_DELEGATE", v.c_str(), 1);
+    std::cerr << "scout: NCCL_PROFILER_PLUGIN=" << v
+              << " moved to SCOUT_PROFILER_DELEGATE: scout loads it and forwards every profiler event to it\n";
+  }
+  return plugin;
 }
 
 // fork + exec; the child gets its own process group when `own_group`. Returns the pid; an exec
@@ -238,7 +274,7 @@ int cmd_run(const RunOptions& o) {
   std::string observer, plugin;
   try {
     observer = find_observer(bindir);
-    plugin = find_plugin(bindir);
+    plugin = choose_plugin(bindir);
   } catch (const UsageError& e) {
     no_observer = e.what();
   }

@@ -140,9 +140,19 @@ void print_json(const exporter::Snapshot& s, std::ostream& out) {
 
 }  // namespace
 
+// The commands the hints print: the path scout was invoked by, the subcommand, and the flags that
+// named this store, so each can be pasted as printed.
+namespace {
+struct Hint {
+  std::string prog;  // the program the hints name
+  std::string sel;   // " --job demo" or ""
+  std::string operator()(const std::string& sub) const { return prog + " " + sub + sel; }
+};
+}  // namespace
+
 // "checkpoints: N (V verified, R rejected, C candidates); newest verified: PATH (step S)", only
 // when the observer certified checkpoints (docs/certification.md).
-static void print_checkpoint_line(const std::string& store_path, std::ostream& out) {
+static void print_checkpoint_line(const std::string& store_path, const Hint& hint, std::ostream& out) {
   CkptSummary s;
   summarize_checkpoints(store_path, &s);
   if (s.all.empty()) return;
@@ -151,7 +161,7 @@ static void print_checkpoint_line(const std::string& store_path, std::ostream& o
   if (s.newest_verified)
     out << "newest verified: " << printable(s.newest_verified->path) << " (step " << s.newest_verified->step << ")\n";
   else
-    out << "none verified yet (scout ckpt list)\n";
+    out << "none verified yet (" << hint("ckpt list") << ")\n";
 }
 
 namespace {
@@ -218,7 +228,7 @@ void print_job(const exporter::Snapshot& s, int64_t now, std::ostream& out) {
 
 // "ranks: N on H hosts (...); R running, E exited, D dead", exited ranks on one line, dead ranks
 // (gone without finalizing) one by one.
-void print_ranks(const exporter::Snapshot& s, int64_t now, std::ostream& out) {
+void print_ranks(const exporter::Snapshot& s, int64_t now, const Hint& hint, std::ostream& out) {
   std::map<std::string, std::vector<int>> hosts;
   std::map<std::string, int> states;
   for (const auto& r : s.ranks) {
@@ -252,11 +262,11 @@ void print_ranks(const exporter::Snapshot& s, int64_t now, std::ostream& out) {
     obs::Suspect who{r.global_rank, r.host, r.pid, r.gpu, -1};
     out << "  " << r.state << ": " << suspect_words(who) << ", last event " << fmt_ago(r.last_event_ns, now) << "\n";
   }
-  if (dead > listed) { out << "  ... and " << (dead - listed) << " more (scout status --json)\n"; }
+  if (dead > listed) out << "  ... and " << (dead - listed) << " more (" << hint("status") << " --json)\n";
 }
 
 // "communicators: N (per state)" and the table of the most severe ones.
-void print_comms(const exporter::Snapshot& s, int64_t now, std::ostream& out) {
+void print_comms(const exporter::Snapshot& s, int64_t now, const Hint& hint, std::ostream& out) {
   std::vector<obs::CommInfo> comms = comms_by_severity(s.comms);
   std::map<int, std::pair<std::string, int>> by_state;
   for (const auto& c : comms) {
@@ -287,7 +297,7 @@ void print_comms(const exporter::Snapshot& s, int64_t now, std::ostream& out) {
   }
   out << t.render("  ");
   if (comms.size() > kMaxCommLines) {
-    out << "  ... and " << (comms.size() - kMaxCommLines) << " more (scout status --json)\n";
+    out << "  ... and " << (comms.size() - kMaxCommLines) << " more (" << hint("status") << " --json)\n";
   }
 }
 
@@ -316,8 +326,9 @@ void print_finding_line(const obs::Finding& f, std::ostream& out) {
 }
 
 // "findings: O open, C closed"; open findings first, then closed ones (a finished job's closed
-// hang or NaN episode still names its rank), within one budget of lines. Returns O + C.
-size_t print_findings(const exporter::Snapshot& s, std::ostream& out) {
+// hang or NaN episode still names its rank), within one budget of lines. Returns the id of the
+// first finding listed (0: none).
+int64_t print_findings(const exporter::Snapshot& s, const Hint& hint, std::ostream& out) {
   size_t open = 0, closed = 0;
   for (const auto& f : s.findings) (f.open ? open : closed)++;
   out << "findings: " << open << " open, " << closed << " closed\n";
@@ -330,9 +341,9 @@ size_t print_findings(const exporter::Snapshot& s, std::ostream& out) {
   }
   for (size_t i = 0; i < order.size() && i < kMaxFindingLines; ++i) print_finding_line(*order[i], out);
   if (order.size() > kMaxFindingLines) {
-    out << "  ... and " << (order.size() - kMaxFindingLines) << " more (scout findings)\n";
+    out << "  ... and " << (order.size() - kMaxFindingLines) << " more (" << hint("findings") << ")\n";
   }
-  return open + closed;
+  return order.empty() ? 0 : order.front()->id;
 }
 
 }  // namespace
@@ -345,13 +356,13 @@ int cmd_status(store::StoreReader& rd, const StatusOptions& o, std::ostream& out
   }
   const int64_t now = s.as_of_ns();
   print_job(s, now, out);
-  print_ranks(s, now, out);
-  print_comms(s, now, out);
-  const size_t findings = print_findings(s, out);
-  print_checkpoint_line(rd.path(), out);
-  if (findings > 0) {
-    const std::string sel = o.selector.empty() ? "" : " " + o.selector;
-    out << "details: scout explain" << sel << " ID; per-collective table: scout report" << sel << "\n";
+  const Hint hint{o.prog.empty() ? program_name() : o.prog, o.selector.empty() ? "" : " " + o.selector};
+  print_ranks(s, now, hint, out);
+  print_comms(s, now, hint, out);
+  const int64_t first = print_findings(s, hint, out);
+  print_checkpoint_line(rd.path(), hint, out);
+  if (first > 0) {
+    out << "details: " << hint("explain") << " " << first << "; per-collective table: " << hint("report") << "\n";
   }
   return kExitOk;
 }

@@ -1,5 +1,7 @@
 #include "observer/export/json.h"
 
+#include "common/gemm_names.h"
+#include "common/utf8.h"
 #include "observer/model/finding.h"
 #include "observer/model/net_state.h"
 
@@ -104,6 +106,103 @@ nlohmann::json timing_json(const obs::OpRankTiming& t) {
           {"end_ns", t.end_ns},
           {"fp_recv", t.fp_recv ? nlohmann::json(obs::hex64(t.fp_recv)) : nlohmann::json(nullptr)},
           {"fp_status", t.fp_status}};
+}
+
+nlohmann::json checkpoint_json(const ckpt::Checkpoint& c, const ckpt::CertificateRow* cert) {
+  // Paths and reasons come from the disk (any bytes): made valid UTF-8 so no encoder can throw.
+  return {{"id", c.id},
+          {"path", utf8_clean(c.path)},
+          {"framework", utf8_clean(c.framework)},
+          {"step", c.step},
+          {"state", ckpt::to_string(c.state)},
+          {"reason", utf8_clean(c.reason)},
+          {"completed_ns", c.completed_ns},
+          {"finding_ids", c.finding_ids},
+          {"cycles", c.cycles},
+          {"files", c.manifest.present ? nlohmann::json(c.manifest.files.size()) : nlohmann::json(nullptr)},
+          {"certificate", cert ? nlohmann::json(utf8_clean(cert->file)) : nlohmann::json(nullptr)}};
+}
+
+nlohmann::json certificate_json(const ckpt::CertificateRow& r) {
+  nlohmann::json doc = nlohmann::json::parse(r.json, nullptr, false);
+  return {{"seq", r.seq},
+          {"checkpoint_id", r.checkpoint_id},
+          {"sha256", r.sha256},
+          {"prev_sha256", r.prev_sha256},
+          {"file", utf8_clean(r.file)},
+          {"document", doc.is_discarded() ? nlohmann::json(r.json) : doc}};
+}
+
+nlohmann::json check_cycle_json(const ckpt::CycleVerdict& v) {
+  return {{"index", v.index},
+          {"begin_ns", v.begin_ns},
+          {"end_ns", v.end_ns},
+          {"status", ckpt::to_string(v.status)},
+          {"reasons", v.reasons},
+          {"finding_ids", v.finding_ids},
+          {"comparisons", v.comparisons},
+          {"comms_ran", v.comms_ran},
+          {"comms_covered", v.comms_covered},
+          {"voters_min", ckpt::voters_min(v.voters)},
+          {"bytes_fingerprinted", v.bytes_fingerprinted},
+          {"replay", ckpt::to_string(v.replay)},
+          {"replay_recipes", v.replay_recipes},
+          {"replay_gpus", v.replay_gpus}};
+}
+
+nlohmann::json replay_cycle_json(const obs::ReplayCycleRecord& c) {
+  return {{"id", c.id},
+          {"cycle", c.cycle},
+          {"trigger", c.trigger},
+          {"started_ns", c.started_ns},
+          {"ended_ns", c.ended_ns},
+          {"outcome", c.outcome},
+          {"backend", c.backend},
+          {"detail", c.detail}};
+}
+
+nlohmann::json gemm_key_json(const shm::GemmKey& k) {
+  char ops[3];
+  shm::gemm_layout_ops(k.layout, ops);
+  return {{"m", k.m},
+          {"n", k.n},
+          {"k", k.k},
+          {"batch", k.batch},
+          {"a_type", shm::gemm_type_name(k.a_type)},
+          {"b_type", shm::gemm_type_name(k.b_type)},
+          {"c_type", shm::gemm_type_name(k.c_type)},
+          {"d_type", shm::gemm_type_name(k.d_type)},
+          {"compute", shm::gemm_compute_name(k.compute)},
+          {"scale_type", shm::gemm_type_name(k.scale_type)},
+          {"ops", ops},
+          {"a_row_major", bool(k.layout & shm::kGemmRowA)},
+          {"b_row_major", bool(k.layout & shm::kGemmRowB)},
+          {"d_row_major", bool(k.layout & shm::kGemmRowD)},
+          {"algo", k.algo},
+          {"tile_m", k.tile_m},
+          {"tile_n", k.tile_n}};
+}
+
+nlohmann::json gemm_capture_json(const obs::GemmCaptureInfo& c) {
+  return {{"global_rank", c.global_rank},
+          {"host", c.host},
+          {"pid", c.pid},
+          {"state", shm::gemm_capture_state_name(c.state)},
+          {"windows", c.windows},
+          {"lines", c.lines},
+          {"captured", c.captured},
+          {"ignored", c.ignored},
+          {"malformed", c.malformed},
+          {"dropped_full", c.dropped_full},
+          {"dropped_busy", c.dropped_busy},
+          {"classes", c.n_entries},
+          {"capacity", c.capacity}};
+}
+
+nlohmann::json gemm_shape_json(const obs::GemmShapeInfo& g) {
+  nlohmann::json j = {{"global_rank", g.global_rank}, {"host", g.host}, {"pid", g.pid}, {"count", g.count}};
+  j.update(gemm_key_json(g.key));
+  return j;
 }
 
 }  // namespace scout::exporter

@@ -1,13 +1,17 @@
-// JSON forms of the job model (observer/model/job.h) used by `scout report --json`,
-// `scout status --json` and `scout export --format jsonl`. Keys: docs/cli.md. Findings use
-// obs::to_json (observer/model/finding.h).
+// JSON forms of the job model (observer/model/job.h), of checkpoint certification
+// (observer/ckpt) and of replay cycles, used by `scout report --json`, `scout status --json`,
+// `scout ckpt --json`, `scout replay plan --json` and `scout export --format jsonl`. Keys:
+// docs/cli.md. Findings use obs::to_json (observer/model/finding.h).
 #pragma once
 
 #include <optional>
 
 #include <nlohmann/json.hpp>
 
+#include "common/gemm_key.h"
+#include "observer/ckpt/ckpt_store.h"
 #include "observer/model/job.h"
+#include "observer/model/replay_cycle.h"
 
 namespace scout::exporter {
 
@@ -28,6 +32,33 @@ nlohmann::json op_json(const obs::OpSummary& o);
 // {"global_rank", "comm_rank", "api_ns", "start_ns", "end_ns", "fp_recv" ("0x" + 16 hex or
 //  null), "fp_status"}
 nlohmann::json timing_json(const obs::OpRankTiming& t);
+
+// A checkpoint (observer/ckpt/states.h; `scout ckpt list --json`): {"id", "path", "framework",
+// "step", "state" ("candidate", "verified", "rejected"), "reason", "completed_ns",
+// "finding_ids", "cycles", "files" (files recorded when it completed, or null), "certificate" (its
+// file, or null when `cert` is null)}. Strings from the disk are made valid UTF-8 (common/utf8.h).
+nlohmann::json checkpoint_json(const ckpt::Checkpoint& c, const ckpt::CertificateRow* cert);
+// A certificate as the store keeps it: {"seq", "checkpoint_id", "sha256", "prev_sha256", "file",
+// "document" (the certificate as issued, parsed; its text when it does not parse)}.
+nlohmann::json certificate_json(const ckpt::CertificateRow& r);
+// A judged check cycle (observer/ckpt/cycle.h): {"index", "begin_ns", "end_ns", "status"
+// ("clean", "dirty", "incomplete"), "reasons", "finding_ids", "comparisons", "comms_ran",
+// "comms_covered", "voters_min", "bytes_fingerprinted", "replay", "replay_recipes",
+// "replay_gpus"}.
+nlohmann::json check_cycle_json(const ckpt::CycleVerdict& v);
+// A replay cycle as stored (docs/replay.md, "Cycles in the store"): {"id", "cycle", "trigger",
+// "started_ns", "ended_ns", "outcome", "backend", "detail"}.
+nlohmann::json replay_cycle_json(const obs::ReplayCycleRecord& c);
+// A GEMM shape class (common/gemm_key.h) with the cuBLASLt logger's spellings: {"m", "n", "k",
+// "batch", "a_type", "b_type", "c_type", "d_type", "compute", "scale_type", "ops", "a_row_major",
+// "b_row_major", "d_row_major", "algo", "tile_m", "tile_n"}.
+nlohmann::json gemm_key_json(const shm::GemmKey& k);
+// One process's GEMM capture counters: {"global_rank", "host", "pid", "state" (off, waiting,
+// capturing, no_library, user_logger, failed), "windows", "lines", "captured", "ignored",
+// "malformed", "dropped_full", "dropped_busy", "classes", "capacity"}.
+nlohmann::json gemm_capture_json(const obs::GemmCaptureInfo& c);
+// One shape class one process ran: {"global_rank", "host", "pid", "count"} + gemm_key_json.
+nlohmann::json gemm_shape_json(const obs::GemmShapeInfo& g);
 
 // last_arrival_ns - first_arrival_ns; 0 when no rank has started (docs/observer.md#stragglers).
 int64_t arrival_spread_ns(const obs::OpSummary& o);

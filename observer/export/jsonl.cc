@@ -32,6 +32,17 @@ void write_jsonl(const Snapshot& s, std::ostream& out) {
     j["timings"] = it == timings.end() ? nlohmann::json::array() : it->second;
     line("op", std::move(j));
   }
+  for (const auto& c : s.checkpoints) {
+    const ckpt::CertificateRow* cert = nullptr;
+    for (const auto& r : s.certificates)
+      if (r.checkpoint_id == c.id) cert = &r;
+    line("checkpoint", checkpoint_json(c, cert));
+  }
+  for (const auto& v : s.check_cycles) line("check_cycle", check_cycle_json(v));
+  for (const auto& r : s.certificates) line("certificate", certificate_json(r));
+  for (const auto& c : s.replay_cycles) line("replay_cycle", replay_cycle_json(c));
+  for (const auto& c : s.gemm_capture) line("gemm_capture", gemm_capture_json(c));
+  for (const auto& g : s.gemm_shapes) line("gemm_shape", gemm_shape_json(g));
 }
 
 }  // namespace scout::exporter

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <vector>
@@ -258,6 +259,63 @@ void write_collective_families(const Snapshot& s, const std::string& job, std::o
   }
 }
 
+// The families of checkpoint certification (docs/certification.md): checkpoints by state, the
+// newest step per state, check cycles by status.
+void write_checkpoint_families(const Snapshot& s, const std::string& job, std::ostream& out) {
+  constexpr ckpt::State kStates[] = {ckpt::State::kCandidate, ckpt::State::kVerified, ckpt::State::kRejected};
+  {
+    Family f(out, "scout_checkpoints", "gauge", "Checkpoints seen, by certification state (candidate, verified, rejected).");
+    for (ckpt::State st : kStates) {
+      int n = 0;
+      for (const auto& c : s.checkpoints) n += c.state == st;
+      f.sample({{"job", job}, {"state", ckpt::to_string(st)}}, n);
+    }
+  }
+  {
+    Family f(out, "scout_checkpoint_last_step", "gauge",
+             "Newest training step of a checkpoint in that state (absent while none is in it).");
+    for (ckpt::State st : kStates) {
+      std::optional<int64_t> step;
+      for (const auto& c : s.checkpoints)
+        if (c.state == st && (!step || c.step > *step)) step = c.step;
+      if (step) f.sample({{"job", job}, {"state", ckpt::to_string(st)}}, static_cast<double>(*step));
+    }
+  }
+  {
+    Family f(out, "scout_check_cycles", "gauge", "Judged check cycles by status (clean, dirty, incomplete).");
+    for (ckpt::CycleStatus st : {ckpt::CycleStatus::kClean, ckpt::CycleStatus::kDirty, ckpt::CycleStatus::kIncomplete}) {
+      int n = 0;
+      for (const auto& v : s.check_cycles) n += v.status == st;
+      f.sample({{"job", job}, {"status", ckpt::to_string(st)}}, n);
+    }
+  }
+}
+
+// The families of replay (docs/replay.md): cycles by outcome, the latest cycle's outcome and end.
+void write_replay_families(const Snapshot& s, const std::string& job, std::ostream& out) {
+  constexpr const char* kOutcomes[] = {"pass", "fail", "inconclusive"};
+  {
+    Family f(out, "scout_replay_cycles_total", "counter", "Replay cycles run, by outcome (pass, fail, inconclusive).");
+    std::map<std::string, int> by;
+    for (const char* o : kOutcomes) by[o] = 0;
+    for (const auto& c : s.replay_cycles) by[c.outcome]++;
+    for (const auto& [o, n] : by) f.sample({{"job", job}, {"outcome", o}}, n);
+  }
+  if (s.replay_cycles.empty()) return;
+  const obs::ReplayCycleRecord& last = s.replay_cycles.back();
+  {
+    Family f(out, "scout_replay_last_outcome", "gauge", "1 for the outcome of the latest replay cycle, else 0.");
+    std::set<std::string> outcomes(std::begin(kOutcomes), std::end(kOutcomes));
+    outcomes.insert(last.outcome);
+    for (const auto& o : outcomes) f.sample({{"job", job}, {"outcome", o}}, o == last.outcome ? 1 : 0);
+  }
+  {
+    Family f(out, "scout_replay_last_timestamp_seconds", "gauge",
+             "When the latest replay cycle reached its verdict (Unix seconds).");
+    f.sample({{"job", job}}, static_cast<double>(last.ended_ns) / 1e9);
+  }
+}
+
 }  // namespace
 
 void write_prometheus(const Snapshot& s, std::ostream& out) {
@@ -266,6 +324,8 @@ void write_prometheus(const Snapshot& s, std::ostream& out) {
   write_comm_families(s, job, out);
   write_finding_families(s, job, out);
   write_collective_families(s, job, out);
+  write_checkpoint_families(s, job, out);
+  write_replay_families(s, job, out);
   {
     Family f(out, "scout_records_lost_total", "counter",
              "Records overwritten in a ring before the observer read them (or before they were "

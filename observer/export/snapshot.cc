@@ -5,7 +5,7 @@
 
 namespace scout::exporter {
 
-Snapshot load_snapshot(store::StoreReader& reader, bool with_ops) {
+Snapshot load_snapshot(store::StoreReader& reader, bool with_ops, bool with_history) {
   Snapshot s;
   s.store_path = reader.path();
   s.meta = reader.meta();
@@ -16,6 +16,15 @@ Snapshot load_snapshot(store::StoreReader& reader, bool with_ops) {
   if (with_ops) {
     s.ops = reader.ops();
     s.timings = reader.timings();
+  }
+  if (with_history) {
+    auto ck = ckpt::CkptStore::open_reader(reader.path());
+    s.checkpoints = ck->checkpoints();
+    s.check_cycles = ck->cycles();
+    s.certificates = ck->certificates();
+    s.replay_cycles = reader.replay_cycles();
+    s.gemm_capture = reader.gemm_capture();
+    s.gemm_shapes = reader.gemm_shapes();
   }
   return s;
 }

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "observer/ckpt/ckpt_store.h"
 #include "observer/model/finding.h"
 #include "observer/model/job.h"
 #include "observer/store/reader.h"
@@ -20,6 +21,14 @@ struct Snapshot {
   std::vector<obs::Finding> findings;     // by id
   std::vector<store::OpRow> ops;          // by time (StoreReader::ops() order)
   std::vector<store::TimingRow> timings;  // by op_id, global_rank
+  // The rest of the store (loaded with_history): certification (docs/certification.md),
+  // replay cycles (docs/replay.md) and GEMM capture (docs/replay-schedule.md).
+  std::vector<ckpt::Checkpoint> checkpoints;       // by id
+  std::vector<ckpt::CycleVerdict> check_cycles;    // by index
+  std::vector<ckpt::CertificateRow> certificates;  // by seq
+  std::vector<obs::ReplayCycleRecord> replay_cycles;  // by started_ns, id
+  std::vector<obs::GemmCaptureInfo> gemm_capture;     // by global rank
+  std::vector<obs::GemmShapeInfo> gemm_shapes;        // by global rank, shape
 
   // Reference time of relative times in reports: job.updated_ns ("as of"), else the latest
   // time found in the snapshot.
@@ -29,7 +38,8 @@ struct Snapshot {
   std::string job_name() const { return job ? job->job : std::string(); }
 };
 
-// Reads the whole store (ops and timings only when with_ops). Throws store::Error.
-Snapshot load_snapshot(store::StoreReader& reader, bool with_ops);
+// Reads the store: ops and timings only when with_ops; checkpoints, check cycles,
+// certificates, replay cycles and GEMM capture only when with_history. Throws store::Error.
+Snapshot load_snapshot(store::StoreReader& reader, bool with_ops, bool with_history = false);
 
 }  // namespace scout::exporter

@@ -578,8 +578,13 @@ void StoreWriter::put_replay_cycle(obs::ReplayCycleRecord* c) {
     begin();
     guarded(*db_, [&] {
       // Put again after a batch that failed: the row of a batch that did commit is kept, not doubled.
-      Stmt find(*db_, "SELECT id FROM replay_cycles WHERE cycle = ? AND trigger = ? AND started_ns = ?");
-      find.bind(1, int64_t(c->cycle)).bind(2, c->trigger).bind(3, c->started_ns);
+      // The same record is the same cycle, trigger, start and detail (a restarted observer numbers
+      // its cycles from 1 again; an on-demand cycle's detail names its request).
+      const std::string detail = c->detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      Stmt find(*db_,
+                "SELECT id FROM replay_cycles WHERE cycle = ? AND trigger = ? AND started_ns = ? AND ended_ns = ? AND "
+                "outcome = ? AND detail = ?");
+      find.bind(1, int64_t(c->cycle)).bind(2, c->trigger).bind(3, c->started_ns).bind(4, c->ended_ns).bind(5, c->outcome).bind(6, detail);
       if (find.step()) {
         c->id = find.i64(0);
         return;
@@ -593,7 +598,7 @@ void StoreWriter::put_replay_cycle(obs::ReplayCycleRecord* c) {
           .bind(4, c->ended_ns)
           .bind(5, c->outcome)
           .bind(6, c->backend)
-          .bind(7, c->detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
+          .bind(7, detail)
           .run();
       c->id = db_->last_insert_rowid();
     });

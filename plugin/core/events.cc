@@ -181,7 +181,7 @@ __attribute__((noinline)) void start_proxy_op(Process* p, void* ctx, void** out,
 }  // namespace
 
 abi::Result init(void** ctx, uint64_t comm_hash, int* mask, const char* comm_name, int nnodes, int nranks, int rank,
-                 abi::Logger logfn, int abi_version) {
+                 abi::Logger logfn, int abi_version, int extra_mask) {
   if (ctx == nullptr) return abi::kSuccess;
   *ctx = nullptr;
   log::set_logger(logfn);
@@ -228,7 +228,9 @@ abi::Result init(void** ctx, uint64_t comm_hash, int* mask, const char* comm_nam
   *ctx = handle_of(p, HandleType::kContext, ring_payload(c->ring_index));
   // A window open now keeps its bits (proxy_window.h).
   // NCCL reads the mask on other threads, and ProxyStep windows change it from any API call: atomic.
-  if (mask != nullptr) __atomic_store_n(mask, kActivationMask | p->proxy.attach_mask(mask), __ATOMIC_RELAXED);
+  if (mask != nullptr) {
+    __atomic_store_n(mask, kActivationMask | extra_mask | p->proxy.attach_mask(mask), __ATOMIC_RELAXED);
+  }
   unlock_init();
   return abi::kSuccess;
 }

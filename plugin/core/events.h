@@ -42,10 +42,12 @@ static_assert(kActivationMask == 0xE46);
 // communicators, out of memory); then *eActivationMask is left untouched unless another
 // communicator is recorded. Otherwise *ctx is an encoded context (handle.h) and
 // *eActivationMask = kActivationMask, plus ProxyOp | ProxyStep while a ProxyStep window is open
-// (proxy_window.h). `abi_version` (4, 5, 6) is stamped into the segment.
+// (proxy_window.h), plus `extra_mask`: the bits a delegate profiler plugin asked for
+// (plugin/core/delegate.h), kept in every mask scout writes so that a ProxyStep window never
+// clears them. `abi_version` (4, 5, 6) is stamped into the segment.
 // Thread-safe (concurrent inits of several communicators are serialized on a mutex).
 abi::Result init(void** ctx, uint64_t comm_hash, int* mask, const char* comm_name, int nnodes, int nranks, int rank,
-                 abi::Logger logfn, int abi_version);
+                 abi::Logger logfn, int abi_version, int extra_mask = 0);
 
 // startEvent for v5 descriptors (and v6 / translated v4 ones). Sets *handle (never to an
 // address: an encoded value, or NULL when scout has no state at all).

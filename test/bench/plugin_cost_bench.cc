@@ -14,6 +14,15 @@
 //
 // Target: median cost above the do-nothing plugin under 300 ns per collective; exit status 1 when
 // a configuration does not meet it.
+//
+// Then the cost of forwarding to a second profiler plugin (SCOUT_PROFILER_DELEGATE, docs/plugin.md
+// "A second profiler plugin"), one thread, one communicator each: per step, one collective through
+// each of the do-nothing table, scout alone, the delegate alone and scout with the delegate (a
+// second copy of the .so, loaded with SCOUT_PROFILER_DELEGATE set and its own job), in rotating
+// order. Two delegates: the no-op one (test/profdelegate, one static handle per event: every event
+// both plugins take costs a joined handle) and the Inspector-like one. Printed: each median, and
+// the forwarding cost = (scout with the delegate) - (scout alone) - (the delegate alone - the
+// do-nothing table). Informational (no target).
 #include <pthread.h>
 #include <sched.h>
 #include <unistd.h>
@@ -87,6 +96,80 @@ void run_thread(int tid, const abi::ProfilerV5* scout_t, std::vector<CommDescr>*
       timed(scout_t, (*scout_c)[ci], out->scout);
     }
   }
+}
+
+// The forwarding section (see the top of this file). Returns false when a plugin does not load.
+bool forwarding(const std::string& shm_dir, const abi::ProfilerV5* scout_t, int steps, int rounds) {
+  std::printf("\nforwarding to a delegate (1 thread, 1 communicator each; CPU ns per collective, medians of the "
+              "quietest of %d rounds):\n",
+              rounds);
+  std::printf("%-12s | %8s %8s %8s %8s | %s\n", "delegate", "nothing", "scout", "delegate", "both",
+              "forwarding = both - scout - (delegate - nothing)");
+  // A second copy of scout's library: its own load, its own state, the delegate set at its first init.
+  const std::string copy = shm_dir + "/libnccl-profiler-scout-fwd.so";
+  std::FILE* in = std::fopen(scout::testing::build_path("lib/libnccl-profiler-scout.so").c_str(), "rb");
+  std::FILE* out = std::fopen(copy.c_str(), "wb");
+  if (in == nullptr || out == nullptr) return false;
+  char buf[1 << 16];
+  for (size_t n; (n = std::fread(buf, 1, sizeof(buf), in)) > 0;) std::fwrite(buf, 1, n, out);
+  std::fclose(in);
+  std::fclose(out);
+  bool ok = true;
+  for (const char* name : {"noop", "inspectish"}) {
+    const std::string del = scout::testing::build_path(std::string("lib/libnccl-profiler-") + name + ".so");
+    setenv("INSPECTISH_DUMP_DIR", shm_dir.c_str(), 1);
+    scout::sim::LoadedPlugin dl = scout::sim::load_profiler_plugin(del.c_str());
+    setenv("SCOUT_JOB_ID", (std::string("bench-") + name).c_str(), 1);
+    scout::sim::LoadedPlugin both = scout::sim::load_profiler_plugin(copy.c_str());
+    if (!dl.ok() || dl.version != 5 || !both.ok() || both.version != 5) {
+      std::fprintf(stderr, "cannot load %s (%s) or the copy of scout (%s)\n", del.c_str(), dl.error.c_str(),
+                   both.error.c_str());
+      ok = false;
+      continue;
+    }
+    const abi::ProfilerV5* tables[4] = {&g_nop, scout_t, dl.v5, both.v5};
+    CommDescr comm[4];
+    for (int i = 0; i < 4; ++i) {
+      build(comm[i]);
+      // Only the copy's first init may see SCOUT_PROFILER_DELEGATE (scout reads it at the first
+      // init of a load cycle).
+      if (i == 3) setenv("SCOUT_PROFILER_DELEGATE", del.c_str(), 1);
+      tables[i]->init(&comm[i].ctx, 0x900 + uint64_t(i), &g_nccl_mask, "fwd", 1, 8, 0, nullptr);
+    }
+    unsetenv("SCOUT_PROFILER_DELEGATE");
+    setenv("SCOUT_JOB_ID", "bench", 1);
+    for (int k = 0; k < 4096; ++k) {
+      for (int i = 0; i < 4; ++i) one_collective(tables[i], comm[i], fake_gpu_ns());
+    }
+    double best = 1e18, med[4] = {0, 0, 0, 0};
+    for (int round = 0; round < rounds; ++round) {
+      std::vector<uint32_t> t[4];
+      for (auto& v : t) v.reserve(size_t(steps));
+      for (int k = 0; k < steps; ++k) {
+        for (int j = 0; j < 4; ++j) {
+          const int i = (j + k) % 4;
+          uint64_t g = fake_gpu_ns();
+          auto t0 = std::chrono::steady_clock::now();
+          one_collective(tables[i], comm[i], g);
+          auto t1 = std::chrono::steady_clock::now();
+          t[i].push_back(uint32_t(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()));
+        }
+      }
+      double m[4];
+      for (int i = 0; i < 4; ++i) m[i] = pct(t[i], 0.5);
+      if (m[0] < best) {
+        best = m[0];
+        std::copy(m, m + 4, med);
+      }
+    }
+    std::printf("%-12s | %8.0f %8.0f %8.0f %8.0f | %.0f\n", name, med[0], med[1], med[2], med[3],
+                med[3] - med[1] - (med[2] - med[0]));
+    for (int i = 0; i < 4; ++i) tables[i]->finalize(comm[i].ctx);
+    scout::sim::unload_profiler_plugin(&both);
+    scout::sim::unload_profiler_plugin(&dl);
+  }
+  std::remove(copy.c_str());
+  return ok;
 }
 
 }  // namespace
@@ -166,7 +249,8 @@ int main(int argc, char** argv) {
       for (void* c : ctxs) scout_t->finalize(c);
     }
   }
-  scout::sim::unload_profiler_plugin(&lp);
   std::printf("\n%s\n", all_ok ? "target met in every configuration" : "target NOT met in some configuration");
-  return all_ok ? 0 : 1;
+  const bool fwd_ok = forwarding(dir.path(), scout_t, steps, rounds);
+  scout::sim::unload_profiler_plugin(&lp);
+  return all_ok && fwd_ok ? 0 : 1;
 }

@@ -8,14 +8,23 @@
 #include <sys/wait.h>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
+#include <thread>
 
 #include "observer/export/chrome_trace.h"
+#include "observer/replay/request.h"
 #include "observer/store/schema.h"
 #include "observer/store/sqlite.h"
+#include "observer/store/writer.h"
 #include "test/support/cli_fixture.h"
 #include "test/support/golden.h"
 #include "test/support/tmpdir.h"
@@ -38,16 +47,20 @@ std::string slurp(const std::string& path) {
   return ss.str();
 }
 
-// Runs `build/bin/scout ARGS` through bash (ARGS is shell text) with `env` prepended.
-Result scout(const std::string& dir, const std::string& args, const std::string& env = "") {
+// Runs the shell text `cmd` with stdout and stderr captured in `dir`.
+Result sh(const std::string& dir, const std::string& cmd) {
   std::string out = dir + "/stdout", err = dir + "/stderr";
-  std::string cmd = env + " " + build_path("bin/scout") + " " + args + " >" + out + " 2>" + err;
-  int st = std::system(cmd.c_str());
+  int st = std::system(("(" + cmd + ") >" + out + " 2>" + err).c_str());
   Result r;
   r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   r.out = slurp(out);
   r.err = slurp(err);
   return r;
+}
+
+// Runs `build/bin/scout ARGS` through bash (ARGS is shell text) with `env` prepended.
+Result scout(const std::string& dir, const std::string& args, const std::string& env = "") {
+  return sh(dir, env + " " + build_path("bin/scout") + " " + args);
 }
 
 std::string replace_all(std::string s, const std::string& from, const std::string& to) {
@@ -64,9 +77,10 @@ class Cli : public ::testing::Test {
     scout::testing::write_demo_store(store_);
   }
 
-  // Compares `actual` (with the temp directory replaced by <DIR>) with the golden file.
+  // Compares `actual` (with the temp directory replaced by <DIR>, and the path the test invokes
+  // scout by, which hints repeat, by <SCOUT>) with the golden file.
   void golden(const std::string& name, const std::string& actual) {
-    std::string text = replace_all(actual, dir_.path(), "<DIR>");
+    std::string text = replace_all(replace_all(actual, build_path("bin/scout"), "<SCOUT>"), dir_.path(), "<DIR>");
     scout::testing::expect_golden(source_path("test/fixtures/cli/" + name), text);
   }
 
@@ -85,7 +99,7 @@ class Cli : public ::testing::Test {
     EXPECT_EQ(r.out, "") << args;
     EXPECT_FALSE(r.err.empty()) << args;
     EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << args << ": not one line: " << r.err;
-    return replace_all(r.err, dir_.path(), "<DIR>");
+    return replace_all(replace_all(r.err, build_path("bin/scout"), "<SCOUT>"), dir_.path(), "<DIR>");
   }
 
   TempDir dir_;
@@ -101,7 +115,7 @@ TEST_F(Cli, ReportCommFuncLast) {
   // The same communicator by commHash.
   EXPECT_EQ(ok("report --comm 0x1111aaaa2222bbbb --func AllReduce --last 2"),
             ok("report --comm world --func allreduce --last 2"));
-  EXPECT_EQ(ok("report --comm nosuch"), "no operations match (5 stored)\n");
+  EXPECT_EQ(ok("report --comm tp0 --func Broadcast"), "no operations match (5 stored)\n");
 }
 TEST_F(Cli, ReportJson) { golden("report.jsonl", ok("report --json --rank 3")); }
 TEST_F(Cli, Findings) { golden("findings.txt", ok("findings")); }
@@ -140,6 +154,32 @@ TEST_F(Cli, ExplainEachFinding) {
 TEST_F(Cli, ExportJsonl) { golden("export.jsonl", ok("export --format jsonl")); }
 TEST_F(Cli, ExportPrometheus) { golden("export.prom", ok("export --format prometheus")); }
 
+// The whole store: checkpoints, check cycles, certificates, replay cycles and GEMM capture
+// follow the operations, and the lines before them are the demo store's export.jsonl.
+TEST_F(Cli, ExportJsonlCarriesTheWholeStore) {
+  const std::string before = ok("export --format jsonl");
+  scout::testing::write_demo_history(store_);
+  const std::string out = ok("export --format jsonl");
+  golden("export_history.jsonl", out);
+  ASSERT_GE(out.size(), before.size());
+  EXPECT_EQ(out.substr(0, before.size()), before);
+  std::map<std::string, int> types;
+  std::istringstream rest(out.substr(before.size()));
+  for (std::string line; std::getline(rest, line);) types[nlohmann::json::parse(line)["type"].get<std::string>()]++;
+  EXPECT_EQ(types, (std::map<std::string, int>{{"checkpoint", 3},
+                                               {"check_cycle", 3},
+                                               {"certificate", 1},
+                                               {"replay_cycle", 2},
+                                               {"gemm_capture", 2},
+                                               {"gemm_shape", 2}}));
+}
+
+// Checkpoint states and replay outcomes in the Prometheus file.
+TEST_F(Cli, ExportPrometheusCarriesCheckpointsAndReplay) {
+  scout::testing::write_demo_history(store_);
+  golden("export_history.prom", ok("export --format prometheus"));
+}
+
 TEST_F(Cli, ExportChromeTrace) {
   std::string out = ok("export --format chrome-trace");
   nlohmann::json trace = nlohmann::json::parse(out);
@@ -171,7 +211,7 @@ TEST_F(Cli, JobFindsTheDefaultStore) {
   EXPECT_EQ(r.rc, 0) << r.err;
   // The same text; its hints name the store as the user did.
   EXPECT_EQ(r.out, replace_all(ok("status"), "--store " + store_, "--job demo"));
-  EXPECT_NE(r.out.find("details: scout explain --job demo ID"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("details: " + build_path("bin/scout") + " explain --job demo 1"), std::string::npos) << r.out;
   // SCOUT_JOB_ID names the job when --job is absent.
   r = scout(dir_.path(), "findings", env + " SCOUT_JOB_ID=demo");
   EXPECT_EQ(r.out, ok("findings"));
@@ -246,19 +286,232 @@ TEST_F(Cli, ErrorsAreOneLineWithExitCode2) {
 TEST_F(Cli, UnknownFindingAndBadFlags) {
   EXPECT_EQ(fails("explain 42 --store " + store_), "scout: no finding with id 42 in <DIR>/state/demo/node-0.db\n");
   EXPECT_EQ(fails("explain abc --store " + store_),
-            "scout: id: finding id 'abc' is not a finding number (see scout findings) (scout --help)\n");
+            "scout explain: id: finding id 'abc' is not a finding number (see <SCOUT> findings) (<SCOUT> explain "
+            "--help)\n");
   EXPECT_EQ(fails("report --last 0 --store " + store_),
-            "scout: --last: Value 0 not in range 1 to 1000000000 (scout --help)\n");
+            "scout report: --last: Value 0 not in range 1 to 1000000000 (<SCOUT> report --help)\n");
   EXPECT_EQ(fails("report --rank -1 --store " + store_),
-            "scout: --rank: Value -1 not in range 0 to 1000000000 (scout --help)\n");
+            "scout report: --rank: Value -1 not in range 0 to 1000000000 (<SCOUT> report --help)\n");
   EXPECT_EQ(fails("report --comm 0xzz --store " + store_),
             "scout: --comm 0xzz: not a commHash (0x + up to 16 hex digits)\n");
   EXPECT_EQ(fails("export --format xml --store " + store_),
             "scout: --format xml: expected jsonl, prometheus or chrome-trace\n");
-  EXPECT_EQ(fails("status --bogus --store " + store_),
-            "scout: The following argument was not expected: --bogus (scout --help)\n");
-  EXPECT_EQ(fails("nosuch"), "scout: The following argument was not expected: nosuch (scout --help)\n");
-  EXPECT_EQ(fails(""), "scout: no subcommand given (scout --help lists them)\n");
+  EXPECT_EQ(fails("status --bogus --store " + store_), "scout status: unknown flag '--bogus' (<SCOUT> status --help)\n");
+  EXPECT_EQ(fails("nosuch"), "scout: unknown subcommand 'nosuch' (<SCOUT> --help)\n");
+  EXPECT_EQ(fails(""), "scout: no subcommand given (<SCOUT> --help lists them)\n");
+}
+
+// A typo gets the nearest subcommand or flag; an argument that matches nothing says so.
+TEST_F(Cli, UsageErrorsNameTheNearestSubcommandOrFlag) {
+  EXPECT_EQ(fails("stauts"), "scout: unknown subcommand 'stauts'; did you mean 'status'? (<SCOUT> --help)\n");
+  EXPECT_EQ(fails("reprot --store " + store_),
+            "scout: unknown subcommand 'reprot'; did you mean 'report'? (<SCOUT> --help)\n");
+  EXPECT_EQ(fails("status --jsn --store " + store_),
+            "scout status: unknown flag '--jsn'; did you mean '--json'? (<SCOUT> status --help)\n");
+  EXPECT_EQ(fails("report --comm=dp0 --jsno --store " + store_),
+            "scout report: unknown flag '--jsno'; did you mean '--json'? (<SCOUT> report --help)\n");
+  EXPECT_EQ(fails("report --node 1 --store " + store_),
+            "scout report: unknown flag '--node'; did you mean '--node-rank'? (<SCOUT> report --help)\n");
+  EXPECT_EQ(fails("ckpt lst --store " + store_),
+            "scout ckpt: unknown subcommand 'lst'; did you mean 'list'? (<SCOUT> ckpt --help)\n");
+  EXPECT_EQ(fails("replay shwo 1 --store " + store_),
+            "scout replay: unknown subcommand 'shwo'; did you mean 'show'? (<SCOUT> replay --help)\n");
+  EXPECT_EQ(fails("status extra --store " + store_), "scout status: unexpected argument 'extra' (<SCOUT> status --help)\n");
+}
+
+// scout run's COMMAND keeps its own flags only after `--`: the hint is the command to paste.
+TEST_F(Cli, RunCommandFlagsReachingScoutGetTheDoubleDashHint) {
+  EXPECT_EQ(fails("run build/bin/scout-sim --ranks 2"),
+            "scout run: '--ranks' is not a flag of scout run; COMMAND's own flags go after '--': <SCOUT> run -- "
+            "build/bin/scout-sim --ranks 2\n");
+  EXPECT_EQ(fails("run --job demo torchrun --nproc-per-node 8 'my train.py'"),
+            "scout run: '--nproc-per-node' is not a flag of scout run; COMMAND's own flags go after '--': <SCOUT> run "
+            "--job demo -- torchrun --nproc-per-node 8 'my train.py'\n");
+}
+
+// `report --comm NAME` of a communicator the store does not have is exit 2 with the known names,
+// not an empty table.
+TEST_F(Cli, UnknownCommunicatorIsAUsageErrorWithTheKnownNames) {
+  EXPECT_EQ(fails("report --comm nosuch --store " + store_),
+            "scout: --comm nosuch: no such communicator in <DIR>/state/demo/node-0.db; known: dp3, tp0, world\n");
+  EXPECT_EQ(fails("report --comm 0x1 --store " + store_),
+            "scout: --comm 0x1: no such communicator in <DIR>/state/demo/node-0.db; known: dp3, tp0, world\n");
+  EXPECT_FALSE(ok("report --comm world").empty());
+  EXPECT_FALSE(ok("report --comm 0x1111aaaa2222bbbb").empty());
+}
+
+// Every subcommand's --help: a word for each value (no CLI11 type tags such as TEXT:FLOAT or
+// "INT in [0 - 1000000000]"), and no flag listed under two names.
+TEST_F(Cli, HelpShowsValueWordsAndOneNamePerFlag) {
+  golden("help.txt", scout(dir_.path(), "--help").out);
+  golden("help_run.txt", scout(dir_.path(), "run --help").out);
+  golden("help_report.txt", scout(dir_.path(), "report --help").out);
+  const std::vector<std::string> subs = {"status", "report", "findings", "explain", "export", "run",
+                                         "dump", "clean", "ckpt", "ckpt list", "ckpt show", "ckpt latest",
+                                         "hash", "config", "replay", "replay plan", "replay list",
+                                         "replay show", "replay run", "jobs"};
+  for (const std::string& sub : subs) {
+    Result r = scout(dir_.path(), sub + " --help");
+    EXPECT_EQ(r.rc, 0) << sub;
+    for (const char* tag : {" TEXT", " INT", " FLOAT", " UINT", ":INT", ":FLOAT", " in [", "VALUE"}) {
+      EXPECT_EQ(r.out.find(tag), std::string::npos) << sub << " --help shows '" << tag << "':\n" << r.out;
+    }
+    EXPECT_EQ(r.out.find("--node "), std::string::npos) << sub;
+    std::istringstream lines(r.out);
+    std::set<std::string> flags;
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind("  --", 0) != 0) continue;
+      const std::string flag = line.substr(2, line.find(' ', 2) - 2);
+      EXPECT_TRUE(flags.insert(flag).second) << sub << ": " << flag << " twice";
+    }
+  }
+}
+
+// `scout jobs`: every job with a store in SCOUT_STATE_DIR, newest first, with what identifies it.
+TEST_F(Cli, JobsListsTheStateDirectoryNewestFirst) {
+  const std::string state = dir_.path() + "/state";
+  scout::testing::write_demo_store(state + "/older/node-0.db");
+  {
+    scout::store::Db db(state + "/older/node-0.db", SQLITE_OPEN_READWRITE);
+    db.exec("UPDATE job SET job = 'older', started_ns = started_ns - 86400000000000");
+  }
+  std::filesystem::create_directories(state + "/broken");
+  std::ofstream(state + "/broken/node-1.db") << "not a store";
+  std::filesystem::create_directories(state + "/empty");
+  Result r = scout(dir_.path(), "jobs", "SCOUT_STATE_DIR=" + state);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  golden("jobs.txt", r.out);
+  r = scout(dir_.path(), "jobs --json --state-dir " + state);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  golden("jobs.jsonl", r.out);
+  r = scout(dir_.path(), "jobs", "SCOUT_STATE_DIR=" + dir_.path() + "/nothing");
+  EXPECT_EQ(r.out, "no jobs in " + dir_.path() + "/nothing (SCOUT_STATE_DIR)\n");
+}
+
+// Hints are commands to paste: the path scout was invoked by, the store as it was named, and the
+// number of the finding listed first.
+TEST_F(Cli, HintsUseTheInvokedPathAndTheFindingNumber) {
+  const std::string bindir = build_path("bin");
+  const std::string tail = "details: %s explain --store " + store_ + " 1; per-collective table: %s report --store " +
+                           store_ + "\n";
+  auto expected = [&](const std::string& prog) {
+    std::string t = tail;
+    for (size_t p; (p = t.find("%s")) != std::string::npos;) t.replace(p, 2, prog);
+    return t;
+  };
+  auto last_line = [](const std::string& out) {
+    size_t b = out.rfind('\n', out.size() - 2);
+    return out.substr(b == std::string::npos ? 0 : b + 1);
+  };
+  // Found on PATH: "scout".
+  Result r = sh(dir_.path(), "PATH=" + bindir + ":$PATH; cd " + dir_.path() + " && scout status --store " + store_);
+  EXPECT_EQ(last_line(r.out), expected("scout"));
+  // A relative path, as typed.
+  r = sh(dir_.path(), "cd " + bindir + "/.. && bin/scout status --store " + store_);
+  EXPECT_EQ(last_line(r.out), expected("bin/scout"));
+}
+
+// A stand-in for the demo job's observer: every 50 ms it rewrites the job header (as
+// scout-observer does at every pass) and, when `outcome` is not empty, takes a replay request and
+// stores a cycle with that outcome answering it (trigger demand, started 20 s into the job).
+class FakeObserver {
+ public:
+  FakeObserver(const std::string& store, const std::string& outcome)
+      : thread_([this, store, outcome] { loop(store, outcome); }) {}
+  ~FakeObserver() {
+    stop_ = true;
+    thread_.join();
+  }
+
+ private:
+  void loop(const std::string& store, const std::string& outcome) {
+    std::string err;
+    auto w = scout::store::StoreWriter::open(store, {}, &err);
+    ASSERT_TRUE(w) << err;
+    scout::obs::JobInfo job = *scout::store::StoreReader::open(store)->job();
+    const std::string prefix = scout::obs::replay_request_prefix(store);
+    while (!stop_) {
+      job.updated_ns += 1;
+      w->put_job(job);
+      if (!outcome.empty()) {
+        if (std::optional<scout::obs::ReplayRequest> rq = scout::obs::take_replay_request(prefix, &err)) {
+          scout::obs::ReplayCycleRecord c;
+          c.cycle = 1;
+          c.trigger = "demand";
+          c.started_ns = scout::testing::kFixtureT0 + 20'000'000'000;
+          c.ended_ns = c.started_ns + 1'250'000'000;
+          c.outcome = outcome;
+          c.backend = "emu";
+          c.detail = {{"request", rq->id}};
+          if (outcome == "inconclusive") c.detail["error"] = "none of the requested ranks runs on this node with a known GPU";
+          w->put_replay_cycle(&c);
+        }
+      }
+      w->flush();
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// `scout replay run` when no observer writes the store (the job is gone): exit 3 and one line
+// within 2 s, the request withdrawn (no file left beside the store).
+TEST_F(Cli, ReplayRunWithoutAnObserverFailsFastWithExit3) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Result r = scout(dir_.path(), "replay run --store " + store_);
+  const double took_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r.rc, 3) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(replace_all(r.err, dir_.path(), "<DIR>"),
+            "scout: no observer answered: <DIR>/state/demo/node-0.db was last written at 2025-01-01 00:00:12.500 UTC "
+            "and nothing took the request within 1.50s (scout-observer of this job is not running on this node); "
+            "request withdrawn\n");
+  EXPECT_LE(took_s, 2.0) << "scout replay run took " << took_s << " s to say no observer answered";
+  for (const auto& e : std::filesystem::directory_iterator(dir_.path() + "/state/demo"))
+    EXPECT_EQ(e.path().filename().string().find(".replay-request."), std::string::npos) << e.path();
+  // A job that never started has no store: a usage error.
+  EXPECT_EQ(fails("replay run --store " + dir_.path() + "/none.db"),
+            "scout: no store at <DIR>/none.db (is scout-observer running for this job on this node?)\n");
+  EXPECT_EQ(fails("replay run --recipes gemm,disk --store " + store_),
+            "scout: --recipes: 'disk' is not one of gemm, coll, link\n");
+}
+
+// An observer that runs but does not take the request (replay off) is no answer either: exit 3
+// after --wait-s, not a verdict.
+TEST_F(Cli, ReplayRunWithAnObserverThatDoesNotTakeTheRequestExits3) {
+  FakeObserver live(store_, "");
+  Result r = scout(dir_.path(), "replay run --wait-s 2 --store " + store_);
+  EXPECT_EQ(r.rc, 3) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err,
+            "scout: the observer is running but did not take the replay request within 2 s (is replay on, "
+            "SCOUT_REPLAY=1? a cycle in flight is finished first: scout replay list); request withdrawn\n");
+}
+
+// The cycle's verdict decides the exit code: 1 when it found a failing GPU or link, 4 when it
+// answered without a verdict; the cycle is printed as `scout replay show` prints it.
+TEST_F(Cli, ReplayRunExitCodeSaysTheVerdict) {
+  {
+    FakeObserver obs(store_, "fail");
+    Result r = scout(dir_.path(), "replay run --wait-s 20 --store " + store_);
+    EXPECT_EQ(r.rc, 1) << r.err;
+    EXPECT_EQ(r.err, "");
+    EXPECT_EQ(r.out.substr(0, r.out.find('\n') + 1), "replay cycle 1 (id 1): trigger demand, fail, backend emu\n")
+        << r.out;
+  }
+  {
+    FakeObserver obs(store_, "inconclusive");
+    Result r = scout(dir_.path(), "replay run --wait-s 20 --store " + store_);
+    EXPECT_EQ(r.rc, 4) << r.err;
+    EXPECT_EQ(r.err, "");
+    EXPECT_EQ(r.out.substr(0, r.out.find("\n  found")),
+              "replay cycle 1 (id 2): trigger demand, inconclusive, backend emu\n"
+              "  started 2025-01-01 00:00:20.000 UTC, took 1.25s\n"
+              "  error: none of the requested ranks runs on this node with a known GPU")
+        << r.out;
+  }
 }
 
 }  // namespace

@@ -40,6 +40,24 @@ TEST(Prometheus, StrictParserAcceptsTheExport) {
   EXPECT_EQ(check_exposition(out.str()), "");
 }
 
+// With checkpoints, check cycles and replay cycles in the store (their families have samples).
+scout::exporter::Snapshot history_snapshot(const TempDir& dir) {
+  std::string path = dir.path() + "/demo.db";
+  scout::testing::write_demo_store(path);
+  scout::testing::write_demo_history(path);
+  auto rd = scout::store::StoreReader::open(path);
+  return scout::exporter::load_snapshot(*rd, true, true);
+}
+
+TEST(Prometheus, StrictParserAcceptsTheExportWithCheckpointsAndReplay) {
+  TempDir dir;
+  std::ostringstream out;
+  scout::exporter::write_prometheus(history_snapshot(dir), out);
+  EXPECT_EQ(check_exposition(out.str()), "");
+  EXPECT_NE(out.str().find("scout_checkpoints{job=\"demo\",state=\"verified\"} 1\n"), std::string::npos);
+  EXPECT_NE(out.str().find("scout_replay_last_outcome{job=\"demo\",outcome=\"fail\"} 1\n"), std::string::npos);
+}
+
 TEST(Prometheus, StrictParserRejectsBrokenFiles) {
   EXPECT_EQ(check_exposition("x 1\n"), "line 1: sample of undeclared family x");
   EXPECT_EQ(check_exposition("# HELP x h\n# TYPE x gauge\nx{a=\"b} 1\n"), "line 3: bad label syntax: a=\"b");
@@ -62,7 +80,7 @@ TEST(Prometheus, LabelValuesAreEscaped) {
 TEST(Prometheus, PromtoolCheckMetrics) {
   TempDir dir;
   std::ostringstream out;
-  scout::exporter::write_prometheus(demo_snapshot(dir), out);
+  scout::exporter::write_prometheus(history_snapshot(dir), out);
   std::string r = scout::testing::promtool_check(out.str());
   if (r == "skip") {
     GTEST_SKIP() << "promtool not installed (Debian package prometheus): only the strict parser "

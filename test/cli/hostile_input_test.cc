@@ -104,10 +104,10 @@ TEST_F(HostileInput, NanAndInfFlagsAreRefused) {
   EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/x.db"));
   r = scout("run --hang-timeout nan -- true");
   EXPECT_EQ(r.rc, 2);
-  EXPECT_EQ(r.err, "scout: --hang-timeout: 'nan': expected a number (scout --help)\n");
+  EXPECT_EQ(r.err, "scout run: --hang-timeout: 'nan': expected a number (" + build_path("bin/scout") + " run --help)\n");
   r = scout("run --stop-timeout -inf -- true");
   EXPECT_EQ(r.rc, 2);
-  EXPECT_EQ(r.err, "scout: --stop-timeout: '-inf': expected a number (scout --help)\n");
+  EXPECT_EQ(r.err, "scout run: --stop-timeout: '-inf': expected a number (" + build_path("bin/scout") + " run --help)\n");
 }
 
 // Row 11: `export --out` in a world-writable directory never follows a planted link: the

@@ -27,17 +27,17 @@ case "$first" in
 esac
 run=${first#"scripts/install-deps.sh && make -j2 && "}
 
-# .ci/run: install, build, the README's test command, then the sanitizer and fuzzing passes
-# (which need the build's archives), nothing else.
+# .ci/run: install, build, the README's test command, then the scaling benchmark's smoke run and
+# the sanitizer and fuzzing passes (which need the build's archives), nothing else.
 ci=$(grep -v '^\s*#' .ci/run | grep -v '^\s*$' | grep -v '^set -euo pipefail$' | grep -v '^cd ')
 expected=$'bash scripts/install-deps.sh\nmake -j"$(nproc)" all\nmake test'
-expected_san=$'make -j"$(nproc)" asan-test\nmake -j"$(nproc)" tsan-test\nmake -j"$(nproc)" fuzz FUZZ_SECONDS=5'
+expected_san=$'make bench-smoke\nmake -j"$(nproc)" asan-test\nmake -j"$(nproc)" tsan-test\nmake -j"$(nproc)" fuzz FUZZ_SECONDS=5'
 [ "$(printf '%s\n' "$ci" | head -3)" = "$expected" ] && ok ".ci/run is install, build, make test" \
   || bad ".ci/run does not start with install, build, make test: $ci"
-[ "$(printf '%s\n' "$ci" | tail -n +4)" = "$expected_san" ] && ok ".ci/run then runs asan-test, tsan-test, fuzz" \
+[ "$(printf '%s\n' "$ci" | tail -n +4)" = "$expected_san" ] && ok ".ci/run then runs bench-smoke, asan-test, tsan-test, fuzz" \
   || bad ".ci/run after make test runs: $(printf '%s\n' "$ci" | tail -n +4)"
 # Each pass is a make target that exists.
-for t in asan-test tsan-test fuzz; do
+for t in bench-smoke asan-test tsan-test fuzz; do
   grep -q "^[a-z -]*\b$t\b[a-z -]*:" Makefile && ok "Makefile has $t" || bad "Makefile has no target $t"
 done
 
@@ -63,7 +63,7 @@ sed -n '/^findings: /,$p' "$TMP/out" > "$TMP/findings"
 grep -q '^findings: 1 open, 0 closed$' "$TMP/findings" && ok "one open finding" || bad "findings line: $(head -1 "$TMP/findings")"
 grep -Eq '^  #1 sdc attributed: rank 5 \([^)]*GPU GPU-sim-node0-5\) in world Broadcast #1$' "$TMP/findings" \
   && ok "the finding names rank 5 (sdc, attributed)" || bad "no sdc finding naming rank 5"
-grep -Eq '^details: scout explain --job run-[0-9]{8}-[0-9]{6}-[0-9]+ ID; ' "$TMP/out" \
+grep -Eq '^details: build/bin/scout explain --job run-[0-9]{8}-[0-9]{6}-[0-9]+ 1; ' "$TMP/out" \
   && ok "status ends with the hint naming the fresh job" || bad "no details line"
 
 # The store agrees, the ground truth is where the README says, and the segments were reclaimed.

@@ -127,6 +127,7 @@ class RealRun : public ::testing::Test {
   // Text output with what varies between runs replaced by placeholders.
   static std::string normalize(std::string s) {
     s = regex_all(s, g_job->dir->path().c_str(), "<DIR>");
+    s = regex_all(s, build_path("bin/scout").c_str(), "<SCOUT>");  // hints name the path scout was run by
     s = regex_all(s, R"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} UTC)", "<UTC>");
     s = regex_all(s, R"(\(observer [^,]+, up [^)]+\))", "(observer <VERSION>, up <DURATION>)");
     s = regex_all(s, R"(pid \d+)", "pid <PID>");

@@ -45,8 +45,8 @@ trap 'echo stopped > "$dir/observer.stopped"; exit 0' TERM
 mkdir -p "$(dirname "$store")"
 cp "$dir/demo.db" "$store.tmp"
 sqlite3 "$store.tmp" "UPDATE job SET started_ns = $(date +%s%N)"
-mv "$store.tmp" "$store"
 touch "$dir/observer.ready"
+mv "$store.tmp" "$store"
 while true; do sleep 0.05; done
 )sh";
 
@@ -65,7 +65,7 @@ class Run : public ::testing::Test {
 
   // Runs `<root>/bin/scout ARGS`; returns the exit code, stdout and stderr in out/err.
   int scout(const std::string& args, std::string* out, std::string* err) {
-    std::string cmd = "env -u NCCL_PROFILER_PLUGIN -u SCOUT_JOB_ID -u TORCHELASTIC_RUN_ID -u SLURM_JOB_ID " + env_ +
+    std::string cmd = "env -u NCCL_PROFILER_PLUGIN -u SCOUT_PROFILER_DELEGATE -u SCOUT_JOB_ID -u TORCHELASTIC_RUN_ID -u SLURM_JOB_ID " + env_ +
                       " SCOUT_STATE_DIR=" + root_ + "/state " + root_ + "/bin/scout " + args + " >" + root_ +
                       "/stdout 2>" + root_ + "/stderr";
     int st = std::system(cmd.c_str());
@@ -103,7 +103,8 @@ TEST_F(Run, StartsObserverSetsEnvironmentStopsObserverAndKeepsExitStatus) {
   std::string status, status_err;
   ASSERT_EQ(scout("status --job demo", &status, &status_err), 0) << status_err;
   EXPECT_EQ(out, status);
-  EXPECT_NE(out.find("details: scout explain --job demo ID; per-collective table: scout report --job demo\n"),
+  EXPECT_NE(out.find("details: " + root_ + "/bin/scout explain --job demo 1; per-collective table: " + root_ +
+                     "/bin/scout report --job demo\n"),
             std::string::npos)
       << out;
 }
@@ -115,7 +116,7 @@ TEST_F(Run, ExplicitStoreAndSignalExit) {
   EXPECT_EQ(rc, 128 + 15);  // killed by SIGTERM, as a shell reports it
   EXPECT_TRUE(fs::exists(store));
   EXPECT_NE(out.find("job demo: node 0 of 2"), std::string::npos) << out;
-  EXPECT_NE(out.find("details: scout explain --store " + store + " ID"), std::string::npos) << out;
+  EXPECT_NE(out.find("details: " + root_ + "/bin/scout explain --store " + store + " 1"), std::string::npos) << out;
 }
 
 // Without --job nor a job in the environment, each run gets its own job (and store); with
@@ -129,7 +130,7 @@ TEST_F(Run, JobIdIsFreshUnlessGivenOrInTheEnvironment) {
   EXPECT_TRUE(std::regex_match(job, std::regex("run-[0-9]{8}-[0-9]{6}-[0-9]+"))) << job;
   EXPECT_EQ(err, "scout: job " + job + ", store " + root_ + "/state/" + job + "/node-0.db\n");
   EXPECT_TRUE(fs::exists(root_ + "/state/" + job + "/node-0.db"));
-  EXPECT_NE(out.find("scout explain --job " + job + " ID"), std::string::npos) << out;
+  EXPECT_NE(out.find("scout explain --job " + job + " 1"), std::string::npos) << out;
 
   env_ = "SCOUT_JOB_ID=fromenv";
   ASSERT_EQ(scout("run -- true", &out, &err), 0) << err;
@@ -184,7 +185,7 @@ TEST_F(Run, MissingObserverRunsTheJobUnobservedMissingCommandIsAUsageError) {
                      root_ + "/state/demo/node-0.db\n");
   rc = scout("run --job demo", &out, &err);
   EXPECT_EQ(rc, 2);
-  EXPECT_EQ(err, "scout: command is required (scout --help)\n");
+  EXPECT_EQ(err, "scout run: command is required (" + root_ + "/bin/scout run --help)\n");
 }
 
 TEST_F(Run, CommandThatCannotStartExits127) {
@@ -195,6 +196,41 @@ TEST_F(Run, CommandThatCannotStartExits127) {
                      "/state/demo/node-0.db\n"
                      "scout: cannot run /nonexistent/prog: No such file or directory\n"
                      "scout: COMMAND exited with status 127; scout run exits with 127\n");
+}
+
+// NCCL has one profiler slot: a profiler plugin already named in NCCL_PROFILER_PLUGIN becomes
+// scout's delegate, said in one line at start; scout's own name is kept; "none" is replaced; a
+// delegate already set wins.
+TEST_F(Run, AnotherProfilerPluginBecomesScoutsDelegate) {
+  const std::string scout_so = fs::canonical(root_ + "/lib/libnccl-profiler-scout.so").string();
+  const std::string command = "bash -c 'echo \"$NCCL_PROFILER_PLUGIN|$SCOUT_PROFILER_DELEGATE\" > " + root_ + "/command.env'";
+  const std::string job_line = "scout: job demo, store " + root_ + "/state/demo/node-0.db\n";
+  std::string out, err;
+  env_ = "NCCL_PROFILER_PLUGIN=/opt/nccl/libnccl-profiler-inspector.so";
+  ASSERT_EQ(scout("run --job demo -- " + command, &out, &err), 0) << err;
+  EXPECT_EQ(err,
+            "scout: NCCL_PROFILER_PLUGIN=/opt/nccl/libnccl-profiler-inspector.so moved to SCOUT_PROFILER_DELEGATE: "
+            "scout loads it and forwards every profiler event to it\n" + job_line);
+  EXPECT_EQ(slurp(root_ + "/command.env"), scout_so + "|/opt/nccl/libnccl-profiler-inspector.so\n");
+
+  env_ = "NCCL_PROFILER_PLUGIN=inspector SCOUT_PROFILER_DELEGATE=/x/libnccl-profiler-other.so";
+  ASSERT_EQ(scout("run --job demo -- " + command, &out, &err), 0) << err;
+  EXPECT_EQ(err,
+            "scout: NCCL_PROFILER_PLUGIN=inspector is not loaded: SCOUT_PROFILER_DELEGATE=/x/libnccl-profiler-other.so "
+            "is scout's delegate already\n" + job_line);
+  EXPECT_EQ(slurp(root_ + "/command.env"), scout_so + "|/x/libnccl-profiler-other.so\n");
+
+  env_ = "NCCL_PROFILER_PLUGIN=NONE";
+  ASSERT_EQ(scout("run --job demo -- " + command, &out, &err), 0) << err;
+  EXPECT_EQ(err, "scout: NCCL_PROFILER_PLUGIN=NONE replaced by scout's plugin for this run\n" + job_line);
+  EXPECT_EQ(slurp(root_ + "/command.env"), scout_so + "|\n");
+
+  for (const std::string& v : {std::string("scout"), std::string("/elsewhere/lib/libnccl-profiler-scout.so")}) {
+    env_ = "NCCL_PROFILER_PLUGIN=" + v;
+    ASSERT_EQ(scout("run --job demo -- " + command, &out, &err), 0) << err;
+    EXPECT_EQ(err, job_line);
+    EXPECT_EQ(slurp(root_ + "/command.env"), v + "|\n");
+  }
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "common/gemm_names.h"
+#include "observer/ckpt/ckpt_store.h"
 #include "observer/store/writer.h"
 
 namespace scout::testing {
@@ -324,6 +326,125 @@ void write_demo_store(const std::string& path) {
   w->upsert_finding(&hang);
   w->flush();
   if (!errors.empty()) throw std::runtime_error(errors.front());
+}
+
+void write_demo_history(const std::string& path) {
+  std::vector<std::string> errors;
+  store::WriterOptions opt;
+  opt.on_error = [&](const std::string& m) { errors.push_back(m); };
+  std::string err;
+  auto w = store::StoreWriter::open(path, opt, &err);
+  if (!w) throw std::runtime_error(err);
+  const int64_t t0 = kFixtureT0;
+
+  std::vector<obs::GemmCaptureInfo> cap;
+  std::vector<obs::GemmShapeInfo> shapes;
+  for (int r = 0; r < 2; ++r) {
+    obs::GemmCaptureInfo c;
+    c.global_rank = r;
+    c.host = "node0";
+    c.pid = 1000 + r;
+    c.state = shm::kGemmWaiting;
+    c.capacity = 256;
+    c.n_entries = 1;
+    c.windows = 3;
+    c.lines = 120;
+    c.captured = 96;
+    c.ignored = 24;
+    c.window_ns = 2 * kS;
+    cap.push_back(c);
+    obs::GemmShapeInfo g;
+    g.global_rank = r;
+    g.host = "node0";
+    g.pid = 1000 + r;
+    g.key.m = 4096;
+    g.key.n = 4096;
+    g.key.k = 1024;
+    g.key.a_type = g.key.b_type = g.key.c_type = g.key.d_type = shm::gemm_type_id("R_16BF");
+    g.key.scale_type = shm::gemm_type_id("R_32F");
+    g.key.compute = shm::gemm_compute_id("COMPUTE_32F");
+    g.key.algo = 21;
+    g.key.tile_m = 256;
+    g.key.tile_n = 128;
+    g.count = 96;
+    shapes.push_back(g);
+  }
+  w->put_gemm(cap, shapes);
+
+  obs::ReplayCycleRecord pass;
+  pass.cycle = 1;
+  pass.trigger = "periodic";
+  pass.started_ns = t0 + 5 * kS;
+  pass.ended_ns = pass.started_ns + 800 * kMs;
+  pass.outcome = "pass";
+  pass.backend = "emu";
+  pass.detail = {{"recipes", {"gemm:bf16:4096x4096x1024"}}, {"participants", {{{"global_rank", 0}}, {{"global_rank", 1}}}}};
+  w->put_replay_cycle(&pass);
+  obs::ReplayCycleRecord fail;
+  fail.cycle = 2;
+  fail.trigger = "sdc";
+  fail.started_ns = t0 + 11 * kS;
+  fail.ended_ns = fail.started_ns + 900 * kMs;
+  fail.outcome = "fail";
+  fail.backend = "emu";
+  fail.detail = {{"recipes", {"coll:AllReduce:float32:4194304:RING/SIMPLE"}},
+                 {"participants", {{{"global_rank", 4}}, {{"global_rank", 5}}, {{"global_rank", 6}}}},
+                 {"verdict", {{"sdc", {{{"ranks", {5}}, {"recipe", "coll:AllReduce:float32:4194304:RING/SIMPLE"}}}}}}};
+  w->put_replay_cycle(&fail);
+  w->flush();
+  if (!errors.empty()) throw std::runtime_error(errors.front());
+  w.reset();
+
+  auto ck = ckpt::CkptStore::open_writer(path);
+  ck->begin();
+  for (int64_t i = 3; i <= 5; ++i) {
+    ckpt::CycleVerdict v;
+    v.index = i;
+    v.begin_ns = t0 + (i - 3) * 4 * kS;
+    v.end_ns = v.begin_ns + 4 * kS;
+    v.status = i == 5 ? ckpt::CycleStatus::kDirty : ckpt::CycleStatus::kClean;
+    if (i == 5) {
+      v.reasons = {"finding 1 (sdc, rank 5)"};
+      v.finding_ids = {1};
+    }
+    v.comparisons = 12;
+    v.comms_ran = 3;
+    v.comms_covered = 3;
+    v.voters = {{8, 10}, {2, 2}};
+    v.bytes_fingerprinted = 96 << 20;
+    v.replay = i == 5 ? ckpt::ReplayStatus::kFail : ckpt::ReplayStatus::kPass;
+    ck->put_cycle(v);
+  }
+  const char* paths[] = {"/ckpt/iter_0000100", "/ckpt/iter_0000200", "/ckpt/iter_0000300"};
+  for (int i = 0; i < 3; ++i) {
+    ckpt::Checkpoint c;
+    c.path = paths[i];
+    c.framework = "megatron";
+    c.step = 100 * (i + 1);
+    c.completed_ns = t0 + (1 + 4 * i) * kS;
+    c.discovered_ns = c.completed_ns + 250 * kMs;
+    if (i == 0) {
+      c.state = ckpt::State::kVerified;
+      c.reason = "2 clean check cycles (3, 4)";
+      c.cycles = {3, 4};
+      c.decided_ns = t0 + 8 * kS + 100 * kMs;
+    } else if (i == 1) {
+      c.state = ckpt::State::kRejected;
+      c.reason = "finding 1 (sdc on rank 5) after it";
+      c.finding_ids = {1};
+      c.decided_ns = t0 + 10 * kS + 600 * kMs;
+    }
+    ck->put_checkpoint(&c);
+  }
+  ckpt::CertificateRow cert;
+  cert.seq = 1;
+  cert.checkpoint_id = 1;
+  cert.sha256 = std::string(64, 'a');
+  cert.prev_sha256 = "";
+  cert.file = "/state/demo/certificates/0001.json";
+  cert.json = R"({"checkpoint":"/ckpt/iter_0000100","step":100,"cycles":[3,4],"seq":1})";
+  ck->put_certificate(cert);
+  ck->commit();
 }
 
 }  // namespace scout::testing

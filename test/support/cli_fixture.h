@@ -16,4 +16,12 @@ constexpr int64_t kFixtureT0 = 1735689600000000000;
 // std::runtime_error when the store cannot be written.
 void write_demo_store(const std::string& path);
 
+// Adds the rest of a store to the demo store at `path` (written by write_demo_store): GEMM
+// capture (ranks 0 and 1: counters and one bf16 shape class each), two replay cycles (a periodic
+// one that passed at +5 s, an sdc-triggered one that failed on rank 5 at +11 s), three check
+// cycles (clean, clean, dirty by finding 1) and three checkpoints (step 100 verified with
+// certificate 1, step 200 rejected by finding 1, step 300 a candidate). Throws
+// std::runtime_error when the store cannot be written.
+void write_demo_history(const std::string& path);
+
 }  // namespace scout::testing
