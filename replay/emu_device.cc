@@ -16,6 +16,30 @@ std::string emu_device_path(const std::string& dir, const std::string& job, cons
   return dir + "/scout-emugpu." + job + "." + gpu + ".json";
 }
 
+bool parse_emu_device_name(const std::string& name, std::string* job, std::string* gpu, int* tmp_pid) {
+  static const std::string kPrefix = "scout-emugpu.", kSuffix = ".json", kTmp = ".json.tmp.";
+  if (name.rfind(kPrefix, 0) != 0) return false;
+  std::string rest = name.substr(kPrefix.size());
+  int pid = 0;
+  if (size_t t = rest.rfind(kTmp); t != std::string::npos) {
+    const std::string digits = rest.substr(t + kTmp.size());
+    if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) return false;
+    pid = std::stoi(digits);
+    if (pid <= 0) return false;
+    rest.resize(t);
+  } else if (rest.size() > kSuffix.size() && rest.compare(rest.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0) {
+    rest.resize(rest.size() - kSuffix.size());
+  } else {
+    return false;
+  }
+  const size_t dot = rest.rfind('.');
+  if (dot == std::string::npos || dot == 0 || dot + 1 == rest.size()) return false;
+  if (job) *job = rest.substr(0, dot);
+  if (gpu) *gpu = rest.substr(dot + 1);
+  if (tmp_pid) *tmp_pid = pid;
+  return true;
+}
+
 bool write_emu_device(const std::string& path, const EmuDeviceState& s, std::string* error) {
   nlohmann::json j = {
       {"gemm_flip", s.gemm_flip}, {"slow_factor", s.slow_factor}, {"links_in", nlohmann::json::object()}};

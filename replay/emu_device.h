@@ -33,7 +33,13 @@ bool is_emulated_gpu(const std::string& gpu);
 // <dir>/scout-emugpu.<job>.<gpu>.json
 std::string emu_device_path(const std::string& dir, const std::string& job, const std::string& gpu);
 
-// Writes `s` to `path` atomically. False with *error.
+// Parses a file name (no directory) of an emulated device, "scout-emugpu.<job>.<gpu>.json", or of
+// its temporary while it is written, "scout-emugpu.<job>.<gpu>.json.tmp.<pid>" (*tmp_pid = pid;
+// 0 for the device file). The GPU id is the part after the job's last dot (GPU ids have none).
+// False when the name is neither.
+bool parse_emu_device_name(const std::string& name, std::string* job, std::string* gpu, int* tmp_pid);
+
+// Writes `s` to `path` atomically (through `path`.tmp.<pid>, renamed). False with *error.
 bool write_emu_device(const std::string& path, const EmuDeviceState& s, std::string* error);
 
 // Reads the state at `path`; a missing or unreadable file is a healthy device.

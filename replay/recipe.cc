@@ -254,8 +254,11 @@ std::vector<Recipe> build_recipes(const RecipePlan& plan) {
     if (r.coll.count * eb > plan.max_coll_bytes) r.coll.count = plan.max_coll_bytes / eb;
     std::string members;
     for (int g : c.ranks) members += (members.empty() ? "" : ",") + std::to_string(g);
-    r.id = "coll:" + c.func + ":" + c.datatype + ":" + std::to_string(r.coll.count) + ":" + c.algo + "/" + c.proto +
-           ":[" + members + "]";
+    // algorithm/protocol as recorded; a part NCCL did not report is left out, never an empty field
+    // (docs/replay.md, "Recipes").
+    std::string how = c.algo.empty() ? c.proto : c.proto.empty() ? c.algo : c.algo + "/" + c.proto;
+    r.id = "coll:" + c.func + ":" + c.datatype + ":" + std::to_string(r.coll.count) + ":" + (how.empty() ? "" : how + ":") +
+           "[" + members + "]";
     push(r);
   }
   for (const auto& [a, b] : plan.links) {

@@ -266,6 +266,7 @@ void Certifier::on_pass(const obs::Model& m, const obs::JudgeOutput& out, const 
       if (next_cycle_ < 0) next_cycle_ = floor_div(now_ns, o_.cycle_ns);
       store_->put_meta("cycle_ns", std::to_string(o_.cycle_ns));
       store_->put_meta("next_cycle", std::to_string(next_cycle_));
+      store_->put_meta("k", std::to_string(o_.k));  // for the CLI's "verifies in" (observer/cli/ckpt_words.h)
     }
     note_ops(out, now_ns);
     if (note_findings(board)) {

@@ -12,6 +12,7 @@
 #include "observer/ckpt/trust.h"
 #include "observer/ckpt/certifier.h"
 #include "observer/ckpt/ckpt_store.h"
+#include "observer/cli/ckpt_words.h"
 #include "observer/cli/common.h"
 #include "observer/cli/format.h"
 #include "observer/export/json.h"
@@ -35,7 +36,7 @@ bool newer(const ckpt::Checkpoint& a, const ckpt::Checkpoint& b) {
 }
 
 int list(const std::vector<ckpt::Checkpoint>& all, const std::vector<ckpt::CertificateRow>& certs, bool json,
-         std::ostream& out) {
+         const CandidateContext& ctx, std::ostream& out) {
   if (json) {
     for (const auto& c : all) out << dump(exporter::checkpoint_json(c, certificate_of(certs, c.id))) << "\n";
     return kExitOk;
@@ -57,8 +58,7 @@ int list(const std::vector<ckpt::Checkpoint>& all, const std::vector<ckpt::Certi
     std::snprintf(line, sizeof(line), "%8lld  %-9s  %-9s  ", static_cast<long long>(c.step), c.framework.c_str(),
                   ckpt::to_string(c.state));
     out << line
-        << (c.state == ckpt::State::kCandidate ? "waiting: " + std::to_string(c.cycles.size()) + " clean cycles so far"
-                                               : printable(c.reason))
+        << (c.state == ckpt::State::kCandidate ? candidate_reason(c, ctx) : printable(c.reason))
         << "\n";
   }
   return kExitOk;
@@ -71,7 +71,7 @@ int cmd_ckpt(const std::string& store_path, const CkptOptions& o, std::ostream& 
   std::vector<ckpt::Checkpoint> all = st->checkpoints();
   const std::vector<ckpt::CertificateRow> certs = st->certificates();
   const std::string dir = ckpt::certificate_dir(store_path);
-  if (o.action == "list") return list(all, certs, o.json, out);
+  if (o.action == "list") return list(all, certs, o.json, candidate_context(store_path), out);
 
   if (o.action == "latest") {
     // Newest first; each is re-checked now against the disk, the chain and the findings

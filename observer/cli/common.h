@@ -146,14 +146,27 @@ struct ReplayRunOptions {
   std::string recipes;  // "gemm,coll,link" subset; "" = all
   double wait_s = 90;   // how long to wait for the observer's answer
   bool json = false;
+  bool samples = false;  // print the cycle as `scout replay show --samples`
 };
 int cmd_replay_run(const StoreOptions& where, const ReplayRunOptions& o, std::ostream& out);
-int cmd_replay_show(store::StoreReader& rd, int64_t id, bool json, std::ostream& out);
+// `scout replay show ID` (docs/cli.md): the summary; with samples, also the GPUs of the readiness
+// contract, every recipe and every sample. An unknown id is a UsageError.
+struct ReplayShowOptions {
+  int64_t id = 0;
+  bool json = false;
+  bool samples = false;
+};
+int cmd_replay_show(store::StoreReader& rd, const ReplayShowOptions& o, std::ostream& out);
 // What a replay cycle found, in a few words (the FOUND column of `scout replay list`): "sdc on 5",
-// "slow GPU 6", "slow link 1-6", the cycle's error, or "-".
-std::string found_text(const obs::ReplayCycleRecord& c);
-// One replay cycle as `scout replay show` prints it; exit 0.
-int print_replay_cycle(const obs::ReplayCycleRecord& c, bool json, std::ostream& out);
+// "slow GPU 6", "slow link 1-6", then the cycle's error when with_error, or "-".
+std::string found_text(const obs::ReplayCycleRecord& c, bool with_error = true);
+// The OUTCOME column: the stored outcome (pass, fail, inconclusive), except "slow" for a cycle
+// that passed (every output right) but found a slow GPU or link, so that it agrees with FOUND.
+std::string outcome_text(const obs::ReplayCycleRecord& c);
+// One replay cycle as `scout replay show` prints it (store: its path, for the --samples hint);
+// exit 0.
+int print_replay_cycle(const obs::ReplayCycleRecord& c, bool json, bool samples, const std::string& store,
+                       std::ostream& out);
 
 int cmd_status(store::StoreReader& rd, const StatusOptions& o, std::ostream& out);
 int cmd_report(store::StoreReader& rd, const ReportOptions& o, std::ostream& out);

@@ -37,6 +37,10 @@ void slowlink(const obs::Finding& f, const obs::SlowLinkEvidence& e, EvidenceTex
 void replay_sdc(const obs::Finding& f, const obs::ReplaySdcEvidence& e, EvidenceText& t);
 void replay_slowlink(const obs::Finding& f, const obs::ReplaySlowLinkEvidence& e, EvidenceText& t);
 void replay_cause(const obs::StragglerEvidence& e, EvidenceText& t);
+// A replay check's votes in words, one line per value (gemm-vote: "ranks 0-5,7 (7): 0x...
+// (majority)"); gemm-self, link and coll fingerprints as "round 0 0x...; round 1 0x..." or
+// "expected 0x...; got 0x..."; any other shape as JSON text. Shared with `scout replay show`.
+std::vector<std::string> replay_vote_lines(const nlohmann::json& votes);
 
 // One root of a hang or stall in words: {global_rank, reason, detail, process} -> "rank 6 never
 // entered the operation and waits in no other communicator (process running)"; {reason: "stuck",

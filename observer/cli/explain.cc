@@ -14,6 +14,7 @@ std::string explain_text(const obs::Finding& f, int64_t origin) {
   out << "finding #" << f.id << ": " << obs::to_string(f.kind) << ", " << obs::to_string(f.verdict) << ", "
       << (f.open ? "open" : "closed") << "\n";
   if (!f.summary.empty()) out << "summary: " << f.summary << "\n";
+  if (std::string cause = cause_words(f); !cause.empty()) out << "cause: " << cause << "\n";
   if (f.suspects.empty()) {
     // Why nobody is named (docs/findings.md): votes without a strict majority, or a failure the
     // records cannot pin on a rank (a stuck collective, a slow communicator).

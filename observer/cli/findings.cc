@@ -32,7 +32,8 @@ int cmd_findings(store::StoreReader& rd, const FindingsOptions& o, std::ostream&
     t.rows.push_back({std::to_string(f.id), obs::to_string(f.kind), obs::to_string(f.verdict),
                       f.open ? "open" : "closed", suspect_ranks(f.suspects),
                       f.peer ? std::to_string(f.peer->global_rank) : "-", comm_words(f), key_words(f),
-                      fmt_rel(f.first_seen_ns, origin), fmt_rel(f.last_seen_ns, origin), f.summary});
+                      fmt_rel(f.first_seen_ns, origin), fmt_rel(f.last_seen_ns, origin),
+                      cause_brief(f).empty() ? f.summary : f.summary + " (" + cause_brief(f) + ")"});
   }
   out << t.render();
   return kExitOk;

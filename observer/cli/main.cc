@@ -251,23 +251,19 @@ void add_replay(CLI::App& app, StoreOptions* where, Subs& subs) {
   list->add_flag("--json", *list_json, "JSON lines, one per cycle");
   subs.push_back({list, [list_json](store::StoreReader& rd) { return cmd_replay_list(rd, *list_json, std::cout); },
                   nullptr});
-  struct ShowOpts {
-    int64_t id = 0;
-    bool json = false;
-  };
-  auto show_o = std::make_shared<ShowOpts>();
-  CLI::App* show = add_reader(*s, where, "show", "One replay cycle: GPUs, recipes, verdicts, per-sample times");
+  auto show_o = std::make_shared<ReplayShowOptions>();
+  CLI::App* show = add_reader(*s, where, "show", "One replay cycle: what it found, the recipes that did not pass, the votes");
   show->add_option("id", show_o->id, "Cycle id (the ID column of scout replay list)")->required();
+  show->add_flag("--samples", show_o->samples, "Also the GPUs, every recipe and every sample with its time");
   show->add_flag("--json", show_o->json, "One JSON object with the cycle's whole detail");
-  subs.push_back(
-      {show, [show_o](store::StoreReader& rd) { return cmd_replay_show(rd, show_o->id, show_o->json, std::cout); },
-       nullptr});
+  subs.push_back({show, [show_o](store::StoreReader& rd) { return cmd_replay_show(rd, *show_o, std::cout); }, nullptr});
   auto run_o = std::make_shared<ReplayRunOptions>();
   CLI::App* run = add_reader(*s, where, "run", "Ask the job's observer for one replay cycle now and print it");
   run->add_option("--ranks", run_o->ranks, "Global ranks to replay on, e.g. 0-3,5 (default: every GPU of the node)");
   run->add_option("--recipes", run_o->recipes, "Recipe kinds: gemm,coll,link (default: all)");
   run->add_option("--wait-s", run_o->wait_s, "How long to wait for the answer, s (default 90)")
       ->check(CLI::Range(0.1, 86400.0));
+  run->add_flag("--samples", run_o->samples, "Print the cycle as scout replay show --samples");
   run->add_flag("--json", run_o->json, "The cycle as one JSON object (scout replay show --json)");
   subs.push_back({run, nullptr, [run_o, where] { return cmd_replay_run(*where, *run_o, std::cout); }});
 }

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "observer/cli/common.h"
+#include "observer/cli/evidence_kinds.h"
 #include "observer/cli/format.h"
 
 namespace scout::cli {
@@ -34,7 +35,7 @@ int64_t int_of(const nlohmann::json& j, const char* key, int64_t fallback) {
 
 }  // namespace
 
-std::string found_text(const obs::ReplayCycleRecord& c) {
+std::string found_text(const obs::ReplayCycleRecord& c, bool with_error) {
   const nlohmann::json& v = member(c.detail, "verdict");
   std::vector<std::string> parts;
   auto ranks_of = [&](const char* key) {
@@ -55,11 +56,17 @@ std::string found_text(const obs::ReplayCycleRecord& c) {
         parts.push_back(fmt::format("slow link {}-{}", r[0].get<int>(), r[1].get<int>()));
     }
   std::string err = text_of(c.detail, "error");
-  if (!err.empty()) parts.push_back(err);
+  if (with_error && !err.empty()) parts.push_back(err);
   if (parts.empty()) return "-";
   std::string s;
   for (const std::string& p : parts) s += (s.empty() ? "" : "; ") + p;
   return s;
+}
+
+std::string outcome_text(const obs::ReplayCycleRecord& c) {
+  if (c.outcome != "pass") return c.outcome;
+  const nlohmann::json& v = member(c.detail, "verdict");
+  return count_of(v, "slow_gpus") + count_of(v, "slow_pairs") > 0 ? "slow" : "pass";
 }
 
 namespace {
@@ -80,6 +87,8 @@ nlohmann::json cycle_json(const obs::ReplayCycleRecord& c, bool with_detail) {
 }
 
 std::string or_dash(const std::string& s) { return s.empty() ? "-" : s; }
+
+std::string plural_of(size_t n, const char* one, const char* many) { return std::to_string(n) + " " + (n == 1 ? one : many); }
 
 std::string ms_of(const nlohmann::json& ns) {
   return ns.is_number() && ns.get<double>() >= 0 ? fmt_fixed(ns.get<double>() / 1e6, 3) : std::string("-");
@@ -122,66 +131,105 @@ int cmd_replay_list(store::StoreReader& rd, bool json, std::ostream& out) {
   for (const auto& c : cycles)
     t.rows.push_back({std::to_string(c.id), std::to_string(c.cycle), c.trigger, fmt_rel(c.started_ns, origin),
                       c.ended_ns >= c.started_ns ? fmt_duration(c.ended_ns - c.started_ns) : "-",
-                      c.backend.empty() ? "-" : c.backend, c.outcome, std::to_string(count_of(c.detail, "recipes")),
+                      c.backend.empty() ? "-" : c.backend, outcome_text(c), std::to_string(count_of(c.detail, "recipes")),
                       std::to_string(count_of(c.detail, "participants")), found_text(c)});
   out << cycles.size() << " replay cycle(s), the first at " << fmt_utc(origin) << " (STARTED is relative to it)\n";
   out << t.render();
   return kExitOk;
 }
 
-int cmd_replay_show(store::StoreReader& rd, int64_t id, bool json, std::ostream& out) {
+int cmd_replay_show(store::StoreReader& rd, const ReplayShowOptions& o, std::ostream& out) {
   for (const obs::ReplayCycleRecord& c : rd.replay_cycles())
-    if (c.id == id) return print_replay_cycle(c, json, out);
-  throw UsageError(fmt::format("no replay cycle with id {} in this store (scout replay list)", id));
+    if (c.id == o.id) return print_replay_cycle(c, o.json, o.samples, rd.path(), out);
+  throw UsageError(fmt::format("no replay cycle with id {} in this store (scout replay list)", o.id));
 }
 
-int print_replay_cycle(const obs::ReplayCycleRecord& c, bool json, std::ostream& out) {
+int print_replay_cycle(const obs::ReplayCycleRecord& c, bool json, bool samples, const std::string& store,
+                       std::ostream& out) {
   if (json) {
     out << cycle_json(c, true).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return kExitOk;
   }
-  out << fmt::format("replay cycle {} (id {}): trigger {}, {}, backend {}\n", c.cycle, c.id, c.trigger, c.outcome,
-                     c.backend.empty() ? "-" : c.backend);
+  // The summary: what it found, the error, the counts, the recipes that did not pass and the sdc
+  // verdicts with their votes (docs/cli.md, "scout replay show").
+  out << fmt::format("replay cycle {} (id {}): trigger {}, {}, backend {}\n", c.cycle, c.id, c.trigger,
+                     outcome_text(c), c.backend.empty() ? "-" : c.backend);
   out << fmt::format("  started {}, took {}\n", fmt_utc(c.started_ns),
                      c.ended_ns >= c.started_ns ? fmt_duration(c.ended_ns - c.started_ns) : "-");
+  out << "  found: " << found_text(c, false) << "\n";
   if (std::string err = text_of(c.detail, "error"); !err.empty()) out << "  error: " << err << "\n";
   const nlohmann::json& gpus = member(c.detail, "gpus");
+  const nlohmann::json& verdict = member(c.detail, "verdict");
+  const nlohmann::json& recipes = member(verdict, "recipes");
+  std::map<std::string, int> by_outcome;
+  std::vector<const nlohmann::json*> not_passed;
+  if (recipes.is_array())
+    for (const auto& r : recipes)
+      if (r.is_object()) {
+        by_outcome[text_of(r, "outcome")]++;
+        if (text_of(r, "outcome") != "pass") not_passed.push_back(&r);
+      }
+  size_t ready = 0;
+  if (gpus.is_array())
+    for (const auto& g : gpus) ready += member(g, "ready") == true;
+  std::string counts = "  recipes: " + std::to_string(count_of(c.detail, "recipes")) + " asked";
+  if (!by_outcome.empty()) {
+    std::string parts;
+    for (const auto& [k, n] : by_outcome) parts += (parts.empty() ? "" : ", ") + std::to_string(n) + " " + k;
+    counts += " (" + parts + ")";
+  }
+  counts += "; GPUs: " + std::to_string(count_of(c.detail, "participants"));
+  if (gpus.is_array() && !gpus.empty())
+    counts += ", " + std::to_string(ready) + " of " + std::to_string(gpus.size()) + " ready";
+  out << counts << "\n";
+  if (!samples && !not_passed.empty()) {
+    Table t;
+    t.headers = {"RECIPE", "OUTCOME", "REASON"};
+    for (const nlohmann::json* r : not_passed)
+      t.rows.push_back({text_of(*r, "recipe"), text_of(*r, "outcome"), or_dash(text_of(*r, "reason"))});
+    out << "  recipes that did not pass:\n" << t.render("    ");
+  }
+  const nlohmann::json& sdc = member(verdict, "sdc");
+  if (sdc.is_array())
+    for (const auto& v : sdc)
+      if (v.is_object()) {
+        std::string votes;
+        for (const std::string& l : ev::replay_vote_lines(member(v, "votes"))) votes += (votes.empty() ? "" : "; ") + l;
+        out << fmt::format("  sdc: rank {} ({}) {} in {}{}: {}\n", int_of(v, "global_rank", -1), text_of(v, "gpu"),
+                           text_of(v, "check"), text_of(v, "recipe"),
+                           member(v, "peer").is_number_integer()
+                               ? fmt::format(" from rank {}", member(v, "peer").get<int>())
+                               : std::string(),
+                           votes);
+      }
+  const nlohmann::json& all_samples = member(c.detail, "samples");
+  if (!samples) {
+    if ((gpus.is_array() && !gpus.empty()) || (recipes.is_array() && !recipes.empty()) ||
+        (all_samples.is_array() && !all_samples.empty()))
+      out << "  the GPUs, every recipe and " << plural_of(count_of(c.detail, "samples"), "sample", "samples") << ": "
+          << program_name() << " replay show " << c.id << " --store " << shell_word(store) << " --samples\n";
+    return kExitOk;
+  }
   if (gpus.is_array() && !gpus.empty()) {
     Table t;
     t.headers = {"RANK", "GPU", "MODEL", "SMS", "LIBRARIES", "READY"};
     t.right_align = {true, false, false, true, false, false};
     for (const auto& g : gpus) {
       if (!g.is_object()) continue;
-      std::string ready = member(g, "ready") == true ? "yes" : "no (" + text_of(g, "reason") + ")";
+      std::string ok = member(g, "ready") == true ? "yes" : "no (" + text_of(g, "reason") + ")";
       t.rows.push_back({std::to_string(int_of(g, "global_rank", -1)), text_of(g, "gpu"), text_of(g, "model"),
-                        std::to_string(int_of(g, "sm_count", 0)), text_of(g, "libs"), ready});
+                        std::to_string(int_of(g, "sm_count", 0)), text_of(g, "libs"), ok});
     }
     out << "  GPUs (readiness contract):\n" << t.render("    ");
   }
-  const nlohmann::json& verdict = member(c.detail, "verdict");
-  const nlohmann::json& recipes = member(verdict, "recipes");
   if (recipes.is_array() && !recipes.empty()) {
     Table t;
     t.headers = {"RECIPE", "OUTCOME", "REASON"};
     for (const auto& r : recipes)
-      if (r.is_object())
-        t.rows.push_back({text_of(r, "recipe"), text_of(r, "outcome"),
-                          text_of(r, "reason").empty() ? "-" : text_of(r, "reason")});
+      if (r.is_object()) t.rows.push_back({text_of(r, "recipe"), text_of(r, "outcome"), or_dash(text_of(r, "reason"))});
     out << "  recipes:\n" << t.render("    ");
   }
-  const nlohmann::json& sdc = member(verdict, "sdc");
-  if (sdc.is_array())
-    for (const auto& s : sdc)
-      if (s.is_object())
-        out << fmt::format("  sdc: rank {} ({}) {} in {}{}; votes {}\n", int_of(s, "global_rank", -1),
-                           text_of(s, "gpu"), text_of(s, "check"), text_of(s, "recipe"),
-                           member(s, "peer").is_number_integer()
-                               ? fmt::format(" from rank {}", member(s, "peer").get<int>())
-                               : std::string(),
-                           member(s, "votes").dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-  out << "  found: " << found_text(c) << "\n";
-  const nlohmann::json& samples = member(c.detail, "samples");
-  if (samples.is_array() && !samples.empty()) out << "  samples (times in ms):\n" << samples_table(samples);
+  if (all_samples.is_array() && !all_samples.empty()) out << "  samples (times in ms):\n" << samples_table(all_samples);
   return kExitOk;
 }
 

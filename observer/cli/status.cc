@@ -9,6 +9,7 @@
 #include "observer/ckpt/certifier.h"
 #include "observer/ckpt/ckpt_store.h"
 #include "observer/ckpt/trust.h"
+#include "observer/cli/ckpt_words.h"
 #include "observer/cli/common.h"
 #include "observer/cli/format.h"
 #include "observer/cli/words.h"
@@ -160,8 +161,13 @@ static void print_checkpoint_line(const std::string& store_path, const Hint& hin
       << s.n[int(ckpt::State::kRejected)] << " rejected, " << s.n[int(ckpt::State::kCandidate)] << " candidates); ";
   if (s.newest_verified)
     out << "newest verified: " << printable(s.newest_verified->path) << " (step " << s.newest_verified->step << ")\n";
+  else if (s.n[int(ckpt::State::kVerified)] > 0)  // verified once, but none passes its re-check now
+    out << "none to restart from now: every verified one failed its re-check (" << hint("ckpt latest --verified")
+        << " says why)\n";
   else
     out << "none verified yet (" << hint("ckpt list") << ")\n";
+  if (const int n = s.n[int(ckpt::State::kCandidate)]; n > 0)
+    out << "  candidates: " << candidates_words(n, candidate_context(store_path)) << "\n";
 }
 
 namespace {
@@ -323,6 +329,7 @@ void print_finding_line(const obs::Finding& f, std::ostream& out) {
   }
   out << "\n";
   if (!f.summary.empty()) out << "     " << f.summary << "\n";
+  if (std::string cause = cause_words(f); !cause.empty()) out << "     cause: " << cause << "\n";
 }
 
 // "findings: O open, C closed"; open findings first, then closed ones (a finished job's closed

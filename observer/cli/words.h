@@ -18,4 +18,15 @@ std::string comm_words(const obs::Finding& f);
 // "AllReduce #40"; "-" without key.
 std::string key_words(const obs::Finding& f);
 
+// A straggler's cause with the number that proves it (docs/findings.md, straggler `cause` and
+// `replay`), for the first screen (`status`, `explain`): "its GPU: replay cycle 4 ran
+// gemm:fp32:4096x4096x4096 in 27.6ms, 27.4ms vs 6.90ms median"; "the host, input pipeline or
+// launch path: replay cycle 4 measured its GPU's GEMM time and found it normal; it arrives 59.3ms
+// late (median)"; "not known yet: no replay cycle has measured its GPU since it began; it arrives
+// ...". "" for other kinds and for a straggler without `cause` (replay off).
+std::string cause_words(const obs::Finding& f);
+// The same in a few words for a table cell (`findings`): "cause gpu: GEMM 27.6ms vs 6.90ms
+// median", "cause host: GEMM normal, 59.3ms late", "cause unknown yet"; "" as above.
+std::string cause_brief(const obs::Finding& f);
+
 }  // namespace scout::cli

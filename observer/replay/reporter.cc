@@ -17,10 +17,10 @@ std::string sdc_summary(const Model& m, int proc, const replay::SdcVerdict& firs
     return "replay: data " + who(m, proc) + " receives from " + replay_who(m, peer, d) + " arrives corrupted (" +
            first.recipe + ")";
   if (first.check == "gemm-self")
-    return "replay: the GPU of " + who(m, proc) + " (" + first.gpu + ") gives different bits for the same " +
+    return "replay: the GPU of " + who(m, proc) + ", " + first.gpu + ", gives different bits for the same " +
            first.recipe + " on two runs";
   if (first.check == "gemm-vote")
-    return "replay: the GPU of " + who(m, proc) + " (" + first.gpu + ") computes " + first.recipe +
+    return "replay: the GPU of " + who(m, proc) + ", " + first.gpu + ", computes " + first.recipe +
            " differently from the majority of its peers";
   return "replay: " + who(m, proc) + " received a wrong result in " + first.recipe;
 }

@@ -6,6 +6,7 @@
 // `git diff test/fixtures/cli` (test/support/golden.h).
 #include <sqlite3.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -20,6 +21,8 @@
 #include <sstream>
 #include <thread>
 
+#include "common/paths.h"
+#include "common/segment_writer.h"
 #include "observer/export/chrome_trace.h"
 #include "observer/replay/request.h"
 #include "observer/store/schema.h"
@@ -506,12 +509,130 @@ TEST_F(Cli, ReplayRunExitCodeSaysTheVerdict) {
     Result r = scout(dir_.path(), "replay run --wait-s 20 --store " + store_);
     EXPECT_EQ(r.rc, 4) << r.err;
     EXPECT_EQ(r.err, "");
-    EXPECT_EQ(r.out.substr(0, r.out.find("\n  found")),
+    EXPECT_EQ(r.out,
               "replay cycle 1 (id 2): trigger demand, inconclusive, backend emu\n"
               "  started 2025-01-01 00:00:20.000 UTC, took 1.25s\n"
-              "  error: none of the requested ranks runs on this node with a known GPU")
-        << r.out;
+              "  found: -\n"
+              "  error: none of the requested ranks runs on this node with a known GPU\n"
+              "  recipes: 0 asked; GPUs: 0\n");
   }
+}
+
+// `scout clean` also removes what scout-sim leaves beside the segments: the emulated GPUs' device
+// files of jobs with no running writer, and temporaries whose writer is gone; those of a running
+// job, a temporary being written and files that are not scout's stay.
+TEST_F(Cli, CleanRemovesTheEmulatedDevicesOfJobsThatAreGone) {
+  const std::string shm = dir_.path() + "/shm";
+  std::filesystem::create_directories(shm);
+  scout::shm::SegmentIdentity id;
+  id.job = "live";
+  id.host = "h";
+  std::string err;
+  auto live = scout::shm::SegmentWriter::create(shm, id, 1, 16, &err);
+  ASSERT_TRUE(live) << err;
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) _exit(0);
+  int st = 0;
+  ::waitpid(child, &st, 0);
+  const std::string gone = shm + "/scout-emugpu.gone.job.GPU-sim-node0-1.json";
+  const std::string gone_tmp = gone + ".tmp." + std::to_string(child);
+  const std::string writing = gone + ".tmp." + std::to_string(::getpid());
+  const std::string kept = shm + "/scout-emugpu.live.GPU-sim-node0-0.json";
+  const std::string other = shm + "/notes.txt";
+  for (const std::string& p : {gone, gone_tmp, writing, kept, other}) std::ofstream(p) << "{}\n";
+  Result r = scout(dir_.path(), "clean --dir " + shm);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out, "removed " + gone + " (emulated-device state of GPU-sim-node0-1, job gone.job not running)\n" +
+                       "removed " + gone_tmp + " (unfinished emulated-device state of GPU-sim-node0-1, pid " +
+                       std::to_string(child) + " gone)\n" +
+                       "scout clean: 0 segments and 2 emulated-device files removed (6B), 1 of running processes "
+                       "kept, 0 left alone, in " +
+                       shm + "\n");
+  for (const std::string& p : {writing, kept, other, live->path()}) EXPECT_TRUE(std::filesystem::exists(p)) << p;
+  EXPECT_FALSE(std::filesystem::exists(gone));
+  EXPECT_FALSE(std::filesystem::exists(gone_tmp));
+  // --job: only that job's files; the running one's stay.
+  r = scout(dir_.path(), "clean --dir " + shm + " --job live");
+  EXPECT_EQ(r.out, "scout clean: 0 segments removed (0B), 1 of running processes kept, 0 left alone, in " + shm + "\n");
+  EXPECT_TRUE(std::filesystem::exists(kept));
+}
+
+// The cause on the first screen: a straggler's cause and the number that proves it on its status
+// line, in its findings row and right under the summary of explain (gpu: replay's GEMM time vs
+// the median; host: GEMM normal and its lateness; unknown: its lateness).
+TEST_F(Cli, StragglerCauseIsOnTheFirstScreen) {
+  {
+    std::string err;
+    auto w = scout::store::StoreWriter::open(store_, {}, &err);
+    ASSERT_TRUE(w) << err;
+    scout::obs::Finding base = *scout::store::StoreReader::open(store_)->finding(2);
+    const char* causes[] = {"gpu", "host", "unknown"};
+    for (int i = 0; i < 3; ++i) {
+      scout::obs::Finding f = base;
+      f.id = 0;
+      f.dedup_key = std::string("straggler-cause-") + causes[i];
+      f.open = true;
+      f.evidence["cause"] = causes[i];
+      if (i == 0)
+        f.evidence["replay"] = {{"cycle", 4}, {"recipe", "gemm:fp32:4096x4096x4096"}, {"ms", {27.608, 27.384}},
+                                {"median_ms", 6.898}};
+      if (i == 1) f.evidence["replay"] = {{"cycle", 5}};
+      w->upsert_finding(&f);
+    }
+    ASSERT_TRUE(w->flush());
+  }
+  std::string text = "$ scout status\n" + ok("status") + "$ scout findings --open\n" + ok("findings --open");
+  for (const char* id : {"4", "5", "6"}) {
+    std::string e = ok(std::string("explain ") + id);
+    text += std::string("$ scout explain ") + id + " (first 3 lines)\n";
+    for (int n = 0, p = 0; n < 3; ++n) {
+      size_t q = e.find('\n', p);
+      text += e.substr(p, q + 1 - p);
+      p = int(q + 1);
+    }
+  }
+  golden("straggler_cause.txt", text);
+  EXPECT_NE(text.find("     cause: its GPU: replay cycle 4 ran gemm:fp32:4096x4096x4096 in 27.6ms, 27.4ms vs 6.90ms "
+                      "median\n"),
+            std::string::npos)
+      << text;
+}
+
+// A candidate says why it has no verdict: while the job runs, how many clean check cycles it has,
+// how long until it verifies at the earliest and the setting that shortens it; once every rank
+// exited or died, that it cannot verify (a state of its own, not "waiting"). On `ckpt list` and
+// on the status line.
+TEST_F(Cli, CandidateSaysWhenItWouldVerifyOrThatItCannot) {
+  scout::testing::write_demo_history(store_);
+  auto checkpoint_lines = [](const std::string& status) {
+    size_t a = status.find("checkpoints:");
+    return a == std::string::npos ? status : status.substr(a, status.find("details:") - a);
+  };
+  std::string text = "$ scout ckpt list (job running)\n" + ok("ckpt list") + "$ scout status (job running)\n" +
+                     checkpoint_lines(ok("status"));
+  {
+    std::string err;
+    auto w = scout::store::StoreWriter::open(store_, {}, &err);
+    ASSERT_TRUE(w) << err;
+    std::vector<scout::obs::RankInfo> ranks = scout::store::StoreReader::open(store_)->ranks();
+    for (auto& r : ranks)
+      if (r.state == "running") r.state = "exited";
+    w->put_ranks(ranks);
+    ASSERT_TRUE(w->flush());
+  }
+  text += "$ scout ckpt list (job ended)\n" + ok("ckpt list") + "$ scout status (job ended)\n" +
+          checkpoint_lines(ok("status"));
+  golden("ckpt_candidates.txt", text);
+  EXPECT_NE(text.find("candidate  waiting: 0 of 2 clean check cycles; verifies in 8.00s at the earliest "
+                      "(SCOUT_CHECK_CYCLE_S=4 shortens it)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("candidate  cannot verify: the job ended after 0 of 2 clean check cycles of 4.00s "
+                      "(SCOUT_CHECK_CYCLE_S=4; a drill sets 1)\n"),
+            std::string::npos)
+      << text;
 }
 
 }  // namespace

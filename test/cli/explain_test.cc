@@ -357,6 +357,62 @@ TEST(Explain, EveryKindInWords) {
   scout::testing::expect_golden(source_path("test/fixtures/cli/explain_kinds.txt"), all);
 }
 
+// What replay found, in words: each check that named the rank with its vote once (no JSON, no
+// second copy of the first check's vote), the slow pair of a link sweep.
+TEST(Explain, ReplayFindingsInSentencesWithTheVoteOnce) {
+  const char* votes = R"({"groups":[{"value":"0x230f2774821460e3","voters":[0,1,2,3,4,5,7]},
+    {"value":"0x8bed171e9a3ff4ac","voters":[6]}],"majority":"0x230f2774821460e3","outcome":"attributed"})";
+  obs::Finding g;
+  g.kind = obs::FindingKind::kSdc;
+  nlohmann::json v = nlohmann::json::parse(votes);
+  nlohmann::json gpus = nlohmann::json::array();
+  for (int r = 0; r < 8; ++r) gpus.push_back({{"global_rank", r}, {"gpu", "GPU-sim-node0-" + std::to_string(r)}});
+  g.evidence = {{"source", "replay"},
+                {"cycle", 4},
+                {"trigger", "periodic"},
+                {"check", "gemm-vote"},
+                {"recipe", "gemm:bf16:4096x4096x4096"},
+                {"votes", v},
+                {"checks",
+                 {{{"check", "gemm-vote"}, {"recipe", "gemm:bf16:4096x4096x4096"}, {"votes", v}, {"peer", nullptr}},
+                  {{"check", "gemm-self"},
+                   {"recipe", "gemm:fp32:4096x4096x4096"},
+                   {"votes", {{"round0", "0x0000000000000001"}, {"round1", "0x0000000000000002"}}},
+                   {"peer", nullptr}}}},
+                {"gpus", gpus},
+                {"gpu", "GPU-sim-node0-6"}};
+  obs::Finding l;
+  l.kind = obs::FindingKind::kSdc;
+  nlohmann::json lv = {{"expected", "0x00000000000000e0"}, {"got", "0x00000000000000e1"}};
+  l.evidence = {{"source", "replay"},
+                {"cycle", 7},
+                {"trigger", "sdc"},
+                {"check", "link"},
+                {"recipe", "link:2->3"},
+                {"votes", lv},
+                {"checks", {{{"check", "link"}, {"recipe", "link:2->3"}, {"votes", lv}, {"peer", 2}}}},
+                {"gpus", {{{"global_rank", 2}, {"gpu", "GPU-2"}}, {{"global_rank", 3}, {"gpu", "GPU-3"}}}},
+                {"gpu", "GPU-3"}};
+  obs::Finding s;
+  s.kind = obs::FindingKind::kSlowLink;
+  s.evidence = {{"class", "link"},
+                {"source", "replay"},
+                {"cycle", 9},
+                {"recipes", {"link:1->6", "link:6->1"}},
+                {"ms", 14.2},
+                {"median_ms", 1.9},
+                {"thresholds", {{"min_ratio", 3.0}, {"min_ms", 2.0}}}};
+  const std::string gemm = scout::cli::render_evidence(g, kT0, "  ");
+  EXPECT_EQ(gemm.find('{'), std::string::npos) << gemm;
+  size_t n = 0;
+  for (size_t p = gemm.find("0x8bed171e9a3ff4ac"); p != std::string::npos; p = gemm.find("0x8bed171e9a3ff4ac", p + 1)) ++n;
+  EXPECT_EQ(n, 1u) << gemm;
+  const std::string all = "==== replay sdc: gemm-vote and gemm-self\n" + gemm + "==== replay sdc: link\n" +
+                          scout::cli::render_evidence(l, kT0, "  ") + "==== replay slowlink\n" +
+                          scout::cli::render_evidence(s, kT0, "  ");
+  scout::testing::expect_golden(source_path("test/fixtures/cli/explain_replay.txt"), all);
+}
+
 // Keys a kind's renderer does not know are still shown (generically, after the words), and
 // evidence of another shape -- the observer network's drill-down -- is rendered by shape.
 TEST(Explain, UnknownKeysAndOtherShapesAreRenderedGenerically) {

@@ -1,11 +1,16 @@
-// `scout replay list` and `scout replay show` on a store holding two replay cycles written by the
-// store writer as the observer writes them: the exact table, the JSON lines, one cycle shown whole,
-// an unknown id (exit 2) and an empty store (docs/cli.md, "scout replay list").
+// `scout replay list` and `scout replay show` on a store holding three replay cycles written by the
+// store writer as the observer writes them (passed; failed; passed with a slow GPU): the table, the
+// JSON lines, one cycle's summary and its samples (golden files in test/fixtures/cli/, rewritten
+// by `make update-golden`), an unknown id (exit 2) and an empty store (docs/cli.md, "scout replay
+// list").
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
+#include <sstream>
+
 #include "observer/store/writer.h"
+#include "test/support/golden.h"
 #include "test/support/subprocess.h"
 #include "test/support/tmpdir.h"
 
@@ -13,6 +18,8 @@ namespace {
 
 using namespace scout;
 using scout::testing::build_path;
+using scout::testing::expect_golden;
+using scout::testing::source_path;
 using scout::testing::ProcessResult;
 using scout::testing::run_process;
 using scout::testing::TempDir;
@@ -51,9 +58,21 @@ void write_cycles(const std::string& path, bool with_cycles) {
       "samples":[{"recipe":"gemm:bf16:64x64x64","global_rank":0,"gpu":"G0","round":0,"status":"ok","fp":"0x00000000000000aa","ns":1500000},
                  {"recipe":"gemm:bf16:64x64x64","global_rank":1,"gpu":"G1","round":0,"status":"ok","fp":"0x00000000000000bb","ns":3000000}],
       "verdict":{"outcome":"fail","recipes":[{"recipe":"gemm:bf16:64x64x64","kind":"gemm","outcome":"fail","reason":"rank 1 outside the majority"}],
-        "sdc":[{"global_rank":1,"gpu":"G1","check":"gemm-vote","recipe":"gemm:bf16:64x64x64","votes":{"0xaa":2},"peer":null}],
+        "sdc":[{"global_rank":1,"gpu":"G1","check":"gemm-vote","recipe":"gemm:bf16:64x64x64","votes":{"groups":[{"value":"0x00000000000000aa","voters":[0,2]},{"value":"0x00000000000000bb","voters":[1]}],"majority":"0x00000000000000aa","outcome":"attributed"},"peer":null}],
         "slow_gpus":[{"global_rank":1}],"slow_pairs":[{"ranks":[0,1]}],"gpu_normal":[]}})");
     w->put_replay_cycle(&b);
+    obs::ReplayCycleRecord c;  // every output right, one GPU slow: OUTCOME says so
+    c.cycle = 3;
+    c.trigger = "straggler";
+    c.started_ns = kT0 + 4'000'000'000;
+    c.ended_ns = kT0 + 4'030'000'000;
+    c.outcome = "pass";
+    c.backend = "emu";
+    c.detail = nlohmann::json::parse(R"({"participants":[{"global_rank":0},{"global_rank":1},{"global_rank":2}],
+      "recipes":["gemm:fp32:64x64x64"],
+      "verdict":{"outcome":"pass","recipes":[{"recipe":"gemm:fp32:64x64x64","kind":"gemm","outcome":"pass","reason":""}],
+        "sdc":[],"slow_gpus":[{"global_rank":2}],"slow_pairs":[],"gpu_normal":[0,1]}})");
+    w->put_replay_cycle(&c);
   }
   ASSERT_TRUE(w->flush());
 }
@@ -70,11 +89,8 @@ TEST(ReplayList, TableHasOneRowPerCycleWithWhatItFound) {
   write_cycles(db, true);
   ProcessResult r = scout_cli({"replay", "list", "--store", db});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out,
-            "2 replay cycle(s), the first at 2026-01-01 00:00:00.000 UTC (STARTED is relative to it)\n"
-            "ID  CYCLE  TRIGGER   STARTED    TOOK  BACKEND  OUTCOME  RECIPES  GPUS  FOUND\n"
-            " 1      1  periodic  +0.000s   120ms  emu      pass           2     3  -\n"
-            " 2      2  sdc       +2.500s  40.0ms  emu      fail           1     3  sdc on 1; slow GPU 1; slow link 0-1\n");
+  // OUTCOME agrees with FOUND: a cycle that passed but found a slow GPU says "slow".
+  expect_golden(source_path("test/fixtures/cli/replay_list.txt"), r.out);
 }
 
 TEST(ReplayList, JsonLinesCarryCountsAndFound) {
@@ -83,10 +99,14 @@ TEST(ReplayList, JsonLinesCarryCountsAndFound) {
   write_cycles(db, true);
   ProcessResult r = scout_cli({"replay", "list", "--store", db, "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  size_t nl = r.out.find('\n');
-  ASSERT_NE(nl, std::string::npos);
-  nlohmann::json first = nlohmann::json::parse(r.out.substr(0, nl));
-  nlohmann::json second = nlohmann::json::parse(r.out.substr(nl + 1));
+  std::vector<nlohmann::json> lines;
+  std::istringstream in(r.out);
+  for (std::string l; std::getline(in, l);) lines.push_back(nlohmann::json::parse(l));
+  ASSERT_EQ(lines.size(), 3u);
+  const nlohmann::json &first = lines[0], &second = lines[1];
+  // JSON keeps the stored outcome (pass: every output right); FOUND names the slow GPU.
+  EXPECT_EQ(lines[2]["outcome"], "pass");
+  EXPECT_EQ(lines[2]["found"], "slow GPU 2");
   EXPECT_EQ(first, nlohmann::json::parse(R"({"id":1,"cycle":1,"trigger":"periodic","started_ns":1767225600000000000,
     "ended_ns":1767225600120000000,"outcome":"pass","backend":"emu","recipes":2,"participants":3,"found":"-"})"));
   EXPECT_EQ(second["outcome"], "fail");
@@ -94,28 +114,23 @@ TEST(ReplayList, JsonLinesCarryCountsAndFound) {
   EXPECT_FALSE(second.contains("detail"));
 }
 
-TEST(ReplayList, ShowPrintsGpusRecipesVerdictsAndSamples) {
+TEST(ReplayList, ShowPrintsTheSummaryAndTheSamplesOnRequest) {
   TempDir dir;
   const std::string db = dir.path() + "/node-0.db";
   write_cycles(db, true);
+  // The summary first: what it found, the counts, the recipes that did not pass, the votes in
+  // words, and the command that shows the rest.
   ProcessResult r = scout_cli({"replay", "show", "2", "--store", db});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out,
-            "replay cycle 2 (id 2): trigger sdc, fail, backend emu\n"
-            "  started 2026-01-01 00:00:02.500 UTC, took 40.0ms\n"
-            "  GPUs (readiness contract):\n"
-            "    RANK  GPU  MODEL  SMS  LIBRARIES  READY\n"
-            "       0  G0   emu      4  emu 1      yes\n"
-            "       2  G2   emu      4  emu 1      no (no device)\n"
-            "  recipes:\n"
-            "    RECIPE              OUTCOME  REASON\n"
-            "    gemm:bf16:64x64x64  fail     rank 1 outside the majority\n"
-            "  sdc: rank 1 (G1) gemm-vote in gemm:bf16:64x64x64; votes {\"0xaa\":2}\n"
-            "  found: sdc on 1; slow GPU 1; slow link 0-1\n"
-            "  samples (times in ms):\n"
-            "    RECIPE              RANK  GPU  ROUND  STATUS  FINGERPRINT         EXPECTED     MS  PEER\n"
-            "    gemm:bf16:64x64x64     0  G0       0  ok      0x00000000000000aa  -         1.500     -\n"
-            "    gemm:bf16:64x64x64     1  G1       0  ok      0x00000000000000bb  -         3.000     -\n");
+  std::string out = r.out;
+  for (size_t p; (p = out.find(dir.path())) != std::string::npos;) out.replace(p, dir.path().size(), "<DIR>");
+  for (size_t p; (p = out.find(build_path("bin/scout"))) != std::string::npos;)
+    out.replace(p, build_path("bin/scout").size(), "<SCOUT>");
+  expect_golden(source_path("test/fixtures/cli/replay_show.txt"), out);
+  // --samples: also the GPUs of the readiness contract, every recipe and every sample.
+  r = scout_cli({"replay", "show", "2", "--store", db, "--samples"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_golden(source_path("test/fixtures/cli/replay_show_samples.txt"), r.out);
   ProcessResult j = scout_cli({"replay", "show", "2", "--store", db, "--json"});
   ASSERT_EQ(j.exit_code, 0) << j.err;
   nlohmann::json o = nlohmann::json::parse(j.out);

@@ -74,7 +74,7 @@ TEST(ReplayContract, MissingParticipantBlocksItsCollectivesAndLinksOnly) {
   Admission a = admit(rs, chk, ans);
   EXPECT_EQ(a.run, (std::vector<std::string>{"gemm:bf16:256x256x256", "link:0->1"}));
   ASSERT_EQ(a.inconclusive.size(), 2u);
-  EXPECT_EQ(a.inconclusive[0].first, "coll:AllReduce:float32:1024:/:[0,1,2]");
+  EXPECT_EQ(a.inconclusive[0].first, "coll:AllReduce:float32:1024:[0,1,2]");  // no algorithm or protocol known
   EXPECT_EQ(a.inconclusive[0].second, "rank 2 did not answer the readiness contract");
   EXPECT_EQ(a.inconclusive[1].first, "link:2->3");
 }
@@ -121,6 +121,20 @@ TEST(ReplayRecipes, ParseGemms) {
   EXPECT_FALSE(parse_gemms("0x8x8", &g, &err));
   EXPECT_EQ(err, "SCOUT_REPLAY_GEMMS item '0x8x8': dimensions must be 1..65536");
   EXPECT_EQ(default_gemms().size(), 2u);
+}
+
+// A collective class whose algorithm or protocol NCCL did not report: the id leaves the part out
+// instead of an empty field.
+TEST(ReplayRecipes, CollectiveIdsHaveNoEmptyField) {
+  RecipePlan p;
+  p.colls = {CollClass{"Broadcast", "int8", 1, 32768, "", "LL128", {0, 1, 2, 3}},
+             CollClass{"AllGather", "int8", 1, 4096, "RING", "", {4, 5}},
+             CollClass{"AllReduce", "float32", 4, 1024, "", "", {0, 1, 2}}};
+  auto rs = build_recipes(p);
+  ASSERT_EQ(rs.size(), 3u);
+  EXPECT_EQ(rs[0].id, "coll:Broadcast:int8:32768:LL128:[0,1,2,3]");
+  EXPECT_EQ(rs[1].id, "coll:AllGather:int8:4096:RING:[4,5]");
+  EXPECT_EQ(rs[2].id, "coll:AllReduce:float32:1024:[0,1,2]");
 }
 
 TEST(ReplayRecipes, BuilderOrdersCapsAndNames) {

@@ -444,6 +444,8 @@ void write_demo_history(const std::string& path) {
   cert.file = "/state/demo/certificates/0001.json";
   cert.json = R"({"checkpoint":"/ckpt/iter_0000100","step":100,"cycles":[3,4],"seq":1})";
   ck->put_certificate(cert);
+  ck->put_meta("cycle_ns", std::to_string(4 * kS));  // as the certifier writes them
+  ck->put_meta("k", "2");
   ck->commit();
 }
 

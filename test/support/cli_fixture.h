@@ -20,7 +20,8 @@ void write_demo_store(const std::string& path);
 // capture (ranks 0 and 1: counters and one bf16 shape class each), two replay cycles (a periodic
 // one that passed at +5 s, an sdc-triggered one that failed on rank 5 at +11 s), three check
 // cycles (clean, clean, dirty by finding 1) and three checkpoints (step 100 verified with
-// certificate 1, step 200 rejected by finding 1, step 300 a candidate). Throws
+// certificate 1, step 200 rejected by finding 1, step 300 a candidate; check cycles of 4 s, K 2).
+// Throws
 // std::runtime_error when the store cannot be written.
 void write_demo_history(const std::string& path);
 
