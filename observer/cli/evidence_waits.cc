@@ -21,7 +21,9 @@ std::string root_words(const obs::EvHangRoot& r) {
   } else {
     s = who + ": " + r.reason + (has_detail ? " (" + detail + ")" : "");
   }
-  if (r.process) s += " (process " + *r.process + ")";
+  // The process state when the root was named; `scout explain` says beside the suspect when it
+  // changed since (a running root that died later is never shown running alone).
+  if (r.process) s += " (process " + *r.process + (*r.process == "running" ? " when it was named)" : ")");
   return s;
 }
 
@@ -133,9 +135,17 @@ void stall(const obs::Finding& f, const obs::StallEvidence& e, EvidenceText& t) 
   t.line("stalled: " + ms(e.stalled_ms) + " without progress, beyond the stall threshold " + ms(e.threshold_ms) +
          " (hang timeout " + ms(e.timeout_ms) + "); last progress at " + t.when(e.last_progress_ns));
   const obs::EvStallRule& r = e.rule;
-  if (r.gaps < r.min_gaps) {
+  if (r.basis && *r.basis == "given") {
+    t.line("threshold: the largest any node's observer had for the communicator (" + ms(e.threshold_ms) + ")");
+  } else if (r.gaps < r.min_gaps && (r.held_ms || r.class_ms)) {
+    std::string from;
+    if (r.held_ms) from = "its operations were held at most " + ms(*r.held_ms) + " (x " + num(r.margin) + ")";
+    if (r.class_ms) from += std::string(from.empty() ? "" : "; ") + "its class learned " + ms(*r.class_ms);
+    t.line("threshold: the communicator has fewer than " + std::to_string(r.min_gaps) + " progress gaps (it has " +
+           std::to_string(r.gaps) + "): " + from + "; at least " + ms(r.floor_ms) + ", at most the hang timeout");
+  } else if (r.gaps < r.min_gaps) {
     t.line("threshold: " + ms(r.cold_ms) + " while the communicator has fewer than " + std::to_string(r.min_gaps) +
-           " progress gaps (it has " + std::to_string(r.gaps) + "), at most the hang timeout");
+           " progress gaps (it has " + std::to_string(r.gaps) + ") and nothing else is known, at most the hang timeout");
   } else {
     t.line("threshold: p99 of its last " + std::to_string(r.gaps) + " progress gaps " + ms(r.p99_ms) + " x " +
            num(r.margin) + ", at least " + ms(r.floor_ms) + ", at most the hang timeout");

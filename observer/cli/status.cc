@@ -28,9 +28,10 @@ constexpr size_t kMaxHostsListed = 4;
 int state_order(const std::string& s) {
   if (s == "hung") return 0;
   if (s == "stalled") return 1;
-  if (s == "active") return 2;
-  if (s == "finalized") return 3;
-  return 4;
+  if (s == "dead") return 2;  // shown for an active communicator whose ranks are all gone (print_comms)
+  if (s == "active") return 3;
+  if (s == "finalized") return 4;
+  return 5;
 }
 
 std::string per_func(const obs::CommInfo& c) {
@@ -271,9 +272,26 @@ void print_ranks(const exporter::Snapshot& s, int64_t now, const Hint& hint, std
   if (dead > listed) out << "  ... and " << (dead - listed) << " more (" << hint("status") << " --json)\n";
 }
 
+// A communicator the observer still calls active whose member ranks are all gone, at least one
+// dead, is shown "dead": a job whose ranks all died never shows active communicators.
+std::string shown_state(const obs::CommInfo& c, const std::map<int, std::string>& rank_state) {
+  if (c.state != "active" || c.global_ranks.empty()) return c.state;
+  bool dead = false;
+  for (int g : c.global_ranks) {
+    auto it = rank_state.find(g);
+    if (it == rank_state.end() || it->second == "running") return c.state;
+    dead = dead || it->second == "dead";
+  }
+  return dead ? "dead" : c.state;
+}
+
 // "communicators: N (per state)" and the table of the most severe ones.
 void print_comms(const exporter::Snapshot& s, int64_t now, const Hint& hint, std::ostream& out) {
-  std::vector<obs::CommInfo> comms = comms_by_severity(s.comms);
+  std::map<int, std::string> rank_state;
+  for (const auto& r : s.ranks) rank_state[r.global_rank] = r.state;
+  std::vector<obs::CommInfo> comms = s.comms;
+  for (auto& c : comms) c.state = shown_state(c, rank_state);
+  comms = comms_by_severity(std::move(comms));
   std::map<int, std::pair<std::string, int>> by_state;
   for (const auto& c : comms) {
     auto& e = by_state[state_order(c.state)];

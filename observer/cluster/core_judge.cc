@@ -73,7 +73,7 @@ std::vector<Finding> CoreJudge::judge_waits(const std::vector<net::NodeWaits>& w
       if (c.stall_threshold_ns <= 0) continue;
       auto [it, added] = clocks.try_emplace(k, c.stall_threshold_ns, StallClock());
       if (added || c.stall_threshold_ns > it->second.first)
-        it->second = {c.stall_threshold_ns, StallClock::summary(c.stall_gaps, c.stall_p99_ns)};
+        it->second = {c.stall_threshold_ns, StallClock::given(c.stall_threshold_ns, c.stall_gaps, c.stall_p99_ns)};
     }
   }
   std::map<CommKey, StallClock> given;

@@ -11,15 +11,32 @@ void StallWatch::observe(const Model& m, int64_t now_ns) {
     it = c == m.comms().end() || c->second.finalized() || c->second.known_ranks.empty() ? comms_.erase(it)
                                                                                         : std::next(it);
   }
+  std::map<CommKey, bool> inflight;
   for (const auto& [k, c] : m.comms()) {
     if (c.finalized() || c.known_ranks.empty()) continue;
-    bool inflight = false;
-    for (int r : c.known_ranks) inflight = inflight || !c.ranks[r].inflight.empty();
+    bool busy = false;
+    for (int r : c.known_ranks) busy = busy || !c.ranks[r].inflight.empty();
+    comms_[k].clock.observe(c.last_progress_ns, busy);
+    inflight[k] = busy;
+  }
+  // A cold clock's threshold rests on its class and its own operations (stall.h).
+  const auto bases = cold_bases(
+      m,
+      [&](const CommKey& k) -> const StallClock* {
+        auto it = comms_.find(k);
+        return it == comms_.end() ? nullptr : &it->second.clock;
+      },
+      hard_ns_);
+  for (auto& [k, w] : comms_) {
+    auto b = bases.find(k);
+    w.threshold_ns = w.clock.threshold_ns(hard_ns_, b == bases.end() ? ColdBasis{} : b->second);
+  }
+  for (const auto& [k, c] : m.comms()) {
+    if (c.finalized() || c.known_ranks.empty()) continue;
     Watched& w = comms_[k];
-    w.clock.observe(c.last_progress_ns, inflight);
     const bool spans = c.nnodes > 1 || !c.members_known();
     const int64_t idle = now_ns - c.last_progress_ns;
-    const bool stalled = spans && inflight && c.last_progress_ns > 0 && idle > w.clock.threshold_ns(hard_ns_);
+    const bool stalled = spans && inflight[k] && c.last_progress_ns > 0 && idle > w.threshold_ns;
     if (!stalled) {
       if (w.episode_progress != c.last_progress_ns) w.episode_progress = -1;
       continue;
@@ -36,7 +53,7 @@ StallRule StallWatch::rule(const CommKey& k) const {
   auto it = comms_.find(k);
   if (it == comms_.end()) return {};
   const StallClock& c = it->second.clock;
-  return StallRule{c.threshold_ns(hard_ns_), uint32_t(c.gaps()), c.p99_ns()};
+  return StallRule{it->second.threshold_ns, uint32_t(c.gaps()), c.p99_ns()};
 }
 
 }  // namespace scout::obs

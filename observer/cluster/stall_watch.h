@@ -47,6 +47,7 @@ class StallWatch {
  private:
   struct Watched {
     StallClock clock;
+    int64_t threshold_ns = 0;       // at the last pass (stall.h: a cold clock's rests on its class and operations)
     int64_t episode_progress = -1;  // last progress of the current episode's communicator (-1: none)
   };
   int64_t hard_ns_;

@@ -81,8 +81,8 @@ std::string HangDetector::comm_state(const Comm& c, int64_t now_ns) const {
 }
 
 int64_t HangDetector::stall_threshold(const CommKey& k) const {
-  auto it = clocks_.find(k);
-  return it == clocks_.end() ? StallClock().threshold_ns(cfg_.timeout_ns) : it->second.threshold_ns(cfg_.timeout_ns);
+  auto it = thresholds_.find(k);
+  return it == thresholds_.end() ? StallClock().threshold_ns(cfg_.timeout_ns) : it->second;
 }
 
 bool HangDetector::waits_elsewhere(const Model& m, int proc) {
@@ -428,12 +428,19 @@ StallEvidence HangDetector::stall_evidence(const HangEvidence& h, const CommKey&
   auto clk = clocks_.find(trigger);
   const StallClock none;
   const StallClock& c = clk == clocks_.end() ? none : clk->second;
+  auto b = bases_.find(trigger);
+  const ColdBasis basis = b == bases_.end() ? ColdBasis{} : b->second;
   st.rule = EvStallRule{int(c.gaps()),
                         to_ms(c.p99_ns()),
                         kStallMargin,
                         to_ms(kStallFloorNs),
                         to_ms(std::min(kStallColdNs, cfg_.timeout_ns)),
-                        int(kStallMinGaps)};
+                        int(kStallMinGaps),
+                        c.basis(basis),
+                        std::nullopt,
+                        std::nullopt};
+  if (c.cold() && basis.held_max_ns > 0) st.rule.held_ms = to_ms(basis.held_max_ns);
+  if (c.cold() && basis.class_ns > 0) st.rule.class_ms = to_ms(basis.class_ns);
   st.named_ns = ep.named_ns;
   if (int64_t l = memory_.longest_ns(sig); l > 0) st.earlier_ms = to_ms(l);
   st.waiting_ranks = h.waiting_ranks.value_or(std::vector<int>{});
@@ -642,12 +649,31 @@ void HangDetector::pass(const Model& m, int64_t now_ns, FindingBoard& board) {
     for (const RankProgress& r : c.ranks) inflight = inflight || !r.inflight.empty();
     clocks_[k].observe(c.last_progress_ns, inflight);
     if (auto gv = given_.find(k); gv != given_.end()) clocks_[k] = gv->second;
+  }
+  // Clocks of communicators that left the model.
+  for (auto it = clocks_.begin(); it != clocks_.end();)
+    it = m.comms().count(it->first) ? std::next(it) : clocks_.erase(it);
+  // Thresholds in force this pass; a cold clock's rests on its class and its own operations.
+  bases_ = cold_bases(
+      m,
+      [&](const CommKey& k) -> const StallClock* {
+        auto it = clocks_.find(k);
+        return it == clocks_.end() ? nullptr : &it->second;
+      },
+      cfg_.timeout_ns);
+  thresholds_.clear();
+  for (const auto& [k, clk] : clocks_) {
+    auto b = bases_.find(k);
+    thresholds_[k] = clk.threshold_ns(cfg_.timeout_ns, b == bases_.end() ? ColdBasis{} : b->second);
+  }
+  for (const auto& [k, c] : m.comms()) {
+    if (!c.members_known()) continue;
     for (int r = 0; r < int(c.ranks.size()); ++r) member_of_[c.ranks[r].proc].push_back(Membership{&c, r});
     CommWaits w = analyze_waits(c, &m);
     if (w.cls.empty()) continue;
     int64_t idle = now_ns - c.last_progress_ns;
     bool stalled = idle > cfg_.timeout_ns;
-    bool soft = !stalled && cfg_.stall && idle > clocks_[k].threshold_ns(cfg_.timeout_ns);
+    bool soft = !stalled && cfg_.stall && idle > stall_threshold(k);
     for (const WaitEdge& e : w.edges) {
       g.add(c.ranks[e.from].proc, c.ranks[e.to].proc, int(edges.size()));
       edges.push_back(ProcEdge{c.ranks[e.from].proc, c.ranks[e.to].proc, &c, e});
@@ -658,9 +684,6 @@ void HangDetector::pass(const Model& m, int64_t now_ns, FindingBoard& board) {
     if (stalled || soft) soft_.insert(k);
     waits_.emplace(k, std::move(w));
   }
-  // Clocks of communicators that left the model.
-  for (auto it = clocks_.begin(); it != clocks_.end();)
-    it = m.comms().count(it->first) ? std::next(it) : clocks_.erase(it);
 
   // Deadlocks: cycles whose every edge is in a communicator past its stall threshold or the hang
   // timeout (a cycle seen in a single snapshot could be an artefact of reading ranks at slightly

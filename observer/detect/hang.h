@@ -132,7 +132,9 @@ class HangDetector {
   std::set<CommKey> stalled_;  // past the hang timeout
   std::set<CommKey> soft_;     // past their stall threshold (or the timeout)
   std::map<CommKey, StallClock> clocks_;
-  std::map<CommKey, StallClock> given_;  // set_stall_clocks
+  std::map<CommKey, StallClock> given_;      // set_stall_clocks
+  std::map<CommKey, ColdBasis> bases_;       // this pass: what each cold clock's threshold rests on
+  std::map<CommKey, int64_t> thresholds_;    // this pass: each communicator's stall threshold (ns)
   // A stall episode under a hang key, reported or suppressed as a repeat.
   struct Episode {
     StallSignature sig;

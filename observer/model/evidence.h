@@ -132,8 +132,13 @@ struct EvStallRule {
   double p99_ms = 0;    // their nearest-rank p99 (0 with no gaps)
   double margin = 0;    // times the p99
   double floor_ms = 0;  // never below
-  double cold_ms = 0;   // the threshold while fewer than min_gaps gaps
+  double cold_ms = 0;   // the threshold of a cold communicator that knows nothing (and the cap of `own`)
   int min_gaps = 0;
+  // What the threshold rests on: "gaps" (min_gaps or more), "own" (cold: margin x held_ms),
+  // "class" (cold: class_ms), "none" (cold: cold_ms), "given" (another observer's).
+  std::optional<std::string> basis;
+  std::optional<double> held_ms;   // cold: longest time one of its operations was held on a rank
+  std::optional<double> class_ms;  // cold: threshold learned by a warm communicator of its class
 };
 
 // Evidence of kind stall: a hang's root named before the hang timeout.
@@ -473,7 +478,8 @@ SCOUT_EVIDENCE_FIELDS(HangEvidence, req("class", &S::cls), opt("root", &S::root)
                       req("chain", &S::chain), req("comms", &S::comms), opt("stall", &S::stall))
 SCOUT_EVIDENCE_FIELDS(EvStallNote, req("named_ns", &S::named_ns), req("threshold_ms", &S::threshold_ms))
 SCOUT_EVIDENCE_FIELDS(EvStallRule, req("gaps", &S::gaps), req("p99_ms", &S::p99_ms), req("margin", &S::margin),
-                      req("floor_ms", &S::floor_ms), req("cold_ms", &S::cold_ms), req("min_gaps", &S::min_gaps))
+                      req("floor_ms", &S::floor_ms), req("cold_ms", &S::cold_ms), req("min_gaps", &S::min_gaps),
+                      opt("basis", &S::basis), opt("held_ms", &S::held_ms), opt("class_ms", &S::class_ms))
 SCOUT_EVIDENCE_FIELDS(StallEvidence, req("class", &S::cls), req("root", &S::root), req("stalled_ms", &S::stalled_ms),
                       req("last_progress_ns", &S::last_progress_ns), req("threshold_ms", &S::threshold_ms),
                       req("timeout_ms", &S::timeout_ms), req("rule", &S::rule), req("named_ns", &S::named_ns),

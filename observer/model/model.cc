@@ -242,6 +242,14 @@ Op* Model::apply(Comm& c, int rank, const RecordSnapshot& r, int64_t now_ns) {
       rp.started[id.func] = std::max(rp.started[id.func], id.seq + 1);
     if (r.state == kStateComplete) rp.completed[id.func] = std::max(rp.completed[id.func], id.seq + 1);
   }
+  if (newly_complete) {
+    const int64_t from = r.enqueue_ns > 0 ? r.enqueue_ns : r.api_ns;
+    const int64_t to = r.complete_ns > 0 ? r.complete_ns : r.gpu_end_ns;
+    if (from > 0 && to >= from) {
+      c.held_max_ns = std::max(c.held_max_ns, to - from);
+      c.held_ops++;
+    }
+  }
   if (newly_complete && r.gpu_start_ns > 0 && r.gpu_end_ns >= r.gpu_start_ns && rp.proc >= 0) {
     auto& tl = procs_[rp.proc].timeline;
     GpuInterval iv{r.gpu_start_ns, r.gpu_end_ns, -1};

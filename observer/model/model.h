@@ -323,6 +323,12 @@ struct Comm {
   std::map<std::pair<int, int>, P2pPairInfo> p2p;
   std::set<std::pair<int, int>> p2p_dirty;
   uint64_t last_seq[shm::kNumNumberedFuncs] = {};  // highest completed seq + 1 per func
+  // Longest time one of its operations was held on a rank of this model, from the record's
+  // enqueue (else API call) to its completion (ns), over the operations completed so far, and how
+  // many were measured: what a cold communicator's stall threshold rests on (docs/observer.md,
+  // "Stalls").
+  int64_t held_max_ns = 0;
+  uint64_t held_ops = 0;
   uint64_t ops_dropped = 0;                        // live ops dropped by the kMaxLiveOps bound
   uint64_t records_lost = 0;                       // records overwritten before they were final
   // Kept by Model::set_member (the only writer of RankProgress::proc and ::finalized):

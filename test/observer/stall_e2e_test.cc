@@ -197,6 +197,39 @@ TEST(StallEndToEnd, StuckCollectiveIsAStallWithinFifteenSeconds) {
   ASSERT_EQ(all.size(), 1u) << show(all);
 }
 
+// Rank 5 stops before step 3 of a fresh job: every communicator is cold (a few progress gaps at
+// most), but each has completed a few short operations, so its threshold is the 3 s floor (its
+// cold basis, docs/observer.md "Stalls"): the stall names rank 5 within 5 s, not 10.
+TEST(StallEndToEnd, ColdStallAtStepThreeIsNamedWithinFiveSeconds) {
+  Job j("stallcold", {"--ranks", "8", "--tp", "2", "--pp", "2", "--steps", "400", "--step-ms", "20", "--timeout", "40",
+                      "--fault", "hang:rank=5,step=3"});
+  auto [stall, seen_ns] = first_stall([&] { return j.findings(); }, 30);
+  std::string err = j.stop_observer();
+  j.sim->signal(SIGINT);
+  j.sim->wait(20);
+  auto truth = j.truth_lines();
+  ASSERT_EQ(truth.size(), 1u);
+  ASSERT_TRUE(stall) << "no stall within 30 s:" << show(j.findings()) << "\n" << err;
+  ASSERT_EQ(stall->suspects.size(), 1u);
+  EXPECT_EQ(stall->suspects[0].global_rank, 5);
+  const int64_t t0 = truth[0]["time_ns"].get<int64_t>();
+  const double named_s = double(stall->evidence["named_ns"].get<int64_t>() - t0) / 1e9;
+  const double seen_s = double(seen_ns - t0) / 1e9;
+  std::printf("cold stall naming rank 5 at step 3: named %.2f s, in the store %.2f s after it stopped (threshold %.0f "
+              "ms, basis %s, %d gaps)\n",
+              named_s, seen_s, stall->evidence["threshold_ms"].get<double>(),
+              stall->evidence["rule"]["basis"].get<std::string>().c_str(), stall->evidence["rule"]["gaps"].get<int>());
+  EXPECT_LT(stall->evidence["rule"]["gaps"].get<int>(), 16);  // cold
+  EXPECT_EQ(stall->evidence["rule"]["basis"], "own");
+  EXPECT_EQ(stall->evidence["threshold_ms"], 3000.0);
+  EXPECT_LT(named_s, 5.0);
+  EXPECT_LT(seen_s, 6.0);
+  EXPECT_GT(named_s, 2.9);  // never under the floor
+  auto all = j.findings();
+  ASSERT_EQ(all.size(), 1u) << show(all);
+  EXPECT_EQ(all[0].kind, FindingKind::kStall);
+}
+
 TEST(StallEndToEnd, RepeatedPausesGiveOneClosedStallAndNoHang) {
   Job j("stallpause", {"--ranks", "8", "--tp", "2", "--pp", "2", "--steps", "120", "--step-ms", "20", "--timeout", "85",
                        "--fault", "pause:rank=0,every=50,s=20"});
@@ -256,6 +289,35 @@ TEST(StallEndToEnd, AcrossTwoNodesTheLeaderNamesTheRootByAStallWithinFifteenSeco
   ASSERT_EQ(all.size(), 1u) << show(all);
   EXPECT_EQ(all[0].kind, FindingKind::kStall);
   EXPECT_TRUE(j.findings(1).empty()) << show(j.findings(1));
+}
+
+// The same job stopped before step 3 (every communicator cold, its operations short): the leader
+// judges by the nodes' cold thresholds (3 s from their operations) and names rank 3 within 5 s.
+TEST(StallEndToEnd, AcrossTwoNodesAColdStallAtStepThreeIsNamedWithinFiveSeconds) {
+  TwoNodeJob j("xstallcold", {"--ranks", "4", "--tp", "1", "--steps", "2000", "--step-ms", "20", "--timeout", "60",
+                              "--fault", "hang:rank=3,step=3"});
+  auto [stall, seen_ns] = first_stall([&] { return j.findings(0); }, 40);
+  std::string err = j.stop_observers();
+  j.sim->signal(SIGINT);
+  j.sim->wait(20);
+  auto truth = j.truth_lines();
+  ASSERT_EQ(truth.size(), 1u);
+  ASSERT_TRUE(stall) << "no stall on the leader within 40 s:" << show(j.findings(0)) << "\n" << err;
+  ASSERT_EQ(stall->suspects.size(), 1u);
+  EXPECT_EQ(stall->suspects[0].global_rank, 3);
+  const int64_t t0 = truth[0]["time_ns"].get<int64_t>();
+  const double named_s = double(stall->evidence["named_ns"].get<int64_t>() - t0) / 1e9;
+  const double seen_s = double(seen_ns - t0) / 1e9;
+  std::printf("across nodes, cold stall naming rank 3 at step 3: named %.2f s, in the leader's store %.2f s after it "
+              "stopped (threshold %.0f ms)\n",
+              named_s, seen_s, stall->evidence["threshold_ms"].get<double>());
+  EXPECT_EQ(stall->evidence["threshold_ms"], 3000.0);
+  EXPECT_LT(named_s, 5.0);
+  EXPECT_LT(seen_s, 6.0);
+  EXPECT_GT(named_s, 2.9);
+  auto all = j.findings(0);
+  ASSERT_EQ(all.size(), 1u) << show(all);
+  EXPECT_EQ(all[0].kind, FindingKind::kStall);
 }
 
 // Rank 3 (node1) sleeps 8 s before steps 300 and 600: the first pause is one stall, closed when it

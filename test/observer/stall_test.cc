@@ -33,6 +33,37 @@ TEST(StallThreshold, ColdUntilSixteenGaps) {
   EXPECT_EQ(c.threshold_ns(kHard), 3 * kSec);  // p99 100 ms x 3 = 300 ms: the floor
 }
 
+// A cold clock rests on what the job knows (docs/observer.md, "Stalls"): 3 x the longest time one of
+// its operations was held (at least the floor, at most the cold 10 s), or a warm communicator of its
+// class's threshold, whichever is larger; 10 s when neither is known.
+TEST(StallThreshold, ColdRestsOnItsOwnOperationsAndItsClass) {
+  using scout::obs::ColdBasis;
+  StallClock c = with_gaps({{3, 100 * kMs}});
+  EXPECT_EQ(c.threshold_ns(kHard, ColdBasis{}), 10 * kSec);
+  EXPECT_STREQ(c.basis(ColdBasis{}), "none");
+  EXPECT_EQ(c.threshold_ns(kHard, ColdBasis{20 * kMs, 0}), 3 * kSec);  // 60 ms: the floor
+  EXPECT_STREQ(c.basis(ColdBasis{20 * kMs, 0}), "own");
+  EXPECT_EQ(c.threshold_ns(kHard, ColdBasis{1500 * kMs, 0}), 4500 * kMs);
+  EXPECT_EQ(c.threshold_ns(kHard, ColdBasis{8 * kSec, 0}), 10 * kSec);  // capped at the cold threshold
+  EXPECT_EQ(c.threshold_ns(4 * kSec, ColdBasis{1500 * kMs, 0}), 4 * kSec);  // and at the hard timeout
+  EXPECT_EQ(c.threshold_ns(kHard, ColdBasis{20 * kMs, 12 * kSec}), 12 * kSec);  // the class's, not capped at 10 s
+  EXPECT_STREQ(c.basis(ColdBasis{20 * kMs, 12 * kSec}), "class");
+  EXPECT_EQ(c.threshold_ns(kHard, ColdBasis{0, 3 * kSec}), 3 * kSec);
+  EXPECT_EQ(c.threshold_ns(kHard, ColdBasis{2 * kSec, 3 * kSec}), 6 * kSec);  // own is larger
+  EXPECT_STREQ(c.basis(ColdBasis{2 * kSec, 3 * kSec}), "own");
+  // A warm clock ignores the cold basis.
+  StallClock w = with_gaps({{16, 100 * kMs}});
+  EXPECT_EQ(w.threshold_ns(kHard, ColdBasis{8 * kSec, 20 * kSec}), 3 * kSec);
+  EXPECT_STREQ(w.basis(ColdBasis{8 * kSec, 20 * kSec}), "gaps");
+  // A clock another observer computed: its threshold, capped at the hard timeout.
+  StallClock g = StallClock::given(6 * kSec, 40, 2 * kSec);
+  EXPECT_EQ(g.threshold_ns(kHard, ColdBasis{8 * kSec, 20 * kSec}), 6 * kSec);
+  EXPECT_EQ(g.threshold_ns(5 * kSec), 5 * kSec);
+  EXPECT_EQ(g.gaps(), 40u);
+  EXPECT_EQ(g.p99_ns(), 2 * kSec);
+  EXPECT_STREQ(g.basis(), "given");
+}
+
 TEST(StallThreshold, NearestRankP99TimesTheMargin) {
   // 20 gaps: the p99 is the ceil(19.8) = 20th smallest, the 2 s gap: 6 s.
   StallClock c = with_gaps({{19, 100 * kMs}, {1, 2 * kSec}});
@@ -193,7 +224,8 @@ TEST(Stall, RootIsNamedAtTheLearnedThresholdAndTheSameFindingBecomesTheHang) {
                                        {"margin", 3.0},
                                        {"floor_ms", 3000.0},
                                        {"cold_ms", 10000.0},
-                                       {"min_gaps", 16}}));
+                                       {"min_gaps", 16},
+                                       {"basis", "gaps"}}));
   EXPECT_FALSE(e.contains("earlier_ms"));
   EXPECT_EQ(f[0].summary,
             "rank 3 (node0, pid 3000003) never entered AllReduce #20 of dp (0x00000000000000d1); 3 ranks wait for it "
@@ -331,20 +363,114 @@ TEST(Stall, StuckCollectiveThatResumesIsRememberedAsAPause) {
   EXPECT_EQ(h.findings().size(), 1u);
 }
 
-TEST(Stall, ColdCommunicatorWaitsTenSecondsOrTheTimeout) {
+// A young communicator (5 gaps: cold) whose operations were each held 100 ms takes the 3 s floor
+// from them: a stall at its fourth operation is named after 3 s, not 10.
+TEST(Stall, ColdCommunicatorTakesItsThresholdFromItsFirstOperations) {
   ObserverHarness h(4);
   h.opt.hang.timeout_ns = 60 * kSec;
   int dp = h.job.add_comm(0xd1, {0, 1, 2, 3}, "dp");
   int64_t t = rhythm(h, dp, 0, 3, kT0);  // 5 gaps: cold
   wait_for_rank3(h, dp, 3, t);
-  h.pass(t + 9900 * kMs);
+  h.pass(t + 2900 * kMs);
   EXPECT_TRUE(h.findings().empty());
-  h.pass(t + 10100 * kMs);
+  h.pass(t + 3100 * kMs);
   auto f = h.findings();
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].kind, FindingKind::kStall);
-  EXPECT_EQ(f[0].evidence["threshold_ms"], 10000.0);
+  EXPECT_EQ(suspect_ranks(f[0]), (std::vector<int>{3}));
+  EXPECT_EQ(f[0].evidence["threshold_ms"], 3000.0);
   EXPECT_EQ(f[0].evidence["rule"]["gaps"], 6);  // and the enqueues of AllReduce #3
+  EXPECT_EQ(f[0].evidence["rule"]["basis"], "own");
+  EXPECT_EQ(f[0].evidence["rule"]["held_ms"], 100.001);  // enqueue to the completion record
+  EXPECT_FALSE(f[0].evidence["rule"].contains("class_ms"));
+}
+
+// A communicator whose first operation is the one that stops knows nothing: 10 s.
+TEST(Stall, ColdCommunicatorThatCompletedNothingWaitsTenSecondsOrTheTimeout) {
+  ObserverHarness h(4);
+  h.opt.hang.timeout_ns = 60 * kSec;
+  int dp = h.job.add_comm(0xd1, {0, 1, 2, 3}, "dp");
+  wait_for_rank3(h, dp, 0, kT0);
+  h.pass(kT0 + 9900 * kMs);
+  EXPECT_TRUE(h.findings().empty());
+  h.pass(kT0 + 10100 * kMs);
+  auto f = h.findings();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].evidence["threshold_ms"], 10000.0);
+  EXPECT_EQ(f[0].evidence["rule"]["basis"], "none");
+  ObserverHarness h2(4);
+  h2.opt.hang.timeout_ns = 8 * kSec;
+  dp = h2.job.add_comm(0xd1, {0, 1, 2, 3}, "dp");
+  wait_for_rank3(h2, dp, 0, kT0);
+  h2.pass(kT0 + 7900 * kMs);
+  EXPECT_TRUE(h2.findings().empty());
+  h2.pass(kT0 + 8100 * kMs);
+  ASSERT_EQ(h2.findings(FindingKind::kHang).size(), 1u);  // capped at the timeout: the hang
+}
+
+// An operation held long early on (ranks arriving 2 s apart at the first collective) raises the
+// cold threshold: a later 5 s wait is not a stall, a 6.5 s one is.
+TEST(Stall, ColdCommunicatorWhoseFirstOperationWaitedLongWaitsLonger) {
+  ObserverHarness h(4);
+  h.opt.hang.timeout_ns = 60 * kSec;
+  int dp = h.job.add_comm(0xd1, {0, 1, 2, 3}, "dp");
+  auto w = wait_for_rank3(h, dp, 0, kT0);
+  h.pass(kT0 + 1 * kSec);
+  rank3_joins(h, dp, 0, kT0 + 2 * kSec, w);
+  h.pass(kT0 + 2100 * kMs);
+  wait_for_rank3(h, dp, 1, kT0 + 3 * kSec);
+  h.pass(kT0 + 8 * kSec);
+  EXPECT_TRUE(h.findings().empty());
+  h.pass(kT0 + 9100 * kMs);
+  auto f = h.findings();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].evidence["threshold_ms"], 6003.003);  // 3 x 2.001001 s (enqueue to the completion record)
+  EXPECT_EQ(f[0].evidence["rule"]["basis"], "own");
+}
+
+// A new communicator of the class of a warm one (a second dp group with the same function mix)
+// takes the threshold the warm one learned before it has any operation of its own.
+TEST(Stall, ColdCommunicatorTakesTheThresholdOfAWarmOneOfItsClass) {
+  ObserverHarness h(8);
+  h.opt.hang.timeout_ns = 60 * kSec;
+  int dp0 = h.job.add_comm(0xd1, {0, 1, 2, 3}, "dp0");
+  // dp0: 12 AllReduces 2 s apart, each held 2 s: gaps of 2 s, p99 2 s, threshold 6 s.
+  int64_t t = kT0;
+  for (int s = 0; s < 12; ++s, t += 2 * kSec) {
+    std::vector<FakeRec> recs;
+    for (int r = 0; r < 4; ++r) {
+      OpSpec o;
+      o.func = shm::kFuncAllReduce;
+      o.key = uint64_t(s);
+      o.enqueue_ns = t;
+      recs.push_back(h.job.enqueue(dp0, r, o));
+      FakeJob::start(recs.back(), t + 10'000);
+    }
+    h.pass(t + kMs);
+    for (auto& r : recs) FakeJob::complete(r, t + 2 * kSec - kMs);
+    h.pass(t + 2 * kSec);
+  }
+  int dp1 = h.job.add_comm(0xd2, {4, 5, 6, 7}, "dp1");
+  std::vector<FakeRec> w;
+  for (int r = 0; r < 3; ++r) {
+    OpSpec o;
+    o.func = shm::kFuncAllReduce;
+    o.key = 0;
+    o.enqueue_ns = t;
+    w.push_back(h.job.enqueue(dp1, r, o));
+    FakeJob::start(w.back(), t + 10'000);
+  }
+  h.pass(t + 5900 * kMs);
+  EXPECT_TRUE(h.findings().empty());
+  h.pass(t + 6100 * kMs);
+  auto f = h.findings();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].comm_name, "dp1");
+  EXPECT_EQ(suspect_ranks(f[0]), (std::vector<int>{7}));
+  EXPECT_EQ(f[0].evidence["rule"]["basis"], "class");
+  EXPECT_EQ(f[0].evidence["threshold_ms"], f[0].evidence["rule"]["class_ms"]);
+  EXPECT_GE(f[0].evidence["threshold_ms"].get<double>(), 5990.0);
+  EXPECT_LE(f[0].evidence["threshold_ms"].get<double>(), 6000.0);
 }
 
 TEST(Stall, OffGivesOnlyTheHang) {
