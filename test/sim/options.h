@@ -85,7 +85,8 @@ struct SimOptions {
   std::string job;              // SCOUT_JOB_ID; empty: $SCOUT_JOB_ID, else "sim-<launcher pid>"
   uint64_t seed = 1;            // data, unique id and channel choices
   double timeout_s = 600;       // launcher ends the job after this many seconds (0: never)
-  double idle_timeout_s = 60;   // ... or once no rank issued an operation for this long (0: never)
+  double idle_timeout_s = 90;   // ... or once no rank issued an operation for this long (0: never); beyond
+                                // the observer's default hang timeout (60 s), so a drill shows the hang
   std::vector<FaultSpec> faults;
   std::string truth;                     // ground-truth file; empty: "<job>.truth.jsonl" if faults given
   int bcast_every = 10;                  // world Broadcast every this many steps (step % k == 0)

@@ -254,7 +254,8 @@ TEST_F(SimCli, JobIdDefaultsToTheEnvironmentsThenToThePid) {
 }
 
 // A hang drill ends by itself once no rank issues an operation for --idle-timeout seconds (default
-// 60: a drill does not sit for the 600 s of --timeout), exit 3, naming the hung rank.
+// 90, past the observer's 60 s hang timeout: a drill does not sit for the 600 s of --timeout), exit 3,
+// naming the hung rank.
 TEST_F(SimCli, HangIsEndedWhenNoRankProgressesForTheIdleTimeout) {
   std::string truth = dir_.path() + "/idle.jsonl";
   ProcessResult r = run({"--ranks", "4", "--tp", "2", "--steps", "50", "--bytes", "8K", "--fault", "hang:rank=1,op=7",
