@@ -30,6 +30,9 @@ using shm::wall_ns;
 constexpr size_t kCuptiBufBytes = 4 << 20;  // CUPTI recommends 1..10 MB per buffer
 constexpr int64_t kWorkspaceBytes = 32 << 20;
 
+// `need` bytes (unsigned: a payload of 2^63 bytes or more never passes) exceed `allowed`.
+bool over_budget(uint64_t need, int64_t allowed) { return allowed < 0 || need > uint64_t(allowed); }
+
 std::mutex g_spans_mu;
 std::vector<KernelSpan> g_spans;
 int g_record_error = 0;  // a cuptiActivityGetNextRecord failure since the last cupti_take
@@ -338,10 +341,12 @@ Sample CudaBackend::run_gemm(const Recipe& r, const Participant& p, int round) {
   Calls c(L_);
   if (!enter(p, &dev, &why, c)) return not_run(s, c, why);
   const uint64_t m = uint64_t(r.gemm.m), n = uint64_t(r.gemm.n), k = uint64_t(r.gemm.k);
-  const int64_t need = int64_t((m * k + k * n + m * n) * uint64_t(eb)) + kWorkspaceBytes;
+  // recipe_device_bytes: 128-bit arithmetic, saturated (no shape can wrap it).
+  const uint64_t need =
+      std::min<uint64_t>(recipe_device_bytes(r), UINT64_MAX - uint64_t(kWorkspaceBytes)) + uint64_t(kWorkspaceBytes);
   const int64_t allowed = budget_bytes(c);
   if (!c.ok()) return measured(s, c);
-  if (need > allowed)
+  if (over_budget(need, allowed))
     return skip(s, SampleStatus::kSkipped,
                 "needs " + std::to_string(need) + " bytes of device memory, replay may use " + std::to_string(allowed));
   const int dtype = eb == 4 ? cudalib::kDataR32F : r.gemm.dtype == "bf16" ? cudalib::kDataR16BF : cudalib::kDataR16F;
@@ -377,7 +382,7 @@ Sample CudaBackend::run_link(const Recipe& r, const Participant& src, const Part
   const uint64_t count = r.bytes / 4;
   const int64_t allowed = budget_bytes(c);
   if (!c.ok()) return measured(s, c);
-  if (int64_t(r.bytes) > allowed)
+  if (over_budget(r.bytes, allowed))
     return skip(s, SampleStatus::kSkipped, "link payload exceeds the replay memory limit");
   const std::vector<float> payload = link_payload(r, src.global_rank, count);
   std::vector<float> got(count);
@@ -454,7 +459,8 @@ std::vector<Sample> CudaBackend::run_link_end(const Recipe& r, const Participant
     return c.ok() ? fail(SampleStatus::kSkipped, why) : fail(SampleStatus::kFailed, c.error());
   const int64_t allowed = budget_bytes(c);
   if (!c.ok()) return fail(SampleStatus::kFailed, c.error());
-  if (int64_t(r.bytes) > allowed) return fail(SampleStatus::kSkipped, "link payload exceeds the replay memory limit");
+  if (over_budget(r.bytes, allowed))
+    return fail(SampleStatus::kSkipped, "link payload exceeds the replay memory limit");
   cudalib::NcclConfig cfg;
   cfg.blocking = 0;
   Comms comm(L_, 1);  // aborted on any early return: the peer's end fails now, not at the deadline
@@ -537,7 +543,7 @@ std::vector<Sample> CudaBackend::run_coll(const Recipe& r, const std::vector<Par
   const uint64_t count = std::max<uint64_t>(1, r.coll.count);
   const int64_t allowed = budget_bytes(c);
   if (!c.ok()) return all_skip(SampleStatus::kFailed, c.error());
-  if (int64_t(count * 8) > allowed)
+  if (over_budget(count * 8, allowed))  // count <= SCOUT_REPLAY_MAX_MEM (check_recipe): no wrap
     return all_skip(SampleStatus::kSkipped, "collective exceeds the replay memory limit");
   std::vector<std::vector<float>> in(nr, std::vector<float>(count));
   std::vector<float> want(count, 0.0f);

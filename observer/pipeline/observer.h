@@ -123,7 +123,8 @@ class Observer {
   std::string warned_;        // ingestion warning last logged
   uint64_t lost_logged_ = 0;  // records_lost at the last write (a rise is logged)
   std::mutex mu_;
-  std::map<int, uint64_t> gemm_written_;  // proc id -> change stamp last written
+  std::map<int, uint64_t> gemm_written_;            // proc id -> change stamp last written
+  std::vector<ReplayCycleRecord> unstored_replay_;  // replay cycles of batches the sink could not store
   // What the Sink holds from the last stored batches (write() puts only what differs).
   std::vector<std::optional<RankInfo>> ranks_written_;  // by proc id
   struct CommRow {
