@@ -289,6 +289,49 @@ void print_after(const RunOptions& o, const StoreOptions& where, const std::stri
   } catch (const std::exception& e) { std::cerr << "scout: " << e.what() << "\n"; }
 }
 
+// Starts `observer` for `job` writing `store` and waits until it is ready (its first pass said on
+// a pipe, --ready-fd, or the store written), saying on stderr how it went. The observer's pid, or
+// -1 when it exited before its first pass (COMMAND then runs unobserved).
+pid_t start_observer(const RunOptions& o, const std::string& observer, const std::string& job,
+                     const std::string& store) {
+  int status = 0;
+  // The observer says "ready" on a pipe after its first pass (--ready-fd); only it inherits
+  // the writing end.
+  int ready[2] = {-1, -1};
+  const bool piped = ::pipe2(ready, O_CLOEXEC) == 0;
+  if (piped) ::fcntl(ready[1], F_SETFD, 0);
+  std::vector<std::string> obs_argv = {observer, "--job", job, "--store", store};
+  if (piped) {
+    obs_argv.push_back("--ready-fd");
+    obs_argv.push_back(std::to_string(ready[1]));
+  }
+  obs_argv.insert(obs_argv.end(), o.observer_args.begin(), o.observer_args.end());
+  // The observer runs in its own process group: a Ctrl-C meant for COMMAND must not stop it
+  // before its final pass.
+  const int64_t since = shm::wall_ns();
+  const pid_t obs_pid = spawn(obs_argv, /*own_group=*/true);
+  if (piped) ::close(ready[1]);
+  const Ready how = wait_ready(obs_pid, piped ? ready[0] : -1, store, since, o.start_timeout_s, &status);
+  if (piped) ::close(ready[0]);
+  switch (how) {
+    case Ready::kReady: break;
+    case Ready::kReadyUnwritable:
+      std::cerr << "scout: warning: the observer cannot write its store now (its line above); it observes the job "
+                   "and keeps its findings in memory until the store takes them\n";
+      break;
+    case Ready::kExited:
+      // Its own line on stderr says what is wrong (a bad flag or setting, a store it cannot open).
+      std::cerr << "scout: warning: " << kObserverName << " exited before its first pass (status " << exit_code(status)
+                << ", its message above); COMMAND runs unobserved\n";
+      return -1;
+    case Ready::kTimeout:
+      std::cerr << "scout: " << kObserverName << " has not written its store within " << o.start_timeout_s
+                << " s; starting COMMAND anyway\n";
+      break;
+  }
+  return obs_pid;
+}
+
 }  // namespace
 
 int cmd_run(const RunOptions& o) {
@@ -320,47 +363,8 @@ int cmd_run(const RunOptions& o) {
   const std::string dir_problem = shm::shm_dir_problem(cfg.shm_dir);
   if (!dir_problem.empty()) std::cerr << "scout: warning: " << dir_problem << "; the job runs unobserved\n";
 
-  int obs_status = 0;
-  bool observer_reaped = true;
-  pid_t obs_pid = -1;
-  if (no_observer.empty()) {
-    // The observer says "ready" on a pipe after its first pass (--ready-fd); only it inherits
-    // the writing end.
-    int ready[2] = {-1, -1};
-    const bool piped = ::pipe2(ready, O_CLOEXEC) == 0;
-    if (piped) ::fcntl(ready[1], F_SETFD, 0);
-    std::vector<std::string> obs_argv = {observer, "--job", job, "--store", store};
-    if (piped) {
-      obs_argv.push_back("--ready-fd");
-      obs_argv.push_back(std::to_string(ready[1]));
-    }
-    obs_argv.insert(obs_argv.end(), o.observer_args.begin(), o.observer_args.end());
-    // The observer runs in its own process group: a Ctrl-C meant for COMMAND must not stop it
-    // before its final pass.
-    const int64_t since = shm::wall_ns();
-    obs_pid = spawn(obs_argv, /*own_group=*/true);
-    if (piped) ::close(ready[1]);
-    observer_reaped = false;
-    const Ready how = wait_ready(obs_pid, piped ? ready[0] : -1, store, since, o.start_timeout_s, &obs_status);
-    if (piped) ::close(ready[0]);
-    switch (how) {
-      case Ready::kReady: break;
-      case Ready::kReadyUnwritable:
-        std::cerr << "scout: warning: the observer cannot write its store now (its line above); it observes the job "
-                     "and keeps its findings in memory until the store takes them\n";
-        break;
-      case Ready::kExited:
-        observer_reaped = true;
-        // Its own line on stderr says what is wrong (a bad flag or setting, a store it cannot open).
-        std::cerr << "scout: warning: " << kObserverName << " exited before its first pass (status "
-                  << exit_code(obs_status) << ", its message above); COMMAND runs unobserved\n";
-        break;
-      case Ready::kTimeout:
-        std::cerr << "scout: " << kObserverName << " has not written its store within " << o.start_timeout_s
-                  << " s; starting COMMAND anyway\n";
-        break;
-    }
-  }
+  pid_t obs_pid = no_observer.empty() ? start_observer(o, observer, job, store) : -1;
+  bool observer_reaped = obs_pid < 0;
 
   // Ctrl-C reaches COMMAND through the terminal's process group; SIGTERM/SIGHUP sent to scout
   // (e.g. by a batch system) are forwarded to it.
