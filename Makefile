@@ -282,6 +282,13 @@ FUZZ_SRCS_drill := $(FUZZ_NET_SRCS) observer/cluster/core_judge.cc observer/clus
 # The CLI's argument and name handling (the subcommands it reaches come from the archives).
 FUZZ_SRCS_cli := observer/cli/main.cc observer/cli/common.cc observer/cli/status.cc observer/cli/report.cc \
                  observer/cli/format.cc observer/cli/words.cc common/paths.cc common/utf8.cc
+# The second adversarial trial's input surfaces: scout-replay's protocol, replay request files,
+# checkpoint directories (markers, manifests) and certificates.
+FUZZ_SRCS_replay_protocol := replay/server.cc replay/recipe.cc replay/contract.cc replay/backend.cc $(FUZZ_COMMON)
+FUZZ_SRCS_replay_request := observer/replay/request.cc $(FUZZ_COMMON)
+FUZZ_SRCS_ckpt_markers := observer/ckpt/markers.cc observer/ckpt/manifest.cc common/safe_file.cc $(FUZZ_COMMON)
+FUZZ_SRCS_certificate := observer/ckpt/certificate.cc observer/ckpt/manifest.cc observer/ckpt/states.cc \
+                         observer/ckpt/cycle.cc common/safe_file.cc $(FUZZ_COMMON)
 fuzz_obj = $(patsubst %.cc,$(FUZZ_DIR)/obj/%.o,$(1))
 
 $(FUZZ_DIR)/obj/%.o: %.cc

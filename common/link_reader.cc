@@ -26,7 +26,9 @@ void read_link_info(const LinkTableHeader* t, uint32_t capacity, LinkTableInfo* 
   i.delegate_abi = t->delegate_abi.load(std::memory_order_relaxed);
   char name[sizeof(t->delegate) + 1] = {};
   std::memcpy(name, t->delegate, sizeof(t->delegate));
-  i.delegate.assign(name, std::strlen(name));
+  i.delegate.assign(name, std::strlen(name));  // capacity reserved by the caller: no allocation here
+  for (char& c : i.delegate)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) c = '?';  // no terminal sequence reaches an output
   i.dropped_full = t->dropped_full.load(std::memory_order_relaxed);
   i.net_inits = t->net_inits.load(std::memory_order_relaxed);
   i.net_errors = t->net_errors.load(std::memory_order_relaxed);

@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -103,6 +104,14 @@ std::string shm_dir_problem(const std::string& dir) {
   if (::access(dir.c_str(), W_OK | X_OK) != 0) {
     return "segment directory " + dir + " (SCOUT_SHM_DIR) is not writable (" + std::strerror(errno) +
            "); the plugin cannot create segments";
+  }
+  // Full (ENOSPC at the plugin's posix_fallocate): less room than the smallest segment.
+  struct statvfs vfs;
+  constexpr uint64_t kMinSegmentBytes = 1u << 20;
+  if (::statvfs(dir.c_str(), &vfs) == 0 && uint64_t(vfs.f_bavail) * vfs.f_frsize < kMinSegmentBytes) {
+    return "segment directory " + dir + " (SCOUT_SHM_DIR) is full (" +
+           std::to_string(uint64_t(vfs.f_bavail) * vfs.f_frsize) +
+           " bytes free): the plugin cannot create segments (No space left on device)";
   }
   return "";
 }

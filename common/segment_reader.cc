@@ -184,11 +184,12 @@ SegmentReader::~SegmentReader() {
 }
 
 namespace {
-// The NUL-terminated text of a fixed-size field, made valid UTF-8 (the writer may be hostile).
+// The NUL-terminated text of a fixed-size field, made valid UTF-8 without control characters
+// (the writer may be hostile: no ESC sequence or line break reaches an output).
 std::string bounded_str(const char* p, size_t cap) {
   size_t n = 0;
   while (n < cap && p[n] != '\0') ++n;
-  return utf8_clean(std::string_view(p, n));
+  return text_clean(std::string_view(p, n));
 }
 }  // namespace
 

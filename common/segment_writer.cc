@@ -1,6 +1,8 @@
 // Segment creation and ring writing: see segment_writer.h and include/scout/shm_format.h.
 #include "common/segment_writer.h"
 
+#include "common/write_guard.h"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -130,7 +132,11 @@ std::unique_ptr<SegmentWriter> SegmentWriter::create(const std::string& dir, con
   if (rc != 0) {
     ::close(fd);
     ::unlink(tmp.c_str());
-    return fail("cannot allocate " + std::to_string(bytes) + " bytes for " + path + ": " + std::strerror(rc));
+    return fail("cannot allocate " + std::to_string(bytes) + " bytes for " + path + ": " + std::strerror(rc) +
+                (rc == ENOSPC ? " (the segment directory " + dir +
+                                    ", SCOUT_SHM_DIR, is full: free space there, point SCOUT_SHM_DIR elsewhere or "
+                                    "lower SCOUT_RING_SLOTS / SCOUT_MAX_COMMS)"
+                              : std::string()));
   }
   // MAP_POPULATE: the writer's page tables are filled now (creation is at communicator init),
   // so the first pass through each ring takes no page fault on NCCL's threads.
@@ -148,6 +154,7 @@ std::unique_ptr<SegmentWriter> SegmentWriter::create(const std::string& dir, con
     ::unlink(tmp.c_str());
     return fail("out of memory");
   }
+  guard_mapping(mem, bytes);  // a truncation of the file later must not kill this process (write_guard.h)
   try {
     w->rings_.reserve(max_comms);
   } catch (...) {
@@ -249,6 +256,7 @@ std::unique_ptr<SegmentWriter> SegmentWriter::reopen_own(const std::string& path
   w->hdr_ = h;
   w->bytes_ = bytes;
   w->path_ = path;
+  guard_mapping(mem, bytes);
   char* base = static_cast<char*>(mem);
   for (uint32_t r = 0; r < max_comms; ++r) {
     char* ring = base + h->rings_offset + uint64_t(r) * h->ring_stride;
@@ -272,8 +280,13 @@ void* SegmentWriter::table(uint32_t id, uint64_t* bytes) const {
 }
 
 SegmentWriter::~SegmentWriter() {
-  if (hdr_) ::munmap(hdr_, bytes_);
+  if (hdr_) {
+    unguard_mapping(hdr_);
+    ::munmap(hdr_, bytes_);
+  }
 }
+
+bool SegmentWriter::detached() const { return hdr_ != nullptr && mapping_lost(hdr_); }
 
 RingWriter* SegmentWriter::open_ring(uint64_t comm_hash, int nranks, int rank, int nnodes, const char* name,
                                      int cuda_dev) {

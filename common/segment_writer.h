@@ -112,6 +112,9 @@ class SegmentWriter {
   SegmentHeader* header() const { return hdr_; }
   const std::string& path() const { return path_; }
   uint64_t bytes() const { return bytes_; }
+  // True once the file was truncated under this writer and its mapping replaced by private
+  // memory (common/write_guard.h): what it writes from then on reaches no observer.
+  bool detached() const;
 
  private:
   SegmentWriter() = default;

@@ -21,4 +21,20 @@ bool utf8_valid(std::string_view s);
 // `s` with every byte that is not part of a well-formed UTF-8 sequence replaced by U+FFFD.
 std::string utf8_clean(std::string_view s);
 
+// `s` as valid UTF-8 without control characters: what utf8_clean does, and every C0 control
+// (newline and tab too unless `keep_lines`), DEL and C1 control replaced by U+FFFD. For names read
+// from segments and stores (host, GPU, communicator, job), which must never carry a terminal
+// escape sequence (ESC ... ) or a line break into `scout status`, logs or the Prometheus file.
+std::string text_clean(std::string_view s, bool keep_lines = false);
+
+// `s` made safe to print on a terminal or in a log line, injectively: a backslash becomes "\\",
+// a byte that is not part of a well-formed UTF-8 sequence, an ASCII control character (0x00-0x1F,
+// 0x7F: newline, ESC of an ANSI/OSC sequence) or a C1 control (U+0080-U+009F) becomes "\xNN" per
+// byte; everything else is kept. What every printed name (segment, host, communicator,
+// checkpoint path) goes through.
+std::string printable(std::string_view s);
+
+// True when printable(s) == s: valid UTF-8 without control characters or backslashes.
+bool is_printable(std::string_view s);
+
 }  // namespace scout

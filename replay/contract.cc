@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <stdexcept>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -15,9 +16,25 @@ nlohmann::json to_json(const Contract& c) {
 bool from_json(const nlohmann::json& j, Contract* out, std::string* error) {
   try {
     Contract c;
-    c.cycle = j.at("cycle").get<uint64_t>();
-    c.recipes = j.at("recipes").get<std::vector<std::string>>();
-    c.members = j.at("members").get<std::vector<int>>();
+    const auto& cycle = j.at("cycle");
+    if (!cycle.is_number_unsigned()) throw std::invalid_argument("cycle is not a non-negative integer");
+    c.cycle = cycle.get<uint64_t>();
+    const auto& recipes = j.at("recipes");
+    const auto& members = j.at("members");
+    if (!recipes.is_array() || recipes.size() > kMaxContractRecipes || !members.is_array() ||
+        members.size() > kMaxContractMembers)
+      throw std::invalid_argument("recipes and members must be lists of at most " + std::to_string(kMaxContractRecipes) +
+                                  " and " + std::to_string(kMaxContractMembers));
+    for (const auto& r : recipes) {
+      if (!r.is_string() || r.get_ref<const std::string&>().size() > kMaxRecipeIdBytes)
+        throw std::invalid_argument("a recipe id is not a string of at most 65536 bytes");
+      c.recipes.push_back(r.get<std::string>());
+    }
+    for (const auto& m : members) {
+      if (!m.is_number_integer() || m.get<int64_t>() < 0 || m.get<int64_t>() > kMaxGlobalRank)
+        throw std::invalid_argument("a member is not a rank 0..2^24");
+      c.members.push_back(int(m.get<int64_t>()));
+    }
     *out = std::move(c);
     return true;
   } catch (const std::exception& e) {

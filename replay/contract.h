@@ -27,6 +27,10 @@ struct Contract {
   std::vector<int> members;          // global ranks asked to take part, ascending
 };
 nlohmann::json to_json(const Contract& c);
+// False with *error unless cycle is a non-negative integer, recipes a list of at most
+// kMaxContractRecipes ids and members a list of at most kMaxContractMembers ranks 0..2^24.
+constexpr size_t kMaxContractRecipes = 4096;
+constexpr size_t kMaxContractMembers = 65536;
 bool from_json(const nlohmann::json& j, Contract* out, std::string* error);
 
 // XXH64 over the cycle, the recipe ids and the members (what every participant must agree on).

@@ -25,6 +25,9 @@ using shm::mono_ns;
 constexpr size_t kCuptiBufBytes = 4 << 20;  // CUPTI recommends 1..10 MB per buffer
 constexpr int64_t kWorkspaceBytes = 32 << 20;
 
+// `need` bytes (unsigned: a payload of 2^63 bytes or more never passes) exceed `allowed`.
+bool over_budget(uint64_t need, int64_t allowed) { return allowed < 0 || need > uint64_t(allowed); }
+
 std::mutex g_spans_mu;
 std::vector<KernelSpan> g_spans;
 const cudalib::Cupti* g_cupti = nullptr;
@@ -266,9 +269,10 @@ Sample CudaBackend::run_gemm(const Recipe& r, const Participant& p, int round) {
   std::string why;
   if (!enter(p, &dev, &why)) return skip(s, SampleStatus::kSkipped, why);
   const uint64_t m = uint64_t(r.gemm.m), n = uint64_t(r.gemm.n), k = uint64_t(r.gemm.k);
-  const int64_t need = int64_t((m * k + k * n + m * n) * uint64_t(eb)) + kWorkspaceBytes;
+  // recipe_device_bytes: 128-bit arithmetic, saturated (no shape can wrap it).
+  const uint64_t need = std::min<uint64_t>(recipe_device_bytes(r), UINT64_MAX - uint64_t(kWorkspaceBytes)) + uint64_t(kWorkspaceBytes);
   const int64_t allowed = budget_bytes(&why);
-  if (need > allowed)
+  if (over_budget(need, allowed))
     return skip(s, SampleStatus::kSkipped,
                 "needs " + std::to_string(need) + " bytes of device memory, replay may use " + std::to_string(allowed) +
                     (why.empty() ? "" : " (" + why + ")"));
@@ -377,7 +381,7 @@ Sample CudaBackend::run_link(const Recipe& r, const Participant& src, const Part
                 why + " (members on other hosts need a replay communicator bootstrapped over the observers' channel)");
   const uint64_t count = r.bytes / 4;
   std::string need_why;
-  if (int64_t(r.bytes) > budget_bytes(&need_why))
+  if (over_budget(r.bytes, budget_bytes(&need_why)))
     return skip(s, SampleStatus::kSkipped, "link payload exceeds the replay memory limit");
   std::vector<float> payload(count);
   for (uint64_t i = 0; i < count; ++i) payload[i] = seeded(r.seed ^ uint64_t(src.global_rank) * 0x100000001b3ull, i);
@@ -445,7 +449,7 @@ std::vector<Sample> CudaBackend::run_link_end(const Recipe& r, const Participant
   cu::Device d;
   std::string why;
   if (!enter(self, &d, &why)) return fail(SampleStatus::kSkipped, why);
-  if (int64_t(r.bytes) > budget_bytes(&why))
+  if (over_budget(r.bytes, budget_bytes(&why)))
     return fail(SampleStatus::kSkipped, "link payload exceeds the replay memory limit");
   // Waits for a non-blocking NCCL call on `comm` to settle: its state, or kNcclInProgress at the
   // deadline (NCCL documents polling ncclCommGetAsyncError for non-blocking communicators).
@@ -539,7 +543,7 @@ std::vector<Sample> CudaBackend::run_coll(const Recipe& r, const std::vector<Par
   }
   const int nr = int(members.size());
   const uint64_t count = std::max<uint64_t>(1, r.coll.count);
-  if (int64_t(count * 8) > budget_bytes(&why))
+  if (over_budget(count * 8, budget_bytes(&why)))  // count <= SCOUT_REPLAY_MAX_MEM (check_recipe): no wrap
     return all_skip(SampleStatus::kSkipped, "collective exceeds the replay memory limit");
   // NCCL_ALGO / NCCL_PROTO are read at each communicator init (NCCL src/graph/tuning.cc).
   if (!r.coll.algo.empty()) setenv("NCCL_ALGO", r.coll.algo.c_str(), 1);

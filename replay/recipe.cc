@@ -1,7 +1,11 @@
 #include "replay/recipe.h"
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <iterator>
 #include <set>
+#include <stdexcept>
 
 namespace scout::replay {
 
@@ -37,41 +41,118 @@ nlohmann::json to_json(const Recipe& r) {
   return j;
 }
 
-bool from_json(const nlohmann::json& j, Recipe* out, std::string* error) {
+uint64_t recipe_device_bytes(const Recipe& r) {
+  using u128 = unsigned __int128;
+  u128 b = 0;
+  switch (r.kind) {
+    case RecipeKind::kGemm: {
+      const u128 m = u128(std::max<int64_t>(0, r.gemm.m)), n = u128(std::max<int64_t>(0, r.gemm.n)),
+                 k = u128(std::max<int64_t>(0, r.gemm.k));
+      b = (m * k + k * n + m * n) * u128(std::max(1, gemm_dtype_bytes(r.gemm.dtype)));
+      break;
+    }
+    case RecipeKind::kLink: b = r.bytes; break;
+    case RecipeKind::kColl:
+      b = u128(r.coll.count) * u128(std::max(1, r.coll.elem_bytes)) * 2 * u128(std::max<size_t>(1, r.coll.ranks.size()));
+      break;
+  }
+  return b > u128(UINT64_MAX) ? UINT64_MAX : uint64_t(b);
+}
+
+std::string check_recipe(const Recipe& r, uint64_t max_bytes) {
+  if (r.id.empty() || r.id.size() > kMaxRecipeIdBytes) return "recipe id must be 1.." + std::to_string(kMaxRecipeIdBytes) + " bytes";
+  const std::string who = "recipe " + nlohmann::json(r.id).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (r.rounds < 1 || r.rounds > 16 || r.iters < 1 || r.iters > 1000) return who + ": rounds must be 1..16 and iters 1..1000";
+  auto rank_ok = [](int g) { return g >= 0 && g <= kMaxGlobalRank; };
+  switch (r.kind) {
+    case RecipeKind::kGemm:
+      for (int64_t d : {r.gemm.m, r.gemm.n, r.gemm.k})
+        if (d < 1 || d > kMaxGemmDim) return who + ": GEMM dimensions must be 1.." + std::to_string(kMaxGemmDim);
+      if (gemm_dtype_bytes(r.gemm.dtype) == 0) return who + ": GEMM dtype must be bf16, fp16 or fp32";
+      break;
+    case RecipeKind::kLink:
+      if (!rank_ok(r.src) || !rank_ok(r.dst) || r.src == r.dst) return who + ": a link joins two different ranks 0..2^24";
+      if (r.bytes < 4 || r.bytes % 4 != 0) return who + ": link bytes must be a positive multiple of 4";
+      break;
+    case RecipeKind::kColl: {
+      static const char* kFuncs[] = {"AllReduce", "AllGather", "ReduceScatter", "Broadcast", "Reduce"};
+      if (std::find(std::begin(kFuncs), std::end(kFuncs), r.coll.func) == std::end(kFuncs))
+        return who + ": collective function must be AllReduce, AllGather, ReduceScatter, Broadcast or Reduce";
+      if (r.coll.elem_bytes != 1 && r.coll.elem_bytes != 2 && r.coll.elem_bytes != 4 && r.coll.elem_bytes != 8)
+        return who + ": elem_bytes must be 1, 2, 4 or 8";
+      if (r.coll.count < 1) return who + ": count must be at least 1";
+      if (r.coll.ranks.empty() || r.coll.ranks.size() > kMaxCollRanks)
+        return who + ": a collective has 1.." + std::to_string(kMaxCollRanks) + " members";
+      for (size_t i = 0; i < r.coll.ranks.size(); ++i)
+        if (!rank_ok(r.coll.ranks[i]) || (i > 0 && r.coll.ranks[i] <= r.coll.ranks[i - 1]))
+          return who + ": members must be ranks 0..2^24, ascending, each once";
+      if (r.coll.datatype.size() > 64 || r.coll.algo.size() > 64 || r.coll.proto.size() > 64)
+        return who + ": datatype, algo and proto are at most 64 bytes";
+      break;
+    }
+  }
+  const uint64_t need = recipe_device_bytes(r);
+  if (need > max_bytes)
+    return who + " needs " + std::to_string(need) + " bytes, more than the replay memory limit of " +
+           std::to_string(max_bytes) + " (SCOUT_REPLAY_MAX_MEM)";
+  return "";
+}
+
+bool from_json(const nlohmann::json& j, Recipe* out, std::string* error, uint64_t max_bytes) {
+  // Every value read only from a JSON value of its type and range: nothing narrows silently
+  // (2^40 to int, 1e300 to int64) and nothing throws past this function.
+  auto int_of = [](const nlohmann::json& v, int64_t lo, int64_t hi) -> int64_t {
+    if (!v.is_number_integer()) throw std::invalid_argument("not an integer");
+    const int64_t x = v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX) ? INT64_MAX : v.get<int64_t>();
+    if (x < lo || x > hi) throw std::out_of_range("integer out of range " + std::to_string(lo) + ".." + std::to_string(hi));
+    return x;
+  };
+  auto u64_of = [](const nlohmann::json& v) -> uint64_t {
+    if (!v.is_number_unsigned()) throw std::invalid_argument("not a non-negative integer");
+    return v.get<uint64_t>();
+  };
+  auto str_of = [](const nlohmann::json& v) -> std::string {
+    if (!v.is_string()) throw std::invalid_argument("not a string");
+    return v.get<std::string>();
+  };
   try {
+    if (!j.is_object()) throw std::invalid_argument("not an object");
     Recipe r;
-    r.id = j.at("id").get<std::string>();
-    const std::string kind = j.at("kind").get<std::string>();
-    r.seed = j.at("seed").get<uint64_t>();
-    r.rounds = j.at("rounds").get<int>();
-    r.iters = j.value("iters", 1);
+    r.id = str_of(j.at("id"));
+    const std::string kind = str_of(j.at("kind"));
+    r.seed = u64_of(j.at("seed"));
+    r.rounds = int(int_of(j.at("rounds"), 1, 16));
+    r.iters = j.contains("iters") ? int(int_of(j["iters"], 1, 1000)) : 1;
     if (kind == "gemm") {
       r.kind = RecipeKind::kGemm;
       const auto& g = j.at("gemm");
-      r.gemm = {g.at("m").get<int64_t>(), g.at("n").get<int64_t>(), g.at("k").get<int64_t>(),
-                g.at("dtype").get<std::string>()};
+      r.gemm = {int_of(g.at("m"), 1, kMaxGemmDim), int_of(g.at("n"), 1, kMaxGemmDim), int_of(g.at("k"), 1, kMaxGemmDim),
+                str_of(g.at("dtype"))};
     } else if (kind == "coll") {
       r.kind = RecipeKind::kColl;
       const auto& c = j.at("coll");
-      r.coll.func = c.at("func").get<std::string>();
-      r.coll.datatype = c.at("datatype").get<std::string>();
-      r.coll.elem_bytes = c.at("elem_bytes").get<int>();
-      r.coll.count = c.at("count").get<uint64_t>();
-      r.coll.algo = c.at("algo").get<std::string>();
-      r.coll.proto = c.at("proto").get<std::string>();
-      r.coll.ranks = c.at("ranks").get<std::vector<int>>();
+      r.coll.func = str_of(c.at("func"));
+      r.coll.datatype = str_of(c.at("datatype"));
+      r.coll.elem_bytes = int(int_of(c.at("elem_bytes"), 1, 8));
+      r.coll.count = u64_of(c.at("count"));
+      r.coll.algo = str_of(c.at("algo"));
+      r.coll.proto = str_of(c.at("proto"));
+      const auto& ranks = c.at("ranks");
+      if (!ranks.is_array() || ranks.size() > kMaxCollRanks) throw std::invalid_argument("ranks is not a list of at most " + std::to_string(kMaxCollRanks));
+      for (const auto& g : ranks) r.coll.ranks.push_back(int(int_of(g, 0, kMaxGlobalRank)));
     } else if (kind == "link") {
       r.kind = RecipeKind::kLink;
       const auto& l = j.at("link");
-      r.src = l.at("src").get<int>();
-      r.dst = l.at("dst").get<int>();
-      r.bytes = l.at("bytes").get<uint64_t>();
+      r.src = int(int_of(l.at("src"), 0, kMaxGlobalRank));
+      r.dst = int(int_of(l.at("dst"), 0, kMaxGlobalRank));
+      r.bytes = u64_of(l.at("bytes"));
     } else {
-      *error = "unknown recipe kind '" + kind + "'";
+      *error = "unknown recipe kind " + nlohmann::json(kind).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
       return false;
     }
-    if (r.rounds < 1 || r.rounds > 16 || r.iters < 1 || r.iters > 1000) {
-      *error = "recipe " + r.id + ": rounds must be 1..16 and iters 1..1000";
+    const std::string why = check_recipe(r, max_bytes);
+    if (!why.empty()) {
+      *error = why;
       return false;
     }
     *out = std::move(r);

@@ -54,8 +54,27 @@ struct Recipe {
 };
 
 nlohmann::json to_json(const Recipe& r);
-// False with *error on a missing or mistyped key.
-bool from_json(const nlohmann::json& j, Recipe* out, std::string* error);
+// False with *error on a missing or mistyped key, or a value check_recipe refuses (with the
+// largest device bytes one recipe may need, `max_bytes`: SCOUT_REPLAY_MAX_MEM).
+bool from_json(const nlohmann::json& j, Recipe* out, std::string* error, uint64_t max_bytes = uint64_t(2) << 30);
+
+// Bounds every request to scout-replay is held to (docs/replay.md, "Processes"), whoever wrote it.
+constexpr int64_t kMaxGemmDim = 65536;      // m, n, k
+constexpr size_t kMaxRecipeIdBytes = 65536;  // a collective's id lists its members
+constexpr size_t kMaxCollRanks = 8192;      // members of one collective recipe
+constexpr int kMaxGlobalRank = 1 << 24;
+
+// Device bytes recipe `r` needs at least on one GPU: a GEMM's A, B and D; a link's payload; a
+// collective's send and receive buffers. Computed in 128-bit arithmetic and saturated at
+// UINT64_MAX, so no value of a request can wrap it.
+uint64_t recipe_device_bytes(const Recipe& r);
+
+// "" when `r` is within the bounds above: id of 1..65536 bytes; GEMM dimensions 1..65536 and dtype
+// bf16, fp16 or fp32; a known collective function, elem_bytes 1, 2, 4 or 8, count >= 1, 1..65536
+// members (at most 8192) ascending without repeats, each 0..2^24; a link between two different ranks 0..2^24 of
+// at least 4 bytes, a multiple of 4; rounds 1..16, iters 1..1000; and recipe_device_bytes(r) <=
+// max_bytes. Else what is wrong, in words.
+std::string check_recipe(const Recipe& r, uint64_t max_bytes);
 
 // SCOUT_REPLAY_GEMMS: "MxNxK[:dtype],..." (dtype bf16 by default), e.g. "4096x4096x4096:bf16,
 // 1024x8192x1024:fp16". Dimensions 1..65536. False with *error naming the bad item.

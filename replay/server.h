@@ -13,6 +13,14 @@
 //   {"op":"quit"} -> {"op":"bye"}
 // A request that does not parse, or a run for another cycle than the prepared one, gets
 // {"op":"error","error":"..."}; nothing is launched for it.
+//
+// Every request is checked against a schema before anything runs (ServerLimits): each value of
+// its type and range (cycle a non-negative integer, role "send" or "recv", uid 256 hex digits,
+// ranks 0..2^24, cuda_dev -1..1023), every recipe by check_recipe (GEMM dimensions up to 65,536,
+// bytes up to SCOUT_REPLAY_MAX_MEM, in 128-bit arithmetic), at most kMaxParticipants participants
+// and kMaxRecipes recipes, at most kMaxSamples samples in one answer (rounds x GPUs per recipe,
+// summed), deadlines clamped to 0..kMaxDeadlineMs. The answer to anything else is one error line;
+// no input makes the server throw or abort. Lines are capped by the program (scout-replay.cc).
 #pragma once
 
 #include <cstdint>
@@ -36,15 +44,27 @@ std::vector<Sample> run_recipes(Backend& backend, const std::vector<Participant>
                                 const std::vector<Recipe>& recipes, const std::vector<std::string>& admitted,
                                 int64_t deadline_ns);
 
+constexpr size_t kMaxParticipants = 1024;
+constexpr size_t kMaxRecipes = 4096;
+constexpr uint64_t kMaxSamples = 16384;
+constexpr int64_t kMaxDeadlineMs = 600'000;
+constexpr size_t kMaxLineBytes = size_t(1) << 20;  // one request line (scout-replay.cc)
+
 class ReplayServer {
  public:
-  explicit ReplayServer(Backend* backend) : backend_(backend) {}
+  // `max_bytes`: the most device bytes one recipe may need (SCOUT_REPLAY_MAX_MEM).
+  explicit ReplayServer(Backend* backend, uint64_t max_bytes = uint64_t(2) << 30)
+      : backend_(backend), max_bytes_(max_bytes) {}
   // One request line -> one answer line (no newline). *quit becomes true on "quit".
   std::string handle(const std::string& line, bool* quit);
 
  private:
+  std::string handle_request(const std::string& line, bool* quit);
+  std::string handle_prepare(const nlohmann::json& req);
+  std::string handle_run(const nlohmann::json& req);
   std::string handle_link(const nlohmann::json& req);  // link_id, link_end
   Backend* backend_;
+  uint64_t max_bytes_;
   bool prepared_ = false;
   Contract contract_;
   std::vector<Participant> participants_;

@@ -4,10 +4,14 @@
 // docs/observer.md.
 //
 // Exit status: 0 after --once, or after SIGINT/SIGTERM (a final pass is written first);
-// 2 for a usage error or a store that cannot be opened (one line on stderr); 3 when store writes
-// failed during the run (each failure was printed; findings may be missing from the store).
+// 2 for a usage error or a store that can never be opened (not a scout store, another job's,
+// damaged; one line on stderr); 3 when findings could not be stored by the end (a store that stayed
+// unwritable: full disk, lock held, read-only; each was printed). A store that cannot be written
+// for a while (a transient failure) does not stop the observer: it keeps its findings in memory
+// and writes them as soon as the store takes them (docs/store.md, "When writes fail").
 #include <signal.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -25,6 +29,7 @@
 #include "observer/pipeline/command_line.h"
 #include "observer/pipeline/observer.h"
 #include "observer/replay/coordinator.h"
+#include "observer/store/retrying.h"
 #include "observer/store/sqlite.h"
 #include "observer/store/writer.h"
 #include "scout/version.h"
@@ -78,11 +83,14 @@ int main(int argc, char** argv) {
   wo.max_ops = cfg.store_max_ops;
   wo.on_error = say;
   wo.job = cl.opt.job;
-  std::string err;
-  auto store = scout::store::StoreWriter::open(cl.store, wo, &err);
-  if (!store) {
-    say(err);
-    return 2;
+  auto store = std::make_unique<scout::store::RetryingStore>(cl.store, wo);
+  if (!store->is_open()) {
+    if (store->permanent()) {
+      say(store->error());
+      return 2;
+    }
+    say(store->error() + "; the job is observed and its findings kept in memory until the store can be written "
+                         "(retried every pass)");
   }
 
   struct sigaction sa = {};
@@ -90,6 +98,9 @@ int main(int argc, char** argv) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  // A reader gone from the ready pipe (--ready-fd: scout run may have seen the first pass in the
+  // store first) or a socket closed by a peer must be an error to handle, never a signal that kills.
+  signal(SIGPIPE, SIG_IGN);
 
   if (!cl.quiet) {
     char line[512];
@@ -117,12 +128,6 @@ int main(int argc, char** argv) {
   std::unique_ptr<scout::ckpt::StoreReplayCycles> replay_cycles;
   std::unique_ptr<scout::ckpt::Certifier> certifier;
   if (!cl.ckpt_dirs.empty()) {
-    try {
-      ckpt_store = scout::ckpt::CkptStore::open_writer(cl.store);
-    } catch (const scout::store::Error& e) {
-      say(e.what());
-      return 2;
-    }
     scout::ckpt::CertifierOptions co = scout::ckpt::certifier_options(cfg, cl.opt.job, cl.store, cl.ckpt_dirs);
     co.write_beside = cl.ckpt_write_certificate;
     co.grace_ns = std::max<int64_t>(co.grace_ns, 2 * cl.opt.interval_ns);
@@ -130,10 +135,25 @@ int main(int argc, char** argv) {
     if (!cl.quiet) co.log = say;
     // Replay on: each check cycle's replay cycle, from the store, must pass for it to be clean.
     if (replay_opt.enabled) replay_cycles = std::make_unique<scout::ckpt::StoreReplayCycles>(cl.store);
-    certifier = std::make_unique<scout::ckpt::Certifier>(co, ckpt_store.get(), replay_cycles.get());
-    observer.set_after_pass_step([&](const scout::obs::Model& m, const scout::obs::JudgeOutput& out,
-                                     const scout::obs::FindingBoard& board,
-                                     int64_t now_ns) { certifier->on_pass(m, out, board, now_ns); });
+    // The certification tables are opened when the store can be written (at once, or at the first
+    // pass after a held lock or a full disk let go); until then certification waits.
+    std::string ckpt_error;
+    observer.set_after_pass_step([&, co, ckpt_error](const scout::obs::Model& m, const scout::obs::JudgeOutput& out,
+                                                     const scout::obs::FindingBoard& board, int64_t now_ns) mutable {
+      if (!certifier) {
+        if (!store->is_open()) return;
+        try {
+          ckpt_store = scout::ckpt::CkptStore::open_writer(cl.store);
+          certifier = std::make_unique<scout::ckpt::Certifier>(co, ckpt_store.get(), replay_cycles.get());
+        } catch (const std::exception& e) {
+          ckpt_store.reset();
+          if (ckpt_error != e.what()) say(std::string("certification waits for its store: ") + e.what());
+          ckpt_error = e.what();
+          return;
+        }
+      }
+      certifier->on_pass(m, out, board, now_ns);
+    });
     if (!cl.quiet) {
       std::string dirs;
       for (const auto& d : cl.ckpt_dirs) dirs += (dirs.empty() ? "" : ", ") + d;
@@ -156,13 +176,44 @@ int main(int argc, char** argv) {
   }
   std::map<std::string, bool> seen;
   uint64_t announced = 0;  // board stamp announce() last read up to
+  int64_t net_down_since = 0;  // wall ns the network was first seen down (0: connected)
+  bool net_down_said = false;
   while (true) {
     // The final pass must begin after the stop request: a pass already under way when SIGTERM
     // arrives may have read the segments before the job's last records (e.g. `scout run` stops
     // the observer right after COMMAND exits), so one more pass follows it.
     const bool final_pass = g_stop.load();
     observer.pass(scout::shm::wall_ns());
+    if (cl.ready_fd >= 0) {
+      // `scout run` starts COMMAND now, whether or not the store took the pass (no disk needed).
+      const std::string line = store->health().failing_since_ns != 0 ? "ready store-unwritable\n" : "ready\n";
+      ssize_t ignored = ::write(cl.ready_fd, line.data(), line.size());
+      (void)ignored;
+      ::close(cl.ready_fd);
+      cl.ready_fd = -1;
+    }
     if (!cl.quiet) announce(observer.findings(), &seen, &announced);
+    if (network && !cl.quiet) {
+      // A node whose observer never joins (or left) is said in the log, not only in `scout status`.
+      const scout::net::NetAgent::Status ns = network->status();
+      const int64_t now = scout::shm::wall_ns();
+      constexpr int64_t kSayDownAfterNs = 10'000'000'000;
+      if (ns.connected) {
+        if (net_down_said) say("network: connected to " + std::to_string(ns.peers) + " other observers");
+        net_down_since = 0;
+        net_down_said = false;
+      } else {
+        if (net_down_since == 0) net_down_since = now;
+        if (!net_down_said && now - net_down_since >= kSayDownAfterNs) {
+          say("network: not connected for " + std::to_string((now - net_down_since) / 1'000'000'000) +
+              " s (rendezvous " + cl.rdzv + ", " + std::to_string(cl.opt.nodes) +
+              " nodes expected): an observer is missing or unreachable; operations spanning nodes are not compared "
+              "until the channel forms" +
+              (ns.last_error.empty() ? std::string() : " (last error: " + ns.last_error + ")"));
+          net_down_said = true;
+        }
+      }
+    }
     if (cl.once || final_pass) break;
     if (g_stop.load()) continue;  // requested during the pass: the final pass now
     timespec ts{time_t(cl.opt.interval_ns / 1'000'000'000), long(cl.opt.interval_ns % 1'000'000'000)};
@@ -172,11 +223,23 @@ int main(int argc, char** argv) {
     network->stop();
     if (!cl.quiet) say(network->status_line());
   }
+  // Findings still unstored (the store took none of the last batch): one more try a second later.
+  if (store->health().failing_since_ns != 0) {
+    timespec ts{1, 0};
+    nanosleep(&ts, nullptr);
+    observer.pass(scout::shm::wall_ns());
+  }
   if (!cl.quiet) say(observer.stats_line());
-  if (store->stats().errors > 0) {
-    say(std::to_string(store->stats().errors) + " store writes failed (" + cl.store +
-        "): findings may be missing from the store");
+  const scout::obs::StoreHealth h = store->health();
+  if (h.failing_since_ns != 0 && h.unstored_findings > 0) {
+    say(std::to_string(h.unstored_findings) + " findings could not be stored in " + cl.store + " (" + h.last_error +
+        "): they are in the lines above only");
     return 3;
   }
+  if (h.failing_since_ns != 0)
+    say("the store could not be written at the end (" + h.last_error +
+        "): no finding is missing, the last state of ranks and operations is");
+  if (h.failed_batches > 0 && !cl.quiet)
+    say(std::to_string(h.failed_batches) + " store batches failed and were written again later: no finding lost");
   return 0;
 }

@@ -14,6 +14,9 @@
 #include <map>
 #include <sstream>
 
+#include "common/safe_file.h"
+#include "common/utf8.h"
+
 namespace scout::ckpt {
 
 namespace {
@@ -36,7 +39,40 @@ std::string sha256_hex(const std::string& data) {
 std::string certificate_hash(const nlohmann::json& doc) {
   nlohmann::json copy = doc;
   copy.erase("sha256");
-  return sha256_hex(copy.dump());
+  return sha256_hex(copy.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+std::string certificate_text(const nlohmann::json& doc) {
+  return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+nlohmann::json read_certificate(const std::string& path, std::string* error) {
+  std::string text;
+  if (!safe::read_regular(path, kMaxCertificateBytes, &text, error)) return nlohmann::json(nlohmann::json::value_t::discarded);
+  nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
+  if (doc.is_discarded() && error) *error = printable(path) + " is not valid JSON";
+  return doc;
+}
+
+std::string check_certificate_of(const Checkpoint& c, const nlohmann::json& doc, const std::string& chain_sha256) {
+  if (!doc.is_object() || !doc.contains("sha256") || !doc["sha256"].is_string())
+    return "its certificate is not a certificate";
+  const std::string stated = doc["sha256"].get<std::string>();
+  if (certificate_hash(doc) != stated) return "its certificate was edited (content does not match its sha256)";
+  if (stated != chain_sha256) return "its certificate differs from the one the chain recorded";
+  const nlohmann::json ck = doc.value("checkpoint", nlohmann::json::object());
+  if (!ck.is_object() || ck.value("path", std::string()) != utf8_clean(c.path))
+    return "its certificate names another checkpoint";
+  if (doc.value("verdict", std::string()) != to_string(c.state))
+    return "its certificate's verdict is not '" + std::string(to_string(c.state)) + "'";
+  const std::string beside = c.path + "/scout-certificate.json";
+  if (safe::kind_of(beside) != safe::Kind::kMissing) {
+    std::string err;
+    const nlohmann::json copy = read_certificate(beside, &err);
+    if (copy.is_discarded()) return "the certificate inside the checkpoint cannot be read: " + err;
+    if (copy != doc) return "the certificate inside the checkpoint (" + printable(beside) + ") differs from the chain's";
+  }
+  return "";
 }
 
 nlohmann::json make_certificate(const std::string& job, int64_t seq, const Checkpoint& c,
@@ -62,16 +98,17 @@ nlohmann::json make_certificate(const std::string& job, int64_t seq, const Check
   nlohmann::json doc = {
       {"format", "scout-certificate"},
       {"version", kCertificateVersion},
-      {"job", job},
+      {"job", utf8_clean(job)},
       {"seq", seq},
       {"checkpoint",
        {{"id", c.id},
-        {"path", c.path},
-        {"framework", c.framework},
+        {"path", utf8_clean(c.path)},
+        {"framework", utf8_clean(c.framework)},
         {"step", c.step},
         {"completed_ns", c.completed_ns}}},
+      {"files", to_json(c.manifest)},
       {"verdict", to_string(c.state)},
-      {"reason", c.reason},
+      {"reason", utf8_clean(c.reason)},
       {"finding_ids", c.finding_ids},
       {"cycles", cj},
       {"comparisons", comparisons},
@@ -98,9 +135,10 @@ bool write_atomic(const std::string& path, const std::string& text, std::string*
   const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
   ::mkdir(dir.c_str(), 0700);
   const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  ::unlink(tmp.c_str());  // a leftover, or a symlink planted there: never written through
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   auto fail = [&](const std::string& what) {
-    *error = what + " " + tmp + ": " + std::strerror(errno);
+    *error = what + " " + printable(tmp) + ": " + std::strerror(errno);
     return false;
   };
   if (fd < 0) return fail("cannot create");
@@ -150,8 +188,8 @@ ChainCheck verify_chain(const std::string& dir, const std::vector<std::string>& 
   for (size_t i = 0; i < names.size(); ++i) {
     const int64_t seq = int64_t(i) + 1;
     if (names[i] != certificate_file("", seq).substr(1)) return broken(seq, "missing");
-    std::ifstream in(dir + "/" + names[i]);
-    nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
+    std::string err;
+    nlohmann::json doc = read_certificate(dir + "/" + names[i], &err);
     r.certificates++;
     if (!doc.is_object() || !doc.contains("sha256") || !doc["sha256"].is_string() || !doc.contains("prev_sha256") ||
         !doc["prev_sha256"].is_string())

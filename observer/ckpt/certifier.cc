@@ -2,8 +2,13 @@
 
 #include <sys/stat.h>
 
-#include <algorithm>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+
+#include "common/utf8.h"
 #include "observer/ckpt/certificate.h"
 #include "observer/store/sqlite.h"
 
@@ -45,6 +50,7 @@ CertifierOptions certifier_options(const config::Config& cfg, const std::string&
   o.job = job;
   o.watch.roots = dirs;
   o.watch.quiet_ns = int64_t(cfg.ckpt_quiet_s * 1e9);
+  o.watch.generic = cfg.ckpt_generic;
   o.watch.poll_ns = int64_t(cfg.ckpt_poll_s * 1e9);
   o.cycle_ns = int64_t(cfg.check_cycle_s * 1e9);
   o.k = int(cfg.ckpt_k);
@@ -54,18 +60,57 @@ CertifierOptions certifier_options(const config::Config& cfg, const std::string&
 
 Certifier::Certifier(CertifierOptions o, CkptStore* store, ReplayCycles* replay)
     : o_(std::move(o)), store_(store), replay_(replay), watcher_(o_.watch) {
+  load();
+}
+
+void Certifier::load() {
+  for (const Checkpoint& c : ckpts_) watcher_.forget(c.path);
   ckpts_ = store_->checkpoints();
   for (const Checkpoint& c : ckpts_) watcher_.mark_known(c.path);
+  judged_.clear();
   for (CycleVerdict& v : store_->cycles()) judged_[v.index] = v;
+  events_.clear();
   for (const FindingEvent& e : store_->finding_events()) events_[e.id] = e;
+  cert_seq_ = 0;
+  prev_sha_.clear();
   for (const CertificateRow& r : store_->certificates()) {
     cert_seq_ = r.seq;
     prev_sha_ = r.sha256;
   }
-  // A stored position counts only for the same cycle length.
+  // A stored position counts only for the same cycle length (a damaged value counts as none).
   const auto len = store_->meta("cycle_ns");
   const auto next = store_->meta("next_cycle");
-  if (len && next && std::stoll(*len) == o_.cycle_ns) next_cycle_ = std::stoll(*next);
+  auto number = [](const std::string& v, int64_t* out) {
+    char* end = nullptr;
+    errno = 0;
+    const long long x = std::strtoll(v.c_str(), &end, 10);
+    if (errno != 0 || end == v.c_str() || *end != '\0') return false;
+    *out = x;
+    return true;
+  };
+  int64_t l = 0, n = 0;
+  if (len && next && number(*len, &l) && number(*next, &n) && l == o_.cycle_ns) next_cycle_ = n;
+}
+
+void Certifier::undo_pass() {
+  // The store rolled back what this pass wrote: memory goes back to what the store holds, and
+  // certificate files the pass issued (seq beyond the stored chain) are removed, so the chain
+  // stays intact and the next pass decides again.
+  try {
+    store_->rollback();
+  } catch (const std::exception&) {}
+  std::vector<int64_t> issued;
+  for (int64_t seq = cert_seq_; seq > 0; --seq) issued.push_back(seq);
+  try {
+    load();
+  } catch (const std::exception& e) {
+    say(std::string("certification: cannot reload its state from the store: ") + printable(e.what()));
+    return;
+  }
+  for (int64_t seq : issued) {
+    if (seq <= cert_seq_) break;
+    ::unlink(certificate_file(o_.cert_dir, seq).c_str());
+  }
 }
 
 std::vector<FindingEvent> Certifier::events() const {
@@ -115,14 +160,19 @@ bool Certifier::note_findings(const obs::FindingBoard& board) {
 
 void Certifier::discover(int64_t now_ns) {
   const int64_t horizon = next_cycle_ * o_.cycle_ns;  // end of the last judged cycle
-  for (Entry& e : watcher_.poll(now_ns)) {
+  std::vector<Entry> found = watcher_.poll(now_ns);
+  for (const std::string& line : watcher_.take_notes()) say("certification: " + line);
+  for (Entry& e : found) {
     Checkpoint c;
     c.path = e.path;
     c.framework = e.framework;
     c.step = e.step;
     c.completed_ns = e.marker_ns;
     c.discovered_ns = now_ns;
-    say("checkpoint " + c.path + " (" + c.framework + ", step " + std::to_string(c.step) + ") is a candidate");
+    c.manifest = take_manifest(c.path);
+    say("checkpoint " + printable(c.path) + " (" + c.framework + ", step " + std::to_string(c.step) + ", " +
+        std::to_string(c.manifest.files.size()) + " files, " + std::to_string(c.manifest.bytes) +
+        " bytes) is a candidate");
     store_->put_checkpoint(&c);
     ckpts_.push_back(c);
     Checkpoint& ref = ckpts_.back();
@@ -143,7 +193,7 @@ void Certifier::decided(Checkpoint& c, int64_t now_ns) {
   }
   const int64_t seq = cert_seq_ + 1;
   nlohmann::json doc = make_certificate(o_.job, seq, c, used, prev_sha_, now_ns);
-  const std::string text = doc.dump(2) + "\n";
+  const std::string text = certificate_text(doc);
   CertificateRow row;
   row.seq = seq;
   row.checkpoint_id = c.id;
@@ -155,14 +205,15 @@ void Certifier::decided(Checkpoint& c, int64_t now_ns) {
   if (!write_atomic(row.file, text, &err)) say("certificate: " + err);
   if (o_.write_beside) {
     struct stat st;
-    if (::stat(c.path.c_str(), &st) == 0 && S_ISDIR(st.st_mode) &&
+    if (::lstat(c.path.c_str(), &st) == 0 && S_ISDIR(st.st_mode) &&
         !write_atomic(c.path + "/scout-certificate.json", text, &err))
       say("certificate: " + err);
   }
   store_->put_certificate(row);
   cert_seq_ = seq;
   prev_sha_ = row.sha256;
-  say("checkpoint " + c.path + " " + to_string(c.state) + ": " + c.reason + " (certificate " + row.file + ")");
+  say("checkpoint " + printable(c.path) + " " + to_string(c.state) + ": " + printable(c.reason) + " (certificate " +
+      printable(row.file) + ")");
 }
 
 void Certifier::judge_cycles(const obs::Model& m, int64_t now_ns) {
@@ -188,7 +239,7 @@ void Certifier::judge_cycles(const obs::Model& m, int64_t now_ns) {
       v.reasons.push_back(std::to_string(undecided) + " operations still undecided " +
                           std::to_string((now_ns - end) / 1'000'000'000) + " s after its end");
     }
-    evidence_.erase(next_cycle_);
+    judged_now_.push_back(next_cycle_);  // its evidence is dropped once the pass is committed
     judged_[v.index] = v;
     store_->put_cycle(v);
     for (Checkpoint& c : ckpts_) {
@@ -230,11 +281,22 @@ void Certifier::on_pass(const obs::Model& m, const obs::JudgeOutput& out, const 
     discover(now_ns);
     judge_cycles(m, now_ns);
     store_->commit();
-  } catch (const store::Error& e) {
-    say(std::string("certification store: ") + e.what());
-    try {
-      store_->rollback();
-    } catch (const store::Error&) {}
+    for (int64_t idx : judged_now_) evidence_.erase(idx);
+    judged_now_.clear();
+    if (failed_passes_ > 0) {
+      say("certification: its store writes succeed again after " + std::to_string(failed_passes_) +
+          " failed passes (redone from the store's state)");
+      failed_passes_ = 0;
+    }
+  } catch (const std::exception& e) {
+    // A store write that failed (full disk, lock timeout, read-only file system) or anything a
+    // checkpoint directory holds must not stop the observer (a crash here would repeat at every
+    // restart): the pass is undone and retried at the next, said once per distinct reason.
+    judged_now_.clear();
+    failed_passes_++;
+    const std::string why = printable(e.what());
+    if (failures_.insert(why).second) say("certification: pass undone, retried at the next: " + why);
+    undo_pass();
   }
 }
 

@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -68,6 +69,8 @@ class Certifier {
   int64_t next_cycle() const { return next_cycle_; }
 
  private:
+  void load();       // state from the store (construction, and after a pass the store rolled back)
+  void undo_pass();  // after a failed pass: rollback, reload, remove the certificates it issued
   void note_ops(const obs::JudgeOutput& out, int64_t now_ns);
   bool note_findings(const obs::FindingBoard& board);
   void discover(int64_t now_ns);
@@ -91,6 +94,9 @@ class Certifier {
   int64_t watch_start_ns_ = 0;
   int64_t cert_seq_ = 0;
   std::string prev_sha_;
+  std::set<std::string> failures_;  // reasons of abandoned passes already said
+  std::vector<int64_t> judged_now_;  // cycles judged in the pass under way
+  int64_t failed_passes_ = 0;        // consecutive passes the store rolled back
 };
 
 }  // namespace scout::ckpt

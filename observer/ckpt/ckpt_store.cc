@@ -21,7 +21,8 @@ CREATE TABLE IF NOT EXISTS ckpt_checkpoints (
   reason        TEXT NOT NULL,
   finding_ids   TEXT NOT NULL,
   cycles        TEXT NOT NULL,
-  decided_ns    INTEGER NOT NULL
+  decided_ns    INTEGER NOT NULL,
+  manifest      TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS ckpt_cycles (
   idx      INTEGER PRIMARY KEY,
@@ -51,6 +52,7 @@ CREATE TABLE IF NOT EXISTS ckpt_meta (
 )sql";
 
 std::string ids_json(const std::vector<int64_t>& v) { return nlohmann::json(v).dump(); }
+std::string dump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
 std::vector<int64_t> ids_from(const std::string& s) {
   nlohmann::json j = nlohmann::json::parse(s, nullptr, false);
   if (!j.is_array()) return {};
@@ -59,18 +61,22 @@ std::vector<int64_t> ids_from(const std::string& s) {
 
 }  // namespace
 
-CkptStore::CkptStore(std::unique_ptr<store::Db> db, bool tables) : db_(std::move(db)), tables_(tables) {}
+CkptStore::CkptStore(std::unique_ptr<store::Db> db, bool tables)
+    : db_(std::move(db)), tables_(tables), manifests_(tables_ && store::has_column(*db_, "ckpt_checkpoints", "manifest")) {}
 CkptStore::~CkptStore() = default;
 
 std::unique_ptr<CkptStore> CkptStore::open_writer(const std::string& path) {
   auto db = store::open_db(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
   db->exec("PRAGMA journal_mode=WAL");
   db->exec(kTables);
+  // Tables created by a scout before manifests: the column is added (old rows: none recorded).
+  if (!store::has_column(*db, "ckpt_checkpoints", "manifest"))
+    db->exec("ALTER TABLE ckpt_checkpoints ADD COLUMN manifest TEXT NOT NULL DEFAULT ''");
   return std::unique_ptr<CkptStore>(new CkptStore(std::move(db), true));
 }
 
 std::unique_ptr<CkptStore> CkptStore::open_reader(const std::string& path) {
-  auto db = store::open_db(path, SQLITE_OPEN_READONLY);
+  auto db = store::open_reader_db(path);
   const bool tables = db->query_int("SELECT count(*) FROM sqlite_master WHERE name='ckpt_checkpoints'") > 0;
   return std::unique_ptr<CkptStore>(new CkptStore(std::move(db), tables));
 }
@@ -79,8 +85,9 @@ std::vector<Checkpoint> CkptStore::checkpoints() const {
   std::vector<Checkpoint> out;
   if (!tables_) return out;
   store::Stmt s(*db_,
-                "SELECT id, path, framework, step, completed_ns, discovered_ns, state, reason, finding_ids, cycles, "
-                "decided_ns FROM ckpt_checkpoints ORDER BY id");
+                std::string("SELECT id, path, framework, step, completed_ns, discovered_ns, state, reason, finding_ids, "
+                            "cycles, decided_ns, ") +
+                    (manifests_ ? "manifest" : "''") + " FROM ckpt_checkpoints ORDER BY id");
   while (s.step()) {
     Checkpoint c;
     c.id = s.i64(0);
@@ -94,6 +101,8 @@ std::vector<Checkpoint> CkptStore::checkpoints() const {
     c.finding_ids = ids_from(s.str(8));
     c.cycles = ids_from(s.str(9));
     c.decided_ns = s.i64(10);
+    const std::string m = s.str(11);
+    if (!m.empty()) c.manifest = manifest_from_json(nlohmann::json::parse(m, nullptr, false));
     out.push_back(std::move(c));
   }
   return out;
@@ -120,6 +129,25 @@ std::vector<FindingEvent> CkptStore::finding_events() const {
     e.open = s.i64(4) != 0;
     e.last_seen_ns = s.i64(5);
     out.push_back(e);
+  }
+  return out;
+}
+
+std::vector<FindingEvent> CkptStore::store_finding_events() const {
+  std::vector<FindingEvent> out;
+  if (!store::has_table(*db_, "findings")) return out;
+  store::Stmt s(*db_,
+                "SELECT id, kind, verdict, first_seen_ns, status, last_seen_ns FROM findings "
+                "WHERE kind IN ('sdc', 'nan', 'desync') ORDER BY id");
+  while (s.step()) {
+    FindingEvent e;
+    e.id = s.i64(0);
+    e.kind = s.text(1);
+    e.verdict = s.text(2);
+    e.event_ns = s.i64(3);
+    e.open = s.text(4) == "open";
+    e.last_seen_ns = s.i64(5);
+    out.push_back(std::move(e));
   }
   return out;
 }
@@ -156,21 +184,22 @@ void CkptStore::rollback() { db_->exec("ROLLBACK"); }
 void CkptStore::put_checkpoint(Checkpoint* c) {
   store::Stmt s(*db_, c->id == 0
                           ? "INSERT INTO ckpt_checkpoints (path, framework, step, completed_ns, discovered_ns, state, "
-                            "reason, finding_ids, cycles, decided_ns) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)"
+                            "reason, finding_ids, cycles, decided_ns, manifest) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?12)"
                           : "UPDATE ckpt_checkpoints SET path=?1, framework=?2, step=?3, completed_ns=?4, "
-                            "discovered_ns=?5, state=?6, reason=?7, finding_ids=?8, cycles=?9, decided_ns=?10 "
-                            "WHERE id=?11");
+                            "discovered_ns=?5, state=?6, reason=?7, finding_ids=?8, cycles=?9, decided_ns=?10, "
+                            "manifest=?12 WHERE id=?11");
   s.bind(1, c->path).bind(2, c->framework).bind(3, c->step).bind(4, c->completed_ns).bind(5, c->discovered_ns);
   s.bind(6, to_string(c->state)).bind(7, c->reason).bind(8, ids_json(c->finding_ids)).bind(9, ids_json(c->cycles));
   s.bind(10, c->decided_ns);
   if (c->id != 0) s.bind(11, c->id);
+  s.bind(12, c->manifest.present ? dump(to_json(c->manifest)) : std::string());
   s.run();
   if (c->id == 0) c->id = db_->last_insert_rowid();
 }
 
 void CkptStore::put_cycle(const CycleVerdict& v) {
   store::Stmt s(*db_, "INSERT OR REPLACE INTO ckpt_cycles (idx, status, verdict) VALUES (?1, ?2, ?3)");
-  s.bind(1, v.index).bind(2, to_string(v.status)).bind(3, to_json(v).dump());
+  s.bind(1, v.index).bind(2, to_string(v.status)).bind(3, dump(to_json(v)));
   s.run();
 }
 

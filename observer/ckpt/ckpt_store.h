@@ -39,6 +39,9 @@ class CkptStore {
   std::vector<Checkpoint> checkpoints() const;       // by id
   std::vector<CycleVerdict> cycles() const;          // by index
   std::vector<FindingEvent> finding_events() const;  // by id
+  // The sdc, nan and desync findings of the store's findings table as events (event_ns: first
+  // seen), whether or not the certifier noted them; empty for a store without that table.
+  std::vector<FindingEvent> store_finding_events() const;
   std::vector<CertificateRow> certificates() const;  // by seq
   std::optional<std::string> meta(const std::string& key) const;
 
@@ -56,6 +59,7 @@ class CkptStore {
   explicit CkptStore(std::unique_ptr<store::Db> db, bool tables);
   std::unique_ptr<store::Db> db_;
   bool tables_ = true;
+  bool manifests_ = true;  // ckpt_checkpoints has the manifest column (readers of older stores)
 };
 
 }  // namespace scout::ckpt

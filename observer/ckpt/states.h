@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "observer/ckpt/cycle.h"
+#include "observer/ckpt/manifest.h"
 
 namespace scout::ckpt {
 
@@ -34,6 +35,7 @@ struct Checkpoint {
   std::vector<int64_t> finding_ids;  // findings that rejected it
   std::vector<int64_t> cycles;       // the current run of clean cycles (all K once verified)
   int64_t decided_ns = 0;            // observer time of the verdict; 0 while a candidate
+  Manifest manifest;                 // its files when it was found complete (observer/ckpt/manifest.h)
 };
 
 // Rejects a candidate when a finding in `events` falls in its window: began before completion

@@ -7,6 +7,8 @@
 
 #include <cerrno>
 
+#include "common/utf8.h"
+
 namespace scout::ckpt {
 
 namespace {
@@ -28,6 +30,7 @@ Watcher::~Watcher() {
 
 void Watcher::watch(const std::string& dir) {
   if (fd_ < 0 || watches_.count(dir)) return;
+  if (watches_.size() >= o_.roots.size() + kMaxEntryWatches) return;  // polled instead
   const int wd =
       ::inotify_add_watch(fd_, dir.c_str(), IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE | IN_DELETE | IN_ONLYDIR);
   if (wd >= 0) watches_[dir] = wd;
@@ -64,8 +67,15 @@ std::vector<Entry> Watcher::poll(int64_t now_ns) {
   if (!changed && !due) return out;
   last_scan_ns_ = now_ns;
   scans_++;
+  ScanOptions so;
+  so.quiet_ns = o_.quiet_ns;
+  so.generic = o_.generic;
+  so.known = &known_;
   for (const std::string& root : o_.roots) {
-    for (Entry& e : scan_root(root, now_ns, o_.quiet_ns)) {
+    ScanStats st;
+    std::vector<Entry> entries = scan_root(root, now_ns, so, &st);
+    note(root, st);
+    for (Entry& e : entries) {
       if (known_.count(e.path)) continue;
       if (!e.complete) {
         watch(e.path);
@@ -93,6 +103,31 @@ std::vector<Entry> Watcher::poll(int64_t now_ns) {
   return out;
 }
 
+void Watcher::note(const std::string& root, const ScanStats& st) {
+  auto once = [&](const char* kind, const std::string& line) {
+    if (said_.insert(std::string(kind) + "|" + root).second) notes_.push_back(line);
+  };
+  const std::string r = printable(root);
+  if (st.bad_names > 0)
+    once("names", "checkpoint directory " + r + ": " + std::to_string(st.bad_names) +
+                      " entries whose names are not valid UTF-8 or hold control characters are ignored (e.g. '" +
+                      printable(st.bad_name_example) + "')");
+  if (st.not_dirs > 0)
+    once("files", "checkpoint directory " + r + ": " + std::to_string(st.not_dirs) +
+                      " files, symlinks or special files at its top level are not checkpoints (only directories "
+                      "with a framework's completion marker are)");
+  if (st.over_cap > 0)
+    once("cap", "checkpoint directory " + r + ": more than " + std::to_string(kMaxNewEntriesPerRoot) +
+                    " new directories; only the newest " + std::to_string(kMaxNewEntriesPerRoot) +
+                    " are examined per scan (" + std::to_string(st.over_cap) + " left out)");
+}
+
+std::vector<std::string> Watcher::take_notes() {
+  std::vector<std::string> v;
+  v.swap(notes_);
+  return v;
+}
+
 namespace {
 int64_t content_signature(const std::string& dir) {
   uint64_t sig = 1469598103934665603ull;
@@ -101,7 +136,7 @@ int64_t content_signature(const std::string& dir) {
       std::string n = e->d_name;
       if (n == "." || n == "..") continue;
       struct stat st;
-      if (::stat((dir + "/" + n).c_str(), &st) != 0) continue;
+      if (::lstat((dir + "/" + n).c_str(), &st) != 0) continue;
       for (uint64_t v : {uint64_t(st.st_size), uint64_t(st.st_mtim.tv_sec), uint64_t(st.st_mtim.tv_nsec)})
         sig = (sig ^ v) * 1099511628211ull;
     }

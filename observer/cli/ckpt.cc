@@ -6,7 +6,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/clock.h"
+#include "common/utf8.h"
 #include "observer/ckpt/certificate.h"
+#include "observer/ckpt/trust.h"
 #include "observer/ckpt/certifier.h"
 #include "observer/ckpt/ckpt_store.h"
 #include "observer/cli/ckpt_words.h"
@@ -24,21 +27,18 @@ const ckpt::CertificateRow* certificate_of(const std::vector<ckpt::CertificateRo
   return nullptr;
 }
 
+// Encodes with invalid bytes replaced (the strings in `j` are already valid: belt and braces).
+std::string dump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+
 // Newest first: by step, then completion time.
 bool newer(const ckpt::Checkpoint& a, const ckpt::Checkpoint& b) {
   return a.step != b.step ? a.step > b.step : a.completed_ns > b.completed_ns;
 }
 
-std::vector<std::string> hashes(const std::vector<ckpt::CertificateRow>& certs) {
-  std::vector<std::string> h;
-  for (const auto& r : certs) h.push_back(r.sha256);
-  return h;
-}
-
 int list(const std::vector<ckpt::Checkpoint>& all, const std::vector<ckpt::CertificateRow>& certs, bool json,
          const CandidateContext& ctx, std::ostream& out) {
   if (json) {
-    for (const auto& c : all) out << exporter::checkpoint_json(c, certificate_of(certs, c.id)).dump() << "\n";
+    for (const auto& c : all) out << dump(exporter::checkpoint_json(c, certificate_of(certs, c.id))) << "\n";
     return kExitOk;
   }
   if (all.empty()) {
@@ -46,18 +46,19 @@ int list(const std::vector<ckpt::Checkpoint>& all, const std::vector<ckpt::Certi
     return kExitOk;
   }
   size_t w = 4;
-  for (const auto& c : all) w = std::max(w, c.path.size());
+  for (const auto& c : all) w = std::max(w, printable(c.path).size());
   char line[256];
   std::snprintf(line, sizeof(line), "%4s  %-*s  %8s  %-9s  %-9s  %s\n", "ID", int(w), "PATH", "STEP", "FRAMEWORK",
                 "STATE", "REASON");
   out << line;
   for (const auto& c : all) {
-    out << std::string(4 - std::min<size_t>(4, std::to_string(c.id).size()), ' ') << c.id << "  " << c.path
-        << std::string(w - c.path.size(), ' ') << "  ";
+    const std::string path = printable(c.path);
+    out << std::string(4 - std::min<size_t>(4, std::to_string(c.id).size()), ' ') << c.id << "  " << path
+        << std::string(w - path.size(), ' ') << "  ";
     std::snprintf(line, sizeof(line), "%8lld  %-9s  %-9s  ", static_cast<long long>(c.step), c.framework.c_str(),
                   ckpt::to_string(c.state));
     out << line
-        << (c.state == ckpt::State::kCandidate ? candidate_reason(c, ctx) : c.reason)
+        << (c.state == ckpt::State::kCandidate ? candidate_reason(c, ctx) : printable(c.reason))
         << "\n";
   }
   return kExitOk;
@@ -73,26 +74,30 @@ int cmd_ckpt(const std::string& store_path, const CkptOptions& o, std::ostream& 
   if (o.action == "list") return list(all, certs, o.json, candidate_context(store_path), out);
 
   if (o.action == "latest") {
+    // Newest first; each is re-checked now against the disk, the chain and the findings
+    // (observer/ckpt/trust.h): one that fails is skipped with its reason on stderr, never named.
     std::sort(all.begin(), all.end(), newer);
-    int candidates = 0, rejected = 0;
+    const ckpt::TrustContext trust = ckpt::trust_context(*st, dir, shm::wall_ns());
+    int candidates = 0, rejected = 0, failed = 0;
     for (const auto& c : all) {
-      if (c.state == ckpt::State::kVerified || (!o.verified && c.state == ckpt::State::kCandidate)) {
-        if (c.state == ckpt::State::kVerified) {
-          const ckpt::ChainCheck chain = ckpt::verify_chain(dir, hashes(certs));
-          if (!chain.intact) {
-            std::cerr << "scout: the certificate chain is broken, no checkpoint can be trusted from it: "
-                      << chain.problem << "\n";
-            return 1;
-          }
-        }
-        out << c.path << "\n";
-        return kExitOk;
-      }
       candidates += c.state == ckpt::State::kCandidate;
       rejected += c.state == ckpt::State::kRejected;
+      if (c.state == ckpt::State::kRejected) continue;
+      if (o.verified && c.state != ckpt::State::kVerified) continue;
+      const std::string problem = ckpt::restart_problem(c, trust);
+      if (!problem.empty()) {
+        failed++;
+        std::cerr << "scout: not naming " << printable(c.path) << " (" << ckpt::to_string(c.state) << "): " << problem
+                  << "\n";
+        continue;
+      }
+      out << c.path << "\n";
+      return kExitOk;
     }
     std::cerr << "scout: no " << (o.verified ? "verified " : "") << "checkpoint: " << all.size() << " seen, "
-              << candidates << " candidate(s) waiting for clean check cycles, " << rejected << " rejected\n";
+              << candidates << " candidate(s) waiting for clean check cycles, " << rejected << " rejected";
+    if (failed > 0) std::cerr << ", " << failed << " not named (reasons above)";
+    std::cerr << "\n";
     return 1;
   }
 
@@ -101,43 +106,57 @@ int cmd_ckpt(const std::string& store_path, const CkptOptions& o, std::ostream& 
   for (const auto& c : all) {
     if (c.path == o.target || std::to_string(c.id) == o.target) found = &c;
   }
-  if (!found) throw UsageError("no checkpoint '" + o.target + "' in " + store_path + " (scout ckpt list)");
+  if (!found)
+    throw UsageError("no checkpoint '" + printable(o.target) + "' in " + printable(store_path) + " (scout ckpt list)");
   const ckpt::Checkpoint& c = *found;
   const ckpt::CertificateRow* cert = certificate_of(certs, c.id);
-  const ckpt::ChainCheck chain = ckpt::verify_chain(dir, hashes(certs));
+  const ckpt::TrustContext trust = ckpt::trust_context(*st, dir, shm::wall_ns());
+  const ckpt::ChainCheck& chain = trust.chain;
+  // What `latest` would say of it now (rejected ones are not restart points whatever their files).
+  const std::string problem = c.state == ckpt::State::kRejected ? "" : ckpt::restart_problem(c, trust);
+  std::string err;
+  const nlohmann::json doc = cert ? ckpt::read_certificate(cert->file, &err) : nlohmann::json();
+  const bool ok = chain.intact && problem.empty();
   if (o.json) {
     nlohmann::json j = exporter::checkpoint_json(c, cert);
-    j["chain"] = {{"intact", chain.intact}, {"certificates", chain.certificates}, {"problem", chain.problem}};
-    if (cert) {
-      std::ifstream in(cert->file);
-      j["certificate_json"] = nlohmann::json::parse(in, nullptr, false);
-    }
-    out << j.dump() << "\n";
-    return chain.intact ? kExitOk : 1;
+    j["chain"] = {{"intact", chain.intact}, {"certificates", chain.certificates}, {"problem", utf8_clean(chain.problem)}};
+    j["restart_problem"] = utf8_clean(problem);
+    if (cert) j["certificate_json"] = doc;
+    out << dump(j) << "\n";
+    return ok ? kExitOk : 1;
   }
-  out << "checkpoint " << c.id << ": " << c.path << "\n";
-  out << "  framework " << c.framework << ", step " << c.step << ", completed " << fmt_utc(c.completed_ns) << "\n";
+  out << "checkpoint " << c.id << ": " << printable(c.path) << "\n";
+  out << "  framework " << printable(c.framework) << ", step " << c.step << ", completed " << fmt_utc(c.completed_ns)
+      << "\n";
   out << "  state: " << ckpt::to_string(c.state);
-  if (!c.reason.empty()) out << " (" << c.reason << ")";
+  if (!c.reason.empty()) out << " (" << printable(c.reason) << ")";
   out << "\n";
   if (c.state == ckpt::State::kCandidate) out << "  clean check cycles after it so far: " << c.cycles.size() << "\n";
+  if (c.manifest.present)
+    out << "  files when it completed: " << c.manifest.files.size() << " (" << c.manifest.bytes << " bytes)"
+        << (c.manifest.truncated ? ", more not recorded" : "") << "\n";
+  if (c.state != ckpt::State::kRejected)
+    out << "  restart from it now: " << (problem.empty() ? "yes" : "NO: " + problem) << "\n";
   if (cert) {
-    std::ifstream in(cert->file);
-    nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
-    out << "  certificate " << cert->seq << ": " << cert->file << "\n";
+    out << "  certificate " << cert->seq << ": " << printable(cert->file) << "\n";
     if (doc.is_object()) {
-      out << "    cycles " << doc.value("cycles", nlohmann::json::array()).size() << ", comparisons "
-          << doc.value("comparisons", int64_t(0)) << ", communicators covered " << doc.value("communicators_covered", 0)
-          << ", voters min " << doc.value("voters_min", 0) << " median " << doc.value("voters_median", 0.0)
-          << ", bytes fingerprinted " << doc.value("bytes_fingerprinted", uint64_t(0)) << "\n";
-      out << "    sha256 " << doc.value("sha256", "") << "\n";
+      // An edited certificate may hold any types: read each field only when it has the right one.
+      auto num = [&](const char* k) {
+        return doc.contains(k) && doc[k].is_number() ? doc[k].get<double>() : 0.0;
+      };
+      const size_t cycles = doc.contains("cycles") && doc["cycles"].is_array() ? doc["cycles"].size() : 0;
+      out << "    cycles " << cycles << ", comparisons " << int64_t(num("comparisons")) << ", communicators covered "
+          << int64_t(num("communicators_covered")) << ", voters min " << int64_t(num("voters_min")) << " median "
+          << num("voters_median") << ", bytes fingerprinted " << uint64_t(num("bytes_fingerprinted")) << "\n";
+      const std::string sha = doc.contains("sha256") && doc["sha256"].is_string() ? doc["sha256"].get<std::string>() : "";
+      out << "    sha256 " << printable(sha) << "\n";
     }
   }
   if (chain.intact)
     out << "  certificate chain: intact (" << chain.certificates << " certificates)\n";
   else
-    out << "  certificate chain: BROKEN: " << chain.problem << "\n";
-  return chain.intact ? kExitOk : 1;
+    out << "  certificate chain: BROKEN: " << printable(chain.problem) << "\n";
+  return ok ? kExitOk : 1;
 }
 
 }  // namespace scout::cli

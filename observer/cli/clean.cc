@@ -2,7 +2,7 @@
 // time no longer match a running process), for runs without an observer to reclaim them.
 // Segments of running processes, and files the reader refuses (another user's, FIFOs, ...),
 // are left alone and listed. The emulated GPUs' device files scout-sim writes there go with their
-// job (observer/cli/clean_files.h).
+// job, and half-created segments of gone processes are removed (observer/cli/clean_files.h).
 #include <dirent.h>
 #include <unistd.h>
 
@@ -61,9 +61,11 @@ int cmd_clean(const CleanOptions& o, std::ostream& out) {
     out << "removed " << p << " (pid " << info.owner_pid << " gone, " << fmt_bytes(size) << ")\n";
   }
   const Removed emu = remove_emulated_devices(dir, o.job, out, &refused);
-  bytes += emu.bytes;
+  const Removed half = remove_half_created_segments(dir, o.job, out);
+  bytes += emu.bytes + half.bytes;
   out << "scout clean: " << removed << " segments"
       << (emu.files ? " and " + std::to_string(emu.files) + " emulated-device files" : std::string())
+      << (half.files ? " and " + std::to_string(half.files) + " half-created ones" : std::string())
       << " removed (" << fmt_bytes(bytes) << "), " << kept
       << " of running processes kept, " << refused << " left alone, in " << dir << "\n";
   return kExitOk;

@@ -71,4 +71,33 @@ Removed remove_emulated_devices(const std::string& dir, const std::string& job, 
   return r;
 }
 
+Removed remove_half_created_segments(const std::string& dir, const std::string& job, std::ostream& out) {
+  Removed r;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return r;
+  std::vector<std::string> names;
+  while (dirent* e = ::readdir(d)) names.push_back(e->d_name);
+  ::closedir(d);
+  std::sort(names.begin(), names.end());
+  constexpr std::string_view kSuffix = ".new";
+  for (const std::string& n : names) {
+    if (n.size() < 2 + kSuffix.size() || n[0] != '.' || n.compare(n.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0)
+      continue;
+    std::string njob, host;
+    int pid = 0;
+    if (!shm::parse_segment_name(n.substr(1, n.size() - 1 - kSuffix.size()), &njob, &host, &pid)) continue;
+    if (!job.empty() && njob != job) continue;
+    const std::string p = dir + "/" + n;
+    struct stat st;
+    if (::lstat(p.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) continue;
+    if (pid > 0 && (::kill(pid, 0) == 0 || errno != ESRCH)) continue;  // its creator may still be at it
+    if (::unlink(p.c_str()) == 0) {
+      ++r.files;
+      r.bytes += uint64_t(st.st_size);
+      out << "removed " << p << " (half-created by pid " << pid << ", gone)\n";
+    }
+  }
+  return r;
+}
+
 }  // namespace scout::cli

@@ -1,5 +1,5 @@
-// `scout clean`: the files other than segments that scout-sim leaves in the segment directory
-// (docs/cli.md, "scout clean").
+// `scout clean`: the files other than segments that scout-sim and dead processes leave in the
+// segment directory (docs/cli.md, "scout clean").
 #pragma once
 
 #include <cstdint>
@@ -19,5 +19,11 @@ struct Removed {
 // not empty. Only regular files of this user are touched. One "removed PATH (why)" line per file
 // on `out`; a file that cannot be removed gets a "left PATH: why" line and counts in *left.
 Removed remove_emulated_devices(const std::string& dir, const std::string& job, std::ostream& out, uint64_t* left);
+
+// Removes from `dir` the half-created segments `.scout.<job>.<host>.<pid>.new` (left when a
+// process died while creating its segment, common/segment_writer.cc) that are regular files of
+// this user and whose pid no longer runs; of job `job` only when it is not empty. One
+// "removed PATH (half-created by pid P, gone)" line per file on `out`.
+Removed remove_half_created_segments(const std::string& dir, const std::string& job, std::ostream& out);
 
 }  // namespace scout::cli

@@ -178,8 +178,9 @@ int cmd_findings(store::StoreReader& rd, const FindingsOptions& o, std::ostream&
 int cmd_explain(store::StoreReader& rd, int64_t id, bool json, std::ostream& out);
 // The text of `scout explain` for one finding: header (kind, verdict, status, summary, suspects,
 // peer, communicator, operation, first and last seen) and the evidence in words; times relative
-// to `origin_ns` (the job start). The HTML report shows the same words.
-std::string explain_text(const obs::Finding& f, int64_t origin_ns);
+// to `origin_ns` (the job start). With `ranks` (the store's ranks now), a suspect whose process
+// died says so ("; its process is dead"), whatever the evidence recorded when it was named. The HTML report shows the same words.
+std::string explain_text(const obs::Finding& f, int64_t origin_ns, const std::vector<obs::RankInfo>* ranks = nullptr);
 int cmd_export(store::StoreReader& rd, const ExportOptions& o, std::ostream& out);
 int cmd_config(bool markdown, bool json, std::ostream& out);
 int cmd_hash(const std::string& path, std::ostream& out);

@@ -21,7 +21,9 @@ std::string root_words(const obs::EvHangRoot& r) {
   } else {
     s = who + ": " + r.reason + (has_detail ? " (" + detail + ")" : "");
   }
-  if (r.process) s += " (process " + *r.process + ")";
+  // The process state when the root was named; `scout explain` says beside the suspect when it
+  // changed since (a running root that died later is never shown running alone).
+  if (r.process) s += " (process " + *r.process + (*r.process == "running" ? " when it was named)" : ")");
   return s;
 }
 

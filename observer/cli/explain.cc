@@ -9,7 +9,7 @@
 
 namespace scout::cli {
 
-std::string explain_text(const obs::Finding& f, int64_t origin) {
+std::string explain_text(const obs::Finding& f, int64_t origin, const std::vector<obs::RankInfo>* ranks) {
   std::ostringstream out;
   out << "finding #" << f.id << ": " << obs::to_string(f.kind) << ", " << obs::to_string(f.verdict) << ", "
       << (f.open ? "open" : "closed") << "\n";
@@ -29,6 +29,9 @@ std::string explain_text(const obs::Finding& f, int64_t origin) {
     for (const auto& su : f.suspects) {
       out << "  " << suspect_words(su);
       if (su.comm_rank >= 0) out << ", comm rank " << su.comm_rank;
+      if (ranks)
+        for (const auto& r : *ranks)
+          if (r.global_rank == su.global_rank && r.pid == su.pid && r.state == "dead") out << "; its process is dead";
       out << "\n";
     }
   }
@@ -59,7 +62,8 @@ int cmd_explain(store::StoreReader& rd, int64_t id, bool json, std::ostream& out
   exporter::Snapshot s;
   s.job = rd.job();
   s.findings = {*f};
-  out << explain_text(*f, s.origin_ns());
+  const std::vector<obs::RankInfo> ranks = rd.ranks();
+  out << explain_text(*f, s.origin_ns(), &ranks);
   return kExitOk;
 }
 

@@ -3,9 +3,13 @@
 // NCCL_PROFILER_PLUGIN (moving another profiler plugin named there to SCOUT_PROFILER_DELEGATE) and
 // SCOUT_JOB_ID for COMMAND, waits for it, stops the observer with SIGTERM
 // (it makes a final pass and flushes the store), prints `scout status`, and exits with COMMAND's
-// exit status. docs/cli.md, "scout run".
+// exit status, or 3 when COMMAND succeeded but findings could not be stored. COMMAND always runs:
+// whatever keeps the observer from starting (a bad setting, a store it cannot open, no
+// observer or plugin found) is said on stderr at once and the job runs unobserved.
+// docs/cli.md, "scout run".
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -30,6 +34,10 @@ namespace scout::cli {
 namespace {
 
 constexpr const char* kObserverName = "scout-observer";
+// scout-observer's exit status when findings could not be stored (observer/bin/scout-observer.cc).
+constexpr int kObserverUnstored = 3;
+// scout run's exit status when COMMAND succeeded and findings could not be stored.
+constexpr int kExitUnstored = 3;
 constexpr const char* kPluginName = "libnccl-profiler-scout.so";
 
 volatile sig_atomic_t g_child = 0;
@@ -184,15 +192,29 @@ std::string run_job_id(const RunOptions& o, const config::Config& cfg, bool* fre
   return fresh_job_id();
 }
 
-enum class Ready { kReady, kExited, kTimeout };
+enum class Ready { kReady, kReadyUnwritable, kExited, kTimeout };
 
-// Waits until the observer has committed its first pass to `store` (the job header's started_ns
-// is at or after `since_ns`: this observer, not an earlier run appending to the same store), or
-// it exited (*status set), or `timeout_s` passed. COMMAND starts only then, so the observer sees
-// the job from its first record and a SIGTERM at the end always finds its handler in place.
-Ready wait_ready(pid_t pid, const std::string& store, int64_t since_ns, double timeout_s, int* status) {
+// Waits until the observer has made its first pass: it says "ready" on `ready_fd` (a pipe, so no
+// disk is needed: a full or locked store must not hold COMMAND back), or its first pass is in
+// `store` (the job header's started_ns is at or after `since_ns`: this observer, not an earlier
+// run appending to the same store); or it exited (*status set), or `timeout_s` passed. COMMAND
+// starts only then, so the observer sees the job from its first record and a SIGTERM at the end
+// always finds its handler in place.
+Ready wait_ready(pid_t pid, int ready_fd, const std::string& store, int64_t since_ns, double timeout_s, int* status) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  std::string said;
   while (true) {
+    if (ready_fd >= 0) {
+      struct pollfd pfd = {ready_fd, POLLIN, 0};
+      if (::poll(&pfd, 1, 10) > 0) {
+        char buf[64];
+        const ssize_t n = ::read(ready_fd, buf, sizeof(buf));
+        if (n > 0) said.append(buf, size_t(n));
+        if (said.find('\n') != std::string::npos)
+          return said.find("store-unwritable") != std::string::npos ? Ready::kReadyUnwritable : Ready::kReady;
+        if (n == 0) ready_fd = -1;  // closed without a word: it exited or is an older observer
+      }
+    }
     pid_t r = ::waitpid(pid, status, WNOHANG);
     if (r == pid) return Ready::kExited;
     struct stat st;
@@ -206,7 +228,7 @@ Ready wait_ready(pid_t pid, const std::string& store, int64_t since_ns, double t
       }
     }
     if (std::chrono::steady_clock::now() >= deadline) return Ready::kTimeout;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (ready_fd < 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 }
 
@@ -239,48 +261,72 @@ int cmd_run(const RunOptions& o) {
   config::Config cfg = config::load();
   bool fresh = false;
   const std::string job = run_job_id(o, cfg, &fresh);
+  std::string no_observer;  // why the observer is not started ("" when it is)
   if (fresh && o.nodes > 1) {
-    throw UsageError("--nodes " + std::to_string(o.nodes) +
-                     ": every node's observer needs the same job id; give --job ID (or set SCOUT_JOB_ID)");
+    no_observer = "--nodes " + std::to_string(o.nodes) +
+                  ": every node's observer needs the same job id; give --job ID (or set SCOUT_JOB_ID)";
   }
   StoreOptions where = o.where;
   where.job = job;
   const std::string store = store_path(where);
   const std::string bindir = self_dir();
-  const std::string observer = find_observer(bindir);
-  const std::string plugin = choose_plugin(bindir);
+  // Whatever keeps the observer from running is said at once, and COMMAND runs unobserved.
+  std::string observer, plugin;
+  try {
+    observer = find_observer(bindir);
+    plugin = choose_plugin(bindir);
+  } catch (const UsageError& e) {
+    no_observer = e.what();
+  }
+  if (!no_observer.empty()) std::cerr << "scout: warning: " << no_observer << "; COMMAND runs unobserved\n";
 
   ::setenv("SCOUT_JOB_ID", job.c_str(), 1);
-  ::setenv("NCCL_PROFILER_PLUGIN", plugin.c_str(), 1);
+  if (!plugin.empty()) ::setenv("NCCL_PROFILER_PLUGIN", plugin.c_str(), 1);
 
   std::cerr << "scout: job " << job << ", store " << store << "\n";
   const std::string dir_problem = shm::shm_dir_problem(cfg.shm_dir);
   if (!dir_problem.empty()) std::cerr << "scout: warning: " << dir_problem << "; the job runs unobserved\n";
 
-  std::vector<std::string> obs_argv = {observer, "--job", job, "--store", store};
-  obs_argv.insert(obs_argv.end(), o.observer_args.begin(), o.observer_args.end());
-  // The observer runs in its own process group: a Ctrl-C meant for COMMAND must not stop it
-  // before its final pass.
-  const int64_t since = wall_now_ns();
-  pid_t obs_pid = spawn(obs_argv, /*own_group=*/true);
-
   int obs_status = 0;
-  bool observer_reaped = false;
-  switch (wait_ready(obs_pid, store, since, o.start_timeout_s, &obs_status)) {
-    case Ready::kReady: break;
-    case Ready::kExited:
-      observer_reaped = true;
-      if (exit_code(obs_status) == kExitUsage) {
-        // Its own line on stderr says what is wrong (a bad flag, a store it cannot open).
-        throw UsageError(std::string(kObserverName) + " refused to start (see its message above); COMMAND not run");
-      }
-      std::cerr << "scout: " << kObserverName << " exited before its first pass (status " << exit_code(obs_status)
-                << "); COMMAND runs without it\n";
-      break;
-    case Ready::kTimeout:
-      std::cerr << "scout: " << kObserverName << " has not written its store within " << o.start_timeout_s
-                << " s; starting COMMAND anyway\n";
-      break;
+  bool observer_reaped = true;
+  pid_t obs_pid = -1;
+  if (no_observer.empty()) {
+    // The observer says "ready" on a pipe after its first pass (--ready-fd); only it inherits
+    // the writing end.
+    int ready[2] = {-1, -1};
+    const bool piped = ::pipe2(ready, O_CLOEXEC) == 0;
+    if (piped) ::fcntl(ready[1], F_SETFD, 0);
+    std::vector<std::string> obs_argv = {observer, "--job", job, "--store", store};
+    if (piped) {
+      obs_argv.push_back("--ready-fd");
+      obs_argv.push_back(std::to_string(ready[1]));
+    }
+    obs_argv.insert(obs_argv.end(), o.observer_args.begin(), o.observer_args.end());
+    // The observer runs in its own process group: a Ctrl-C meant for COMMAND must not stop it
+    // before its final pass.
+    const int64_t since = wall_now_ns();
+    obs_pid = spawn(obs_argv, /*own_group=*/true);
+    if (piped) ::close(ready[1]);
+    observer_reaped = false;
+    const Ready how = wait_ready(obs_pid, piped ? ready[0] : -1, store, since, o.start_timeout_s, &obs_status);
+    if (piped) ::close(ready[0]);
+    switch (how) {
+      case Ready::kReady: break;
+      case Ready::kReadyUnwritable:
+        std::cerr << "scout: warning: the observer cannot write its store now (its line above); it observes the job "
+                     "and keeps its findings in memory until the store takes them\n";
+        break;
+      case Ready::kExited:
+        observer_reaped = true;
+        // Its own line on stderr says what is wrong (a bad flag or setting, a store it cannot open).
+        std::cerr << "scout: warning: " << kObserverName << " exited before its first pass (status "
+                  << exit_code(obs_status) << ", its message above); COMMAND runs unobserved\n";
+        break;
+      case Ready::kTimeout:
+        std::cerr << "scout: " << kObserverName << " has not written its store within " << o.start_timeout_s
+                  << " s; starting COMMAND anyway\n";
+        break;
+    }
   }
 
   // Ctrl-C reaches COMMAND through the terminal's process group; SIGTERM/SIGHUP sent to scout
@@ -307,7 +353,7 @@ int cmd_run(const RunOptions& o) {
       command_status = st;
       break;
     }
-    if (r == obs_pid) {
+    if (r == obs_pid && obs_pid > 0) {
       observer_reaped = true;
       std::cerr << "scout: " << kObserverName << " exited early (status " << exit_code(st)
                 << "); COMMAND keeps running without it\n";
@@ -316,6 +362,7 @@ int cmd_run(const RunOptions& o) {
   g_child = 0;
   ::signal(SIGINT, SIG_DFL);
 
+  bool unstored = false;
   if (!observer_reaped) {
     // SIGTERM: the observer makes one final pass over everything COMMAND left in its segments
     // and commits it before exiting.
@@ -323,6 +370,7 @@ int cmd_run(const RunOptions& o) {
     if (st >= 0 && exit_code(st) != 0) {
       std::cerr << "scout: " << kObserverName << " exited with status " << exit_code(st) << "\n";
     }
+    unstored = st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == kObserverUnstored;
     // Its final pass is in the store: the segments of the job's finished processes have served.
     // Kept when the observer did not finish cleanly (a later `scout-observer --once` can still
     // read them), with --keep-segments, and with SCOUT_OBSERVER_RECLAIM_S=-1.
@@ -337,6 +385,15 @@ int cmd_run(const RunOptions& o) {
               << (WIFSIGNALED(command_status) ? "was killed by signal " + std::to_string(WTERMSIG(command_status))
                                               : "exited with status " + std::to_string(rc))
               << "; scout run exits with " << rc << "\n";
+  } else if (unstored) {
+    rc = kExitUnstored;
+    std::cerr << "scout: COMMAND succeeded but the observer could not store its findings (its lines above); "
+                 "scout run exits with "
+              << rc << "\n";
+  }
+  if (obs_pid < 0) {
+    std::cout.flush();
+    return rc;  // unobserved: no store of this run to show
   }
   try {
     StoreOptions read;

@@ -4,7 +4,11 @@
 #include <map>
 #include <vector>
 
+#include "common/clock.h"
+#include "common/utf8.h"
+#include "observer/ckpt/certifier.h"
 #include "observer/ckpt/ckpt_store.h"
+#include "observer/ckpt/trust.h"
 #include "observer/cli/ckpt_words.h"
 #include "observer/cli/common.h"
 #include "observer/cli/format.h"
@@ -24,9 +28,10 @@ constexpr size_t kMaxHostsListed = 4;
 int state_order(const std::string& s) {
   if (s == "hung") return 0;
   if (s == "stalled") return 1;
-  if (s == "active") return 2;
-  if (s == "finalized") return 3;
-  return 4;
+  if (s == "dead") return 2;  // shown for an active communicator whose ranks are all gone (print_comms)
+  if (s == "active") return 3;
+  if (s == "finalized") return 4;
+  return 5;
 }
 
 std::string per_func(const obs::CommInfo& c) {
@@ -60,13 +65,23 @@ struct CkptSummary {
   const ckpt::Checkpoint* newest_verified = nullptr;
 };
 
+// newest_verified: the newest that `scout ckpt latest --verified` would name now (its files and
+// certificate re-checked, observer/ckpt/trust.h).
 void summarize_checkpoints(const std::string& store_path, CkptSummary* s) {
-  s->all = ckpt::CkptStore::open_reader(store_path)->checkpoints();
+  auto st = ckpt::CkptStore::open_reader(store_path);
+  s->all = st->checkpoints();
+  bool any_verified = false;
   for (const auto& c : s->all) {
     s->n[int(c.state)]++;
+    any_verified |= c.state == ckpt::State::kVerified;
+  }
+  if (!any_verified) return;
+  const ckpt::TrustContext trust = ckpt::trust_context(*st, ckpt::certificate_dir(store_path), shm::wall_ns());
+  for (const auto& c : s->all) {
     const ckpt::Checkpoint* b = s->newest_verified;
     if (c.state == ckpt::State::kVerified &&
-        (!b || c.step > b->step || (c.step == b->step && c.completed_ns > b->completed_ns)))
+        (!b || c.step > b->step || (c.step == b->step && c.completed_ns > b->completed_ns)) &&
+        ckpt::restart_problem(c, trust).empty())
       s->newest_verified = &c;
   }
 }
@@ -77,8 +92,8 @@ nlohmann::json checkpoints_json(const CkptSummary& s) {
   nlohmann::json newest = nullptr;
   if (const ckpt::Checkpoint* c = s.newest_verified)
     newest = {{"id", c->id},
-              {"path", c->path},
-              {"framework", c->framework},
+              {"path", utf8_clean(c->path)},
+              {"framework", utf8_clean(c->framework)},
               {"step", c->step},
               {"completed_ns", c->completed_ns}};
   return {{"total", s.all.size()},
@@ -146,7 +161,10 @@ static void print_checkpoint_line(const std::string& store_path, const Hint& hin
   out << "checkpoints: " << s.all.size() << " (" << s.n[int(ckpt::State::kVerified)] << " verified, "
       << s.n[int(ckpt::State::kRejected)] << " rejected, " << s.n[int(ckpt::State::kCandidate)] << " candidates); ";
   if (s.newest_verified)
-    out << "newest verified: " << s.newest_verified->path << " (step " << s.newest_verified->step << ")\n";
+    out << "newest verified: " << printable(s.newest_verified->path) << " (step " << s.newest_verified->step << ")\n";
+  else if (s.n[int(ckpt::State::kVerified)] > 0)  // verified once, but none passes its re-check now
+    out << "none to restart from now: every verified one failed its re-check (" << hint("ckpt latest --verified")
+        << " says why)\n";
   else
     out << "none verified yet (" << hint("ckpt list") << ")\n";
   if (const int n = s.n[int(ckpt::State::kCandidate)]; n > 0)
@@ -197,6 +215,21 @@ void print_job(const exporter::Snapshot& s, int64_t now, std::ostream& out) {
   if (s.job->segments_refused > 0) {
     out << "warning: " << s.job->segments_refused << " segment files refused (see the observer's log)\n";
   }
+  if (s.job->rings_refused > 0) {
+    out << "warning: " << s.job->rings_refused
+        << " communicator rings refused (impossible headers, or claims beyond the observer's rank-slot bounds; "
+           "see its log): their records are not read\n";
+  }
+  const obs::StoreHealth& h = s.job->store;
+  if (h.failing_since_ns != 0) {
+    out << "warning: the observer cannot write this store since " << fmt_utc(h.failing_since_ns) << " ("
+        << h.failed_batches << " failed batches, last: " << printable(h.last_error) << "): " << h.unstored_findings
+        << " findings kept in its memory, not stored yet (written as soon as the store takes them)\n";
+  } else if (h.failed_batches > 0) {
+    out << "note: " << h.failed_batches << " store batches failed and were written again later (no finding lost";
+    if (h.ops_unstored > 0) out << "; " << h.ops_unstored << " operation summaries not stored";
+    out << ")\n";
+  }
   if (s.job->net.present) print_network(*s.job, now, out);
 }
 
@@ -239,9 +272,26 @@ void print_ranks(const exporter::Snapshot& s, int64_t now, const Hint& hint, std
   if (dead > listed) out << "  ... and " << (dead - listed) << " more (" << hint("status") << " --json)\n";
 }
 
+// A communicator the observer still calls active whose member ranks are all gone, at least one
+// dead, is shown "dead": a job whose ranks all died never shows active communicators.
+std::string shown_state(const obs::CommInfo& c, const std::map<int, std::string>& rank_state) {
+  if (c.state != "active" || c.global_ranks.empty()) return c.state;
+  bool dead = false;
+  for (int g : c.global_ranks) {
+    auto it = rank_state.find(g);
+    if (it == rank_state.end() || it->second == "running") return c.state;
+    dead = dead || it->second == "dead";
+  }
+  return dead ? "dead" : c.state;
+}
+
 // "communicators: N (per state)" and the table of the most severe ones.
 void print_comms(const exporter::Snapshot& s, int64_t now, const Hint& hint, std::ostream& out) {
-  std::vector<obs::CommInfo> comms = comms_by_severity(s.comms);
+  std::map<int, std::string> rank_state;
+  for (const auto& r : s.ranks) rank_state[r.global_rank] = r.state;
+  std::vector<obs::CommInfo> comms = s.comms;
+  for (auto& c : comms) c.state = shown_state(c, rank_state);
+  comms = comms_by_severity(std::move(comms));
   std::map<int, std::pair<std::string, int>> by_state;
   for (const auto& c : comms) {
     auto& e = by_state[state_order(c.state)];

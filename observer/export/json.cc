@@ -1,6 +1,7 @@
 #include "observer/export/json.h"
 
 #include "common/gemm_names.h"
+#include "common/utf8.h"
 #include "observer/model/finding.h"
 #include "observer/model/net_state.h"
 
@@ -19,7 +20,14 @@ nlohmann::json job_json(const obs::JobInfo& j) {
                         {"records_lost", j.records_lost},
                         {"records_invalid", j.records_invalid},
                         {"segments_refused", j.segments_refused},
-                        {"warning", j.warning}};
+                        {"rings_refused", j.rings_refused},
+                        {"warning", j.warning},
+                        {"store",
+                         {{"failed_batches", j.store.failed_batches},
+                          {"unstored_findings", j.store.unstored_findings},
+                          {"ops_unstored", j.store.ops_unstored},
+                          {"failing_since_ns", j.store.failing_since_ns},
+                          {"last_error", j.store.last_error}}}};
   if (j.net.present) out["network"] = obs::to_json(j.net);
   return out;
 }
@@ -101,16 +109,18 @@ nlohmann::json timing_json(const obs::OpRankTiming& t) {
 }
 
 nlohmann::json checkpoint_json(const ckpt::Checkpoint& c, const ckpt::CertificateRow* cert) {
+  // Paths and reasons come from the disk (any bytes): made valid UTF-8 so no encoder can throw.
   return {{"id", c.id},
-          {"path", c.path},
-          {"framework", c.framework},
+          {"path", utf8_clean(c.path)},
+          {"framework", utf8_clean(c.framework)},
           {"step", c.step},
           {"state", ckpt::to_string(c.state)},
-          {"reason", c.reason},
+          {"reason", utf8_clean(c.reason)},
           {"completed_ns", c.completed_ns},
           {"finding_ids", c.finding_ids},
           {"cycles", c.cycles},
-          {"certificate", cert ? nlohmann::json(cert->file) : nlohmann::json(nullptr)}};
+          {"files", c.manifest.present ? nlohmann::json(c.manifest.files.size()) : nlohmann::json(nullptr)},
+          {"certificate", cert ? nlohmann::json(utf8_clean(cert->file)) : nlohmann::json(nullptr)}};
 }
 
 nlohmann::json certificate_json(const ckpt::CertificateRow& r) {
@@ -119,7 +129,7 @@ nlohmann::json certificate_json(const ckpt::CertificateRow& r) {
           {"checkpoint_id", r.checkpoint_id},
           {"sha256", r.sha256},
           {"prev_sha256", r.prev_sha256},
-          {"file", r.file},
+          {"file", utf8_clean(r.file)},
           {"document", doc.is_discarded() ? nlohmann::json(r.json) : doc}};
 }
 

@@ -35,7 +35,8 @@ nlohmann::json timing_json(const obs::OpRankTiming& t);
 
 // A checkpoint (observer/ckpt/states.h; `scout ckpt list --json`): {"id", "path", "framework",
 // "step", "state" ("candidate", "verified", "rejected"), "reason", "completed_ns",
-// "finding_ids", "cycles", "certificate" (its file, or null when `cert` is null)}.
+// "finding_ids", "cycles", "files" (files recorded when it completed, or null), "certificate" (its
+// file, or null when `cert` is null)}. Strings from the disk are made valid UTF-8 (common/utf8.h).
 nlohmann::json checkpoint_json(const ckpt::Checkpoint& c, const ckpt::CertificateRow* cert);
 // A certificate as the store keeps it: {"seq", "checkpoint_id", "sha256", "prev_sha256", "file",
 // "document" (the certificate as issued, parsed; its text when it does not parse)}.

@@ -342,6 +342,28 @@ void write_prometheus(const Snapshot& s, std::ostream& out) {
              "Files named like the job's segments that the observer does not read now.");
     f.sample({{"job", job}}, static_cast<double>(s.job ? s.job->segments_refused : 0));
   }
+  {
+    Family f(out, "scout_rings_refused", "gauge",
+             "Communicator rings the observer refuses to read (impossible headers, or claims beyond its rank-slot bounds).");
+    f.sample({{"job", job}}, static_cast<double>(s.job ? s.job->rings_refused : 0));
+  }
+  {
+    const obs::StoreHealth h = s.job ? s.job->store : obs::StoreHealth{};
+    {
+      Family f(out, "scout_store_failed_batches_total", "counter",
+               "Observer passes whose store writes failed (full disk, lock held, read-only); each was retried.");
+      f.sample({{"job", job}}, static_cast<double>(h.failed_batches));
+    }
+    {
+      Family f(out, "scout_store_unstored_findings", "gauge",
+               "Findings the observer holds in memory because its store cannot be written now.");
+      f.sample({{"job", job}}, static_cast<double>(h.unstored_findings));
+    }
+    {
+      Family f(out, "scout_store_failing", "gauge", "1 while the observer cannot write its store, else 0.");
+      f.sample({{"job", job}}, h.failing_since_ns != 0 ? 1.0 : 0.0);
+    }
+  }
   if (s.job && s.job->net.present) {
     const obs::NetState& n = s.job->net;
     {

@@ -95,10 +95,11 @@ Ingestor::ReadResult Ingestor::read_segment(Segment& s, Model& model, int64_t no
   if (s.proc < 0) {
     // The header holds the job id cut at a character boundary to fit its field.
     std::string_view job = opt_.job;
-    std::string want = utf8_clean(job.substr(0, utf8_prefix_len(job, sizeof(shm::SegmentHeader::job) - 1)));
+    std::string want = text_clean(job.substr(0, utf8_prefix_len(job, sizeof(shm::SegmentHeader::job) - 1)));
     if (info.job != want) {
       guard.leave();
-      log("segment " + s.path + " belongs to job '" + info.job + "', not '" + opt_.job + "': ignored");
+      log("segment " + printable(s.path) + " belongs to job '" + printable(info.job) + "', not '" + printable(opt_.job) +
+          "': ignored");
       return ReadResult::kForeign;
     }
     Proc p;
@@ -137,12 +138,20 @@ Ingestor::ReadResult Ingestor::read_segment(Segment& s, Model& model, int64_t no
     }
     CommKey key{cs.comm_hash, cs.nranks};
     if (!admitted_.count(key)) {
-      if (rank_slots_ + cs.nranks > kMaxRankSlots) {
+      // The communicator's rank slots are charged to the segment that first claims it, within
+      // that segment's budget and the job's bound (observer/model/limits.h).
+      const bool over_segment = s.rank_slots + cs.nranks > kMaxSegmentRankSlots;
+      if (over_segment || rank_slots_ + cs.nranks > kMaxRankSlots) {
         if (!ring.known && !ring.refused) {
           stats_.rings_rejected++;
-          log("segment " + s.path + " ring " + std::to_string(r) + " claims " + std::to_string(cs.nranks) +
-              " ranks beyond the observer's bound of " + std::to_string(kMaxRankSlots) +
-              " rank slots in all communicators: ignored");
+          if (s.rings_refused++ == 0)
+            log("segment " + printable(s.path) + " ring " + std::to_string(r) + " claims a communicator of " +
+                std::to_string(cs.nranks) + " ranks beyond " +
+                (over_segment ? "its budget of " + std::to_string(kMaxSegmentRankSlots) +
+                                    " rank slots per segment (" + std::to_string(s.rank_slots) + " used)"
+                              : "the observer's bound of " + std::to_string(kMaxRankSlots) +
+                                    " rank slots in all communicators") +
+                ": refused (this segment's further refusals are counted, not logged)");
         }
         ring.refused = true;
         ring.known = false;
@@ -150,6 +159,7 @@ Ingestor::ReadResult Ingestor::read_segment(Segment& s, Model& model, int64_t no
       }
       admitted_.insert(key);
       rank_slots_ += cs.nranks;
+      s.rank_slots += cs.nranks;
     }
     if (ring.known && (ring.generation != cs.generation || ring.key != key || ring.rank != cs.rank)) {
       ring.cursor.reset();
@@ -233,11 +243,19 @@ void Ingestor::pass(Model& model, int64_t now_ns) {
   attach_new();
   for (auto it = segs_.begin(); it != segs_.end();) {
     Segment& s = *it->second;
-    ReadResult rr = read_segment(s, model, now_ns);
+    ReadResult rr;
+    try {
+      rr = read_segment(s, model, now_ns);
+    } catch (const std::exception& e) {
+      // Whatever a segment holds must not stop the observer (nor at its next start): it is
+      // dropped with the reason, and not attached again while the file stays the same.
+      log("segment " + printable(s.path) + " dropped: " + printable(e.what()));
+      rr = ReadResult::kForeign;
+    }
     if (rr != ReadResult::kOk) {
       if (rr == ReadResult::kFault || rr == ReadResult::kShrunk) {
         stats_.segments_faulted++;
-        log("segment " + s.path + " dropped: the file shrank while mapped" +
+        log("segment " + printable(s.path) + " dropped: the file shrank while mapped" +
             (rr == ReadResult::kFault ? " (SIGBUS caught)" : ""));
       }
       for (const Ring& r : s.rings) stats_.records += r.cursor.counters();

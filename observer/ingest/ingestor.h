@@ -37,7 +37,7 @@ struct IngestStats {
   uint64_t segments_rejected = 0;  // files whose header fails validation now (retried each pass)
   uint64_t segments_faulted = 0;   // dropped because the file shrank (seen before reading, or SIGBUS)
   uint64_t segments_reclaimed = 0;
-  uint64_t rings_rejected = 0;  // ring headers with impossible values
+  uint64_t rings_rejected = 0;  // ring headers with impossible values, or claims beyond the rank-slot bounds
   RingCounters records;
 };
 
@@ -105,6 +105,8 @@ class Ingestor {
     bool closed = false;
     int64_t last_event_ns = 0;
     int64_t gone_ns = 0;
+    int64_t rank_slots = 0;     // rank slots of the communicators this segment claimed first
+    uint64_t rings_refused = 0;  // rings beyond its budget or the job's bound
     std::vector<Ring> rings;
     // GEMM shape table (kTableGemmShapes): scratch sized at attach (no allocation under the
     // SIGBUS guard), copied into the model after it.

@@ -77,12 +77,22 @@ int64_t FindingBoard::order(const std::string& dedup_key) const {
   return it == index_.end() ? -1 : int64_t(it->second);
 }
 
-void FindingBoard::flush_to(Sink& sink) {
+std::vector<size_t> FindingBoard::flush_to(Sink& sink) {
   for (size_t i : dirty_) {
     entries_[i].dirty = false;
     sink.upsert_finding(&entries_[i].f);
   }
-  dirty_.clear();
+  std::vector<size_t> flushed;
+  flushed.swap(dirty_);
+  return flushed;
+}
+
+void FindingBoard::unflushed(const std::vector<size_t>& positions) {
+  for (size_t i : positions) {
+    if (i >= entries_.size() || entries_[i].dirty) continue;
+    entries_[i].dirty = true;
+    dirty_.push_back(i);
+  }
 }
 
 }  // namespace scout::obs

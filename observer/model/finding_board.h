@@ -36,8 +36,11 @@ class FindingBoard {
   // Every finding, in the order first reported.
   std::vector<const Finding*> all() const;
   // Upserts each finding changed since the last flush (does not call sink.flush()), in the order
-  // of their first change since then.
-  void flush_to(Sink& sink);
+  // of their first change since then. Returns their positions, for unflushed().
+  std::vector<size_t> flush_to(Sink& sink);
+  // The sink could not store the batch these findings were put in: they are put again at the
+  // next flush_to (a full disk must not lose a finding for good).
+  void unflushed(const std::vector<size_t>& positions);
   size_t size() const { return entries_.size(); }
   size_t open_count() const { return open_; }
 

@@ -141,6 +141,18 @@ struct NetState {
   std::string last_error;     // the most recent channel error, one line, "" if none
 };
 
+// Whether the observer could write its store (docs/store.md, "When writes fail"). Written into
+// the store once writes succeed again, and into the health file beside it meanwhile (the store
+// itself cannot say that it cannot be written).
+struct StoreHealth {
+  uint64_t failed_batches = 0;     // passes whose writes failed (each retried at the next), cumulative
+  uint64_t unstored_findings = 0;  // findings held in memory not stored yet (0 once a batch commits)
+  uint64_t ops_unstored = 0;       // operation summaries of failed batches (not retried), cumulative
+  int64_t failing_since_ns = 0;    // first failure of the current run of failures; 0 when writing works
+  std::string last_error;          // the latest failure, one line
+  int64_t updated_ns = 0;          // when this was last written
+};
+
 // Whole-job header (`scout status`).
 struct JobInfo {
   std::string job;
@@ -157,6 +169,9 @@ struct JobInfo {
   uint64_t segments_refused = 0;  // files named like the job's segments that were not read now
   std::string warning;            // one line on what keeps the observer from seeing the job, or ""
   NetState net;                   // the observer network (multi-node jobs)
+  StoreHealth store;              // store writes (filled by the store: the writer and readers)
+  uint64_t rings_refused = 0;     // communicator rings refused: impossible headers or claims beyond
+                                  // the rank-slot bounds (observer/model/limits.h)
 };
 
 }  // namespace scout::obs

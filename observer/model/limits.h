@@ -12,6 +12,11 @@ namespace scout::obs {
 constexpr int kMaxCommRanks = 1 << 18;
 // Rank slots over every distinct communicator of one node's view together (a real node's
 // communicators add up to a few times the job's world size).
-constexpr int64_t kMaxRankSlots = 1 << 19;
+constexpr int64_t kMaxRankSlots = 1 << 20;
+// Rank slots the communicators first claimed by one segment may add (its own budget): a hostile
+// or broken segment exhausts only this, never the job's bound, so the real job is still read. A
+// real process's communicators (world, data-, tensor-, pipeline-, expert-parallel groups) add up
+// to little more than the world size.
+constexpr int64_t kMaxSegmentRankSlots = 1 << 19;
 
 }  // namespace scout::obs

@@ -72,6 +72,8 @@ ParseResult parse_command_line(int argc, const char* const* argv, const config::
                  "checkpoint directory to watch and certify (repeatable; default: SCOUT_CKPT_DIR, ':'-separated)");
   app.add_flag("--ckpt-write-certificate", cl.ckpt_write_certificate,
                "also write scout-certificate.json into each certified checkpoint directory");
+  app.add_option("--ready-fd", cl.ready_fd, "descriptor told 'ready' after the first pass (used by scout run)")
+      ->check(CLI::Range(3, 1 << 20));
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {

@@ -36,6 +36,9 @@ struct CommandLine {
   // repeatable; default: SCOUT_CKPT_DIR split at ':'), and --ckpt-write-certificate.
   std::vector<std::string> ckpt_dirs;
   bool ckpt_write_certificate = false;
+  // --ready-fd N: a descriptor (a pipe from `scout run`) told "ready" after the first pass, or
+  // "ready store-unwritable" when it was kept in memory; -1: none.
+  int ready_fd = -1;
 };
 
 enum class ParseResult { kOk, kHelp, kError };

@@ -8,6 +8,29 @@
 namespace scout::obs {
 
 namespace {
+
+// The sink the after-detect step writes to: everything goes to the observer's sink, but replay
+// cycle records are kept in `held` and put by write() until a batch that stores them commits.
+class HoldReplay : public Sink {
+ public:
+  HoldReplay(Sink& s, std::vector<ReplayCycleRecord>* held) : s_(s), held_(held) {}
+  void put_job(const JobInfo& j) override { s_.put_job(j); }
+  void put_ranks(const std::vector<RankInfo>& r) override { s_.put_ranks(r); }
+  void put_comms(const std::vector<CommInfo>& c) override { s_.put_comms(c); }
+  void put_ops(const std::vector<OpSummary>& o, const std::vector<OpRankTiming>& t) override { s_.put_ops(o, t); }
+  void put_p2p(const std::vector<P2pPairInfo>& p) override { s_.put_p2p(p); }
+  void put_gemm(const std::vector<GemmCaptureInfo>& c, const std::vector<GemmShapeInfo>& g) override {
+    s_.put_gemm(c, g);
+  }
+  void upsert_finding(Finding* f) override { s_.upsert_finding(f); }
+  void put_replay_cycle(ReplayCycleRecord* c) override { held_->push_back(*c); }
+  bool flush() override { return true; }  // the observer's write() flushes
+
+ private:
+  Sink& s_;
+  std::vector<ReplayCycleRecord>* held_;
+};
+
 IngestOptions ingest_options(const ObserverOptions& o) {
   IngestOptions i;
   i.shm_dir = o.shm_dir;
@@ -57,7 +80,9 @@ void Observer::pass(int64_t now_ns) {
   slowlink_.evaluate(model_, now_ns, board_);
   netlink_.pass(model_, now_ns, board_, slowlink_.held_hosts());
   if (after_detect_) {
-    AfterDetectIo io{model_, out.judged, board_, *sink_, now_ns};
+    // Replay cycle records are held by the observer until a batch stores them (write()).
+    HoldReplay hold(*sink_, &unstored_replay_);
+    AfterDetectIo io{model_, out.judged, board_, hold, now_ns};
     after_detect_(io);
   }
   write(now_ns, out);
@@ -100,6 +125,7 @@ void Observer::write(int64_t now_ns, JudgeOutput& out) {
   job.records_lost = is.records.gaps + is.records.before_attach + is.records.lost_inflight;
   job.records_invalid = is.records.invalid;
   job.segments_refused = is.segments_rejected;
+  job.rings_refused = is.rings_rejected;
   job.net = net_;
   if (now_ns - started_ns_ >= opt_.no_segment_grace_ns) job.warning = ingest_.no_segment_reason();
   if (job.warning != warned_) {
@@ -183,8 +209,15 @@ void Observer::write(int64_t now_ns, JudgeOutput& out) {
   if (!pairs.empty()) sink_->put_p2p(pairs);
   write_gemm();
   if (!out.summaries.empty() || !out.timings.empty()) sink_->put_ops(out.summaries, out.timings);
-  board_.flush_to(*sink_);
-  if (!sink_->flush()) {
+  const std::vector<size_t> flushed = board_.flush_to(*sink_);
+  // Replay cycles and findings of a batch the sink could not store are put again at the next
+  // pass (a full disk or a held lock must not lose them for good); operation summaries are not
+  // (the store counts them, StoreHealth::ops_unstored).
+  for (ReplayCycleRecord& c : unstored_replay_) sink_->put_replay_cycle(&c);
+  if (sink_->flush()) {
+    unstored_replay_.clear();
+  } else {
+    board_.unflushed(flushed);
     ranks_written_.clear();
     comms_written_.clear();
     gemm_written_.clear();

@@ -129,6 +129,7 @@ class Observer {
   uint64_t lost_logged_ = 0;  // records_lost at the last write (a rise is logged)
   std::mutex mu_;
   std::map<int, uint64_t> gemm_written_;  // proc id -> change stamp last written
+  std::vector<ReplayCycleRecord> unstored_replay_;  // replay cycles of batches the sink could not store
   // What the Sink holds from the last stored batches (write() puts only what differs).
   std::vector<std::optional<RankInfo>> ranks_written_;  // by proc id
   struct CommRow {

@@ -130,6 +130,8 @@ std::vector<std::pair<int, int>> cross_pairs(const std::vector<NodeMembers>& nod
 CrossStore::CrossStore(std::unique_ptr<net::KeyStore> keys, const std::string& job)
     : keys_(std::move(keys)), base_("scout/" + job + "/replay/") {}
 
+void CrossStore::reconnect(const std::string& spec) { keys_ = net::open_key_store(spec); }
+
 std::string CrossStore::key(uint64_t plan, const std::string& name) const {
   return base_ + "x/" + std::to_string(plan) + "/" + name;
 }

@@ -91,6 +91,11 @@ class CrossStore {
   // Polls for a plan-scoped value every 10 ms until `deadline_ns` (CLOCK_MONOTONIC); nullopt then.
   std::optional<std::string> wait(uint64_t plan, const std::string& name, int64_t deadline_ns);
 
+  // Replaces the connection with a new one to `spec` (net::open_key_store): after the store went
+  // away (a Redis server restarted), calls on the old connection fail for good. Throws as
+  // open_key_store when the store does not answer yet.
+  void reconnect(const std::string& spec);
+
  private:
   std::string key(uint64_t plan, const std::string& name) const;
   std::unique_ptr<net::KeyStore> keys_;

@@ -93,6 +93,9 @@ std::optional<ReplayRequest> take_replay_request(const std::string& prefix, std:
       continue;
     struct stat st;
     if (::fstatat(::dirfd(d), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    // A directory named like a request is not one: it cannot be removed, so taking it would
+    // block every later request and be reported at every pass. Ignored.
+    if (S_ISDIR(st.st_mode)) continue;
     found.emplace_back(int64_t(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec, name);
     if (found.size() >= 1024) break;
   }

@@ -26,9 +26,11 @@ std::string replay_request_prefix(const std::string& store_path);
 bool write_replay_request(const std::string& prefix, const ReplayRequest& r, std::string* error);
 
 // Takes the oldest request file under `prefix` (by modification time, then name): reads it,
-// removes it, and returns it. A file that is not a regular file owned by this user, is larger
-// than 64 KiB or does not parse is removed and reported through *error (the caller logs it);
-// returns nullopt when there is no valid request. Never blocks (O_NONBLOCK|O_NOFOLLOW).
+// removes it, and returns it. A file that is not a regular file owned by this user (a FIFO, a
+// symlink, another user's), is larger than 64 KiB or does not parse is removed and reported
+// through *error (the caller logs it); a directory of that name is ignored (it cannot be removed
+// and is not a request: it never blocks later requests). Returns nullopt when there is no valid
+// request. Never blocks (O_NONBLOCK|O_NOFOLLOW).
 std::optional<ReplayRequest> take_replay_request(const std::string& prefix, std::string* error);
 
 // Whether `id` is a valid request id ([A-Za-z0-9-]{1,64}).

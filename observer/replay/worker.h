@@ -70,6 +70,7 @@ class ReplayWorker {
   // Cross-node cycles (worker_cross.cc): publish this node's members, make the next plan
   // (leader), run this node's ends of a new plan when the slot is idle.
   void cross_tick();
+  void cross_failed(const std::string& what);  // backoff, counted, said at most once a minute
   CycleResult run_cross(const CrossPlan& plan);
   // This node's ends of the plan's admitted pairs, one at a time in the plan's order; samples into
   // *samples, pairs that could not run into adm->inconclusive.
@@ -95,6 +96,8 @@ class ReplayWorker {
   std::function<void(const std::string&)> log_;
   std::unique_ptr<ReplayChannel> channel_;
   std::unique_ptr<CrossStore> cross_;  // null: one node (or no store)
+  uint64_t cross_failures_ = 0;        // consecutive failed store calls or reconnections
+  int64_t cross_backoff_ns_ = 0, cross_retry_ns_ = 0, cross_said_ns_ = 0;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -54,6 +54,24 @@ void add_samples(const nlohmann::json& a, std::vector<replay::Sample>* out, nloh
 }  // namespace
 
 void ReplayWorker::cross_tick() {
+  // After a failure the store is reached again with backoff (1 s doubling to 30 s): a Redis that
+  // restarted closed the old connection for good, so a new one is opened, and what this node
+  // published is published again (the restarted server lost it).
+  if (cross_failures_ > 0) {
+    if (mono_ns() < cross_retry_ns_) return;
+    try {
+      cross_->reconnect(opt_.rdzv);
+    } catch (const std::exception& e) {
+      cross_failed(e.what());
+      return;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    worker_log_.push_back("replay across nodes: the rendezvous store answers again after " +
+                          std::to_string(cross_failures_) + " failed attempts; reconnected");
+    cross_failures_ = 0;
+    cross_backoff_ns_ = 0;
+    to_publish_ = members_;
+  }
   try {
     std::optional<NodeMembers> publish;
     {
@@ -93,9 +111,26 @@ void ReplayWorker::cross_tick() {
     }
     finish(std::move(d));
   } catch (const std::exception& e) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (state_ == CycleState::kPreparing || state_ == CycleState::kRunning) state_ = CycleState::kIdle;
+    }
+    cross_failed(e.what());
+  }
+}
+
+void ReplayWorker::cross_failed(const std::string& what) {
+  constexpr int64_t kFirstBackoffNs = 1'000'000'000, kMaxBackoffNs = 30'000'000'000;
+  cross_backoff_ns_ = cross_backoff_ns_ == 0 ? kFirstBackoffNs : std::min(kMaxBackoffNs, 2 * cross_backoff_ns_);
+  cross_retry_ns_ = mono_ns() + cross_backoff_ns_;
+  cross_failures_++;
+  // Said at the first failure and then at most once a minute (with the count), not at every poll.
+  if (cross_failures_ == 1 || mono_ns() - cross_said_ns_ >= 60'000'000'000) {
+    cross_said_ns_ = mono_ns();
     std::lock_guard<std::mutex> lock(mu_);
-    worker_log_.push_back(std::string("replay across nodes: ") + e.what());
-    if (state_ == CycleState::kPreparing || state_ == CycleState::kRunning) state_ = CycleState::kIdle;
+    worker_log_.push_back("replay across nodes: " + what + " (" + std::to_string(cross_failures_) +
+                          (cross_failures_ == 1 ? " failure" : " failures") + "; reconnecting in " +
+                          std::to_string(cross_backoff_ns_ / 1'000'000'000) + " s)");
   }
 }
 

@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "observer/model/net_state.h"
+#include "observer/store/health.h"
 #include "observer/store/schema.h"
 #include "observer/store/sqlite.h"
 
@@ -61,9 +62,9 @@ std::unique_ptr<StoreReader> StoreReader::open(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) throw Error("no store at " + path);
   if (!S_ISREG(st.st_mode)) throw Error(path + " is not a scout store");
-  auto db = open_db(path, SQLITE_OPEN_READONLY);
+  auto db = open_reader_db(path);
   check_schema(*db);
-  check_integrity(*db);
+  check_integrity_once(*db);
   db->exec("BEGIN");
   return std::unique_ptr<StoreReader>(new StoreReader(std::move(db)));
 }
@@ -117,9 +118,15 @@ std::optional<obs::JobInfo> StoreReader::job() {
     if (k == "records_lost") j.records_lost = n;
     if (k == "records_invalid") j.records_invalid = n;
     if (k == "segments_refused") j.segments_refused = n;
+    if (k == "rings_refused") j.rings_refused = n;
     if (k == "ingest_warning") j.warning = v;
     if (k == "network") j.net = obs::net_state_from_json(parse_json(v, nullptr));
+    if (k == "store_failed_batches") j.store.failed_batches = n;
+    if (k == "store_ops_unstored") j.store.ops_unstored = n;
+    if (k == "store_last_error") j.store.last_error = v;
   }
+  // While the observer cannot write the store, the health file beside it is newer than the store.
+  if (auto h = read_health(db_->path()); h && h->updated_ns > j.updated_ns) j.store = *h;
   return j;
 }
 

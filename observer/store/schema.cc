@@ -1,12 +1,21 @@
 #include "observer/store/schema.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
+
+#include <cctype>
+#include <cstdlib>
+#include <sstream>
+#include <vector>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <string>
 
+#include "common/safe_file.h"
 #include "scout/version.h"
 
 namespace scout::store {
@@ -43,7 +52,8 @@ std::unique_ptr<Db> open_db(const std::string& path, int flags) {
     const std::filesystem::path dir = dir_of(path);
     if (::access(dir.c_str(), W_OK | X_OK) != 0) {
       throw Error("cannot open store " + path + ": directory " + dir.string() + " is not writable (" +
-                  std::strerror(errno) + ")");
+                      std::strerror(errno) + ")",
+                  SQLITE_CANTOPEN);
     }
   }
   auto db = std::make_unique<Db>(path, flags);
@@ -52,7 +62,7 @@ std::unique_ptr<Db> open_db(const std::string& path, int flags) {
   int rc = sqlite3_exec(db->raw(), "PRAGMA user_version", nullptr, nullptr, nullptr);
   if (rc != SQLITE_OK) {
     int primary = rc & 0xff;
-    if (primary == SQLITE_NOTADB) throw Error(path + " is not a scout store (not an SQLite database)");
+    if (primary == SQLITE_NOTADB) throw Error(path + " is not a scout store (not an SQLite database)", primary);
     std::string why = sqlite3_errmsg(db->raw());
     if (primary == SQLITE_CANTOPEN || primary == SQLITE_READONLY || primary == SQLITE_PERM || primary == SQLITE_IOERR) {
       int e = sqlite3_system_errno(db->raw());
@@ -63,9 +73,91 @@ std::unique_ptr<Db> open_db(const std::string& path, int flags) {
         why = "directory " + dir.string() + " is not writable (" + std::strerror(errno) + ")";
       }
     }
-    throw Error("cannot open store " + path + ": " + why);
+    throw Error("cannot open store " + path + ": " + why, primary);
   }
   return db;
+}
+
+namespace {
+
+// "file:" URI of `path` with the characters a URI gives meaning to escaped (RFC 3986), and
+// immutable=1.
+std::string immutable_uri(const std::string& path) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string u = "file:";
+  for (unsigned char c : path) {
+    if (std::isalnum(c) || c == '/' || c == '.' || c == '-' || c == '_' || c == '~') {
+      u += char(c);
+    } else {
+      u += '%';
+      u += hex[c >> 4];
+      u += hex[c & 15];
+    }
+  }
+  return u + "?immutable=1";
+}
+
+bool writable(const std::string& path) {
+  struct statvfs vfs;
+  if (::statvfs(path.c_str(), &vfs) == 0 && (vfs.f_flag & ST_RDONLY)) return false;
+  return ::access(path.c_str(), W_OK) == 0;
+}
+
+std::string cache_file() {
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  if (xdg && *xdg == '/') return std::string(xdg) + "/scout/checked";
+  const char* home = std::getenv("HOME");
+  if (home && *home == '/') return std::string(home) + "/.cache/scout/checked";
+  return "";
+}
+
+}  // namespace
+
+std::unique_ptr<Db> open_reader_db(const std::string& path) {
+  try {
+    return open_db(path, SQLITE_OPEN_READONLY);
+  } catch (const Error& e) {
+    const int c = e.code();
+    const bool ro_cause = c == SQLITE_CANTOPEN || c == SQLITE_READONLY || c == SQLITE_IOERR || c == SQLITE_PERM;
+    if (!ro_cause || (writable(dir_of(path).string()) && writable(path))) throw;
+    auto db = std::make_unique<Db>(path, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, immutable_uri(path));
+    const int rc = sqlite3_exec(db->raw(), "PRAGMA user_version", nullptr, nullptr, nullptr);
+    if (rc != SQLITE_OK) throw;
+    return db;
+  }
+}
+
+void check_integrity_once(Db& db) {
+  struct stat st;
+  const std::string cache = cache_file();
+  if (cache.empty() || ::stat(db.path().c_str(), &st) != 0) {
+    check_integrity(db);
+    return;
+  }
+  const std::string key = std::to_string(uint64_t(st.st_dev)) + " " + std::to_string(uint64_t(st.st_ino)) + " " +
+                          std::to_string(uint64_t(st.st_size));
+  std::string text, err;
+  safe::read_regular(cache, 64 * 1024, &text, &err);
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) {
+    if (l == key) return;  // this file at this size was found intact before
+    if (!l.empty()) lines.push_back(l);
+  }
+  check_integrity(db);
+  lines.push_back(key);
+  constexpr size_t kKeep = 256;
+  if (lines.size() > kKeep) lines.erase(lines.begin(), lines.end() - kKeep);
+  std::string out;
+  for (const auto& l : lines) out += l + "\n";
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(cache).parent_path(), ec);
+  const std::string tmp = cache + "." + std::to_string(::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  const bool ok = ::write(fd, out.data(), out.size()) == ssize_t(out.size());
+  ::close(fd);
+  if (!ok || ::rename(tmp.c_str(), cache.c_str()) != 0) ::unlink(tmp.c_str());
 }
 
 void check_integrity(Db& db) {

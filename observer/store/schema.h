@@ -37,6 +37,18 @@ bool has_table(Db& db, const std::string& name);
 // Used by every opener (StoreReader, StoreWriter); check_schema() is the next step.
 std::unique_ptr<Db> open_db(const std::string& path, int flags);
 
+// Opens the store at `path` for reading: read-only, waiting up to 5 s for a lock (open_db). When
+// that fails because the file or its directory cannot be written (a read-only mount: a WAL store
+// needs its -shm file), opens it again as an immutable database (URI immutable=1: no locks, no
+// -shm; nothing can change it there). Throws Error as open_db.
+std::unique_ptr<Db> open_reader_db(const std::string& path);
+
+// check_integrity at most once per file identity (device, inode) and size: files already found
+// intact are remembered in the user's cache ($XDG_CACHE_HOME/scout/checked, else
+// $HOME/.cache/scout/checked; the last 256), so a CLI call on a large store does not read all of
+// it every time. Without a cache it checks every time.
+void check_integrity_once(Db& db);
+
 // Runs SQLite's quick_check (every page and index entry well-formed). Throws Error
 // "store PATH is damaged (SQLite quick_check: <first problem, on one line>)" otherwise. Cost: one
 // read of the file.

@@ -4,13 +4,13 @@
 
 namespace scout::store {
 
-Db::Db(const std::string& path, int flags) : path_(path) {
-  int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
+Db::Db(const std::string& path, int flags, const std::string& uri) : path_(path) {
+  int rc = sqlite3_open_v2(uri.empty() ? path.c_str() : uri.c_str(), &db_, flags, nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
     sqlite3_close_v2(db_);
     db_ = nullptr;
-    throw Error("cannot open store " + path + ": " + msg);
+    throw Error("cannot open store " + path + ": " + msg, rc & 0xff);
   }
   sqlite3_extended_result_codes(db_, 1);
 }
@@ -19,7 +19,7 @@ Db::~Db() { sqlite3_close_v2(db_); }
 
 void Db::check(int rc, std::string_view what) const {
   if (rc == SQLITE_OK || rc == SQLITE_ROW || rc == SQLITE_DONE) return;
-  throw Error("store " + path_ + ": " + std::string(what) + ": " + sqlite3_errmsg(db_));
+  throw Error("store " + path_ + ": " + std::string(what) + ": " + sqlite3_errmsg(db_), rc & 0xff);
 }
 
 void Db::exec(std::string_view sql) {
@@ -29,7 +29,7 @@ void Db::exec(std::string_view sql) {
   if (rc != SQLITE_OK) {
     std::string msg = err ? err : sqlite3_errstr(rc);
     sqlite3_free(err);
-    throw Error("store " + path_ + ": " + msg);
+    throw Error("store " + path_ + ": " + msg, rc & 0xff);
   }
 }
 
@@ -95,7 +95,7 @@ std::string Stmt::text(int c) const {
   const unsigned char* p = sqlite3_column_text(stmt_, c);
   if (!p) return std::string();
   std::string_view v(reinterpret_cast<const char*>(p), static_cast<size_t>(sqlite3_column_bytes(stmt_, c)));
-  return utf8_valid(v) ? std::string(v) : utf8_clean(v);
+  return text_clean(v, /*keep_lines=*/true);
 }
 
 }  // namespace scout::store

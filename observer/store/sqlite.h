@@ -15,7 +15,21 @@ namespace scout::store {
 // Any store failure: SQLite errors, a file that is not a scout store, a schema mismatch.
 class Error : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  // `code`: SQLite's primary result code (rc & 0xff) when SQLite reported it; 0 for scout's own
+  // checks (not a scout store, another job's store, a newer schema, damage).
+  explicit Error(const std::string& what, int code = 0) : std::runtime_error(what), code_(code) {}
+  int code() const { return code_; }
+  // True when the same operation may succeed later without anyone touching the file: a lock
+  // held by another connection (SQLITE_BUSY, SQLITE_LOCKED), a full disk (SQLITE_FULL), a
+  // read-only or failing file system or directory (SQLITE_READONLY, SQLITE_IOERR,
+  // SQLITE_CANTOPEN, SQLITE_PERM). What the observer retries (docs/store.md, "When writes fail").
+  bool transient() const {
+    return code_ == SQLITE_BUSY || code_ == SQLITE_LOCKED || code_ == SQLITE_FULL || code_ == SQLITE_READONLY ||
+           code_ == SQLITE_IOERR || code_ == SQLITE_CANTOPEN || code_ == SQLITE_PERM;
+  }
+
+ private:
+  int code_ = 0;
 };
 
 // SQLite stores signed 64-bit integers: commHash and fingerprints (uint64) are stored as the
@@ -56,9 +70,10 @@ class Stmt {
   double f64(int c) const;
   // Column c as stored (bytes unchanged; "" for NULL).
   std::string str(int c) const;
-  // Column c as valid UTF-8: every byte that is not part of a well-formed sequence becomes
-  // U+FFFD (common/utf8.h). What readers hand to output, so a hostile or damaged store can never
-  // make a renderer print bytes that are not text.
+  // Column c as valid UTF-8 without control characters other than newline and tab: every byte
+  // that is not part of a well-formed sequence, and every other control character (ESC of a
+  // terminal sequence), becomes U+FFFD (common/utf8.h text_clean). What readers hand to output,
+  // so a hostile or damaged store can never make a renderer print bytes that are not text.
   std::string text(int c) const;
 
  private:
@@ -69,7 +84,8 @@ class Stmt {
 class Db {
  public:
   // Opens `path` with sqlite3_open_v2 `flags` (SQLITE_OPEN_*). Throws Error naming the path.
-  Db(const std::string& path, int flags);
+  // With `uri` (and SQLITE_OPEN_URI in flags), opens that URI instead; messages still name `path`.
+  Db(const std::string& path, int flags, const std::string& uri = "");
   ~Db();
   Db(const Db&) = delete;
   Db& operator=(const Db&) = delete;

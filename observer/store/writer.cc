@@ -7,7 +7,9 @@
 #include <unordered_map>
 
 #include "common/clock.h"
+#include "common/utf8.h"
 #include "observer/model/net_state.h"
+#include "observer/store/health.h"
 #include "observer/store/schema.h"
 #include "observer/store/sqlite.h"
 #include "scout/config.h"
@@ -40,33 +42,44 @@ void guarded(Db& db, F&& body) {
 }  // namespace
 
 std::unique_ptr<StoreWriter> StoreWriter::open(const std::string& path, const WriterOptions& options,
-                                               std::string* error) {
+                                               std::string* error, bool* transient) {
+  if (transient) *transient = false;
   try {
     std::filesystem::path p(path);
     if (p.has_parent_path()) {
       std::error_code ec;
       std::filesystem::create_directories(p.parent_path(), ec);
-      if (ec) throw Error("cannot create directory " + p.parent_path().string() + ": " + ec.message());
+      if (ec)
+        throw Error("cannot create directory " + p.parent_path().string() + ": " + ec.message(), SQLITE_CANTOPEN);
     }
     auto db = open_db(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+    bool created = false;
     if (is_empty(*db)) {
       db->exec("PRAGMA journal_mode = WAL");
       db->exec("BEGIN IMMEDIATE");
       try {
-        create_schema(*db, shm::wall_ns());
+        // Two observers creating one store: the second, holding the write lock now, finds the
+        // first's schema and opens it as an existing store instead of failing on it.
+        if (is_empty(*db)) {
+          create_schema(*db, shm::wall_ns());
+          created = true;
+        }
         db->exec("COMMIT");
       } catch (...) {
-        db->exec("ROLLBACK");
+        try {
+          db->exec("ROLLBACK");
+        } catch (...) {}
         throw;
       }
-    } else {
+    }
+    if (!created) {
       check_schema(*db);
       check_integrity(*db);
       if (!options.job.empty()) {
         Stmt owner(*db, "SELECT job FROM job WHERE id = 1");
         if (owner.step() && owner.str(0) != options.job) {
-          throw Error("store " + path + " belongs to job '" + owner.str(0) + "', not '" + options.job +
-                      "': refused (another job's store is never rewritten)");
+          throw Error("store " + path + " belongs to job '" + printable(owner.str(0)) + "', not '" +
+                      printable(options.job) + "': refused (another job's store is never rewritten)");
         }
       }
       upgrade_schema(*db);
@@ -80,12 +93,24 @@ std::unique_ptr<StoreWriter> StoreWriter::open(const std::string& path, const Wr
     return std::unique_ptr<StoreWriter>(new StoreWriter(std::move(db), options));
   } catch (const Error& e) {
     if (error) *error = e.what();
+    if (transient) *transient = e.transient();
     return nullptr;
   }
 }
 
 StoreWriter::StoreWriter(std::unique_ptr<Db> db, const WriterOptions& options) : db_(std::move(db)), options_(options) {
   if (options_.max_ops <= 0) options_.max_ops = config::load().store_max_ops;
+  health_file_ = std::make_unique<HealthFile>(db_->path());
+  // Counters of an earlier observer of this store carry on (cumulative per store).
+  Stmt m(*db_, "SELECT key, value FROM meta WHERE key IN ('store_failed_batches', 'store_ops_unstored')");
+  while (m.step()) {
+    const uint64_t n = std::strtoull(m.str(1).c_str(), nullptr, 10);
+    if (m.str(0) == "store_failed_batches") health_.failed_batches = n;
+    if (m.str(0) == "store_ops_unstored") health_.ops_unstored = n;
+  }
+  failed_stored_ = health_.failed_batches;
+  health_.updated_ns = shm::wall_ns();
+  health_file_->write(health_);
 }
 
 StoreWriter::~StoreWriter() {
@@ -97,17 +122,73 @@ const std::string& StoreWriter::path() const { return db_->path(); }
 void StoreWriter::fail(const std::string& what) {
   ++stats_.errors;
   batch_failed_ = true;
-  std::string line = "scout store: " + what;
-  if (options_.on_error) {
-    options_.on_error(line);
+  if (first_error_.empty()) first_error_ = what;
+}
+
+namespace {
+void say(const WriterOptions& o, const std::string& line) {
+  if (o.on_error) {
+    o.on_error("scout store: " + line);
   } else {
-    std::fprintf(stderr, "%s\n", line.c_str());
+    std::fprintf(stderr, "scout store: %s\n", line.c_str());
   }
+}
+}  // namespace
+
+void StoreWriter::batch_failed(int64_t now_ns) {
+  constexpr int64_t kSayEveryNs = 60'000'000'000;
+  health_.failed_batches++;
+  health_.unstored_findings = findings_in_batch_;
+  health_.ops_unstored += ops_in_batch_;
+  health_.last_error = first_error_;
+  health_.updated_ns = now_ns;
+  const bool first = health_.failing_since_ns == 0;
+  if (first) health_.failing_since_ns = now_ns;
+  if (first || now_ns - said_ns_ >= kSayEveryNs) {
+    say(options_, (first ? "cannot write the store: " : "store writes still failing (" +
+                                                            std::to_string(health_.failed_batches) + " batches): ") +
+                      first_error_ + "; " + std::to_string(findings_in_batch_) +
+                      " findings kept in memory and written again at every pass");
+    said_ns_ = now_ns;
+  }
+  health_file_->write(health_);
+  findings_in_batch_ = ops_in_batch_ = 0;
+  first_error_.clear();
+}
+
+void StoreWriter::carry(const obs::StoreHealth& before) {
+  health_.failed_batches += before.failed_batches;
+  health_.ops_unstored += before.ops_unstored;
+  health_.failing_since_ns = before.failing_since_ns;
+  health_.last_error = before.last_error;
+  health_.unstored_findings = before.unstored_findings;
+}
+
+void StoreWriter::batch_stored(int64_t now_ns) {
+  if (health_.failing_since_ns != 0) {
+    say(options_, "store writes succeed again after " + std::to_string((now_ns - health_.failing_since_ns) / 1'000'000) +
+                      " ms; the findings kept in memory are stored");
+    health_.failing_since_ns = 0;
+    health_.unstored_findings = 0;
+    health_.updated_ns = now_ns;
+    health_file_->write(health_);
+  }
+  findings_in_batch_ = ops_in_batch_ = 0;
+  first_error_.clear();
 }
 
 void StoreWriter::begin() {
   if (in_batch_) return;
-  db_->exec("BEGIN IMMEDIATE");
+  // A batch that could not begin (the write lock held by another process past the busy timeout)
+  // is not tried again by its next calls: one wait per pass, not one per call.
+  if (!begin_error_.empty()) throw Error(begin_error_, begin_code_);
+  try {
+    db_->exec("BEGIN IMMEDIATE");
+  } catch (const Error& e) {
+    begin_error_ = e.what();
+    begin_code_ = e.code();
+    throw;
+  }
   in_batch_ = true;
 }
 
@@ -135,6 +216,7 @@ void StoreWriter::put_job(const obs::JobInfo& job) {
       put("records_lost", std::to_string(job.records_lost));
       put("records_invalid", std::to_string(job.records_invalid));
       put("segments_refused", std::to_string(job.segments_refused));
+      put("rings_refused", std::to_string(job.rings_refused));
       put("ingest_warning", job.warning);
       if (job.net.present) {
         put("network", obs::to_json(job.net).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
@@ -243,6 +325,7 @@ void StoreWriter::put_p2p(const std::vector<obs::P2pPairInfo>& pairs) {
 }
 
 void StoreWriter::put_ops(const std::vector<obs::OpSummary>& ops, const std::vector<obs::OpRankTiming>& timings) {
+  ops_in_batch_ += ops.size();
   try {
     begin();
     guarded(*db_, [&] {
@@ -419,6 +502,7 @@ void StoreWriter::put_gemm(const std::vector<obs::GemmCaptureInfo>& capture,
 }
 
 void StoreWriter::upsert_finding(obs::Finding* f) {
+  ++findings_in_batch_;
   try {
     begin();
     guarded(*db_, [&] {
@@ -493,6 +577,18 @@ void StoreWriter::put_replay_cycle(obs::ReplayCycleRecord* c) {
   try {
     begin();
     guarded(*db_, [&] {
+      // Put again after a batch that failed: the row of a batch that did commit is kept, not doubled.
+      // The same record is the same cycle, trigger, start and detail (a restarted observer numbers
+      // its cycles from 1 again; an on-demand cycle's detail names its request).
+      const std::string detail = c->detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      Stmt find(*db_,
+                "SELECT id FROM replay_cycles WHERE cycle = ? AND trigger = ? AND started_ns = ? AND ended_ns = ? AND "
+                "outcome = ? AND detail = ?");
+      find.bind(1, int64_t(c->cycle)).bind(2, c->trigger).bind(3, c->started_ns).bind(4, c->ended_ns).bind(5, c->outcome).bind(6, detail);
+      if (find.step()) {
+        c->id = find.i64(0);
+        return;
+      }
       Stmt ins(*db_,
                "INSERT INTO replay_cycles (cycle, trigger, started_ns, ended_ns, outcome, backend, detail) "
                "VALUES (?, ?, ?, ?, ?, ?, ?)");
@@ -502,7 +598,7 @@ void StoreWriter::put_replay_cycle(obs::ReplayCycleRecord* c) {
           .bind(4, c->ended_ns)
           .bind(5, c->outcome)
           .bind(6, c->backend)
-          .bind(7, c->detail.dump())
+          .bind(7, detail)
           .run();
       c->id = db_->last_insert_rowid();
     });
@@ -510,12 +606,29 @@ void StoreWriter::put_replay_cycle(obs::ReplayCycleRecord* c) {
 }
 
 bool StoreWriter::flush() {
+  const int64_t now_ns = shm::wall_ns();
+  begin_error_.clear();
   if (!in_batch_) {
     const bool ok = !batch_failed_;
     batch_failed_ = false;
+    if (ok) {
+      batch_stored(now_ns);
+    } else {
+      ++stats_.failed_batches;
+      batch_failed(now_ns);
+    }
     return ok;
   }
   try {
+    if (health_.failed_batches != failed_stored_) {
+      // The failure counters, as they stand once this batch commits.
+      Stmt m(*db_, "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)");
+      m.bind(1, "store_failed_batches").bind(2, std::to_string(health_.failed_batches)).run();
+      m.reset();
+      m.bind(1, "store_ops_unstored").bind(2, std::to_string(health_.ops_unstored)).run();
+      m.reset();
+      m.bind(1, "store_last_error").bind(2, health_.last_error).run();
+    }
     int64_t max_id = db_->query_int("SELECT max(op_id) FROM ops", 0);
     int64_t cutoff = max_id - options_.max_ops;
     if (cutoff > 0) {
@@ -535,8 +648,14 @@ bool StoreWriter::flush() {
     db_->exec("COMMIT");
     in_batch_ = false;
     ++stats_.batches;
+    failed_stored_ = health_.failed_batches;
     const bool ok = !batch_failed_;  // a call of this batch failed (its own writes were undone)
     batch_failed_ = false;
+    if (ok) {
+      batch_stored(now_ns);
+    } else {
+      batch_failed(now_ns);
+    }
     return ok;
   } catch (const Error& e) {
     try {
@@ -546,6 +665,7 @@ bool StoreWriter::flush() {
     ++stats_.failed_batches;
     fail(std::string("flush: ") + e.what());
     batch_failed_ = false;
+    batch_failed(now_ns);
     return false;
   }
 }

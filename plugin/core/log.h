@@ -36,6 +36,7 @@ enum class Problem : int {
   kNetBadObject,       // NCCL passed the net half an object that is not one of ours
   kNetException,       // an exception escaped into the net ABI layer
   kProxyUntimed,       // ProxyStep events that could not be timed
+  kSegmentTruncated,   // the segment file was truncated under this process (common/write_guard.h)
   kCount
 };
 

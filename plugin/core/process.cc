@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/paths.h"
+#include "common/safe_file.h"
 #include "plugin/core/identity.h"
 #include "plugin/core/log.h"
 #include "plugin/fingerprint/engine.h"
@@ -107,12 +108,25 @@ void stop_gemm_capture(Process* p) {
 
 std::atomic<Process*> g_process{nullptr};
 
+namespace {
+// Said once when the segment was truncated under this process: the job goes on, unobserved
+// (common/write_guard.h; docs/plugin.md, "A segment truncated under the job").
+void note_truncated(Process* p) {
+  if (p->seg && p->seg->detached())
+    log::warn_once(log::Problem::kSegmentTruncated,
+                   "the segment %s was truncated under this process; what it records from now on reaches no "
+                   "observer (the job continues)",
+                   p->seg->path().c_str());
+}
+}  // namespace
+
 void lock_init() { pthread_mutex_lock(&g_init_mu); }
 void unlock_init() { pthread_mutex_unlock(&g_init_mu); }
 
 Process* process_acquire(int abi_version) {
   Process* p = g_process.load(std::memory_order_relaxed);
   if (p != nullptr) {
+    note_truncated(p);
     if (p->seg_hdr->abi_version == 0 && abi_version != 0) p->seg_hdr->abi_version = uint32_t(abi_version);
     return p;
   }
@@ -149,7 +163,9 @@ Process* process_acquire(int abi_version) {
     tables.push_back(
         {shm::kTableProgress, shm::kProgressTableVersion, shm::progress_table_bytes(shm::kProgressEntries)});
   }
-  auto seg = shm::SegmentWriter::create(cfg.shm_dir, sid, max_comms, slots, &err, tables);
+  // The directory is checked without blocking first (a FIFO or file there, common/safe_file.h).
+  std::unique_ptr<shm::SegmentWriter> seg;
+  if (safe::check_directory(cfg.shm_dir, &err)) seg = shm::SegmentWriter::create(cfg.shm_dir, sid, max_comms, slots, &err, tables);
   if (!seg) {
     log::warn_once(log::Problem::kSegmentCreate,
                    "cannot create the shared-memory segment (%s); recording nothing in this "
@@ -200,6 +216,7 @@ Process* process_acquire(int abi_version) {
 void process_release(Process* p) {
   if (p == nullptr) return;
   g_process.store(nullptr, std::memory_order_release);
+  note_truncated(p);
   p->proxy.stop(now_ns());  // NCCL's mask without the window's bits
   if (p->engine != nullptr) fp::Engine::destroy(p->engine);
   stop_gemm_capture(p);

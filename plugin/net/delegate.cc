@@ -2,9 +2,14 @@
 #include "plugin/net/delegate.h"
 
 #include <dlfcn.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+
+#include "common/safe_file.h"
 
 namespace scout::net {
 namespace {
@@ -14,7 +19,33 @@ bool ends_with(const std::string& s, const char* suffix) {
   return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
 }
 
+// dlopen of a FIFO (or a device) blocks in open() forever, in every rank's NCCL init: the file
+// dlopen would read is checked first without blocking (common/safe_file.h), the path itself or,
+// for a bare name, each LD_LIBRARY_PATH directory's file of that name.
+bool loadable(const std::string& name, std::string* last_error) {
+  if (name.find('/') != std::string::npos) {
+    const int fd = safe::open_regular(name, last_error, /*follow=*/true);
+    if (fd < 0) return false;
+    ::close(fd);
+    return true;
+  }
+  const char* dirs = std::getenv("LD_LIBRARY_PATH");
+  for (std::string rest = dirs ? dirs : ""; !rest.empty();) {
+    const size_t colon = rest.find(':');
+    const std::string dir = rest.substr(0, colon);
+    rest = colon == std::string::npos ? "" : rest.substr(colon + 1);
+    const std::string p = (dir.empty() ? "." : dir) + "/" + name;
+    struct stat st;
+    if (::stat(p.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+      *last_error = p + " is not a regular file";
+      return false;
+    }
+  }
+  return true;
+}
+
 void* try_open(const std::string& name, std::string* last_error) {
+  if (!loadable(name, last_error)) return nullptr;
   void* h = ::dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (h == nullptr) {
     const char* e = ::dlerror();

@@ -5,6 +5,9 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <string>
+
+#include "common/safe_file.h"
 
 namespace scout::net {
 
@@ -31,7 +34,9 @@ bool write_truth(const std::string& path, const TruthLine& t) {
   size_t n = truth_json(t, line, sizeof(line) - 1);
   if (n == 0) return false;
   line[n++] = '\n';
-  int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  // A FIFO, device or symlink named by SCOUT_TRUTH is refused without blocking (common/safe_file.h).
+  std::string err;
+  int fd = safe::open_append(path, 0644, &err);
   if (fd < 0) return false;
   bool ok = ::write(fd, line, n) == ssize_t(n);
   ::close(fd);

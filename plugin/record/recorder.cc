@@ -12,6 +12,7 @@
 #include <cstring>
 #include <new>
 
+#include "common/safe_file.h"
 #include "plugin/record/call_log_format.h"
 #include "scout/version.h"
 
@@ -43,9 +44,11 @@ bool write_all(int fd, const char* p, size_t n) {
 
 Recorder* Recorder::open(const std::string& prefix, std::string* error) {
   std::string path = prefix + "." + std::to_string(::getpid()) + ".bin";
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  // A FIFO, device or symlink there is refused without blocking (common/safe_file.h).
+  std::string err;
+  int fd = safe::open_append(path, 0600, &err);
   if (fd < 0) {
-    if (error) *error = "cannot open " + path + ": " + std::strerror(errno);
+    if (error) *error = err;
     return nullptr;
   }
   Recorder* r = new (std::nothrow) Recorder();

@@ -23,6 +23,13 @@ using scout::testing::TempDir;
 constexpr int64_t kSec = 1'000'000'000;
 constexpr int64_t kQuiet = 60 * kSec;
 
+scout::ckpt::ScanOptions opts(bool generic = false) {
+  scout::ckpt::ScanOptions o;
+  o.quiet_ns = kQuiet;
+  o.generic = generic;
+  return o;
+}
+
 void put(const std::string& path, const std::string& text = "x") {
   fs::create_directories(fs::path(path).parent_path());
   std::ofstream(path) << text;
@@ -48,7 +55,7 @@ TEST(Markers, MegatronTorchDistIsCompleteOnlyWithMetadataJson) {
   put(r + "/iter_0000020/metadata.json", "{}");
   put(r + "/iter_0000040/__0_0.distcp");  // half-written: shards only
   put(r + "/latest_checkpointed_iteration.txt", "20");
-  auto v = scan_root(r, now_ns(), kQuiet);
+  auto v = scan_root(r, now_ns(), opts());
   ASSERT_EQ(v.size(), 2u);  // the tracker is not an entry
   const Entry* a = find(v, "iter_0000020");
   ASSERT_NE(a, nullptr);
@@ -68,9 +75,9 @@ TEST(Markers, MegatronLegacyIsCompleteWhenTheTrackerNamesIt) {
   const std::string r = d.path();
   put(r + "/iter_0000300/mp_rank_00/model_optim_rng.pt");
   put(r + "/latest_checkpointed_iteration.txt", "");  // not atomic: empty while being written
-  EXPECT_FALSE(scan_root(r, now_ns(), kQuiet).at(0).complete);
+  EXPECT_FALSE(scan_root(r, now_ns(), opts()).at(0).complete);
   put(r + "/latest_checkpointed_iteration.txt", "300\n");
-  auto v = scan_root(r, now_ns(), kQuiet);
+  auto v = scan_root(r, now_ns(), opts());
   ASSERT_EQ(v.size(), 1u);
   EXPECT_TRUE(v[0].complete);
   EXPECT_EQ(v[0].step, 300);
@@ -85,7 +92,7 @@ TEST(Markers, DcpIsCompleteWithDotMetadata) {
   put(r + "/step-200/__0_0.distcp");
   put(r + "/step-200/.metadata.tmp");  // not renamed yet
   put(r + "/step-100/.metadata");
-  auto v = scan_root(r, now_ns(), kQuiet);
+  auto v = scan_root(r, now_ns(), opts());
   ASSERT_EQ(v.size(), 2u);
   EXPECT_EQ(find(v, "step-100")->framework, "dcp");
   EXPECT_EQ(find(v, "step-100")->step, 100);
@@ -101,7 +108,7 @@ TEST(Markers, DeepSpeedIsCompleteWhenLatestNamesTheTag) {
   put(r + "/global_step20/mp_rank_00_model_states.pt");
   put(r + "/zero_to_fp32.py");
   put(r + "/latest", "global_step20");
-  auto v = scan_root(r, now_ns(), kQuiet);
+  auto v = scan_root(r, now_ns(), opts());
   ASSERT_EQ(v.size(), 2u);
   EXPECT_EQ(find(v, "global_step20")->framework, "deepspeed");
   EXPECT_EQ(find(v, "global_step20")->step, 20);
@@ -116,7 +123,7 @@ TEST(Markers, HfIsCompleteWithTrainerStateAndTakesItsGlobalStep) {
   put(r + "/checkpoint-500/trainer_state.json", "{\"global_step\": 500}");
   put(r + "/checkpoint-600/model.safetensors");
   put(r + "/checkpoint-700/trainer_state.json", "{\"global_st");  // partly written: not JSON
-  auto v = scan_root(r, now_ns(), kQuiet);
+  auto v = scan_root(r, now_ns(), opts());
   ASSERT_EQ(v.size(), 3u);
   EXPECT_EQ(find(v, "checkpoint-500")->framework, "hf");
   EXPECT_EQ(find(v, "checkpoint-500")->step, 500);
@@ -133,28 +140,29 @@ TEST(Markers, NemoIsCompleteOnceTheUnfinishedMarkerIsGone) {
   put(r + "/" + n + "/weights/.metadata");
   put(r + "/" + n + "/weights/metadata.json", "{}");
   put(r + "/" + n + "-unfinished", "");
-  auto v = scan_root(r, now_ns(), kQuiet);
+  auto v = scan_root(r, now_ns(), opts());
   ASSERT_EQ(v.size(), 1u);  // the marker file is not an entry
   EXPECT_EQ(v[0].framework, "nemo");
   EXPECT_EQ(v[0].step, 1000);
   EXPECT_FALSE(v[0].complete);
   fs::remove(r + "/" + n + "-unfinished");
-  v = scan_root(r, now_ns(), kQuiet);
+  v = scan_root(r, now_ns(), opts());
   EXPECT_TRUE(v[0].complete);
   EXPECT_EQ(v[0].marker, r + "/" + n + "/weights/metadata.json");
 }
 
-TEST(Markers, GenericEntryIsCompleteAfterTheQuietTime) {
+TEST(Markers, GenericDirectoryIsCompleteAfterTheQuietTimeOnlyWhenTheGenericRuleIsOn) {
   TempDir d;
   const std::string r = d.path();
-  put(r + "/model_epoch7.bin");
+  put(r + "/model_epoch7/weights.bin");
   const int64_t t = now_ns();
-  auto v = scan_root(r, t, kQuiet);
+  EXPECT_TRUE(scan_root(r, t + kQuiet + kSec, opts()).empty());  // default: markers only
+  auto v = scan_root(r, t, opts(true));
   ASSERT_EQ(v.size(), 1u);
   EXPECT_EQ(v[0].framework, "generic");
   EXPECT_EQ(v[0].step, 7);
   EXPECT_FALSE(v[0].complete);
-  v = scan_root(r, t + kQuiet + kSec, kQuiet);
+  v = scan_root(r, t + kQuiet + kSec, opts(true));
   EXPECT_TRUE(v[0].complete);
 }
 
@@ -165,7 +173,7 @@ TEST(Markers, HalfWrittenKnownLayoutNeverFallsBackToTheQuietRule) {
   put(r + "/checkpoint-40/rng_state_0.pth");
   put(r + "/step-40/__0_0.distcp");
   put(r + "/global_step40/zero_pp_rank_0_mp_rank_00_optim_states.pt");
-  auto v = scan_root(r, now_ns() + 1000 * kQuiet, kQuiet);
+  auto v = scan_root(r, now_ns() + 1000 * kQuiet, opts());
   ASSERT_EQ(v.size(), 4u);
   for (const Entry& e : v) EXPECT_FALSE(e.complete) << e.path << " " << e.framework;
 }

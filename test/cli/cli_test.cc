@@ -635,4 +635,31 @@ TEST_F(Cli, CandidateSaysWhenItWouldVerifyOrThatItCannot) {
       << text;
 }
 
+// One vocabulary once a job died: its communicators are never shown active when every member
+// rank is gone (at least one dead), and explain says beside a suspect that its process is no
+// longer running.
+TEST_F(Cli, DeadJobShowsNoActiveCommunicatorAndExplainSaysTheProcessIsGone) {
+  {
+    std::string err;
+    auto w = scout::store::StoreWriter::open(store_, {}, &err);
+    ASSERT_TRUE(w) << err;
+    std::vector<scout::obs::RankInfo> ranks = scout::store::StoreReader::open(store_)->ranks();
+    for (auto& r : ranks) r.state = r.global_rank < 4 ? "dead" : "exited";
+    w->put_ranks(ranks);
+    ASSERT_TRUE(w->flush());
+  }
+  const std::string status = ok("status");
+  const std::string comms = status.substr(status.find("communicators:"), status.find("findings:") - status.find("communicators:"));
+  EXPECT_EQ(comms,
+            "communicators: 3 (1 hung, 2 dead)\n"
+            "  NAME   HASH                RANKS  NODES  STATE  OPS DONE  LAST PROGRESS  COMPLETED PER FUNCTION\n"
+            "  dp3    0xd3d3d3d3d3d3d3d3      2      2  hung          7  3.60s ago      AllReduce=7\n"
+            "  world  0x1111aaaa2222bbbb      8      2  dead         41  2.30s ago      AllReduce=41\n"
+            "  tp0    0x7a0000000000a0a0      2      1  dead         24  300ms ago      ReduceScatter=12 AllGather=12\n");
+  const std::string e = ok("explain 2");
+  EXPECT_NE(e.find("suspect:\n  rank 3 (node0, pid 1003, GPU GPU-3), comm rank 3; its process is dead\n"),
+            std::string::npos)
+      << e;
+}
+
 }  // namespace

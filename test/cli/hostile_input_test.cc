@@ -327,4 +327,28 @@ TEST_F(HostileInput, CleanRemovesSegmentsOfDeadProcesses) {
                        shm + "\n");
 }
 
+// The second adversarial trial: hidden `.scout.*.new` files (a process killed while creating its
+// segment) were never cleaned. `scout clean` removes those of gone processes, keeps a live one's.
+TEST_F(HostileInput, CleanRemovesHalfCreatedSegmentsOfGoneProcesses) {
+  std::string shm = dir_.path() + "/shm";
+  std::filesystem::create_directories(shm);
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) _exit(0);
+  int st = 0;
+  ::waitpid(child, &st, 0);
+  const std::string gone = shm + "/." + scout::shm::segment_name("cleanjob", "h", child) + ".new";
+  const std::string live = shm + "/." + scout::shm::segment_name("cleanjob", "h", ::getpid()) + ".new";
+  std::ofstream(gone) << std::string(100, 'x');
+  std::ofstream(live) << "x";
+  Result r = scout("clean --dir " + shm);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(gone));
+  EXPECT_TRUE(std::filesystem::exists(live));
+  EXPECT_EQ(r.out, "removed " + gone + " (half-created by pid " + std::to_string(child) +
+                       ", gone)\nscout clean: 0 segments and 1 half-created ones removed (100B), 0 of running "
+                       "processes kept, 0 left alone, in " +
+                       shm + "\n");
+}
+
 }  // namespace

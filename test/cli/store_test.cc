@@ -152,7 +152,7 @@ TEST(Store, RoundTripEveryTable) {
     net.last_round_ns = 210;
     net.rendezvous = "file:/shared/rdzv";
     net.last_error = "observer network: barrier failed";
-    w->put_job({"demo", 2, 0, 111, 222, "scout test", 0, 0, 0, 0, "", net});
+    w->put_job({"demo", 2, 0, 111, 222, "scout test", 0, 0, 0, 0, "", net, {}, 0});
     obs::RankInfo r{5, 1, "node1", 4242, "GPU-5", 1, 1, "/dev/shm/scout.demo.node1.4242", "running", 10, 20};
     w->put_ranks({r});
     obs::CommInfo c;

@@ -124,7 +124,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   if (rc != 0 && rc != 1 && rc != 2) std::abort();
   const std::string e = err.str();
-  if (rc == 2 && (e.rfind("scout: ", 0) != 0 || e.find('\n') != e.size() - 1)) std::abort();
+  // A usage error is one line, "scout: ..." or "scout SUBCOMMAND: ..." (docs/cli.md, "Exit codes and errors").
+  std::string sub = "scout";
+  for (const auto& c : kCommands[data[0] % kCommands.size()])
+    if (c.rfind("--", 0) != 0) sub += " " + c;
+  if (rc == 2 && ((e.rfind("scout: ", 0) != 0 && e.rfind(sub + ": ", 0) != 0) || e.find('\n') != e.size() - 1))
+    std::abort();
   if (utf8_args && !scout::utf8_valid(out.str())) std::abort();
   return 0;
 }

@@ -277,23 +277,62 @@ TEST(IngestLoss, RecordsLostWhileRunningReachTheJobHeader) {
   EXPECT_EQ(h.sink.job().records_read, 40u);
 }
 
-// Row 2: a file claiming many huge communicators cannot make the observer allocate per-rank state
-// beyond its bound; the rings past it are refused with one log line each.
-TEST(IngestBounds, HugeCommunicatorClaimsAreBounded) {
+// Row 2 (first trial): a file claiming many huge communicators cannot make the observer allocate
+// per-rank state beyond its bound; the rings past its own budget are refused, logged once.
+TEST(IngestBounds, HugeCommunicatorClaimsAreBoundedPerSegment) {
   ObserverHarness h(1, 16);
   FakeJob big(h.dir.path(), "job1", 1, "node0", 16, 32, /*first_rank=*/1);
   for (int i = 0; i < 32; ++i) big.add_comm(0x1000 + uint64_t(i), {0}, "huge", 1 << 18, {0}, 1);
   h.pass(kT0);
-  EXPECT_EQ(h.observer->model().comms().size(), 2u);  // 2 x 2^18 rank slots fill the bound
+  EXPECT_EQ(h.observer->model().comms().size(), 2u);  // 2 x 2^18 rank slots fill its budget of 2^19
   EXPECT_EQ(h.observer->ingest_stats().rings_rejected, 30u);
   int refused = 0;
-  for (const auto& l : h.log)
-    refused += l.find("ranks beyond the observer's bound of 524288 rank slots") != std::string::npos;
-  EXPECT_EQ(refused, 30);
-  h.pass(kT0 + kSec);  // logged once per ring
+  for (const auto& l : h.log) refused += l.find("beyond its budget of 524288 rank slots per segment") != std::string::npos;
+  EXPECT_EQ(refused, 1);
+  h.pass(kT0 + kSec);  // said once per segment
   refused = 0;
-  for (const auto& l : h.log) refused += l.find("beyond the observer's bound") != std::string::npos;
-  EXPECT_EQ(refused, 30);
+  for (const auto& l : h.log) refused += l.find("beyond its budget") != std::string::npos;
+  EXPECT_EQ(refused, 1);
+  EXPECT_EQ(h.sink.job().rings_refused, 30u);
+}
+
+// The second adversarial trial: the planted 430 KB segment declaring 32 rings of 262,144 ranks beside
+// a real 8-rank job. The old global bound let it take every rank slot: the job's records went
+// unread and its SDC was missed. Now it exhausts only its own budget, is refused with the reason,
+// and every record of the real job is read and its SDC found.
+TEST(IngestBounds, HostileSegmentExhaustsOnlyItsOwnBudgetAndTheRealJobIsRead) {
+  ObserverHarness h(8, 64);
+  // The hostile segment first in the directory listing (and at the first pass).
+  FakeJob hostile(h.dir.path(), "job1", 1, "node0", 16, 32, /*first_rank=*/100);
+  for (int i = 0; i < 32; ++i) hostile.add_comm(0x9000 + uint64_t(i), {0}, "hostile", 1 << 18, {0}, 1);
+  h.pass(kT0);
+  const int world = h.job.add_comm(0x51, {0, 1, 2, 3, 4, 5, 6, 7}, "world");
+  const int tp = h.job.add_comm(0x52, {0, 1}, "tp0");
+  for (int s = 0; s < 20; ++s) {
+    FakeColl c;
+    c.seq = uint64_t(s);
+    c.t0 = kT0 + (s + 1) * 10 * kMs;
+    c.fp_recv.assign(8, 0x1234 + uint64_t(s));
+    if (s == 12) c.fp_recv[5] = 0xbad;  // rank 5 received different bytes
+    h.job.collective(world, c);
+    FakeColl t;
+    t.seq = uint64_t(s);
+    t.t0 = c.t0;
+    h.job.collective(tp, t);
+  }
+  h.pass(kT0 + kSec);
+  h.pass(kT0 + 8 * kSec);
+  EXPECT_EQ(h.sink.job().records_read, 20u * 8 + 20u * 2);
+  EXPECT_EQ(h.sink.job().records_lost, 0u);
+  EXPECT_EQ(h.sink.job().rings_refused, 30u);
+  const auto sdc = h.findings(obs::FindingKind::kSdc);
+  ASSERT_EQ(sdc.size(), 1u);
+  EXPECT_EQ(suspect_ranks(sdc[0]), std::vector<int>{5});
+  int said = 0;
+  for (const auto& l : h.log)
+    said += l.find("claims a communicator of 262144 ranks beyond its budget of 524288 rank slots per segment") !=
+            std::string::npos;
+  EXPECT_EQ(said, 1);
 }
 
 // Row 7: no segment within the grace period: the observer says why, in its log and the job header.

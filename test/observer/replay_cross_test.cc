@@ -9,6 +9,7 @@
 
 #include "observer/net/key_store.h"
 #include "observer/replay/cross_store.h"
+#include "test/net/proc_util.h"
 #include "test/support/tmpdir.h"
 
 namespace scout::obs {
@@ -272,6 +273,37 @@ TEST(ReplayCross, KeyStorePutOverwrites) {
   k->erase("a/b");
   EXPECT_FALSE(other->has("a/b"));
   EXPECT_EQ(other->get_if("a/b"), std::nullopt);
+}
+
+}  // namespace
+}  // namespace scout::obs
+
+namespace scout::obs {
+namespace {
+
+// The second adversarial trial: after a redis restart the leader's cross-node replay never
+// reconnected ("Server closed the connection" about five times a second). The store's calls fail
+// while redis is down, reconnect() fails while it is still down, and once it is back a new
+// connection works again (the worker calls it with backoff, observer/replay/worker_cross.cc).
+TEST(ReplayCross, ReconnectsToARedisThatRestarted) {
+  TempDir dir;
+  net::testing::RedisServer redis(dir.path());
+  if (!redis.ok()) GTEST_SKIP() << redis.why();
+  const std::string spec = "redis:127.0.0.1:" + std::to_string(redis.port());
+  CrossStore cross{net::open_key_store(spec), "job-1"};
+  cross.put_members(two_nodes()[0]);
+  ASSERT_EQ(cross.members(2).size(), 1u);
+  const int port = redis.port();
+  redis.kill();
+  EXPECT_ANY_THROW(cross.put_members(two_nodes()[0]));
+  EXPECT_ANY_THROW(cross.reconnect(spec));
+  net::testing::RedisServer again(dir.path(), port);
+  ASSERT_TRUE(again.ok()) << again.why();
+  EXPECT_ANY_THROW(cross.members(2));  // the old connection stays closed
+  ASSERT_NO_THROW(cross.reconnect(spec));
+  EXPECT_TRUE(cross.members(2).empty());  // the restarted server lost the keys: published again
+  cross.put_members(two_nodes()[0]);
+  EXPECT_EQ(cross.members(2).size(), 1u);
 }
 
 }  // namespace

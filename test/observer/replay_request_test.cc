@@ -86,6 +86,29 @@ TEST(ReplayRequest, HostileFilesAreRemovedAndReportedNeverTaken) {
   EXPECT_TRUE(std::filesystem::exists("/etc/passwd"));
 }
 
+// The second adversarial trial: a directory named like a request file blocked every later
+// `scout replay run` (taken first, reported at every pass, never removable). It is ignored now:
+// the real request behind it is taken, and nothing is reported for the directory.
+TEST(ReplayRequest, DirectoryNamedLikeARequestIsIgnoredAndDoesNotBlockLaterRequests) {
+  TempDir dir;
+  const std::string prefix = replay_request_prefix(dir.path() + "/node-0.db");
+  ASSERT_TRUE(std::filesystem::create_directory(prefix + "aaa.json"));
+  timespec old[2] = {{1000, 0}, {1000, 0}};
+  ASSERT_EQ(utimensat(AT_FDCWD, (prefix + "aaa.json").c_str(), old, 0), 0);  // the oldest entry
+  std::string err;
+  ASSERT_TRUE(write_replay_request(prefix, {"real", {}, {"gemm"}}, &err)) << err;
+  err.clear();
+  auto r = take_replay_request(prefix, &err);
+  ASSERT_TRUE(r.has_value()) << err;
+  EXPECT_EQ(r->id, "real");
+  EXPECT_EQ(err, "");
+  for (int pass = 0; pass < 3; ++pass) {
+    EXPECT_FALSE(take_replay_request(prefix, &err).has_value());
+    EXPECT_EQ(err, "");  // never reported
+  }
+  EXPECT_TRUE(std::filesystem::is_directory(prefix + "aaa.json"));
+}
+
 TEST(ReplayRequest, InvalidIdIsRefusedAtWrite) {
   TempDir dir;
   std::string err;

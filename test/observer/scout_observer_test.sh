@@ -46,4 +46,15 @@ kill -TERM $pid
 wait $pid; check "SIGTERM" 0 $?
 [ -s "$TMP/state/job-2/node-0.db" ] && echo "ok   SIGTERM left the store" || { echo "FAIL no store after SIGTERM"; fail=1; }
 [ ! -s "$TMP/err" ] && echo "ok   --quiet printed nothing" || { echo "FAIL --quiet printed:"; cat "$TMP/err"; fail=1; }
+
+# The second adversarial trial: a node whose observer never joins was said only in `scout status`.
+# One observer of two waits at the rendezvous: its log says so after 10 s, once.
+"$OBS" --job job-3 --nodes 2 --node-rank 0 --rdzv "file:$TMP/rdzv3" --interval 100 2>"$TMP/err" &
+pid=$!
+for _ in $(seq 1 250); do grep -q "network: not connected for" "$TMP/err" && break; sleep 0.1; done
+sleep 1
+kill -TERM $pid; wait $pid
+n=$(grep -c "network: not connected for" "$TMP/err")
+[ "$n" = 1 ] && echo "ok   a missing node is said in the log: $(grep 'network: not connected' "$TMP/err" | cut -c1-120)" ||
+  { echo "FAIL missing node said $n times:"; cat "$TMP/err"; fail=1; }
 exit $fail

@@ -1,7 +1,11 @@
 // The scout-replay protocol (replay/server.h) over the emulated backend.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+
 #include <algorithm>
+#include <climits>
+#include <cstdio>
 
 #include "replay/emu_backend.h"
 #include "replay/server.h"
@@ -209,3 +213,145 @@ TEST(ReplayServer, LinkEndOfARankThatIsNotAParticipantIsAnError) {
 }
 
 }  // namespace
+
+// The second adversarial trial's hostile requests: each is answered by one error line (the old
+// server aborted with rc 134 on wrong JSON types, turned a 50 KB prepare+run into a 117 MB answer,
+// accepted a 10^6 x 10^6 x 10^6 GEMM and a 2^62-byte link, and overflowed on deadline INT64_MAX).
+namespace hostile {
+
+json parts(int n) {
+  json p = json::array();
+  for (int i = 0; i < n; ++i) p.push_back(to_json(Participant{i, "GPU-sim-node0-" + std::to_string(i), i}));
+  return p;
+}
+
+json prepare(ReplayServer& s, const json& recipes, int nparts = 2, uint64_t cycle = 5) {
+  json ids = json::array();
+  for (const auto& r : recipes) ids.push_back(r.value("id", std::string("?")));
+  json members = json::array();
+  for (int i = 0; i < nparts; ++i) members.push_back(i);
+  return call(s, {{"op", "prepare"},
+                  {"contract", {{"cycle", cycle}, {"recipes", ids}, {"members", members}}},
+                  {"participants", parts(nparts)},
+                  {"recipes", recipes}});
+}
+
+json gemm(int64_t m, int64_t n, int64_t k, const std::string& id = "g") {
+  return {{"id", id}, {"kind", "gemm"}, {"seed", 1}, {"rounds", 2}, {"iters", 1},
+          {"gemm", {{"m", m}, {"n", n}, {"k", k}, {"dtype", "fp32"}}}};
+}
+
+}  // namespace hostile
+
+TEST(ReplayServerHostile, WrongTypesAreOneErrorLineNeverAnAbort) {
+  scout::testing::TempDir dir;
+  EmuBackend backend(dir.path(), "j");
+  ReplayServer server(&backend);
+  ASSERT_EQ(hostile::prepare(server, json::array({hostile::gemm(64, 64, 64)}))["op"], "ready");
+  const std::vector<std::string> lines = {
+      R"({"op":"run","cycle":"x","admitted":[],"deadline_ms":10})",
+      R"({"op":"run","cycle":5,"admitted":"g","deadline_ms":10})",
+      R"({"op":"run","cycle":5,"admitted":[1],"deadline_ms":10})",
+      R"({"op":"run","cycle":5,"admitted":[],"deadline_ms":"soon"})",
+      R"({"op":"link_id","cycle":5,"recipe":"g","role":5})",
+      R"({"op":"link_id","cycle":-1,"recipe":"g","role":"send"})",
+      R"({"op":"link_end","cycle":5,"recipe":["g"],"role":"recv"})",
+      R"({"op":"prepare","contract":{"cycle":"1","recipes":[],"members":[]},"participants":[],"recipes":[]})",
+      R"({"op":"prepare","contract":{"cycle":1,"recipes":[],"members":[]},"participants":[{"global_rank":1e300,"gpu":"x","cuda_dev":0}],"recipes":[]})",
+      R"({"op":"prepare","contract":{"cycle":1,"recipes":[],"members":[]},"participants":{},"recipes":[]})",
+      "{\"op\":\"fl\xff\xfey\"}",
+      R"({"op":7})",
+      R"([1,2,3])",
+  };
+  for (const std::string& l : lines) {
+    bool q = false;
+    std::string out;
+    ASSERT_NO_THROW(out = server.handle(l, &q)) << l;
+    json a = json::parse(out);
+    EXPECT_EQ(a["op"], "error") << l << " -> " << out;
+    EXPECT_FALSE(q);
+  }
+}
+
+TEST(ReplayServerHostile, SizesBeyondTheLimitsAreRefusedWithTheReason) {
+  scout::testing::TempDir dir;
+  EmuBackend backend(dir.path(), "j");
+  ReplayServer server(&backend, uint64_t(2) << 30);  // SCOUT_REPLAY_MAX_MEM 2 GiB
+  json a = hostile::prepare(server, json::array({hostile::gemm(1000000, 1000000, 1000000)}));
+  EXPECT_EQ(a["error"], "recipe: integer out of range 1..65536") << a.dump();
+  a = hostile::prepare(server, json::array({hostile::gemm(65536, 65536, 65536)}));
+  EXPECT_EQ(a["error"],
+            "recipe \"g\" needs 51539607552 bytes, more than the replay memory limit of 2147483648 (SCOUT_REPLAY_MAX_MEM)");
+  json link = {{"id", "link:0->1"}, {"kind", "link"}, {"seed", 1}, {"rounds", 1},
+               {"link", {{"src", 0}, {"dst", 1}, {"bytes", uint64_t(1) << 62}}}};
+  a = hostile::prepare(server, json::array({link}));
+  EXPECT_EQ(a["error"], "recipe \"link:0->1\" needs 4611686018427387904 bytes, more than the replay memory limit of "
+                        "2147483648 (SCOUT_REPLAY_MAX_MEM)");
+  link["link"]["bytes"] = uint64_t(1) << 63;  // int64_t(bytes) was negative: passed the old budget check
+  EXPECT_EQ(hostile::prepare(server, json::array({link}))["op"], "error");
+  // The 50 KB prepare that asked for 2.17 GB of samples: 400 GEMM recipes x 64 GPUs x 16 rounds.
+  json many = json::array();
+  for (int i = 0; i < 400; ++i) {
+    json g = hostile::gemm(16, 16, 16, "g" + std::to_string(i));
+    g["rounds"] = 16;
+    many.push_back(g);
+  }
+  a = hostile::prepare(server, many, 64);
+  EXPECT_EQ(a["error"], "prepare: the recipes would give more than 16384 samples (rounds x GPUs, summed)");
+  // Too many participants.
+  a = hostile::prepare(server, json::array(), 1025);
+  EXPECT_EQ(a["error"], "prepare: at most 1024 participants and 4096 recipes");
+}
+
+TEST(ReplayServerHostile, DeadlineInt64MaxIsClampedAndRunsEveryRecipe) {
+  scout::testing::TempDir dir;
+  EmuBackend backend(dir.path(), "j");
+  ReplayServer server(&backend);
+  ASSERT_EQ(hostile::prepare(server, json::array({hostile::gemm(64, 64, 64)}))["op"], "ready");
+  json res = call(server, {{"op", "run"}, {"cycle", 5}, {"admitted", {"g"}}, {"deadline_ms", INT64_MAX}});
+  ASSERT_EQ(res["op"], "result") << res.dump();
+  ASSERT_EQ(res["samples"].size(), 4u);  // 2 GPUs x 2 rounds
+  for (const auto& s : res["samples"]) EXPECT_EQ(s["status"], "ok") << s.dump();  // none skipped for "deadline"
+  ASSERT_EQ(hostile::prepare(server, json::array({hostile::gemm(64, 64, 64)}))["op"], "ready");
+  res = call(server, {{"op", "run"}, {"cycle", 5}, {"admitted", {"g"}}, {"deadline_ms", INT64_MIN}});
+  ASSERT_EQ(res["op"], "result");
+  for (const auto& s : res["samples"]) EXPECT_EQ(s["reason"], "deadline");  // clamped to 0: already past
+}
+
+// The program itself: a 300 MB line is refused without being held, `--max-mem abc` and `-5` are
+// refused at start, and the answers keep coming (no abort).
+TEST(ReplayServerHostile, ProgramCapsLinesAndValidatesItsFlags) {
+  scout::testing::TempDir dir;
+  const std::string exe = scout::testing::build_path("bin/scout-replay");
+  for (const char* bad : {"abc", "-5", "1", "99999999999999999999999"}) {
+    const std::string cmd = exe + " --job j --shm-dir " + dir.path() + " --max-mem " + bad + " </dev/null 2>&1";
+    FILE* p = ::popen(cmd.c_str(), "r");
+    ASSERT_NE(p, nullptr);
+    char buf[512] = {};
+    const size_t n = std::fread(buf, 1, sizeof(buf) - 1, p);
+    const int st = ::pclose(p);
+    EXPECT_EQ(WEXITSTATUS(st), 2) << bad;
+    EXPECT_NE(std::string(buf, n).find("--max-mem"), std::string::npos) << std::string(buf, n);
+  }
+  // A 300 MB request line, then a valid quit: one error for the line, then "bye"; memory stays
+  // bounded (the line is never held: the process is limited to 256 MB of address space here).
+  const std::string in = dir.path() + "/in";
+  {
+    FILE* f = std::fopen(in.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::string chunk(1 << 20, 'x');
+    std::fputs("{\"op\":\"", f);
+    for (int i = 0; i < 300; ++i) std::fwrite(chunk.data(), 1, chunk.size(), f);
+    std::fputs("\"}\n{\"op\":\"quit\"}\n", f);
+    std::fclose(f);
+  }
+  const std::string cmd = "ulimit -v 262144; " + exe + " --job j --shm-dir " + dir.path() + " <" + in + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof(buf), p)) > 0;) out.append(buf, n);
+  const int st = ::pclose(p);
+  EXPECT_EQ(WEXITSTATUS(st), 0) << out;
+  EXPECT_EQ(out, "{\"op\":\"error\",\"error\":\"request line longer than 1048576 bytes: refused\"}\n{\"op\":\"bye\"}\n");
+}

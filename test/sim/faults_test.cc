@@ -132,15 +132,6 @@ std::vector<std::string> with(std::vector<std::string> extra) {
   return a;
 }
 
-// Without --timeout a job ends a minute after the run it planned (a hang drill does not sit for
-// 10 minutes); --timeout wins, 0 included.
-TEST(SimOptions, DefaultTimeoutIsThePlannedRunPlusAMinute) {
-  EXPECT_DOUBLE_EQ(parse({"--ranks", "2"}).timeout_s, 60.0);
-  EXPECT_DOUBLE_EQ(parse({"--ranks", "2", "--steps", "200", "--step-ms", "50"}).timeout_s, 70.0);
-  EXPECT_DOUBLE_EQ(parse({"--ranks", "2", "--steps", "200", "--step-ms", "50", "--timeout", "5"}).timeout_s, 5.0);
-  EXPECT_DOUBLE_EQ(parse({"--ranks", "2", "--timeout", "0"}).timeout_s, 0.0);
-}
-
 TEST_F(Faults, HealthyRunEveryRankRecordsTheSameKeysAndBytes) {
   SimOptions o = parse(kBase);
   std::vector<Op> ops = run(o);

@@ -183,9 +183,23 @@ int launch(SimOptions o, const std::string& exe) {
     ++running;
   }
 
-  enum class End { kDone, kTimedOut, kSignal, kFailed } end = End::kDone;
+  enum class End { kDone, kTimedOut, kIdle, kSignal, kFailed } end = End::kDone;
   int end_signal = 0, failed_rank = -1;
   const int64_t deadline = o.timeout_s > 0 ? t_start + static_cast<int64_t>(o.timeout_s * 1e9) : 0;
+  // Progress: operations issued by all ranks; a job whose count stops for idle_timeout_s (every
+  // rank blocked behind a hang or a crash) is ended (--idle-timeout, docs/scout-sim.md).
+  const int64_t idle_ns = o.idle_timeout_s > 0 ? static_cast<int64_t>(o.idle_timeout_s * 1e9) : 0;
+  uint64_t last_ops = 0;
+  int64_t last_progress = t_start;
+  auto idle_for = [&](int64_t now) {
+    uint64_t ops = 0;
+    for (int r = 0; r < o.ranks; ++r) ops += fabric->rank_status(r)->ops.load();
+    if (ops != last_ops) {
+      last_ops = ops;
+      last_progress = now;
+    }
+    return now - last_progress;
+  };
   auto reap = [&]() {
     for (;;) {
       int st = 0;
@@ -208,12 +222,18 @@ int launch(SimOptions o, const std::string& exe) {
   while (running > 0 && end == End::kDone) {
     siginfo_t info;
     int sig;
-    if (deadline) {
-      int64_t left = deadline - shm::wall_ns();
+    const int64_t now = shm::wall_ns();
+    if (idle_ns && idle_for(now) >= idle_ns) {
+      end = End::kIdle;
+      break;
+    }
+    if (deadline || idle_ns) {
+      int64_t left = deadline ? deadline - now : INT64_MAX;
       if (left <= 0) {
         end = End::kTimedOut;
         break;
       }
+      if (idle_ns) left = std::min<int64_t>(left, 250'000'000);  // look at progress 4 times a second
       timespec ts{static_cast<time_t>(left / 1000000000), static_cast<long>(left % 1000000000)};
       sig = ::sigtimedwait(&wait_set, &info, &ts);
     } else {
@@ -277,6 +297,13 @@ int launch(SimOptions o, const std::string& exe) {
       code = kExitTimedOut;
       outcome = "timed out after " + std::to_string(static_cast<long long>(o.timeout_s)) + " s" + faults_note();
       break;
+    case End::kIdle: {
+      code = kExitTimedOut;
+      char secs[32];
+      std::snprintf(secs, sizeof(secs), "%g", o.idle_timeout_s);
+      outcome = std::string("no rank issued an operation for ") + secs + " s (--idle-timeout)" + faults_note();
+      break;
+    }
     case End::kSignal:
       code = kExitInterrupted;
       outcome = std::string("interrupted by ") + (end_signal == SIGINT ? "SIGINT" : "SIGTERM") + faults_note();

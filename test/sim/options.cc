@@ -418,9 +418,10 @@ ParseStatus parse_options(int argc, const char* const* argv, SimOptions* out, st
   app.add_option("--step-ms", o.step_ms, "compute time between steps, ms");
   app.add_option("--job", o.job, "job id (exported as SCOUT_JOB_ID); default $SCOUT_JOB_ID, else sim-<pid>");
   app.add_option("--seed", o.seed, "seed of data, unique id and channel choices");
-  CLI::Option* timeout = app.add_option(
-      "--timeout", o.timeout_s,
-      "end the job after S seconds, exit 3 (0: never; default: the planned run, steps x step-ms, plus 60 s)");
+  app.add_option("--timeout", o.timeout_s, "end the job after S seconds, exit 3 (0: never)");
+  app.add_option("--idle-timeout", o.idle_timeout_s,
+                 "end the job once no rank issued an operation for S seconds (a hang or crash drill), exit 3 "
+                 "(0: never)");
   app.add_option("--fault", fault_texts,
                  "KIND:rank=R[,op=N|,step=N][,ms=M][,peer=Q] or pause:rank=R,every=K,s=S; repeatable");
   app.add_option("--truth", o.truth, "ground-truth file (JSON lines); default <job>.truth.jsonl");
@@ -470,8 +471,7 @@ ParseStatus parse_options(int argc, const char* const* argv, SimOptions* out, st
   if (o.steps < 1) return fail("--steps must be >= 1");
   if (o.step_ms < 0) return fail("--step-ms must be >= 0");
   if (o.timeout_s < 0) return fail("--timeout must be >= 0");
-  // A drill that hangs or crashes ends a minute after the run it planned (docs/scout-sim.md).
-  if (timeout->count() == 0) o.timeout_s = kDefaultTimeoutSlackS + double(o.steps) * double(o.step_ms) / 1000.0;
+  if (o.idle_timeout_s < 0) return fail("--idle-timeout must be >= 0");
   if (o.bcast_every < 0) return fail("--bcast-every must be >= 0");
   if (o.ckpt_every < 0) return fail("--ckpt-every must be >= 0");
   if (o.ckpt_every > 0 && o.ckpt_dir.empty()) return fail("--ckpt-every needs --ckpt-dir");

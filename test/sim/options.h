@@ -87,8 +87,9 @@ struct SimOptions {
   int64_t step_ms = 0;          // compute time between steps, ms
   std::string job;              // SCOUT_JOB_ID; empty: $SCOUT_JOB_ID, else "sim-<launcher pid>"
   uint64_t seed = 1;            // data, unique id and channel choices
-  double timeout_s = 600;       // launcher ends the job after this many seconds (0: never); parse_options
-                                // sets steps x step_ms + kDefaultTimeoutSlackS when --timeout is not given
+  double timeout_s = 600;       // launcher ends the job after this many seconds (0: never)
+  double idle_timeout_s = 90;   // ... or once no rank issued an operation for this long (0: never); beyond
+                                // the observer's default hang timeout (60 s), so a drill shows the hang
   std::vector<FaultSpec> faults;
   std::string truth;                     // ground-truth file; empty: "<job>.truth.jsonl" if faults given
   int bcast_every = 10;                  // world Broadcast every this many steps (step % k == 0)
@@ -106,9 +107,6 @@ struct SimOptions {
 };
 
 constexpr int kMaxRanks = 1024;
-// Seconds past the planned run (steps x step-ms) after which a job without --timeout is ended:
-// a hang or crash drill finishes in about a minute (docs/scout-sim.md, "Usage").
-constexpr double kDefaultTimeoutSlackS = 60;
 constexpr uint64_t kMinBytes = 4096;
 constexpr uint64_t kMaxBytes = 1ull << 30;
 

@@ -269,6 +269,23 @@ TEST_F(SimCli, JobIdDefaultsToTheEnvironmentsThenToThePid) {
   EXPECT_EQ(r.out.rfind("scout-sim: job sim-" + std::to_string(p.pid()) + ": 2 ranks", 0), 0u) << r.out;
 }
 
+// A hang drill ends by itself once no rank issues an operation for --idle-timeout seconds (default
+// 90, past the observer's 60 s hang timeout: a drill does not sit for the 600 s of --timeout), exit 3,
+// naming the hung rank.
+TEST_F(SimCli, HangIsEndedWhenNoRankProgressesForTheIdleTimeout) {
+  std::string truth = dir_.path() + "/idle.jsonl";
+  ProcessResult r = run({"--ranks", "4", "--tp", "2", "--steps", "50", "--bytes", "8K", "--fault", "hang:rank=1,op=7",
+                         "--idle-timeout", "2", "--truth", truth, "--job", "idle1"},
+                        30);
+  EXPECT_EQ(r.exit_code, kExitTimedOut) << r.out << r.err;
+  EXPECT_GE(r.seconds, 2.0);
+  EXPECT_LT(r.seconds, 15.0);
+  EXPECT_NE(r.out.find("no rank issued an operation for 2 s (--idle-timeout); hung (fault): rank 1; killed while "
+                       "running: rank 0,2-3, exit 3"),
+            std::string::npos)
+      << r.out;
+}
+
 TEST_F(SimCli, HangIsEndedByTheTimeoutWithExitCode3) {
   std::string truth = dir_.path() + "/hang.jsonl";
   // Rank 1's op 7 is the first DP AllReduce of step 0 (PPF none: pp=1; TP AR, AG, RS, AR = ops

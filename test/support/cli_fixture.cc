@@ -94,7 +94,7 @@ void write_demo_store(const std::string& path) {
   if (!w) throw std::runtime_error(err);
   const int64_t t0 = kFixtureT0;
 
-  w->put_job({"demo", 2, 0, t0, t0 + 12 * kS + 500 * kMs, "scout-fixture", 0, 0, 0, 0, "", {}});
+  w->put_job({"demo", 2, 0, t0, t0 + 12 * kS + 500 * kMs, "scout-fixture", 0, 0, 0, 0, "", {}, {}, 0});
   std::vector<RankInfo> ranks;
   for (int r = 0; r < 8; ++r) {
     RankInfo ri;
