@@ -612,14 +612,18 @@ TEST(Digest, HugeCommunicatorClaimsInAReportAreRefused) {
   EXPECT_FALSE(decode_report(encode_report(r), &back, &err));
   EXPECT_EQ(err, "communicator of -1 ranks outside 0..262144");
 
-  r = sample_report();  // two communicators of the largest size fill the rank-slot bound exactly
+  // Communicators of the largest size (2^18 ranks) fill the rank-slot bound (2^20) exactly.
+  static_assert(obs::kMaxRankSlots % obs::kMaxCommRanks == 0 && obs::kMaxRankSlots / obs::kMaxCommRanks == 4);
+  r = sample_report();
   r.waits.comms[0].nranks = obs::kMaxCommRanks;
-  r.waits.comms.push_back(r.waits.comms[0]);
-  r.waits.comms[1].comm_hash = 0xabd;
+  for (uint64_t h = 0xabd; r.waits.comms.size() < 4; ++h) {
+    r.waits.comms.push_back(r.waits.comms[0]);
+    r.waits.comms.back().comm_hash = h;
+  }
   ASSERT_TRUE(decode_report(encode_report(r), &back, &err)) << err;
-  EXPECT_EQ(back.waits.comms[1].nranks, obs::kMaxCommRanks);
-  r.waits.comms.push_back(r.waits.comms[0]);  // a third goes beyond it
-  r.waits.comms[2].comm_hash = 0xabe;
+  EXPECT_EQ(back.waits.comms[3].nranks, obs::kMaxCommRanks);
+  r.waits.comms.push_back(r.waits.comms[0]);  // a fifth goes beyond it
+  r.waits.comms.back().comm_hash = 0xac1;
   EXPECT_FALSE(decode_report(encode_report(r), &back, &err));
   EXPECT_EQ(err, "communicators beyond the rank-slot bound");
 }
