@@ -5,6 +5,7 @@
 
 #include "common/link_reader.h"
 #include "common/names.h"
+#include "common/progress_reader.h"
 
 namespace scout::shm {
 namespace {
@@ -132,6 +133,8 @@ nlohmann::json op_json(uint32_t ring, const RecordSnapshot& r) {
                       {"state", op_state_name(r.state, Spelling::kRecord)},
                       {"ch_started", r.ch_started},
                       {"ch_stopped", r.ch_stopped},
+                      {"ch_started_mask", hex(r.ch_started_mask)},
+                      {"ch_stopped_mask", hex(r.ch_stopped_mask)},
                       {"gpu_start_ns", r.gpu_start_ns},
                       {"gpu_end_ns", r.gpu_end_ns},
                       {"complete_ns", r.complete_ns},
@@ -178,6 +181,48 @@ nlohmann::json links_json(const LinkTableInfo& i) {
           {"proxy_window_end_ns", i.proxy_window_end_ns},
           {"proxy_steps", i.proxy_steps},
           {"proxy_untimed", i.proxy_untimed}};
+}
+
+nlohmann::json progress_json(const ProgressTableInfo& i) {
+  return {{"type", "progress"},
+          {"capacity", i.capacity},
+          {"claimed", i.claimed},
+          {"request_seq", i.request_seq},
+          {"request_comm_hash", hex(i.request_comm_hash)},
+          {"request_nranks", i.request_nranks},
+          {"request_until_ns", i.request_until_ns},
+          {"trace_state", trace_state_name(i.trace_state)},
+          {"ack_seq", i.ack_seq},
+          {"ack_ns", i.ack_ns},
+          {"trace_comm_hash", hex(i.trace_comm_hash)},
+          {"trace_until_ns", i.trace_until_ns},
+          {"requests", i.requests},
+          {"traced_ops", i.traced_ops},
+          {"dropped_full", i.dropped_full}};
+}
+
+nlohmann::json step_json(const ProgressSnapshot& e) {
+  return {{"type", "step"},
+          {"index", e.index},
+          {"comm_hash", hex(e.comm_hash)},
+          {"comm_nranks", e.comm_nranks},
+          {"comm_rank", e.comm_rank},
+          {"peer", e.peer},
+          {"channel", e.channel},
+          {"dir", progress_dir_name(e.dir)},
+          {"op_gen", e.op_gen},
+          {"op_func", e.op_func},
+          {"op_key", e.op_key == ~0ull ? nlohmann::json(nullptr) : nlohmann::json(e.op_key)},
+          {"n_steps", e.n_steps},
+          {"posted", e.posted},
+          {"gpu_wait", e.gpu_wait},
+          {"peer_wait", e.peer_wait},
+          {"in_net", e.in_net},
+          {"net_done", e.net_done},
+          {"consumed", e.consumed},
+          {"op_stopped", e.op_stopped},
+          {"start_ns", e.start_ns},
+          {"last_ns", e.last_ns}};
 }
 
 nlohmann::json link_json(const LinkSnapshot& l) {
@@ -274,6 +319,16 @@ DumpStats dump_segment(const SegmentReader& r, std::ostream& out, const DumpOpti
         out << link_json(l).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
         st.links++;
       }
+    }
+  }
+  if (const ProgressTableHeader* t = progress_table(r, &cap)) {
+    ProgressTableInfo pi = read_progress_info(t, cap);
+    if (pi.claimed > 0 || pi.request_seq > 0) {  // no lines while nothing was recorded or asked
+      out << progress_json(pi).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+      std::vector<ProgressSnapshot> steps;
+      read_progress(t, cap, &steps);
+      for (const ProgressSnapshot& e : steps)
+        out << step_json(e).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
     }
   }
   return st;

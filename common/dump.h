@@ -41,6 +41,10 @@ struct LinkTableInfo;
 struct LinkSnapshot;
 nlohmann::json links_json(const LinkTableInfo& i);
 nlohmann::json link_json(const LinkSnapshot& l);
+struct ProgressTableInfo;
+struct ProgressSnapshot;
+nlohmann::json progress_json(const ProgressTableInfo& i);  // "progress": the progress table's header
+nlohmann::json step_json(const ProgressSnapshot& e);       // "step": one progress entry
 
 // Prints `r` as JSON lines to `out` (see above). Never throws on segment contents: whatever the
 // reader rejects becomes a gap line. Returns what was printed.

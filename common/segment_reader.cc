@@ -36,8 +36,9 @@ const char* file_type(mode_t m) {
   return "not a regular file";
 }
 
-// The file checks of TrustPolicy, on what fstat() returned for the opened file.
-bool trusted_file(const struct stat& st, const TrustPolicy& trust, std::string* why) {
+}  // namespace
+
+bool trusted_segment_file(const struct stat& st, const TrustPolicy& trust, std::string* why) {
   if (!S_ISREG(st.st_mode)) {
     *why = std::string(file_type(st.st_mode)) + ", not a regular file: refused";
     return false;
@@ -66,8 +67,6 @@ bool trusted_file(const struct stat& st, const TrustPolicy& trust, std::string* 
   }
   return true;
 }
-
-}  // namespace
 
 TrustPolicy TrustPolicy::from_config() {
   TrustPolicy p;
@@ -107,7 +106,7 @@ std::unique_ptr<SegmentReader> SegmentReader::open(const std::string& path, std:
     return fail(std::string("cannot stat: ") + std::strerror(e));
   }
   std::string why;
-  if (!trusted_file(st, trust, &why)) {
+  if (!trusted_segment_file(st, trust, &why)) {
     ::close(fd);
     return fail(why);
   }
@@ -314,6 +313,10 @@ ReadStatus SegmentReader::read(uint32_t ring, uint64_t index, RecordSnapshot* ou
   r.gpu_end_ns = rec->gpu_end_ns.load(std::memory_order_relaxed);
   r.complete_ns = rec->complete_ns.load(std::memory_order_relaxed);
   r.gpu_start_raw = rec->gpu_start_raw.load(std::memory_order_relaxed);
+  // Stops before starts: a channel's start bit is written before its stop bit, so every stop bit
+  // read here has its start bit in the later load.
+  r.ch_stopped_mask = rec->ch_stopped_mask.load(std::memory_order_acquire);
+  r.ch_started_mask = rec->ch_started_mask.load(std::memory_order_acquire);
   // Fingerprints: status words first (acquire), then the payload they vouch for.
   uint64_t sw = rec->fp_send_word.load(std::memory_order_acquire);
   uint64_t rw = rec->fp_recv_word.load(std::memory_order_acquire);
@@ -354,6 +357,8 @@ bool validate_record(const RecordSnapshot& r, std::string* why) {
   if (r.n_channels > 64) return no("more than 64 channels");
   if (r.state > kStateApiOnly) return no("bad state");
   if (r.ch_started > 64 || r.ch_stopped > 64) return no("channel counts out of range");
+  // A channel stops only after it started (its bits are written before the counts).
+  if ((r.ch_stopped_mask & ~r.ch_started_mask) != 0) return no("channel stopped without starting");
   if (r.fp_send_status > kFpTimedOut || r.fp_recv_status > kFpTimedOut) return no("bad fp status");
   if (r.kind == kKindColl && r.func > kFuncAllReduce) return no("collective with a p2p func");
   return true;

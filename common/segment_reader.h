@@ -3,6 +3,8 @@
 // include/scout/shm_format.h). Never writes to the segment.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -37,6 +39,7 @@ struct RecordSnapshot {
   uint16_t ch_started = 0, ch_stopped = 0;
   int64_t gpu_start_ns = 0, gpu_end_ns = 0, complete_ns = 0;
   uint64_t gpu_start_raw = 0;
+  uint64_t ch_started_mask = 0, ch_stopped_mask = 0;  // bit c: KernelCh started / stopped on channel c
   FpStatus fp_send_status = kFpNone, fp_recv_status = kFpNone;
   uint64_t fp_send = 0, fp_recv = 0;
   uint32_t send_nan = 0, send_inf = 0, recv_nan = 0, recv_inf = 0;
@@ -88,6 +91,10 @@ struct TrustPolicy {
   static TrustPolicy from_config();
 };
 
+// The checks of `trust` on what fstat() returned for an opened segment file: regular file, owner,
+// mode 0600, fully allocated. False with a one-line *why.
+bool trusted_segment_file(const struct stat& st, const TrustPolicy& trust, std::string* why);
+
 // Bounds a reader applies before it trusts a header (a hostile file cannot make the reader map
 // or allocate more than this).
 constexpr uint64_t kMaxSegmentBytes = 64ull << 30;
@@ -118,6 +125,10 @@ class SegmentReader {
   // Start of table `id` (shm_format.h, "Tables") if the segment has one with that id, with
   // *version and *bytes set (bounds were validated at open); nullptr otherwise.
   const void* table(uint32_t id, uint32_t* version, uint64_t* bytes) const;
+  // Offset of `t` (a pointer table() returned) from the segment's start, bytes.
+  uint64_t offset_of(const void* t) const {
+    return uint64_t(static_cast<const char*>(t) - reinterpret_cast<const char*>(hdr_));
+  }
   // True while the owner process runs (pid + start time).
   bool owner_alive() const;
   const std::string& path() const { return path_; }

@@ -42,9 +42,12 @@ bool parse_emu_device_name(const std::string& name, std::string* job, std::strin
 }
 
 bool write_emu_device(const std::string& path, const EmuDeviceState& s, std::string* error) {
-  nlohmann::json j = {
-      {"gemm_flip", s.gemm_flip}, {"slow_factor", s.slow_factor}, {"links_in", nlohmann::json::object()}};
-  for (const auto& [peer, l] : s.links_in) j["links_in"][peer] = {{"flip", l.flip}, {"delay_ns", l.delay_ns}};
+  nlohmann::json j = {{"gemm_flip", s.gemm_flip},
+                      {"slow_factor", s.slow_factor},
+                      {"hung", s.hung},
+                      {"links_in", nlohmann::json::object()}};
+  for (const auto& [peer, l] : s.links_in)
+    j["links_in"][peer] = {{"flip", l.flip}, {"delay_ns", l.delay_ns}, {"down", l.down}};
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream f(tmp, std::ios::trunc);
@@ -73,10 +76,11 @@ EmuDeviceState read_emu_device(const std::string& path) {
   s.gemm_flip = j.value("gemm_flip", false);
   s.slow_factor = j.value("slow_factor", 1.0);
   if (s.slow_factor < 1.0) s.slow_factor = 1.0;
+  s.hung = j.value("hung", false);
   if (j.contains("links_in") && j["links_in"].is_object())
     for (const auto& [peer, l] : j["links_in"].items()) {
       if (!l.is_object()) continue;
-      s.links_in[peer] = {l.value("flip", false), l.value("delay_ns", int64_t(0))};
+      s.links_in[peer] = {l.value("flip", false), l.value("delay_ns", int64_t(0)), l.value("down", false)};
     }
   return s;
 }

@@ -1,8 +1,10 @@
 // The emulated GPU of a scout-sim rank (docs/replay.md, "Backends"; docs/scout-sim.md,
-// "Hardware faults"). scout-sim's persistent hardware faults (gpusdc, slowgpu, linksdc, and
-// slowlink on links) change the state of the emulated device of a rank when they start; the
-// emulated replay backend runs recipes "on" that device, so a faulty device computes wrong
-// GEMMs, runs slowly or receives corrupted messages in replay as it does in training. The
+// "Hardware faults"). scout-sim's persistent hardware faults (gpusdc, slowgpu, linksdc, linkdown,
+// nicdown, and slowlink on links; kernelstall when the kernel stops) change the state of the
+// emulated device of a rank when they start; the emulated replay backend runs recipes "on" that
+// device, so a faulty device computes wrong GEMMs, runs slowly or receives corrupted messages in
+// replay as it does in training (a link `down` and a `hung` device are recorded but not acted on
+// by the emulated backend yet). The
 // observer never reads this state: only the emulated backend does, the way a real backend runs
 // on the real GPU.
 //
@@ -19,11 +21,13 @@ namespace scout::replay {
 struct EmuLinkState {
   bool flip = false;     // every message from that sender arrives with one bit flipped
   int64_t delay_ns = 0;  // and this much later
+  bool down = false;     // nothing from that sender ever arrives (linkdown, nicdown)
 };
 
 struct EmuDeviceState {
   bool gemm_flip = false;                        // GEMM outputs (and computed inputs) carry a flipped bit
   double slow_factor = 1.0;                      // kernels take this many times longer
+  bool hung = false;                             // no kernel finishes any more (kernelstall)
   std::map<std::string, EmuLinkState> links_in;  // by the sending GPU's id
 };
 

@@ -45,7 +45,7 @@ namespace scout::shm {
 
 // The first 8 bytes of every segment read "SCOUTSH1" (this value stored little-endian).
 constexpr uint64_t kSegmentMagic = 0x31485354554F4353ull;
-constexpr uint32_t kLayoutVersion = 1;
+constexpr uint32_t kLayoutVersion = 2;  // 2: OpRecord ch_started_mask / ch_stopped_mask
 constexpr uint32_t kSegmentHeaderBytes = 4096;
 constexpr uint32_t kCommHeaderBytes = 1024;
 constexpr uint32_t kRecordBytes = 256;
@@ -169,6 +169,7 @@ enum TableId : uint32_t {
   kTableNone = 0,
   kTableGemmShapes = 1,  // GemmTableHeader + GemmShapeEntry[capacity] (docs/record-format.md)
   kTableLinks = 2,       // LinkTableHeader + LinkEntry[capacity]: per-link network timing
+  kTableProgress = 3,    // ProgressTableHeader + ProgressEntry[capacity]: stuck-collective tracing
 };
 struct TableRef {
   uint32_t id;       // 0   TableId
@@ -299,14 +300,16 @@ struct OpRecord {
   uint32_t reserved1;  // 116
   uint64_t reserved2;  // 120
   // -- line 2: GPU progress (updated in place by the proxy thread) --
-  std::atomic<uint32_t> state;          // 128  OpState
-  std::atomic<uint16_t> ch_started;     // 132  KernelCh starts seen
-  std::atomic<uint16_t> ch_stopped;     // 134  KernelCh stops seen
-  std::atomic<int64_t> gpu_start_ns;    // 136  earliest KernelCh start, wall-clock ns (0: none)
-  std::atomic<int64_t> gpu_end_ns;      // 144  latest KernelCh stop, wall-clock ns (0: none)
-  std::atomic<int64_t> complete_ns;     // 152  CPU time the last KernelCh stop arrived (0: none)
-  std::atomic<uint64_t> gpu_start_raw;  // 160  raw pTimer of the earliest start (diagnostics)
-  uint8_t pad2[192 - 168];              // 168
+  std::atomic<uint32_t> state;            // 128  OpState
+  std::atomic<uint16_t> ch_started;       // 132  KernelCh starts seen
+  std::atomic<uint16_t> ch_stopped;       // 134  KernelCh stops seen
+  std::atomic<int64_t> gpu_start_ns;      // 136  earliest KernelCh start, wall-clock ns (0: none)
+  std::atomic<int64_t> gpu_end_ns;        // 144  latest KernelCh stop, wall-clock ns (0: none)
+  std::atomic<int64_t> complete_ns;       // 152  CPU time the last KernelCh stop arrived (0: none)
+  std::atomic<uint64_t> gpu_start_raw;    // 160  raw pTimer of the earliest start (diagnostics)
+  std::atomic<uint64_t> ch_started_mask;  // 168  bit c: KernelCh started on NCCL channel c
+  std::atomic<uint64_t> ch_stopped_mask;  // 176  bit c: KernelCh stopped on channel c (written before ch_stopped)
+  uint8_t pad2[192 - 184];                // 184
   // -- line 3: fingerprints (written by the fingerprint engine or the GPU) --
   std::atomic<uint64_t> fp_send_word;  // 192  (tag << 8) | FpStatus for the send buffer
   std::atomic<uint64_t> fp_recv_word;  // 200  (tag << 8) | FpStatus for the receive buffer
@@ -545,6 +548,95 @@ constexpr uint64_t link_table_bytes(uint32_t capacity) {
   return kLinkTableHeaderBytes + uint64_t(capacity) * kLinkEntryBytes;
 }
 
+// ----- Progress table (kTableProgress, version 1) -----
+// Where NCCL's network steps of a collective are, per (communicator, channel, peer, direction), and
+// the observer's request to trace one communicator (docs/record-format.md, "Progress table";
+// docs/plugin.md, "Tracing a stuck collective").
+//
+// The header's first cache line is the *request*, the only bytes of a segment a reader writes:
+// the observer fills request_comm_hash, request_nranks and request_until_ns, then increments
+// request_seq (release). The plugin polls request_seq (one relaxed load per NCCL API call); when it
+// changed, it reads the fields (acquire), keeps ProxyOp | ProxyStep in NCCL's activation mask
+// until request_until_ns, and answers in the plugin's half of the header (ack_seq last, release).
+//
+// Entries: one per (communicator, channel, peer comm rank, direction) whose ProxyOps the plugin
+// received (in a ProxyStep window or while traced), claimed with claimed.fetch_add by the
+// communicator's proxy thread, filled, published by storing `state` (release); afterwards only that
+// thread writes it. Each entry describes the latest ProxyOp on its tuple: a new ProxyOp increments
+// `op_gen`, sets op_func / op_key / n_steps / start_ns and zeroes the step counters. Counters are
+// relaxed atomics, each exact on its own.
+constexpr uint32_t kProgressTableVersion = 1;
+constexpr uint32_t kProgressHeaderBytes = 256;
+constexpr uint32_t kProgressEntryBytes = 128;
+constexpr uint32_t kProgressEntries = 1024;  // entries of the table (128 KiB)
+
+// ProgressTableHeader::trace_state.
+enum TraceState : uint32_t {
+  kTraceNone = 0,     // no request acted on yet
+  kTraceActive = 1,   // ProxyOp | ProxyStep kept in the mask for the requested communicator
+  kTraceExpired = 2,  // the request's time is over (bits the trace added are cleared)
+  kTraceNoComm = 3,   // the request names no communicator of this process (nothing traced)
+};
+
+struct ProgressTableHeader {
+  // -- the request: written by the observer only --
+  std::atomic<uint64_t> request_seq;        // 0    incremented after the fields below are written (release)
+  std::atomic<uint64_t> request_comm_hash;  // 8    commHash to trace
+  std::atomic<int64_t> request_until_ns;    // 16   trace until this CLOCK_REALTIME ns
+  std::atomic<int32_t> request_nranks;      // 24   its size (0: any communicator with that hash)
+  uint8_t reserved0[64 - 28];               // 28
+  // -- written by the plugin --
+  uint32_t capacity;                      // 64   entries the table holds
+  uint32_t entry_bytes;                   // 68   kProgressEntryBytes
+  std::atomic<uint32_t> claimed;          // 72   entries claimed (> capacity: the rest dropped)
+  std::atomic<uint32_t> trace_state;      // 76   TraceState
+  std::atomic<uint64_t> ack_seq;          // 80   request_seq the plugin acted on (stored last)
+  std::atomic<int64_t> ack_ns;            // 88   when
+  std::atomic<uint64_t> trace_comm_hash;  // 96   communicator traced (0: none)
+  std::atomic<int64_t> trace_until_ns;    // 104  until
+  std::atomic<uint64_t> requests;         // 112  requests acted on
+  std::atomic<uint64_t> traced_ops;       // 120  ProxyOps recorded in entries
+  std::atomic<uint64_t> dropped_full;     // 128  ProxyOps not recorded: the table was full
+  uint8_t reserved1[256 - 136];           // 136
+};
+
+// ProgressEntry::dir.
+enum ProgressDir : uint8_t { kProgressNone = 0, kProgressSend = 1, kProgressRecv = 2 };
+
+// One (communicator, channel, peer, direction): its latest ProxyOp's steps (docs/nccl-notes.md §3.4).
+struct ProgressEntry {
+  std::atomic<uint32_t> state;    // 0    0 being filled, 1 published
+  uint8_t dir;                    // 4    ProgressDir
+  uint8_t channel;                // 5    NCCL channel id
+  uint16_t reserved0;             // 6
+  uint64_t comm_hash;             // 8
+  int32_t comm_nranks;            // 16
+  int32_t comm_rank;              // 20   this process's rank in it
+  int32_t peer;                   // 24   the peer's comm rank
+  uint32_t reserved1;             // 28
+  std::atomic<uint32_t> op_gen;   // 32   ProxyOps seen on this entry (the latest is op_gen's)
+  std::atomic<uint32_t> n_steps;  // 36   the latest ProxyOp's nSteps
+  std::atomic<uint64_t> op_key;   // 40   its collective's seqNumber (~0: its record is gone)
+  std::atomic<uint32_t> op_func;  // 48   its Func (255 unknown)
+  std::atomic<uint32_t> posted;   // 52   steps started (ProxyStep start)
+  std::atomic<uint32_t>
+      gpu_wait;  // 56   send: SendGPUWait (waiting for the GPU's data); recv: RecvGPUWait (handed to the GPU)
+  std::atomic<uint32_t> peer_wait;  // 60   send: SendPeerWait (data ready, waiting for the peer's buffer); recv: 0
+  std::atomic<uint32_t> in_net;     // 64   send: SendWait (isend accepted); recv: RecvWait (irecv posted)
+  std::atomic<uint32_t>
+      net_done;  // 68   send: stopped after SendWait (the network completed it); recv: RecvFlushWait (received)
+  std::atomic<uint32_t> consumed;    // 72   recv: stopped after RecvGPUWait (the GPU consumed it); send: 0
+  std::atomic<uint32_t> op_stopped;  // 76   1 once the latest ProxyOp stopped
+  std::atomic<int64_t> start_ns;     // 80   the latest ProxyOp's start
+  std::atomic<int64_t> last_ns;      // 88   latest state change of one of its steps
+  uint8_t reserved2[128 - 96];       // 96
+};
+
+// Bytes of the progress table.
+constexpr uint64_t progress_table_bytes(uint32_t capacity) {
+  return kProgressHeaderBytes + uint64_t(capacity) * kProgressEntryBytes;
+}
+
 // ----- helpers shared by writer and reader -----
 
 // Sequence value of a fully written record with ring index `index`.
@@ -597,6 +689,13 @@ static_assert(offsetof(LinkEntry, comm_hash) == 8 && offsetof(LinkEntry, link_id
 static_assert(offsetof(LinkEntry, open_ns) == 56 && offsetof(LinkEntry, transfers) == 80);
 static_assert(offsetof(LinkEntry, faults) == 120 && offsetof(LinkEntry, hist) == 128);
 static_assert(std::is_standard_layout_v<LinkTableHeader> && std::is_standard_layout_v<LinkEntry>);
+static_assert(sizeof(ProgressTableHeader) == kProgressHeaderBytes && sizeof(ProgressEntry) == kProgressEntryBytes);
+static_assert(offsetof(ProgressTableHeader, request_nranks) == 24 && offsetof(ProgressTableHeader, capacity) == 64);
+static_assert(offsetof(ProgressTableHeader, ack_seq) == 80 && offsetof(ProgressTableHeader, dropped_full) == 128);
+static_assert(offsetof(ProgressEntry, comm_hash) == 8 && offsetof(ProgressEntry, op_gen) == 32);
+static_assert(offsetof(ProgressEntry, op_key) == 40 && offsetof(ProgressEntry, posted) == 52);
+static_assert(offsetof(ProgressEntry, consumed) == 72 && offsetof(ProgressEntry, last_ns) == 88);
+static_assert(std::is_standard_layout_v<ProgressTableHeader> && std::is_standard_layout_v<ProgressEntry>);
 static_assert(link_hist_bucket(255) == 0 && link_hist_bucket(256) == 0 && link_hist_bucket(320) == 1);
 static_assert(link_hist_bucket(1024) == 8 && link_hist_floor(8) == 1024 && link_hist_floor(9) == 1280);
 static_assert(link_hist_bucket(~0ull) == kLinkHistBuckets - 1 && link_hist_floor(95) == (7ull << 29));
@@ -638,6 +737,7 @@ static_assert(offsetof(OpRecord, thread) == 112);
 static_assert(offsetof(OpRecord, state) == 128);
 static_assert(offsetof(OpRecord, ch_started) == 132);
 static_assert(offsetof(OpRecord, gpu_start_ns) == 136);
+static_assert(offsetof(OpRecord, ch_started_mask) == 168 && offsetof(OpRecord, ch_stopped_mask) == 176);
 static_assert(offsetof(OpRecord, complete_ns) == 152);
 static_assert(offsetof(OpRecord, fp_send_word) == 192);
 static_assert(offsetof(OpRecord, fp_send) == 208);

@@ -97,14 +97,42 @@ void waiting_lines(EvidenceText& t, const std::string& cls, const nlohmann::json
   }
 }
 
+// The progress sources of a stuck collective (docs/observer.md, "Stuck collectives").
+void stuck_trace(const obs::EvStuckTrace& tr, EvidenceText& t) {
+  if (tr.verdict == "link") {
+    t.line("progress: the link between the suspects stopped delivering (" + tr.source + ")");
+  } else if (tr.verdict == "host") {
+    t.line("progress: the network of host " + tr.host.value_or("?") + " stopped delivering (" + tr.source + ")");
+  } else if (tr.verdict == "gpu") {
+    t.line("progress: the suspects' GPU stopped consuming what it received (" + tr.source + ")");
+  } else {
+    t.line("progress: no source names the transfer that does not arrive" +
+           std::string(tr.source == "none" ? " (no ProxyStep progress of this operation was recorded)" : ""));
+  }
+  if (tr.channels_stuck && !tr.channels_stuck->empty())
+    t.line("channels that never finished on any rank: " + ranks(*tr.channels_stuck) +
+           (tr.channels_done && !tr.channels_done->empty() ? "; finished: " + ranks(*tr.channels_done) : ""));
+  if (tr.requested_ns)
+    t.line("trace asked for at " + t.when(*tr.requested_ns) + "; answered by " + std::to_string(tr.acked.value_or(0)) +
+           " member processes");
+  if (tr.replay) t.line("replay: " + *tr.replay);
+  for (const obs::EvStuckPath& p : tr.paths) {
+    t.line("rank " + std::to_string(p.global_rank) + " " + p.dir + (p.dir == "send" ? " to " : " from ") + "rank " +
+               std::to_string(p.peer) + ", channel " + std::to_string(p.channel) + ": " + p.state + " (steps " +
+               std::to_string(p.steps) + ", posted " + std::to_string(p.posted) + ", in the network " +
+               std::to_string(p.in_net) + ", done " + std::to_string(p.done) + ", to the GPU " + std::to_string(p.gpu) +
+               ", consumed " + std::to_string(p.consumed) + ")",
+           1);
+  }
+}
+
 void hang(const obs::Finding& f, const obs::HangEvidence& e, EvidenceText& t) {
   (void)f;
   if (e.cls == "absent") {
     t.line("class: absent (a participant never arrived)");
   } else if (e.cls == "stuck") {
-    t.line(
-        "class: stuck (every participant started the operation and none can finish; the transfer that never "
-        "arrives is not visible to scout)");
+    t.line("class: stuck (every participant started the operation and none can finish)");
+    if (e.trace) stuck_trace(*e.trace, t);
   } else {
     t.line("class: " + e.cls);
   }
@@ -124,9 +152,8 @@ void hang(const obs::Finding& f, const obs::HangEvidence& e, EvidenceText& t) {
 void stall(const obs::Finding& f, const obs::StallEvidence& e, EvidenceText& t) {
   (void)f;
   if (e.cls == "stuck") {
-    t.line(
-        "class: stuck (every participant started the operation and none has finished; the transfer that "
-        "does not arrive is not visible to scout)");
+    t.line("class: stuck (every participant started the operation and none has finished)");
+    if (e.trace) stuck_trace(*e.trace, t);
   } else {
     t.line("class: " + e.cls + (e.cls == "absent" ? " (a participant has not arrived)" : ""));
   }

@@ -75,6 +75,23 @@ int64_t progress_mark(const Comm& c) {
   return t;
 }
 
+// "; the link between rank 1 (node0) and rank 2 (node1) stopped delivering (its sends never
+// complete)" and the like, for a verdict that names someone; "" otherwise.
+std::string stuck_words(const Model& m, const StuckVerdict& v) {
+  if (v.suspects.empty()) return "";
+  std::string names;
+  for (size_t i = 0; i < v.suspects.size(); ++i) {
+    names += (i == 0 ? "" : i + 1 == v.suspects.size() ? " and " : ", ") + who(m, v.suspects[i]);
+  }
+  if (v.trace.verdict == "host")
+    return "; the network of host " + v.trace.host.value_or("?") +
+           " stopped delivering (every stopped send is to or "
+           "from it): " +
+           names;
+  if (v.trace.verdict == "gpu") return "; the GPU of " + names + " stopped: data it received was never consumed";
+  return "; the link between " + names + " stopped delivering (sends in the network never complete)";
+}
+
 }  // namespace
 
 std::string hang_key(const Comm& c, const OpId& id) {
@@ -302,6 +319,20 @@ void HangDetector::report_stuck(const Model& m, const Comm& c, const WaitGraph& 
   root.comm = ev_comm(c);
   root.op = ev_op(w.op);
   hang.root = std::vector<EvHangRoot>{root};
+  // Where it stopped (stuck_trace.h).
+  StuckVerdict sv = trace_stuck(m, c, w.op);
+  if (auto t = traces_.find(c.key); t != traces_.end()) {
+    sv.trace.requested_ns = t->second;
+    int acked = 0;
+    for (int r : c.known_ranks) {
+      const int p = c.ranks[r].proc;
+      if (p < 0) continue;
+      const shm::ProgressTableInfo& pi = m.proc(p).progress_info;
+      acked += m.proc(p).has_progress && pi.trace_comm_hash == c.key.hash && pi.ack_ns >= t->second;
+    }
+    sv.trace.acked = acked;
+  }
+  hang.trace = sv.trace;
   hang.stalled_ms = to_ms(now_ns - c.last_progress_ns);
   hang.last_progress_ns = c.last_progress_ns;
   hang.timeout_ms = to_ms(cfg_.timeout_ns);
@@ -338,7 +369,8 @@ void HangDetector::report_stuck(const Model& m, const Comm& c, const WaitGraph& 
   if (!ep) return;  // a pause seen before: not again
   Finding f;
   f.kind = stall ? FindingKind::kStall : FindingKind::kHang;
-  f.verdict = Verdict::kInconclusive;
+  f.verdict = sv.suspects.empty() ? Verdict::kInconclusive : Verdict::kAttributed;
+  for (int p : sv.suspects) f.suspects.push_back(suspect_of(m, p, rank_of(c, p)));
   set_comm(f, c);
   f.key = op_key(w.op);
   f.dedup_key = key;
@@ -348,6 +380,7 @@ void HangDetector::report_stuck(const Model& m, const Comm& c, const WaitGraph& 
   if (stall) {
     StallEvidence st = stall_evidence(hang, c.key, *ep, sig, threshold);
     st.blocked_elsewhere = hang.blocked_elsewhere;
+    st.trace = hang.trace;
     f.evidence = to_json(st);
   } else {
     f.evidence = to_json(hang);
@@ -355,6 +388,7 @@ void HangDetector::report_stuck(const Model& m, const Comm& c, const WaitGraph& 
   f.summary =
       what_op(c, w.op) + " is stuck: " + std::to_string(w.waiting.size()) + " ranks started it and none completed";
   if (!stall) f.summary += " for " + seconds(now_ns - c.last_progress_ns);
+  f.summary += stuck_words(m, sv);
   if (!upstream.empty()) f.summary += "; " + std::to_string(upstream.size()) + " more ranks wait on them";
   if (stall) f.summary += stall_words(now_ns - c.last_progress_ns, threshold);
   board.report(f);
@@ -709,12 +743,15 @@ HangDetector::PassGraph HangDetector::collect_waits(const Model& m, int64_t now_
     auto b = bases_.find(k);
     thresholds_[k] = clk.threshold_ns(cfg_.timeout_ns, b == bases_.end() ? ColdBasis{} : b->second);
   }
+  trace_wanted_.clear();
   for (const auto& [k, c] : m.comms()) {
     if (!c.members_known()) continue;
     for (int r = 0; r < int(c.ranks.size()); ++r) member_of_[c.ranks[r].proc].push_back(Membership{&c, r});
     CommWaits w = analyze_waits(c, &m);
+    if (w.cls != "stuck") traces_.erase(k);
     if (w.cls.empty()) continue;
     int64_t idle = now_ns - c.last_progress_ns;
+    if (w.cls == "stuck" && idle >= kTraceAfterNs && !traces_.count(k)) trace_wanted_.push_back(k);
     bool stalled = idle > cfg_.timeout_ns;
     bool soft = !stalled && cfg_.stall && idle > stall_threshold(k);
     for (const WaitEdge& e : w.edges) {

@@ -41,12 +41,17 @@
 #include "observer/detect/comm_waits.h"
 #include "observer/detect/sequence_check.h"
 #include "observer/detect/stall.h"
+#include "observer/detect/stuck_trace.h"
 #include "observer/detect/wait_graph.h"
 #include "observer/model/evidence.h"
 #include "observer/model/finding_board.h"
 #include "observer/model/model.h"
 
 namespace scout::obs {
+
+// A collective stuck this long (every member inside, none completing, no progress) has its
+// members' progress sources opened (docs/observer.md, "Stuck collectives").
+inline constexpr int64_t kTraceAfterNs = 1'000'000'000;
 
 struct HangConfig {
   int64_t timeout_ns = 60'000'000'000;     // --hang-timeout / SCOUT_OBSERVER_HANG_TIMEOUT_S
@@ -82,6 +87,12 @@ class HangDetector {
   // The stall threshold (ns) of communicator `k`: its clock's, at most the hang timeout
   // (docs/observer.md, "Stalls").
   int64_t threshold_ns(const CommKey& k) const { return stall_threshold(k); }
+  // Stuck collectives of the last pass whose progress sources should be opened now (stuck for at
+  // least kTraceAfterNs; docs/observer.md, "Stuck collectives"): the pipeline asks their members'
+  // plugins for a trace (Ingestor::request_trace) and says so with note_trace.
+  const std::vector<CommKey>& trace_wanted() const { return trace_wanted_; }
+  // The observer asked the members of `k` for a trace at `requested_ns` (shown in the evidence).
+  void note_trace(const CommKey& k, int64_t requested_ns) { traces_[k] = requested_ns; }
   // After a pass over `m`: the earliest time (ns, on the clock of `m`) at which a communicator of
   // `m` that ranks wait in, not yet past its stall threshold, passes it before the hang timeout; 0
   // when none (docs/observer-network.md, "Hangs across nodes").
@@ -209,6 +220,8 @@ class HangDetector {
   // True when the cycle is such a pair; fills wrong_comm_.
   bool wrong_comm_cycle(const std::vector<int>& cycle, const WaitGraph& g, const std::vector<ProcEdge>& edges);
   std::map<int, int64_t> blocking_since_;  // dead proc -> first seen blocking peers
+  std::vector<CommKey> trace_wanted_;      // this pass: stuck collectives to trace
+  std::map<CommKey, int64_t> traces_;      // trace requests (note_trace), while their communicator is stuck
   std::set<int> crashed_;                  // procs with a crash finding
 };
 

@@ -58,6 +58,8 @@ void Ingestor::attach_new() {
       s->link_scratch.reserve(s->links_capacity);
       s->link_info.delegate.reserve(sizeof(shm::LinkTableHeader::delegate));
     }
+    s->progress = shm::progress_table(*s->reader, &s->progress_capacity);
+    if (s->progress != nullptr) s->progress_scratch.reserve(s->progress_capacity);
     s->inode = uint64_t(st.st_ino);
     segs_.emplace(path, std::move(s));
     stats_.segments_attached++;
@@ -179,12 +181,23 @@ Ingestor::ReadResult Ingestor::read_segment(Segment& s, Model& model, int64_t no
     s.link_scratch.clear();  // capacity reserved at attach: no allocation here
     shm::read_links(s.links, s.links_capacity, &s.link_scratch);
   }
+  if (s.progress != nullptr) {
+    s.progress_info = shm::read_progress_info(s.progress, s.progress_capacity);
+    s.progress_scratch.clear();  // capacity reserved at attach: no allocation here
+    shm::read_progress(s.progress, s.progress_capacity, &s.progress_scratch);
+  }
   guard.leave();
   publish_tables(s, model);
   return ReadResult::kOk;
 }
 
 void Ingestor::publish_tables(Segment& s, Model& model) {
+  if (s.progress != nullptr) {
+    Proc& pr = model.proc(s.proc);
+    pr.has_progress = true;
+    pr.progress_info = s.progress_info;
+    pr.progress.assign(s.progress_scratch.begin(), s.progress_scratch.end());
+  }
   if (s.links != nullptr) {
     Proc& pr = model.proc(s.proc);
     pr.has_links = true;
@@ -292,6 +305,19 @@ std::string Ingestor::no_segment_reason() const {
   if (!last_rejection_.empty()) return "no segment of job " + opt_.job + " could be read: " + last_rejection_;
   return "no segment of job " + opt_.job + " in " + opt_.shm_dir +
          " (is the plugin loaded? NCCL_PROFILER_PLUGIN, same SCOUT_JOB_ID and SCOUT_SHM_DIR)";
+}
+
+uint64_t Ingestor::request_trace(int proc, const shm::TraceRequest& req, std::string* error) const {
+  for (const auto& [path, s] : segs_) {
+    if (s->proc != proc || !s->reader) continue;
+    if (s->owner_gone) {
+      if (error) *error = path + ": its process is gone: no trace request";
+      return 0;
+    }
+    return shm::request_trace(*s->reader, req, error);
+  }
+  if (error) *error = "no segment of process " + std::to_string(proc) + ": no trace request";
+  return 0;
 }
 
 bool Ingestor::reclaim(const std::string& path) {

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "common/progress_reader.h"
+#include "common/segment_control.h"
 #include "common/segment_reader.h"
 #include "observer/ingest/liveness.h"
 #include "observer/ingest/ring_cursor.h"
@@ -59,6 +61,12 @@ class Ingestor {
     int64_t gone_ns = 0;  // observer time the owner was first seen gone
   };
   std::vector<SegmentView> segments() const;
+
+  // Asks the process of Model proc `proc` (a segment this ingestor reads) to trace `req`'s
+  // communicator: writes the request into its segment's progress table (common/segment_control.h;
+  // docs/plugin.md, "Tracing a stuck collective"). Returns the request's sequence number, or 0 with
+  // a one-line *error (no such segment, no progress table, the file changed).
+  uint64_t request_trace(int proc, const shm::TraceRequest& req, std::string* error) const;
 
   // Unlinks `path` (a segment listed by segments()) and detaches from it. Returns false with a
   // log line if unlink fails (e.g. permissions); the segment is then left alone.
@@ -111,6 +119,11 @@ class Ingestor {
     uint32_t links_capacity = 0;
     shm::LinkTableInfo link_info;
     std::vector<shm::LinkSnapshot> link_scratch;
+    // Progress table (kTableProgress): the same scheme.
+    const shm::ProgressTableHeader* progress = nullptr;
+    uint32_t progress_capacity = 0;
+    shm::ProgressTableInfo progress_info;
+    std::vector<shm::ProgressSnapshot> progress_scratch;
   };
   // Copies the segment's GEMM table into s.gemm_info / s.gemm_scratch (inside the guard).
   static void read_gemm(Segment& s);

@@ -113,6 +113,36 @@ struct EvStallNote {
 
 // Evidence of kind hang; also the `hang` part of a desync (class mismatch or stuck), which has
 // no root / waiting_ranks when the ranks wait in different collectives.
+// One (rank, channel, peer, direction) of a stuck collective as the progress table saw it
+// (docs/observer.md, "Stuck collectives"): its steps posted, in the network, done there, handed to
+// the GPU and consumed by it, and what that says.
+struct EvStuckPath {
+  int global_rank = -1;
+  int peer = -1;    // the peer's global rank (-1 unknown)
+  std::string dir;  // send, recv
+  int channel = 0;
+  int steps = 0;  // the ProxyOp's nSteps
+  int posted = 0, in_net = 0, done = 0, gpu = 0, consumed = 0;
+  int64_t last_ns = 0;  // its latest step state change
+  // "stopped" (a send handed to the network never completes), "gpu" (received data the GPU never
+  // consumes), "starved" (waiting for data that never comes), "done".
+  std::string state;
+};
+
+// What scout found out about a stuck collective from its progress sources (docs/observer.md,
+// "Stuck collectives"): the verdict, where it came from and the paths it rests on.
+struct EvStuckTrace {
+  std::string source;                              // "proxy" (ProxyStep progress), "replay", "none"
+  std::string verdict;                             // "link", "gpu", "host", "none"
+  std::optional<std::string> host;                 // verdict host: the host whose links stopped
+  std::optional<std::vector<int>> channels_stuck;  // channels whose KernelCh never stopped on any rank
+  std::optional<std::vector<int>> channels_done;   // channels that stopped on every rank it started on
+  std::vector<EvStuckPath> paths;                  // stopped and gpu paths first, at most 64
+  std::optional<int64_t> requested_ns;             // when the observer asked the members for a trace
+  std::optional<int> acked;                        // members whose plugin answered the request
+  std::optional<std::string> replay;               // source replay: the cycle's words
+};
+
 struct HangEvidence {
   std::string cls;  // "class": absent, stuck (desync: mismatch)
   std::optional<std::vector<EvHangRoot>> root;
@@ -123,7 +153,8 @@ struct HangEvidence {
   std::optional<std::vector<int>> blocked_elsewhere;  // stuck only
   std::vector<EvWaitEdge> chain;                      // closest to the root first, <= 256
   std::vector<EvCommState> comms;
-  std::optional<EvStallNote> stall;  // the stall this hang was before it reached the timeout
+  std::optional<EvStallNote> stall;   // the stall this hang was before it reached the timeout
+  std::optional<EvStuckTrace> trace;  // class stuck: what its progress sources say
 };
 
 // The threshold rule of a stall in numbers (docs/observer.md, "Stalls").
@@ -156,6 +187,7 @@ struct StallEvidence {
   std::optional<std::vector<int>> blocked_elsewhere;  // stuck only
   std::vector<EvWaitEdge> chain;
   std::vector<EvCommState> comms;
+  std::optional<EvStuckTrace> trace;  // class stuck: what its progress sources say
 };
 
 // Evidence of kind deadlock.
@@ -475,7 +507,16 @@ SCOUT_EVIDENCE_FIELDS(EvHangRoot, opt("global_rank", &S::global_rank), req("reas
 SCOUT_EVIDENCE_FIELDS(HangEvidence, req("class", &S::cls), opt("root", &S::root), req("stalled_ms", &S::stalled_ms),
                       req("last_progress_ns", &S::last_progress_ns), req("timeout_ms", &S::timeout_ms),
                       opt("waiting_ranks", &S::waiting_ranks), opt("blocked_elsewhere", &S::blocked_elsewhere),
-                      req("chain", &S::chain), req("comms", &S::comms), opt("stall", &S::stall))
+                      req("chain", &S::chain), req("comms", &S::comms), opt("stall", &S::stall),
+                      opt("trace", &S::trace))
+SCOUT_EVIDENCE_FIELDS(EvStuckPath, req("global_rank", &S::global_rank), req("peer", &S::peer), req("dir", &S::dir),
+                      req("channel", &S::channel), req("steps", &S::steps), req("posted", &S::posted),
+                      req("in_net", &S::in_net), req("done", &S::done), req("gpu", &S::gpu),
+                      req("consumed", &S::consumed), req("last_ns", &S::last_ns), req("state", &S::state))
+SCOUT_EVIDENCE_FIELDS(EvStuckTrace, req("source", &S::source), req("verdict", &S::verdict), opt("host", &S::host),
+                      opt("channels_stuck", &S::channels_stuck), opt("channels_done", &S::channels_done),
+                      req("paths", &S::paths), opt("requested_ns", &S::requested_ns), opt("acked", &S::acked),
+                      opt("replay", &S::replay))
 SCOUT_EVIDENCE_FIELDS(EvStallNote, req("named_ns", &S::named_ns), req("threshold_ms", &S::threshold_ms))
 SCOUT_EVIDENCE_FIELDS(EvStallRule, req("gaps", &S::gaps), req("p99_ms", &S::p99_ms), req("margin", &S::margin),
                       req("floor_ms", &S::floor_ms), req("cold_ms", &S::cold_ms), req("min_gaps", &S::min_gaps),
@@ -484,7 +525,8 @@ SCOUT_EVIDENCE_FIELDS(StallEvidence, req("class", &S::cls), req("root", &S::root
                       req("last_progress_ns", &S::last_progress_ns), req("threshold_ms", &S::threshold_ms),
                       req("timeout_ms", &S::timeout_ms), req("rule", &S::rule), req("named_ns", &S::named_ns),
                       opt("earlier_ms", &S::earlier_ms), req("waiting_ranks", &S::waiting_ranks),
-                      opt("blocked_elsewhere", &S::blocked_elsewhere), req("chain", &S::chain), req("comms", &S::comms))
+                      opt("blocked_elsewhere", &S::blocked_elsewhere), req("chain", &S::chain), req("comms", &S::comms),
+                      opt("trace", &S::trace))
 SCOUT_EVIDENCE_FIELDS(DeadlockEvidence, req("cycle", &S::cycle), req("comms", &S::comms),
                       req("stalled_ms", &S::stalled_ms), req("timeout_ms", &S::timeout_ms))
 SCOUT_EVIDENCE_FIELDS(EvOpenOp, req("comm", &S::comm), req("op", &S::op), req("state", &S::state))

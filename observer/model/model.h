@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "common/link_reader.h"
+#include "common/progress_reader.h"
 #include "common/segment_reader.h"
 #include "observer/model/job.h"
 
@@ -130,6 +131,11 @@ struct Proc {
   bool has_links = false;
   shm::LinkTableInfo link_info;
   std::vector<shm::LinkSnapshot> links;
+  // Progress table (segment table kTableProgress: where each communicator's network steps are, and
+  // the answer to the observer's trace requests; docs/record-format.md, "Progress table").
+  bool has_progress = false;
+  shm::ProgressTableInfo progress_info;
+  std::vector<shm::ProgressSnapshot> progress;
 };
 constexpr size_t kTimelineLen = 256;
 

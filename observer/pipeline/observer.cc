@@ -75,6 +75,7 @@ void Observer::pass(int64_t now_ns) {
     slowlink_.observe(model_, j);
   }
   hang_.pass(model_, now_ns, board_);
+  request_traces(now_ns);
   straggler_.evaluate(model_, now_ns, board_);
   slowlink_.evaluate(model_, now_ns, board_);
   netlink_.pass(model_, now_ns, board_, slowlink_.held_hosts());
@@ -87,6 +88,28 @@ void Observer::pass(int64_t now_ns) {
   write(now_ns, out);
   reclaim(now_ns);
   if (after_pass_) after_pass_(model_, out, board_, now_ns);
+}
+
+void Observer::request_traces(int64_t now_ns) {
+  for (const CommKey& k : hang_.trace_wanted()) {
+    auto it = model_.comms().find(k);
+    if (it == model_.comms().end()) continue;
+    const shm::TraceRequest req{k.hash, k.nranks, now_ns + opt_.hang.timeout_ns};
+    int asked = 0;
+    for (int r : it->second.known_ranks) {
+      std::string err;
+      const int p = it->second.ranks[r].proc;
+      if (p >= 0 && ingest_.request_trace(p, req, &err) != 0) {
+        ++asked;
+      } else if (!err.empty() && opt_.log && trace_errors_.insert(err).second) {
+        opt_.log("trace request: " + err);
+      }
+    }
+    hang_.note_trace(k, now_ns);
+    if (opt_.log && asked > 0)
+      opt_.log("stuck collective in " + (it->second.name.empty() ? std::string("a communicator") : it->second.name) +
+               ": asked " + std::to_string(asked) + " processes to trace its progress");
+  }
 }
 
 void Observer::write(int64_t now_ns, JudgeOutput& out) {

@@ -27,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -99,7 +100,11 @@ class Observer {
  private:
   void write(int64_t now_ns, JudgeOutput& out);
   void reclaim(int64_t now_ns);
-  void write_gemm();  // GEMM capture rows of processes whose table changed (Sink::put_gemm)
+  void write_gemm();
+  // Opens the progress sources of the collectives the hang detector found stuck: a trace request
+  // to each member's plugin (docs/observer.md, "Stuck collectives"), failures logged once each.
+  void request_traces(int64_t now_ns);
+  std::set<std::string> trace_errors_;  // GEMM capture rows of processes whose table changed (Sink::put_gemm)
 
   ObserverOptions opt_;
   Sink* sink_;

@@ -70,7 +70,10 @@ __attribute__((noinline)) void start_op(Process* p, void* ctx, void** out, const
   }
   if (oc.api != nullptr) c->enqueue_group.store(api.group, std::memory_order_release);
   touch(p, oc.now);
-  if (abi_version == 4) p->proxy.tick(oc.now);  // v4 has no API events (docs/nccl-notes.md §2.5)
+  if (abi_version == 4) {  // v4 has no API events (docs/nccl-notes.md §2.5)
+    p->proxy.tick(oc.now);
+    if (p->progress.pending()) trace_request(p, oc.now);  // the observer's trace request (progress.h)
+  }
   *out = ok ? handle_of(p, HandleType::kOp, op_payload(c->ring_index, index))
             : handle_of(p, HandleType::kInert, kInertIgnore);
 }
@@ -87,8 +90,9 @@ __attribute__((noinline)) void start_api(Process* p, void* ctx, void** out, cons
   c->hdr->api_calls.store(c->hdr->api_calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   c->hdr->last_api_ns.store(now, std::memory_order_relaxed);
   touch(p, now);
-  if (p->gemm != nullptr) p->gemm->tick(now);  // GEMM capture windows (plugin/gemm/capture.h)
-  p->proxy.tick(now);                          // ProxyStep windows (proxy_window.h)
+  if (p->gemm != nullptr) p->gemm->tick(now);        // GEMM capture windows (plugin/gemm/capture.h)
+  p->proxy.tick(now);                                // ProxyStep windows (proxy_window.h)
+  if (p->progress.pending()) trace_request(p, now);  // the observer's trace request (progress.h)
   if (is_p2p && !p->p2p) {
     *out = handle_of(p, HandleType::kInert, kInertIgnore);
     return;
@@ -172,7 +176,7 @@ __attribute__((noinline)) void start_proxy_op(Process* p, void* ctx, void** out,
     log::info_once(log::Problem::kForeignProxy,
                    "ignoring ProxyOp events of another process (PXN); counted in foreign_proxy");
   } else if (CommState* c = comm_from_context(p, ctx)) {
-    *out = proxy_op_start(p, c, d.proxyOp);
+    *out = proxy_op_start(p, c, d.proxyOp, d.parentObj);
     return;
   }
   *out = handle_of(p, HandleType::kInert, kInertIgnore);
@@ -316,7 +320,7 @@ void stop_event(void* handle) {
     }
     case HandleType::kKernelCh: kernelch_stop(p, h.payload); return;
     case HandleType::kProxyStep: proxy_step_stop(p, h.payload); return;
-    case HandleType::kProxyOp:       // all its steps were handled on their own
+    case HandleType::kProxyOp: proxy_op_stop(p, h.payload); return;  // its steps were handled on their own
     case HandleType::kKernelLaunch:  // the launch returned; the fingerprint work was queued at its start
     case HandleType::kApi:           // CollApi/P2pApi stop: the call returned (nothing to record)
     case HandleType::kGroup:         // legacy Group stop

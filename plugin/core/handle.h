@@ -29,8 +29,8 @@ enum class HandleType : uint8_t {
   kOp = 6,            // Coll / P2p / CeColl: ring index + record index (low 36 bits)
   kKernelCh = 7,      // KernelCh: ring index + channel + record index (low 30 bits)
   kInert = 8,         // an event scout chose not to track: its children and stop are ignored
-  kProxyOp = 9,       // ProxyOp in a ProxyStep window: ring, direction, window, peer
-  kProxyStep = 10,    // ProxyStep in a window: ring, step slot, slot generation
+  kProxyOp = 9,       // ProxyOp in a ProxyStep window or a trace: ring, direction, window, entry or peer
+  kProxyStep = 10,    // ProxyStep of such an op: ring, step slot, slot generation
 };
 constexpr HandleType kLastHandleType = HandleType::kProxyStep;
 
@@ -111,17 +111,22 @@ constexpr bool group_captured(uint64_t p) { return (p >> 34) & 1; }
 constexpr bool group_user(uint64_t p) { return (p >> 35) & 1; }
 constexpr uint32_t group_block(uint64_t p) { return uint32_t((p >> 36) & 0xff); }
 
-// ProxyOp: ring (8) << 36 | send << 35 | window (11) << 24 | peer comm rank (24 bits). The window
-// is ProxyWindows::current() >> 1, truncated.
-constexpr uint64_t kProxyPeerMask = (1ull << 24) - 1;
-constexpr uint64_t pop_payload(uint32_t ring, bool send, uint32_t window, uint32_t peer) {
-  return (uint64_t(ring & 0xff) << 36) | (uint64_t(send) << 35) | (uint64_t(window & 0x7ff) << 24) |
-         (peer & kProxyPeerMask);
+// ProxyOp: ring (8) << 36 | send << 35 | timed << 34 | window (11) << 23 | progress << 22 | value
+// (22 bits). `timed`: started in an open ProxyStep window (its steps are timed while the window
+// lasts); the window is ProxyWindows::current() >> 1, truncated. `progress`: value is the index of
+// its progress table entry (progress.h), whose `peer` names the peer; otherwise value is the peer's
+// comm rank.
+constexpr uint64_t kProxyValueMask = (1ull << 22) - 1;
+constexpr uint64_t pop_payload(uint32_t ring, bool send, bool timed, uint32_t window, bool progress, uint32_t value) {
+  return (uint64_t(ring & 0xff) << 36) | (uint64_t(send) << 35) | (uint64_t(timed) << 34) |
+         (uint64_t(window & 0x7ff) << 23) | (uint64_t(progress) << 22) | (value & kProxyValueMask);
 }
 constexpr uint32_t pop_ring(uint64_t p) { return uint32_t((p >> 36) & 0xff); }
 constexpr bool pop_send(uint64_t p) { return (p >> 35) & 1; }
-constexpr uint32_t pop_window(uint64_t p) { return uint32_t((p >> 24) & 0x7ff); }
-constexpr uint32_t pop_peer(uint64_t p) { return uint32_t(p & kProxyPeerMask); }
+constexpr bool pop_timed(uint64_t p) { return (p >> 34) & 1; }
+constexpr uint32_t pop_window(uint64_t p) { return uint32_t((p >> 23) & 0x7ff); }
+constexpr bool pop_progress(uint64_t p) { return (p >> 22) & 1; }
+constexpr uint32_t pop_value(uint64_t p) { return uint32_t(p & kProxyValueMask); }
 
 // ProxyStep: ring (8) << 36 | step slot (12) << 24 | slot generation (24 bits).
 constexpr uint64_t step_payload(uint32_t ring, uint32_t slot, uint32_t gen) {

@@ -118,6 +118,7 @@ void* kernelch_start(Process* p, void* ctx, const abi::DescrV5& d) {
     return inert(p);
   }
   sc.started.store(old | bit, std::memory_order_relaxed);
+  r->ch_started_mask.store(old | bit, std::memory_order_relaxed);
   r->ch_started.store(uint16_t(seen + 1), std::memory_order_relaxed);
   uint64_t ptimer = d.kernelCh.pTimer;
   if (old == 0) {
@@ -168,6 +169,7 @@ void kernelch_stop(Process* p, uint64_t payload) {
     return;
   }
   sc.stopped.store(old | bit, std::memory_order_relaxed);
+  r->ch_stopped_mask.store(old | bit, std::memory_order_relaxed);
   uint32_t stopped = uint32_t(r->ch_stopped.load(std::memory_order_relaxed)) + 1;
   r->ch_stopped.store(uint16_t(stopped), std::memory_order_relaxed);
   uint32_t nch = r->n_channels;

@@ -159,6 +159,10 @@ Process* process_acquire(int abi_version) {
   if (want_links) {
     tables.push_back({shm::kTableLinks, shm::kLinkTableVersion, shm::link_table_bytes(uint32_t(cfg.link_max))});
   }
+  if (cfg.proxy_timing) {
+    tables.push_back(
+        {shm::kTableProgress, shm::kProgressTableVersion, shm::progress_table_bytes(shm::kProgressEntries)});
+  }
   // The directory is checked without blocking first (a FIFO or file there, common/safe_file.h).
   std::unique_ptr<shm::SegmentWriter> seg;
   if (safe::check_directory(cfg.shm_dir, &err))
@@ -194,6 +198,10 @@ Process* process_acquire(int abi_version) {
     } else if (cfg.proxy_timing) {
       p->proxy.configure(p->links.header(), cfg.proxy_window_ms * 1000000, cfg.proxy_budget,
                          uint64_t(cfg.proxy_max_steps));
+      uint64_t pbytes = 0;
+      void* pt = p->seg->table(shm::kTableProgress, &pbytes);
+      if (!p->progress.attach(static_cast<shm::ProgressTableHeader*>(pt), pbytes))
+        log::warn("cannot set up the progress table; stuck-collective tracing off");
     }
     apply_net_memo(p);
   }

@@ -17,6 +17,7 @@
 #include "plugin/core/comm.h"
 #include "plugin/core/handle.h"
 #include "plugin/core/link_table.h"
+#include "plugin/core/progress.h"
 #include "plugin/core/proxy_window.h"
 #include "scout/config.h"
 
@@ -42,6 +43,7 @@ struct Process {
   gemm::Capture* gemm = nullptr;
   LinkTable links;         // link table (SCOUT_PROXY_TIMING=1 or SCOUT_NET_DELEGATE set); header() null if none
   ProxyWindows proxy;      // ProxyStep windows (SCOUT_PROXY_TIMING=1 with a link table)
+  ProgressTable progress;  // progress table and trace requests (SCOUT_PROXY_TIMING=1); header() null if none
   int global_rank = -1;    // identity (identity.h), also carried in net listen handles
   uint64_t host_hash = 0;  // FNV-1a 64 of the host name
   std::atomic<bool> fp_any{false};  // some communicator has fingerprints (group hooks needed)

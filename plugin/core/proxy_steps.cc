@@ -6,6 +6,7 @@
 #include "plugin/core/handle.h"
 #include "plugin/core/link_table.h"
 #include "plugin/core/process.h"
+#include "plugin/core/progress.h"
 
 namespace scout::core {
 namespace {
@@ -16,6 +17,77 @@ enum ProxySlotState : uint8_t {
   kSlotTiming = 2,   // SendWait / RecvWait seen: t0 set
   kSlotTimed = 3,    // recv: RecvFlushWait added it to the link
 };
+
+// ProxyStepSlot::seen: the progress states counted for the step (each once).
+enum SeenBits : uint8_t {
+  kSeenGpu = 1,   // SendGPUWait / RecvGPUWait
+  kSeenPeer = 2,  // SendPeerWait
+  kSeenNet = 4,   // SendWait / RecvWait
+  kSeenDone = 8,  // send stopped after SendWait / RecvFlushWait
+};
+
+// Single-writer increment of a progress counter (its proxy thread only).
+inline void inc(std::atomic<uint32_t>& a) { a.store(a.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
+
+// The progress entry a step's slot follows, or null when there is none or a newer ProxyOp took it.
+inline shm::ProgressEntry* live_prog(const ProxyStepSlot* s) {
+  if (s->prog == nullptr || s->prog->op_gen.load(std::memory_order_relaxed) != s->prog_gen) return nullptr;
+  return s->prog;
+}
+
+// Counts progress state `bit` of a step into `e` (once per step), at `now`.
+inline void progress(ProxyStepSlot* s, shm::ProgressEntry* e, uint8_t bit,
+                     std::atomic<uint32_t> shm::ProgressEntry::*counter, int64_t now) {
+  if (e == nullptr || (s->seen & bit)) return;
+  s->seen |= bit;
+  inc(e->*counter);
+  e->last_ns.store(now, std::memory_order_relaxed);
+}
+
+// The progress entry of (channel, peer, direction) of `c`, claimed on first use; null when the
+// table is full, absent, or the communicator's tuples fill its slots.
+shm::ProgressEntry* progress_of(Process* p, CommState* c, uint32_t channel, uint32_t peer, bool send) {
+  if (p->progress.header() == nullptr) return nullptr;
+  const uint64_t key = (uint64_t(channel & 0xff) << 40) | (uint64_t(send ? 1 : 2) << 32) | uint64_t(peer + 1);
+  ProxyComm* pc = c->proxy;
+  uint32_t h = uint32_t((key * 0x9E3779B97F4A7C15ull) >> 56) & (kProgressSlots - 1);
+  for (uint32_t n = 0; n < kProgressSlots; ++n, h = (h + 1) & (kProgressSlots - 1)) {
+    ProgressSlot& sl = pc->prog[h];
+    if (sl.key == key) return sl.index != 0 ? p->progress.entry(sl.index - 1) : nullptr;
+    if (sl.key != 0) continue;
+    const int32_t i = p->progress.claim(c->comm_hash, c->nranks, c->rank, int32_t(peer), uint8_t(channel),
+                                        send ? shm::kProgressSend : shm::kProgressRecv);
+    sl.key = key;
+    sl.index = i >= 0 ? uint32_t(i) + 1 : 0;
+    return i >= 0 ? p->progress.entry(uint32_t(i)) : nullptr;
+  }
+  return nullptr;
+}
+
+// A new ProxyOp on `e`: the operation of record `parent` (a Coll/P2p handle of `c`), zeroed steps.
+void progress_op(Process* p, CommState* c, shm::ProgressEntry* e, const abi::ProxyOpDescr& d, void* parent,
+                 int64_t now) {
+  uint64_t key = ~0ull;
+  uint32_t func = 255;
+  Decoded par = decode(parent, p->salt);
+  if (par.type == HandleType::kOp && op_ring(par.payload) == c->ring_index) {
+    uint64_t index = 0;
+    if (const shm::OpRecord* r = c->rw.find(op_index_low(par.payload), kOpIndexBits, &index)) {
+      key = r->key;
+      func = r->func;
+    }
+  }
+  e->op_gen.store(e->op_gen.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  e->op_key.store(key, std::memory_order_relaxed);
+  e->op_func.store(func, std::memory_order_relaxed);
+  e->n_steps.store(d.nSteps > 0 ? uint32_t(d.nSteps) : 0, std::memory_order_relaxed);
+  for (std::atomic<uint32_t>* a :
+       {&e->posted, &e->gpu_wait, &e->peer_wait, &e->in_net, &e->net_done, &e->consumed, &e->op_stopped})
+    a->store(0, std::memory_order_relaxed);
+  e->start_ns.store(now, std::memory_order_relaxed);
+  e->last_ns.store(now, std::memory_order_relaxed);
+  p->progress.header()->traced_ops.fetch_add(1, std::memory_order_relaxed);
+}
 
 // Marks a (peer, direction) whose entry could not be claimed (table full): not claimed again.
 shm::LinkEntry* const kNoEntry = reinterpret_cast<shm::LinkEntry*>(uintptr_t(1));
@@ -75,17 +147,35 @@ void proxy_comm_free(ProxyComm* pc) {
   delete pc;
 }
 
-void* proxy_op_start(Process* p, CommState* c, const abi::ProxyOpDescr& d) {
+void* proxy_op_start(Process* p, CommState* c, const abi::ProxyOpDescr& d, void* parent) {
   uint32_t cur = p->proxy.current();
-  if (c->proxy == nullptr || !ProxyWindows::is_open(cur)) {
-    c->hdr->ignored_events.fetch_add(1, std::memory_order_relaxed);  // outside a window
+  const bool window = ProxyWindows::is_open(cur);
+  if (c->proxy == nullptr || (!window && c->proxy->traced.load(std::memory_order_relaxed) == 0)) {
+    c->hdr->ignored_events.fetch_add(1, std::memory_order_relaxed);  // outside a window and not traced
     return inert(p);
   }
-  if (d.peer < 0 || d.peer >= c->nranks) {
+  if (d.peer < 0 || d.peer >= c->nranks || uint64_t(d.peer) > kProxyValueMask) {
     count_bad_handle(p, c);  // a peer outside the communicator: nothing to name
     return inert(p);
   }
-  return handle_of(p, HandleType::kProxyOp, pop_payload(c->ring_index, d.isSend != 0, cur >> 1, uint32_t(d.peer)));
+  const bool send = d.isSend != 0;
+  shm::ProgressEntry* e = progress_of(p, c, uint32_t(d.channelId), uint32_t(d.peer), send);
+  if (e != nullptr) {
+    progress_op(p, c, e, d, parent, now_ns());
+    const uint32_t index = uint32_t(e - p->progress.entry(0));
+    return handle_of(p, HandleType::kProxyOp, pop_payload(c->ring_index, send, window, cur >> 1, true, index));
+  }
+  if (!window) return inert(p);  // traced, but no entry to record in
+  return handle_of(p, HandleType::kProxyOp, pop_payload(c->ring_index, send, true, cur >> 1, false, uint32_t(d.peer)));
+}
+
+void proxy_op_stop(Process* p, uint64_t payload) {
+  if (!pop_progress(payload)) return;
+  CommState* c = comm_at(p, pop_ring(payload));
+  shm::ProgressEntry* e = p->progress.entry(pop_value(payload));
+  if (c == nullptr || e == nullptr || e->comm_hash != c->comm_hash) return;
+  e->op_stopped.store(1, std::memory_order_relaxed);
+  e->last_ns.store(now_ns(), std::memory_order_relaxed);
 }
 
 void* proxy_step_start(Process* p, void* ctx, void* parent) {
@@ -100,55 +190,88 @@ void* proxy_step_start(Process* p, void* ctx, void* parent) {
   }
   CommState* c = comm_at(p, pop_ring(par.payload));
   if (c == nullptr || c->proxy == nullptr) return inert(p);
+  const bool send = pop_send(par.payload);
+  shm::ProgressEntry* prog = nullptr;
+  uint32_t peer = pop_value(par.payload);
+  if (pop_progress(par.payload)) {
+    prog = p->progress.entry(pop_value(par.payload));
+    if (prog == nullptr || prog->comm_hash != c->comm_hash) return inert(p);
+    peer = uint32_t(prog->peer);
+  }
   uint32_t cur = p->proxy.current();
-  if (!ProxyWindows::is_open(cur) || ((cur >> 1) & 0x7ff) != pop_window(par.payload)) {
-    untimed(p);  // its op's window is over
-    return inert(p);
-  }
   int64_t now = now_ns();
-  shm::LinkEntry* e = link_of(p, c, pop_peer(par.payload), pop_send(par.payload), now);
-  if (e == nullptr) {
-    untimed(p);
-    return inert(p);
+  shm::LinkEntry* e = nullptr;
+  if (pop_timed(par.payload)) {
+    if (!ProxyWindows::is_open(cur) || ((cur >> 1) & 0x7ff) != pop_window(par.payload)) {
+      untimed(p);  // its op's window is over
+    } else if ((e = link_of(p, c, peer, send, now)) == nullptr) {
+      untimed(p);
+    }
   }
+  if (e == nullptr && prog == nullptr) return inert(p);
   ProxyComm* pc = c->proxy;
   uint32_t i = pc->next++ & (kProxyStepSlots - 1);
   ProxyStepSlot* s = &pc->slots[i];
-  if (s->state == kSlotStarted || s->state == kSlotTiming) untimed(p);  // never finished
+  if (s->entry != nullptr && (s->state == kSlotStarted || s->state == kSlotTiming)) untimed(p);  // never finished
   s->gen = (s->gen + 1) & 0xffffff;
   s->state = kSlotStarted;
-  s->send = pop_send(par.payload);
+  s->send = send;
   s->entry = e;
+  s->prog = prog;
+  s->prog_gen = prog != nullptr ? prog->op_gen.load(std::memory_order_relaxed) : 0;
+  s->seen = 0;
   s->window = cur;
   s->t0 = 0;
   s->bytes = 0;
-  bump(e->posted, 1);
+  if (e != nullptr) bump(e->posted, 1);
+  if (prog != nullptr) {
+    inc(prog->posted);
+    prog->last_ns.store(now, std::memory_order_relaxed);
+  }
   return handle_of(p, HandleType::kProxyStep, step_payload(c->ring_index, i, s->gen));
 }
 
 void proxy_step_state(Process* p, uint64_t payload, int state, const abi::StateArgs* args) {
   ProxyStepSlot* s = slot_of(p, payload);
   if (s == nullptr) return;  // taken over (counted then)
+  shm::ProgressEntry* prog = live_prog(s);
+  const bool gpu = state == (s->send ? abi::kStateProxyStepSendGPUWait : abi::kStateProxyStepRecvGPUWait);
+  if (prog != nullptr && (gpu || state == abi::kStateProxyStepSendPeerWait)) {
+    const int64_t now = now_ns();
+    if (gpu) progress(s, prog, kSeenGpu, &shm::ProgressEntry::gpu_wait, now);
+    if (state == abi::kStateProxyStepSendPeerWait && s->send)
+      progress(s, prog, kSeenPeer, &shm::ProgressEntry::peer_wait, now);
+  }
   if (state == (s->send ? abi::kStateProxyStepSendWait : abi::kStateProxyStepRecvWait)) {
     if (s->state != kSlotStarted) return;
     if (s->send && args != nullptr) s->bytes = uint64_t(args->proxyStep.transSize);
     s->t0 = now_ns();
     s->state = kSlotTiming;
+    progress(s, prog, kSeenNet, &shm::ProgressEntry::in_net, s->t0);
   } else if (state == abi::kStateProxyStepRecvFlushWait && !s->send) {
     if (s->state != kSlotTiming) return;
-    finish(p, s, args != nullptr ? uint64_t(args->proxyStep.transSize) : 0, now_ns());
+    const int64_t now = now_ns();
+    if (s->entry != nullptr) finish(p, s, args != nullptr ? uint64_t(args->proxyStep.transSize) : 0, now);
+    progress(s, prog, kSeenDone, &shm::ProgressEntry::net_done, now);
     s->state = kSlotTimed;
   }
-  // The other step states (GPU waits, SendPeerWait) say nothing about the network.
 }
 
 void proxy_step_stop(Process* p, uint64_t payload) {
   ProxyStepSlot* s = slot_of(p, payload);
   if (s == nullptr) return;
+  shm::ProgressEntry* prog = live_prog(s);
+  const int64_t now = now_ns();
   if (s->send && s->state == kSlotTiming) {
-    finish(p, s, s->bytes, now_ns());
-  } else if (s->state != kSlotTimed) {
+    if (s->entry != nullptr) finish(p, s, s->bytes, now);
+    progress(s, prog, kSeenDone, &shm::ProgressEntry::net_done, now);
+  } else if (s->state != kSlotTimed && s->entry != nullptr) {
     untimed(p);  // its timed state never came
+  }
+  // A receive stopped after it was handed to the GPU: the GPU consumed it.
+  if (prog != nullptr && !s->send && (s->seen & kSeenGpu)) {
+    inc(prog->consumed);
+    prog->last_ns.store(now, std::memory_order_relaxed);
   }
   s->state = kSlotFree;
 }

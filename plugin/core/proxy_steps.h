@@ -18,11 +18,22 @@
 // over by a newer step before it finished (kProxyStepSlots in flight), a state was missing, or
 // the table had no entry for its peer (dropped_full counts that link once).
 //
+// Progress (progress.h): every ProxyOp of this process that arrives (in a window, or while its
+// communicator is traced at the observer's request) also takes the progress table entry of its
+// (communicator, channel, peer, direction), which then follows its steps through NCCL's states:
+//   send  SendGPUWait (waiting for the GPU's data) -> SendPeerWait (waiting for the peer's buffer)
+//         -> SendWait (in the network) -> stop (the network completed it)
+//   recv  RecvWait (in the network) -> RecvFlushWait (received) -> RecvGPUWait (handed to the
+//         GPU) -> stop (the GPU consumed it)
+// so a collective that stops shows where: a send in the network that never completes (the link),
+// received data the GPU never consumes (the GPU), steps that starve behind them.
+//
 // Threads: a communicator's ProxyOp and ProxyStep events come from its proxy thread
 // (docs/nccl-notes.md §1.4), so its slots and link entries have one writer and are updated with
 // plain stores; nothing here allocates, locks, blocks or throws.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 #include "scout/nccl_profiler_abi.h"
@@ -36,13 +47,25 @@ struct CommState;
 constexpr uint32_t kProxyStepSlots = 1024;  // steps of one communicator in flight (power of two)
 
 struct ProxyStepSlot {
-  int64_t t0 = 0;                   // SendWait / RecvWait (ns)
-  uint64_t bytes = 0;               // send: transSize of SendWait
-  shm::LinkEntry* entry = nullptr;  // the link of the step's peer and direction
-  uint32_t gen = 0;                 // generation, in the step handle (24 bits)
-  uint32_t window = 0;              // ProxyWindows::current() at the step's start
+  int64_t t0 = 0;                      // SendWait / RecvWait (ns)
+  uint64_t bytes = 0;                  // send: transSize of SendWait
+  shm::LinkEntry* entry = nullptr;     // the link of the step's peer and direction; null: not timed
+  shm::ProgressEntry* prog = nullptr;  // its progress entry; null: none
+  uint32_t prog_gen = 0;               // the entry's op_gen when the step started
+  uint32_t gen = 0;                    // generation, in the step handle (24 bits)
+  uint32_t window = 0;                 // ProxyWindows::current() at the step's start
   uint8_t send = 0;
   uint8_t state = 0;  // ProxySlotState (proxy_steps.cc)
+  uint8_t seen = 0;   // progress states counted (proxy_steps.cc)
+};
+
+constexpr uint32_t kProgressSlots = 256;  // (channel, peer, direction) tuples of one communicator (power of two)
+
+// Where a communicator's tuple lives in the progress table: key 0 empty; index = entry + 1, 0 =
+// the table was full.
+struct ProgressSlot {
+  uint64_t key = 0;
+  uint32_t index = 0;
 };
 
 // A communicator's step timing state (allocated at init when SCOUT_PROXY_TIMING=1).
@@ -50,16 +73,21 @@ struct ProxyComm {
   shm::LinkEntry** links = nullptr;  // [2 * nranks]: peer's send entry at 2*peer, recv at 2*peer+1
   ProxyStepSlot slots[kProxyStepSlots];
   uint32_t next = 0;  // next slot to take
+  ProgressSlot prog[kProgressSlots];
+  std::atomic<uint8_t> traced{0};  // traced at the observer's request (ProxyWindows::trace)
 };
 
 // Allocates the state for a communicator of `nranks` ranks; nullptr when memory is short.
 ProxyComm* proxy_comm_create(int nranks);
 void proxy_comm_free(ProxyComm* pc);
 
-// ProxyOp start of this process's communicator `c` (caller checked pid == ours). Returns the
-// handle: a ProxyOp handle when a window is open and the peer is a rank of `c`, else an inert
-// one (counted in the communicator's ignored_events).
-void* proxy_op_start(Process* p, CommState* c, const abi::ProxyOpDescr& d);
+// ProxyOp start of this process's communicator `c` (caller checked pid == ours); `parent` is the
+// descriptor's parentObj (the Coll/P2p handle: its record names the operation). Returns the handle:
+// a ProxyOp handle when a window is open or `c` is traced and the peer is a rank of `c`, else an
+// inert one (counted in the communicator's ignored_events).
+void* proxy_op_start(Process* p, CommState* c, const abi::ProxyOpDescr& d, void* parent);
+// ProxyOp stop of a ProxyOp handle's payload: its progress entry's op_stopped.
+void proxy_op_stop(Process* p, uint64_t payload);
 
 // ProxyStep start; `parent` is what NCCL passed as parentObj (a ProxyOp handle of ours, an inert
 // handle, or anything else). Returns the step's handle (inert when the step is not timed).

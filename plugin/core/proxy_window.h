@@ -11,6 +11,11 @@
 // nothing blocks. A window stays open SCOUT_PROXY_WINDOW_MS and
 // the next opens window / SCOUT_PROXY_BUDGET after it opened (the first at the first API call);
 // one closes early once SCOUT_PROXY_MAX_STEPS steps were timed in it.
+//
+// A *trace* (progress.h: the observer asks for one communicator's progress) keeps the same bits in
+// the mask until its time is over, whether or not a window is open: the bits are on while a window
+// is open or a trace is on, and only the bits scout added are cleared once neither is. Steps are
+// timed only in windows; a trace records where its communicator's steps are.
 #pragma once
 
 #include <atomic>
@@ -39,10 +44,16 @@ class ProxyWindows {
   int attach_mask(int* mask);
 
   // Hot path, at each API call: one relaxed load and a compare unless a window opens or closes
-  // now. `now_ns`: CLOCK_REALTIME ns.
+  // (or a trace ends) now. `now_ns`: CLOCK_REALTIME ns.
   void tick(int64_t now_ns) {
     if (now_ns >= next_ns_.load(std::memory_order_relaxed)) tick_slow(now_ns);
   }
+
+  // Starts a trace until `until_ns` (replacing any trace on): the bits stay in the mask until then;
+  // `flag` (the traced communicator's, or null) is set now and cleared when the trace ends; `hdr`'s
+  // trace_state says kTraceActive, then kTraceExpired. False, changing nothing, when another thread
+  // is switching at this moment (the caller retries at its next call) or windows are off.
+  bool trace(int64_t now_ns, int64_t until_ns, std::atomic<uint8_t>* flag, shm::ProgressTableHeader* hdr);
 
   // The current window: (window number << 1) | 1 while one is open, even while none is.
   uint32_t current() const { return cur_.load(std::memory_order_acquire); }
@@ -60,12 +71,22 @@ class ProxyWindows {
   void tick_slow(int64_t now_ns);
   void open_window(int64_t now_ns);
   void close_window(int64_t now_ns);
+  void end_trace();
+  // Puts the bits in the mask (on) or takes back those scout added (off); switching thread only.
+  void apply_bits(bool on);
+  // next_ns_ = the next window switch or the trace's end, whichever comes first.
+  void reschedule();
 
   shm::LinkTableHeader* hdr_ = nullptr;
   int* mask_ = nullptr;
   int64_t window_ns_ = 0, period_ns_ = 0;
   uint64_t max_steps_ = 0;
-  int added_ = 0;                           // bits the open window added (switching thread only)
+  int added_ = 0;                    // bits scout added to the mask while they are on (switching thread only)
+  bool bits_on_ = false;             // a window is open or a trace is on (switching thread only)
+  int64_t win_next_ns_ = INT64_MAX;  // the next window switch (switching thread only)
+  int64_t trace_until_ = 0;          // the trace's end; 0: none (switching thread only)
+  std::atomic<uint8_t>* trace_flag_ = nullptr;
+  shm::ProgressTableHeader* trace_hdr_ = nullptr;
   std::atomic<uint64_t> steps_at_open_{0};  // header proxy_steps when the window opened
   std::atomic<int64_t> next_ns_{INT64_MAX};
   std::atomic<uint32_t> cur_{0};

@@ -746,9 +746,11 @@ TEST(Digest, HugeClaimsInAWaitSummaryAreRefused) {
   EXPECT_FALSE(decode_summary(encode_summary(s), &back, &err));
   EXPECT_EQ(err, "group count differs from its runs");
 
-  // Members beyond the rank-slot bound: three communicators of the largest size, fully listed.
+  // Members beyond the rank-slot bound (2^20): five communicators of the largest size (2^18
+  // ranks), fully listed; four fill it exactly.
+  static_assert(obs::kMaxRankSlots % obs::kMaxCommRanks == 0 && obs::kMaxRankSlots / obs::kMaxCommRanks == 4);
   WaitSummary big;
-  for (uint64_t h = 1; h <= 3; ++h) {
+  for (uint64_t h = 1; h <= 5; ++h) {
     CommSummary cs;
     cs.comm.comm_hash = h;
     cs.comm.nranks = obs::kMaxCommRanks;
@@ -760,7 +762,7 @@ TEST(Digest, HugeClaimsInAWaitSummaryAreRefused) {
   }
   EXPECT_FALSE(decode_summary(encode_summary(big), &back, &err));
   EXPECT_EQ(err, "members beyond the rank-slot bound");
-  big.comms.pop_back();  // two fill the bound exactly
+  big.comms.pop_back();  // four fill the bound exactly
   ASSERT_TRUE(decode_summary(encode_summary(big), &back, &err)) << err;
   EXPECT_EQ(back.members(), uint64_t(obs::kMaxRankSlots));
 }

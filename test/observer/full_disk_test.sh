@@ -8,7 +8,9 @@
 #      the counters, scout run exits 0;
 #   B. full until the job ends: scout run exits 3 and says findings could not be stored, the
 #      health file still shows them;
-#   C. the store on a read-only mount is read (immutable open).
+#   C. the store on a read-only mount is read (immutable open);
+#   D. the segment directory (SCOUT_SHM_DIR) full: the job runs, each rank's WARN and scout run
+#      name the directory as full.
 # Usage: test/observer/full_disk_test.sh [BUILD]   (run from the repository root, as `make test` does)
 set -uo pipefail
 BUILD=$(cd "${1:-build}" && pwd)
@@ -30,7 +32,7 @@ bad() { echo "FAIL $*"; fails=$((fails + 1)); }
 mount --make-rprivate / 2>/dev/null
 work=$(mktemp -d /tmp/scout-fulldisk.XXXXXX)
 shm=$(mktemp -d /dev/shm/scout-fulldisk.XXXXXX)
-trap 'umount "$work/state" 2>/dev/null; umount "$work/ro" 2>/dev/null; rm -rf "$work" "$shm"' EXIT
+trap 'umount "$work/state" 2>/dev/null; umount "$work/ro" 2>/dev/null; umount "$work/tinyshm" 2>/dev/null; rm -rf "$work" "$shm"' EXIT
 mkdir -p "$work/state"
 mount -t tmpfs -o size=4m tmpfs "$work/state" || { echo "SKIP: cannot mount a tmpfs in the namespace"; exit 77; }
 export SCOUT_STATE_DIR="$work/state" SCOUT_SHM_DIR="$shm" NO_COLOR=1
@@ -101,6 +103,24 @@ else
   "$scout" findings --store "$rostore" --json >"$work/c.out" 2>"$work/c.err"; rc=$?
   [ $rc -eq 0 ] && [ "$(grep -c '"kind":"sdc"' "$work/c.out")" -eq 1 ] &&
     ok "C: the store on a read-only mount is read (1 sdc finding)" || bad "C: exit $rc: $(cat "$work/c.err")"
+fi
+
+# ---- D: the segment directory full (row 4 of the trial: ENOSPC in the shm dir was not named)
+mkdir -p "$work/tinyshm"
+if mount -t tmpfs -o size=64k tmpfs "$work/tinyshm"; then
+  dd if=/dev/zero of="$work/tinyshm/fill" bs=4k 2>/dev/null
+  SCOUT_SHM_DIR="$work/tinyshm" NCCL_PROFILER_PLUGIN="$BUILD/lib/libnccl-profiler-scout.so" NCCL_DEBUG=WARN \
+    "$sim" --ranks 2 --steps 5 >"$work/d.out" 2>&1; rc=$?
+  [ $rc -eq 0 ] && grep -q "completed, exit 0" "$work/d.out" && ok "D: the job runs with a full segment directory" ||
+    bad "D: scout-sim exit $rc: $(tail -3 "$work/d.out")"
+  n=$(grep -c "the segment directory $work/tinyshm, SCOUT_SHM_DIR, is full" "$work/d.out")
+  [ "$n" -eq 2 ] && ok "D: each rank's WARN names the full SCOUT_SHM_DIR" || bad "D: $n WARN lines: $(cat "$work/d.out")"
+  SCOUT_SHM_DIR="$work/tinyshm" "$scout" run --job fulld -- true >"$work/d.run" 2>&1; rc=$?
+  [ $rc -eq 0 ] && grep -q "warning: segment directory $work/tinyshm (SCOUT_SHM_DIR) is full" "$work/d.run" &&
+    ok "D: scout run says the segment directory is full" || bad "D: scout run exit $rc: $(cat "$work/d.run")"
+  umount "$work/tinyshm"
+else
+  bad "D: cannot mount a tmpfs for the segment directory"
 fi
 
 [ $fails -eq 0 ] || { echo "$fails failed"; exit 1; }

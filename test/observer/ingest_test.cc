@@ -159,7 +159,7 @@ TEST(Ingest, GarbageAndWrongVersionSegmentsAreRejectedWithAMessage) {
   bool magic = false, version = false;
   for (const auto& l : h.log) {
     magic |= l.find("not a scout segment (bad magic)") != std::string::npos;
-    version |= l.find("layout version 99 (this build reads 1)") != std::string::npos;
+    version |= l.find("layout version 99 (this build reads 2)") != std::string::npos;
   }
   EXPECT_TRUE(magic);
   EXPECT_TRUE(version);

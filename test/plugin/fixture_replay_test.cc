@@ -78,7 +78,10 @@ bool volatile_key(const std::string& type, const std::string& k) {
                                  "hist",
                                  "proxy_window_start_ns",
                                  "proxy_window_end_ns",
-                                 "proxy_window_ns"};
+                                 "proxy_window_ns",
+                                 // progress table: when a ProxyOp started, when a request was answered
+                                 "start_ns",
+                                 "ack_ns"};
   for (const char* a : always) {
     if (k == a) return true;
   }

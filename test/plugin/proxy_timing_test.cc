@@ -7,6 +7,9 @@
 #include <vector>
 
 #include "common/link_reader.h"
+#include "common/progress_reader.h"
+#include "common/segment_control.h"
+#include "common/clock.h"
 #include "test/plugin/plugin_fixture.h"
 
 namespace scout::testing {
@@ -319,6 +322,194 @@ TEST_F(ProxyTimingTest, OffLeavesTheMaskAlone) {
   });
   proxy.join();
   EXPECT_EQ(segment().comms[0].ignored_events, 2u);
+  pl_->finalize(ctx);
+}
+
+// ---- Tracing a stuck collective (plugin/core/progress.h; docs/plugin.md, "Tracing a stuck collective")
+
+class TraceTest : public ProxyTimingTest {
+ protected:
+  // The segment's progress table header and published entries.
+  shm::ProgressTableInfo progress(std::vector<shm::ProgressSnapshot>* entries = nullptr) {
+    std::vector<std::string> f = segment_files(dir_.path());
+    EXPECT_EQ(f.size(), 1u);
+    std::string err;
+    auto rd = shm::SegmentReader::open(f.at(0), &err);
+    EXPECT_TRUE(rd) << err;
+    uint32_t cap = 0;
+    const shm::ProgressTableHeader* t = shm::progress_table(*rd, &cap);
+    EXPECT_NE(t, nullptr);
+    if (t == nullptr) return {};
+    if (entries != nullptr) shm::read_progress(t, cap, entries);
+    return shm::read_progress_info(t, cap);
+  }
+  // The observer's request: trace communicator (hash, nranks) for `ms` more milliseconds.
+  uint64_t request(uint64_t hash, int nranks, int64_t ms) {
+    std::vector<std::string> f = segment_files(dir_.path());
+    std::string err;
+    auto rd = shm::SegmentReader::open(f.at(0), &err);
+    EXPECT_TRUE(rd) << err;
+    uint64_t seq = shm::request_trace(*rd, {hash, nranks, shm::wall_ns() + ms * 1000000}, &err);
+    EXPECT_NE(seq, 0u) << err;
+    return seq;
+  }
+};
+
+// Outside any window, a request for one communicator keeps ProxyOp | ProxyStep in the mask from
+// the next API call until its time, and that communicator's ProxyOps take progress entries that
+// follow their steps: a send handed to the network that never completes, a receive handed to the
+// GPU that is never consumed. Then the bits go again; the trace is over.
+TEST_F(TraceTest, ARequestKeepsTheBitsUntilItsTimeAndRecordsWhereTheStepsAre) {
+  env_.set("SCOUT_PROXY_WINDOW_MS", "20");
+  env_.set("SCOUT_PROXY_BUDGET", "0.001");  // the next window 20 s after the first
+  load();
+  int mask = 0;
+  void* ctx = pl_->init(kHash, 4, 0, "dp", 2, &mask);
+  void* other = pl_->init(kHash + 1, 2, 0, "tp", 1, &mask);
+  api_call(ctx, 0);  // opens the first window
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  api_call(ctx, 1);  // closes it
+  EXPECT_EQ(mask, 0xE46);
+  EXPECT_EQ(progress().trace_state, uint32_t(shm::kTraceNone));
+  const uint64_t seq = request(kHash, 4, 400);
+  EXPECT_EQ(seq, 1u);
+  EXPECT_EQ(mask, 0xE46);  // acted on at the next API call, not before
+  void* coll = api_call(ctx, 2);
+  EXPECT_EQ(mask, 0xE46 | kProxyBits);
+  shm::ProgressTableInfo pi = progress();
+  EXPECT_EQ(pi.trace_state, uint32_t(shm::kTraceActive));
+  EXPECT_EQ(pi.ack_seq, 1u);
+  EXPECT_EQ(pi.request_seq, 1u);
+  EXPECT_EQ(pi.trace_comm_hash, kHash);
+  EXPECT_EQ(pi.requests, 1u);
+  EXPECT_GT(pi.ack_ns, 0);
+  EXPECT_EQ(info().proxy_state, uint32_t(shm::kProxyWaiting));  // no window: nothing is timed
+  std::thread proxy([&] {
+    // The traced communicator: a send on channel 3 to rank 1 in the network that never completes,
+    // a receive on channel 3 from rank 3 received and handed to the GPU, never consumed.
+    abi::DescrV5 d = proxy_op(coll, 1, true);
+    d.proxyOp.channelId = 3;
+    d.proxyOp.nSteps = 4;
+    void* send = pl_->start(ctx, d);
+    abi::DescrV5 st{};
+    st.type = abi::kEvProxyStep;
+    st.parentObj = send;
+    void* s0 = pl_->start(ctx, st);
+    pl_->state(s0, abi::kStateProxyStepSendGPUWait, nullptr);
+    pl_->state(s0, abi::kStateProxyStepSendPeerWait, nullptr);
+    abi::StateArgs a{};
+    a.proxyStep.transSize = kTrans;
+    pl_->state(s0, abi::kStateProxyStepSendWait, &a);
+    void* s1 = pl_->start(ctx, st);
+    pl_->state(s1, abi::kStateProxyStepSendGPUWait, nullptr);
+    d = proxy_op(coll, 3, false);
+    d.proxyOp.channelId = 3;
+    d.proxyOp.nSteps = 4;
+    void* recv = pl_->start(ctx, d);
+    st.parentObj = recv;
+    void* r0 = pl_->start(ctx, st);
+    pl_->state(r0, abi::kStateProxyStepRecvWait, nullptr);
+    pl_->state(r0, abi::kStateProxyStepRecvFlushWait, &a);
+    pl_->state(r0, abi::kStateProxyStepRecvGPUWait, nullptr);
+    // Another communicator is not traced: ignored.
+    void* o = pl_->start(other, proxy_op(coll, 1, true));
+    pl_->stop(o);
+  });
+  proxy.join();
+  std::vector<shm::ProgressSnapshot> es;
+  pi = progress(&es);
+  EXPECT_EQ(pi.claimed, 2u);
+  EXPECT_EQ(pi.traced_ops, 2u);
+  ASSERT_EQ(es.size(), 2u);
+  const shm::ProgressSnapshot& snd = es[0];
+  EXPECT_EQ(snd.dir, uint8_t(shm::kProgressSend));
+  EXPECT_EQ(snd.comm_hash, kHash);
+  EXPECT_EQ(snd.comm_nranks, 4);
+  EXPECT_EQ(snd.comm_rank, 0);
+  EXPECT_EQ(snd.peer, 1);
+  EXPECT_EQ(snd.channel, 3);
+  EXPECT_EQ(snd.op_gen, 1u);
+  EXPECT_EQ(snd.op_key, 2u);  // the collective's seqNumber
+  EXPECT_EQ(snd.op_func, uint32_t(shm::kFuncAllReduce));
+  EXPECT_EQ(snd.n_steps, 4u);
+  EXPECT_EQ(snd.posted, 2u);
+  EXPECT_EQ(snd.gpu_wait, 2u);
+  EXPECT_EQ(snd.peer_wait, 1u);
+  EXPECT_EQ(snd.in_net, 1u);
+  EXPECT_EQ(snd.net_done, 0u);  // in the network, never completed
+  EXPECT_FALSE(snd.op_stopped);
+  const shm::ProgressSnapshot& rcv = es[1];
+  EXPECT_EQ(rcv.dir, uint8_t(shm::kProgressRecv));
+  EXPECT_EQ(rcv.peer, 3);
+  EXPECT_EQ(rcv.posted, 1u);
+  EXPECT_EQ(rcv.in_net, 1u);
+  EXPECT_EQ(rcv.net_done, 1u);
+  EXPECT_EQ(rcv.gpu_wait, 1u);
+  EXPECT_EQ(rcv.consumed, 0u);  // handed to the GPU, never consumed
+  EXPECT_GE(rcv.last_ns, rcv.start_ns);
+  EXPECT_EQ(segment().comms[1].ignored_events, 1u);
+  EXPECT_EQ(info().proxy_steps, 0u);
+  // The request's time passes: the next API call takes the bits away.
+  std::this_thread::sleep_for(std::chrono::milliseconds(450));
+  api_call(ctx, 3);
+  EXPECT_EQ(mask, 0xE46);
+  EXPECT_EQ(progress().trace_state, uint32_t(shm::kTraceExpired));
+  pl_->finalize(other);
+  pl_->finalize(ctx);
+  EXPECT_EQ(pl_->bad_results(), 0);
+}
+
+// A new ProxyOp on the same (channel, peer, direction) starts the entry over; a stopped one says so.
+TEST_F(TraceTest, EachEntryFollowsItsLatestProxyOp) {
+  env_.set("SCOUT_PROXY_WINDOW_MS", "600000");  // one window for the whole test
+  load();
+  int mask = 0;
+  void* ctx = pl_->init(kHash, 4, 0, "dp", 2, &mask);
+  void* c0 = api_call(ctx, 0);
+  void* c1 = api_call(ctx, 1);
+  std::thread proxy([&] {
+    void* op = pl_->start(ctx, proxy_op(c0, 1, true));
+    send_step(ctx, op, 0);
+    pl_->stop(op);
+    op = pl_->start(ctx, proxy_op(c1, 1, true));
+    abi::DescrV5 st{};
+    st.type = abi::kEvProxyStep;
+    st.parentObj = op;
+    void* s = pl_->start(ctx, st);
+    pl_->state(s, abi::kStateProxyStepSendGPUWait, nullptr);
+  });
+  proxy.join();
+  std::vector<shm::ProgressSnapshot> es;
+  progress(&es);
+  ASSERT_EQ(es.size(), 1u);
+  EXPECT_EQ(es[0].op_gen, 2u);
+  EXPECT_EQ(es[0].op_key, 1u);
+  EXPECT_EQ(es[0].posted, 1u);
+  EXPECT_EQ(es[0].gpu_wait, 1u);
+  EXPECT_EQ(es[0].in_net, 0u);
+  EXPECT_EQ(es[0].net_done, 0u);
+  EXPECT_FALSE(es[0].op_stopped);
+  EXPECT_EQ(info().proxy_steps, 1u);  // the first op's step, timed in the window
+  pl_->finalize(ctx);
+}
+
+// A request naming no communicator of the process is answered so, and changes nothing.
+TEST_F(TraceTest, ARequestForAnotherCommunicatorIsAnsweredNoComm) {
+  env_.set("SCOUT_PROXY_WINDOW_MS", "20");
+  env_.set("SCOUT_PROXY_BUDGET", "0.001");
+  load();
+  int mask = 0;
+  void* ctx = pl_->init(kHash, 4, 0, "dp", 2, &mask);
+  api_call(ctx, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  api_call(ctx, 1);
+  request(kHash, 8, 1000);  // same hash, another size
+  api_call(ctx, 2);
+  EXPECT_EQ(mask, 0xE46);
+  shm::ProgressTableInfo pi = progress();
+  EXPECT_EQ(pi.trace_state, uint32_t(shm::kTraceNoComm));
+  EXPECT_EQ(pi.ack_seq, 1u);
+  EXPECT_EQ(pi.trace_comm_hash, 0u);
   pl_->finalize(ctx);
 }
 

@@ -4,12 +4,26 @@
 
 namespace scout::sim {
 
-FaultPlan::FaultPlan(const std::vector<FaultSpec>& faults, int global_rank) : rank_(global_rank) {
+FaultPlan::FaultPlan(const std::vector<FaultSpec>& faults, int global_rank, int world)
+    : rank_(global_rank), world_(world) {
   for (const FaultSpec& f : faults) {
     if (f.kind == FaultKind::kNondet) nondet_.push_back(f);
     if (f.kind == FaultKind::kSlowNic) {
       nics_.push_back(f);
       continue;
+    }
+    if (f.kind == FaultKind::kNicDown) {
+      nic_downs_.push_back(f);
+      continue;
+    }
+    if (f.kind == FaultKind::kLinkDown) {
+      downs_.push_back(f);
+      if (f.peer == global_rank) {
+        FaultSpec g = f;
+        std::swap(g.rank, g.peer);
+        g.mirror = true;
+        mirrors_.push_back(g);
+      }
     }
     if (f.kind == FaultKind::kSlowlink)
       links_.push_back(f);
@@ -110,6 +124,20 @@ namespace {
 bool on_host(const FaultSpec& f, int g) { return std::find(f.node_ranks.begin(), f.node_ranks.end(), g) != f.node_ranks.end(); }
 }  // namespace
 
+bool FaultPlan::link_down(int a, int b, int64_t step, const FaultSpec** out) const {
+  for (const FaultSpec& f : downs_)
+    if (step >= f.target_step && ((f.rank == a && f.peer == b) || (f.rank == b && f.peer == a))) {
+      if (out) *out = &f;
+      return true;
+    }
+  for (const FaultSpec& f : nic_downs_)
+    if (step >= f.target_step && on_host(f, a) != on_host(f, b)) {
+      if (out) *out = &f;
+      return true;
+    }
+  return false;
+}
+
 int64_t FaultPlan::slownic_coll_ms(const CommSpec& comm, int64_t step, const FaultSpec** out) const {
   int64_t ms = 0;
   if (comm.n_nodes < 2) return 0;
@@ -184,6 +212,10 @@ std::vector<const FaultSpec*> FaultPlan::hardware_starting(int64_t step) const {
     if (is_hardware_fault(f.kind) && f.target_step == step) out.push_back(&f);
   for (const FaultSpec& f : hw_links_)
     if (f.target_step == step) out.push_back(&f);
+  for (const FaultSpec& f : mirrors_)
+    if (f.target_step == step) out.push_back(&f);
+  for (const FaultSpec& f : nic_downs_)
+    if (f.target_step == step) out.push_back(&f);
   return out;
 }
 
@@ -198,6 +230,17 @@ replay::EmuDeviceState FaultPlan::device_at(int64_t step, const std::function<st
       auto& l = d.links_in[gpu_of(f.peer)];
       l.delay_ns = std::max(l.delay_ns, f.ms * 1'000'000);
     }
+  // A link that is down delivers nothing in either direction: each end's device receives nothing
+  // from the other.
+  for (const FaultSpec& f : downs_)
+    if (step >= f.target_step && (f.rank == rank_ || f.peer == rank_))
+      d.links_in[gpu_of(f.rank == rank_ ? f.peer : f.rank)].down = true;
+  for (const FaultSpec& f : nic_downs_) {
+    if (step < f.target_step) continue;
+    const bool mine = on_host(f, rank_);
+    for (int g = 0; g < world_; ++g)
+      if (on_host(f, g) != mine) d.links_in[gpu_of(g)].down = true;
+  }
   return d;
 }
 

@@ -39,7 +39,8 @@ struct OpFaults {
 class FaultPlan {
  public:
   FaultPlan() = default;
-  FaultPlan(const std::vector<FaultSpec>& faults, int global_rank);
+  // `world`: the job's ranks (a nicdown cuts every rank off host K's ranks).
+  FaultPlan(const std::vector<FaultSpec>& faults, int global_rank, int world = 0);
 
   // Faults acting on this rank's operation `op`.
   OpFaults at_op(uint64_t op) const;
@@ -62,6 +63,11 @@ class FaultPlan {
   int64_t slownic_coll_ms(const CommSpec& comm, int64_t step, const FaultSpec** f = nullptr) const;
   int64_t slownic_p2p_ms(int a, int b, int64_t step, const FaultSpec** f = nullptr) const;
 
+  // linkdown / nicdown: true when the link between global ranks a and b delivers nothing during
+  // `step` (a linkdown of that pair, or a nicdown of a host holding exactly one of them). *f
+  // (optional) gets the spec.
+  bool link_down(int a, int b, int64_t step, const FaultSpec** f = nullptr) const;
+
   // Seconds this rank sleeps before `step` (pause: step is a positive multiple of its every=K; the
   // longest such pause); 0: none. *f gets the spec.
   int64_t pause_s_before(int64_t step, const FaultSpec** f) const;
@@ -77,7 +83,8 @@ class FaultPlan {
   bool gpusdc_at(int64_t step) const;
   double slow_factor_at(int64_t step) const;
   bool linksdc_from(int sender, int64_t step) const;
-  // The hardware faults of this rank that start exactly at `step` (ground truth, device update).
+  // The hardware faults that change this rank's emulated device exactly at `step` (device update;
+  // ground truth for those that are not `mirror` copies and name this rank).
   std::vector<const FaultSpec*> hardware_starting(int64_t step) const;
   // The emulated device state of this rank's GPU at `step` (replay/emu_device.h); `gpu_of`
   // gives the GPU id of a global rank (links are keyed by the sender's GPU).
@@ -89,7 +96,11 @@ class FaultPlan {
   std::vector<FaultSpec> nondet_;    // every nondet fault of the job (any member may reduce)
   std::vector<FaultSpec> nics_;      // every slownic fault of the job
   std::vector<FaultSpec> hw_links_;  // slowlinks with this rank at either end, as rank=me, peer=other
+  std::vector<FaultSpec> downs_;     // every linkdown of the job
+  std::vector<FaultSpec> nic_downs_;  // every nicdown of the job
+  std::vector<FaultSpec> mirrors_;   // linkdowns whose peer is this rank, as rank=me, peer=other (mirror)
   int rank_ = -1;
+  int world_ = 0;
 };
 
 }  // namespace scout::sim

@@ -25,7 +25,7 @@ void InProcJob::run(const std::function<void(RankJob&, int)>& body) {
       rc.global_rank = g;
       rc.fabric = fabric_.get();
       rc.prof = prof_;
-      rc.faults = FaultPlan(opts_.faults, g);
+      rc.faults = FaultPlan(opts_.faults, g, opts_.ranks);
       rc.truth = truth_.get();
       rc.status = fabric_->rank_status(g);
       RankJob job(&rc);

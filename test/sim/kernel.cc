@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "replay/emu_device.h"
 #include "test/sim/communicator.h"
 #include "test/sim/data.h"
 #include "test/sim/futex.h"
@@ -44,9 +45,11 @@ void kernelch_start(Communicator& c, const KernelTask& t, int64_t t_ns, ChannelE
   }
 }
 
-void kernelch_stop(Communicator& c, ChannelEvents* ev, int64_t t_ns) {
+// Stops the task's channels except those of `keep` (bit i: the task's i-th channel, which never
+// stops: linkdown, nicdown).
+void kernelch_stop(Communicator& c, ChannelEvents* ev, int64_t t_ns, uint64_t keep = 0) {
   for (int i = 0; i < ev->n; ++i) {
-    if (!ev->handles[i]) continue;
+    if (!ev->handles[i] || ((keep >> i) & 1)) continue;
     abi::StateArgs a;
     std::memset(&a, 0, sizeof(a));
     a.kernelCh.pTimer = static_cast<uint64_t>(t_ns);
@@ -125,8 +128,13 @@ void run_coll(Communicator& c, KernelTask& t) {
   maybe_crash(c, t);
   // kernelstall: this rank's kernel started and never completes; it never arrives in the fabric,
   // so its peers' kernels wait for its data. The process stays alive.
+  // Its emulated GPU is hung from now on: replay on it finishes nothing (docs/scout-sim.md,
+  // "Hardware faults").
   if (t.kernelstall) {
     c.rc()->write_truth(truth_for(c, t, FaultKind::kKernelStall));
+    replay::EmuDeviceState dev = c.rc()->faults.device_at(t.step, [&](int g) { return c.rc()->gpu_of(g); });
+    dev.hung = true;
+    c.rc()->write_device(dev);
     for (;;) ::pause();
   }
 
@@ -182,7 +190,14 @@ void run_coll(Communicator& c, KernelTask& t) {
   // The network steps of this rank's inter-host ring transfers (when the mask asks), a slow
   // pair's between the release and the delayed end.
   const int64_t ready_ns = h->ready_ns.load(std::memory_order_relaxed);
-  emit_coll_proxy_events(c, t, ready_ns > 0 ? ready_ns - slow_ms * 1000000 : shm::wall_ns());
+  // linkdown / nicdown: the channels whose ring crosses a link that delivers nothing never finish,
+  // on every member (each computes the same rings); the others do. The kernel never completes.
+  const uint64_t stuck = stuck_channels(c, t);
+  emit_coll_proxy_events(c, t, ready_ns > 0 ? ready_ns - slow_ms * 1000000 : shm::wall_ns(), stuck);
+  if (stuck != 0) {
+    kernelch_stop(c, &ev, shm::wall_ns(), stuck);
+    for (;;) ::pause();
+  }
   sleep_until_ns(ready_ns);
   // Ground truth of a nondet fault, written by its rank at its first perturbed reduction.
   if (t.func == Func::kAllReduce)
@@ -335,12 +350,21 @@ void run_p2p(Communicator& c, std::vector<KernelTask*>& tasks) {
   std::vector<int64_t> t_end(tasks.size(), 0);
   for (size_t i = 0; i < tasks.size(); ++i) kernelch_start(c, *tasks[i], t0, &ev[i]);
   for (KernelTask* t : tasks) maybe_crash(c, *t);
+  // linkdown / nicdown: a message over a link that delivers nothing never completes on either end;
+  // the plan's other messages move, then the kernel waits forever.
+  std::vector<bool> dead(tasks.size(), false);
+  bool any_dead = false;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    dead[i] = c.rc()->faults.link_down(c.rc()->global_rank, c.spec().members[tasks[i]->peer], tasks[i]->step);
+    any_dead = any_dead || dead[i];
+  }
 
   // Tasks whose peer is on another host and connected through the net plugin.
   std::vector<NetTask> net;
   std::vector<size_t> net_of(tasks.size(), SIZE_MAX);
   for (size_t i = 0; i < tasks.size(); ++i) {
     KernelTask* t = tasks[i];
+    if (dead[i]) continue;
     NetPeerLink* l = t->func == Func::kSend ? c.net().send_link(t->peer) : c.net().recv_link(t->peer);
     if (l == nullptr) continue;
     NetTask n;
@@ -359,7 +383,7 @@ void run_p2p(Communicator& c, std::vector<KernelTask*>& tasks) {
 
   for (size_t i = 0; i < tasks.size(); ++i) {
     KernelTask* t = tasks[i];
-    if (t->func != Func::kSend || on_net(i)) continue;
+    if (t->func != Func::kSend || on_net(i) || dead[i]) continue;
     MailboxHdr* m = fab->mailbox(id, me, t->peer);
     // No mailbox: the workload never has this pair exchange messages in this communicator (a Send
     // on the wrong communicator, wronggroup): its receiver never posts, so the kernel never ends.
@@ -393,7 +417,7 @@ void run_p2p(Communicator& c, std::vector<KernelTask*>& tasks) {
   }
   for (size_t i = 0; i < tasks.size(); ++i) {
     KernelTask* t = tasks[i];
-    if (t->func != Func::kRecv || on_net(i)) continue;
+    if (t->func != Func::kRecv || on_net(i) || dead[i]) continue;
     MailboxHdr* m = fab->mailbox(id, t->peer, me);
     if (!m) continue;
     const uint64_t k = t->ordinal;
@@ -420,14 +444,18 @@ void run_p2p(Communicator& c, std::vector<KernelTask*>& tasks) {
   }
   for (size_t i = 0; i < tasks.size(); ++i) {
     KernelTask* t = tasks[i];
-    if (t->func != Func::kSend || on_net(i)) continue;
+    if (t->func != Func::kSend || on_net(i) || dead[i]) continue;
     MailboxHdr* m = fab->mailbox(id, me, t->peer);
     if (m) wait_for(&m->epoch, [&] { return m->consumed.load(std::memory_order_acquire) >= t->ordinal + 1; });
     t_end[i] = shm::wall_ns();
   }
   // Ground truth of a slowlink this rank is one end of.
   for (KernelTask* t : tasks) note_slowlinks(c, *t, c.spec().members[t->peer]);
-  for (size_t i = 0; i < tasks.size(); ++i) kernelch_stop(c, &ev[i], t_end[i]);
+  for (size_t i = 0; i < tasks.size(); ++i)
+    if (!dead[i]) kernelch_stop(c, &ev[i], t_end[i]);
+  if (any_dead) {
+    for (;;) ::pause();
+  }
 }
 
 }  // namespace

@@ -62,7 +62,26 @@ std::string resolve_fault(FaultSpec* f, const Layout& L, const SimOptions& o) {
     f->target_step = f->step;
     return "";
   }
+  if (f->kind == FaultKind::kNicDown) {
+    if (o.nodes < 2) return "nicdown needs --nodes >= 2 (it cuts one host off the others)";
+    if (f->node >= o.nodes)
+      return "node " + std::to_string(f->node) + " is out of range (--nodes " + std::to_string(o.nodes) + ")";
+    if (f->step >= o.steps)
+      return "step " + std::to_string(f->step) + " is beyond the run (--steps " + std::to_string(o.steps) + ")";
+    f->node_ranks.clear();
+    for (int g = 0; g < n; ++g)
+      if (L.coord(g).node == f->node) f->node_ranks.push_back(g);
+    f->rank = f->node_ranks.front();  // the rank that writes the ground-truth line
+    f->target_step = f->step;
+    return "";
+  }
   if (f->rank >= n) return "rank " + std::to_string(f->rank) + " is out of range (--ranks " + std::to_string(n) + ")";
+  if (f->kind == FaultKind::kLinkDown) {
+    if (f->peer >= n) return "peer " + std::to_string(f->peer) + " is out of range (--ranks " + std::to_string(n) + ")";
+    if (f->peer == f->rank) return "peer must differ from rank";
+    if (!L.share_comm(f->rank, f->peer))
+      return "ranks " + std::to_string(f->rank) + " and " + std::to_string(f->peer) + " share no communicator";
+  }
   if (f->kind == FaultKind::kLinkSdc) {
     if (f->peer >= n) return "peer " + std::to_string(f->peer) + " is out of range (--ranks " + std::to_string(n) + ")";
     if (f->peer == f->rank) return "peer must differ from rank";
@@ -133,7 +152,8 @@ std::string resolve_fault(FaultSpec* f, const Layout& L, const SimOptions& o) {
 }  // namespace
 
 bool is_hardware_fault(FaultKind k) {
-  return k == FaultKind::kGpuSdc || k == FaultKind::kLinkSdc || k == FaultKind::kSlowGpu;
+  return k == FaultKind::kGpuSdc || k == FaultKind::kLinkSdc || k == FaultKind::kSlowGpu || k == FaultKind::kLinkDown ||
+         k == FaultKind::kNicDown;
 }
 
 const char* fault_kind_name(FaultKind k) {
@@ -159,6 +179,8 @@ const char* fault_kind_name(FaultKind k) {
     case FaultKind::kEnqueueStall: return "enqueuestall";
     case FaultKind::kKernelStall: return "kernelstall";
     case FaultKind::kSlowNic: return "slownic";
+    case FaultKind::kLinkDown: return "linkdown";
+    case FaultKind::kNicDown: return "nicdown";
   }
   return "?";
 }
@@ -172,7 +194,8 @@ bool parse_fault_spec(const std::string& text, FaultSpec* out, std::string* erro
       {"skip", FaultKind::kSkip},       {"extrastep", FaultKind::kExtraStep}, {"nondet", FaultKind::kNondet},
       {"pause", FaultKind::kPause},     {"p2porder", FaultKind::kP2pOrder},   {"wronggroup", FaultKind::kWrongGroup},
       {"enqueuestall", FaultKind::kEnqueueStall}, {"kernelstall", FaultKind::kKernelStall},
-      {"slownic", FaultKind::kSlowNic}};
+      {"slownic", FaultKind::kSlowNic},           {"linkdown", FaultKind::kLinkDown},
+      {"nicdown", FaultKind::kNicDown}};
   FaultSpec f;
   f.text = text;
   size_t colon = text.find(':');
@@ -181,12 +204,13 @@ bool parse_fault_spec(const std::string& text, FaultSpec* out, std::string* erro
   if (it == kinds.end()) {
     *error = "fault '" + text + "': unknown fault kind '" + kind +
              "' (sdc, straggler, hang, desync, crash, slowlink, nan, gpusdc, linksdc, slowgpu, dtype, optype, skip, "
-             "extrastep, nondet, pause, p2porder, wronggroup, enqueuestall, kernelstall, slownic)";
+             "extrastep, nondet, pause, p2porder, wronggroup, enqueuestall, kernelstall, slownic, linkdown, nicdown)";
     return false;
   }
   f.kind = it->second;
   if (colon == std::string::npos || colon + 1 == text.size()) {
-    *error = "fault '" + text + "': needs " + (f.kind == FaultKind::kSlowNic ? "node=K" : "rank=R");
+    *error = "fault '" + text + "': needs " +
+             (f.kind == FaultKind::kSlowNic || f.kind == FaultKind::kNicDown ? "node=K" : "rank=R");
     return false;
   }
   std::map<std::string, uint64_t> kv;
@@ -275,11 +299,23 @@ bool parse_fault_spec(const std::string& text, FaultSpec* out, std::string* erro
     *out = f;
     return true;
   }
-  if (kv.count("node")) return fail("node applies to slownic only");
+  if (f.kind == FaultKind::kNicDown) {
+    if (kv.count("rank") || kv.count("stage")) return fail("nicdown names a host: node=K, not rank= or stage=");
+    for (const char* k : {"op", "peer", "factor", "every", "s", "ms"})
+      if (kv.count(k)) return fail(std::string(k) + " does not apply to nicdown (nicdown:node=K[,step=N])");
+    if (!kv.count("node")) return fail("nicdown needs node=K");
+    f.node = static_cast<int>(std::min<uint64_t>(kv["node"], 1u << 30));
+    f.step = kv.count("step") ? static_cast<int64_t>(kv["step"]) : 0;
+    f.ranks = {0};  // placeholder: resolved to the host's first rank (it writes the ground truth)
+    *out = f;
+    return true;
+  }
+  if (kv.count("node")) return fail("node applies to slownic and nicdown only");
   if (kv.count("rank") && kv.count("stage")) return fail("give rank=R or stage=S, not both");
   if (!kv.count("rank") && !kv.count("stage")) return fail("needs rank=R");
   if (kv.count("op") && kv.count("step")) return fail("give op=N or step=N, not both");
-  if ((f.ranks.size() > 1 || kv.count("stage")) && (f.kind == FaultKind::kSlowlink || f.kind == FaultKind::kLinkSdc))
+  if ((f.ranks.size() > 1 || kv.count("stage")) &&
+      (f.kind == FaultKind::kSlowlink || f.kind == FaultKind::kLinkSdc || f.kind == FaultKind::kLinkDown))
     return fail(std::string(fault_kind_name(f.kind)) + " names one pair: rank lists and stage= do not apply");
   if (kv.count("stage")) {
     f.stage = static_cast<int>(std::min<uint64_t>(kv["stage"], 1u << 30));
@@ -307,7 +343,7 @@ bool parse_fault_spec(const std::string& text, FaultSpec* out, std::string* erro
   if (new_kind) {
     const std::string name = fault_kind_name(f.kind);
     if (kv.count("ms")) return fail("ms applies to straggler, slowlink and slownic only");
-    if (kv.count("peer")) return fail("peer applies to slowlink and linksdc only");
+    if (kv.count("peer")) return fail("peer applies to slowlink, linksdc and linkdown only");
     if (kv.count("factor")) return fail("factor applies to slowgpu only");
     if (f.kind == FaultKind::kExtraStep && (kv.count("op") || kv.count("step")))
       return fail("extrastep takes no op or step (the extra step comes before step 0)");
@@ -328,7 +364,9 @@ bool parse_fault_spec(const std::string& text, FaultSpec* out, std::string* erro
       return fail(std::string(fault_kind_name(f.kind)) + " takes step=N (a persistent hardware fault)");
     if (kv.count("ms")) return fail("ms applies to straggler, slowlink and slownic only");
     if (f.kind == FaultKind::kLinkSdc && !kv.count("peer")) return fail("linksdc needs peer=Q (the sender)");
-    if (f.kind != FaultKind::kLinkSdc && kv.count("peer")) return fail("peer applies to slowlink and linksdc only");
+    if (f.kind == FaultKind::kLinkDown && !kv.count("peer")) return fail("linkdown needs peer=Q (the other end)");
+    if (f.kind != FaultKind::kLinkSdc && f.kind != FaultKind::kLinkDown && kv.count("peer"))
+      return fail("peer applies to slowlink, linksdc and linkdown only");
     if (f.kind == FaultKind::kSlowGpu && !kv.count("factor")) return fail("slowgpu needs factor=F");
     if (f.kind != FaultKind::kSlowGpu && kv.count("factor")) return fail("factor applies to slowgpu only");
     f.rank = static_cast<int>(std::min<uint64_t>(kv["rank"], 1u << 30));
@@ -347,7 +385,7 @@ bool parse_fault_spec(const std::string& text, FaultSpec* out, std::string* erro
   if (!timed && kv.count("ms")) return fail(std::string("ms applies to straggler, slowlink and slownic only"));
   if (timed && (kv["ms"] == 0 || kv["ms"] > 3600 * 1000)) return fail("ms must be in 1..3600000");
   if (f.kind == FaultKind::kSlowlink && !kv.count("peer")) return fail("slowlink needs peer=Q");
-  if (f.kind != FaultKind::kSlowlink && kv.count("peer")) return fail("peer applies to slowlink only");
+  if (f.kind != FaultKind::kSlowlink && kv.count("peer")) return fail("peer applies to slowlink, linksdc and linkdown only");
   f.rank = static_cast<int>(std::min<uint64_t>(kv["rank"], 1u << 30));
   if (kv.count("op")) f.op = static_cast<int64_t>(kv["op"]);
   if (kv.count("step")) f.step = static_cast<int64_t>(kv["step"]);

@@ -30,6 +30,8 @@ enum class FaultKind {
   kEnqueueStall,  // R's process stays inside one NCCL API call (recorded, never enqueued)
   kKernelStall,   // R's kernel of one collective starts and never completes (the others wait)
   kSlowNic,       // every inter-host transfer of emulated host K takes M ms longer
+  kLinkDown,      // from step N the link R<->Q delivers nothing (collectives over it, p2p between them hang)
+  kNicDown,       // from step N every inter-host connection of emulated host K delivers nothing
 };
 
 // Persistent hardware faults: they act on the rank's emulated GPU from their step on, in
@@ -52,15 +54,16 @@ struct FaultSpec {
   int64_t op = -1;         // rank R's operation index, or -1
   int64_t step = -1;       // training step, or -1
   int64_t ms = 0;          // straggler / slowlink delay, milliseconds
-  int peer = -1;           // slowlink, linksdc: the other end Q (global rank; linksdc: the sender)
+  int peer = -1;           // slowlink, linksdc, linkdown: the other end Q (global rank; linksdc: the sender)
   double factor = 1;       // slowgpu: kernels take this many times longer (> 1)
   int64_t every = 0;       // pause: at every this many steps (steps K, 2K, ...)
   int64_t pause_s = 0;     // pause: seconds asleep
   std::string text;        // the flag as given, for messages
   std::vector<int> ranks;  // rank=R1+R2+...: every rank named (parse_fault_spec; size 1 for rank=R)
   int stage = -1;          // stage=S: pipeline stage whose every rank gets the fault, or -1
-  int node = -1;           // slownic: the emulated host K
-  std::vector<int> node_ranks;  // slownic: the global ranks on host K (parse_options)
+  int node = -1;           // slownic, nicdown: the emulated host K
+  std::vector<int> node_ranks;  // slownic, nicdown: the global ranks on host K (parse_options)
+  bool mirror = false;     // FaultPlan's copy of a link fault seen from its other end (writes no ground truth)
   int expanded = 0;        // index of this spec among those one flag expanded into
   // Resolved by parse_options (docs/scout-sim.md, "Faults"): rank R's operation the fault acts
   // on first (sdc: first AllReduce/AllGather/Broadcast at or after N; nan: first operation with

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "test/sim/communicator.h"
+#include "test/sim/faults.h"
 #include "test/sim/futex.h"
 #include "test/sim/net_transport.h"
 #include "test/sim/profiler_driver.h"
@@ -22,6 +23,8 @@ struct NetEdge {
   uint8_t channel = 0;
   int64_t hold_ns = 0;  // slowlink delay of the pair (0: none)
   void* op = nullptr;   // ProxyOp handle
+  bool stuck = false;   // its channel stopped (linkdown, nicdown)
+  bool down = false;    // ... and this crossing is over the link that is down
 };
 
 // One step of `e` carrying `len` bytes, with the states NCCL's net transport records
@@ -48,13 +51,10 @@ void one_step(const ProfilerDriver& prof, void* ctx, const NetEdge& e, int k, si
   prof.stop(s);
 }
 
-}  // namespace
-
-void ring_net_peers(const CommSpec& spec, const Layout& layout, int me, int ch, int* send_to, int* recv_from) {
-  *send_to = -1;
-  *recv_from = -1;
+// Comm ranks per host, hosts in order of their first member.
+std::vector<std::vector<int>> members_by_host(const CommSpec& spec, const Layout& layout) {
   std::vector<int> hosts;
-  std::vector<std::vector<int>> members;  // comm ranks per host, hosts in order of first member
+  std::vector<std::vector<int>> members;
   for (int r = 0; r < spec.nranks(); ++r) {
     const int node = layout.coord(spec.members[size_t(r)]).node;
     const size_t h = size_t(std::find(hosts.begin(), hosts.end(), node) - hosts.begin());
@@ -64,7 +64,41 @@ void ring_net_peers(const CommSpec& spec, const Layout& layout, int me, int ch, 
     }
     members[h].push_back(r);
   }
-  const size_t n = hosts.size();
+  return members;
+}
+
+}  // namespace
+
+std::vector<int> ring_order(const CommSpec& spec, const Layout& layout, int ch) {
+  std::vector<int> order;
+  const size_t rot = size_t(ch < 0 ? 0 : ch);
+  for (const std::vector<int>& m : members_by_host(spec, layout))
+    for (size_t i = 0; i < m.size(); ++i) order.push_back(m[(rot + i) % m.size()]);
+  return order;
+}
+
+uint64_t stuck_channels(const Communicator& c, const KernelTask& t) {
+  const FaultPlan& fp = c.rc()->faults;
+  uint64_t mask = 0;
+  for (int i = 0; i < t.n_channels && i < 64; ++i) {
+    const std::vector<int> ring = ring_order(c.spec(), *c.rc()->layout, (t.channel_base + i) % 64);
+    const size_t n = ring.size();
+    for (size_t k = 0; k < n && n > 1; ++k) {
+      const int a = c.spec().members[size_t(ring[k])], b = c.spec().members[size_t(ring[(k + 1) % n])];
+      if (fp.link_down(a, b, t.step)) {
+        mask |= 1ull << i;
+        break;
+      }
+    }
+  }
+  return mask;
+}
+
+void ring_net_peers(const CommSpec& spec, const Layout& layout, int me, int ch, int* send_to, int* recv_from) {
+  *send_to = -1;
+  *recv_from = -1;
+  const std::vector<std::vector<int>> members = members_by_host(spec, layout);
+  const size_t n = members.size();
   if (n < 2) return;
   const size_t rot = size_t(ch < 0 ? 0 : ch);
   auto first = [&](size_t h) { return members[h][rot % members[h].size()]; };
@@ -88,7 +122,7 @@ uint64_t ring_channel_bytes(const KernelTask& t, int nranks) {
   return std::max<uint64_t>(1, traffic / std::max<uint64_t>(1, t.n_channels));
 }
 
-void emit_coll_proxy_events(Communicator& c, const KernelTask& t, int64_t release_ns) {
+void emit_coll_proxy_events(Communicator& c, const KernelTask& t, int64_t release_ns, uint64_t stuck) {
   const ProfilerDriver& prof = *c.rc()->prof;
   if (!prof.loaded() || !(t.mask & gate::kProxyOp) || c.spec().n_nodes < 2) return;
   const int me_g = c.rc()->global_rank;
@@ -103,7 +137,10 @@ void emit_coll_proxy_events(Communicator& c, const KernelTask& t, int64_t releas
       e.peer = peer;
       e.send = send;
       e.channel = uint8_t(ch);
-      e.hold_ns = c.rc()->faults.slowlink_p2p_ms(me_g, c.spec().members[size_t(peer)], t.step) * 1000000;
+      const int peer_g = c.spec().members[size_t(peer)];
+      e.hold_ns = c.rc()->faults.slowlink_p2p_ms(me_g, peer_g, t.step) * 1000000;
+      e.stuck = (stuck >> i) & 1;
+      e.down = e.stuck && c.rc()->faults.link_down(me_g, peer_g, t.step);
       edges.push_back(e);
     }
   }
@@ -126,11 +163,34 @@ void emit_coll_proxy_events(Communicator& c, const KernelTask& t, int64_t releas
     for (int k = 0; k < nsteps; ++k) {
       const size_t len = size_t(std::min<uint64_t>(kNetChunk, bytes - uint64_t(k) * kNetChunk));
       for (const NetEdge& e : edges) {
+        if (e.stuck && (e.down || k > 0)) continue;
         one_step(prof, c.context(), e, k, len, c.rank(), release_ns + e.hold_ns * (k + 1) / nsteps);
       }
     }
+    // Stuck channels: the crossing over the dead link never completes its first step; the others
+    // starve at their second.
+    for (const NetEdge& e : edges) {
+      if (!e.stuck || (!e.down && nsteps < 2)) continue;
+      abi::DescrV5 d = blank_descr(abi::kEvProxyStep, e.op, c.rank());
+      d.proxyStep.step = e.down ? 0 : 1;
+      void* st = nullptr;
+      prof.start(c.context(), &st, d);
+      abi::StateArgs a;
+      std::memset(&a, 0, sizeof(a));
+      a.proxyStep.transSize = size_t(std::min<uint64_t>(kNetChunk, bytes));
+      if (e.send) {
+        prof.record(st, abi::kStateProxyStepSendGPUWait, nullptr);
+        if (e.down) {
+          prof.record(st, abi::kStateProxyStepSendPeerWait, nullptr);
+          prof.record(st, abi::kStateProxyStepSendWait, &a);
+        }
+      } else {
+        prof.record(st, abi::kStateProxyStepRecvWait, nullptr);
+      }
+    }
   }
-  for (NetEdge& e : edges) prof.stop(e.op);
+  for (NetEdge& e : edges)
+    if (!e.stuck) prof.stop(e.op);
 }
 
 }  // namespace scout::sim

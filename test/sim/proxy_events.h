@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "test/sim/layout.h"
 
@@ -18,9 +19,18 @@ namespace scout::sim {
 class Communicator;
 struct KernelTask;
 
+// The emulated ring of `spec` on channel `ch`: every comm rank once, each host's members (in
+// comm-rank order) rotated by ch, the hosts one after the other in order of their first member.
+// On one host every channel's ring has the same neighbours.
+std::vector<int> ring_order(const CommSpec& spec, const Layout& layout, int ch);
+
 // The ring neighbours of comm rank `me` of `spec` across hosts on channel `ch`: the comm rank it
 // sends to (*send_to) and receives from (*recv_from), -1 where the ring stays on its host.
 void ring_net_peers(const CommSpec& spec, const Layout& layout, int me, int ch, int* send_to, int* recv_from);
+
+// linkdown / nicdown (faults.h): the channels of task `t` of `c` whose ring has a link that
+// delivers nothing at the task's step (bit i: the task's i-th channel, t.channel_base + i); 0: none.
+uint64_t stuck_channels(const Communicator& c, const KernelTask& t);
 
 // Bytes one rank moves over one ring channel for task `t` (the nccl-tests traffic convention,
 // docs/nccl-notes.md §5.1, split over the task's channels).
@@ -30,6 +40,12 @@ uint64_t ring_channel_bytes(const KernelTask& t, int nranks);
 // transfers if t.mask asks for them; steps of kNetChunk bytes. A pair with a slowlink fault
 // (faults.h) takes its delay in its steps: step k of n of such a pair completes at
 // `release_ns` + ms * (k + 1) / n (both ends), the other steps as fast as the calls go.
-void emit_coll_proxy_events(Communicator& c, const KernelTask& t, int64_t release_ns);
+// On the channels of `stuck` (stuck_channels(); docs/scout-sim.md "Network steps") the transfers
+// stop: a crossing over a link that is down has its first send step handed to the network
+// (SendWait) and its first receive step posted (RecvWait), neither ever completing; every other
+// crossing of those channels completes its first step and then starves (its second send step
+// waits for the GPU's data, its second receive step for data that never comes); their ProxyOps are
+// never stopped.
+void emit_coll_proxy_events(Communicator& c, const KernelTask& t, int64_t release_ns, uint64_t stuck = 0);
 
 }  // namespace scout::sim

@@ -42,6 +42,11 @@ struct RankContext {
     if (truth) truth->write(e);
   }
   uint64_t load_mask() const { return static_cast<uint32_t>(__atomic_load_n(&mask, __ATOMIC_RELAXED)); }
+  // The GPU id scout-sim gives global rank `g` ("GPU-sim-node<i>-<local rank>", docs/scout-sim.md).
+  std::string gpu_of(int g) const;
+  // Writes this rank's emulated device state (replay/emu_device.h) to
+  // <SCOUT_SHM_DIR>/scout-emugpu.<job>.<gpu>.json; a failure is one line on stderr.
+  void write_device(const replay::EmuDeviceState& s) const;
 
   // The rank's GPU runs its kernels one at a time in launch order, whatever their communicator
   // (one CUDA stream per rank, as when every collective follows the compute it depends on):

@@ -145,20 +145,11 @@ void RankJob::run_step(int64_t step) {
 void RankJob::start_hardware_faults(int64_t step) {
   std::vector<const FaultSpec*> starting = rc_->faults.hardware_starting(step);
   if (starting.empty()) return;
-  const Layout& L = *rc_->layout;
-  auto gpu_of = [&](int g) {
-    RankCoord c = L.coord(g);
-    return "GPU-sim-" + Layout::host_name(c.node) + "-" + std::to_string(c.local_rank);
-  };
-  const char* mine = std::getenv("SCOUT_GPU");
-  const char* dir = std::getenv("SCOUT_SHM_DIR");
-  std::string err;
-  const std::string path = replay::emu_device_path(dir && *dir ? dir : "/dev/shm", rc_->opts->job,
-                                                   mine && *mine ? mine : gpu_of(rc_->global_rank));
-  if (!replay::write_emu_device(path, rc_->faults.device_at(step, gpu_of), &err))
-    std::fprintf(stderr, "scout-sim: rank %d: %s\n", rc_->global_rank, err.c_str());
+  rc_->write_device(rc_->faults.device_at(step, [&](int g) { return rc_->gpu_of(g); }));
   for (const FaultSpec* f : starting) {
     if (f->kind == FaultKind::kSlowlink) continue;  // its ground truth is written where it delays
+    // A linkdown is written by its rank= end; a nicdown by host K's first rank.
+    if (f->mirror || f->rank != rc_->global_rank) continue;
     TruthEvent e;
     e.kind = f->kind;
     e.global_rank = rc_->global_rank;
@@ -166,6 +157,7 @@ void RankJob::start_hardware_faults(int64_t step) {
     e.step = step;
     e.time_ns = shm::wall_ns();
     if (f->kind == FaultKind::kSlowGpu) e.detail = "\"factor\":" + std::to_string(f->factor);
+    if (f->kind == FaultKind::kNicDown) e.detail = "\"node\":" + std::to_string(f->node);
     rc_->write_truth(e);
   }
 }
@@ -293,7 +285,7 @@ int rank_main(const SimOptions& o) {
   rc.fabric = fabric.get();
   rc.prof = &prof;
   rc.net = net.ok() ? &net : nullptr;
-  rc.faults = FaultPlan(o.faults, g);
+  rc.faults = FaultPlan(o.faults, g, o.ranks);
   rc.truth = &truth;
   rc.status = status;
   {
@@ -309,6 +301,20 @@ int rank_main(const SimOptions& o) {
   unload_net_plugin(&net);
   status->state.store(kRankDone, std::memory_order_release);
   return 0;
+}
+
+std::string RankContext::gpu_of(int g) const {
+  RankCoord c = layout->coord(g);
+  return "GPU-sim-" + Layout::host_name(c.node) + "-" + std::to_string(c.local_rank);
+}
+
+void RankContext::write_device(const replay::EmuDeviceState& s) const {
+  const char* mine = std::getenv("SCOUT_GPU");
+  const char* dir = std::getenv("SCOUT_SHM_DIR");
+  std::string err;
+  const std::string path =
+      replay::emu_device_path(dir && *dir ? dir : "/dev/shm", opts->job, mine && *mine ? mine : gpu_of(global_rank));
+  if (!replay::write_emu_device(path, s, &err)) std::fprintf(stderr, "scout-sim: rank %d: %s\n", global_rank, err.c_str());
 }
 
 }  // namespace scout::sim

@@ -1,5 +1,5 @@
 // scout-sim as a program: bad flags, the per-rank environment, the default plugin, exit codes of a
-// completed, hung, crashed and interrupted job, and the ground truth of hang and crash.
+// completed, hung, crashed and interrupted job, and the ground truth of hang, crash, linkdown and nicdown.
 #include <signal.h>
 #include <unistd.h>
 
@@ -71,7 +71,7 @@ TEST_F(SimCli, BadFlagsGetOneLineAndExitCode2) {
       {{"--ranks", "8", "--fault", "bogus:rank=1,op=2"},
        "fault 'bogus:rank=1,op=2': unknown fault kind 'bogus' (sdc, straggler, hang, desync, crash, slowlink, nan, "
        "gpusdc, linksdc, slowgpu, dtype, optype, skip, extrastep, nondet, pause, p2porder, wronggroup, enqueuestall, "
-       "kernelstall, slownic)"},
+       "kernelstall, slownic, linkdown, nicdown)"},
       {{"--ranks", "8", "--fault", "p2porder:stage=0"},
        "fault 'p2porder:stage=0': p2porder needs --pp > 1 (rank 0 has no pipeline peer)"},
       {{"--ranks", "8", "--pp", "2", "--fault", "p2porder:stage=1,op=4"},
@@ -81,7 +81,7 @@ TEST_F(SimCli, BadFlagsGetOneLineAndExitCode2) {
       {{"--ranks", "8", "--fault", "wronggroup:rank=3"},
        "fault 'wronggroup:rank=3': wronggroup needs --pp > 1 (rank 3 has no pipeline peer)"},
       {{"--ranks", "8", "--pp", "2", "--fault", "wronggroup:rank=3,peer=1"},
-       "fault 'wronggroup:rank=3,peer=1': peer applies to slowlink and linksdc only"},
+       "fault 'wronggroup:rank=3,peer=1': peer applies to slowlink, linksdc and linkdown only"},
       {{"--ranks", "8", "--fault", "enqueuestall:rank=2,ms=5"},
        "fault 'enqueuestall:rank=2,ms=5': ms applies to straggler, slowlink and slownic only"},
       {{"--ranks", "8", "--steps", "2", "--fault", "kernelstall:rank=2,op=100"},
@@ -97,7 +97,23 @@ TEST_F(SimCli, BadFlagsGetOneLineAndExitCode2) {
       {{"--ranks", "8", "--nodes", "2", "--fault", "slownic:node=0,ms=5,op=3"},
        "fault 'slownic:node=0,ms=5,op=3': op does not apply to slownic (slownic:node=K,ms=M[,step=N])"},
       {{"--ranks", "8", "--fault", "hang:rank=1,step=2,node=1"},
-       "fault 'hang:rank=1,step=2,node=1': node applies to slownic only"},
+       "fault 'hang:rank=1,step=2,node=1': node applies to slownic and nicdown only"},
+      {{"--ranks", "8", "--fault", "linkdown:rank=1"}, "fault 'linkdown:rank=1': linkdown needs peer=Q (the other end)"},
+      {{"--ranks", "8", "--fault", "linkdown:rank=1,peer=1"}, "fault 'linkdown:rank=1,peer=1': peer must differ from rank"},
+      {{"--ranks", "8", "--fault", "linkdown:rank=1,peer=2,op=3"},
+       "fault 'linkdown:rank=1,peer=2,op=3': linkdown takes step=N (a persistent hardware fault)"},
+      {{"--ranks", "8", "--fault", "linkdown:rank=0,peer=8"},
+       "fault 'linkdown:rank=0,peer=8': peer 8 is out of range (--ranks 8)"},
+      {{"--ranks", "8", "--fault", "linkdown:rank=1+2,peer=3"},
+       "fault 'linkdown:rank=1+2,peer=3': linkdown names one pair: rank lists and stage= do not apply"},
+      {{"--ranks", "8", "--nodes", "2", "--fault", "nicdown:rank=1"},
+       "fault 'nicdown:rank=1': nicdown names a host: node=K, not rank= or stage="},
+      {{"--ranks", "8", "--nodes", "2", "--fault", "nicdown:node=1,ms=5"},
+       "fault 'nicdown:node=1,ms=5': ms does not apply to nicdown (nicdown:node=K[,step=N])"},
+      {{"--ranks", "8", "--fault", "nicdown:node=0"},
+       "fault 'nicdown:node=0': nicdown needs --nodes >= 2 (it cuts one host off the others)"},
+      {{"--ranks", "8", "--nodes", "2", "--fault", "nicdown:node=2"},
+       "fault 'nicdown:node=2': node 2 is out of range (--nodes 2)"},
       {{"--ranks", "8", "--fault", "pause:rank=0,every=50"},
        "fault 'pause:rank=0,every=50': pause needs s=S (seconds asleep)"},
       {{"--ranks", "8", "--fault", "pause:rank=0,s=20"},
@@ -310,6 +326,78 @@ TEST_F(SimCli, CrashKillsTheRankAndTheOthersBlockUntilTheTimeout) {
   EXPECT_EQ(t[0]["comm"]["name"], "tp1");
   EXPECT_EQ(t[0]["key"]["func"], "AllGather");
   EXPECT_EQ(t[0]["key"]["seq"], 0);
+}
+
+// The emulated device state a rank wrote (replay/emu_device.h), or null when none.
+nlohmann::json device(const std::string& dir, const std::string& job, const std::string& gpu) {
+  std::ifstream in(dir + "/scout-emugpu." + job + "." + gpu + ".json");
+  if (!in) return nullptr;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return nlohmann::json::parse(ss.str());
+}
+
+// linkdown 1<->2 inside a TP 4 group from step 2: the group's collectives stop (every channel's ring
+// uses the link), the job ends at the timeout; rank 1 writes the ground truth; the devices of both
+// ends receive nothing from each other in replay, the others are healthy.
+TEST_F(SimCli, LinkdownStopsTheJobAndWritesItsGroundTruthAndBothEndsDevices) {
+  std::string truth = dir_.path() + "/linkdown.jsonl";
+  ProcessResult r = run({"--ranks", "4", "--tp", "4", "--steps", "50", "--bytes", "8K", "--fault",
+                         "linkdown:rank=1,peer=2,step=2", "--timeout", "2", "--truth", truth, "--job", "ld1"},
+                        30);
+  EXPECT_EQ(r.exit_code, kExitTimedOut) << r.out << r.err;
+  EXPECT_NE(r.out.find("2/50 steps"), std::string::npos) << r.out;
+  auto t = read_truth(truth);
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_EQ(t[0]["kind"], "linkdown");
+  EXPECT_EQ(t[0]["global_rank"], 1);
+  EXPECT_EQ(t[0]["peer"], 2);
+  EXPECT_EQ(t[0]["step"], 2);
+  const nlohmann::json d1 = device(dir_.path(), "ld1", "GPU-sim-node0-1");
+  const nlohmann::json d2 = device(dir_.path(), "ld1", "GPU-sim-node0-2");
+  ASSERT_TRUE(d1.is_object());
+  ASSERT_TRUE(d2.is_object());
+  EXPECT_EQ(d1["links_in"], (nlohmann::json{{"GPU-sim-node0-2", {{"flip", false}, {"delay_ns", 0}, {"down", true}}}}));
+  EXPECT_EQ(d2["links_in"], (nlohmann::json{{"GPU-sim-node0-1", {{"flip", false}, {"delay_ns", 0}, {"down", true}}}}));
+  EXPECT_TRUE(device(dir_.path(), "ld1", "GPU-sim-node0-0").is_null());
+}
+
+// nicdown of host 1 (ranks 2, 3) from step 2: its first rank writes one line; every device of the
+// other host receives nothing from host 1's GPUs and theirs nothing from host 0's.
+TEST_F(SimCli, NicdownWritesOneLineAndCutsTheHostOffInReplay) {
+  std::string truth = dir_.path() + "/nicdown.jsonl";
+  ProcessResult r = run({"--ranks", "4", "--nodes", "2", "--steps", "50", "--bytes", "8K", "--fault",
+                         "nicdown:node=1,step=2", "--timeout", "2", "--truth", truth, "--job", "nd1"},
+                        30);
+  EXPECT_EQ(r.exit_code, kExitTimedOut) << r.out << r.err;
+  auto t = read_truth(truth);
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_EQ(t[0]["kind"], "nicdown");
+  EXPECT_EQ(t[0]["global_rank"], 2);
+  EXPECT_TRUE(t[0]["peer"].is_null());
+  EXPECT_EQ(t[0]["detail"]["node"], 1);
+  const nlohmann::json d0 = device(dir_.path(), "nd1", "GPU-sim-node0-0");
+  const nlohmann::json d3 = device(dir_.path(), "nd1", "GPU-sim-node1-1");
+  ASSERT_TRUE(d0.is_object());
+  ASSERT_TRUE(d3.is_object());
+  EXPECT_EQ(d0["links_in"].size(), 2u);
+  EXPECT_TRUE(d0["links_in"]["GPU-sim-node1-0"]["down"]);
+  EXPECT_TRUE(d0["links_in"]["GPU-sim-node1-1"]["down"]);
+  EXPECT_EQ(d3["links_in"].size(), 2u);
+  EXPECT_TRUE(d3["links_in"]["GPU-sim-node0-0"]["down"]);
+  EXPECT_TRUE(d3["links_in"]["GPU-sim-node0-1"]["down"]);
+}
+
+// kernelstall: the rank's emulated GPU is hung from the stall on (replay on it finishes nothing).
+TEST_F(SimCli, KernelstallLeavesTheRanksEmulatedGpuHung) {
+  ProcessResult r = run({"--ranks", "2", "--tp", "2", "--steps", "50", "--bytes", "8K", "--fault",
+                         "kernelstall:rank=1,step=3", "--timeout", "2", "--job", "ks1"},
+                        30);
+  EXPECT_EQ(r.exit_code, kExitTimedOut) << r.out << r.err;
+  const nlohmann::json d1 = device(dir_.path(), "ks1", "GPU-sim-node0-1");
+  ASSERT_TRUE(d1.is_object());
+  EXPECT_EQ(d1["hung"], true);
+  EXPECT_TRUE(device(dir_.path(), "ks1", "GPU-sim-node0-0").is_null());
 }
 
 TEST_F(SimCli, SigtermEndsTheJobWithExitCode4) {

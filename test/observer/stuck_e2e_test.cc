@@ -1,0 +1,158 @@
+// End to end at the observer's default settings: a collective that stops because a link, a host's
+// network or a GPU stopped is named within 10 s of the stop, with exact suspects
+// (docs/observer.md, "Stuck collectives"). scout-sim runs the job through the real plugin; one
+// scout-observer reads every emulated host's segments (--host '*').
+//   - With ProxyStep events (SCOUT_PROXY_BUDGET=1: the windows are always open, so the stuck
+//     collective's network steps are in the progress tables): a `linkdown` between two hosts is
+//     named by the link's two ends, a `nicdown` of one host of four by every member on that host.
+#include <signal.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include "common/clock.h"
+#include "observer/store/reader.h"
+#include "test/support/settle.h"
+#include "test/support/subprocess.h"
+#include "test/support/tmpdir.h"
+#include "test/support/truth.h"
+
+namespace {
+
+using scout::obs::Finding;
+using scout::obs::FindingKind;
+using scout::testing::build_path;
+using scout::testing::Named;
+using scout::testing::stored_findings;
+using scout::testing::Subprocess;
+using scout::testing::TempDir;
+
+std::vector<nlohmann::json> json_lines(const std::string& path) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line))
+    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+std::string show(const std::vector<Finding>& fs) {
+  std::string s;
+  for (const auto& f : fs)
+    s += "\n  " + std::string(to_string(f.kind)) + (f.open ? " open: " : " closed: ") + f.summary + "\n    " +
+         f.evidence.dump().substr(0, 1500);
+  return s;
+}
+
+// scout-sim with `sim_args` under one scout-observer at the default settings reading every host's
+// segments; `env` is added to both.
+struct Job {
+  TempDir dir;
+  std::string job, store, truth;
+  std::map<std::string, std::string> env;
+  std::unique_ptr<Subprocess> observer, sim;
+
+  Job(const std::string& name, const std::vector<std::string>& sim_args, std::map<std::string, std::string> extra = {})
+      : job(name) {
+    env = {{"SCOUT_SHM_DIR", dir.path()}, {"SCOUT_STATE_DIR", dir.path() + "/state"}};
+    env.insert(extra.begin(), extra.end());
+    store = dir.path() + "/state/" + job + "/node-0.db";
+    truth = dir.path() + "/truth.jsonl";
+    observer = std::make_unique<Subprocess>(
+        std::vector<std::string>{build_path("bin/scout-observer"), "--job", job, "--host", "*"}, env);
+    std::vector<std::string> argv = {build_path("bin/scout-sim"), "--job", job, "--truth", truth};
+    argv.insert(argv.end(), sim_args.begin(), sim_args.end());
+    sim = std::make_unique<Subprocess>(argv, env);
+  }
+  std::vector<Finding> findings() const { return stored_findings(store); }
+  // The first finding that names someone (polled every 50 ms up to `seconds`) and when it was
+  // seen; then the settle time.
+  std::pair<std::optional<Finding>, int64_t> first_named(int seconds) {
+    auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+    std::pair<std::optional<Finding>, int64_t> out{std::nullopt, 0};
+    while (!out.first && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      for (const auto& f : findings())
+        if (!f.suspects.empty()) {
+          out = {f, scout::shm::wall_ns()};
+          break;
+        }
+    }
+    std::this_thread::sleep_for(scout::testing::kSettle);
+    return out;
+  }
+  // Stops the observer (final pass), then the job; returns the observer's stderr.
+  std::string stop() {
+    observer->signal(SIGTERM);
+    auto r = observer->wait(200);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    sim->signal(SIGINT);
+    sim->wait(30);
+    return r.err;
+  }
+};
+
+// The one finding the stuck collective gave: a stall (or the hang it became) of class stuck, naming
+// exactly `want` within 10 s of the fault's ground-truth time; returns its evidence's trace.
+nlohmann::json expect_named(Job& j, const std::set<int>& want, const char* what) {
+  auto [f, seen_ns] = j.first_named(40);
+  std::string err = j.stop();
+  auto truth = json_lines(j.truth);
+  auto all = j.findings();
+  EXPECT_EQ(truth.size(), 1u);
+  EXPECT_TRUE(f) << "nothing named within 40 s:" << show(all) << "\n" << err;
+  if (!f || truth.empty()) return nullptr;
+  EXPECT_EQ(scout::testing::named(all), (std::multiset<Named>{{"stall", want}})) << show(all) << "\n" << err;
+  EXPECT_EQ(f->evidence["class"], "stuck") << f->evidence.dump();
+  EXPECT_EQ(f->verdict, scout::obs::Verdict::kAttributed);
+  const int64_t t0 = truth[0]["time_ns"].get<int64_t>();
+  const double named_s = double(f->evidence["named_ns"].get<int64_t>() - t0) / 1e9;
+  const double seen_s = double(seen_ns - t0) / 1e9;
+  std::printf("%s: named %.2f s, in the store %.2f s after the stop (threshold %.0f ms): %s\n", what, named_s, seen_s,
+              f->evidence["threshold_ms"].get<double>(), f->summary.c_str());
+  EXPECT_LT(named_s, 10.0);
+  EXPECT_LT(seen_s, 10.0);
+  return f->evidence["trace"];
+}
+
+// DP over two hosts (ranks 0, 1 on node0; 2, 3 on node1): the link 1<->2 stops delivering at step
+// 30. Every channel of the DP ring crosses between 1 and 2 in one direction or the other: their
+// sends sit in the network, every other crossing starves.
+TEST(StuckEndToEnd, LinkdownBetweenTwoHostsIsNamedByItsStoppedSends) {
+  Job j("ldproxy",
+        {"--ranks", "4", "--nodes", "2", "--steps", "2000", "--step-ms", "20", "--timeout", "60", "--fault",
+         "linkdown:rank=1,peer=2,step=30"},
+        {{"SCOUT_PROXY_BUDGET", "1"}});
+  nlohmann::json tr = expect_named(j, {1, 2}, "linkdown 1<->2 across hosts (ProxyStep)");
+  ASSERT_TRUE(tr.is_object());
+  EXPECT_EQ(tr["source"], "proxy");
+  EXPECT_EQ(tr["verdict"], "link");
+  int stopped = 0;
+  for (const auto& p : tr["paths"]) {
+    if (p["state"] != "stopped") continue;
+    ++stopped;
+    EXPECT_EQ(p["dir"], "send");
+    EXPECT_EQ((std::set<int>{p["global_rank"].get<int>(), p["peer"].get<int>()}), (std::set<int>{1, 2})) << p.dump();
+  }
+  EXPECT_GE(stopped, 2) << tr.dump();  // both directions: 1->2 and 2->1 on different channels
+  EXPECT_FALSE(tr["channels_stuck"].empty()) << tr.dump();
+}
+
+// DP over four hosts (two ranks each): host 2's network stops at step 30. The ring's crossings into
+// and out of host 2 stop, from host 1 and to host 3: the host is named, by both its ranks.
+TEST(StuckEndToEnd, NicdownOfOneHostOfFourIsNamedByTheHost) {
+  Job j("ndproxy",
+        {"--ranks", "8", "--nodes", "4", "--steps", "2000", "--step-ms", "20", "--timeout", "60", "--fault",
+         "nicdown:node=2,step=30"},
+        {{"SCOUT_PROXY_BUDGET", "1"}});
+  nlohmann::json tr = expect_named(j, {4, 5}, "nicdown of node2 (ProxyStep)");
+  ASSERT_TRUE(tr.is_object());
+  EXPECT_EQ(tr["source"], "proxy");
+  EXPECT_EQ(tr["verdict"], "host");
+  EXPECT_EQ(tr["host"], "node2");
+}
+
+}  // namespace
