@@ -175,6 +175,13 @@ Ingestor::ReadResult Ingestor::read_segment(Segment& s, Model& model, int64_t no
     if (cs.rank >= 0 && cs.rank < int(ctx.comm->ranks.size())) ctx.comm->ranks[cs.rank].last_api_ns = cs.last_api_ns;
     ring.cursor.poll(rd, r, cs.head, info.ring_capacity, s.owner_gone, on_record, on_lost);
   }
+  read_tables(s);
+  guard.leave();
+  publish_tables(s, model);
+  return ReadResult::kOk;
+}
+
+void Ingestor::read_tables(Segment& s) {
   if (s.gemm != nullptr) read_gemm(s);
   if (s.links != nullptr) {
     shm::read_link_info(s.links, s.links_capacity, &s.link_info);
@@ -186,9 +193,6 @@ Ingestor::ReadResult Ingestor::read_segment(Segment& s, Model& model, int64_t no
     s.progress_scratch.clear();  // capacity reserved at attach: no allocation here
     shm::read_progress(s.progress, s.progress_capacity, &s.progress_scratch);
   }
-  guard.leave();
-  publish_tables(s, model);
-  return ReadResult::kOk;
 }
 
 void Ingestor::publish_tables(Segment& s, Model& model) {

@@ -127,6 +127,8 @@ class Ingestor {
   };
   // Copies the segment's GEMM table into s.gemm_info / s.gemm_scratch (inside the guard).
   static void read_gemm(Segment& s);
+  // The segment's GEMM, link and progress tables into its scratch copies (under the SIGBUS guard).
+  static void read_tables(Segment& s);
   // The link and GEMM tables read from segment `s` (outside the SIGBUS guard) into its process.
   static void publish_tables(Segment& s, Model& model);
   void attach_new();

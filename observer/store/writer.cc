@@ -1,6 +1,7 @@
 #include "observer/store/writer.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -41,59 +42,80 @@ void guarded(Db& db, F&& body) {
 
 }  // namespace
 
+namespace {
+
+// One attempt at opening (creating when empty) the store at `path` for writing; throws Error.
+std::unique_ptr<Db> open_writable(const std::string& path, const WriterOptions& options) {
+  std::filesystem::path p(path);
+  if (p.has_parent_path()) {
+    std::error_code ec;
+    std::filesystem::create_directories(p.parent_path(), ec);
+    if (ec) throw Error("cannot create directory " + p.parent_path().string() + ": " + ec.message(), SQLITE_CANTOPEN);
+  }
+  auto db = open_db(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  bool created = false;
+  if (is_empty(*db)) {
+    db->exec("PRAGMA journal_mode = WAL");
+    db->exec("BEGIN IMMEDIATE");
+    try {
+      // Two observers creating one store: the second, holding the write lock now, finds the
+      // first's schema and opens it as an existing store instead of failing on it.
+      if (is_empty(*db)) {
+        create_schema(*db, shm::wall_ns());
+        created = true;
+      }
+      db->exec("COMMIT");
+    } catch (...) {
+      try {
+        db->exec("ROLLBACK");
+      } catch (...) {}
+      throw;
+    }
+  }
+  if (!created) {
+    check_schema(*db);
+    check_integrity(*db);
+    if (!options.job.empty()) {
+      Stmt owner(*db, "SELECT job FROM job WHERE id = 1");
+      if (owner.step() && owner.str(0) != options.job) {
+        throw Error("store " + path + " belongs to job '" + printable(owner.str(0)) + "', not '" +
+                    printable(options.job) + "': refused (another job's store is never rewritten)");
+      }
+    }
+    upgrade_schema(*db);
+    db->exec("PRAGMA journal_mode = WAL");
+  }
+  add_optional_tables(*db);
+  db->exec("PRAGMA synchronous = NORMAL");
+  ensure_gemm_tables(*db);
+  Stmt last(*db, "INSERT OR REPLACE INTO meta (key, value) VALUES ('last_writer', ?)");
+  last.bind(1, std::string("scout ") + kVersion).run();
+  return db;
+}
+
+}  // namespace
+
 std::unique_ptr<StoreWriter> StoreWriter::open(const std::string& path, const WriterOptions& options,
                                                std::string* error, bool* transient) {
   if (transient) *transient = false;
-  try {
-    std::filesystem::path p(path);
-    if (p.has_parent_path()) {
-      std::error_code ec;
-      std::filesystem::create_directories(p.parent_path(), ec);
-      if (ec) throw Error("cannot create directory " + p.parent_path().string() + ": " + ec.message(), SQLITE_CANTOPEN);
-    }
-    auto db = open_db(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
-    bool created = false;
-    if (is_empty(*db)) {
-      db->exec("PRAGMA journal_mode = WAL");
-      db->exec("BEGIN IMMEDIATE");
-      try {
-        // Two observers creating one store: the second, holding the write lock now, finds the
-        // first's schema and opens it as an existing store instead of failing on it.
-        if (is_empty(*db)) {
-          create_schema(*db, shm::wall_ns());
-          created = true;
-        }
-        db->exec("COMMIT");
-      } catch (...) {
-        try {
-          db->exec("ROLLBACK");
-        } catch (...) {}
-        throw;
+  // SQLite answers SQLITE_BUSY at once, without its busy handler, when two connections would
+  // deadlock (both switching a new file to WAL, or upgrading a read lock): two observers creating
+  // one store. Such a quick BUSY is tried again; a lock held past the busy timeout is not.
+  constexpr int kQuickBusyRetries = 50;
+  constexpr int64_t kQuickBusyNs = 500'000'000;
+  for (int attempt = 0;; ++attempt) {
+    const int64_t t0 = shm::mono_ns();
+    try {
+      return std::unique_ptr<StoreWriter>(new StoreWriter(open_writable(path, options), options));
+    } catch (const Error& e) {
+      if (e.code() == SQLITE_BUSY && attempt < kQuickBusyRetries && shm::mono_ns() - t0 < kQuickBusyNs) {
+        ::usleep(useconds_t(1000 + 2000 * attempt % 20000));
+        continue;
       }
+      if (error) *error = e.what();
+      if (transient) *transient = e.transient();
+      return nullptr;
     }
-    if (!created) {
-      check_schema(*db);
-      check_integrity(*db);
-      if (!options.job.empty()) {
-        Stmt owner(*db, "SELECT job FROM job WHERE id = 1");
-        if (owner.step() && owner.str(0) != options.job) {
-          throw Error("store " + path + " belongs to job '" + printable(owner.str(0)) + "', not '" +
-                      printable(options.job) + "': refused (another job's store is never rewritten)");
-        }
-      }
-      upgrade_schema(*db);
-      db->exec("PRAGMA journal_mode = WAL");
-    }
-    add_optional_tables(*db);
-    db->exec("PRAGMA synchronous = NORMAL");
-    ensure_gemm_tables(*db);
-    Stmt last(*db, "INSERT OR REPLACE INTO meta (key, value) VALUES ('last_writer', ?)");
-    last.bind(1, std::string("scout ") + kVersion).run();
-    return std::unique_ptr<StoreWriter>(new StoreWriter(std::move(db), options));
-  } catch (const Error& e) {
-    if (error) *error = e.what();
-    if (transient) *transient = e.transient();
-    return nullptr;
   }
 }
 
