@@ -208,7 +208,9 @@ void* proxy_step_start(Process* p, void* ctx, void* parent) {
       untimed(p);
     }
   }
-  if (e == nullptr && prog == nullptr) return inert(p);
+  // An untimed step takes a slot only while its communicator is traced (its progress counts):
+  // otherwise the slots stay with timed steps, which a progress-only step would overwrite in flight.
+  if (e == nullptr && (prog == nullptr || c->proxy->traced.load(std::memory_order_relaxed) == 0)) return inert(p);
   ProxyComm* pc = c->proxy;
   uint32_t i = pc->next++ & (kProxyStepSlots - 1);
   ProxyStepSlot* s = &pc->slots[i];
