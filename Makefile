@@ -276,7 +276,8 @@ FUZZ_SRCS_flags := observer/pipeline/command_line.cc observer/pipeline/options.c
                    observer/model/model.cc common/names.cc $(FUZZ_COMMON)
 # The observers' wire messages: the leader's digest rounds against a hostile peer, and another
 # node's drill-down message or the job's wait summary decoded, merged and judged.
-FUZZ_NET_SRCS := observer/net/channel.cc observer/net/digest.cc observer/net/drill.cc observer/net/wait_summary.cc
+FUZZ_NET_SRCS := observer/net/channel.cc observer/net/digest.cc observer/net/drill.cc observer/net/wait_summary.cc \
+  observer/net/vote_summary.cc observer/net/rank_runs.cc
 FUZZ_SRCS_digest := $(FUZZ_NET_SRCS) test/support/net_workload.cc
 FUZZ_SRCS_drill := $(FUZZ_NET_SRCS) observer/cluster/core_judge.cc observer/cluster/job_waits.cc
 # The CLI's argument and name handling (the subcommands it reaches come from the archives).

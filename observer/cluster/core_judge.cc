@@ -42,7 +42,7 @@ std::vector<Finding> CoreJudge::judge_digest(const net::DigestDrill& d, const ne
           p.pid = it->second.pid;
           p.gpu = it->second.gpu;
         } else {
-          p.host = "node-rank " + std::to_string(v.node);
+          p.host = v.node >= 0 ? "node-rank " + std::to_string(v.node) : "";  // a large group carries no node
           p.pid = int(-int64_t(v.global_rank) - 1);  // unknown: distinct per rank (no overflow at INT_MIN)
         }
         m.set_member(c, v.comm_rank, m.upsert_proc(p, now_ns), 0, false);

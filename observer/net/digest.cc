@@ -11,6 +11,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "observer/net/vote_summary.h"
 #include "observer/net/wait_filter.h"
 #include "observer/net/wait_summary.h"
 
@@ -174,7 +175,7 @@ DigestExchange::DigestExchange(Channel* ch, Judge* judge, const DigestConfig& cf
         "observer network: digest slots and range must be positive, the drill-down split at least 2");
   }
   config_key_ = hash_words(
-      {6 /* protocol version */, uint64_t(cfg_.stream_slots), uint64_t(cfg_.timing_slots), uint64_t(cfg_.timing_ops),
+      {7 /* protocol version */, uint64_t(cfg_.stream_slots), uint64_t(cfg_.timing_slots), uint64_t(cfg_.timing_ops),
        cfg_.max_range_ops, uint64_t(cfg_.stall_ns), uint64_t(cfg_.drill_repeat_rounds), uint64_t(cfg_.drill_split),
        uint64_t(cfg_.max_narrow_parts), uint64_t(cfg_.wait_buckets)},
       0xc0f1);
@@ -413,7 +414,8 @@ uint64_t DigestExchange::value_of(LocalView& local, Placed& p, uint64_t seq) {
 }
 
 std::vector<DigestExchange::Drill> DigestExchange::narrow(LocalView& local, std::vector<uint64_t>& v,
-                                                          std::vector<Placed>& placed, RoundResult* res) {
+                                                          std::vector<Placed>& placed, RoundResult* res,
+                                                          bool* any_drill) {
   // The disagreeing slots, in slot order: the same list on every node (read from the vector).
   struct Narrowed {
     size_t slot;
@@ -426,9 +428,7 @@ std::vector<DigestExchange::Drill> DigestExchange::narrow(LocalView& local, std:
   for (size_t slot = 0; slot < size_t(cfg_.stream_slots); ++slot) {
     const StreamSlot ss = stream_slot(v, slot);
     if (ss.empty() || !ss.one_stream() || !ss.same_range() || !ss.digests_differ()) continue;
-    Narrowed n;
-    n.slot = slot;
-    n.cands.push_back({ss.from_min(), ss.to_max()});
+    Narrowed n{slot, nullptr, {{ss.from_min(), ss.to_max()}}, {}, true};
     for (Placed& p : placed) {
       if (p.slot == slot) n.mine = &p;
     }
@@ -525,7 +525,8 @@ std::vector<DigestExchange::Drill> DigestExchange::narrow(LocalView& local, std:
   }
   std::vector<Drill> out;
   for (Narrowed& n : ns) {
-    if (!n.wanted || !n.mine || n.leaves.empty()) continue;
+    *any_drill |= n.wanted && !n.leaves.empty();  // the same on every node: the votes are gathered
+    if (!n.mine || !n.wanted || n.leaves.empty()) continue;
     res->ops_drilled += int(n.leaves.size());
     out.push_back({n.mine, std::move(n.leaves)});
   }
@@ -552,55 +553,62 @@ void DigestExchange::update_partitions(size_t occupied) {
   }
 }
 
-NodeReport DigestExchange::node_report(LocalView& local, const ClockEstimate& clock,
-                                       const std::vector<obs::Finding>& node_findings,
-                                       const std::vector<Drill>& drills) {
+NodeReport DigestExchange::node_report(const ClockEstimate& clock, const std::vector<obs::Finding>& node_findings) {
   NodeReport rep;
-  std::set<int> mentioned;
-  if (!ch_->is_leader()) {
-    for (obs::Finding f : node_findings) {
-      if (f.first_seen_ns) f.first_seen_ns = clock.to_leader(f.first_seen_ns);
-      if (f.last_seen_ns) f.last_seen_ns = clock.to_leader(f.last_seen_ns);
-      rep.findings.push_back(std::move(f));
-    }
+  if (ch_->is_leader()) return rep;
+  for (obs::Finding f : node_findings) {
+    if (f.first_seen_ns) f.first_seen_ns = clock.to_leader(f.first_seen_ns);
+    if (f.last_seen_ns) f.last_seen_ns = clock.to_leader(f.last_seen_ns);
+    rep.findings.push_back(std::move(f));
   }
+  return rep;
+}
+
+VoteSummary DigestExchange::node_votes(LocalView& local, const ClockEstimate& clock, const std::vector<Drill>& drills) {
+  VoteSummary votes;
   std::vector<RankOpView> ranks;
   for (const Drill& dr : drills) {
     const Placed* p = dr.placed;
     const StreamView& s = *p->view;
-    NodeStreamOps d;
-    d.stream = {s.comm_hash, s.func, s.nranks, s.comm_name};
-    d.from = p->from;
-    d.to = p->to;
-    for (const RankProgressView& r : s.ranks) {
-      d.ranks.emplace_back(r.comm_rank, r.global_rank);
-      mentioned.insert(r.global_rank);
-    }
-    std::sort(d.ranks.begin(), d.ranks.end());
+    const StreamKeyInfo key{s.comm_hash, s.func, s.nranks, s.comm_name};
+    std::map<int, RankIdentity> ids;  // the local ranks of the stream
+    for (const RankProgressView& r : s.ranks) ids.emplace(r.global_rank, local.identity(r.global_rank));
     for (uint64_t seq : dr.seqs) {
       ranks.clear();
-      NodeOpValues op;
-      op.seq = seq;
       local.op(s.comm_hash, s.func, seq, &ranks);
-      for (RankOpView& r : ranks) shift_times(&r.rec, clock.offset_ns);
-      if (local_ranks_agree(ranks, d.ranks.size())) {
-        op.agree = true;
-        op.rec = ranks[0].rec;
-      } else {
-        for (const auto& [cr, gr] : d.ranks) {
-          NodeOpValues::Value val;
-          for (const RankOpView& r : ranks) {
-            if (r.comm_rank == cr) val = {true, r.rec};
-          }
-          op.per_rank.push_back(val);
-        }
+      for (RankOpView& r : ranks) {
+        shift_times(&r.rec, clock.offset_ns);
+        auto id = ids.find(r.global_rank);
+        merge(votes, one_vote(key, p->from, p->to, seq, r.comm_rank, r.global_rank, ch_->rank(),
+                              id != ids.end() ? id->second : local.identity(r.global_rank), r.rec));
       }
-      d.ops.push_back(std::move(op));
     }
-    rep.digests.push_back(std::move(d));
   }
-  for (int gr : mentioned) rep.identities.push_back(local.identity(gr));
-  return rep;
+  return votes;
+}
+
+void DigestExchange::gather_votes(LocalView& local, const ClockEstimate& clock, const std::vector<Drill>& drills,
+                                  RoundResult* res) {
+  const VoteSummary mine = node_votes(local, clock, drills);
+  int bad = 0;
+  std::string first;
+  const std::vector<uint8_t> all = ch_->reduce_to_leader(
+      mine.empty() ? std::vector<uint8_t>{} : encode_votes(mine), [&](std::vector<uint8_t> a, std::vector<uint8_t> b) {
+        return merge_encoded_votes(std::move(a), std::move(b), &bad, &first);
+      });
+  res->gathered = true;
+  if (!ch_->is_leader()) return;
+  if (bad > 0) {
+    if (res->bad_reports == 0) res->bad_report_error = "vote summary: " + first;
+    res->bad_reports += bad;
+  }
+  VoteSummary job;
+  std::string why;
+  if (all.empty() || !decode_votes(all, &job, &why) || !judge_) return;
+  Identities ids;
+  for (const DigestDrill& d : expand(job, &ids)) {
+    for (obs::Finding& f : judge_->judge_digest(d, ids, res->round_time_ns)) res->decided.push_back(std::move(f));
+  }
 }
 
 WaitSnapshot DigestExchange::narrowed_waits(LocalView& local) {
@@ -636,20 +644,14 @@ void DigestExchange::gather_waits(LocalView& local, const ClockEstimate& clock, 
 }
 
 void DigestExchange::exchange_reports(const NodeReport& rep, RoundResult* res) {
-  const bool empty = rep.findings.empty() && rep.digests.empty();
-  const std::vector<uint8_t> bytes = empty ? std::vector<uint8_t>{} : encode_report(rep);
+  const std::vector<uint8_t> bytes = rep.findings.empty() ? std::vector<uint8_t>{} : encode_report(rep);
   std::vector<Contribution> got = ch_->gather_to_leader(bytes);
   res->gathered = true;
   if (!ch_->is_leader()) return;
   LeaderInbox in = collect_reports(got);
-  res->bad_reports = in.bad_reports;
-  res->bad_report_error = in.first_error;
+  res->bad_reports += in.bad_reports;
+  if (res->bad_report_error.empty()) res->bad_report_error = in.first_error;
   res->findings = std::move(in.findings);
-  if (!judge_) return;
-  for (const DigestDrill& d : in.digests) {
-    for (obs::Finding& f : judge_->judge_digest(d, in.identities, res->round_time_ns))
-      res->decided.push_back(std::move(f));
-  }
 }
 
 RoundResult DigestExchange::round(LocalView& local, int64_t now_ns, const ClockEstimate& clock,
@@ -700,11 +702,14 @@ RoundResult DigestExchange::round(LocalView& local, int64_t now_ns, const ClockE
   res.partitions = partitions_;
   // Disagreeing ranges are narrowed to the operations that differ (sub-rounds of bounded size,
   // every node), and only those travel to the leader.
-  const std::vector<Drill> drills = any_disagreement ? narrow(local, v, placed, &res) : std::vector<Drill>{};
+  bool any_drill = false;
+  const std::vector<Drill> drills =
+      any_disagreement ? narrow(local, v, placed, &res, &any_drill) : std::vector<Drill>{};
 
   // ---- drill-down and findings to the leader
   res.waits_gathered = waits_wanted;
-  if (any_findings || any_disagreement) exchange_reports(node_report(local, clock, node_findings, drills), &res);
+  if (any_findings) exchange_reports(node_report(clock, node_findings), &res);
+  if (any_drill) gather_votes(local, clock, drills, &res);
   if (waits_wanted) {
     gather_waits(local, clock, &res);
     res.gathered = true;

@@ -38,15 +38,18 @@
 // drill-down covers every operation since the last one: a second corruption soon after a first is
 // not skipped.
 //
-// Disagreement drills down: a slot whose digests differ makes every node that holds the stream
-// send its records of the range to the leader; a hang drill-down (a stream whose job-wide
-// completed count stands still while operations are pending for longer than `stall_ns`, a node
-// whose own hang detector sees a hung communicator, a node whose communicator with ranks elsewhere
-// has just stalled past its stall threshold (LocalView::stalls), or the leader's Judge wanting a
-// snapshot when the largest node threshold passes (Judge::waits_due_ns)) makes every node send a
-// snapshot of what its ranks wait in; node findings (flag in the header) travel the same way. Each
-// node with something to say sends one NodeReport to the leader (Channel::gather_to_leader: a
-// 1-word SUM allreduce, then only the senders send). The leader decides with the Judge.
+// Disagreement drills down: a slot whose digests differ is narrowed to the operations that differ,
+// and every node that holds the stream casts its ranks' votes (their records of those operations),
+// merged up the channel's tree by equal vote (vote_summary.h: the leader receives the groups of
+// ranks that agree, not every rank's record). A hang drill-down (a stream whose job-wide completed
+// count stands still while operations are pending for longer than `stall_ns`, a node whose own
+// hang detector sees a hung communicator, a node whose communicator with ranks elsewhere has just
+// stalled past its stall threshold (LocalView::stalls), or the leader's Judge wanting a snapshot
+// when the largest node threshold or the hang timeout passes (Judge::waits_due_ns)) makes every
+// node send a snapshot of what its ranks wait in, merged the same way (wait_summary.h). Node
+// findings (flag in the header) travel in one NodeReport per node that has some
+// (Channel::gather_to_leader: a 1-word SUM allreduce, then only the senders send). The leader
+// decides with the Judge.
 #pragma once
 
 #include <cstdint>
@@ -63,6 +66,7 @@
 namespace scout::net {
 
 struct StreamSlot;
+struct VoteSummary;
 struct TimingSlot;
 
 struct DigestConfig {
@@ -207,7 +211,9 @@ class DigestExchange {
   // word per part, plus a "drill wanted" word per stream in the first) until the parts that
   // differ are single operations. Returns this node's drills (streams it holds, wanted by some
   // node: not drilled within drill_repeat_rounds).
-  std::vector<Drill> narrow(LocalView& local, std::vector<uint64_t>& v, std::vector<Placed>& placed, RoundResult* res);
+  // `*any_drill` becomes true when some node drills (the same on every node: a vote gather follows).
+  std::vector<Drill> narrow(LocalView& local, std::vector<uint64_t>& v, std::vector<Placed>& placed, RoundResult* res,
+                            bool* any_drill);
   // This node's value of operation `seq` of a placed stream (0: not retained).
   uint64_t value_of(LocalView& local, Placed& p, uint64_t seq);
   // Cross-node timings of the samples whose slot did not collide.
@@ -217,13 +223,17 @@ class DigestExchange {
   // On every node when a hang drill-down is asked for: this node's wait snapshot, narrowed to the
   // communicators some node waits in (one MAX allreduce of wait_buckets words; wait_filter.h).
   WaitSnapshot narrowed_waits(LocalView& local);
-  // This node's findings and digest drill-downs for the leader (leader clock).
-  NodeReport node_report(LocalView& local, const ClockEstimate& clock, const std::vector<obs::Finding>& node_findings,
-                         const std::vector<Drill>& drills);
+  // This node's findings for the leader (leader clock; none on the leader itself).
+  NodeReport node_report(const ClockEstimate& clock, const std::vector<obs::Finding>& node_findings);
+  // This node's votes (its ranks' records, leader clock) for the operations of `drills`.
+  VoteSummary node_votes(LocalView& local, const ClockEstimate& clock, const std::vector<Drill>& drills);
+  // A digest drill-down (every node): this node's votes merged up the channel's tree
+  // (vote_summary.h); on the leader, the job's votes expanded and judged per stream.
+  void gather_votes(LocalView& local, const ClockEstimate& clock, const std::vector<Drill>& drills, RoundResult* res);
   // A hang drill-down (every node): this node's narrowed wait snapshot, summarized and merged up
   // the channel's tree (wait_summary.h); on the leader, the job's summary expanded and judged.
   void gather_waits(LocalView& local, const ClockEstimate& clock, RoundResult* res);
-  // Gathers the reports on the leader and judges them there.
+  // Gathers the nodes' findings on the leader.
   void exchange_reports(const NodeReport& rep, RoundResult* res);
 
   Channel* ch_;

@@ -1,8 +1,9 @@
 // Drill-down: what a node sends the leader when the digests say something is wrong, and what the
-// leader hands its Judge (docs/observer-network.md, "Drill-down"). One message per node per round
-// at most, carrying: new or updated findings of the node and the records of the operations of each
-// disagreeing stream that differ. What the ranks wait in (a hang drill-down) travels separately,
-// merged on its way to the leader (observer/net/wait_summary.h).
+// leader hands its Judge (docs/observer-network.md, "Drill-down"). A node's new or updated findings
+// travel in one NodeReport per round (gathered from the nodes that have some). The records of the
+// operations of a disagreeing stream that differ travel as votes, and what the ranks wait in (a
+// hang drill-down) as wait snapshots, both merged on their way to the leader
+// (observer/net/vote_summary.h, observer/net/wait_summary.h).
 #pragma once
 
 #include <cstdint>
@@ -20,21 +21,6 @@ namespace scout::net {
 
 struct WaitSummary;
 
-// Records of one operation on one node for a disagreeing stream. When every local rank agreed
-// (same metadata hash and receive fingerprint), one record stands for all of them (`agree`),
-// else one per local rank (`per_rank`, in the order of NodeStreamOps::ranks; `present` false
-// where the rank's record was missing).
-struct NodeOpValues {
-  uint64_t seq = 0;
-  bool agree = false;
-  shm::RecordSnapshot rec;
-  struct Value {
-    bool present = false;
-    shm::RecordSnapshot rec;
-  };
-  std::vector<Value> per_rank;
-};
-
 struct StreamKeyInfo {
   uint64_t comm_hash = 0;
   uint8_t func = 0;
@@ -42,19 +28,11 @@ struct StreamKeyInfo {
   std::string comm_name;
 };
 
-struct NodeStreamOps {
-  StreamKeyInfo stream;
-  uint64_t from = 0, to = 0;               // the digested range [from, to) of seqNumbers
-  std::vector<std::pair<int, int>> ranks;  // local (comm_rank, global_rank)
-  std::vector<NodeOpValues> ops;
-};
-
-// One node's drill-down message. Every time in it is on the leader's clock.
+// One node's findings for the leader (its new or updated ones since its last round). Every time in
+// it is on the leader's clock.
 struct NodeReport {
   int node = -1;  // filled by the leader from the sender
   std::vector<obs::Finding> findings;
-  std::vector<NodeStreamOps> digests;
-  std::vector<RankIdentity> identities;
 };
 
 // Bytes of a NodeReport (layout in docs/observer-network.md). Version byte first.
@@ -62,11 +40,12 @@ std::vector<uint8_t> encode_report(const NodeReport& r);
 // Inverse; false with *error on a malformed or truncated message (never reads past the end).
 bool decode_report(std::span<const uint8_t> bytes, NodeReport* out, std::string* error);
 
-// Everything the leader received about one disagreeing stream: per seqNumber, one record per rank.
+// Everything the leader received about one disagreeing stream (the nodes' votes merged up the
+// tree, observer/net/vote_summary.h): per seqNumber, one record per rank.
 struct RankVote {
   int comm_rank = -1;
   int global_rank = -1;
-  int node = -1;
+  int node = -1;  // node-rank that sent it; -1: not carried (a member of a group of many)
   shm::RecordSnapshot rec;
 };
 struct DigestDrill {
@@ -84,12 +63,9 @@ struct NodeWaits {
 // Identity lookup for suspects: global rank -> identity (empty fields if unknown).
 using Identities = std::map<int, RankIdentity>;
 
-// What the leader received in one round, merged: node findings, one DigestDrill per (stream,
-// range) with every node's records, identities of the ranks mentioned.
+// The node findings the leader received in one round.
 struct LeaderInbox {
   std::vector<obs::Finding> findings;
-  std::vector<DigestDrill> digests;
-  Identities identities;
   int bad_reports = 0;      // contributions that did not decode (skipped)
   std::string first_error;  // "node-rank K: why" of the first one
 };

@@ -18,9 +18,7 @@ namespace {
 
 using namespace wire;
 
-constexpr uint8_t kSummaryVersion = 1;
-
-int64_t run_end(const RankRun& r) { return int64_t(r.comm_rank) + r.count; }
+constexpr uint8_t kSummaryVersion = 2;
 
 // What makes two members interchangeable (MemberGroup): their state without comm rank, process,
 // times and ring indexes, as bytes.
@@ -41,53 +39,13 @@ std::string state_key(const MemberView& m, uint8_t proc_state) {
   return std::string(b.begin(), b.end());
 }
 
-// Whether `b` (after `a` in comm rank order) continues run `a`; if so, extends `a`.
-bool extend(RankRun& a, const RankRun& b) {
-  if (b.comm_rank != run_end(a)) return false;
-  const int64_t step = int64_t(b.global_rank) - a.global_rank;  // from a's first member to b's first
-  if (a.count == 1) {
-    if (step == 0 || (b.count > 1 && int64_t(b.stride) != step)) return false;
-    a.stride = int32_t(step);
-  } else if (int64_t(b.global_rank) != int64_t(a.global_rank) + int64_t(a.count) * a.stride ||
-             (b.count > 1 && b.stride != a.stride)) {
-    return false;
-  }
-  a.count += b.count;
-  return true;
-}
-
-// Sorts, drops comm ranks claimed twice (the first claim stays) and coalesces runs.
-std::vector<RankRun> normalize(std::vector<RankRun> runs) {
-  std::stable_sort(runs.begin(), runs.end(),
-                   [](const RankRun& a, const RankRun& b) { return a.comm_rank < b.comm_rank; });
-  std::vector<RankRun> out;
-  for (RankRun r : runs) {
-    if (r.count == 1) r.stride = 1;
-    if (!out.empty() && r.comm_rank < run_end(out.back())) {
-      const int64_t skip = run_end(out.back()) - r.comm_rank;
-      if (skip >= r.count) continue;
-      r.global_rank = int32_t(r.global_rank + skip * r.stride);
-      r.comm_rank = int32_t(r.comm_rank + skip);
-      r.count = int32_t(r.count - skip);
-      if (r.count == 1) r.stride = 1;
-    }
-    if (out.empty() || !extend(out.back(), r)) out.push_back(r);
-  }
-  return out;
-}
-
-uint32_t members_of(const std::vector<RankRun>& runs) {
-  uint64_t n = 0;
-  for (const RankRun& r : runs) n += uint64_t(r.count);
-  return uint32_t(n);
-}
-
-// (comm rank, global rank) of every member of `runs`, in order.
-std::vector<std::pair<int, int>> ranks_of(const std::vector<RankRun>& runs) {
-  std::vector<std::pair<int, int>> out;
-  for (const RankRun& r : runs) {
-    for (int32_t i = 0; i < r.count; ++i)
-      out.emplace_back(r.comm_rank + i, int(int64_t(r.global_rank) + int64_t(i) * r.stride));
+// The fields of a group's state that state_key leaves out (times, ring indexes), in wire order:
+// they travel as differences from the state table's entry (encode_summary).
+std::vector<int64_t*> varying(MemberView& m) {
+  std::vector<int64_t*> out = {&m.init_ns, &m.last_enqueued.ns, &m.last_started.ns, &m.last_completed.ns};
+  for (shm::RecordSnapshot& r : m.records) {
+    out.insert(out.end(), {reinterpret_cast<int64_t*>(&r.index), &r.api_ns, &r.enqueue_ns, &r.gpu_start_ns,
+                           &r.gpu_end_ns, &r.complete_ns});
   }
   return out;
 }
@@ -98,15 +56,15 @@ void merge_group(MemberGroup& a, MemberGroup b) {
   const bool keep_ids = !a.identities.empty() && !b.identities.empty() && a.count + b.count <= kIdentifiedMembers;
   if (keep_ids) {
     for (const MemberGroup* g : {&a, &b}) {
-      const auto rk = ranks_of(g->runs);
+      const auto rk = run_ranks(g->runs);
       for (size_t i = 0; i < rk.size() && i < g->identities.size(); ++i)
         ids.emplace_back(rk[i].first, g->identities[i]);
     }
   }
   std::vector<RankRun> runs = a.runs;
   runs.insert(runs.end(), b.runs.begin(), b.runs.end());
-  a.runs = normalize(std::move(runs));
-  a.count = members_of(a.runs);
+  a.runs = normalize_runs(std::move(runs));
+  a.count = run_members(a.runs);
   a.identities.clear();
   if (keep_ids) {
     std::stable_sort(ids.begin(), ids.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
@@ -199,8 +157,8 @@ WaitSummary summarize(const WaitSnapshot& w) {
       g.identities.push_back(p);
     }
     for (MemberGroup& g : cs.groups) {
-      g.runs = normalize(std::move(g.runs));
-      g.count = members_of(g.runs);
+      g.runs = normalize_runs(std::move(g.runs));
+      g.count = run_members(g.runs);
       if (g.count > kIdentifiedMembers || g.identities.size() != g.count) g.identities.clear();
     }
     s.comms.push_back(std::move(cs));
@@ -282,13 +240,39 @@ WaitSnapshot expand(const WaitSummary& s) {
 }
 
 std::vector<uint8_t> encode_summary(const WaitSummary& s) {
+  // The table of distinct states (state_key: without times and ring indexes), each with the times
+  // of its first group; every group names its entry and sends its own times as differences from
+  // it. 4,096 model-parallel communicators whose ranks wait alike share a handful of entries.
+  std::unordered_map<std::string, uint32_t> index;
+  std::vector<const MemberGroup*> table;
+  std::vector<uint32_t> entry;  // per group, in order
+  for (const CommSummary& cs : s.comms) {
+    for (const MemberGroup& g : cs.groups) {
+      auto [it, added] = index.try_emplace(state_key(g), uint32_t(table.size()));
+      if (added) table.push_back(&g);
+      entry.push_back(it->second);
+    }
+  }
   WireWriter w;
   w.u8(kSummaryVersion);
+  w.var(table.size());
+  for (const MemberGroup* g : table) {
+    w.u8(g->proc_state);
+    member_fields(w, g->state);
+    w.var(g->state.records.size());
+    for (const shm::RecordSnapshot& r : g->state.records) put_record(w, r);
+  }
   w.var(s.comms.size());
+  size_t at = 0;
   for (const CommSummary& cs : s.comms) {
     comm_wait_fields(w, cs.comm);
     w.var(cs.groups.size());
     for (const MemberGroup& g : cs.groups) {
+      const uint32_t e = entry[at++];
+      w.var(e);
+      MemberView mine = g.state, base = table[e]->state;
+      const std::vector<int64_t*> x = varying(mine), y = varying(base);
+      for (size_t i = 0; i < x.size(); ++i) w.svar(int64_t(uint64_t(*x[i]) - uint64_t(*y[i])));
       w.var(g.count);
       w.var(g.runs.size());
       for (const RankRun& r : g.runs) {
@@ -297,12 +281,8 @@ std::vector<uint8_t> encode_summary(const WaitSummary& s) {
         field(w, r.count);
         field(w, r.stride);
       }
-      w.u8(g.proc_state);
       time_field(w, g.last_event_ns);
       time_field(w, g.gone_ns);
-      member_fields(w, g.state);
-      w.var(g.state.records.size());
-      for (const shm::RecordSnapshot& r : g.state.records) put_record(w, r);
       w.u8(g.identities.empty() ? 0 : 1);
       for (const ProcView& p : g.identities) {
         field(w, p.local_rank);
@@ -324,6 +304,25 @@ bool decode_summary(std::span<const uint8_t> bytes, WaitSummary* out, std::strin
   WireReader r(bytes);
   WaitSummary s;
   if (r.u8() != kSummaryVersion) return fail("unknown wait summary version");
+  struct Entry {
+    uint8_t proc_state = 0;
+    MemberView state;
+  };
+  // An entry: process state, the member fields, a record count.
+  static const uint64_t kEntryBytes = min_bytes<MemberView>([](auto& io, auto& v) { member_fields(io, v); }) + 2;
+  const uint64_t nt = r.var();
+  if (!r.fits(nt, kEntryBytes)) return fail("truncated state table");
+  std::vector<Entry> table(nt);
+  for (Entry& e : table) {
+    e.proc_state = r.u8();
+    if (e.proc_state > 2) return fail("unknown process state");
+    member_fields(r, e.state);
+    const uint64_t nrec = r.var();
+    if (!r.fits(nrec, kRecordBytes)) return fail("truncated records");
+    e.state.records.resize(nrec);
+    for (auto& rec : e.state.records) get_record(r, &rec);
+    if (!r.ok()) return fail("truncated state table");
+  }
   const uint64_t nc = r.var();
   if (!r.fits(nc, 8 + 6)) return fail("truncated communicators");  // hash, then a byte per field at least
   uint64_t members = 0;
@@ -336,6 +335,13 @@ bool decode_summary(std::span<const uint8_t> bytes, WaitSummary* out, std::strin
     if (!r.fits(ng, 6)) return fail("truncated groups");
     for (uint64_t k = 0; k < ng; ++k) {
       MemberGroup g;
+      const uint64_t e = r.var();
+      if (e >= table.size()) return fail("state outside the table");
+      g.proc_state = table[e].proc_state;
+      g.state = table[e].state;
+      const std::vector<int64_t*> x = varying(g.state);
+      if (!r.fits(x.size(), 1)) return fail("truncated group");
+      for (int64_t* v : x) *v = int64_t(uint64_t(*v) + uint64_t(r.svar()));
       g.count = uint32_t(std::min<uint64_t>(r.var(), UINT32_MAX));
       const uint64_t nr = r.var();
       if (!r.fits(nr, 4)) return fail("truncated runs");
@@ -354,15 +360,8 @@ bool decode_summary(std::span<const uint8_t> bytes, WaitSummary* out, std::strin
       }
       if (in_runs != g.count) return fail("group count differs from its runs");
       if ((members += g.count) > uint64_t(obs::kMaxRankSlots)) return fail("members beyond the rank-slot bound");
-      g.proc_state = r.u8();
-      if (g.proc_state > 2) return fail("unknown process state");
       time_field(r, g.last_event_ns);
       time_field(r, g.gone_ns);
-      member_fields(r, g.state);
-      const uint64_t nrec = r.var();
-      if (!r.fits(nrec, kRecordBytes)) return fail("truncated records");
-      g.state.records.resize(nrec);
-      for (auto& rec : g.state.records) get_record(r, &rec);
       const uint8_t has_ids = r.u8();
       if (has_ids > 1 || (has_ids && g.count > kIdentifiedMembers)) return fail("identities of a large group");
       if (has_ids) {

@@ -23,19 +23,12 @@
 
 #include "observer/net/drill.h"
 #include "observer/net/local_view.h"
+#include "observer/net/rank_runs.h"
 
 namespace scout::net {
 
 // Groups keep their members' identities while they have at most this many members.
 constexpr uint32_t kIdentifiedMembers = 16;
-
-// Comm ranks [comm_rank, comm_rank + count) with global ranks global_rank + i * stride.
-struct RankRun {
-  int32_t comm_rank = 0;
-  int32_t global_rank = 0;
-  int32_t count = 0;
-  int32_t stride = 1;
-};
 
 // Members of one communicator in one state.
 struct MemberGroup {

@@ -16,6 +16,7 @@
 #include "observer/model/limits.h"
 #include "observer/net/digest.h"
 #include "observer/net/inproc_channel.h"
+#include "observer/net/vote_summary.h"
 #include "observer/net/wait_summary.h"
 #include "test/support/net_workload.h"
 
@@ -99,8 +100,9 @@ TEST(Digest, OneDifferingFingerprintOnOneNodeDrillsDownToThatRank) {
   std::vector<obs::Finding> found;
   for (int r = 0; r < 5; ++r) {
     auto res = c.round((r + 1) * kSecond);
-    // The range [100, 150) holding seq 120 is digested in round 3 (0-based).
-    EXPECT_EQ(res[0].gathered, r >= 3) << "round " << r;
+    // The range [100, 150) holding seq 120 is digested in round 3 (0-based) and drilled there;
+    // in round 4 it still disagrees, but its drill-down is not due: nothing is gathered.
+    EXPECT_EQ(res[0].gathered, r == 3) << "round " << r;
     for (auto& f : res[0].decided) found.push_back(f);
     for (int n = 1; n < 4; ++n) EXPECT_TRUE(res[n].decided.empty());
     if (r == 3) {
@@ -479,21 +481,6 @@ NodeReport sample_report() {
   f.open = false;
   f.suspects.push_back({3, "h", 1, "g", 0});
   r.findings.push_back(f);
-  NodeStreamOps d;
-  d.stream = {0xabc, 4, 8, "dp"};
-  d.from = 10;
-  d.to = 12;
-  d.ranks = {{0, 0}, {1, 8}};
-  NodeOpValues a;
-  a.seq = 10;
-  a.agree = true;
-  a.rec = sample_record(10, 6);
-  NodeOpValues b;
-  b.seq = 11;
-  b.per_rank = {{true, sample_record(11, 7)}, {false, {}}};
-  d.ops = {a, b};
-  r.digests.push_back(d);
-  r.identities.push_back({8, "node1", 99, "GPU-8"});
   return r;
 }
 
@@ -541,7 +528,7 @@ WaitSnapshot sample_waits() {
 
 TEST(Digest, ReportRoundTrip) {
   const auto bytes = encode_report(sample_report());
-  EXPECT_EQ(bytes[0], 5);  // NodeReport version 5: no wait snapshot (it travels as a summary)
+  EXPECT_EQ(bytes[0], 6);  // NodeReport version 6: findings only (records travel as votes)
   NodeReport back;
   std::string err;
   ASSERT_TRUE(decode_report(bytes, &back, &err)) << err;
@@ -549,22 +536,116 @@ TEST(Digest, ReportRoundTrip) {
   EXPECT_EQ(back.findings[0].dedup_key, "k");
   EXPECT_EQ(back.findings[0].kind, obs::FindingKind::kNan);
   EXPECT_FALSE(back.findings[0].open);
-  ASSERT_EQ(back.digests.size(), 1u);
-  EXPECT_EQ(back.digests[0].ranks[1].second, 8);
-  EXPECT_TRUE(back.digests[0].ops[0].agree);
-  EXPECT_EQ(back.digests[0].ops[0].rec.fp_recv, 6u);
-  EXPECT_EQ(back.digests[0].ops[0].rec.count, 1024u);
-  EXPECT_FALSE(back.digests[0].ops[1].per_rank[1].present);
-  const shm::RecordSnapshot& r = back.digests[0].ops[1].per_rank[0].rec;
-  const shm::RecordSnapshot want = sample_record(11, 7);
-  EXPECT_EQ(r.index, want.index);
-  EXPECT_EQ(r.key, 11u);
-  EXPECT_EQ(r.enqueue_ns, want.enqueue_ns);
-  EXPECT_EQ(r.fp_recv, 7u);
-  EXPECT_EQ(r.fp_recv_status, shm::kFpDone);
-  EXPECT_EQ(r.ch_stopped, 2);
-  EXPECT_EQ(r.fp_version, 1u);
-  EXPECT_EQ(back.identities[0].host, "node1");
+  ASSERT_EQ(back.findings[0].suspects.size(), 1u);
+  EXPECT_EQ(back.findings[0].suspects[0].host, "h");
+}
+
+// One DP AllReduce of a 4,096-node job (comm rank = node, global rank node * 32 + 3): every node
+// casts its rank's vote, node 4,093 received other bytes. Merged in any order, the votes are two
+// groups: 4,095 ranks as one run without identities, and the dissenter with its node and identity.
+constexpr uint64_t kDp27 = 0xd927;
+VoteSummary dp_votes(int nodes, int dissenter, const std::vector<int>& order) {
+  VoteSummary all;
+  for (int node : order) {
+    shm::RecordSnapshot rec = sample_record(440, node == dissenter ? 7 : 6);
+    rec.index = 9000 + uint64_t(node);  // per rank: does not travel
+    rec.fp_send = 50 + uint64_t(node);
+    rec.enqueue_ns = 1000 + node;
+    rec.complete_ns = 5000 + node;
+    merge(all, one_vote({kDp27, uint8_t(shm::kFuncAllReduce), nodes, "dp27"}, 400, 448, 440, node, node * 32 + 3,
+                        node, {node * 32 + 3, "node" + std::to_string(node), 1000 + node, "GPU-3"}, rec));
+  }
+  return all;
+}
+
+TEST(Digest, VotesMergeIntoOneGroupPerValueAndTheLeaderAttributesTheDissenter) {
+  std::vector<int> order(4096);
+  for (int i = 0; i < 4096; ++i) order[size_t(i)] = (i * 1237) % 4096;  // a permutation: any tree order
+  const VoteSummary all = dp_votes(4096, 4093, order);
+  ASSERT_EQ(all.streams.size(), 1u);
+  ASSERT_EQ(all.streams[0].ops.size(), 1u);
+  const std::vector<VoteGroup>& g = all.streams[0].ops[0].groups;
+  ASSERT_EQ(g.size(), 2u);
+  const VoteGroup& many = g[0].count > 1 ? g[0] : g[1];
+  const VoteGroup& one = g[0].count > 1 ? g[1] : g[0];
+  EXPECT_EQ(many.count, 4095u);
+  EXPECT_EQ(many.runs.size(), 2u);  // comm ranks 0..4092 and 4094..4095, global stride 32
+  EXPECT_EQ(many.runs[0].stride, 32);
+  EXPECT_TRUE(many.identities.empty());
+  EXPECT_EQ(many.rec.enqueue_ns, 1000);       // the earliest enqueue
+  EXPECT_EQ(many.rec.complete_ns, 5000 + 4095);  // the latest completion
+  EXPECT_EQ(many.rec.index, 0u);              // per-rank fields do not travel
+  EXPECT_EQ(many.rec.fp_send, 0u);
+  EXPECT_EQ(one.count, 1u);
+  ASSERT_EQ(one.identities.size(), 1u);
+  EXPECT_EQ(one.identities[0].node, 4093);
+  EXPECT_EQ(one.identities[0].id.host, "node4093");
+  // What the leader receives does not grow with the ranks that agree.
+  const std::vector<uint8_t> bytes = encode_votes(all);
+  EXPECT_EQ(bytes[0], 1);  // vote summary version 1
+  EXPECT_LT(bytes.size(), 300u);
+  VoteSummary back;
+  std::string err;
+  ASSERT_TRUE(decode_votes(bytes, &back, &err)) << err;
+  EXPECT_EQ(encode_votes(back), bytes);
+  // The leader: one vote per rank, judged by the core's fingerprint check.
+  Identities ids;
+  const std::vector<DigestDrill> drills = expand(back, &ids);
+  ASSERT_EQ(drills.size(), 1u);
+  EXPECT_EQ(drills[0].from, 400u);
+  EXPECT_EQ(drills[0].to, 448u);
+  ASSERT_EQ(drills[0].votes.at(440).size(), 4096u);
+  EXPECT_EQ(drills[0].votes.at(440)[4093].node, 4093);
+  EXPECT_EQ(drills[0].votes.at(440)[17].node, -1);  // a member of the large group: no node carried
+  obs::CoreJudge judge(obs::HangConfig{});
+  const std::vector<obs::Finding> found = judge.judge_digest(drills[0], ids, 7000);
+  ASSERT_EQ(found.size(), 1u);
+  const obs::Finding& f = found[0];
+  EXPECT_EQ(f.kind, obs::FindingKind::kSdc);
+  EXPECT_EQ(f.verdict, obs::Verdict::kAttributed);
+  ASSERT_EQ(f.suspects.size(), 1u);
+  EXPECT_EQ(f.suspects[0].global_rank, 4093 * 32 + 3);
+  EXPECT_EQ(f.suspects[0].host, "node4093");
+  EXPECT_EQ(f.suspects[0].pid, 1000 + 4093);
+  EXPECT_EQ(f.suspects[0].comm_rank, 4093);
+  EXPECT_EQ(f.evidence["voters"], 4096);
+  EXPECT_EQ(f.evidence["votes"][0]["ranks"].size(), 4095u);
+  EXPECT_EQ(f.evidence["votes"][0]["ranks"][1], 32 + 3);
+  EXPECT_EQ(f.first_seen_ns, 5000 + 4095);  // dated by the latest completion, as on a node
+  // The same votes twice (a node that sends again, or a hostile one): every rank kept once.
+  VoteSummary twice = back;
+  merge(twice, back);
+  EXPECT_EQ(twice.members(), 4096u);
+  EXPECT_EQ(expand(twice, &ids)[0].votes.at(440).size(), 4096u);
+}
+
+TEST(Digest, TruncatedOrHostileVoteSummariesAreRejectedNotTrusted) {
+  const auto bytes = encode_votes(dp_votes(16, 3, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}));
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    VoteSummary s;
+    std::string err;
+    EXPECT_FALSE(decode_votes(std::span<const uint8_t>(bytes.data(), n), &s, &err)) << n;
+    EXPECT_FALSE(err.empty());
+  }
+  std::mt19937 g(11);
+  for (int i = 0; i < 2000; ++i) {
+    std::vector<uint8_t> b = bytes;
+    for (int k = 0; k < 4; ++k) b[g() % b.size()] = uint8_t(g());
+    VoteSummary s;
+    std::string err;
+    if (!decode_votes(b, &s, &err)) continue;  // any outcome but a crash or a huge allocation
+    Identities ids;
+    for (const DigestDrill& d : expand(s, &ids)) {
+      for (const auto& [seq, votes] : d.votes) EXPECT_LE(votes.size(), size_t(std::max(d.stream.nranks, 0)));
+    }
+  }
+  // A child whose bytes do not decode is dropped from the merge and counted; the other stays.
+  int bad = 0;
+  std::string first;
+  const std::vector<uint8_t> kept = merge_encoded_votes(bytes, {9, 9, 9}, &bad, &first);
+  EXPECT_EQ(kept, bytes);
+  EXPECT_EQ(bad, 1);
+  EXPECT_EQ(first, "unknown vote summary version");
 }
 
 // Members in the same state are one group whatever their times; the idle one is another; the
@@ -590,7 +671,7 @@ TEST(Digest, WaitSummaryGroupsMembersByStateAndRoundTrips) {
   EXPECT_TRUE(idle.state.records.empty());
 
   const auto bytes = encode_summary(s);
-  EXPECT_EQ(bytes[0], 1);  // wait summary version 1
+  EXPECT_EQ(bytes[0], 2);  // wait summary version 2: a table of states
   WaitSummary back;
   std::string err;
   ASSERT_TRUE(decode_summary(bytes, &back, &err)) << err;
@@ -657,6 +738,54 @@ TEST(Digest, WaitSummariesMergeIntoOneRunPerState) {
   EXPECT_EQ(expand(twice).comms[0].members.size(), 4096u);
 }
 
+// 4,096 model-parallel communicators whose ranks wait alike (each its own hash, name, ranks and
+// times): their groups share one entry of the state table and send only their differences, so
+// the summary costs tens of bytes per communicator, not the state's hundred; every time and ring
+// index comes back exactly.
+TEST(Digest, CommunicatorsWaitingAlikeShareOneStateInTheSummary) {
+  WaitSummary all;
+  size_t alone = 0;  // bytes of the first communicator's summary on its own (its state included)
+  for (int d = 0; d < 4096; ++d) {
+    WaitSnapshot w;
+    w.procs.push_back({d * 32, 0, "node" + std::to_string(d * 4), 1000 + d, "GPU-0", 0, 0, 5, 0});
+    CommWaitView c;
+    c.comm_hash = 0x3000 + uint64_t(d);
+    c.nranks = 32;
+    c.name = "mp" + std::to_string(d);
+    c.last_progress_ns = 100'000 + d;
+    MemberView m;
+    m.comm_rank = 0;
+    m.proc = 0;
+    m.issued[4] = m.started[4] = 111;
+    m.completed[4] = 110;
+    m.last_completed = {true, 0, 4, 109, -1, -1, 90'000 + d};
+    shm::RecordSnapshot running = sample_record(110, 0);
+    running.index = 5000 + uint64_t(d);
+    running.state = shm::kStateRunning;
+    running.gpu_start_ns = 95'000 + d;
+    m.records.push_back(running);
+    c.members.push_back(m);
+    w.comms.push_back(c);
+    if (d == 0) alone = encode_summary(summarize(w)).size();
+    merge(all, summarize(w));
+  }
+  const std::vector<uint8_t> bytes = encode_summary(all);
+  EXPECT_LT(bytes.size(), 4096u * alone / 2);  // each alone would carry its state (v1: ~4,096 x alone)
+  EXPECT_LT(bytes.size(), 4096u * 96u);
+  WaitSummary back;
+  std::string err;
+  ASSERT_TRUE(decode_summary(bytes, &back, &err)) << err;
+  EXPECT_EQ(encode_summary(back), bytes);
+  ASSERT_EQ(back.comms.size(), 4096u);
+  const MemberGroup& g = back.comms[4000].groups[0];
+  EXPECT_EQ(back.comms[4000].comm.name, "mp4000");
+  EXPECT_EQ(g.state.last_completed.ns, 90'000 + 4000);
+  ASSERT_EQ(g.state.records.size(), 1u);
+  EXPECT_EQ(g.state.records[0].index, 5000u + 4000u);
+  EXPECT_EQ(g.state.records[0].gpu_start_ns, 95'000 + 4000);
+  EXPECT_EQ(g.state.records[0].key, 110u);
+}
+
 TEST(Digest, TimesShiftToTheLeadersClock) {
   WaitSnapshot w = sample_waits();
   w.comms[0].members[0].init_ns = 0;
@@ -685,13 +814,13 @@ TEST(Digest, TruncatedOrHostileReportsAreRejectedNotTrusted) {
     std::string err;
     decode_report(b, &r, &err);  // any outcome but a crash or a huge allocation
   }
-  std::vector<uint8_t> huge = {5, 0xff, 0xff, 0xff, 0xff};  // 4 billion findings announced
+  std::vector<uint8_t> huge = {6, 0xff, 0xff, 0xff, 0xff};  // 4 billion findings announced
   NodeReport r;
   std::string err;
   EXPECT_FALSE(decode_report(huge, &r, &err));
-  std::vector<uint8_t> v4 = bytes;
-  v4[0] = 4;  // an observer of the previous protocol
-  EXPECT_FALSE(decode_report(v4, &r, &err));
+  std::vector<uint8_t> v5 = bytes;
+  v5[0] = 5;  // an observer of the previous protocol
+  EXPECT_FALSE(decode_report(v5, &r, &err));
   EXPECT_EQ(err, "unknown report version");
 }
 
@@ -714,10 +843,10 @@ TEST(Digest, TruncatedOrHostileWaitSummariesAreRejectedNotTrusted) {
   // A merge drops what does not decode and counts it.
   int bad = 0;
   std::string why;
-  const std::vector<uint8_t> garbage = {1, 0xff, 0xff, 0xff, 0xff, 0x0f};
+  const std::vector<uint8_t> garbage = {2, 0xff, 0xff, 0xff, 0xff, 0x0f};
   EXPECT_EQ(merge_encoded(bytes, garbage, &bad, &why), bytes);
   EXPECT_EQ(bad, 1);
-  EXPECT_EQ(why, "truncated communicators");
+  EXPECT_EQ(why, "truncated state table");
 }
 
 // A summary claiming communicators or members beyond what the leader keeps state for is refused

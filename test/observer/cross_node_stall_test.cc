@@ -221,11 +221,31 @@ TEST(CrossNodeStall, TheLeaderJudgesByTheLargestNodeThresholdAndAsksAgainWhenItP
   EXPECT_EQ(got[0].evidence["rule"]["gaps"], 40);
   EXPECT_EQ(got[0].evidence["rule"]["p99_ms"], 2000.0);
   EXPECT_EQ(got[0].evidence["named_ns"], p + 6 * kSec + 1);
-  EXPECT_EQ(judge.waits_due_ns(), 0);
+  EXPECT_EQ(judge.waits_due_ns(), p + 60 * kSec + 1);  // the hang timeout, next
   // Progress resumed: nobody reports a stall, it closes.
   got = judge.all_clear(p + 8 * kSec);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_FALSE(got[0].open);
+}
+
+// In a large job the digest compares a stream only every P rounds (P in the hundreds at 16,384
+// nodes), so no stream stall asks for the snapshots at the hang timeout: the leader must, or the
+// stall it named is never judged a hang.
+TEST(CrossNodeStall, AStallNamedBeforeTheTimeoutIsJudgedAgainAtItAndBecomesTheHang) {
+  obs::CoreJudge judge(leader_config());
+  const int64_t p = kT0 + 100 * kSec;
+  const obs::StallRule rule{3 * kSec, 40, 500 * kMs};
+  std::vector<obs::Finding> got = judge.judge_waits(stopped(p, 5, rule, rule), p + 3500 * kMs);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].kind, obs::FindingKind::kStall);
+  EXPECT_EQ(judge.waits_due_ns(), p + 60 * kSec + 1);
+  got = judge.judge_waits(stopped(p, 5, rule, rule), judge.waits_due_ns());
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].kind, obs::FindingKind::kHang);
+  EXPECT_TRUE(got[0].open);
+  ASSERT_EQ(got[0].suspects.size(), 1u);
+  EXPECT_EQ(got[0].suspects[0].global_rank, 1);
+  EXPECT_EQ(judge.waits_due_ns(), 0);  // past the timeout: nothing more to wait for
 }
 
 TEST(CrossNodeStall, AGivenClockReplacesTheLearnedOneInTheHangDetector) {
