@@ -146,10 +146,8 @@ std::string HangDetector::root_reason(const Model& m, int proc, std::string* det
     *detail = what_op(*e.comm, e.e.op);
     return "wrong-comm";
   }
-  auto mit = member_of_.find(proc);
   std::string reason = "idle";
-  if (mit == member_of_.end()) return reason;
-  for (const Membership& mb : mit->second) {
+  for (const Membership& mb : memberships(proc)) {
     auto w = waits_.find(mb.comm->key);
     if (w == waits_.end()) continue;
     const CommWaits& cw = w->second;
@@ -178,7 +176,7 @@ std::string HangDetector::root_reason(const Model& m, int proc, std::string* det
   // in-call: nothing in flight, but its latest API call on a communicator came after every
   // record it enqueued there: the call was made and never enqueued.
   if (reason == "idle") {
-    for (const Membership& mb : mit->second) {
+    for (const Membership& mb : memberships(proc)) {
       const RankProgress& rp = mb.comm->ranks[mb.rank];
       if (rp.last_api_ns > 0 && rp.last_api_ns > rp.last_record_api_ns) {
         reason = "in-call";
@@ -519,8 +517,8 @@ StallSignature HangDetector::signature_of(const Model& m, const std::vector<int>
   std::sort(root_ranks.begin(), root_ranks.end());
   StallSignature sig{0, 0, "", root_ranks};
   int64_t latest = 0;
-  if (auto mit = member_of_.find(roots.front()); mit != member_of_.end()) {
-    for (const Membership& mb : mit->second) {
+  {
+    for (const Membership& mb : memberships(roots.front())) {
       const OpMark& lc = mb.comm->ranks[mb.rank].last_completed;
       if (!lc.valid || lc.ns < latest) continue;
       latest = lc.ns;
@@ -668,9 +666,8 @@ void HangDetector::report_crash(const Model& m, int proc, const ProcEdge& primar
   f.first_seen_ns = p.last_event_ns > 0 ? p.last_event_ns : now_ns;
   f.last_seen_ns = now_ns;
   CrashEvidence ev;
-  auto mit = member_of_.find(proc);
-  if (mit != member_of_.end()) {
-    for (const Membership& mb : mit->second) {
+  {
+    for (const Membership& mb : memberships(proc)) {
       for (const auto& [idx, id] : mb.comm->ranks[mb.rank].inflight) {
         auto it = mb.comm->ops.find(id);
         std::string state = "unknown";
@@ -704,8 +701,6 @@ void HangDetector::pass(const Model& m, int64_t now_ns, FindingBoard& board) {
   waits_.clear();
   stalled_.clear();
   soft_.clear();
-  member_of_.clear();
-  member_of_.reserve(m.procs().size());
   reported_.clear();
   wrong_comm_.clear();
   for (auto& [k, ep] : episodes_) ep.seen = false;
@@ -744,9 +739,26 @@ HangDetector::PassGraph HangDetector::collect_waits(const Model& m, int64_t now_
     thresholds_[k] = clk.threshold_ns(cfg_.timeout_ns, b == bases_.end() ? ColdBasis{} : b->second);
   }
   trace_wanted_.clear();
+  // Every proc's memberships, one array in proc order (counted, then placed).
+  const size_t procs = m.procs().size();
+  member_start_.assign(procs + 1, 0);
   for (const auto& [k, c] : m.comms()) {
     if (!c.members_known()) continue;
-    for (int r = 0; r < int(c.ranks.size()); ++r) member_of_[c.ranks[r].proc].push_back(Membership{&c, r});
+    for (int r : c.known_ranks) {
+      if (size_t(c.ranks[r].proc) < procs) member_start_[size_t(c.ranks[r].proc) + 1]++;
+    }
+  }
+  for (size_t p = 0; p < procs; ++p) member_start_[p + 1] += member_start_[p];
+  member_list_.resize(member_start_.back());
+  std::vector<uint32_t> fill(member_start_.begin(), member_start_.end() - 1);
+  for (const auto& [k, c] : m.comms()) {
+    if (!c.members_known()) continue;
+    for (int r : c.known_ranks) {
+      if (size_t(c.ranks[r].proc) < procs) member_list_[fill[size_t(c.ranks[r].proc)]++] = Membership{&c, r};
+    }
+  }
+  for (const auto& [k, c] : m.comms()) {
+    if (!c.members_known()) continue;
     CommWaits w = analyze_waits(c, &m);
     if (w.cls != "stuck") traces_.erase(k);
     if (w.cls.empty()) continue;
@@ -962,6 +974,12 @@ bool HangDetector::wrong_comm_cycle(const std::vector<int>& cycle, const WaitGra
   const int other = a_first ? tags[1] : tags[0];
   wrong_comm_[edges[novel].from] = {novel, other};
   return true;
+}
+
+std::span<const HangDetector::Membership> HangDetector::memberships(int proc) const {
+  if (proc < 0 || size_t(proc) + 1 >= member_start_.size()) return {};
+  return std::span<const Membership>(member_list_.data() + member_start_[size_t(proc)],
+                                     member_start_[size_t(proc) + 1] - member_start_[size_t(proc)]);
 }
 
 int64_t HangDetector::stall_pending(const Model& m) const {

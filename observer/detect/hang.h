@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <map>
 #include <set>
+#include <span>
 #include <string>
 #include <unordered_map>
 
@@ -206,9 +207,12 @@ class HangDetector {
                                const StallSignature& sig, int64_t threshold_ns) const;
   // " (no progress for X s, beyond its stall threshold of Y s; a hang at Z s)".
   std::string stall_words(int64_t idle_ns, int64_t threshold_ns) const;
-  std::unordered_map<int, std::vector<Membership>> member_of_;  // proc -> its communicators
-  std::set<std::string> open_;                                  // hang/deadlock keys reported last pass
-  std::set<std::string> reported_;                              // ... this pass
+  // proc -> its communicators (in the model's order), as one array: memberships(proc).
+  std::span<const Membership> memberships(int proc) const;
+  std::vector<uint32_t> member_start_;  // proc -> first index into member_list_ (procs + 1 entries)
+  std::vector<Membership> member_list_;
+  std::set<std::string> open_;      // hang/deadlock keys reported last pass
+  std::set<std::string> reported_;  // ... this pass
   // Communicators of each open hang/deadlock and their progress mark when it was first reported:
   // a hang closes only when one of them progressed, finalized or is gone, not when its waiters
   // merely stopped waiting (killed with the job).

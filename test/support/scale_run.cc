@@ -286,10 +286,14 @@ LeaderResult run_leader(const ScaleScenario& s, net::Channel& ch, const std::str
       if (verbose) {
         std::fprintf(stderr,
                      "round %d (%s): placed %d compared %d collisions %d partitions %llu narrowing %d stalls %zu "
-                     "gathered %d decided %zu findings %zu received %.1f KiB\n",
+                     "gathered %d waits %d (%llu members) decided %zu findings %zu received %.1f KiB; pass %.1f ms, "
+                     "round %.1f ms (thread CPU)\n",
                      k / ScaleScenario::kPassesPerRound, s.phase_of(k), r.streams_placed, r.streams_compared,
                      r.collisions, (unsigned long long)r.partitions, r.narrowing_rounds, r.stalls.size(),
-                     int(r.gathered), r.decided.size(), r.findings.size(), got.wire_received() / 1024.0);
+                     int(r.gathered), int(r.waits_gathered), (unsigned long long)r.waits_members, r.decided.size(),
+                     r.findings.size(), got.wire_received() / 1024.0, double(c1 - c0) / 1e6,
+                     double(thread_cpu_ns() - c1) / 1e6);
+        for (const obs::Finding& f : r.decided) std::fprintf(stderr, "  decided: %s\n", describe_finding(f).c_str());
       }
       bool sdc = false, hang = false;
       for (const obs::Finding& f : r.decided) {
