@@ -98,6 +98,7 @@ std::vector<Finding> CoreJudge::judge_waits(const net::WaitSummary& job, int64_t
   hang_.set_stall_clocks(std::move(given));
   hang_.pass(job_.model(), now_ns, board_);
   due_ns_ = hang_.stall_pending(job_.model());
+  hang_due_ns_ = hang_.hang_pending(job_.model());
   return changed();
 }
 
@@ -106,6 +107,7 @@ std::vector<Finding> CoreJudge::all_clear(int64_t now_ns) {
   signature_ = 0;
   judged_ = false;
   due_ns_ = 0;
+  hang_due_ns_ = 0;
   job_.clear();
   hang_.pass(job_.model(), now_ns, board_);
   return changed();

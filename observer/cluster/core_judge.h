@@ -18,7 +18,8 @@
 //                 Each communicator is judged by the stall clock of the node with the largest
 //                 threshold for it (the nodes' snapshots carry their rules: the leader saw none of
 //                 its gaps); waits_due_ns says when a communicator ranks wait in passes that
-//                 threshold, so the leader asks for the snapshots again exactly then;
+//                 threshold, so the leader asks for the snapshots again exactly then, and
+//                 hang_due_ns when one passes the hang timeout (where a stall becomes the hang);
 //   all_clear     no observer reports a stall: the detector's open findings close, and its stall
 //                 episodes end (a pause that ended is remembered even when its repeat was not
 //                 reported).
@@ -44,6 +45,7 @@ class CoreJudge : public net::Judge {
   std::vector<Finding> judge_waits(const net::WaitSummary& job, int64_t now_ns) override;
   std::vector<Finding> all_clear(int64_t now_ns) override;
   int64_t waits_due_ns() const override { return due_ns_; }
+  int64_t hang_due_ns() const override { return hang_due_ns_; }
 
  private:
   std::vector<Finding> changed();  // findings the hang detector changed since the last call
@@ -53,9 +55,10 @@ class CoreJudge : public net::Judge {
   HangDetector hang_;
   JobWaits job_;  // the job's waits as of the last analysed drill-down (cleared at all_clear)
   FindingBoard board_;
-  bool open_ = false;    // some finding of hang_ is open
-  bool judged_ = false;  // hang_ ran on waits since the last all_clear (stall episodes may be pending)
-  int64_t due_ns_ = 0;   // HangDetector::stall_pending after the last pass
+  bool open_ = false;        // some finding of hang_ is open
+  bool judged_ = false;      // hang_ ran on waits since the last all_clear (stall episodes may be pending)
+  int64_t due_ns_ = 0;       // HangDetector::stall_pending after the last pass
+  int64_t hang_due_ns_ = 0;  // HangDetector::hang_pending after the last pass
 };
 
 }  // namespace scout::obs

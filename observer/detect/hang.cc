@@ -984,16 +984,22 @@ std::span<const HangDetector::Membership> HangDetector::memberships(int proc) co
 
 int64_t HangDetector::stall_pending(const Model& m) const {
   int64_t due = 0;
+  if (!cfg_.stall) return due;
   for (const auto& [k, w] : waits_) {
     auto c = m.comms().find(k);
-    // Past the hang timeout: judged a hang already, nothing more to pass.
-    if (c == m.comms().end() || stalled_.count(k)) continue;
-    // The next boundary of its wait: its stall threshold, or once past it (a stall) the hang
-    // timeout, where the stall becomes a hang. Nothing else asks at the timeout in a large job:
-    // a stream's own stall needs two of its comparisons, which are P rounds apart.
-    const bool before_stall = cfg_.stall && !soft_.count(k) && stall_threshold(k) < cfg_.timeout_ns;
-    const int64_t t = c->second.last_progress_ns + (before_stall ? stall_threshold(k) : cfg_.timeout_ns) +
-                      1;  // "longer than" the threshold
+    if (c == m.comms().end() || soft_.count(k) || stall_threshold(k) >= cfg_.timeout_ns) continue;
+    const int64_t t = c->second.last_progress_ns + stall_threshold(k) + 1;  // "longer than" the threshold
+    if (due == 0 || t < due) due = t;
+  }
+  return due;
+}
+
+int64_t HangDetector::hang_pending(const Model& m) const {
+  int64_t due = 0;
+  for (const auto& [k, w] : waits_) {
+    auto c = m.comms().find(k);
+    if (c == m.comms().end() || stalled_.count(k)) continue;  // past the timeout: a hang already
+    const int64_t t = c->second.last_progress_ns + cfg_.timeout_ns + 1;
     if (due == 0 || t < due) due = t;
   }
   return due;

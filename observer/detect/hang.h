@@ -95,10 +95,13 @@ class HangDetector {
   // The observer asked the members of `k` for a trace at `requested_ns` (shown in the evidence).
   void note_trace(const CommKey& k, int64_t requested_ns) { traces_[k] = requested_ns; }
   // After a pass over `m`: the earliest time (ns, on the clock of `m`) at which a communicator of
-  // `m` that ranks wait in passes its next boundary: its stall threshold (when below the hang
-  // timeout and not yet passed), else the hang timeout; 0 when every such communicator is past the
-  // timeout or none is waited in (docs/observer-network.md, "Hangs across nodes").
+  // `m` that ranks wait in, not yet past its stall threshold, passes it before the hang timeout; 0
+  // when none (docs/observer-network.md, "Hangs across nodes").
   int64_t stall_pending(const Model& m) const;
+  // After a pass over `m`: the earliest time (ns, on the clock of `m`) at which a communicator of
+  // `m` that ranks wait in, not yet past the hang timeout, passes it (where a stall becomes a hang);
+  // 0 when none.
+  int64_t hang_pending(const Model& m) const;
 
  private:
   struct ProcEdge {

@@ -59,14 +59,13 @@ int Op::index_of(int rank) const {
 }
 
 int Model::upsert_proc(const Proc& p, int64_t now_ns) {
-  auto key = std::make_pair(p.host, p.pid);
-  auto it = proc_index_.find(key);
-  if (it != proc_index_.end()) return it->second;
-  Proc q = p;
-  q.id = static_cast<int>(procs_.size());
+  // One lookup and one copy: the job-wide model on the leader adds a process per rank (131,072).
+  auto [it, added] = proc_index_.try_emplace(std::make_pair(p.host, p.pid), static_cast<int>(procs_.size()));
+  if (!added) return it->second;
+  procs_.push_back(p);
+  Proc& q = procs_.back();
+  q.id = it->second;
   q.first_seen_ns = now_ns;
-  procs_.push_back(q);
-  proc_index_[key] = q.id;
   return q.id;
 }
 

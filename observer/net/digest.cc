@@ -234,6 +234,14 @@ void DigestExchange::request_hang_drills(LocalView& local, const std::vector<Str
       *want_waits = true;
       due_asked_ = due;
     }
+    // And when a communicator passes the hang timeout: in a large job a stream is compared only
+    // every P rounds, so no stream stall asks then, and a stall named earlier would never become
+    // the hang. Within the repeat window like any stall (it waits, pending, for its end).
+    const int64_t hang_due = judge_->hang_due_ns();
+    if (hang_due > 0 && hang_due != hang_asked_ && leader_now_ns >= hang_due && may) {
+      *want_waits = true;
+      hang_asked_ = hang_due;
+    }
   }
 }
 

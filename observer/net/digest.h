@@ -249,6 +249,7 @@ class DigestExchange {
   uint64_t stall_episodes_ = 0;       // LocalView::stalls().episodes at the last round
   bool stall_drill_pending_ = false;  // a new stall episode asks for wait snapshots (when allowed)
   int64_t due_asked_ = 0;             // leader: the Judge's waits_due_ns() last asked for
+  int64_t hang_asked_ = 0;            // leader: the Judge's hang_due_ns() last asked for
   std::unordered_map<uint64_t, StreamState> state_;
 };
 

@@ -88,6 +88,10 @@ class Judge {
   // wait in passes the stall threshold it is judged by then (docs/observer-network.md, "Hangs
   // across nodes"); 0: not needed.
   virtual int64_t waits_due_ns() const { return 0; }
+  // When (leader clock, ns) the judge wants them once more because a communicator ranks wait in
+  // passes the hang timeout (a stall it named becomes a hang); 0: not needed. Asked within the
+  // drill-down repeat window like a stall (docs/observer-network.md, "Hangs across nodes").
+  virtual int64_t hang_due_ns() const { return 0; }
 };
 
 // Converts every time in `w` from the local clock to the leader's (`offset_ns` = local - leader).

@@ -1,14 +1,14 @@
 // libFuzzer target: what the leader does with another observer's drill-down messages (observer/net/
 // drill.h, observer/net/wait_summary.h, observer/net/vote_summary.h over wire.h). An input whose
-// first byte is 1 (the version of both merged summaries) is tried as a hang drill-down's merged
-// wait summary and as a digest drill-down's merged votes: each decoder must refuse it with one line
-// or decode it; a decoded summary must encode to bytes that decode to the same encoding again and
-// merge with itself (as the channel's tree merges) without growing; a wait summary is expanded and
-// judged by the core's hang detector (obs::CoreJudge) twice and cleared, votes are expanded and
-// every stream judged by the core's consensus. Any other input is one node's NodeReport (its
-// findings): decode_report must refuse it with one line or decode it (one spelling per report),
-// and the leader collects it from two nodes. None of it may crash, read out of bounds or allocate
-// beyond what the message holds. `make fuzz` runs it.
+// first byte is 2 (the wait summary's version) is a hang drill-down's merged wait summary, one whose
+// first byte is 1 (the vote summary's) a digest drill-down's merged votes: each decoder must refuse
+// it with one line or decode it; a decoded summary must encode to bytes that decode to the same
+// encoding again and merge with itself (as the channel's tree merges) without growing; a wait
+// summary is expanded and judged by the core's hang detector (obs::CoreJudge) twice and cleared,
+// votes are expanded and every stream judged by the core's consensus. Any other input is one
+// node's NodeReport (its findings): decode_report must refuse it with one line or decode it (one
+// spelling per report), and the leader collects it from two nodes. None of it may crash, read out
+// of bounds or allocate beyond what the message holds. `make fuzz` runs it.
 #include <cstdint>
 #include <cstdlib>
 #include <span>
@@ -95,8 +95,9 @@ void one_report(std::span<const uint8_t> in) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::span<const uint8_t> in(data, size);
-  if (size > 0 && data[0] == 1) {
+  if (size > 0 && data[0] == 2) {
     one_summary(in);
+  } else if (size > 0 && data[0] == 1) {
     one_votes(in);
   } else {
     one_report(in);

@@ -221,7 +221,8 @@ TEST(CrossNodeStall, TheLeaderJudgesByTheLargestNodeThresholdAndAsksAgainWhenItP
   EXPECT_EQ(got[0].evidence["rule"]["gaps"], 40);
   EXPECT_EQ(got[0].evidence["rule"]["p99_ms"], 2000.0);
   EXPECT_EQ(got[0].evidence["named_ns"], p + 6 * kSec + 1);
-  EXPECT_EQ(judge.waits_due_ns(), p + 60 * kSec + 1);  // the hang timeout, next
+  EXPECT_EQ(judge.waits_due_ns(), 0);
+  EXPECT_EQ(judge.hang_due_ns(), p + 60 * kSec + 1);  // the hang timeout, next
   // Progress resumed: nobody reports a stall, it closes.
   got = judge.all_clear(p + 8 * kSec);
   ASSERT_EQ(got.size(), 1u);
@@ -238,14 +239,15 @@ TEST(CrossNodeStall, AStallNamedBeforeTheTimeoutIsJudgedAgainAtItAndBecomesTheHa
   std::vector<obs::Finding> got = judge.judge_waits(stopped(p, 5, rule, rule), p + 3500 * kMs);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].kind, obs::FindingKind::kStall);
-  EXPECT_EQ(judge.waits_due_ns(), p + 60 * kSec + 1);
-  got = judge.judge_waits(stopped(p, 5, rule, rule), judge.waits_due_ns());
+  EXPECT_EQ(judge.waits_due_ns(), 0);
+  EXPECT_EQ(judge.hang_due_ns(), p + 60 * kSec + 1);
+  got = judge.judge_waits(stopped(p, 5, rule, rule), judge.hang_due_ns());
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].kind, obs::FindingKind::kHang);
   EXPECT_TRUE(got[0].open);
   ASSERT_EQ(got[0].suspects.size(), 1u);
   EXPECT_EQ(got[0].suspects[0].global_rank, 1);
-  EXPECT_EQ(judge.waits_due_ns(), 0);  // past the timeout: nothing more to wait for
+  EXPECT_EQ(judge.hang_due_ns(), 0);  // past the timeout: nothing more to wait for
 }
 
 TEST(CrossNodeStall, AGivenClockReplacesTheLearnedOneInTheHangDetector) {
