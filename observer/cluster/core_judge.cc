@@ -71,7 +71,7 @@ std::vector<Finding> CoreJudge::judge_waits(const net::WaitSummary& job, int64_t
     if (c.stall_threshold_ns <= 0) continue;
     const CommKey k{c.comm_hash, c.nranks};
     StallClock clock = StallClock::given(c.stall_threshold_ns, c.stall_gaps, c.stall_p99_ns);
-    if (now_ns - c.last_progress_ns > clock.threshold_ns(timeout_ns_))
+    if (c.last_progress_ns < now_ns - clock.threshold_ns(timeout_ns_))  // another observer's time: no overflow
       past.insert(past.end(), {k.hash, uint64_t(k.nranks)});
     given.emplace(k, std::move(clock));
   }

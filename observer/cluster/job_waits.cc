@@ -218,9 +218,11 @@ size_t JobWaits::update(const net::WaitSummary& job, int64_t now_ns) {
       ++built;
     }
     seen.emplace(key, h);
-    // Last progress: the latest any node saw (records do not say when).
+    // Last progress: the latest any node saw (records do not say when); another observer's time
+    // (any value on the wire) kept within [now - 2^62, now], so the detector's idle times cannot
+    // overflow (a progress "after now" is as fresh as now).
     Comm* c = m_.find_comm(key);
-    c->last_progress_ns = cs.comm.last_progress_ns;
+    c->last_progress_ns = std::clamp(cs.comm.last_progress_ns, now_ns - (int64_t(1) << 62), now_ns);
   }
   for (auto it = m_.comms().begin(); it != m_.comms().end();) {
     it = seen.count(it->first) ? std::next(it) : m_.comms().erase(it);

@@ -323,6 +323,15 @@ bool decode_summary(std::span<const uint8_t> bytes, WaitSummary* out, std::strin
     for (auto& rec : e.state.records) get_record(r, &rec);
     if (!r.ok()) return fail("truncated state table");
   }
+  // Distinct states, and one group per state in a communicator (as summarize and merge make them):
+  // a summary merged with itself then keeps its members once.
+  {
+    std::unordered_map<std::string, int> keys;
+    for (const Entry& e : table) {
+      if (!keys.emplace(state_key(e.state, e.proc_state), 0).second) return fail("a state twice in the table");
+    }
+  }
+  std::vector<uint64_t> used(table.size(), ~0ull);  // per entry: the communicator that used it last
   const uint64_t nc = r.var();
   if (!r.fits(nc, 8 + 6)) return fail("truncated communicators");  // hash, then a byte per field at least
   uint64_t members = 0;
@@ -337,6 +346,8 @@ bool decode_summary(std::span<const uint8_t> bytes, WaitSummary* out, std::strin
       MemberGroup g;
       const uint64_t e = r.var();
       if (e >= table.size()) return fail("state outside the table");
+      if (used[e] == i) return fail("two groups of one state in a communicator");
+      used[e] = i;
       g.proc_state = table[e].proc_state;
       g.state = table[e].state;
       const std::vector<int64_t*> x = varying(g.state);

@@ -848,6 +848,13 @@ TEST(Digest, TruncatedOrHostileWaitSummariesAreRejectedNotTrusted) {
   EXPECT_EQ(merge_encoded(bytes, garbage, &bad, &why), bytes);
   EXPECT_EQ(bad, 1);
   EXPECT_EQ(why, "truncated state table");
+  // Two groups of one state in a communicator (summarize and merge make one): refused, else the
+  // summary merged with itself would count their members twice (drill_fuzz found it).
+  WaitSummary twice = summarize(sample_waits());
+  twice.comms[0].groups.push_back(twice.comms[0].groups[0]);
+  WaitSummary back;
+  EXPECT_FALSE(decode_summary(encode_summary(twice), &back, &why));
+  EXPECT_EQ(why, "two groups of one state in a communicator");
 }
 
 // A communicator's last progress as another observer sends it can be any 64-bit value: the
