@@ -196,7 +196,7 @@ void run_coll(Communicator& c, KernelTask& t) {
   emit_coll_proxy_events(c, t, ready_ns > 0 ? ready_ns - slow_ms * 1000000 : shm::wall_ns(), stuck);
   if (stuck != 0) {
     kernelch_stop(c, &ev, shm::wall_ns(), stuck);
-    for (;;) ::pause();
+    c.park_stuck();
   }
   sleep_until_ns(ready_ns);
   // Ground truth of a nondet fault, written by its rank at its first perturbed reduction.

@@ -122,9 +122,11 @@ uint64_t ring_channel_bytes(const KernelTask& t, int nranks) {
   return std::max<uint64_t>(1, traffic / std::max<uint64_t>(1, t.n_channels));
 }
 
-void emit_coll_proxy_events(Communicator& c, const KernelTask& t, int64_t release_ns, uint64_t stuck) {
-  const ProfilerDriver& prof = *c.rc()->prof;
-  if (!prof.loaded() || !(t.mask & gate::kProxyOp) || c.spec().n_nodes < 2) return;
+namespace {
+
+// The inter-host ring transfers of task `t` of `c`: per channel, a send and a receive where the
+// ring crosses hosts there (`stuck`: stuck_channels() of the task).
+std::vector<NetEdge> net_edges(const Communicator& c, const KernelTask& t, uint64_t stuck) {
   const int me_g = c.rc()->global_rank;
   std::vector<NetEdge> edges;
   for (int i = 0; i < t.n_channels; ++i) {
@@ -144,9 +146,12 @@ void emit_coll_proxy_events(Communicator& c, const KernelTask& t, int64_t releas
       edges.push_back(e);
     }
   }
-  if (edges.empty()) return;
-  const uint64_t bytes = ring_channel_bytes(t, c.nranks());
-  const int nsteps = int((bytes + kNetChunk - 1) / kNetChunk);
+  return edges;
+}
+
+// ProxyOp start of each edge (ProxyAppend), with InProgress when the op moves into progress.
+void start_proxy_ops(const ProfilerDriver& prof, Communicator& c, const KernelTask& t, std::vector<NetEdge>& edges,
+                     int nsteps, bool in_progress) {
   for (NetEdge& e : edges) {
     abi::DescrV5 d = blank_descr(abi::kEvProxyOp, t.handle, c.rank());
     d.proxyOp.pid = ::getpid();
@@ -156,8 +161,31 @@ void emit_coll_proxy_events(Communicator& c, const KernelTask& t, int64_t releas
     d.proxyOp.chunkSize = int(kNetChunk);
     d.proxyOp.isSend = e.send ? 1 : 0;
     prof.start(c.context(), &e.op, d);
-    prof.record(e.op, abi::kStateProxyOpInProgress, nullptr);
+    if (in_progress) prof.record(e.op, abi::kStateProxyOpInProgress, nullptr);
   }
+}
+
+int net_steps(const KernelTask& t, int nranks) {
+  return int((ring_channel_bytes(t, nranks) + kNetChunk - 1) / kNetChunk);
+}
+
+}  // namespace
+
+void emit_appended_proxy_ops(Communicator& c, const KernelTask& t) {
+  const ProfilerDriver& prof = *c.rc()->prof;
+  if (!prof.loaded() || !(t.mask & gate::kProxyOp) || c.spec().n_nodes < 2) return;
+  std::vector<NetEdge> edges = net_edges(c, t, 0);
+  start_proxy_ops(prof, c, t, edges, net_steps(t, c.nranks()), false);
+}
+
+void emit_coll_proxy_events(Communicator& c, const KernelTask& t, int64_t release_ns, uint64_t stuck) {
+  const ProfilerDriver& prof = *c.rc()->prof;
+  if (!prof.loaded() || !(t.mask & gate::kProxyOp) || c.spec().n_nodes < 2) return;
+  std::vector<NetEdge> edges = net_edges(c, t, stuck);
+  if (edges.empty()) return;
+  const uint64_t bytes = ring_channel_bytes(t, c.nranks());
+  const int nsteps = net_steps(t, c.nranks());
+  start_proxy_ops(prof, c, t, edges, nsteps, true);
   // Steps of all edges in step order, so every slow pair spreads its delay over its steps.
   if (t.mask & gate::kProxyStep) {
     for (int k = 0; k < nsteps; ++k) {

@@ -48,4 +48,10 @@ uint64_t ring_channel_bytes(const KernelTask& t, int nranks);
 // never stopped.
 void emit_coll_proxy_events(Communicator& c, const KernelTask& t, int64_t release_ns, uint64_t stuck = 0);
 
+// Task `t` (a collective) of `c` was posted behind a kernel that never completes: NCCL's proxy
+// thread still appends its proxy ops and starts their ProxyOps (when t.mask asks), but they wait
+// behind the stuck ops of their connections (v2.28.9-1:src/proxy.cc ProxyAppend, nextPeer), so no
+// InProgress, step or stop ever follows (docs/scout-sim.md, "Network steps").
+void emit_appended_proxy_ops(Communicator& c, const KernelTask& t);
+
 }  // namespace scout::sim
