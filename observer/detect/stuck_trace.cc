@@ -105,8 +105,19 @@ StuckVerdict trace_stuck(const Model& m, const Comm& c, const OpId& op) {
   };
   if (stopped.empty()) {
     if (!gpus.empty()) {
+      // A GPU blocked behind the stopped one (its sends to it over NVLink or PCIe, which have no
+      // steps, are full) also holds data it does not consume, but it moved data of the operation
+      // before that; the GPU that stopped moved none. Those that moved none, when some did.
+      std::set<int> idle;
+      for (int p : gpus) {
+        bool moved = false;
+        for (const auto& [q, e] : entries)
+          if (q == p) moved = moved || (e->dir == shm::kProgressSend ? e->in_net : e->consumed) > 0;
+        if (!moved) idle.insert(p);
+      }
+      const std::set<int>& named = idle.empty() ? gpus : idle;
       v.trace.verdict = "gpu";
-      v.suspects = by_rank(std::vector<int>(gpus.begin(), gpus.end()));
+      v.suspects = by_rank(std::vector<int>(named.begin(), named.end()));
     }
     return v;
   }

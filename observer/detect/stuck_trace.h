@@ -9,7 +9,9 @@
 //     received: a send step handed to the network that never completes is a link that stopped
 //     delivering ("stopped"); data received and handed to the GPU that the GPU never consumes is a
 //     GPU that stopped ("gpu"); every other unfinished step waits for one of those ("starved").
-// Verdict: a GPU path and no stopped send names the rank(s) ("gpu"); stopped sends name their
+// Verdict: a GPU path and no stopped send names the rank(s) ("gpu"; of several, those whose GPU
+// moved no data of the operation, sent or consumed, when some did: the others are blocked behind
+// it on a hop without steps); stopped sends name their
 // links: when every stopped link touches one host and they reach at least two other hosts, that
 // host's network is down ("host": every member on it); otherwise the links' two ends ("link").
 // With no progress for the operation (no network steps: a collective inside one host; or with

@@ -25,6 +25,7 @@ struct NetEdge {
   void* op = nullptr;   // ProxyOp handle
   bool stuck = false;   // its channel stopped (linkdown, nicdown)
   bool down = false;    // ... and this crossing is over the link that is down
+  bool from_hung = false;  // a receive from the rank whose kernel hung (kernelstall)
 };
 
 // One step of `e` carrying `len` bytes, with the states NCCL's net transport records
@@ -178,11 +179,14 @@ void emit_appended_proxy_ops(Communicator& c, const KernelTask& t) {
   start_proxy_ops(prof, c, t, edges, net_steps(t, c.nranks()), false);
 }
 
-void emit_coll_proxy_events(Communicator& c, const KernelTask& t, int64_t release_ns, uint64_t stuck) {
+void emit_coll_proxy_events(Communicator& c, const KernelTask& t, int64_t release_ns, uint64_t stuck,
+                            int hung_rank) {
   const ProfilerDriver& prof = *c.rc()->prof;
   if (!prof.loaded() || !(t.mask & gate::kProxyOp) || c.spec().n_nodes < 2) return;
   std::vector<NetEdge> edges = net_edges(c, t, stuck);
   if (edges.empty()) return;
+  const bool self_hung = hung_rank >= 0 && hung_rank == c.rank();
+  for (NetEdge& e : edges) e.from_hung = e.stuck && !e.send && e.peer == hung_rank;
   const uint64_t bytes = ring_channel_bytes(t, c.nranks());
   const int nsteps = net_steps(t, c.nranks());
   start_proxy_ops(prof, c, t, edges, nsteps, true);
@@ -191,16 +195,17 @@ void emit_coll_proxy_events(Communicator& c, const KernelTask& t, int64_t releas
     for (int k = 0; k < nsteps; ++k) {
       const size_t len = size_t(std::min<uint64_t>(kNetChunk, bytes - uint64_t(k) * kNetChunk));
       for (const NetEdge& e : edges) {
-        if (e.stuck && (e.down || k > 0)) continue;
+        if (e.stuck && (e.down || k > 0 || self_hung || e.from_hung)) continue;
         one_step(prof, c.context(), e, k, len, c.rank(), release_ns + e.hold_ns * (k + 1) / nsteps);
       }
     }
     // Stuck channels: the crossing over the dead link never completes its first step; the others
     // starve at their second.
     for (const NetEdge& e : edges) {
-      if (!e.stuck || (!e.down && nsteps < 2)) continue;
+      const bool first = e.down || self_hung || e.from_hung;  // stops at its first step
+      if (!e.stuck || (!first && nsteps < 2)) continue;
       abi::DescrV5 d = blank_descr(abi::kEvProxyStep, e.op, c.rank());
-      d.proxyStep.step = e.down ? 0 : 1;
+      d.proxyStep.step = first ? 0 : 1;
       void* st = nullptr;
       prof.start(c.context(), &st, d);
       abi::StateArgs a;
@@ -208,12 +213,16 @@ void emit_coll_proxy_events(Communicator& c, const KernelTask& t, int64_t releas
       a.proxyStep.transSize = size_t(std::min<uint64_t>(kNetChunk, bytes));
       if (e.send) {
         prof.record(st, abi::kStateProxyStepSendGPUWait, nullptr);
-        if (e.down) {
+        if (e.down && !self_hung) {
           prof.record(st, abi::kStateProxyStepSendPeerWait, nullptr);
           prof.record(st, abi::kStateProxyStepSendWait, &a);
         }
       } else {
         prof.record(st, abi::kStateProxyStepRecvWait, nullptr);
+        if (self_hung && !e.down) {  // received and handed to a GPU that never consumes it
+          prof.record(st, abi::kStateProxyStepRecvFlushWait, &a);
+          prof.record(st, abi::kStateProxyStepRecvGPUWait, nullptr);
+        }
       }
     }
   }

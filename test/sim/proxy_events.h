@@ -46,7 +46,14 @@ uint64_t ring_channel_bytes(const KernelTask& t, int nranks);
 // crossing of those channels completes its first step and then starves (its second send step
 // waits for the GPU's data, its second receive step for data that never comes); their ProxyOps are
 // never stopped.
-void emit_coll_proxy_events(Communicator& c, const KernelTask& t, int64_t release_ns, uint64_t stuck = 0);
+// kernelstall (`hung_rank`: the comm rank whose kernel hung at its start, -1 none; every channel in
+// `stuck`): the hung rank's GPU neither produces nor consumes data, its proxy thread still runs, so
+// its send crossings post their first step and wait for the GPU's data (SendGPUWait) and its
+// receive crossings take their first step from the network and hand it to the GPU (RecvWait,
+// RecvFlushWait, RecvGPUWait), never consumed; a receive from the hung rank waits at RecvWait of
+// its first step; every other crossing completes its first step and starves at the second.
+void emit_coll_proxy_events(Communicator& c, const KernelTask& t, int64_t release_ns, uint64_t stuck = 0,
+                            int hung_rank = -1);
 
 // Task `t` (a collective) of `c` was posted behind a kernel that never completes: NCCL's proxy
 // thread still appends its proxy ops and starts their ProxyOps (when t.mask asks), but they wait
