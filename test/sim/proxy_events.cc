@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "common/clock.h"
 #include "test/sim/communicator.h"
 #include "test/sim/faults.h"
 #include "test/sim/futex.h"
@@ -29,8 +30,11 @@ struct NetEdge {
 };
 
 // One step of `e` carrying `len` bytes, with the states NCCL's net transport records
-// (docs/nccl-notes.md §3.4); a slow pair's step completes at `done_ns`.
-void one_step(const ProfilerDriver& prof, void* ctx, const NetEdge& e, int k, size_t len, int rank, int64_t done_ns) {
+// (docs/nccl-notes.md §3.4); a slow pair's step completes at `done_ns`, and no sooner than
+// `min_ns` after it entered the network: a step the proxy thread reaches late (a loaded machine)
+// still takes the slow link's time per step.
+void one_step(const ProfilerDriver& prof, void* ctx, const NetEdge& e, int k, size_t len, int rank, int64_t done_ns,
+              int64_t min_ns) {
   abi::DescrV5 d = blank_descr(abi::kEvProxyStep, e.op, rank);
   d.proxyStep.step = k;
   void* s = nullptr;
@@ -42,10 +46,10 @@ void one_step(const ProfilerDriver& prof, void* ctx, const NetEdge& e, int k, si
     prof.record(s, abi::kStateProxyStepSendGPUWait, nullptr);
     prof.record(s, abi::kStateProxyStepSendPeerWait, nullptr);
     prof.record(s, abi::kStateProxyStepSendWait, &a);
-    if (e.hold_ns > 0) sleep_until_ns(done_ns);
+    if (e.hold_ns > 0) sleep_until_ns(std::max(done_ns, shm::wall_ns() + min_ns));
   } else {
     prof.record(s, abi::kStateProxyStepRecvWait, nullptr);
-    if (e.hold_ns > 0) sleep_until_ns(done_ns);
+    if (e.hold_ns > 0) sleep_until_ns(std::max(done_ns, shm::wall_ns() + min_ns));
     prof.record(s, abi::kStateProxyStepRecvFlushWait, &a);
     prof.record(s, abi::kStateProxyStepRecvGPUWait, nullptr);
   }
@@ -196,7 +200,8 @@ void emit_coll_proxy_events(Communicator& c, const KernelTask& t, int64_t releas
       const size_t len = size_t(std::min<uint64_t>(kNetChunk, bytes - uint64_t(k) * kNetChunk));
       for (const NetEdge& e : edges) {
         if (e.stuck && (e.down || k > 0 || self_hung || e.from_hung)) continue;
-        one_step(prof, c.context(), e, k, len, c.rank(), release_ns + e.hold_ns * (k + 1) / nsteps);
+        one_step(prof, c.context(), e, k, len, c.rank(), release_ns + e.hold_ns * (k + 1) / nsteps,
+                 e.hold_ns / nsteps);
       }
     }
     // Stuck channels: the crossing over the dead link never completes its first step; the others

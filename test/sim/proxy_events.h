@@ -39,7 +39,8 @@ uint64_t ring_channel_bytes(const KernelTask& t, int nranks);
 // Emits the ProxyOp/ProxyStep events of task `t` (a collective) of `c` for its inter-host ring
 // transfers if t.mask asks for them; steps of kNetChunk bytes. A pair with a slowlink fault
 // (faults.h) takes its delay in its steps: step k of n of such a pair completes at
-// `release_ns` + ms * (k + 1) / n (both ends), the other steps as fast as the calls go.
+// `release_ns` + ms * (k + 1) / n (both ends), and no sooner than ms / n after it entered the
+// network; the other steps as fast as the calls go.
 // On the channels of `stuck` (stuck_channels(); docs/scout-sim.md "Network steps") the transfers
 // stop: a crossing over a link that is down has its first send step handed to the network
 // (SendWait) and its first receive step posted (RecvWait), neither ever completing; every other
