@@ -6,19 +6,23 @@
 
 namespace scout::ckpt {
 
+std::vector<FindingEvent> known_finding_events(const CkptStore& st) {
+  std::vector<FindingEvent> events = st.finding_events();
+  for (FindingEvent& e : st.store_finding_events()) {
+    bool known = false;
+    for (const FindingEvent& k : events) known |= k.id == e.id;
+    if (!known) events.push_back(std::move(e));
+  }
+  return events;
+}
+
 TrustContext trust_context(const CkptStore& st, const std::string& cert_dir, int64_t now_ns) {
   TrustContext t;
   t.certs = st.certificates();
   std::vector<std::string> hashes;
   for (const CertificateRow& r : t.certs) hashes.push_back(r.sha256);
   t.chain = verify_chain(cert_dir, hashes);
-  t.events = st.finding_events();
-  // Findings the certifier has not noted yet (it may be behind, stopped, or dead) count too.
-  for (FindingEvent& e : st.store_finding_events()) {
-    bool known = false;
-    for (const FindingEvent& k : t.events) known |= k.id == e.id;
-    if (!known) t.events.push_back(std::move(e));
-  }
+  t.events = known_finding_events(st);
   t.now_ns = now_ns;
   return t;
 }

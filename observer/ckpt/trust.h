@@ -21,6 +21,10 @@ struct TrustContext {
   int64_t now_ns = 0;
 };
 
+// The sdc, nan and desync findings the certifier noted in `st`, then those of the observer's store
+// it has not noted yet (it may be behind, stopped, or dead): each finding once, by id.
+std::vector<FindingEvent> known_finding_events(const CkptStore& st);
+
 // Loads the context for the store `st` whose certificates are in `cert_dir`.
 TrustContext trust_context(const CkptStore& st, const std::string& cert_dir, int64_t now_ns);
 

@@ -69,22 +69,26 @@ int cmd_ckpt(const std::string& store_path, const CkptOptions& o, std::ostream& 
   std::vector<ckpt::Checkpoint> all = st->checkpoints();
   const std::vector<ckpt::CertificateRow> certs = st->certificates();
   const std::string dir = ckpt::certificate_dir(store_path);
-  if (o.action == "list") return list(all, certs, o.json, candidate_context(store_path), out);
+  if (o.action == "list") return list(all, certs, o.json, candidate_context(store_path, shm::wall_ns()), out);
 
   if (o.action == "latest") {
     // Newest first; each is re-checked now against the disk, the chain and the findings
     // (observer/ckpt/trust.h): one that fails is skipped with its reason on stderr, never named.
     std::sort(all.begin(), all.end(), newer);
-    const ckpt::TrustContext trust = ckpt::trust_context(*st, dir, shm::wall_ns());
-    int candidates = 0, rejected = 0, failed = 0;
+    const int64_t now_ns = shm::wall_ns();
+    const ckpt::TrustContext trust = ckpt::trust_context(*st, dir, now_ns);
+    const CandidateContext ctx = candidate_context(store_path, now_ns);
+    int candidates = 0, doomed = 0, rejected = 0, failed = 0;
     for (const auto& c : all) {
-      candidates += c.state == ckpt::State::kCandidate;
+      const bool rejected_by_finding = !finding_rejection(c, ctx).empty();
+      candidates += c.state == ckpt::State::kCandidate && !rejected_by_finding;
+      doomed += rejected_by_finding;
       rejected += c.state == ckpt::State::kRejected;
       if (c.state == ckpt::State::kRejected) continue;
       if (o.verified && c.state != ckpt::State::kVerified) continue;
       const std::string problem = ckpt::restart_problem(c, trust);
       if (!problem.empty()) {
-        failed++;
+        failed += !rejected_by_finding;
         std::cerr << "scout: not naming " << printable(c.path) << " (" << ckpt::to_string(c.state) << "): " << problem
                   << "\n";
         continue;
@@ -93,7 +97,9 @@ int cmd_ckpt(const std::string& store_path, const CkptOptions& o, std::ostream& 
       return kExitOk;
     }
     std::cerr << "scout: no " << (o.verified ? "verified " : "") << "checkpoint: " << all.size() << " seen, "
-              << candidates << " candidate(s) waiting for clean check cycles, " << rejected << " rejected";
+              << candidates_summary(candidates, ctx) << ", ";
+    if (doomed > 0) std::cerr << doomed << " candidate(s) a finding rejects, ";
+    std::cerr << rejected << " rejected";
     if (failed > 0) std::cerr << ", " << failed << " not named (reasons above)";
     std::cerr << "\n";
     return 1;

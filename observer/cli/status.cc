@@ -167,8 +167,12 @@ static void print_checkpoint_line(const std::string& store_path, const Hint& hin
         << " says why)\n";
   else
     out << "none verified yet (" << hint("ckpt list") << ")\n";
-  if (const int n = s.n[int(ckpt::State::kCandidate)]; n > 0)
-    out << "  candidates: " << candidates_words(n, candidate_context(store_path)) << "\n";
+  if (const int n = s.n[int(ckpt::State::kCandidate)]; n > 0) {
+    const CandidateContext x = candidate_context(store_path, shm::wall_ns());
+    int doomed = 0;
+    for (const auto& c : s.all) doomed += !finding_rejection(c, x).empty();
+    out << candidates_lines(doomed, n - doomed, x, hint("ckpt list"));
+  }
 }
 
 namespace {

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cmath>
+#include <filesystem>
 
 #include "common/flag_check.h"
 #include "common/paths.h"
@@ -120,6 +121,14 @@ ParseResult parse_command_line(int argc, const char* const* argv, const config::
       if (e > b) cl.ckpt_dirs.push_back(cfg.ckpt_dir.substr(b, e - b));
       b = e + 1;
     }
+  }
+  // Absolute from the observer's working directory (scout run starts it in the job's): the
+  // paths stored and printed by `scout ckpt latest` load from any directory (docs/certification.md).
+  for (auto& d : cl.ckpt_dirs) {
+    std::error_code ec;
+    const std::filesystem::path abs = std::filesystem::absolute(d, ec);
+    if (!ec) d = abs.lexically_normal().string();
+    while (d.size() > 1 && d.back() == '/') d.pop_back();
   }
   if (cl.store.empty()) {
     cl.store = store::default_store_path(cfg.state_dir, cl.opt.job, node_rank, &err);

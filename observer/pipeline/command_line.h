@@ -12,7 +12,8 @@
 //   --shm-dir   SCOUT_SHM_DIR
 //   --hang-timeout, --interval: SCOUT_OBSERVER_HANG_TIMEOUT_S, SCOUT_OBSERVER_INTERVAL_MS
 //   --equiv     groups added to those of SCOUT_EQUIV
-//   --ckpt-dir  replaces SCOUT_CKPT_DIR (':'-separated) when given
+//   --ckpt-dir  replaces SCOUT_CKPT_DIR (':'-separated) when given; each made absolute from the
+//               working directory, so stored checkpoint paths load from anywhere
 // Several nodes (--nodes N > 1) form the observer network (docs/observer-network.md) and need
 // --rdzv; node-rank 0 is the leader.
 #pragma once
@@ -33,7 +34,8 @@ struct CommandLine {
   bool once = false;
   bool quiet = false;
   // Checkpoint certification (docs/certification.md): directories watched (--ckpt-dir,
-  // repeatable; default: SCOUT_CKPT_DIR split at ':'), and --ckpt-write-certificate.
+  // repeatable; default: SCOUT_CKPT_DIR split at ':'), absolute and normalized, and
+  // --ckpt-write-certificate.
   std::vector<std::string> ckpt_dirs;
   bool ckpt_write_certificate = false;
   // --ready-fd N: a descriptor (a pipe from `scout run`) told "ready" after the first pass, or

@@ -29,6 +29,12 @@ struct ReplayOptions {
   std::string rdzv;                         // observers' rendezvous ("" = one node: no cross-node links)
   int nodes = 1;                            // observers in the job
   int64_t cross_period_ns = 5'000'000'000;  // cross-node plans at most this often (leader)
+  // The rendezvous store stopped answering (a Redis server restarted): reconnect after
+  // cross_retry_first_ns, doubling up to cross_retry_max_ns; the failure is said at once, then at
+  // most every cross_say_every_ns (docs/replay.md, "Across nodes"). Fixed; tests shorten them.
+  int64_t cross_retry_first_ns = 1'000'000'000;
+  int64_t cross_retry_max_ns = 30'000'000'000;
+  int64_t cross_say_every_ns = 60'000'000'000;
 };
 
 // The replay options of scout-observer: the SCOUT_REPLAY* values of `cfg`, the request prefix of

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <set>
 
+#include <fmt/format.h>
+
 #include "common/clock.h"
 #include "observer/replay/worker.h"
 #include "replay/server.h"
@@ -120,17 +122,17 @@ void ReplayWorker::cross_tick() {
 }
 
 void ReplayWorker::cross_failed(const std::string& what) {
-  constexpr int64_t kFirstBackoffNs = 1'000'000'000, kMaxBackoffNs = 30'000'000'000;
-  cross_backoff_ns_ = cross_backoff_ns_ == 0 ? kFirstBackoffNs : std::min(kMaxBackoffNs, 2 * cross_backoff_ns_);
+  cross_backoff_ns_ =
+      cross_backoff_ns_ == 0 ? opt_.cross_retry_first_ns : std::min(opt_.cross_retry_max_ns, 2 * cross_backoff_ns_);
   cross_retry_ns_ = mono_ns() + cross_backoff_ns_;
   cross_failures_++;
-  // Said at the first failure and then at most once a minute (with the count), not at every poll.
-  if (cross_failures_ == 1 || mono_ns() - cross_said_ns_ >= 60'000'000'000) {
+  // Said at the first failure and then at most every cross_say_every_ns (a minute; with the
+  // count), not at every poll.
+  if (cross_failures_ == 1 || mono_ns() - cross_said_ns_ >= opt_.cross_say_every_ns) {
     cross_said_ns_ = mono_ns();
     std::lock_guard<std::mutex> lock(mu_);
-    worker_log_.push_back("replay across nodes: " + what + " (" + std::to_string(cross_failures_) +
-                          (cross_failures_ == 1 ? " failure" : " failures") + "; reconnecting in " +
-                          std::to_string(cross_backoff_ns_ / 1'000'000'000) + " s)");
+    worker_log_.push_back(fmt::format("replay across nodes: {} ({} {}; reconnecting in {:g} s)", what, cross_failures_,
+                                      cross_failures_ == 1 ? "failure" : "failures", double(cross_backoff_ns_) / 1e9));
   }
 }
 

@@ -226,7 +226,7 @@ TEST(CkptE2E, DeadVoterLeavesCandidatesWaiting) {
   EXPECT_EQ(latest.exit_code, 1);
   EXPECT_EQ(latest.out, "");
   EXPECT_EQ(latest.err,
-            "scout: no verified checkpoint: 1 seen, 1 candidate(s) waiting for clean check cycles, 0 rejected\n");
+            "scout: no verified checkpoint: 1 seen, 1 candidate(s) that cannot verify: the job ended, 0 rejected\n");
 }
 
 TEST(CkptE2E, CheckpointHalfWrittenWhenTheJobIsKilledIsNeverACandidate) {

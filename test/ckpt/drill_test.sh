@@ -2,7 +2,8 @@
 # docs/certification.md, "A drill in under a minute", works as written: the section's first
 # ```sh block, run from a directory whose build/ is this build (state and segments in a temporary
 # directory), verifies the checkpoints written before the fault and rejects the ones after it,
-# within 60 s; `ckpt latest --verified` names one written before the fault.
+# within 60 s; `ckpt latest --verified` names one written before the fault by its absolute path
+# (the block's --ckpt-dir is relative), and names it again when run from another directory.
 # Usage: test/ckpt/drill_test.sh [BUILD]   (run from the repository root, as `make test` does)
 set -uo pipefail
 BUILD=${1:-build}
@@ -34,8 +35,9 @@ took="$((took_ms / 1000)).$(printf %03d $((took_ms % 1000)))"
 # The ckpt list table: every checkpoint decided; the early ones verified (those within two 1 s
 # cycles of the fault at step 110 go either way, by where the cycles fall), the ones written
 # after the fault rejected naming the sdc finding.
-list=$(grep -E '^ +[0-9]+  drill-ckpt/iter_' "$TMP/out")
-state() { printf '%s\n' "$list" | awk -v p="drill-ckpt/iter_$1" '$2 == p {print $5}'; }
+ROOT=$(cd "$TMP" && pwd -P)
+list=$(grep -E "^ +[0-9]+  $ROOT/drill-ckpt/iter_" "$TMP/out")
+state() { printf '%s\n' "$list" | awk -v p="$ROOT/drill-ckpt/iter_$1" '$2 == p {print $5}'; }
 for s in 0000020 0000040; do
   [ "$(state $s)" = verified ] && ok "iter_$s verified" || bad "iter_$s is '$(state $s)', not verified"
 done
@@ -49,8 +51,14 @@ done
 [ "$(printf '%s\n' "$list" | wc -l)" = 8 ] && ok "8 checkpoints listed" || bad "listed: $list"
 latest=$(tail -n 1 "$TMP/out")
 case "$latest" in
-  drill-ckpt/iter_00000[2-9]0|drill-ckpt/iter_0000100) ok "latest --verified: $latest (before the fault)" ;;
+  "$ROOT"/drill-ckpt/iter_00000[2-9]0|"$ROOT"/drill-ckpt/iter_0000100) ok "latest --verified: $latest (before the fault)" ;;
   *) bad "latest --verified printed '$latest'" ;;
 esac
+# A restart script runs from anywhere: the same answer from another directory, a path that loads.
+elsewhere=$(cd / && SCOUT_STATE_DIR="$TMP/state" "$TMP/build/bin/scout" ckpt latest --verified --job drill 2>"$TMP/err2")
+rc=$?
+[ $rc = 0 ] && [ "$elsewhere" = "$latest" ] && [ -d "$elsewhere" ] \
+  && ok "latest --verified from / names the same directory (exit 0)" \
+  || { bad "latest --verified from / exits $rc, printed '$elsewhere'"; cat "$TMP/err2"; }
 [ $fail = 0 ] || { echo "--- output"; cat "$TMP/out"; }
 exit $fail

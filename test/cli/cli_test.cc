@@ -23,6 +23,7 @@
 
 #include "common/paths.h"
 #include "common/segment_writer.h"
+#include "observer/ckpt/ckpt_store.h"
 #include "observer/export/chrome_trace.h"
 #include "observer/replay/request.h"
 #include "observer/store/schema.h"
@@ -608,18 +609,45 @@ TEST_F(Cli, StragglerCauseIsOnTheFirstScreen) {
   EXPECT_NE(text.find("cause host: GEMM 6.93ms vs 6.90ms median, "), std::string::npos) << text;
 }
 
-// A candidate says why it has no verdict: while the job runs, how many clean check cycles it has,
-// how long until it verifies at the earliest and the setting that shortens it; once every rank
-// exited or died, that it cannot verify (a state of its own, not "waiting"). On `ckpt list` and
-// on the status line.
+// A candidate says why it has no verdict, and `ckpt list`, `ckpt latest` and `status` tell one
+// story: one a known finding already rejects says so on every screen (the observer records that
+// verdict only when a check cycle is judged; `ckpt latest` never names it); one no finding
+// rejects says, while the job runs, how many clean check cycles it has, how long until it
+// verifies at the earliest and the value that shortens the cycle (never the current one), and
+// once every rank exited or died that it cannot verify (a state of its own, not "waiting").
 TEST_F(Cli, CandidateSaysWhenItWouldVerifyOrThatItCannot) {
   scout::testing::write_demo_history(store_);
+  {
+    // The sdc finding #1 stopped at t0+10 s; candidate 4 completed after it at t0+100 s.
+    std::string err;
+    auto w = scout::store::StoreWriter::open(store_, {}, &err);
+    ASSERT_TRUE(w) << err;
+    scout::obs::Finding f = *scout::store::StoreReader::open(store_)->finding(1);
+    f.open = false;
+    f.last_seen_ns = scout::testing::kFixtureT0 + 10'000'000'000;
+    w->upsert_finding(&f);
+    ASSERT_TRUE(w->flush());
+    auto ck = scout::ckpt::CkptStore::open_writer(store_);
+    ck->begin();
+    scout::ckpt::Checkpoint c;
+    c.path = "/ckpt/iter_0000400";
+    c.framework = "megatron";
+    c.step = 400;
+    c.completed_ns = scout::testing::kFixtureT0 + 100'000'000'000;
+    c.discovered_ns = c.completed_ns;
+    ck->put_checkpoint(&c);
+    ck->commit();
+  }
   auto checkpoint_lines = [](const std::string& status) {
     size_t a = status.find("checkpoints:");
     return a == std::string::npos ? status : status.substr(a, status.find("details:") - a);
   };
+  auto latest = [&]() {
+    Result r = scout(dir_.path(), "ckpt latest --store " + store_);
+    return "$ scout ckpt latest (exit " + std::to_string(r.rc) + ")\n" + r.out + r.err;
+  };
   std::string text = "$ scout ckpt list (job running)\n" + ok("ckpt list") + "$ scout status (job running)\n" +
-                     checkpoint_lines(ok("status"));
+                     checkpoint_lines(ok("status")) + latest();
   {
     std::string err;
     auto w = scout::store::StoreWriter::open(store_, {}, &err);
@@ -631,16 +659,21 @@ TEST_F(Cli, CandidateSaysWhenItWouldVerifyOrThatItCannot) {
     ASSERT_TRUE(w->flush());
   }
   text += "$ scout ckpt list (job ended)\n" + ok("ckpt list") + "$ scout status (job ended)\n" +
-          checkpoint_lines(ok("status"));
+          checkpoint_lines(ok("status")) + latest();
   golden("ckpt_candidates.txt", text);
-  EXPECT_NE(text.find("candidate  waiting: 0 of 2 clean check cycles; verifies in 8.00s at the earliest "
-                      "(SCOUT_CHECK_CYCLE_S=4 shortens it)\n"),
+  EXPECT_NE(text.find("candidate  a finding rejects it: sdc finding #1 (attributed) after it was written (the job "
+                      "ended before a check cycle recorded it)\n"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("candidate  cannot verify: the job ended after 0 of 2 clean check cycles of 4.00s "
-                      "(SCOUT_CHECK_CYCLE_S=4; a drill sets 1)\n"),
+  EXPECT_NE(text.find("candidate  waiting: 0 of 2 clean check cycles; verifies in 8.00s at the earliest (a drill "
+                      "sets SCOUT_CHECK_CYCLE_S=1)\n"),
             std::string::npos)
       << text;
+  EXPECT_NE(text.find("candidate  cannot verify: the job ended after 0 of 2 clean check cycles of 4.00s (a drill "
+                      "sets SCOUT_CHECK_CYCLE_S=1)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("SCOUT_CHECK_CYCLE_S=4"), std::string::npos) << text;  // never the value already set
 }
 
 // One vocabulary once a job died: its communicators are never shown active when every member

@@ -3,6 +3,7 @@
 #include "observer/pipeline/command_line.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <map>
@@ -67,6 +68,20 @@ TEST(CommandLine, FlagsOverrideVariables) {
   EXPECT_EQ(s.cl.opt.host, "h1");
   Parsed all = parse({"--host", "*"});
   EXPECT_EQ(all.cl.opt.host, "");  // every host
+}
+
+// A relative checkpoint directory (the certification drill's `--ckpt-dir=drill-ckpt`) becomes
+// absolute from the observer's working directory, so `scout ckpt latest` prints a path a restart
+// script loads from any directory.
+TEST(CommandLine, CheckpointDirectoriesAreMadeAbsolute) {
+  char cwd[4096];
+  ASSERT_NE(getcwd(cwd, sizeof cwd), nullptr);
+  const std::string here = cwd;
+  Parsed r = parse({"--ckpt-dir", "drill-ckpt", "--ckpt-dir", "/ckpt/run1/../run2/"});
+  ASSERT_EQ(r.result, ParseResult::kOk) << r.message;
+  EXPECT_EQ(r.cl.ckpt_dirs, (std::vector<std::string>{here + "/drill-ckpt", "/ckpt/run2"}));
+  Parsed e = parse({}, {{"SCOUT_CKPT_DIR", "./a:/b"}});
+  EXPECT_EQ(e.cl.ckpt_dirs, (std::vector<std::string>{here + "/a", "/b"}));
 }
 
 TEST(CommandLine, MistakesAreOneLine) {

@@ -5,10 +5,15 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <regex>
 #include <set>
+#include <thread>
 
 #include "observer/net/key_store.h"
 #include "observer/replay/cross_store.h"
+#include "observer/replay/worker.h"
 #include "test/net/proc_util.h"
 #include "test/support/tmpdir.h"
 
@@ -304,6 +309,115 @@ TEST(ReplayCross, ReconnectsToARedisThatRestarted) {
   EXPECT_TRUE(cross.members(2).empty());  // the restarted server lost the keys: published again
   cross.put_members(two_nodes()[0]);
   EXPECT_EQ(cross.members(2).size(), 1u);
+}
+
+}  // namespace
+}  // namespace scout::obs
+
+namespace scout::obs {
+namespace {
+
+// One line of the worker's "store failed" log: "replay across nodes: WHAT (N failure[s];
+// reconnecting in X s)", as the count N and the wait X in seconds; false for another line.
+bool failure_line(const std::string& line, uint64_t* n, double* wait_s) {
+  static const std::regex re(R"(^replay across nodes: .+ \((\d+) failures?; reconnecting in ([0-9.]+) s\)$)");
+  std::smatch m;
+  if (!std::regex_match(line, m, re)) return false;
+  *n = std::stoull(m[1].str());
+  *wait_s = std::stod(m[2].str());
+  return true;
+}
+
+// The replay worker's side of a redis restart (observer/replay/worker_cross.cc), its retry and
+// say-again times shortened for the test (100 ms doubling to 400 ms, said again at most every
+// 1 s; the observer's are 1 s, 30 s and 60 s): while redis is down the failure is said at once
+// with "1 failure; reconnecting in 0.1 s", then at most once per second with the growing count,
+// the wait never above 400 ms; once redis is back the worker says it reconnected after the number
+// of failed attempts and publishes its members again (the restarted redis lost them).
+TEST(ReplayCross, WorkerBacksOffAndSaysTheFailureAtMostOncePerPeriod) {
+  TempDir dir;
+  auto redis = std::make_unique<net::testing::RedisServer>(dir.path());
+  if (!redis->ok()) GTEST_SKIP() << redis->why();
+  const int port = redis->port();
+  const std::string spec = "redis:127.0.0.1:" + std::to_string(port);
+  ReplayOptions opt;
+  opt.enabled = true;
+  opt.nodes = 2;
+  opt.rdzv = spec;
+  opt.program = {dir.path() + "/scout-replay-never-started"};  // node 1 holds no end of any plan
+  opt.cross_retry_first_ns = 100'000'000;
+  opt.cross_retry_max_ns = 400'000'000;
+  opt.cross_say_every_ns = 1'000'000'000;
+  std::atomic<uint64_t> next_cycle{1};
+  ReplayWorker worker(opt, "job-1", dir.path(), 1, &next_cycle, nullptr);
+  ASSERT_TRUE(worker.across_nodes());
+  const NodeMembers mine = two_nodes()[1];
+  worker.set_members(mine);
+  const std::string key = "scout/job-1/replay/members/1";
+  auto published = [&](int64_t limit_ns) {  // members/1 as node 1's worker wrote it, within limit
+    std::unique_ptr<net::KeyStore> look = net::open_key_store(spec);
+    for (const int64_t end = now_ns() + limit_ns; now_ns() < end;) {
+      if (std::optional<std::string> v = look->get_if(key)) return nlohmann::json::parse(*v) == to_json(mine);
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  };
+  ASSERT_TRUE(published(5'000'000'000));
+  EXPECT_TRUE(worker.take_log().empty());
+
+  redis->kill();
+  const int64_t killed = now_ns();
+  std::vector<std::string> lines;
+  auto collect_until = [&](int64_t end, const std::string& stop_at) {
+    while (now_ns() < end) {
+      for (std::string& l : worker.take_log()) lines.push_back(std::move(l));
+      if (!stop_at.empty() && !lines.empty() && lines.back().find(stop_at) != std::string::npos) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  };
+  collect_until(killed + 3'500'000'000, "");
+  redis = std::make_unique<net::testing::RedisServer>(dir.path(), port);
+  ASSERT_TRUE(redis->ok()) << redis->why();
+  const int64_t up = now_ns();
+  collect_until(up + 5'000'000'000, "reconnected");
+  ASSERT_FALSE(lines.empty());
+
+  // Every line but the last says the failure; the last says the reconnection.
+  std::string all;
+  for (const std::string& l : lines) all += l + "\n";
+  const std::string& last = lines.back();
+  const std::string again = "replay across nodes: the rendezvous store answers again after ";
+  ASSERT_EQ(last.rfind(again, 0), 0u) << all;
+  ASSERT_EQ(last.substr(last.size() - std::string(" failed attempts; reconnected").size()),
+            " failed attempts; reconnected")
+      << all;
+  const uint64_t attempts = std::strtoull(last.c_str() + again.size(), nullptr, 10);
+  std::vector<uint64_t> counts;
+  std::vector<double> waits;
+  for (size_t i = 0; i + 1 < lines.size(); ++i) {
+    uint64_t n = 0;
+    double w = 0;
+    ASSERT_TRUE(failure_line(lines[i], &n, &w)) << lines[i];
+    counts.push_back(n);
+    waits.push_back(w);
+  }
+  ASSERT_GE(counts.size(), 2u) << all;  // said at once, and again with the count
+  EXPECT_EQ(counts[0], 1u) << all;
+  EXPECT_NE(lines[0].find("(1 failure; reconnecting in 0.1 s)"), std::string::npos) << all;
+  // At most once per second: the outage lasted (up - killed) + the reconnection wait.
+  const double outage_s = double(now_ns() - killed) / 1e9;
+  EXPECT_LE(double(counts.size()), 1 + outage_s) << all;
+  for (size_t i = 1; i < counts.size(); ++i) {
+    EXPECT_GT(counts[i], counts[i - 1] + 1) << all;  // failures in between were not said
+    EXPECT_GE(waits[i], waits[i - 1]) << all;
+    EXPECT_LE(waits[i], 0.4) << all;
+  }
+  EXPECT_EQ(waits.back(), 0.4) << all;
+  // Attempts: one per wait (0.1, 0.2, then 0.4 s, each rounded up to the 200 ms poll), so about
+  // one every 0.4 s of the outage, not one every poll (5 a second).
+  EXPECT_GT(attempts, counts.back()) << all;
+  EXPECT_LE(double(attempts), 2 + outage_s / 0.4) << all;
+  EXPECT_TRUE(published(5'000'000'000)) << "members not published again after the restart\n" << all;
 }
 
 }  // namespace
