@@ -187,7 +187,8 @@ TEST(SimEndToEnd, HangNamesTheSameOperationInEveryRun) {
 }
 
 // The finding and the communicator table at the same moment, after a hang drill ended by itself
-// (--idle-timeout killed every rank): the hang's communicator is "hung" as the finding says, every
+// (--idle-timeout killed every rank; the root named a stall at the 3 s threshold, then the hang at
+// the 4 s timeout, as the observer's log says): the hang's communicator is "hung" as the finding says, every
 // other communicator "dead" (never "active"), no rank running, and the root's recorded process
 // state is "dead" (docs/observer.md, "Hangs"). Read from the store, `scout status`, `scout
 // explain` and `scout report --html` while the observer still runs.
@@ -197,10 +198,10 @@ TEST(SimEndToEnd, HangFindingAndCommunicatorTableSayTheSameWordOnceTheJobDied) {
       {"SCOUT_SHM_DIR", dir.path()}, {"SCOUT_STATE_DIR", dir.path() + "/state"}, {"SCOUT_FP_BUDGET", "0"}};
   const std::string job = "deadhang", store = dir.path() + "/state/" + job + "/node-0.db";
   Subprocess observer(
-      {build_path("bin/scout-observer"), "--job", job, "--hang-timeout", "1.5", "--interval", "50"}, env);
+      {build_path("bin/scout-observer"), "--job", job, "--hang-timeout", "4", "--interval", "50"}, env);
   ProcessResult sim = scout::testing::run_process(
       {build_path("bin/scout-sim"), "--job", job, "--ranks", "8", "--tp", "2", "--pp", "2", "--steps", "40",
-       "--step-ms", "20", "--idle-timeout", "4", "--fault", "hang:rank=3,step=10"},
+       "--step-ms", "20", "--idle-timeout", "8", "--fault", "hang:rank=3,step=10"},
       env, 120);
   ASSERT_EQ(sim.exit_code, 3) << sim.err;  // ended by --idle-timeout
   // Until the observer has seen every rank gone and written the communicators' states.
@@ -228,6 +229,10 @@ TEST(SimEndToEnd, HangFindingAndCommunicatorTableSayTheSameWordOnceTheJobDied) {
       {build_path("bin/scout"), "report", "--store", store, "--html", html}, env, 30);
   ProcessResult obs = observer.stop(SIGTERM, 30);
   EXPECT_EQ(obs.exit_code, 0) << obs.err;
+  // Its log: the stall at the 3 s threshold, then the same finding as the hang at 4 s.
+  EXPECT_NE(obs.err.find("scout-observer: finding 1 stall (attributed): rank 3 "), std::string::npos) << obs.err;
+  EXPECT_NE(obs.err.find("scout-observer: finding 1 hang (was stall) (attributed): rank 3 "), std::string::npos)
+      << obs.err;
 
   ASSERT_EQ(findings.size(), 1u) << show(named(findings));
   EXPECT_EQ(findings[0].kind, scout::obs::FindingKind::kHang);
