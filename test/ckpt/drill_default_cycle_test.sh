@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The certification drill of issue 29 at the default check cycle (SCOUT_CHECK_CYCLE_S unset: 300 s):
+# The certification drill at the default check cycle (SCOUT_CHECK_CYCLE_S unset: 300 s):
 # `scout run --observer-arg=--ckpt-dir=... -- scout-sim ... --ckpt-every 20 --fault sdc:rank=3,step=110`
 # ends before any cycle is judged. `scout ckpt latest` without --verified must never name a
 # checkpoint that a finding already rejects (docs/certification.md, "At query time"): here the
