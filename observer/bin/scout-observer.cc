@@ -42,20 +42,25 @@ void on_signal(int) { g_stop.store(true); }
 
 void say(const std::string& line) { std::fprintf(stderr, "scout-observer: %s\n", line.c_str()); }
 
-// Prints findings that are new or changed open/closed since the last call (*stamp: the board's
-// stamp at that call), in the board's order; reads only what changed.
-void announce(const scout::obs::FindingBoard& board, std::map<std::string, bool>* seen, uint64_t* stamp) {
+// Prints findings that are new, changed open/closed or changed kind (a stall that became the hang)
+// since the last call (*stamp: the board's stamp at that call), in the board's order; reads only
+// what changed. *seen: each finding's state as last printed.
+void announce(const scout::obs::FindingBoard& board, std::map<std::string, std::string>* seen, uint64_t* stamp) {
   std::vector<const scout::obs::Finding*> changed = board.changed_since(*stamp);
   *stamp = board.stamp();
   std::sort(changed.begin(), changed.end(), [&](const scout::obs::Finding* a, const scout::obs::Finding* b) {
     return board.order(a->dedup_key) < board.order(b->dedup_key);
   });
   for (const scout::obs::Finding* f : changed) {
+    const std::string state = std::string(f->open ? "open " : "closed ") + to_string(f->kind);
     auto it = seen->find(f->dedup_key);
-    if (it != seen->end() && it->second == f->open) continue;
-    say(std::string(f->open ? "finding " : "closed ") + std::to_string(f->id) + " " + to_string(f->kind) + " (" +
+    if (it != seen->end() && it->second == state) continue;
+    std::string was;
+    if (it != seen->end() && f->open && it->second.rfind("open ", 0) == 0)
+      was = " (was " + it->second.substr(5) + ")";  // "finding 1 hang (was stall) (attributed): ..."
+    say(std::string(f->open ? "finding " : "closed ") + std::to_string(f->id) + " " + to_string(f->kind) + was + " (" +
         to_string(f->verdict) + "): " + f->summary);
-    (*seen)[f->dedup_key] = f->open;
+    (*seen)[f->dedup_key] = state;
   }
 }
 
@@ -162,7 +167,7 @@ void say_ready(int* ready_fd, const scout::store::RetryingStore& store) {
 // Passes every interval until --once or SIGINT/SIGTERM, announcing findings as they change.
 void run_passes(scout::obs::Observer& observer, const scout::obs::CommandLine& cl,
                 const scout::store::RetryingStore& store, const scout::obs::CrossNode* network) {
-  std::map<std::string, bool> seen;
+  std::map<std::string, std::string> seen;
   uint64_t announced = 0;  // board stamp announce() last read up to
   int ready_fd = cl.ready_fd;
   NetDownLog net_down;
