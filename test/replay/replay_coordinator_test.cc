@@ -142,6 +142,21 @@ TEST(ReplayCoordinator, WrongGpuBecomesAnAttributedSdcFinding) {
   EXPECT_EQ(f->evidence["recipe"], "gemm:fp32:512x512x512");
   EXPECT_EQ(f->evidence["votes"]["groups"][0]["voters"], nlohmann::json({0, 1, 3}));
   EXPECT_EQ(f->dedup_key, "sdc:replay:node0:1002");
+  // A later cycle names rank 2 again: the finding keeps the first cycle's evidence (what `scout
+  // replay show` of it prints) and notes the latest cycle.
+  const nlohmann::json first = f->evidence;
+  const std::string summary = f->summary;
+  auto more = run_cycles(rc, m, board, 1);
+  ASSERT_EQ(more.size(), 1u);
+  EXPECT_EQ(more[0].outcome, "fail");
+  rc.step(m, board, 19'000'000'000);
+  ASSERT_EQ(board.size(), 1u);
+  f = board.all()[0];
+  nlohmann::json expected = first;
+  expected["last_cycle"] = more[0].cycle;
+  EXPECT_EQ(f->evidence, expected);
+  EXPECT_EQ(f->summary, summary);
+  EXPECT_EQ(first["cycle"], recs[0].cycle);
 }
 
 TEST(ReplayCoordinator, ParticipantKilledMidCycleEndsItInconclusiveAndTheNextCycleRuns) {
