@@ -30,7 +30,7 @@ std::vector<int64_t> measured(const std::vector<int64_t>& row) {
 // rounds and not slow (in a class of at least three) are normal.
 void judge_gemm_timing(const Recipe& r, const std::vector<int>& ranks,
                        std::map<int, std::map<int, const Sample*>>& by_rank, const OutlierRule& rule, CycleVerdict* v,
-                       std::set<int>* normal) {
+                       std::map<int, SlowGpu>* normal) {
   std::map<int, std::vector<int64_t>> per_round;  // round -> ns per class member (or -1)
   for (size_t i = 0; i < ranks.size(); ++i)
     for (const auto& [rd, s] : by_rank[ranks[i]]) {
@@ -48,22 +48,23 @@ void judge_gemm_timing(const Recipe& r, const std::vector<int>& ranks,
   for (size_t i = 0; i < ranks.size(); ++i) {
     int count = 0;
     for (const auto& row : rounds) count += row[i] >= 0;
+    SlowGpu sg;
+    sg.global_rank = ranks[i];
+    sg.gpu = by_rank[ranks[i]].begin()->second->gpu;
+    sg.recipe = r.id;
+    sg.median_ns = median_of(measured(rounds[0]));
+    for (const auto& row : rounds) sg.ns.push_back(row[i]);
     if (slow_set.count(int(i))) {
-      SlowGpu sg;
-      sg.global_rank = ranks[i];
-      sg.gpu = by_rank[ranks[i]].begin()->second->gpu;
-      sg.recipe = r.id;
-      sg.median_ns = median_of(measured(rounds[0]));
-      for (const auto& row : rounds) sg.ns.push_back(row[i]);
       v->slow_gpus.push_back(sg);
     } else if (count >= rule.confirm_rounds && ranks.size() >= 3) {
-      normal->insert(ranks[i]);
+      auto [it, added] = normal->try_emplace(ranks[i], sg);
+      if (!added && sg.median_ns > it->second.median_ns) it->second = sg;
     }
   }
 }
 
 void judge_gemm(const Recipe& r, const SampleList& ss, const std::map<int, const GpuInfo*>& gpus,
-                const OutlierRule& rule, CycleVerdict* v, RecipeOutcome* ro, std::set<int>* normal) {
+                const OutlierRule& rule, CycleVerdict* v, RecipeOutcome* ro, std::map<int, SlowGpu>* normal) {
   // rank -> samples by round
   std::map<int, std::map<int, const Sample*>> by_rank;
   for (const Sample* s : ss)
@@ -237,7 +238,7 @@ CycleVerdict judge(const std::vector<Recipe>& recipes, const std::vector<GpuInfo
   std::map<std::string, SampleList> by_recipe;
   for (const Sample& s : samples) by_recipe[s.recipe].push_back(&s);
   std::map<std::string, std::string> blocked(not_admitted.begin(), not_admitted.end());
-  std::set<int> normal;
+  std::map<int, SlowGpu> normal;
   std::vector<const Recipe*> links;  // link timing is compared across the cycle's link recipes
   for (const Recipe& r : recipes) {
     RecipeOutcome ro{r.id, r.kind, Outcome::kPass, ""};
@@ -268,8 +269,11 @@ CycleVerdict judge(const std::vector<Recipe>& recipes, const std::vector<GpuInfo
   judge_link_times(links, by_recipe, rule, &v);
   std::set<int> slow_ranks;
   for (const SlowGpu& s : v.slow_gpus) slow_ranks.insert(s.global_rank);
-  for (int r : normal)
-    if (!slow_ranks.count(r)) v.gpu_normal.push_back(r);
+  for (const auto& [r, timing] : normal) {
+    if (slow_ranks.count(r)) continue;
+    v.gpu_normal.push_back(r);
+    v.normal_gpus.push_back(timing);
+  }
   bool any_fail = !v.sdc.empty(), any_undecided = false;
   for (const RecipeOutcome& ro : v.recipes) {
     any_undecided |= ro.outcome == Outcome::kInconclusive;
@@ -319,6 +323,13 @@ nlohmann::json to_json(const CycleVerdict& v) {
     j["slow_pairs"].push_back(
         {{"ranks", {p.a, p.b}}, {"recipes", p.recipes}, {"ns", p.ns}, {"median_ns", p.median_ns}});
   j["gpu_normal"] = v.gpu_normal;
+  j["normal_gpus"] = nlohmann::json::array();
+  for (const SlowGpu& s : v.normal_gpus)
+    j["normal_gpus"].push_back({{"global_rank", s.global_rank},
+                                {"gpu", s.gpu},
+                                {"recipe", s.recipe},
+                                {"median_ns", s.median_ns},
+                                {"ns", s.ns}});
   return j;
 }
 

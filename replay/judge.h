@@ -50,6 +50,7 @@ struct SdcVerdict {
   nlohmann::json votes = nlohmann::json::object();  // gemm-vote: vote_json; others: fingerprints
 };
 
+// One GPU's time on one GEMM recipe against its class (a slow GPU, or a normal one's measurement).
 struct SlowGpu {
   int global_rank = -1;
   std::string gpu;
@@ -79,6 +80,10 @@ struct CycleVerdict {
   std::vector<SlowGpu> slow_gpus;
   std::vector<SlowPair> slow_pairs;
   std::vector<int> gpu_normal;  // ranks whose GEMM timing was measured and not slow
+  // For each rank of gpu_normal, ascending: the GEMM it was measured normal in (of several, the
+  // one whose class median is the longest), with its time per round and that median (the number
+  // that shows a straggler's delay is not its GPU's; docs/findings.md, "straggler").
+  std::vector<SlowGpu> normal_gpus;
 };
 
 // `not_admitted`: recipes the contract kept from launching (contract.h Admission::inconclusive).

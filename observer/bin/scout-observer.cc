@@ -42,18 +42,18 @@ void on_signal(int) { g_stop.store(true); }
 
 void say(const std::string& line) { std::fprintf(stderr, "scout-observer: %s\n", line.c_str()); }
 
-// What announce() said so far: each finding's open state by dedup key, and the board's stamp at
-// the last call.
+// What announce() said so far: each finding's state as last printed ("open hang", "closed
+// stall") by dedup key, and the board's stamp at the last call.
 struct Announced {
-  std::map<std::string, bool> seen;
+  std::map<std::string, std::string> seen;
   uint64_t stamp = 0;
 };
 
-// Prints findings that are new or changed open/closed since the last call, in the board's order;
-// reads only what changed. Called after each pass, and by certification before it logs, so a
-// finding's line comes before any line that cites it.
+// Prints findings that are new, changed open/closed or changed kind (a stall that became the hang)
+// since the last call, in the board's order; reads only what changed. Called after each pass, and
+// by certification before it logs, so a finding's line comes before any line that cites it.
 void announce(const scout::obs::FindingBoard& board, Announced* a) {
-  std::map<std::string, bool>* seen = &a->seen;
+  std::map<std::string, std::string>* seen = &a->seen;
   uint64_t* stamp = &a->stamp;
   std::vector<const scout::obs::Finding*> changed = board.changed_since(*stamp);
   *stamp = board.stamp();
@@ -61,11 +61,15 @@ void announce(const scout::obs::FindingBoard& board, Announced* a) {
     return board.order(a->dedup_key) < board.order(b->dedup_key);
   });
   for (const scout::obs::Finding* f : changed) {
+    const std::string state = std::string(f->open ? "open " : "closed ") + to_string(f->kind);
     auto it = seen->find(f->dedup_key);
-    if (it != seen->end() && it->second == f->open) continue;
-    say(std::string(f->open ? "finding " : "closed ") + std::to_string(f->id) + " " + to_string(f->kind) + " (" +
+    if (it != seen->end() && it->second == state) continue;
+    std::string was;
+    if (it != seen->end() && f->open && it->second.rfind("open ", 0) == 0)
+      was = " (was " + it->second.substr(5) + ")";  // "finding 1 hang (was stall) (attributed): ..."
+    say(std::string(f->open ? "finding " : "closed ") + std::to_string(f->id) + " " + to_string(f->kind) + was + " (" +
         to_string(f->verdict) + "): " + f->summary);
-    (*seen)[f->dedup_key] = f->open;
+    (*seen)[f->dedup_key] = state;
   }
 }
 

@@ -60,9 +60,10 @@ void straggler(const obs::Finding& f, const obs::StragglerEvidence& e, EvidenceT
     t.line("raw lateness, oldest first (ms): " + series(c.lateness_ms), 2);
   }
   const auto& a = e.aggregate;
-  t.line("across all its communicators (its last " + std::to_string(a.window_ops) +
-         " collectives in any of them, a window of its own): late in " + std::to_string(a.late_ops) + ", " +
-         std::to_string(a.late_events) + " late events");
+  t.line("across all its communicators: late in " + std::to_string(a.late_ops) + " of its last " +
+         std::to_string(a.window_ops) + " collectives (" + std::to_string(a.late_events) +
+         " late events); this window counts the collectives of every communicator, so it reaches back less far "
+         "than each communicator's own window above and may count fewer");
   const auto& th = e.thresholds;
   t.line("thresholds: late when at least " + ms(th.min_ms) + " and " + num(th.rel) +
          "x the others' median lateness; a straggler when late in at least " + std::to_string(th.min_late) +

@@ -120,7 +120,7 @@ std::string summary_html(const Page& p) {
     rank_states[r.state]++;
     hosts.insert(r.host);
   }
-  for (const auto& c : s.comms) comm_states[c.state]++;
+  for (const auto& c : s.comms) comm_states[comm_state_shown(c, s.ranks)]++;
   for (const auto& c : p.ckpts) ck[ckpt::to_string(c.state)]++;
   for (const auto& c : p.cycles) outcomes[c.outcome.empty() ? "no verdict" : c.outcome]++;
   std::string out = "<section class=\"tiles\" id=\"summary\">";
@@ -131,8 +131,9 @@ std::string summary_html(const Page& p) {
   out += tile("ranks", std::to_string(s.ranks.size()),
               std::to_string(hosts.size()) + (hosts.size() == 1 ? " host; " : " hosts; ") +
                   counts(rank_states, {"running", "exited", "dead"}));
-  out += tile("communicators", std::to_string(s.comms.size()),
-              counts(comm_states, {"hung", "stalled", "active", "finalized"}), comm_states["hung"] ? "alert" : "");
+  out +=
+      tile("communicators", std::to_string(s.comms.size()),
+           counts(comm_states, {"hung", "stalled", "dead", "active", "finalized"}), comm_states["hung"] ? "alert" : "");
   out += tile("checkpoints", std::to_string(p.ckpts.size()), counts(ck, {"verified", "rejected", "candidate"}),
               ck["rejected"] ? "warn" : "");
   out += tile("replay cycles", std::to_string(p.cycles.size()), counts(outcomes, {"pass", "fail", "inconclusive"}),

@@ -276,25 +276,10 @@ void print_ranks(const exporter::Snapshot& s, int64_t now, const Hint& hint, std
   if (dead > listed) out << "  ... and " << (dead - listed) << " more (" << hint("status") << " --json)\n";
 }
 
-// A communicator the observer still calls active whose member ranks are all gone, at least one
-// dead, is shown "dead": a job whose ranks all died never shows active communicators.
-std::string shown_state(const obs::CommInfo& c, const std::map<int, std::string>& rank_state) {
-  if (c.state != "active" || c.global_ranks.empty()) return c.state;
-  bool dead = false;
-  for (int g : c.global_ranks) {
-    auto it = rank_state.find(g);
-    if (it == rank_state.end() || it->second == "running") return c.state;
-    dead = dead || it->second == "dead";
-  }
-  return dead ? "dead" : c.state;
-}
-
 // "communicators: N (per state)" and the table of the most severe ones.
 void print_comms(const exporter::Snapshot& s, int64_t now, const Hint& hint, std::ostream& out) {
-  std::map<int, std::string> rank_state;
-  for (const auto& r : s.ranks) rank_state[r.global_rank] = r.state;
   std::vector<obs::CommInfo> comms = s.comms;
-  for (auto& c : comms) c.state = shown_state(c, rank_state);
+  for (auto& c : comms) c.state = comm_state_shown(c, s.ranks);
   comms = comms_by_severity(std::move(comms));
   std::map<int, std::pair<std::string, int>> by_state;
   for (const auto& c : comms) {

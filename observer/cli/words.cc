@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <optional>
 
 #include "observer/cli/format.h"
@@ -39,6 +40,19 @@ std::string key_words(const obs::Finding& f) {
   return f.key->func + " #" + std::to_string(f.key->seq);
 }
 
+std::string comm_state_shown(const obs::CommInfo& c, const std::vector<obs::RankInfo>& ranks) {
+  if (c.state != "active" || c.global_ranks.empty()) return c.state;
+  std::map<int, std::string> rank_state;
+  for (const auto& r : ranks) rank_state[r.global_rank] = r.state;
+  bool dead = false;
+  for (int g : c.global_ranks) {
+    auto it = rank_state.find(g);
+    if (it == rank_state.end() || it->second == "running") return c.state;
+    dead = dead || it->second == "dead";
+  }
+  return dead ? "dead" : c.state;
+}
+
 namespace {
 
 std::string ms_words(double ms) { return fmt_duration(static_cast<int64_t>(std::llround(ms * 1e6))); }
@@ -61,9 +75,12 @@ double late_ms(const obs::Finding& f, const obs::StragglerEvidence& e) {
   return most;
 }
 
+// "27.6ms", "27.6ms and 27.4ms (2 rounds)", "a, b and c (3 rounds)": its time per round.
 std::string gemm_times(const obs::EvReplayCause& r) {
+  const std::vector<double> ms = r.ms.value_or(std::vector<double>{});
   std::string t;
-  for (double x : r.ms.value_or(std::vector<double>{})) t += (t.empty() ? "" : ", ") + ms_words(x);
+  for (size_t i = 0; i < ms.size(); ++i) t += (i == 0 ? "" : i + 1 == ms.size() ? " and " : ", ") + ms_words(ms[i]);
+  if (ms.size() > 1) t += " (" + std::to_string(ms.size()) + " rounds)";
   return t;
 }
 
@@ -81,9 +98,14 @@ std::string cause_words(const obs::Finding& f) {
           " vs " + ms_words(*e->replay->median_ms) + " median";
     return s;
   }
-  if (*e->cause == "host")
+  if (*e->cause == "host") {
+    if (e->replay && e->replay->ms && e->replay->median_ms)
+      return "the host, input pipeline or launch path: " + cycle + " ran " + e->replay->recipe.value_or("a GEMM") +
+             " on its GPU in " + gemm_times(*e->replay) + " vs " + ms_words(*e->replay->median_ms) +
+             " median (normal); " + late;
     return "the host, input pipeline or launch path: " + cycle + " measured its GPU's GEMM time and found it normal; " +
            late;
+  }
   return "not known yet: no replay cycle has measured its GPU since it began; " + late;
 }
 
@@ -96,7 +118,12 @@ std::string cause_brief(const obs::Finding& f) {
              " median";
     return "cause gpu";
   }
-  if (*e->cause == "host") return "cause host: GEMM normal, " + ms_words(late_ms(f, *e)) + " late";
+  if (*e->cause == "host") {
+    if (e->replay && e->replay->ms && !e->replay->ms->empty() && e->replay->median_ms)
+      return "cause host: GEMM " + ms_words(e->replay->ms->front()) + " vs " + ms_words(*e->replay->median_ms) +
+             " median, " + ms_words(late_ms(f, *e)) + " late";
+    return "cause host: GEMM normal, " + ms_words(late_ms(f, *e)) + " late";
+  }
   return "cause unknown yet";
 }
 

@@ -258,7 +258,9 @@ uint64_t waits_signature(const net::WaitSummary& job, int64_t now_ns, int64_t ti
   h.add(uint64_t(job.comms.size()));
   for (const net::CommSummary& cs : job.comms) {
     h.add(content_hash(cs));
-    h.add(now_ns - cs.comm.last_progress_ns > timeout_ns);
+    // Stalled past the timeout: now - last > timeout, written so that another observer's time
+    // (any value on the wire) cannot overflow it.
+    h.add(cs.comm.last_progress_ns < now_ns - timeout_ns);
     for (const net::MemberGroup& g : cs.groups) *dead |= proc_state(g.proc_state) == ProcState::kDead;
   }
   return h.digest();

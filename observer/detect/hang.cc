@@ -7,6 +7,7 @@
 #include "common/names.h"
 #include "observer/detect/finding_util.h"
 #include "observer/detect/metadata_check.h"
+#include "observer/detect/program_order.h"
 
 namespace scout::obs {
 
@@ -53,8 +54,12 @@ class FirstEnqueue {
   std::map<std::pair<const Comm*, OpId>, int64_t> known_;
 };
 
-// Orders candidate primary edges: earliest enqueued operation, then earliest stalled communicator.
-bool earlier(FirstEnqueue& first, const Comm& a, const OpId& ia, const Comm& b, const OpId& ib) {
+// Orders candidate primary edges into a root `next` describes: the operation the root would have
+// called first (program_order.h); where its history does not say, the one its peers enqueued
+// first, then the earliest stalled communicator.
+bool earlier(const NextCalls& next, FirstEnqueue& first, const Comm& a, const OpId& ia, const Comm& b, const OpId& ib) {
+  const size_t pa = next.position(a.key, ia), pb = next.position(b.key, ib);
+  if (pa != pb) return pa != 0 && (pb == 0 || pa < pb);
   int64_t ta = first(a, ia), tb = first(b, ib);
   if (ta != tb) return ta < tb;
   return a.last_progress_ns < b.last_progress_ns;
@@ -101,20 +106,34 @@ std::string hang_key(const Comm& c, const OpId& id) {
   return k;
 }
 
-std::string HangDetector::comm_state(const Comm& c, int64_t now_ns) const {
+std::string HangDetector::comm_state(const Model& m, const Comm& c, int64_t now_ns) const {
   if (c.finalized()) return "finalized";
-  auto it = waits_.find(c.key);
-  if (it == waits_.end() || it->second.cls.empty()) {
-    // Nobody waits any more, but a hang that was never resolved (the job was killed while hung)
-    // still holds its communicators: they stay "hung" while the finding is open.
-    for (const auto& [key, comms] : involved_) {
-      if (!open_.count(key)) continue;
-      for (const auto& [ck, mark] : comms) {
-        if (ck == c.key) return "hung";
-      }
+  // A communicator an open hang, deadlock or stall holds shows that finding's word, whether its
+  // waiters still wait or were killed with the job: the finding and the table say the same.
+  std::string held;
+  for (const auto& [key, comms] : involved_) {
+    if (!open_.count(key)) continue;
+    for (const auto& [ck, mark] : comms) {
+      if (ck != c.key) continue;
+      auto w = words_.find(key);
+      const std::string word = w == words_.end() ? "hung" : w->second;
+      if (held.empty() || word == "hung") held = word;
     }
-    return "active";
   }
+  if (!held.empty()) return held;
+  // Member processes all gone, at least one dead without finalizing: dead, whatever their last
+  // records say (a dead rank's operation stays in flight in its segment; nobody waits any more).
+  if (c.members_known()) {
+    bool gone = true, dead = false;
+    for (int r : c.known_ranks) {
+      const int p = c.ranks[r].proc;
+      gone = gone && p >= 0 && m.proc(p).state != ProcState::kRunning;
+      dead = dead || (p >= 0 && m.proc(p).state == ProcState::kDead);
+    }
+    if (gone && dead) return "dead";
+  }
+  auto it = waits_.find(c.key);
+  if (it == waits_.end() || it->second.cls.empty()) return "active";
   int64_t idle = now_ns - c.last_progress_ns;
   if (idle > cfg_.timeout_ns) return "hung";
   int64_t soft = cfg_.timeout_ns / 2;
@@ -267,7 +286,7 @@ void HangDetector::report_deadlock(const Model& m, const std::vector<int>& cycle
   f.summary = "deadlock across " + std::to_string(comms.size()) + " communicators: " + words;
   board.report(f);
   reported_.insert(f.dedup_key);
-  track(f.dedup_key, comms);
+  track(f.dedup_key, comms, "hung");
 }
 
 bool HangDetector::sequence_deadlock(const Model& m, const std::vector<int>& cycle, const WaitGraph& g,
@@ -393,7 +412,7 @@ void HangDetector::report_stuck(const Model& m, const Comm& c, const WaitGraph& 
   if (stall) f.summary += stall_words(now_ns - c.last_progress_ns, threshold);
   board.report(f);
   reported_.insert(f.dedup_key);
-  track(f.dedup_key, {&c});
+  track(f.dedup_key, {&c}, stall ? "stalled" : "hung");
 }
 
 void HangDetector::report_mismatch(const Model& m, const Comm& c, const WaitGraph& g,
@@ -651,7 +670,7 @@ void HangDetector::report_root(const Model& m, const std::vector<int>& roots, co
   if (stall) f.summary += stall_words(now_ns - c.last_progress_ns, threshold);
   board.report(f);
   reported_.insert(f.dedup_key);
-  track(f.dedup_key, {primary.comm});
+  track(f.dedup_key, {primary.comm}, stall ? "stalled" : "hung");
 }
 
 void HangDetector::report_crash(const Model& m, int proc, const ProcEdge& primary, const WaitGraph& g,
@@ -834,12 +853,14 @@ HangDetector::RootGroups HangDetector::group_roots(const Model& m, const PassGra
     // open stall or hang keeps its finding (the edges of a stopped job appear over a few passes).
     int best = -1;
     bool best_open = false;
+    const NextCalls next(m.proc(s));
     if (auto wc = wrong_comm_.find(s); wc != wrong_comm_.end()) best = wc->second.second;  // its peer's wait
     for (size_t t = 0; t < edges.size() && !wrong_comm_.count(s); ++t) {
       if (edges[t].to != s) continue;
       bool open = board.is_open(hang_key(*edges[t].comm, edges[t].e.op));
       if (best < 0 || (open && !best_open) ||
-          (open == best_open && earlier(first, *edges[t].comm, edges[t].e.op, *edges[best].comm, edges[best].e.op))) {
+          (open == best_open &&
+           earlier(next, first, *edges[t].comm, edges[t].e.op, *edges[best].comm, edges[best].e.op))) {
         best = int(t);
         best_open = open;
       }
@@ -888,9 +909,10 @@ void HangDetector::report_crashes(const Model& m, const PassGraph& pg, int64_t n
   for (const Proc& p : m.procs()) {
     int primary = -1;
     if (p.state == ProcState::kDead && !pg.g.waits(p.id)) {
+      const NextCalls next(p);
       for (size_t t = 0; t < edges.size(); ++t) {
-        if (edges[t].to == p.id &&
-            (primary < 0 || earlier(first, *edges[t].comm, edges[t].e.op, *edges[primary].comm, edges[primary].e.op))) {
+        if (edges[t].to == p.id && (primary < 0 || earlier(next, first, *edges[t].comm, edges[t].e.op,
+                                                           *edges[primary].comm, edges[primary].e.op))) {
           primary = int(t);
         }
       }
@@ -900,7 +922,11 @@ void HangDetector::report_crashes(const Model& m, const PassGraph& pg, int64_t n
       continue;
     }
     auto [it, added] = blocking_since_.try_emplace(p.id, now_ns);
-    bool hang_open = board.is_open(hang_key(*edges[primary].comm, edges[primary].e.op));  // or its stall
+    // A root already named by an open hang or stall (under any operation it is missing from) that
+    // dies, or is killed with the job, stays that finding: not a crash as well.
+    bool hang_open = false;
+    for (size_t t = 0; t < edges.size() && !hang_open; ++t)
+      hang_open = edges[t].to == p.id && board.is_open(hang_key(*edges[t].comm, edges[t].e.op));
     bool grace = now_ns - it->second >= cfg_.crash_grace_ns ||
                  (p.last_event_ns > 0 && now_ns - p.last_event_ns >= cfg_.crash_grace_ns);
     if (!hang_open && (crashed_.count(p.id) || grace))
@@ -925,6 +951,7 @@ void HangDetector::close_over(const Model& m, int64_t now_ns, FindingBoard& boar
     if (over) {
       board.close(k, now_ns);
       involved_.erase(k);
+      words_.erase(k);
       // A stall that ended before the timeout: a pause the job may show again.
       if (auto e = episodes_.find(k); e != episodes_.end()) {
         if (e->second.named_ns > 0 && !e->second.became_hang)
@@ -933,6 +960,7 @@ void HangDetector::close_over(const Model& m, int64_t now_ns, FindingBoard& boar
       }
     } else {
       reported_.insert(k);
+      refresh_roots(m, k, board);
     }
   }
   open_ = reported_;
@@ -976,7 +1004,28 @@ int64_t HangDetector::stall_pending(const Model& m) const {
   return due;
 }
 
-void HangDetector::track(const std::string& key, const std::vector<const Comm*>& comms) {
+void HangDetector::refresh_roots(const Model& m, const std::string& key, FindingBoard& board) const {
+  const Finding* f = board.find(key);
+  if (!f || !f->open || !f->evidence.contains("root") || !f->evidence["root"].is_array()) return;
+  Finding g = *f;
+  bool changed = false;
+  for (nlohmann::json& r : g.evidence["root"]) {
+    if (!r.contains("process") || !r.contains("global_rank") || !r["global_rank"].is_number_integer()) continue;
+    const int rank = r["global_rank"].get<int>();
+    for (const Proc& p : m.procs()) {
+      if (p.global_rank != rank) continue;
+      if (r["process"] != to_string(p.state)) {
+        r["process"] = to_string(p.state);
+        changed = true;
+      }
+      break;
+    }
+  }
+  if (changed) board.report(std::move(g));
+}
+
+void HangDetector::track(const std::string& key, const std::vector<const Comm*>& comms, const char* word) {
+  words_[key] = word;
   auto [it, added] = involved_.try_emplace(key);
   if (!added) return;
   for (const Comm* c : comms) {

@@ -15,7 +15,8 @@
 //     naming it: it never entered the operation ("idle"), its GPU never started it
 //     ("gpu-blocked"), or it is busy in a communicator that still progresses ("running").
 //     Roots absent from the same operation share one finding; of the operations a root is missing
-//     from, the finding names the one its peers enqueued first (the one it stopped before).
+//     from, the finding names the first in the root's program order (program_order.h; where its
+//     call history does not say, the one its peers enqueued first).
 // A root whose process died without closing its segment is a crash finding instead. A dead
 // process that peers wait for is reported as a crash without waiting for the hang timeout, once
 // crash_grace has passed since it was first seen blocking them or since its last event (the
@@ -73,10 +74,13 @@ class HangDetector {
   // Folds hangs into the sequence desyncs of `seq` (owned by the caller, outliving this); null:
   // none (every hang is reported as such).
   void set_sequence(SequenceCheck* seq) { seq_ = seq; }
-  // CommInfo::state of a communicator after the last pass: "hung" (stalled past the timeout),
-  // "stalled" (waiting ranks, no progress for its stall threshold or half the timeout, whichever
-  // is shorter), "finalized" or "active".
-  std::string comm_state(const Comm& c, int64_t now_ns) const;
+  // CommInfo::state of communicator `c` of `m` after the last pass (docs/observer.md, "Hangs"):
+  // "finalized"; the word of an open finding that holds it ("hung" for a hang or deadlock,
+  // "stalled" for a stall; "hung" when both); "dead" (its member processes are all gone, at least
+  // one dead without finalizing); "hung" (ranks wait, no progress past the timeout); "stalled"
+  // (ranks wait, no progress for its stall threshold or half the timeout, whichever is shorter);
+  // else "active".
+  std::string comm_state(const Model& m, const Comm& c, int64_t now_ns) const;
   // True while peers wait for dead process `proc` and no crash finding names it yet (its
   // segment must not be reclaimed before the decision).
   bool holds_evidence(int proc) const { return blocking_since_.count(proc) && !crashed_.count(proc); }
@@ -135,6 +139,9 @@ class HangDetector {
   void report_crashes(const Model& m, const PassGraph& pg, int64_t now_ns, FindingBoard& board);
   // Hangs and deadlocks whose communicators progressed close; ended stalls are remembered.
   void close_over(const Model& m, int64_t now_ns, FindingBoard& board);
+  // An open finding kept without waiters (the job was killed while hung): each root's `process`
+  // follows its process's state, so a root that died since is never shown running.
+  void refresh_roots(const Model& m, const std::string& key, FindingBoard& board) const;
   // `stalled`: the communicators whose stuck / mismatch state makes a root "stuck" / "desync".
   // Reasons: dead, stuck, desync, wrong-comm, running, gpu-blocked, in-call, idle
   // (docs/findings.md, "hang").
@@ -212,7 +219,9 @@ class HangDetector {
   // a hang closes only when one of them progressed, finalized or is gone, not when its waiters
   // merely stopped waiting (killed with the job).
   std::map<std::string, std::vector<std::pair<CommKey, int64_t>>> involved_;
-  void track(const std::string& key, const std::vector<const Comm*>& comms);
+  std::map<std::string, std::string> words_;  // each tracked finding's word: "hung" or "stalled"
+  // Tracks `comms` under finding `key` (once) and its word now ("hung", "stalled").
+  void track(const std::string& key, const std::vector<const Comm*>& comms, const char* word);
   // Two-rank cycles of absent point-to-point waits where exactly one of the two operations is the
   // first message of its pair in its communicator (docs/observer.md, "Hangs": wrong communicator):
   // proc in that operation -> (its edge, the edge of the peer waiting for it). Cleared each pass.

@@ -10,9 +10,14 @@ namespace {
 
 constexpr size_t kMaxPaths = 64;
 
+// The process of comm rank `comm_rank` (a progress entry's peer, as the segment says: any value),
+// -1 when it is out of the communicator or its process is unknown.
+int proc_of(const Comm& c, int comm_rank) {
+  return comm_rank >= 0 && comm_rank < int(c.ranks.size()) ? c.ranks[comm_rank].proc : -1;
+}
+
 int global_of(const Model& m, const Comm& c, int comm_rank) {
-  if (comm_rank < 0 || comm_rank >= int(c.ranks.size())) return -1;
-  const int p = c.ranks[comm_rank].proc;
+  const int p = proc_of(c, comm_rank);
   return p >= 0 ? m.proc(p).global_rank : -1;
 }
 
@@ -83,8 +88,7 @@ StuckVerdict trace_stuck(const Model& m, const Comm& c, const OpId& op) {
     const bool send = e->dir == shm::kProgressSend;
     if (send && e->in_net > e->net_done) {
       path.state = "stopped";
-      const int peer_proc = e->peer >= 0 && e->peer < int(c.ranks.size()) ? c.ranks[e->peer].proc : -1;
-      stopped.emplace(p, peer_proc);
+      stopped.emplace(p, proc_of(c, e->peer));
     } else if (!send && e->gpu_wait > e->consumed) {
       path.state = "gpu";
       gpus.insert(p);

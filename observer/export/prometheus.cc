@@ -42,7 +42,7 @@ class Family {
 };
 
 constexpr const char* kRankStates[] = {"running", "exited", "dead"};
-constexpr const char* kCommStates[] = {"active", "stalled", "hung", "finalized"};
+constexpr const char* kCommStates[] = {"active", "stalled", "hung", "dead", "finalized"};
 
 struct Agg {
   uint64_t n = 0;
@@ -147,7 +147,7 @@ void write_comm_families(const Snapshot& s, const std::string& job, std::ostream
   }
   {
     Family f(out, "scout_comm_state", "gauge",
-             "1 for the communicator's current state (active, stalled, hung, finalized), else 0.");
+             "1 for the communicator's current state (active, stalled, hung, dead, finalized), else 0.");
     for (const auto& c : s.comms) {
       std::set<std::string> states(std::begin(kCommStates), std::end(kCommStates));
       states.insert(c.state);

@@ -10,6 +10,18 @@ namespace scout::obs {
 
 using namespace scout::shm;
 
+namespace {
+// Adds a call to the process's program-order history (Proc::calls): ordered by call time (a pass
+// may read the communicators of one process in any order), the oldest dropped past kCallHistoryLen.
+void note_call(Proc& p, const CommKey& comm, const OpId& id, int64_t api_ns) {
+  if (api_ns <= 0) return;
+  auto pos = p.calls.end();
+  while (pos != p.calls.begin() && std::prev(pos)->api_ns > api_ns) --pos;
+  p.calls.insert(pos, IssuedCall{comm, id, api_ns});
+  if (p.calls.size() > kCallHistoryLen) p.calls.pop_front();
+}
+}  // namespace
+
 const char* to_string(ProcState s) {
   switch (s) {
     case ProcState::kRunning: return "running";
@@ -277,6 +289,7 @@ Op* Model::apply(Comm& c, int rank, const RecordSnapshot& r, int64_t now_ns) {
       c.held_ops++;
     }
   }
+  if (fresh && rp.proc >= 0) note_call(procs_[rp.proc], c.key, id, r.api_ns > 0 ? r.api_ns : r.enqueue_ns);
   if (newly_complete && r.gpu_start_ns > 0 && r.gpu_end_ns >= r.gpu_start_ns && rp.proc >= 0) {
     auto& tl = procs_[rp.proc].timeline;
     GpuInterval iv{r.gpu_start_ns, r.gpu_end_ns, -1};

@@ -86,6 +86,35 @@ class LazyDeque {
   std::unique_ptr<std::deque<T>> d_;
 };
 
+// Communicator identity (docs/nccl-notes.md §3.7: commHash is not guaranteed unique; nranks helps).
+struct CommKey {
+  uint64_t hash = 0;
+  int nranks = 0;
+  auto operator<=>(const CommKey&) const = default;
+};
+
+// Which operation: collectives by (func, NCCL seqNumber); point-to-point by the pair
+// (src comm rank, dst comm rank) and scout's per-pair counter (docs/record-format.md).
+enum class OpClass : uint8_t { kColl = 0, kP2p = 1 };
+struct OpId {
+  OpClass cls = OpClass::kColl;
+  uint8_t func = 0;  // shm::Func; p2p ops use kFuncSend
+  uint64_t seq = 0;
+  int32_t src = -1;  // p2p: sending comm rank; coll: -1
+  int32_t dst = -1;  // p2p: receiving comm rank; coll: -1
+  auto operator<=>(const OpId&) const = default;
+};
+// "AllReduce #812" / "Send 2->3 #5".
+std::string describe(const OpId& id);
+
+// One operation call of a process: its communicator, the operation, and the call's time
+// (CLOCK_REALTIME ns: the record's API call time, else its enqueue time).
+struct IssuedCall {
+  CommKey comm;
+  OpId id;
+  int64_t api_ns = 0;
+};
+
 // Liveness of a training process as the observer last saw it.
 enum class ProcState {
   kRunning,  // owner process alive
@@ -122,6 +151,10 @@ struct Proc {
   // by end (bounded by kTimelineLen, oldest ends dropped): the straggler detector uses them to
   // tell a rank's own delay from time it spent blocked elsewhere.
   LazyDeque<GpuInterval> timeline;
+  // The process's latest calls of operations on any communicator, in program order (API call
+  // time; bounded by kCallHistoryLen, oldest dropped): the hang detector predicts from them which
+  // operation a rank that stopped would have called next (docs/observer.md, "Hangs").
+  LazyDeque<IssuedCall> calls;
   // GEMM shape capture (segment table kTableGemmShapes), when the segment has one.
   bool has_gemm = false;
   GemmCaptureInfo gemm;
@@ -138,27 +171,7 @@ struct Proc {
   std::vector<shm::ProgressSnapshot> progress;
 };
 constexpr size_t kTimelineLen = 256;
-
-// Communicator identity (docs/nccl-notes.md §3.7: commHash is not guaranteed unique; nranks helps).
-struct CommKey {
-  uint64_t hash = 0;
-  int nranks = 0;
-  auto operator<=>(const CommKey&) const = default;
-};
-
-// Which operation: collectives by (func, NCCL seqNumber); point-to-point by the pair
-// (src comm rank, dst comm rank) and scout's per-pair counter (docs/record-format.md).
-enum class OpClass : uint8_t { kColl = 0, kP2p = 1 };
-struct OpId {
-  OpClass cls = OpClass::kColl;
-  uint8_t func = 0;  // shm::Func; p2p ops use kFuncSend
-  uint64_t seq = 0;
-  int32_t src = -1;  // p2p: sending comm rank; coll: -1
-  int32_t dst = -1;  // p2p: receiving comm rank; coll: -1
-  auto operator<=>(const OpId&) const = default;
-};
-// "AllReduce #812" / "Send 2->3 #5".
-std::string describe(const OpId& id);
+constexpr size_t kCallHistoryLen = 256;  // Proc::calls
 
 // One participant's part of an operation: participant index = comm rank for collectives; for
 // p2p, 0 is the send side and 1 the recv side.

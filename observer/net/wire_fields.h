@@ -52,6 +52,17 @@ inline void field(WireReader& r, shm::FpStatus& s) {
 inline void pad_byte(WireWriter& w) { w.u8(0); }
 inline void pad_byte(WireReader& r) { r.u8(); }
 
+// Several fields of one kind in a row, in the order given (a fold over the comma operator is
+// evaluated left to right).
+template <typename IO, typename... T>
+void fields(IO& io, T&... v) {
+  (field(io, v), ...);
+}
+template <typename IO, typename... T>
+void time_fields(IO& io, T&... t) {
+  (time_field(io, t), ...);
+}
+
 // Smallest encoding of the fixed part of T (strings empty, lists empty): the element size the
 // decoder checks a count against before reading that many.
 template <typename T, typename Fields>
@@ -65,88 +76,51 @@ uint64_t min_bytes(Fields fields) {
 template <typename IO, typename S>
 void stream_fields(IO& io, S& s) {
   hash_field(io, s.comm_hash);
-  field(io, s.func);
-  field(io, s.nranks);
-  field(io, s.comm_name);
+  fields(io, s.func, s.nranks, s.comm_name);
 }
 
 // The fields of a record a drill-down carries (identity, metadata, progress, GPU times,
 // fingerprints), in wire order; buffers, stream, thread and tuning choices do not travel.
 template <typename IO, typename R>
 void record_fields(IO& io, R& r) {
-  field(io, r.index);
-  field(io, r.key);
-  field(io, r.kind);
-  field(io, r.func);
-  field(io, r.datatype);
-  field(io, r.api_datatype);
-  field(io, r.flags);
-  field(io, r.peer);
-  field(io, r.count);
-  field(io, r.api_count);
-  field(io, r.bytes);
-  time_field(io, r.api_ns);
-  time_field(io, r.enqueue_ns);
-  field(io, r.state);
-  field(io, r.n_channels);
+  fields(io, r.index, r.key, r.kind, r.func, r.datatype, r.api_datatype, r.flags, r.peer, r.count, r.api_count,
+         r.bytes);
+  time_fields(io, r.api_ns, r.enqueue_ns);
+  fields(io, r.state, r.n_channels);
   pad_byte(io);
-  field(io, r.ch_started);
-  field(io, r.ch_stopped);
-  time_field(io, r.gpu_start_ns);
-  time_field(io, r.gpu_end_ns);
-  time_field(io, r.complete_ns);
-  field(io, r.fp_send_status);
-  field(io, r.fp_recv_status);
+  fields(io, r.ch_started, r.ch_stopped);
+  time_fields(io, r.gpu_start_ns, r.gpu_end_ns, r.complete_ns);
+  fields(io, r.fp_send_status, r.fp_recv_status);
   hash_field(io, r.fp_send);
   hash_field(io, r.fp_recv);
-  field(io, r.send_nan);
-  field(io, r.send_inf);
-  field(io, r.fp_bytes);
-  field(io, r.fp_version);
+  fields(io, r.send_nan, r.send_inf, r.fp_bytes, r.fp_version);
 }
 
 template <typename IO, typename M>
 void mark_fields(IO& io, M& m) {
-  field(io, m.valid);
-  field(io, m.cls);
-  field(io, m.func);
-  field(io, m.seq);
-  field(io, m.src);
-  field(io, m.dst);
+  fields(io, m.valid, m.cls, m.func, m.seq, m.src, m.dst);
   time_field(io, m.ns);
 }
 
 template <typename IO, typename P>
 void proc_fields(IO& io, P& p) {
-  field(io, p.global_rank);
-  field(io, p.local_rank);
-  field(io, p.host);
-  field(io, p.pid);
-  field(io, p.gpu);
-  field(io, p.cuda_dev);
-  field(io, p.state);
-  time_field(io, p.last_event_ns);
-  time_field(io, p.gone_ns);
+  fields(io, p.global_rank, p.local_rank, p.host, p.pid, p.gpu, p.cuda_dev, p.state);
+  time_fields(io, p.last_event_ns, p.gone_ns);
 }
 
 // A communicator of a wait snapshot, without its member list.
 template <typename IO, typename C>
 void comm_wait_fields(IO& io, C& c) {
   hash_field(io, c.comm_hash);
-  field(io, c.nranks);
-  field(io, c.name);
-  field(io, c.nnodes);
+  fields(io, c.nranks, c.name, c.nnodes);
   time_field(io, c.last_progress_ns);
-  field(io, c.stall_threshold_ns);
-  field(io, c.stall_gaps);
-  field(io, c.stall_p99_ns);
+  fields(io, c.stall_threshold_ns, c.stall_gaps, c.stall_p99_ns);
 }
 
 // The identity of a member (checked by the decoder before the rest is read).
 template <typename IO, typename M>
 void member_id_fields(IO& io, M& m) {
-  field(io, m.comm_rank);
-  field(io, m.proc);
+  fields(io, m.comm_rank, m.proc);
 }
 
 // A member after its identity, without its record list.
@@ -154,11 +128,7 @@ template <typename IO, typename M>
 void member_fields(IO& io, M& m) {
   time_field(io, m.init_ns);
   field(io, m.finalized);
-  for (size_t f = 0; f < std::size(m.issued); ++f) {
-    field(io, m.issued[f]);
-    field(io, m.started[f]);
-    field(io, m.completed[f]);
-  }
+  for (size_t f = 0; f < std::size(m.issued); ++f) fields(io, m.issued[f], m.started[f], m.completed[f]);
   mark_fields(io, m.last_enqueued);
   mark_fields(io, m.last_started);
   mark_fields(io, m.last_completed);
@@ -166,10 +136,7 @@ void member_fields(IO& io, M& m) {
 
 template <typename IO, typename I>
 void identity_fields(IO& io, I& id) {
-  field(io, id.global_rank);
-  field(io, id.host);
-  field(io, id.pid);
-  field(io, id.gpu);
+  fields(io, id.global_rank, id.host, id.pid, id.gpu);
 }
 
 // Field lists as callables, for min_bytes and the list helpers.

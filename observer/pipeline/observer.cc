@@ -168,7 +168,7 @@ void Observer::write(int64_t now_ns, JudgeOutput& out) {
   std::vector<CommInfo> comms;
   hung_ = false;
   for (const auto& [k, c] : model_.comms()) {
-    std::string state = hang_.comm_state(c, now_ns);
+    std::string state = hang_.comm_state(model_, c, now_ns);
     hung_ |= state == "hung";
     auto [it, fresh] = comms_written_.try_emplace(k);
     CommRow& w = it->second;

@@ -199,7 +199,16 @@ void ReplayReporter::note_causes(const CycleResult& d) {
     e.median_ms = to_ms(s.median_ns);
     causes_[s.global_rank] = {"gpu", rec.started_ns, e};
   }
-  for (int r : d.verdict.gpu_normal) causes_[r] = {"host", rec.started_ns, EvReplayCause{rec.cycle, {}, {}, {}}};
+  // Normal: the GEMM it ran at its class's median is the number that puts the delay in the host.
+  for (const replay::SlowGpu& s : d.verdict.normal_gpus) {
+    EvReplayCause e;
+    e.cycle = rec.cycle;
+    e.recipe = s.recipe;
+    e.ms.emplace();
+    for (int64_t x : s.ns) e.ms->push_back(to_ms(x));
+    e.median_ms = to_ms(s.median_ns);
+    causes_[s.global_rank] = {"host", rec.started_ns, e};
+  }
 }
 
 bool ReplayReporter::cause_known(int global_rank, int64_t since_ns) const {

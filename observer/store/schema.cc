@@ -97,9 +97,11 @@ std::string immutable_uri(const std::string& path) {
   return u + "?immutable=1";
 }
 
+// Whether a file can be written at `path` now: not on a read-only mount, not on a full one (no
+// block left for this user: the -shm file a WAL store needs cannot be made), and permitted.
 bool writable(const std::string& path) {
   struct statvfs vfs;
-  if (::statvfs(path.c_str(), &vfs) == 0 && (vfs.f_flag & ST_RDONLY)) return false;
+  if (::statvfs(path.c_str(), &vfs) == 0 && ((vfs.f_flag & ST_RDONLY) || vfs.f_bavail == 0)) return false;
   return ::access(path.c_str(), W_OK) == 0;
 }
 

@@ -38,9 +38,9 @@ bool has_table(Db& db, const std::string& name);
 std::unique_ptr<Db> open_db(const std::string& path, int flags);
 
 // Opens the store at `path` for reading: read-only, waiting up to 5 s for a lock (open_db). When
-// that fails because the file or its directory cannot be written (a read-only mount: a WAL store
-// needs its -shm file), opens it again as an immutable database (URI immutable=1: no locks, no
-// -shm; nothing can change it there). Throws Error as open_db.
+// that fails because the file or its directory cannot be written (a read-only mount, or a full
+// one: a WAL store needs its -shm file), opens it again as an immutable database (URI
+// immutable=1: no locks, no -shm; nothing can change it there). Throws Error as open_db.
 std::unique_ptr<Db> open_reader_db(const std::string& path);
 
 // check_integrity at most once per file identity (device, inode) and size: files already found

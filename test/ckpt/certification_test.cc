@@ -18,12 +18,15 @@
 #include "observer/ckpt/states.h"
 #include "observer/ckpt/store_replay.h"
 #include "observer/store/writer.h"
+#include "test/support/ckpt_fixture.h"
 #include "test/support/tmpdir.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using namespace scout::ckpt;
+using scout::testing::agreeing_op_at;
+using scout::testing::certifier_options_for_test;
 using scout::testing::TempDir;
 
 constexpr int64_t kSec = 1'000'000'000;
@@ -370,23 +373,6 @@ class ScriptedReplay : public ReplayCycles {
   }
 };
 
-// One agreeing AllReduce of a 4-rank communicator that began at `t`.
-scout::obs::JudgeOutput agreeing_op_at(int64_t t, uint64_t seq) {
-  scout::obs::JudgeOutput out;
-  scout::obs::OpSummary s;
-  s.comm_hash = 0x11;
-  s.comm_name = "tp0";
-  s.nranks = 4;
-  s.func = "AllReduce";
-  s.seq = seq;
-  s.bytes = 1000;
-  s.ranks_reported = 4;
-  s.first_arrival_ns = t;
-  s.fp_verdict = "agree";
-  out.summaries.push_back(s);
-  return out;
-}
-
 // A dcp checkpoint <root>/<name> whose marker was written at wall time `t`.
 void dcp_checkpoint(const std::string& root, const std::string& name, int64_t t) {
   fs::create_directories(root + "/" + name);
@@ -401,16 +387,9 @@ TEST(CertifierReplay, CycleWaitsForItsReplayCyclePassesOnlyWithItAndFailureRejec
   const std::string root = d.path() + "/ckpt";
   dcp_checkpoint(root, "step-1", 100 * kSec + 300'000'000);
   auto store = CkptStore::open_writer(d.path() + "/node-0.db");
-  CertifierOptions o;
-  o.job = "j";
-  o.watch.roots = {root};
-  o.watch.inotify = false;
-  o.watch.poll_ns = 0;
-  o.cycle_ns = kSec;
-  o.k = 2;
+  CertifierOptions o = certifier_options_for_test(root, d.path() + "/certificates");
   o.grace_ns = 500'000'000;
   o.stale_ns = 30 * kSec;
-  o.cert_dir = d.path() + "/certificates";
   ScriptedReplay replay;
   for (int64_t i : {100, 101}) replay.by_begin[i * kSec] = {ReplayStatus::kPass, {"gemm:1"}, {"GPU-0"}, {}};
   Certifier cert(o, store.get(), &replay);

@@ -22,6 +22,7 @@
 #include "observer/ckpt/manifest.h"
 #include "observer/ckpt/markers.h"
 #include "observer/store/writer.h"
+#include "test/support/ckpt_fixture.h"
 #include "test/support/subprocess.h"
 #include "test/support/tmpdir.h"
 
@@ -29,7 +30,9 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace scout::ckpt;
+using scout::testing::agreeing_op_at;
 using scout::testing::build_path;
+using scout::testing::certifier_options_for_test;
 using scout::testing::run_process;
 using scout::testing::TempDir;
 
@@ -51,22 +54,6 @@ void dcp_checkpoint(const std::string& root, const std::string& name, int64_t t)
   for (const char* f : {"/__0_0.distcp", "/__1_0.distcp", "/.metadata"}) set_mtime(dir + f, t);
 }
 
-scout::obs::JudgeOutput agreeing_op_at(int64_t t, uint64_t seq) {
-  scout::obs::JudgeOutput out;
-  scout::obs::OpSummary s;
-  s.comm_hash = 0x11;
-  s.comm_name = "tp0";
-  s.nranks = 4;
-  s.func = "AllReduce";
-  s.seq = seq;
-  s.bytes = 1000;
-  s.ranks_reported = 4;
-  s.first_arrival_ns = t;
-  s.fp_verdict = "agree";
-  out.summaries.push_back(s);
-  return out;
-}
-
 // The observer's certification of job "j" over `root`, store <dir>/node-0.db.
 struct Certification {
   std::string dir, root, store;
@@ -84,14 +71,7 @@ struct Certification {
   void restart(bool beside = false) {
     cert.reset();
     st = CkptStore::open_writer(store);
-    CertifierOptions o;
-    o.job = "j";
-    o.watch.roots = {root};
-    o.watch.inotify = false;
-    o.watch.poll_ns = 0;
-    o.cycle_ns = kSec;
-    o.k = 2;
-    o.cert_dir = dir + "/certificates";
+    CertifierOptions o = certifier_options_for_test(root, dir + "/certificates");
     o.write_beside = beside;
     o.log = [this](const std::string& l) { log.push_back(l); };
     cert = std::make_unique<Certifier>(o, st.get());

@@ -568,7 +568,7 @@ TEST_F(Cli, CleanRemovesTheEmulatedDevicesOfJobsThatAreGone) {
 
 // The cause on the first screen: a straggler's cause and the number that proves it on its status
 // line, in its findings row and right under the summary of explain (gpu: replay's GEMM time vs
-// the median; host: GEMM normal and its lateness; unknown: its lateness).
+// the median; host: replay's GEMM time at the median and its lateness; unknown: its lateness).
 TEST_F(Cli, StragglerCauseIsOnTheFirstScreen) {
   {
     std::string err;
@@ -585,7 +585,9 @@ TEST_F(Cli, StragglerCauseIsOnTheFirstScreen) {
       if (i == 0)
         f.evidence["replay"] = {{"cycle", 4}, {"recipe", "gemm:fp32:4096x4096x4096"}, {"ms", {27.608, 27.384}},
                                 {"median_ms", 6.898}};
-      if (i == 1) f.evidence["replay"] = {{"cycle", 5}};
+      if (i == 1)
+        f.evidence["replay"] = {{"cycle", 5}, {"recipe", "gemm:fp32:4096x4096x4096"}, {"ms", {6.93, 6.911}},
+                                {"median_ms", 6.898}};
       w->upsert_finding(&f);
     }
     ASSERT_TRUE(w->flush());
@@ -601,10 +603,16 @@ TEST_F(Cli, StragglerCauseIsOnTheFirstScreen) {
     }
   }
   golden("straggler_cause.txt", text);
-  EXPECT_NE(text.find("     cause: its GPU: replay cycle 4 ran gemm:fp32:4096x4096x4096 in 27.6ms, 27.4ms vs 6.90ms "
-                      "median\n"),
+  EXPECT_NE(text.find("     cause: its GPU: replay cycle 4 ran gemm:fp32:4096x4096x4096 in 27.6ms and 27.4ms (2 rounds) "
+                      "vs 6.90ms median\n"),
             std::string::npos)
       << text;
+  // The host case carries replay's numbers too: its GPU ran the GEMM at the median.
+  EXPECT_NE(text.find("     cause: the host, input pipeline or launch path: replay cycle 5 ran gemm:fp32:4096x4096x4096 "
+                      "on its GPU in 6.93ms and 6.91ms (2 rounds) vs 6.90ms median (normal); it arrives "),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("cause host: GEMM 6.93ms vs 6.90ms median, "), std::string::npos) << text;
 }
 
 // docs/cli.md's synopsis (its first code block) has a line for every subcommand `scout --help`

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "observer/cluster/core_judge.h"
+#include "observer/cluster/job_waits.h"
 #include "observer/model/limits.h"
 #include "observer/net/digest.h"
 #include "observer/net/inproc_channel.h"
@@ -718,6 +719,26 @@ TEST(Digest, TruncatedOrHostileWaitSummariesAreRejectedNotTrusted) {
   EXPECT_EQ(merge_encoded(bytes, garbage, &bad, &why), bytes);
   EXPECT_EQ(bad, 1);
   EXPECT_EQ(why, "truncated communicators");
+}
+
+// A communicator's last progress as another observer sends it can be any 64-bit value: the
+// leader's "stalled past the timeout" (obs::waits_signature) compares it without overflowing, so
+// a time in the far past (INT64_MIN) is as stalled as one just past the timeout, and one in the
+// future as fresh as one at it (drill_fuzz found the overflow: test/fuzz/corpus/drill/
+// last_progress_int64_min_overflow).
+TEST(Digest, LastProgressOfAnyValueIsComparedWithoutOverflow) {
+  WaitSummary s = summarize(sample_waits());
+  const int64_t now = 2'000'000'000'000'000'000, timeout = 5 * kSecond;
+  bool dead = false;
+  s.comms[0].comm.last_progress_ns = now - timeout - 1;
+  const uint64_t stalled = obs::waits_signature(s, now, timeout, &dead);
+  s.comms[0].comm.last_progress_ns = now - timeout;
+  const uint64_t fresh = obs::waits_signature(s, now, timeout, &dead);
+  EXPECT_NE(stalled, fresh);
+  s.comms[0].comm.last_progress_ns = INT64_MIN;
+  EXPECT_EQ(obs::waits_signature(s, now, timeout, &dead), stalled);
+  s.comms[0].comm.last_progress_ns = INT64_MAX;
+  EXPECT_EQ(obs::waits_signature(s, now, timeout, &dead), fresh);
 }
 
 // A summary claiming communicators or members beyond what the leader keeps state for is refused

@@ -9,6 +9,7 @@
 #   B. full until the job ends: scout run exits 3 and says findings could not be stored, the
 #      health file still shows them;
 #   C. the store on a read-only mount is read (immutable open);
+#   E. a store without its -shm file on a full disk is read (immutable open);
 #   D. the segment directory (SCOUT_SHM_DIR) full: the job runs, each rank's WARN and scout run
 #      name the directory as full.
 # Usage: test/observer/full_disk_test.sh [BUILD]   (run from the repository root, as `make test` does)
@@ -91,6 +92,15 @@ grep -q "findings could not be stored" "$work/b.err" && ok "B: $(grep 'could not
 "$scout" status --job fullb >"$work/b.status" 2>&1
 grep -q "warning: the observer cannot write this store since .*: [1-9][0-9]* findings kept in its memory" "$work/b.status" &&
   ok "B: status: $(grep 'cannot write' "$work/b.status")" || bad "B: status: $(cat "$work/b.status")"
+rm -f "$work/state/fill"
+
+# ---- E: a store without its -shm file on a full disk (the disk filled before its observer had
+# opened it, as B can go under load): read as immutable, like a read-only mount
+mkdir -p "$work/state/fulle"
+cp "$store_a" "$work/state/fulle/node-0.db"
+fill
+n=$("$scout" findings --job fulle --json 2>"$work/e.err" | grep -c '"kind":"sdc"')
+[ "$n" -eq 1 ] && ok "E: the store is read on the full disk (1 sdc finding)" || bad "E: $n sdc findings read: $(cat "$work/e.err")"
 rm -f "$work/state/fill"
 
 # ---- C: the store of A on a read-only mount

@@ -344,6 +344,36 @@ TEST(Hang, RootThatDiesAfterTheHangWasReportedStaysOneHangFinding) {
   EXPECT_NE(f[0].summary.find("(the process has since exited)"), std::string::npos) << f[0].summary;
 }
 
+// The root is missing from two operations; the hang was named under the one whose wait appeared
+// first, the other's wait (enqueued earlier, seen later) appears after. The launcher then kills
+// the root: it stays the one hang finding, not a crash in the other operation as well.
+TEST(Hang, RootKilledAfterItsHangUnderAnotherOperationIsNoCrash) {
+  ObserverHarness h(4);
+  h.opt.hang.stall = false;
+  int tp = h.job.add_comm(0x71, {2, 3}, "tp1");
+  int pp = h.job.add_comm(0x93, {3, 1}, "pp3");
+  OpSpec r;
+  r.kind = shm::kKindRecv;
+  r.func = shm::kFuncRecv;
+  r.key = 0;
+  r.peer = 0;
+  r.enqueue_ns = kT0 + 50 * kMs;
+  FakeJob::start(h.job.enqueue(pp, 1, r), kT0 + 50 * kMs + 10'000);
+  h.pass(kT0 + 11 * kSec);
+  ASSERT_EQ(h.findings().size(), 1u);
+  EXPECT_EQ(h.findings()[0].comm_hash, 0x93u);
+  op(h.job, tp, 0, shm::kFuncAllReduce, 0, kT0 + 10 * kMs);
+  h.pass(kT0 + 12 * kSec);
+  h.job.kill(3);
+  h.pass(kT0 + 14 * kSec);
+  h.pass(kT0 + 16 * kSec);
+  auto f = h.findings();
+  ASSERT_EQ(f.size(), 1u) << f.back().summary;
+  EXPECT_EQ(f[0].kind, FindingKind::kHang);
+  EXPECT_EQ(f[0].comm_hash, 0x93u);
+  EXPECT_TRUE(f[0].open);
+}
+
 TEST(Hang, JobKilledWhileHungLeavesTheHangOpen) {
   // The launcher kills every rank of a hung job (a timeout, scancel): nobody waits any more, but
   // nothing completed either. The hang is not over; it stays open and names its root.
@@ -377,6 +407,75 @@ TEST(Hang, TwoIndependentHangsAreTwoFindings) {
   ASSERT_EQ(f.size(), 2u);
   EXPECT_EQ(suspect_ranks(f[0]), std::vector<int>{1});
   EXPECT_EQ(suspect_ranks(f[1]), std::vector<int>{2});
+}
+
+// The operation a hang names is the first its root never entered in its own program order, not
+// the one its peers happened to reach first (docs/observer.md, "One key per stopped rank"). Rank 3
+// runs a step of: pipeline Send to rank 1 (pp), then two tp AllReduces with rank 2. It stops
+// before the Send of step 5. Its tp peer gets to AllReduce #10 40 ms before its pp peer posts the
+// receive: the earliest wait is in tp, but rank 3's history says the pp Send comes first.
+TEST(Hang, RootIsNamedByTheFirstOperationItNeverEnteredInProgramOrder) {
+  for (const bool tp_first : {true, false}) {
+    ObserverHarness h(4);
+    h.opt.hang.stall = false;
+    int tp = h.job.add_comm(0x71, {2, 3}, "tp1");
+    int pp = h.job.add_comm(0x93, {3, 1}, "pp3");
+    const int64_t step = 100 * kMs;
+    for (int s = 0; s < 5; ++s) {
+      const int64_t t = kT0 + s * step;
+      h.job.p2p(pp, 0, 1, uint64_t(s), t, t + kMs, kMs);
+      for (int k = 0; k < 2; ++k) {
+        FakeColl c;
+        c.seq = uint64_t(2 * s + k);
+        c.t0 = t + (10 + 10 * k) * kMs;
+        h.job.collective(tp, c);
+      }
+    }
+    const int64_t t5 = kT0 + 5 * step;
+    // The peers' waits, in either order of arrival.
+    const int64_t t_tp = t5 + (tp_first ? 10 : 50) * kMs, t_pp = t5 + (tp_first ? 50 : 10) * kMs;
+    op(h.job, tp, 0, shm::kFuncAllReduce, 10, t_tp);
+    OpSpec r;
+    r.kind = shm::kKindRecv;
+    r.func = shm::kFuncRecv;
+    r.key = 5;
+    r.peer = 0;
+    r.enqueue_ns = t_pp;
+    FakeJob::start(h.job.enqueue(pp, 1, r), t_pp + 10'000);
+    h.pass(t5 + 20 * kSec);
+    auto f = h.findings();
+    ASSERT_EQ(f.size(), 1u) << tp_first;
+    EXPECT_EQ(f[0].kind, FindingKind::kHang);
+    EXPECT_EQ(suspect_ranks(f[0]), std::vector<int>{3});
+    EXPECT_EQ(f[0].comm_hash, 0x93u) << f[0].summary;
+    EXPECT_EQ(f[0].key->func, "Send");
+    EXPECT_EQ(f[0].key->seq, 5u);
+    EXPECT_EQ(f[0].summary,
+              "rank 3 (node0, pid 3000003) never entered Send 0->1 #5 of pp3 (0x0000000000000093); 2 ranks wait "
+              "(through 2 communicators) for it");
+  }
+}
+
+// Without history to go by (it stops in its first step), the operation its peers reached first.
+TEST(Hang, RootWithoutHistoryIsNamedByTheOperationItsPeersReachedFirst) {
+  ObserverHarness h(4);
+  h.opt.hang.stall = false;
+  int tp = h.job.add_comm(0x71, {2, 3}, "tp1");
+  int pp = h.job.add_comm(0x93, {3, 1}, "pp3");
+  op(h.job, tp, 0, shm::kFuncAllReduce, 0, kT0 + 10 * kMs);
+  OpSpec r;
+  r.kind = shm::kKindRecv;
+  r.func = shm::kFuncRecv;
+  r.key = 0;
+  r.peer = 0;
+  r.enqueue_ns = kT0 + 50 * kMs;
+  FakeJob::start(h.job.enqueue(pp, 1, r), kT0 + 50 * kMs + 10'000);
+  h.pass(kT0 + 20 * kSec);
+  auto f = h.findings();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].comm_hash, 0x71u) << f[0].summary;
+  EXPECT_EQ(f[0].key->func, "AllReduce");
+  EXPECT_EQ(f[0].key->seq, 0u);
 }
 
 TEST(Hang, PointToPointReceiverThatNeverPostsIsTheRoot) {

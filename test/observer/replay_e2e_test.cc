@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "observer/detect/finding_util.h"
 #include "observer/model/replay_cycle.h"
 #include "observer/store/reader.h"
 #include "test/support/settle.h"
@@ -179,6 +180,25 @@ TEST(ReplayEndToEnd, HostDelayIsTheOneStragglerFindingWithCauseHost) {
   const auto* f = only(o, scout::obs::FindingKind::kStraggler, 6);
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->evidence["cause"], "host") << f->evidence.dump();
+  // The number that puts the delay in the host: the GEMM replay measured on rank 6's GPU at its
+  // class's median, exactly as the deciding cycle's verdict has it (normal_gpus).
+  const auto& rp = f->evidence["replay"];
+  ASSERT_TRUE(rp.is_object()) << f->evidence.dump();
+  const scout::obs::ReplayCycleRecord* cycle = nullptr;
+  for (const auto& c : o.cycles)
+    if (c.cycle == rp["cycle"].get<uint64_t>()) cycle = &c;
+  ASSERT_NE(cycle, nullptr) << rp.dump();
+  nlohmann::json normal;
+  for (const auto& g : cycle->detail["verdict"]["normal_gpus"])
+    if (g["global_rank"] == 6) normal = g;
+  ASSERT_TRUE(normal.is_object()) << cycle->detail["verdict"].dump();
+  EXPECT_EQ(rp["recipe"], normal["recipe"]);
+  EXPECT_EQ(rp["median_ms"].get<double>(), scout::obs::to_ms(normal["median_ns"].get<int64_t>()));
+  ASSERT_EQ(rp["ms"].size(), normal["ns"].size());
+  for (size_t i = 0; i < rp["ms"].size(); ++i)
+    EXPECT_EQ(rp["ms"][i].get<double>(), scout::obs::to_ms(normal["ns"][i].get<int64_t>()));
+  // Normal: within the outlier rule of its class (docs/replay.md), far from the 30 ms host delay.
+  EXPECT_LT(rp["ms"][0].get<double>(), 2 * rp["median_ms"].get<double>()) << rp.dump();
 }
 
 TEST(ReplayEndToEnd, HealthyRunHasNoFindingAndPassingCycles) {

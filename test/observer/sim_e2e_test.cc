@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "observer/store/reader.h"
@@ -155,6 +156,107 @@ TEST(SimEndToEnd, HangRootIsTheRankThatStopped) {
   EXPECT_EQ(o.sim.exit_code, 4) << o.sim.err;  // ended by the test's SIGTERM
   ASSERT_EQ(o.truth.size(), 1u);
   expect_exact(o);
+}
+
+// One vocabulary for hangs: the same fault is named by the same operation in every run, the first
+// one the root never entered in its program order (docs/observer.md, "One key per stopped rank"),
+// which is the operation scout-sim's truth says it stopped before. Rank 3 (stage 0 of pp3, tp1)
+// stops before the pipeline Send of step 10; its tp peer reaches the forward AllReduce about as
+// early as its pp peer posts the receive, and before, one run in three named the AllReduce.
+TEST(SimEndToEnd, HangNamesTheSameOperationInEveryRun) {
+  for (int run_no = 0; run_no < 4; ++run_no) {
+    Outcome o = run("samehang",
+                    {"--ranks", "8", "--tp", "2", "--pp", "2", "--steps", "40", "--step-ms", "20", "--fault",
+                     "hang:rank=3,step=10"},
+                    1, true);
+    ASSERT_EQ(o.truth.size(), 1u);
+    expect_exact(o);
+    ASSERT_EQ(o.findings.size(), 1u) << "run " << run_no;
+    const scout::obs::Finding& f = o.findings[0];
+    EXPECT_EQ(f.kind, scout::obs::FindingKind::kHang) << "run " << run_no;
+    // The truth line: comm pp3 (0x0736e179841bc98c), rank 3 is its comm rank 0, key Send #10 to peer 1.
+    EXPECT_EQ(scout::obs::hex64(f.comm_hash), "0x0736e179841bc98c") << "run " << run_no << ": " << f.summary;
+    EXPECT_EQ(f.comm_name, "pp3") << "run " << run_no;
+    ASSERT_TRUE(f.key.has_value());
+    EXPECT_EQ(f.key->func, "Send") << "run " << run_no << ": " << f.summary;
+    EXPECT_EQ(f.key->seq, 10u) << "run " << run_no;
+    EXPECT_NE(f.summary.find(" never entered Send 0->1 #10 of pp3 (0x0736e179841bc98c); 7 ranks wait"),
+              std::string::npos)
+        << "run " << run_no << ": " << f.summary;
+  }
+}
+
+// The finding and the communicator table at the same moment, after a hang drill ended by itself
+// (--idle-timeout killed every rank; the root named a stall at the 3 s threshold, then the hang at
+// the 4 s timeout, as the observer's log says): the hang's communicator is "hung" as the finding says, every
+// other communicator "dead" (never "active"), no rank running, and the root's recorded process
+// state is "dead" (docs/observer.md, "Hangs"). Read from the store, `scout status`, `scout
+// explain` and `scout report --html` while the observer still runs.
+TEST(SimEndToEnd, HangFindingAndCommunicatorTableSayTheSameWordOnceTheJobDied) {
+  TempDir dir;
+  std::map<std::string, std::string> env = {
+      {"SCOUT_SHM_DIR", dir.path()}, {"SCOUT_STATE_DIR", dir.path() + "/state"}, {"SCOUT_FP_BUDGET", "0"}};
+  const std::string job = "deadhang", store = dir.path() + "/state/" + job + "/node-0.db";
+  Subprocess observer(
+      {build_path("bin/scout-observer"), "--job", job, "--hang-timeout", "4", "--interval", "50"}, env);
+  ProcessResult sim = scout::testing::run_process(
+      {build_path("bin/scout-sim"), "--job", job, "--ranks", "8", "--tp", "2", "--pp", "2", "--steps", "40",
+       "--step-ms", "20", "--idle-timeout", "8", "--fault", "hang:rank=3,step=10"},
+      env, 120);
+  ASSERT_EQ(sim.exit_code, 3) << sim.err;  // ended by --idle-timeout
+  // Until the observer has seen every rank gone and written the communicators' states.
+  auto settled = [&] {
+    try {
+      auto rd = scout::store::StoreReader::open(store);
+      int dead = 0;
+      for (const auto& r : rd->ranks()) dead += r.state == "dead";
+      int active = 0;
+      for (const auto& c : rd->comms()) active += c.state == "active";
+      return dead == 8 && active == 0;
+    } catch (const std::exception&) {
+      return false;
+    }
+  };
+  EXPECT_TRUE(scout::testing::wait_then_settle(settled, std::chrono::seconds(15)));
+  auto rd = scout::store::StoreReader::open(store);
+  const auto findings = rd->findings();
+  std::map<std::string, std::string> states;
+  for (const auto& c : rd->comms()) states[c.name] = c.state;
+  ProcessResult st = scout::testing::run_process({build_path("bin/scout"), "status", "--store", store}, env, 30);
+  ProcessResult ex = scout::testing::run_process({build_path("bin/scout"), "explain", "1", "--store", store}, env, 30);
+  const std::string html = dir.path() + "/report.html";
+  ProcessResult rp = scout::testing::run_process(
+      {build_path("bin/scout"), "report", "--store", store, "--html", html}, env, 30);
+  ProcessResult obs = observer.stop(SIGTERM, 30);
+  EXPECT_EQ(obs.exit_code, 0) << obs.err;
+  // Its log: the stall at the 3 s threshold, then the same finding as the hang at 4 s.
+  EXPECT_NE(obs.err.find("scout-observer: finding 1 stall (attributed): rank 3 "), std::string::npos) << obs.err;
+  EXPECT_NE(obs.err.find("scout-observer: finding 1 hang (was stall) (attributed): rank 3 "), std::string::npos)
+      << obs.err;
+
+  ASSERT_EQ(findings.size(), 1u) << show(named(findings));
+  EXPECT_EQ(findings[0].kind, scout::obs::FindingKind::kHang);
+  EXPECT_EQ(findings[0].comm_name, "pp3");
+  EXPECT_EQ(findings[0].evidence["root"][0]["process"], "dead") << findings[0].evidence.dump();
+  std::map<std::string, std::string> want;
+  for (const char* k : {"tp", "pp", "dp"})
+    for (int i = 0; i < 4; ++i) want[k + std::to_string(i)] = "dead";
+  want["world"] = "dead";
+  want["pp3"] = "hung";
+  EXPECT_EQ(states, want);
+  EXPECT_NE(st.out.find("; 0 running, 0 exited, 8 dead\n"), std::string::npos) << st.out;
+  EXPECT_NE(st.out.find("communicators: 13 (1 hung, 12 dead)\n"), std::string::npos) << st.out;
+  EXPECT_NE(st.out.find("\n  pp3    0x0736e179841bc98c      2      1  hung  "), std::string::npos) << st.out;
+  EXPECT_NE(st.out.find("  #1 hang attributed: rank 3 "), std::string::npos) << st.out;
+  EXPECT_EQ(st.out.find("active"), std::string::npos) << st.out;
+  EXPECT_EQ(st.out.find("stall"), std::string::npos) << st.out;
+  EXPECT_EQ(ex.out.find("process running"), std::string::npos) << ex.out;
+  EXPECT_NE(ex.out.find("(process dead)"), std::string::npos) << ex.out;
+  EXPECT_EQ(rp.exit_code, 0) << rp.err;
+  std::ifstream in(html);
+  std::stringstream page;
+  page << in.rdbuf();
+  EXPECT_NE(page.str().find("1 hung, 12 dead"), std::string::npos);
 }
 
 TEST(SimEndToEnd, CrashIsTheRankThatDied) {

@@ -18,11 +18,11 @@
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <thread>
 
 #include "common/clock.h"
 #include "observer/store/reader.h"
+#include "test/support/observed_job.h"
 #include "test/support/settle.h"
 #include "test/support/subprocess.h"
 #include "test/support/tmpdir.h"
@@ -36,33 +36,9 @@ using scout::testing::stored_findings;
 using scout::testing::Subprocess;
 using scout::testing::TempDir;
 
-// One JSON value per line of the file at `path` (scout-sim's ground truth).
-std::vector<nlohmann::json> json_lines(const std::string& path) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line));
-  return out;
-}
-
-struct Job {
-  TempDir dir;
-  std::string job, store, truth;
-  std::map<std::string, std::string> env;
-  std::unique_ptr<Subprocess> observer, sim;
-
-  Job(const std::string& name, const std::vector<std::string>& sim_args) : job(name) {
-    env = {{"SCOUT_SHM_DIR", dir.path()}, {"SCOUT_STATE_DIR", dir.path() + "/state"}};
-    store = dir.path() + "/state/" + job + "/node-0.db";
-    truth = dir.path() + "/truth.jsonl";
-    observer =
-        std::make_unique<Subprocess>(std::vector<std::string>{build_path("bin/scout-observer"), "--job", job}, env);
-    std::vector<std::string> argv = {build_path("bin/scout-sim"), "--job", job, "--truth", truth};
-    argv.insert(argv.end(), sim_args.begin(), sim_args.end());
-    sim = std::make_unique<Subprocess>(argv, env);
-  }
-  std::vector<Finding> findings() const { return stored_findings(store); }
-  std::vector<nlohmann::json> truth_lines() const { return json_lines(truth); }
+// The job under one observer at the default settings (test/support/observed_job.h).
+struct Job : scout::testing::LiveJob {
+  using LiveJob::LiveJob;
   // Stops the observer (final pass) and returns what it printed on stderr.
   std::string stop_observer() {
     auto r = observer->stop(SIGTERM, 60);
@@ -106,7 +82,7 @@ struct TwoNodeJob {
   }
   std::string store(int k) const { return dir.path() + "/node-" + std::to_string(k) + ".db"; }
   std::vector<Finding> findings(int k) const { return stored_findings(store(k)); }
-  std::vector<nlohmann::json> truth_lines() const { return json_lines(truth); }
+  std::vector<nlohmann::json> truth_lines() const { return scout::testing::truth_lines(truth); }
   // Stops both observers (final pass) and returns what they printed on stderr.
   std::string stop_observers() {
     std::string err;

@@ -10,11 +10,11 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <fstream>
 #include <thread>
 
 #include "common/clock.h"
 #include "observer/store/reader.h"
+#include "test/support/observed_job.h"
 #include "test/support/settle.h"
 #include "test/support/subprocess.h"
 #include "test/support/tmpdir.h"
@@ -30,15 +30,6 @@ using scout::testing::stored_findings;
 using scout::testing::Subprocess;
 using scout::testing::TempDir;
 
-std::vector<nlohmann::json> json_lines(const std::string& path) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line))
-    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
-  return out;
-}
-
 std::string show(const std::vector<Finding>& fs) {
   std::string s;
   for (const auto& f : fs)
@@ -48,26 +39,10 @@ std::string show(const std::vector<Finding>& fs) {
 }
 
 // scout-sim with `sim_args` under one scout-observer at the default settings reading every host's
-// segments; `env` is added to both.
-struct Job {
-  TempDir dir;
-  std::string job, store, truth;
-  std::map<std::string, std::string> env;
-  std::unique_ptr<Subprocess> observer, sim;
-
+// segments (test/support/observed_job.h); `extra` is added to both's environment.
+struct Job : scout::testing::LiveJob {
   Job(const std::string& name, const std::vector<std::string>& sim_args, std::map<std::string, std::string> extra = {})
-      : job(name) {
-    env = {{"SCOUT_SHM_DIR", dir.path()}, {"SCOUT_STATE_DIR", dir.path() + "/state"}};
-    env.insert(extra.begin(), extra.end());
-    store = dir.path() + "/state/" + job + "/node-0.db";
-    truth = dir.path() + "/truth.jsonl";
-    observer = std::make_unique<Subprocess>(
-        std::vector<std::string>{build_path("bin/scout-observer"), "--job", job, "--host", "*"}, env);
-    std::vector<std::string> argv = {build_path("bin/scout-sim"), "--job", job, "--truth", truth};
-    argv.insert(argv.end(), sim_args.begin(), sim_args.end());
-    sim = std::make_unique<Subprocess>(argv, env);
-  }
-  std::vector<Finding> findings() const { return stored_findings(store); }
+      : LiveJob(name, sim_args, {"--host", "*"}, extra) {}
   // The first finding that names someone (polled every 50 ms up to `seconds`) and when it was
   // seen; then the settle time.
   std::pair<std::optional<Finding>, int64_t> first_named(int seconds) {
@@ -100,7 +75,7 @@ struct Job {
 nlohmann::json expect_named(Job& j, const std::set<int>& want, const char* what) {
   auto [f, seen_ns] = j.first_named(40);
   std::string err = j.stop();
-  auto truth = json_lines(j.truth);
+  auto truth = j.truth_lines();
   auto all = j.findings();
   EXPECT_EQ(truth.size(), 1u);
   EXPECT_TRUE(f) << "nothing named within 40 s:" << show(all) << "\n" << err;

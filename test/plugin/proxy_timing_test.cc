@@ -21,13 +21,24 @@ constexpr size_t kTrans = 1 << 19;
 
 class ProxyTimingTest : public PluginTest {
  protected:
-  // The segment's link table header and published entries.
-  shm::LinkTableInfo info(std::vector<shm::LinkSnapshot>* links = nullptr) {
+  // Loads the plugin (with the SCOUT_* variables set so far) and inits the 4-rank communicator
+  // "dp" (kHash, rank 0, 2 channels) with NCCL's event mask at `mask`.
+  void* load_dp(int* mask) {
+    load();
+    return pl_->init(kHash, 4, 0, "dp", 2, mask);
+  }
+  // A reader of this process's one segment (the test fails when there is none or it cannot be read).
+  std::unique_ptr<shm::SegmentReader> open_segment() {
     std::vector<std::string> f = segment_files(dir_.path());
     EXPECT_EQ(f.size(), 1u);
     std::string err;
     auto rd = shm::SegmentReader::open(f.at(0), &err);
     EXPECT_TRUE(rd) << err;
+    return rd;
+  }
+  // The segment's link table header and published entries.
+  shm::LinkTableInfo info(std::vector<shm::LinkSnapshot>* links = nullptr) {
+    auto rd = open_segment();
     uint32_t cap = 0;
     const shm::LinkTableHeader* t = shm::link_table(*rd, &cap);
     EXPECT_NE(t, nullptr);
@@ -215,9 +226,8 @@ TEST_F(ProxyTimingTest, StepsAreTimedPerPeerAndDirection) {
 TEST_F(ProxyTimingTest, NothingIsRecordedOutsideAWindow) {
   env_.set("SCOUT_PROXY_WINDOW_MS", "600000");
   env_.set("SCOUT_PROXY_MAX_STEPS", "3");
-  load();
   int mask = 0;
-  void* ctx = pl_->init(kHash, 4, 0, "dp", 2, &mask);
+  void* ctx = load_dp(&mask);
   std::thread early([&] {
     void* op = pl_->start(ctx, proxy_op(nullptr, 1, true));  // no API call yet: no window
     send_step(ctx, op, 0);
@@ -261,9 +271,8 @@ TEST_F(ProxyTimingTest, NothingIsRecordedOutsideAWindow) {
 // ProxyOp (whose context and parent are garbage here) record nothing and touch nothing.
 TEST_F(ProxyTimingTest, MissingStatesAndForeignOpsAreCountedNotTimed) {
   env_.set("SCOUT_PROXY_WINDOW_MS", "600000");
-  load();
   int mask = 0;
-  void* ctx = pl_->init(kHash, 4, 0, "dp", 2, &mask);
+  void* ctx = load_dp(&mask);
   void* garbage_ctx = reinterpret_cast<void*>(0x10);
   void* garbage_parent = reinterpret_cast<void*>(0xfffffffffffff000ull);
   std::thread proxy([&] {
@@ -310,9 +319,8 @@ TEST_F(ProxyTimingTest, MissingStatesAndForeignOpsAreCountedNotTimed) {
 // SCOUT_PROXY_TIMING=0: the mask is never touched and ProxyOps of this process stay ignored.
 TEST_F(ProxyTimingTest, OffLeavesTheMaskAlone) {
   env_.set("SCOUT_PROXY_TIMING", "0");
-  load();
   int mask = 0;
-  void* ctx = pl_->init(kHash, 4, 0, "dp", 2, &mask);
+  void* ctx = load_dp(&mask);
   void* coll = api_call(ctx);
   EXPECT_EQ(mask, 0xE46);
   std::thread proxy([&] {
@@ -331,11 +339,7 @@ class TraceTest : public ProxyTimingTest {
  protected:
   // The segment's progress table header and published entries.
   shm::ProgressTableInfo progress(std::vector<shm::ProgressSnapshot>* entries = nullptr) {
-    std::vector<std::string> f = segment_files(dir_.path());
-    EXPECT_EQ(f.size(), 1u);
-    std::string err;
-    auto rd = shm::SegmentReader::open(f.at(0), &err);
-    EXPECT_TRUE(rd) << err;
+    auto rd = open_segment();
     uint32_t cap = 0;
     const shm::ProgressTableHeader* t = shm::progress_table(*rd, &cap);
     EXPECT_NE(t, nullptr);
@@ -345,10 +349,8 @@ class TraceTest : public ProxyTimingTest {
   }
   // The observer's request: trace communicator (hash, nranks) for `ms` more milliseconds.
   uint64_t request(uint64_t hash, int nranks, int64_t ms) {
-    std::vector<std::string> f = segment_files(dir_.path());
+    auto rd = open_segment();
     std::string err;
-    auto rd = shm::SegmentReader::open(f.at(0), &err);
-    EXPECT_TRUE(rd) << err;
     uint64_t seq = shm::request_trace(*rd, {hash, nranks, shm::wall_ns() + ms * 1000000}, &err);
     EXPECT_NE(seq, 0u) << err;
     return seq;
@@ -362,9 +364,8 @@ class TraceTest : public ProxyTimingTest {
 TEST_F(TraceTest, ARequestKeepsTheBitsUntilItsTimeAndRecordsWhereTheStepsAre) {
   env_.set("SCOUT_PROXY_WINDOW_MS", "20");
   env_.set("SCOUT_PROXY_BUDGET", "0.001");  // the next window 20 s after the first
-  load();
   int mask = 0;
-  void* ctx = pl_->init(kHash, 4, 0, "dp", 2, &mask);
+  void* ctx = load_dp(&mask);
   void* other = pl_->init(kHash + 1, 2, 0, "tp", 1, &mask);
   api_call(ctx, 0);  // opens the first window
   std::this_thread::sleep_for(std::chrono::milliseconds(30));
@@ -462,9 +463,8 @@ TEST_F(TraceTest, ARequestKeepsTheBitsUntilItsTimeAndRecordsWhereTheStepsAre) {
 // A new ProxyOp on the same (channel, peer, direction) starts the entry over; a stopped one says so.
 TEST_F(TraceTest, EachEntryFollowsItsLatestProxyOp) {
   env_.set("SCOUT_PROXY_WINDOW_MS", "600000");  // one window for the whole test
-  load();
   int mask = 0;
-  void* ctx = pl_->init(kHash, 4, 0, "dp", 2, &mask);
+  void* ctx = load_dp(&mask);
   void* c0 = api_call(ctx, 0);
   void* c1 = api_call(ctx, 1);
   std::thread proxy([&] {
@@ -497,9 +497,8 @@ TEST_F(TraceTest, EachEntryFollowsItsLatestProxyOp) {
 TEST_F(TraceTest, ARequestForAnotherCommunicatorIsAnsweredNoComm) {
   env_.set("SCOUT_PROXY_WINDOW_MS", "20");
   env_.set("SCOUT_PROXY_BUDGET", "0.001");
-  load();
   int mask = 0;
-  void* ctx = pl_->init(kHash, 4, 0, "dp", 2, &mask);
+  void* ctx = load_dp(&mask);
   api_call(ctx, 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(30));
   api_call(ctx, 1);

@@ -95,6 +95,18 @@ TEST(ReplayJudge, SlowGpuIsConfirmedOthersAreNormal) {
   ASSERT_EQ(v.slow_gpus[0].ns.size(), 2u);
   EXPECT_GT(v.slow_gpus[0].ns[0], v.slow_gpus[0].median_ns * 19 / 10);
   EXPECT_EQ(v.gpu_normal, (std::vector<int>{0, 1, 2, 3, 4, 5, 7}));
+  // Each normal GPU with the GEMM it was measured in: its times per round and the class median
+  // (what a straggler whose cause is the host shows, docs/findings.md).
+  ASSERT_EQ(v.normal_gpus.size(), 7u);
+  for (size_t i = 0; i < v.normal_gpus.size(); ++i) {
+    const SlowGpu& n = v.normal_gpus[i];
+    EXPECT_EQ(n.global_rank, v.gpu_normal[i]);
+    EXPECT_EQ(n.recipe, v.slow_gpus[0].recipe);
+    EXPECT_EQ(n.median_ns, v.slow_gpus[0].median_ns);
+    ASSERT_EQ(n.ns.size(), 2u);
+    EXPECT_LT(n.ns[0], n.median_ns * 12 / 10);  // at the median, not the slow GPU's 2x
+  }
+  EXPECT_EQ(to_json(v)["normal_gpus"][0]["recipe"], v.slow_gpus[0].recipe);
 }
 
 TEST(ReplayJudge, CorruptingLinkNamesReceiverAndSender) {

@@ -49,21 +49,10 @@ bool qualifies(FaultKind k, const Action& a, int nranks, bool is_root) {
 // Range checks and resolution of one fault against the job shape. Returns "" or the error.
 std::string resolve_fault(FaultSpec* f, const Layout& L, const SimOptions& o) {
   const int n = o.ranks;
-  if (f->kind == FaultKind::kSlowNic) {
-    if (o.nodes < 2) return "slownic needs --nodes >= 2 (it slows one host's transfers to the others)";
-    if (f->node >= o.nodes)
-      return "node " + std::to_string(f->node) + " is out of range (--nodes " + std::to_string(o.nodes) + ")";
-    if (f->step >= o.steps)
-      return "step " + std::to_string(f->step) + " is beyond the run (--steps " + std::to_string(o.steps) + ")";
-    f->node_ranks.clear();
-    for (int g = 0; g < n; ++g)
-      if (L.coord(g).node == f->node) f->node_ranks.push_back(g);
-    f->rank = f->node_ranks.front();  // the rank that writes the ground-truth line
-    f->target_step = f->step;
-    return "";
-  }
-  if (f->kind == FaultKind::kNicDown) {
-    if (o.nodes < 2) return "nicdown needs --nodes >= 2 (it cuts one host off the others)";
+  if (f->kind == FaultKind::kSlowNic || f->kind == FaultKind::kNicDown) {  // one node's host NIC
+    if (o.nodes < 2)
+      return f->kind == FaultKind::kSlowNic ? "slownic needs --nodes >= 2 (it slows one host's transfers to the others)"
+                                            : "nicdown needs --nodes >= 2 (it cuts one host off the others)";
     if (f->node >= o.nodes)
       return "node " + std::to_string(f->node) + " is out of range (--nodes " + std::to_string(o.nodes) + ")";
     if (f->step >= o.steps)

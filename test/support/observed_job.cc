@@ -47,4 +47,23 @@ Outcome observed_job(const std::string& job, const std::vector<std::string>& sim
   return o;
 }
 
+LiveJob::LiveJob(const std::string& name, const std::vector<std::string>& sim_args,
+                 const std::vector<std::string>& observer_args, const std::map<std::string, std::string>& extra_env)
+    : job(name) {
+  env = {{"SCOUT_SHM_DIR", dir.path()}, {"SCOUT_STATE_DIR", dir.path() + "/state"}};
+  env.insert(extra_env.begin(), extra_env.end());
+  store = dir.path() + "/state/" + job + "/node-0.db";
+  truth = dir.path() + "/truth.jsonl";
+  std::vector<std::string> obs_argv = {build_path("bin/scout-observer"), "--job", job};
+  obs_argv.insert(obs_argv.end(), observer_args.begin(), observer_args.end());
+  observer = std::make_unique<Subprocess>(obs_argv, env);
+  std::vector<std::string> argv = {build_path("bin/scout-sim"), "--job", job, "--truth", truth};
+  argv.insert(argv.end(), sim_args.begin(), sim_args.end());
+  sim = std::make_unique<Subprocess>(argv, env);
+}
+
+std::vector<obs::Finding> LiveJob::findings() const { return stored_findings(store); }
+
+std::vector<nlohmann::json> LiveJob::truth_lines() const { return scout::testing::truth_lines(truth); }
+
 }  // namespace scout::testing

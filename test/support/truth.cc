@@ -52,4 +52,13 @@ std::multiset<Named> read_truth(const std::string& path) {
   return out;
 }
 
+std::vector<nlohmann::json> truth_lines(const std::string& path) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line))
+    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
 }  // namespace scout::testing

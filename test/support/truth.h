@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "observer/model/finding.h"
 
 namespace scout::testing {
@@ -37,5 +39,9 @@ std::map<std::string, uint64_t> sim_ops_tp2_pp2(int steps, int bcast_every = 10)
 // The ground-truth file of a scout-sim run: one Named per line (global_rank, and peer when the
 // line has one). A missing file reads as empty; a malformed line throws nlohmann's parse error.
 std::multiset<Named> read_truth(const std::string& path);
+
+// The ground-truth file's lines as JSON values, in order (empty lines skipped). A missing file
+// reads as empty; a malformed line throws nlohmann's parse error.
+std::vector<nlohmann::json> truth_lines(const std::string& path);
 
 }  // namespace scout::testing

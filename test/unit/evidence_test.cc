@@ -4,6 +4,7 @@
 // reads into its struct and serializes back to exactly the same JSON.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <regex>
 #include <set>
@@ -11,6 +12,8 @@
 
 #include "observer/model/evidence.h"
 #include "observer/model/finding.h"
+#include "observer/model/finding_board.h"
+#include "observer/replay/reporter.h"
 #include "test/support/tmpdir.h"
 
 namespace {
@@ -115,6 +118,60 @@ TEST(Evidence, EveryFieldIsDocumentedUnderItsKind) {
   EXPECT_EQ(d.missing<obs::EvReplayCause>("straggler", false), V{});
   EXPECT_EQ(d.missing<obs::ReplaySlowLinkEvidence>("slowlink", false), V{});
   EXPECT_EQ(d.missing<obs::EvReplayThresholds>("slowlink", false), V{});
+}
+
+// A straggler's cause as the replay reporter writes it, for each cause replay decides: `replay`
+// carries every key of EvReplayCause (docs/findings.md documents them for both), with the numbers
+// of the cycle's verdict: the slow GEMM for "gpu", the GEMM it ran at the median for "host".
+TEST(Evidence, StragglerCauseCarriesEveryDocumentedReplayKeyForGpuAndHost) {
+  DocCheck d;
+  ASSERT_EQ(d.missing<obs::EvReplayCause>("straggler", false), V{});
+  std::string text = section(d.doc, "straggler");
+  std::replace(text.begin(), text.end(), '\n', ' ');  // a sentence may wrap
+  std::ifstream in(scout::testing::source_path("test/fixtures/model/evidence_kinds.jsonl"));
+  obs::Finding base;
+  for (std::string line; std::getline(in, line);) {
+    obs::Finding f;
+    std::string error;
+    ASSERT_TRUE(obs::from_json(nlohmann::json::parse(line), &f, &error)) << error;
+    if (f.kind == obs::FindingKind::kStraggler) base = f;
+  }
+  ASSERT_EQ(base.kind, obs::FindingKind::kStraggler);
+  for (const std::string cause : {"gpu", "host"}) {
+    // The straggler section names this cause and the keys its `replay` carries.
+    EXPECT_NE(text.find("cause `\"" + cause + "\"`"), std::string::npos) << cause;
+    obs::FindingBoard board;
+    obs::Finding f = base;
+    f.open = true;
+    f.suspects = {f.suspects.at(0)};
+    const int rank = f.suspects[0].global_rank;
+    board.report(f);
+    obs::CycleResult r;
+    r.have_verdict = true;
+    r.record.cycle = 9;
+    r.record.started_ns = f.first_seen_ns + 1;
+    scout::replay::SlowGpu timing{rank, "GPU-x", "gemm:fp32:4096x4096x4096", 6'898'000, {27'608'000, 27'384'000}};
+    if (cause == "host") timing.ns = {6'930'000, 6'911'000};
+    (cause == "gpu" ? r.verdict.slow_gpus : r.verdict.normal_gpus).push_back(timing);
+    if (cause == "host") r.verdict.gpu_normal = {rank};
+    obs::ReplayReporter rep(scout::replay::OutlierRule{});
+    obs::Model m;
+    rep.apply(m, board, r, {}, f.first_seen_ns + 2);
+    rep.mark_stragglers(board);
+    const obs::Finding* g = board.find(f.dedup_key);
+    ASSERT_NE(g, nullptr);
+    EXPECT_EQ(g->evidence["cause"], cause);
+    const nlohmann::json& rp = g->evidence["replay"];
+    std::vector<std::string> keys;
+    for (const auto& [k, v] : rp.items()) keys.push_back(k);
+    std::vector<std::string> want = obs::evidence_keys<obs::EvReplayCause>();
+    std::sort(want.begin(), want.end());  // JSON objects list their keys sorted
+    EXPECT_EQ(keys, want) << cause << ": " << rp.dump();
+    EXPECT_EQ(rp["cycle"], 9);
+    EXPECT_EQ(rp["recipe"], "gemm:fp32:4096x4096x4096");
+    EXPECT_EQ(rp["median_ms"], 6.898);
+    EXPECT_EQ(rp["ms"], cause == "gpu" ? nlohmann::json({27.608, 27.384}) : nlohmann::json({6.93, 6.911}));
+  }
 }
 
 TEST(Evidence, DocCheckFailsOnAnUndocumentedKey) {
