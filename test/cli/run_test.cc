@@ -199,10 +199,10 @@ TEST_F(Run, CommandThatCannotStartExits127) {
                  "with 127\n");
   EXPECT_FALSE(fs::exists(root_ + "/state/demo"));
   EXPECT_FALSE(fs::exists(root_ + "/observer.args"));
-  // A pasted hint whose relative path does not hold here (run from root_ by the shell's cd).
-  rc = scout("run -- build/bin/scout-sim --ranks 2", &out, &err);
+  // A pasted hint whose relative path does not hold in this directory.
+  rc = scout("run -- no-such-dir/bin/scout-sim --ranks 2", &out, &err);
   EXPECT_EQ(rc, 127);
-  EXPECT_EQ(err, "scout: cannot run build/bin/scout-sim: No such file or directory (relative to " +
+  EXPECT_EQ(err, "scout: cannot run no-such-dir/bin/scout-sim: No such file or directory (relative to " +
                      fs::current_path().string() + "); nothing started, scout run exits with 127\n");
   rc = scout("run -- no-such-program-of-scout", &out, &err);
   EXPECT_EQ(rc, 127);
