@@ -1008,9 +1008,12 @@ void HangDetector::refresh_roots(const Model& m, const std::string& key, Finding
   const Finding* f = board.find(key);
   if (!f || !f->open || !f->evidence.contains("root") || !f->evidence["root"].is_array()) return;
   Finding g = *f;
-  bool changed = false;
+  bool changed = false, all_dead = !g.evidence["root"].empty();
   for (nlohmann::json& r : g.evidence["root"]) {
-    if (!r.contains("process") || !r.contains("global_rank") || !r["global_rank"].is_number_integer()) continue;
+    if (!r.contains("process") || !r.contains("global_rank") || !r["global_rank"].is_number_integer()) {
+      all_dead = false;
+      continue;
+    }
     const int rank = r["global_rank"].get<int>();
     for (const Proc& p : m.procs()) {
       if (p.global_rank != rank) continue;
@@ -1020,6 +1023,15 @@ void HangDetector::refresh_roots(const Model& m, const std::string& key, Finding
       }
       break;
     }
+    all_dead = all_dead && r["process"] == to_string(ProcState::kDead);
+  }
+  // The summary says so too, as report_root does for a root that died while peers still waited
+  // (a stall's words stay last).
+  const std::string exited = " (the process has since exited)";
+  if (all_dead && g.summary.find(exited) == std::string::npos) {
+    const size_t at = g.kind == FindingKind::kStall ? g.summary.rfind(" (no progress for ") : std::string::npos;
+    g.summary.insert(at == std::string::npos ? g.summary.size() : at, exited);
+    changed = true;
   }
   if (changed) board.report(std::move(g));
 }

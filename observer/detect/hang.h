@@ -140,7 +140,8 @@ class HangDetector {
   // Hangs and deadlocks whose communicators progressed close; ended stalls are remembered.
   void close_over(const Model& m, int64_t now_ns, FindingBoard& board);
   // An open finding kept without waiters (the job was killed while hung): each root's `process`
-  // follows its process's state, so a root that died since is never shown running.
+  // follows its process's state, so a root that died since is never shown running, and once every
+  // root is dead the summary says "(the process has since exited)".
   void refresh_roots(const Model& m, const std::string& key, FindingBoard& board) const;
   // `stalled`: the communicators whose stuck / mismatch state makes a root "stuck" / "desync".
   // Reasons: dead, stuck, desync, wrong-comm, running, gpu-blocked, in-call, idle

@@ -29,6 +29,23 @@ int order(const std::string& state) {
   return 3;
 }
 
+// Of the processes `gpus` holding received data their GPU never consumed, the ones whose GPU
+// stopped: a GPU blocked behind the stopped one (its sends to it over NVLink or PCIe, which have no
+// steps, are full) also holds data it does not consume, but it moved data of the operation before
+// that (consumed a receive, handed a send to the network); the GPU that stopped moved none. Those
+// that moved none when some did, else all. `entries`: (proc, entry) of the operation.
+std::set<int> stopped_gpus(const std::set<int>& gpus,
+                           const std::vector<std::pair<int, const shm::ProgressSnapshot*>>& entries) {
+  std::set<int> idle;
+  for (int p : gpus) {
+    bool moved = false;
+    for (const auto& [q, e] : entries)
+      if (q == p) moved = moved || (e->dir == shm::kProgressSend ? e->in_net : e->consumed) > 0;
+    if (!moved) idle.insert(p);
+  }
+  return idle.empty() ? gpus : idle;
+}
+
 }  // namespace
 
 StuckVerdict trace_stuck(const Model& m, const Comm& c, const OpId& op) {
@@ -109,8 +126,9 @@ StuckVerdict trace_stuck(const Model& m, const Comm& c, const OpId& op) {
   };
   if (stopped.empty()) {
     if (!gpus.empty()) {
+      const std::set<int> named = stopped_gpus(gpus, entries);
       v.trace.verdict = "gpu";
-      v.suspects = by_rank(std::vector<int>(gpus.begin(), gpus.end()));
+      v.suspects = by_rank(std::vector<int>(named.begin(), named.end()));
     }
     return v;
   }

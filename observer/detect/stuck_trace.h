@@ -9,13 +9,15 @@
 //     received: a send step handed to the network that never completes is a link that stopped
 //     delivering ("stopped"); data received and handed to the GPU that the GPU never consumes is a
 //     GPU that stopped ("gpu"); every other unfinished step waits for one of those ("starved").
-// Verdict: a GPU path and no stopped send names the rank(s) ("gpu"); stopped sends name their
+// Verdict: a GPU path and no stopped send names the rank(s) ("gpu"; of several, those whose GPU
+// moved no data of the operation, sent or consumed, when some did: the others are blocked behind
+// it on a hop without steps); stopped sends name their
 // links: when every stopped link touches one host and they reach at least two other hosts, that
 // host's network is down ("host": every member on it); otherwise the links' two ends ("link").
-// With no progress for the operation (its ProxyOps were not traced: NCCL reads the activation mask
-// when it enqueues a task, so a trace asked for after the collective started comes too late for
-// it; docs/plugin.md, "Tracing a stuck collective") the verdict is "none" and the channels are the
-// evidence.
+// With no progress for the operation (no network steps: a collective inside one host; or with
+// SCOUT_PROXY_PROGRESS=0 one enqueued outside a window or trace, since NCCL reads the activation
+// mask when it enqueues a task; docs/plugin.md, "Tracing a stuck collective") the verdict is
+// "none" and the channels are the evidence.
 #pragma once
 
 #include <cstdint>

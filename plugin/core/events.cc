@@ -320,6 +320,7 @@ void stop_event(void* handle) {
     }
     case HandleType::kKernelCh: kernelch_stop(p, h.payload); return;
     case HandleType::kProxyStep: proxy_step_stop(p, h.payload); return;
+    case HandleType::kProxyCount: proxy_count_stop(p, h.payload); return;
     case HandleType::kProxyOp: proxy_op_stop(p, h.payload); return;  // its steps were handled on their own
     case HandleType::kKernelLaunch:  // the launch returned; the fingerprint work was queued at its start
     case HandleType::kApi:           // CollApi/P2pApi stop: the call returned (nothing to record)
@@ -348,6 +349,7 @@ void record_state(void* handle, int state, const abi::StateArgs* args) {
       }
       return;
     case HandleType::kProxyStep: proxy_step_state(p, h.payload, state, args); return;
+    case HandleType::kProxyCount: proxy_count_state(p, h.payload, state); return;
     case HandleType::kProxyOp:
       if (state == abi::kStateProxyOpInProgress) return;
       count_unknown(p, uint64_t(state));

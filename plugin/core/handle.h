@@ -31,8 +31,9 @@ enum class HandleType : uint8_t {
   kInert = 8,         // an event scout chose not to track: its children and stop are ignored
   kProxyOp = 9,       // ProxyOp in a ProxyStep window or a trace: ring, direction, window, entry or peer
   kProxyStep = 10,    // ProxyStep of such an op: ring, step slot, slot generation
+  kProxyCount = 11,   // ProxyStep only counted in its progress entry (not timed): ring, direction, op gen, entry
 };
-constexpr HandleType kLastHandleType = HandleType::kProxyStep;
+constexpr HandleType kLastHandleType = HandleType::kProxyCount;
 
 constexpr int kSaltShift = 48;
 constexpr int kTypeShift = 44;
@@ -127,6 +128,22 @@ constexpr bool pop_timed(uint64_t p) { return (p >> 34) & 1; }
 constexpr uint32_t pop_window(uint64_t p) { return uint32_t((p >> 23) & 0x7ff); }
 constexpr bool pop_progress(uint64_t p) { return (p >> 22) & 1; }
 constexpr uint32_t pop_value(uint64_t p) { return uint32_t(p & kProxyValueMask); }
+
+// The value of a ProxyOp handle with `progress`: its progress entry's index (12 bits) and the
+// entry's op_gen its op has or will have (low 8 bits; progress.h, ops queued behind a running one).
+constexpr uint32_t prog_value(uint32_t index, uint32_t gen) { return ((gen & 0xff) << 12) | (index & 0xfff); }
+constexpr uint32_t prog_index(uint32_t value) { return value & 0xfff; }
+constexpr uint32_t prog_gen(uint32_t value) { return (value >> 12) & 0xff; }
+
+// ProxyCount (a ProxyStep counted, not timed): ring (8) << 36 | send << 35 | op gen (8) << 12 |
+// progress entry index (12 bits).
+constexpr uint64_t count_payload(uint32_t ring, bool send, uint32_t gen, uint32_t index) {
+  return (uint64_t(ring & 0xff) << 36) | (uint64_t(send) << 35) | (uint64_t(gen & 0xff) << 12) | (index & 0xfff);
+}
+constexpr uint32_t count_ring(uint64_t p) { return uint32_t((p >> 36) & 0xff); }
+constexpr bool count_send(uint64_t p) { return (p >> 35) & 1; }
+constexpr uint32_t count_gen(uint64_t p) { return uint32_t((p >> 12) & 0xff); }
+constexpr uint32_t count_index(uint64_t p) { return uint32_t(p & 0xfff); }
 
 // ProxyStep: ring (8) << 36 | step slot (12) << 24 | slot generation (24 bits).
 constexpr uint64_t step_payload(uint32_t ring, uint32_t slot, uint32_t gen) {

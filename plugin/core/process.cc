@@ -197,7 +197,7 @@ Process* process_acquire(int abi_version) {
       log::warn("cannot set up the link table; per-link network timing off");
     } else if (cfg.proxy_timing) {
       p->proxy.configure(p->links.header(), cfg.proxy_window_ms * 1000000, cfg.proxy_budget,
-                         uint64_t(cfg.proxy_max_steps));
+                         uint64_t(cfg.proxy_max_steps), cfg.proxy_progress);
       uint64_t pbytes = 0;
       void* pt = p->seg->table(shm::kTableProgress, &pbytes);
       if (!p->progress.attach(static_cast<shm::ProgressTableHeader*>(pt), pbytes))

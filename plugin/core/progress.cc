@@ -15,6 +15,7 @@ bool ProgressTable::attach(shm::ProgressTableHeader* hdr, uint64_t bytes) {
   }
   hdr_ = hdr;
   capacity_ = hdr->capacity < fit ? hdr->capacity : uint32_t(fit);
+  if (capacity_ > shm::kProgressEntries) capacity_ = shm::kProgressEntries;  // handles carry 12-bit indices
   entries_ = reinterpret_cast<shm::ProgressEntry*>(reinterpret_cast<char*>(hdr) + shm::kProgressHeaderBytes);
   seen_.store(hdr->ack_seq.load(std::memory_order_relaxed), std::memory_order_relaxed);
   return true;

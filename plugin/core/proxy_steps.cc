@@ -9,6 +9,9 @@
 #include "plugin/core/progress.h"
 
 namespace scout::core {
+
+static_assert(shm::kProgressEntries <= 0xfff + 1, "ProxyOp and ProxyCount handles carry 12-bit entry indices");
+
 namespace {
 
 enum ProxySlotState : uint8_t {
@@ -44,49 +47,92 @@ inline void progress(ProxyStepSlot* s, shm::ProgressEntry* e, uint8_t bit,
   e->last_ns.store(now, std::memory_order_relaxed);
 }
 
-// The progress entry of (channel, peer, direction) of `c`, claimed on first use; null when the
-// table is full, absent, or the communicator's tuples fill its slots.
-shm::ProgressEntry* progress_of(Process* p, CommState* c, uint32_t channel, uint32_t peer, bool send) {
+// The progress slot of (channel, peer, direction) of `c`, its entry claimed on first use; null when
+// the table is absent or the communicator's tuples fill its slots (slot->index 0: the table was full).
+ProgressSlot* progress_slot(Process* p, CommState* c, uint32_t channel, uint32_t peer, bool send) {
   if (p->progress.header() == nullptr) return nullptr;
   const uint64_t key = (uint64_t(channel & 0xff) << 40) | (uint64_t(send ? 1 : 2) << 32) | uint64_t(peer + 1);
   ProxyComm* pc = c->proxy;
   uint32_t h = uint32_t((key * 0x9E3779B97F4A7C15ull) >> 56) & (kProgressSlots - 1);
   for (uint32_t n = 0; n < kProgressSlots; ++n, h = (h + 1) & (kProgressSlots - 1)) {
     ProgressSlot& sl = pc->prog[h];
-    if (sl.key == key) return sl.index != 0 ? p->progress.entry(sl.index - 1) : nullptr;
+    if (sl.key == key) return &sl;
     if (sl.key != 0) continue;
     const int32_t i = p->progress.claim(c->comm_hash, c->nranks, c->rank, int32_t(peer), uint8_t(channel),
                                         send ? shm::kProgressSend : shm::kProgressRecv);
     sl.key = key;
     sl.index = i >= 0 ? uint32_t(i) + 1 : 0;
-    return i >= 0 ? p->progress.entry(uint32_t(i)) : nullptr;
+    return &sl;
   }
   return nullptr;
 }
 
-// A new ProxyOp on `e`: the operation of record `parent` (a Coll/P2p handle of `c`), zeroed steps.
-void progress_op(Process* p, CommState* c, shm::ProgressEntry* e, const abi::ProxyOpDescr& d, void* parent,
-                 int64_t now) {
-  uint64_t key = ~0ull;
-  uint32_t func = 255;
-  Decoded par = decode(parent, p->salt);
-  if (par.type == HandleType::kOp && op_ring(par.payload) == c->ring_index) {
-    uint64_t index = 0;
-    if (const shm::OpRecord* r = c->rw.find(op_index_low(par.payload), kOpIndexBits, &index)) {
-      key = r->key;
-      func = r->func;
-    }
-  }
+inline shm::ProgressEntry* entry_of(Process* p, const ProgressSlot* sl) {
+  return sl != nullptr && sl->index != 0 ? p->progress.entry(sl->index - 1) : nullptr;
+}
+
+// Entry `e` now follows op `op`: a new op_gen, zeroed steps.
+void begin_op(Process* p, shm::ProgressEntry* e, const PendingProxyOp& op, int64_t now) {
   e->op_gen.store(e->op_gen.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  e->op_key.store(key, std::memory_order_relaxed);
-  e->op_func.store(func, std::memory_order_relaxed);
-  e->n_steps.store(d.nSteps > 0 ? uint32_t(d.nSteps) : 0, std::memory_order_relaxed);
+  e->op_key.store(op.key, std::memory_order_relaxed);
+  e->op_func.store(op.func, std::memory_order_relaxed);
+  e->n_steps.store(op.n_steps, std::memory_order_relaxed);
   for (std::atomic<uint32_t>* a :
        {&e->posted, &e->gpu_wait, &e->peer_wait, &e->in_net, &e->net_done, &e->consumed, &e->op_stopped})
     a->store(0, std::memory_order_relaxed);
   e->start_ns.store(now, std::memory_order_relaxed);
   e->last_ns.store(now, std::memory_order_relaxed);
   p->progress.header()->traced_ops.fetch_add(1, std::memory_order_relaxed);
+}
+
+// The next queued op of `sl` takes entry `e` (its running op is over).
+void next_op(Process* p, ProgressSlot* sl, shm::ProgressEntry* e, int64_t now) {
+  const PendingProxyOp next = sl->pending[sl->head];
+  sl->head = uint8_t((sl->head + 1) % kProgressPending);
+  sl->queued--;
+  begin_op(p, e, next, now);
+}
+
+// A step of the op with entry generation `gen` (low 8 bits) arrived on `e`: when that op is queued
+// behind the entry's op, the ops before it are over (NCCL runs a connection's ops in order), so it
+// takes the entry. False when the step's op is neither the entry's nor a queued one (stale).
+bool step_op(Process* p, CommState* c, shm::ProgressEntry* e, uint32_t gen, int64_t now) {
+  uint32_t cur = e->op_gen.load(std::memory_order_relaxed);
+  if ((cur & 0xff) == gen) return true;
+  ProgressSlot* sl = progress_slot(p, c, e->channel, uint32_t(e->peer), e->dir == shm::kProgressSend);
+  if (sl == nullptr || entry_of(p, sl) != e || ((gen - cur) & 0xff) > sl->queued) return false;
+  while ((e->op_gen.load(std::memory_order_relaxed) & 0xff) != gen && sl->queued > 0) next_op(p, sl, e, now);
+  return (e->op_gen.load(std::memory_order_relaxed) & 0xff) == gen;
+}
+
+// A new ProxyOp on slot `sl` (entry `e`): the operation of record `parent` (a Coll/P2p handle of
+// `c`). It takes the entry now, or waits behind the entry's running op (proxy_steps.h). Returns the
+// op_gen it has or will have.
+uint32_t progress_op(Process* p, CommState* c, ProgressSlot* sl, shm::ProgressEntry* e, const abi::ProxyOpDescr& d,
+                     void* parent, int64_t now) {
+  PendingProxyOp op;
+  Decoded par = decode(parent, p->salt);
+  if (par.type == HandleType::kOp && op_ring(par.payload) == c->ring_index) {
+    uint64_t index = 0;
+    if (const shm::OpRecord* r = c->rw.find(op_index_low(par.payload), kOpIndexBits, &index)) {
+      op.key = r->key;
+      op.func = r->func;
+    }
+  }
+  op.n_steps = d.nSteps > 0 ? uint32_t(d.nSteps) : 0;
+  const uint32_t gen = e->op_gen.load(std::memory_order_relaxed);
+  // Queued only behind an op that runs (it posted steps and has not stopped): NCCL also starts
+  // ProxyOps that never post a step nor stop (seen under 2.28.9, test/fixtures/real-nccl), and
+  // those must not hold the entry.
+  if (gen != 0 && e->op_stopped.load(std::memory_order_relaxed) == 0 && e->posted.load(std::memory_order_relaxed) > 0 &&
+      sl->queued < kProgressPending) {
+    sl->pending[(sl->head + sl->queued) % kProgressPending] = op;
+    sl->queued++;
+    return gen + sl->queued;
+  }
+  sl->queued = 0;
+  begin_op(p, e, op, now);
+  return gen + 1;
 }
 
 // Marks a (peer, direction) whose entry could not be claimed (table full): not claimed again.
@@ -150,8 +196,10 @@ void proxy_comm_free(ProxyComm* pc) {
 void* proxy_op_start(Process* p, CommState* c, const abi::ProxyOpDescr& d, void* parent) {
   uint32_t cur = p->proxy.current();
   const bool window = ProxyWindows::is_open(cur);
-  if (c->proxy == nullptr || (!window && c->proxy->traced.load(std::memory_order_relaxed) == 0)) {
-    c->hdr->ignored_events.fetch_add(1, std::memory_order_relaxed);  // outside a window and not traced
+  const bool count =
+      c->proxy != nullptr && (p->proxy.keeps_bits() || c->proxy->traced.load(std::memory_order_relaxed) != 0);
+  if (c->proxy == nullptr || (!window && !count)) {
+    c->hdr->ignored_events.fetch_add(1, std::memory_order_relaxed);  // outside a window and not counted
     return inert(p);
   }
   if (d.peer < 0 || d.peer >= c->nranks || uint64_t(d.peer) > kProxyValueMask) {
@@ -159,23 +207,29 @@ void* proxy_op_start(Process* p, CommState* c, const abi::ProxyOpDescr& d, void*
     return inert(p);
   }
   const bool send = d.isSend != 0;
-  shm::ProgressEntry* e = progress_of(p, c, uint32_t(d.channelId), uint32_t(d.peer), send);
-  if (e != nullptr) {
-    progress_op(p, c, e, d, parent, now_ns());
+  ProgressSlot* sl = progress_slot(p, c, uint32_t(d.channelId), uint32_t(d.peer), send);
+  if (shm::ProgressEntry* e = entry_of(p, sl)) {
+    const uint32_t gen = progress_op(p, c, sl, e, d, parent, now_ns());
     const uint32_t index = uint32_t(e - p->progress.entry(0));
-    return handle_of(p, HandleType::kProxyOp, pop_payload(c->ring_index, send, window, cur >> 1, true, index));
+    return handle_of(p, HandleType::kProxyOp,
+                     pop_payload(c->ring_index, send, window, cur >> 1, true, prog_value(index, gen)));
   }
-  if (!window) return inert(p);  // traced, but no entry to record in
+  if (!window) return inert(p);  // counted, but no entry to count in
   return handle_of(p, HandleType::kProxyOp, pop_payload(c->ring_index, send, true, cur >> 1, false, uint32_t(d.peer)));
 }
 
 void proxy_op_stop(Process* p, uint64_t payload) {
   if (!pop_progress(payload)) return;
   CommState* c = comm_at(p, pop_ring(payload));
-  shm::ProgressEntry* e = p->progress.entry(pop_value(payload));
-  if (c == nullptr || e == nullptr || e->comm_hash != c->comm_hash) return;
+  shm::ProgressEntry* e = p->progress.entry(prog_index(pop_value(payload)));
+  if (c == nullptr || c->proxy == nullptr || e == nullptr || e->comm_hash != c->comm_hash) return;
+  if ((e->op_gen.load(std::memory_order_relaxed) & 0xff) != prog_gen(pop_value(payload))) return;  // not its op
+  const int64_t now = now_ns();
   e->op_stopped.store(1, std::memory_order_relaxed);
-  e->last_ns.store(now_ns(), std::memory_order_relaxed);
+  e->last_ns.store(now, std::memory_order_relaxed);
+  // The next op of the tuple, waiting behind this one, takes the entry.
+  ProgressSlot* sl = progress_slot(p, c, e->channel, uint32_t(e->peer), e->dir == shm::kProgressSend);
+  if (sl != nullptr && entry_of(p, sl) == e && sl->queued > 0) next_op(p, sl, e, now);
 }
 
 void* proxy_step_start(Process* p, void* ctx, void* parent) {
@@ -193,13 +247,15 @@ void* proxy_step_start(Process* p, void* ctx, void* parent) {
   const bool send = pop_send(par.payload);
   shm::ProgressEntry* prog = nullptr;
   uint32_t peer = pop_value(par.payload);
+  const uint32_t gen = prog_gen(pop_value(par.payload));
   if (pop_progress(par.payload)) {
-    prog = p->progress.entry(pop_value(par.payload));
+    prog = p->progress.entry(prog_index(pop_value(par.payload)));
     if (prog == nullptr || prog->comm_hash != c->comm_hash) return inert(p);
     peer = uint32_t(prog->peer);
   }
   uint32_t cur = p->proxy.current();
   int64_t now = now_ns();
+  if (prog != nullptr && !step_op(p, c, prog, gen, now)) prog = nullptr;  // a stale op's step
   shm::LinkEntry* e = nullptr;
   if (pop_timed(par.payload)) {
     if (!ProxyWindows::is_open(cur) || ((cur >> 1) & 0x7ff) != pop_window(par.payload)) {
@@ -208,9 +264,15 @@ void* proxy_step_start(Process* p, void* ctx, void* parent) {
       untimed(p);
     }
   }
-  // An untimed step takes a slot only while its communicator is traced (its progress counts):
-  // otherwise the slots stay with timed steps, which a progress-only step would overwrite in flight.
-  if (e == nullptr && (prog == nullptr || c->proxy->traced.load(std::memory_order_relaxed) == 0)) return inert(p);
+  // A step that is not timed takes no slot (the slots stay with timed steps in flight, which it
+  // would overwrite): only counted in its progress entry.
+  if (e == nullptr) {
+    if (prog == nullptr) return inert(p);
+    inc(prog->posted);
+    prog->last_ns.store(now, std::memory_order_relaxed);
+    const uint32_t index = uint32_t(prog - p->progress.entry(0));
+    return handle_of(p, HandleType::kProxyCount, count_payload(c->ring_index, send, gen, index));
+  }
   ProxyComm* pc = c->proxy;
   uint32_t i = pc->next++ & (kProxyStepSlots - 1);
   ProxyStepSlot* s = &pc->slots[i];
@@ -276,6 +338,44 @@ void proxy_step_stop(Process* p, uint64_t payload) {
     prog->last_ns.store(now, std::memory_order_relaxed);
   }
   s->state = kSlotFree;
+}
+
+namespace {
+
+// The progress entry a ProxyCount handle names, or null when it is stale (its op is over).
+shm::ProgressEntry* counted_entry(Process* p, uint64_t payload) {
+  CommState* c = comm_at(p, count_ring(payload));
+  shm::ProgressEntry* e = p->progress.entry(count_index(payload));
+  if (c == nullptr || e == nullptr || e->comm_hash != c->comm_hash) return nullptr;
+  return (e->op_gen.load(std::memory_order_relaxed) & 0xff) == count_gen(payload) ? e : nullptr;
+}
+
+}  // namespace
+
+void proxy_count_state(Process* p, uint64_t payload, int state) {
+  shm::ProgressEntry* e = counted_entry(p, payload);
+  if (e == nullptr) return;
+  const bool send = count_send(payload);
+  std::atomic<uint32_t>* counter = nullptr;
+  if (state == (send ? abi::kStateProxyStepSendGPUWait : abi::kStateProxyStepRecvGPUWait)) {
+    counter = &e->gpu_wait;
+  } else if (state == (send ? abi::kStateProxyStepSendWait : abi::kStateProxyStepRecvWait)) {
+    counter = &e->in_net;
+  } else if (!send && state == abi::kStateProxyStepRecvFlushWait) {
+    counter = &e->net_done;
+  } else {
+    return;  // SendPeerWait (may repeat within one step) and unknown states
+  }
+  inc(*counter);  // no timestamp: a counted step's last_ns is its start or stop (proxy_steps.h)
+}
+
+void proxy_count_stop(Process* p, uint64_t payload) {
+  shm::ProgressEntry* e = counted_entry(p, payload);
+  if (e == nullptr) return;
+  // NCCL stops a send step when the network completed it, a receive step when the GPU consumed it
+  // (v2.28.9-1:src/transport/net.cc, sendProxyProgress / recvProxyProgress).
+  inc(count_send(payload) ? e->net_done : e->consumed);
+  e->last_ns.store(now_ns(), std::memory_order_relaxed);
 }
 
 }  // namespace scout::core

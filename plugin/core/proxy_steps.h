@@ -18,15 +18,27 @@
 // over by a newer step before it finished (kProxyStepSlots in flight), a state was missing, or
 // the table had no entry for its peer (dropped_full counts that link once).
 //
-// Progress (progress.h): every ProxyOp of this process that arrives (in a window, or while its
-// communicator is traced at the observer's request) also takes the progress table entry of its
-// (communicator, channel, peer, direction), which then follows its steps through NCCL's states:
+// Progress (progress.h): every ProxyOp of this process that arrives (at all times with
+// SCOUT_PROXY_PROGRESS=1, the default; otherwise in a window, or while its communicator is traced at
+// the observer's request) also takes the progress table entry of its (communicator, channel, peer,
+// direction), which then follows its steps through NCCL's states:
 //   send  SendGPUWait (waiting for the GPU's data) -> SendPeerWait (waiting for the peer's buffer)
 //         -> SendWait (in the network) -> stop (the network completed it)
 //   recv  RecvWait (in the network) -> RecvFlushWait (received) -> RecvGPUWait (handed to the
 //         GPU) -> stop (the GPU consumed it)
 // so a collective that stops shows where: a send in the network that never completes (the link),
 // received data the GPU never consumes (the GPU), steps that starve behind them.
+// A step that is not timed takes no step slot (slots stay with timed steps in flight): its handle
+// (kProxyCount) names the entry and its op, and each state is counted as it arrives; SendPeerWait,
+// which NCCL may record several times per step, is counted for timed steps only, and the entry's
+// last_ns follows a counted step's start and stop only (no clock read per state).
+// An entry follows its tuple's ops in NCCL's order: NCCL starts a ProxyOp when the proxy thread
+// appends it, but runs the ops of one connection one after another (an op appended behind a running
+// one waits in its nextPeer list, v2.28.9-1:src/proxy.cc ProxyAppend), so a ProxyOp that arrives
+// while the entry's op has not stopped waits in a small queue (kProgressPending) and takes the
+// entry when that op stops: a collective that stops keeps its entry while later operations are
+// enqueued behind it. A full queue (an op that never stops: only the net transport stops its
+// ProxyOps, docs/nccl-notes.md §3.4) gives the entry to the newest op.
 //
 // Threads: a communicator's ProxyOp and ProxyStep events come from its proxy thread
 // (docs/nccl-notes.md §1.4), so its slots and link entries have one writer and are updated with
@@ -61,11 +73,21 @@ struct ProxyStepSlot {
 
 constexpr uint32_t kProgressSlots = 256;  // (channel, peer, direction) tuples of one communicator (power of two)
 
+// A ProxyOp waiting for its entry (proxy_steps.cc): its collective's seqNumber and Func, nSteps.
+struct PendingProxyOp {
+  uint64_t key = ~0ull;
+  uint32_t func = 255;
+  uint32_t n_steps = 0;
+};
+constexpr uint32_t kProgressPending = 4;  // ProxyOps of one tuple queued behind its running one
+
 // Where a communicator's tuple lives in the progress table: key 0 empty; index = entry + 1, 0 =
-// the table was full.
+// the table was full; the ProxyOps queued behind the entry's running op, oldest at `head`.
 struct ProgressSlot {
   uint64_t key = 0;
   uint32_t index = 0;
+  uint8_t head = 0, queued = 0;
+  PendingProxyOp pending[kProgressPending];
 };
 
 // A communicator's step timing state (allocated at init when SCOUT_PROXY_TIMING=1).
@@ -96,5 +118,9 @@ void* proxy_step_start(Process* p, void* ctx, void* parent);
 // recordEventState and stopEvent of a ProxyStep handle's payload.
 void proxy_step_state(Process* p, uint64_t payload, int state, const abi::StateArgs* args);
 void proxy_step_stop(Process* p, uint64_t payload);
+
+// recordEventState and stopEvent of a ProxyCount handle's payload (a step counted, not timed).
+void proxy_count_state(Process* p, uint64_t payload, int state);
+void proxy_count_stop(Process* p, uint64_t payload);
 
 }  // namespace scout::core

@@ -5,9 +5,11 @@
 
 namespace scout::core {
 
-void ProxyWindows::configure(shm::LinkTableHeader* hdr, int64_t window_ns, double budget, uint64_t max_steps) {
+void ProxyWindows::configure(shm::LinkTableHeader* hdr, int64_t window_ns, double budget, uint64_t max_steps,
+                             bool keep) {
   if (hdr == nullptr) return;
   hdr_ = hdr;
+  keep_ = keep;
   window_ns_ = window_ns > 0 ? window_ns : 1;
   period_ns_ = budget > 0 && budget < 1 ? int64_t(double(window_ns_) / budget) : window_ns_;
   max_steps_ = max_steps > 0 ? max_steps : 1;
@@ -20,6 +22,7 @@ int ProxyWindows::attach_mask(int* mask) {
   if (hdr_ == nullptr || mask == nullptr) return 0;
   while (switching_.exchange(true, std::memory_order_acquire)) sched_yield();
   if (mask_ == nullptr) mask_ = mask;
+  if (keep_ && mask == mask_) apply_bits(true);
   int added = mask == mask_ && bits_on_ ? added_ : 0;
   switching_.store(false, std::memory_order_release);
   return added;
@@ -30,7 +33,7 @@ void ProxyWindows::apply_bits(bool on) {
     int before = __atomic_fetch_or(mask_, kProxyMaskBits, __ATOMIC_RELAXED);
     added_ = kProxyMaskBits & ~before;
     bits_on_ = true;
-  } else if (!on && bits_on_) {
+  } else if (!on && bits_on_ && !keep_) {
     if (added_ != 0) __atomic_fetch_and(mask_, ~added_, __ATOMIC_RELAXED);
     added_ = 0;
     bits_on_ = false;
@@ -122,6 +125,7 @@ void ProxyWindows::stop(int64_t now_ns) {
   if (hdr_ == nullptr) return;
   while (switching_.exchange(true, std::memory_order_acquire)) sched_yield();
   trace_until_ = 0;
+  keep_ = false;
   if (is_open(cur_.load(std::memory_order_relaxed))) close_window(now_ns);
   if (mask_ != nullptr) apply_bits(false);
   win_next_ns_ = INT64_MAX;

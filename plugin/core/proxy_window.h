@@ -16,6 +16,14 @@
 // the mask until its time is over, whether or not a window is open: the bits are on while a window
 // is open or a trace is on, and only the bits scout added are cleared once neither is. Steps are
 // timed only in windows; a trace records where its communicator's steps are.
+//
+// With *kept* bits (SCOUT_PROXY_PROGRESS=1, the default) the bits are on from the first init to
+// the last finalize, windows or not: NCCL copies the activation mask into each task when the task
+// is enqueued (the ProxyOp and ProxyStep gates test the sub-op's own copy, eActivationMask,
+// v2.28.9-1:src/plugin/profiler.cc, ncclProfilerStartProxyOpEvent / ncclProfilerStart{Send,Recv}
+// ProxyStepEvent), so a collective enqueued while the bits were off never reports its network
+// steps, and a trace asked for once it is stuck comes too late for it (docs/plugin.md, "Tracing a
+// stuck collective"). Windows then only decide which steps are timed.
 #pragma once
 
 #include <atomic>
@@ -35,8 +43,11 @@ class ProxyWindows {
   // of `window_ns` ns, open at most `budget` (0..1] of wall time, closed early after `max_steps`
   // timed steps. Without a call (or with hdr null) windows stay off. Not thread-safe: process
   // setup only.
-  void configure(shm::LinkTableHeader* hdr, int64_t window_ns, double budget, uint64_t max_steps);
+  // `keep`: the bits stay in the mask at all times (above), not only in windows and traces.
+  void configure(shm::LinkTableHeader* hdr, int64_t window_ns, double budget, uint64_t max_steps, bool keep = false);
   bool enabled() const { return hdr_ != nullptr; }
+  // The bits stay in the mask at all times: every ProxyOp and ProxyStep of this process arrives.
+  bool keeps_bits() const { return keep_; }
 
   // Init: remembers NCCL's activation mask `mask` (the same int for every communicator) and
   // returns the bits an open window added (0 when none is open), which init keeps in the mask it
@@ -81,6 +92,7 @@ class ProxyWindows {
   int* mask_ = nullptr;
   int64_t window_ns_ = 0, period_ns_ = 0;
   uint64_t max_steps_ = 0;
+  bool keep_ = false;                // SCOUT_PROXY_PROGRESS: the bits are on until stop()
   int added_ = 0;                    // bits scout added to the mask while they are on (switching thread only)
   bool bits_on_ = false;             // a window is open or a trace is on (switching thread only)
   int64_t win_next_ns_ = INT64_MAX;  // the next window switch (switching thread only)

@@ -394,6 +394,11 @@ TEST(Hang, JobKilledWhileHungLeavesTheHangOpen) {
   EXPECT_TRUE(f[0].open);
   EXPECT_EQ(suspect_ranks(f[0]), std::vector<int>{3});
   EXPECT_EQ(h.sink.comms()[0].state, "hung");  // not "active": nothing progressed
+  // The root is dead now, and the finding says so: never shown running.
+  EXPECT_EQ(f[0].evidence["root"][0]["process"], "dead");
+  EXPECT_EQ(f[0].summary,
+            "rank 3 (node0, pid 3000003) never entered AllReduce #5 of dp (0x00000000000000d1); 3 ranks wait for it (the "
+            "process has since exited)");
 }
 
 TEST(Hang, TwoIndependentHangsAreTwoFindings) {

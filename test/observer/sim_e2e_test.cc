@@ -238,6 +238,10 @@ TEST(SimEndToEnd, HangFindingAndCommunicatorTableSayTheSameWordOnceTheJobDied) {
   EXPECT_EQ(findings[0].kind, scout::obs::FindingKind::kHang);
   EXPECT_EQ(findings[0].comm_name, "pp3");
   EXPECT_EQ(findings[0].evidence["root"][0]["process"], "dead") << findings[0].evidence.dump();
+  EXPECT_NE(findings[0].summary.find(" never entered Send 0->1 #10 of pp3 (0x0736e179841bc98c); 7 ranks wait (through 7 "
+                                     "communicators) for it (the process has since exited)"),
+            std::string::npos)
+      << findings[0].summary;
   std::map<std::string, std::string> want;
   for (const char* k : {"tp", "pp", "dp"})
     for (int i = 0; i < 4; ++i) want[k + std::to_string(i)] = "dead";

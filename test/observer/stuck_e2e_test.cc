@@ -2,9 +2,12 @@
 // network or a GPU stopped is named within 10 s of the stop, with exact suspects
 // (docs/observer.md, "Stuck collectives"). scout-sim runs the job through the real plugin; one
 // scout-observer reads every emulated host's segments (--host '*').
-//   - With ProxyStep events (SCOUT_PROXY_BUDGET=1: the windows are always open, so the stuck
-//     collective's network steps are in the progress tables): a `linkdown` between two hosts is
-//     named by the link's two ends, a `nicdown` of one host of four by every member on that host.
+//   - From the network steps every plugin counts at the defaults (SCOUT_PROXY_PROGRESS=1: ProxyOp
+//     and ProxyStep stay in NCCL's activation mask, so the stuck collective's steps were counted
+//     as it ran; docs/plugin.md, "Tracing a stuck collective"): a `linkdown` between two hosts is
+//     named by the link's two ends, a `nicdown` of one host of four by every member on that host,
+//     a `kernelstall` (a GPU whose kernel stopped at its start) by its rank: the data it received
+//     was handed to its GPU and never consumed, and nothing it should send ever left its GPU.
 #include <signal.h>
 
 #include <gtest/gtest.h>
@@ -100,8 +103,8 @@ TEST(StuckEndToEnd, LinkdownBetweenTwoHostsIsNamedByItsStoppedSends) {
   Job j("ldproxy",
         {"--ranks", "4", "--nodes", "2", "--steps", "2000", "--step-ms", "20", "--timeout", "60", "--fault",
          "linkdown:rank=1,peer=2,step=30"},
-        {{"SCOUT_PROXY_BUDGET", "1"}});
-  nlohmann::json tr = expect_named(j, {1, 2}, "linkdown 1<->2 across hosts (ProxyStep)");
+        {});
+  nlohmann::json tr = expect_named(j, {1, 2}, "linkdown 1<->2 across hosts");
   ASSERT_TRUE(tr.is_object());
   EXPECT_EQ(tr["source"], "proxy");
   EXPECT_EQ(tr["verdict"], "link");
@@ -122,12 +125,36 @@ TEST(StuckEndToEnd, NicdownOfOneHostOfFourIsNamedByTheHost) {
   Job j("ndproxy",
         {"--ranks", "8", "--nodes", "4", "--steps", "2000", "--step-ms", "20", "--timeout", "60", "--fault",
          "nicdown:node=2,step=30"},
-        {{"SCOUT_PROXY_BUDGET", "1"}});
-  nlohmann::json tr = expect_named(j, {4, 5}, "nicdown of node2 (ProxyStep)");
+        {});
+  nlohmann::json tr = expect_named(j, {4, 5}, "nicdown of node2");
   ASSERT_TRUE(tr.is_object());
   EXPECT_EQ(tr["source"], "proxy");
   EXPECT_EQ(tr["verdict"], "host");
   EXPECT_EQ(tr["host"], "node2");
+}
+
+// DP over two hosts (ranks 0, 1 on node0; 2, 3 on node1): rank 2's kernel of its collective at
+// step 30 starts and never makes progress (its GPU hung). The steps rank 1 and rank 3 send it
+// arrive and wait in its GPU's buffers, never consumed; its own sends wait for its GPU's data;
+// the other crossings starve behind it. Only rank 2 is named.
+TEST(StuckEndToEnd, KernelstallAcrossHostsIsNamedByItsUnconsumedReceives) {
+  Job j("ksproxy", {"--ranks", "4", "--nodes", "2", "--steps", "2000", "--step-ms", "20", "--timeout", "60",
+                    "--fault", "kernelstall:rank=2,step=30"});
+  nlohmann::json tr = expect_named(j, {2}, "kernelstall of rank 2");
+  ASSERT_TRUE(tr.is_object());
+  EXPECT_EQ(tr["source"], "proxy");
+  EXPECT_EQ(tr["verdict"], "gpu");
+  int gpu = 0;
+  for (const auto& p : tr["paths"]) {
+    EXPECT_NE(p["state"], "stopped") << p.dump();  // no link stopped
+    if (p["state"] != "gpu") continue;
+    ++gpu;
+    EXPECT_EQ(p["global_rank"], 2) << p.dump();
+    EXPECT_EQ(p["dir"], "recv");
+    EXPECT_EQ(p["consumed"], 0);
+  }
+  EXPECT_GE(gpu, 1) << tr.dump();
+  EXPECT_TRUE(tr["channels_done"].empty()) << tr.dump();  // a hung kernel stops no channel
 }
 
 }  // namespace

@@ -99,6 +99,42 @@ TEST(StuckTrace, DataTheGpuNeverConsumesNamesTheGpu) {
   EXPECT_EQ(v.trace.paths[0].state, "gpu");
 }
 
+// Rank 2's GPU stopped at the start of the kernel: it never consumed what rank 1 sent it and never
+// gave its own sends any data. Rank 3 forwards to rank 2 over NVLink (no steps): once that path
+// is full its GPU stops consuming what rank 0 sends it too, but it consumed and sent data of the
+// operation before. Rank 2 is named, not rank 3.
+TEST(StuckTrace, AGpuThatMovedNoDataIsNamedNotTheGpusBlockedBehindIt) {
+  for (bool both_moved : {false, true}) {
+    Stuck s({"a", "a", "b", "b"});
+    {
+      auto& r = s.entry(2, 1, 0, false);
+      r.posted = r.in_net = r.net_done = r.gpu_wait = 1;
+    }
+    {
+      auto& w = s.entry(2, 1, 1, true);  // waits for its GPU's data
+      w.posted = w.gpu_wait = 1;
+      w.in_net = w.net_done = both_moved ? 1 : 0;  // (or sent one step)
+    }
+    {
+      auto& b = s.entry(3, 0, 1, false);  // rank 3: received 3, consumed 1, then blocked
+      b.posted = b.in_net = b.net_done = b.gpu_wait = 3;
+      b.consumed = 1;
+    }
+    s.starved_send(3, 0, 0);
+    s.starved_recv(0, 3, 0);
+    obs::StuckVerdict v = obs::trace_stuck(s.m, *s.c, s.op);
+    EXPECT_EQ(v.trace.verdict, "gpu");
+    EXPECT_EQ(v.trace.paths[0].state, "gpu");
+    EXPECT_EQ(v.trace.paths[1].state, "gpu");  // rank 3's, in the evidence
+    if (both_moved) {  // no GPU that moved nothing: both named
+      ASSERT_EQ(v.suspects.size(), 2u);
+      continue;
+    }
+    ASSERT_EQ(v.suspects.size(), 1u);
+    EXPECT_EQ(s.m.proc(v.suspects[0]).global_rank, 2);
+  }
+}
+
 // Every stopped link touches host c and they reach two other hosts: host c, all its members.
 // With the same links between two hosts only, a host and a link look alike: the links.
 TEST(StuckTrace, StoppedLinksAllTouchingOneHostReachingTwoOthersNameTheHost) {

@@ -12,6 +12,7 @@
 #include "plugin/core/events.h"
 #include "plugin/core/handle.h"
 #include "plugin/core/identity.h"
+#include "plugin/core/proxy_window.h"
 #include "plugin/core/v4_adapter.h"
 #include "test/support/plugin_driver.h"
 #include "test/support/tmpdir.h"
@@ -266,7 +267,7 @@ TEST(Events, InProcessSequenceWithoutTheSharedObject) {
   int mask = 0;
   ASSERT_EQ(init(&ctx, 0x55, &mask, "x", 1, 2, 0, nullptr, 5), abi::kSuccess);
   ASSERT_NE(ctx, nullptr);
-  EXPECT_EQ(mask, kActivationMask);
+  EXPECT_EQ(mask, kActivationMask | kProxyMaskBits);  // ProxyOp|ProxyStep kept (SCOUT_PROXY_PROGRESS=1)
   abi::DescrV5 g = testing::d_group_api(false, 1);
   void* ga = nullptr;
   start_event(ctx, &ga, &g, 5);

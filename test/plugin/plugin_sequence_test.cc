@@ -30,7 +30,8 @@ TEST_F(PluginTest, SingleCollectiveOutsideGroupIsRecordedAndCompletes) {
   int mask = 0;
   void* ctx = pl_->init(kHashA, 4, 1, "dp", 2, &mask);
   ASSERT_NE(ctx, nullptr);
-  EXPECT_EQ(mask, 0xE46);  // CollApi|P2pApi|KernelLaunch|Coll|P2p|KernelCh
+  // CollApi|P2pApi|KernelLaunch|Coll|P2p|KernelCh, and ProxyOp|ProxyStep kept (SCOUT_PROXY_PROGRESS=1)
+  EXPECT_EQ(mask, 0xE5E);
 
   OpSpec op;
   op.seq = 7;
@@ -575,7 +576,7 @@ TEST_F(PluginTest, V4SequencesAreRecordedWithoutApiInformation) {
   load_v4();
   int mask = 0;
   void* ctx = pl_->init(kHashA, 2, 1, "v4comm", 1, &mask);
-  EXPECT_EQ(mask, 0xE46);
+  EXPECT_EQ(mask, 0xE5E);
   OpSpec op;
   op.seq = 11;
   op.rank = 1;

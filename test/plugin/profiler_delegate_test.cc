@@ -93,8 +93,8 @@ TEST_F(DelegateTest, InspectorLikeDelegateMeasuresItsCollectivesWhileScoutRecord
   load();
   int mask = 0;
   void* ctx = pl_->init(0x42, 2, 0, "dp", 1, &mask);
-  // Inspector's Coll | KernelCh | P2p lie inside scout's mask.
-  EXPECT_EQ(mask, 0xE46);
+  // Inspector's Coll | KernelCh | P2p lie inside scout's mask (with ProxyOp|ProxyStep kept).
+  EXPECT_EQ(mask, 0xE5E);
   collectives(ctx, 3);
   pl_->finalize(ctx);
   expect_both_saw(3, 5);

@@ -89,6 +89,7 @@ class ProxyTimingTest : public PluginTest {
 // The window adds exactly the bits that were missing and takes exactly those away again; the next
 // one opens window / budget after the previous one opened.
 TEST_F(ProxyTimingTest, WindowsAddAndRemoveOnlyTheirBits) {
+  env_.set("SCOUT_PROXY_PROGRESS", "0");  // the bits only in windows
   env_.set("SCOUT_PROXY_WINDOW_MS", "200");
   env_.set("SCOUT_PROXY_BUDGET", "0.25");  // a window every 800 ms
   load();
@@ -224,6 +225,7 @@ TEST_F(ProxyTimingTest, StepsAreTimedPerPeerAndDirection) {
 // their steps); a window closes early after SCOUT_PROXY_MAX_STEPS steps, restoring the mask, and
 // the later steps of its ops are counted as untimed.
 TEST_F(ProxyTimingTest, NothingIsRecordedOutsideAWindow) {
+  env_.set("SCOUT_PROXY_PROGRESS", "0");  // the bits only in windows
   env_.set("SCOUT_PROXY_WINDOW_MS", "600000");
   env_.set("SCOUT_PROXY_MAX_STEPS", "3");
   int mask = 0;
@@ -362,6 +364,7 @@ class TraceTest : public ProxyTimingTest {
 // follow their steps: a send handed to the network that never completes, a receive handed to the
 // GPU that is never consumed. Then the bits go again; the trace is over.
 TEST_F(TraceTest, ARequestKeepsTheBitsUntilItsTimeAndRecordsWhereTheStepsAre) {
+  env_.set("SCOUT_PROXY_PROGRESS", "0");  // the bits only in windows and traces
   env_.set("SCOUT_PROXY_WINDOW_MS", "20");
   env_.set("SCOUT_PROXY_BUDGET", "0.001");  // the next window 20 s after the first
   int mask = 0;
@@ -435,7 +438,7 @@ TEST_F(TraceTest, ARequestKeepsTheBitsUntilItsTimeAndRecordsWhereTheStepsAre) {
   EXPECT_EQ(snd.n_steps, 4u);
   EXPECT_EQ(snd.posted, 2u);
   EXPECT_EQ(snd.gpu_wait, 2u);
-  EXPECT_EQ(snd.peer_wait, 1u);
+  EXPECT_EQ(snd.peer_wait, 0u);  // not timed: SendPeerWait (which may repeat) is not counted
   EXPECT_EQ(snd.in_net, 1u);
   EXPECT_EQ(snd.net_done, 0u);  // in the network, never completed
   EXPECT_FALSE(snd.op_stopped);
@@ -495,6 +498,7 @@ TEST_F(TraceTest, EachEntryFollowsItsLatestProxyOp) {
 
 // A request naming no communicator of the process is answered so, and changes nothing.
 TEST_F(TraceTest, ARequestForAnotherCommunicatorIsAnsweredNoComm) {
+  env_.set("SCOUT_PROXY_PROGRESS", "0");  // the bits only in windows and traces
   env_.set("SCOUT_PROXY_WINDOW_MS", "20");
   env_.set("SCOUT_PROXY_BUDGET", "0.001");
   int mask = 0;
@@ -510,6 +514,162 @@ TEST_F(TraceTest, ARequestForAnotherCommunicatorIsAnsweredNoComm) {
   EXPECT_EQ(pi.ack_seq, 1u);
   EXPECT_EQ(pi.trace_comm_hash, 0u);
   pl_->finalize(ctx);
+}
+
+// ---- Progress at all times (SCOUT_PROXY_PROGRESS=1, the default; proxy_window.h, proxy_steps.h)
+
+// At the defaults the bits are in the mask from the first init, window or not, and every ProxyOp
+// of the process takes its progress entry; steps outside a window are counted in it (each state
+// as NCCL records it) without a step slot, a link entry or a timing.
+TEST_F(TraceTest, KeptBitsCountEveryStepOutsideWindows) {
+  env_.set("SCOUT_PROXY_WINDOW_MS", "20");
+  env_.set("SCOUT_PROXY_BUDGET", "0.001");  // the next window 20 s after the first
+  load();
+  int mask = 0;
+  void* ctx = pl_->init(kHash, 4, 0, "dp", 2, &mask);
+  EXPECT_EQ(mask, 0xE46 | kProxyBits);  // before any window
+  api_call(ctx, 0);                     // opens the first window
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  void* coll = api_call(ctx, 1);  // closes it: the bits stay
+  EXPECT_EQ(mask, 0xE46 | kProxyBits);
+  EXPECT_EQ(info().proxy_state, uint32_t(shm::kProxyWaiting));
+  std::thread proxy([&] {
+    abi::DescrV5 d = proxy_op(coll, 1, true);
+    d.proxyOp.channelId = 2;
+    d.proxyOp.nSteps = 3;
+    void* send = pl_->start(ctx, d);
+    send_step(ctx, send, 0);  // completed
+    abi::DescrV5 st{};
+    st.type = abi::kEvProxyStep;
+    st.parentObj = send;
+    void* s1 = pl_->start(ctx, st);  // in the network, never completes
+    pl_->state(s1, abi::kStateProxyStepSendGPUWait, nullptr);
+    pl_->state(s1, abi::kStateProxyStepSendPeerWait, nullptr);
+    pl_->state(s1, abi::kStateProxyStepSendPeerWait, nullptr);
+    abi::StateArgs a{};
+    a.proxyStep.transSize = kTrans;
+    pl_->state(s1, abi::kStateProxyStepSendWait, &a);
+    void* s2 = pl_->start(ctx, st);  // waits for the GPU's data
+    pl_->state(s2, abi::kStateProxyStepSendGPUWait, nullptr);
+    d = proxy_op(coll, 3, false);
+    d.proxyOp.channelId = 2;
+    d.proxyOp.nSteps = 3;
+    void* recv = pl_->start(ctx, d);
+    recv_step(ctx, recv, 0);  // received and consumed
+    st.parentObj = recv;
+    void* r1 = pl_->start(ctx, st);  // received, handed to the GPU, never consumed
+    pl_->state(r1, abi::kStateProxyStepRecvWait, nullptr);
+    pl_->state(r1, abi::kStateProxyStepRecvFlushWait, &a);
+    pl_->state(r1, abi::kStateProxyStepRecvGPUWait, nullptr);
+  });
+  proxy.join();
+  std::vector<shm::ProgressSnapshot> es;
+  shm::ProgressTableInfo pi = progress(&es);
+  EXPECT_EQ(pi.trace_state, uint32_t(shm::kTraceNone));  // nobody asked
+  EXPECT_EQ(pi.traced_ops, 2u);
+  ASSERT_EQ(es.size(), 2u);
+  const shm::ProgressSnapshot& snd = es[0];
+  EXPECT_EQ(snd.dir, uint8_t(shm::kProgressSend));
+  EXPECT_EQ(snd.peer, 1);
+  EXPECT_EQ(snd.channel, 2);
+  EXPECT_EQ(snd.op_key, 1u);
+  EXPECT_EQ(snd.n_steps, 3u);
+  EXPECT_EQ(snd.posted, 3u);
+  EXPECT_EQ(snd.gpu_wait, 3u);
+  EXPECT_EQ(snd.peer_wait, 0u);  // not timed: not counted
+  EXPECT_EQ(snd.in_net, 2u);
+  EXPECT_EQ(snd.net_done, 1u);
+  EXPECT_FALSE(snd.op_stopped);
+  const shm::ProgressSnapshot& rcv = es[1];
+  EXPECT_EQ(rcv.dir, uint8_t(shm::kProgressRecv));
+  EXPECT_EQ(rcv.peer, 3);
+  EXPECT_EQ(rcv.posted, 2u);
+  EXPECT_EQ(rcv.in_net, 2u);
+  EXPECT_EQ(rcv.net_done, 2u);
+  EXPECT_EQ(rcv.gpu_wait, 2u);
+  EXPECT_EQ(rcv.consumed, 1u);
+  EXPECT_GE(rcv.last_ns, rcv.start_ns);
+  shm::LinkTableInfo li = info();
+  EXPECT_EQ(li.claimed, 0u);  // no link entry: nothing timed
+  EXPECT_EQ(li.proxy_steps, 0u);
+  EXPECT_EQ(li.proxy_untimed, 0u);
+  EXPECT_EQ(segment().comms[0].ignored_events, 0u);
+  pl_->finalize(ctx);
+  EXPECT_EQ(mask, 0xE46);  // the last finalize takes the kept bits away
+  EXPECT_EQ(pl_->bad_results(), 0);
+}
+
+// NCCL starts a ProxyOp when its proxy thread appends it but runs one connection's ops in order:
+// an op appended while the entry's op runs (posted steps, not stopped) waits, so the entry stays
+// with a stuck collective; it takes the entry when that op stops, or at its own first step. An op
+// that never posts a step does not hold the entry.
+TEST_F(TraceTest, LaterOpsWaitBehindTheRunningOpOfTheirTuple) {
+  env_.set("SCOUT_PROXY_WINDOW_MS", "1");
+  env_.set("SCOUT_PROXY_BUDGET", "0.0001");  // one 1 ms window, then none for 10 s
+  load();
+  int mask = 0;
+  void* ctx = pl_->init(kHash, 4, 0, "dp", 2, &mask);
+  void* c0 = api_call(ctx, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  void* c1 = api_call(ctx, 1);
+  void* c2 = api_call(ctx, 2);
+  void* c3 = api_call(ctx, 3);
+  void* c4 = api_call(ctx, 4);
+  abi::DescrV5 st{};
+  st.type = abi::kEvProxyStep;
+  auto entry = [&] {
+    std::vector<shm::ProgressSnapshot> es;
+    progress(&es);
+    EXPECT_EQ(es.size(), 1u);
+    return es.empty() ? shm::ProgressSnapshot{} : es[0];
+  };
+  std::thread proxy([&] {
+    void* op0 = pl_->start(ctx, proxy_op(c0, 1, true));  // posts nothing, never stops
+    void* op1 = pl_->start(ctx, proxy_op(c1, 1, true));  // takes the entry from op0
+    st.parentObj = op1;
+    void* s = pl_->start(ctx, st);
+    pl_->state(s, abi::kStateProxyStepSendGPUWait, nullptr);
+    void* op2 = pl_->start(ctx, proxy_op(c2, 1, true));  // queued behind op1
+    void* op3 = pl_->start(ctx, proxy_op(c3, 1, true));  // queued behind op2
+    shm::ProgressSnapshot e = entry();
+    EXPECT_EQ(e.op_key, 1u);
+    EXPECT_EQ(e.op_gen, 2u);
+    EXPECT_EQ(e.posted, 1u);
+    EXPECT_EQ(e.gpu_wait, 1u);
+    EXPECT_EQ(pl_->bad_results(), 0);
+    pl_->stop(s);
+    pl_->stop(op1);  // op2 takes the entry
+    e = entry();
+    EXPECT_EQ(e.op_key, 2u);
+    EXPECT_EQ(e.op_gen, 3u);
+    EXPECT_EQ(e.posted, 0u);
+    EXPECT_FALSE(e.op_stopped);
+    st.parentObj = op3;  // op3's first step: op2 is over (it never posted; NCCL ran it before op3)
+    void* s3 = pl_->start(ctx, st);
+    pl_->state(s3, abi::kStateProxyStepSendGPUWait, nullptr);
+    e = entry();
+    EXPECT_EQ(e.op_key, 3u);
+    EXPECT_EQ(e.op_gen, 4u);
+    EXPECT_EQ(e.posted, 1u);
+    st.parentObj = op2;  // a late step of op2: stale, counted nowhere
+    void* late = pl_->start(ctx, st);
+    pl_->state(late, abi::kStateProxyStepSendGPUWait, nullptr);
+    pl_->stop(late);
+    pl_->stop(op0);  // op0's stop: not the entry's op, changes nothing
+    void* op4 = pl_->start(ctx, proxy_op(c4, 1, true));  // queued behind op3
+    (void)op4;
+  });
+  proxy.join();
+  shm::ProgressSnapshot e = entry();
+  EXPECT_EQ(e.op_key, 3u);
+  EXPECT_EQ(e.op_gen, 4u);
+  EXPECT_EQ(e.posted, 1u);
+  EXPECT_EQ(e.gpu_wait, 1u);
+  EXPECT_EQ(e.net_done, 0u);
+  EXPECT_FALSE(e.op_stopped);
+  EXPECT_EQ(progress().traced_ops, 4u);  // op0, op1, op2, op3 took the entry in turn
+  pl_->finalize(ctx);
+  EXPECT_EQ(pl_->bad_results(), 0);
 }
 
 }  // namespace

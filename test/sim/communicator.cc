@@ -1,5 +1,7 @@
 #include "test/sim/communicator.h"
 
+#include "test/sim/proxy_events.h"
+
 #include <pthread.h>
 
 #include <cstdio>
@@ -80,6 +82,20 @@ void Communicator::post(KernelPlan&& plan) {
 void Communicator::wait_idle() {
   std::unique_lock<std::mutex> lock(mu_);
   idle_cv_.wait(lock, [this] { return completed_ == posted_; });
+}
+
+void Communicator::park_stuck() {
+  for (;;) {
+    KernelPlan plan;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] { return !queue_.empty(); });  // a quit does not end a stuck kernel
+      plan = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    for (const KernelTask& t : plan.tasks)
+      if (is_collective(t.func)) emit_appended_proxy_ops(*this, t);
+  }
 }
 
 void Communicator::proxy_main() {

@@ -67,6 +67,10 @@ class Communicator {
   void post(KernelPlan&& plan);
   // Blocks until every posted plan has completed on this rank (cudaStreamSynchronize).
   void wait_idle();
+  // On the proxy thread, when this rank's kernel never completes (linkdown, nicdown, kernelstall):
+  // the plans posted later never run, but their collectives' ProxyOps are still started as NCCL's
+  // proxy thread appends them (emit_appended_proxy_ops). Never returns.
+  [[noreturn]] void park_stuck();
 
   RankContext* rc() const { return rc_; }
   const CommSpec& spec() const { return *spec_; }

@@ -66,6 +66,8 @@ struct alignas(64) CollSlotHdr {
   std::atomic<uint64_t> departed;     // monotonic departures
   std::atomic<uint64_t> ready_round;  // rounds whose inputs are all staged (and reduced)
   std::atomic<int64_t> ready_ns;      // CLOCK_REALTIME before which no rank may complete
+  std::atomic<uint64_t> hung_round;  // round + 1 in which a member's kernel hung (kernelstall)
+  std::atomic<int32_t> hung_rank;    // that member's comm rank
 };
 
 struct alignas(64) MailboxHdr {

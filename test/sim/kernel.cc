@@ -114,6 +114,9 @@ void flip_bit(Communicator& c, const KernelTask& t, float* out, uint64_t out_n) 
   c.rc()->write_truth(e);
 }
 
+// Every channel of task `t` (bit i: its i-th channel).
+uint64_t all_channels(const KernelTask& t) { return t.n_channels >= 64 ? ~0ull : (1ull << t.n_channels) - 1; }
+
 void run_coll(Communicator& c, KernelTask& t) {
   Fabric* fab = c.rc()->fabric;
   const int n = c.nranks();
@@ -130,12 +133,20 @@ void run_coll(Communicator& c, KernelTask& t) {
   // so its peers' kernels wait for its data. The process stays alive.
   // Its emulated GPU is hung from now on: replay on it finishes nothing (docs/scout-sim.md,
   // "Hardware faults").
+  // Its peers learn it from the collective slot: they stop in their own stuck state (NCCL's peers
+  // keep waiting for its data), and every member's network crossings show it
+  // (emit_coll_proxy_events).
   if (t.kernelstall) {
     c.rc()->write_truth(truth_for(c, t, FaultKind::kKernelStall));
     replay::EmuDeviceState dev = c.rc()->faults.device_at(t.step, [&](int g) { return c.rc()->gpu_of(g); });
     dev.hung = true;
     c.rc()->write_device(dev);
-    for (;;) ::pause();
+    CollSlotHdr* hs = fab->coll_slot(id, slot);
+    hs->hung_rank.store(me, std::memory_order_relaxed);
+    hs->hung_round.store(round + 1, std::memory_order_release);
+    publish(&hs->epoch);
+    emit_coll_proxy_events(c, t, shm::wall_ns(), all_channels(t), me);
+    c.park_stuck();
   }
 
   CollSlotHdr* h = fab->coll_slot(id, slot);
@@ -185,7 +196,15 @@ void run_coll(Communicator& c, KernelTask& t) {
     h->ready_round.store(round + 1, std::memory_order_release);
     publish(&h->epoch);
   } else {
-    wait_for(&h->epoch, [&] { return h->ready_round.load(std::memory_order_acquire) >= round + 1; });
+    wait_for(&h->epoch, [&] {
+      return h->ready_round.load(std::memory_order_acquire) >= round + 1 ||
+             h->hung_round.load(std::memory_order_acquire) == round + 1;
+    });
+    if (h->ready_round.load(std::memory_order_acquire) < round + 1) {
+      // A member's kernel hung (kernelstall): this kernel waits for its data forever.
+      emit_coll_proxy_events(c, t, shm::wall_ns(), all_channels(t), h->hung_rank.load(std::memory_order_relaxed));
+      c.park_stuck();
+    }
   }
   // The network steps of this rank's inter-host ring transfers (when the mask asks), a slow
   // pair's between the release and the delayed end.
@@ -196,7 +215,7 @@ void run_coll(Communicator& c, KernelTask& t) {
   emit_coll_proxy_events(c, t, ready_ns > 0 ? ready_ns - slow_ms * 1000000 : shm::wall_ns(), stuck);
   if (stuck != 0) {
     kernelch_stop(c, &ev, shm::wall_ns(), stuck);
-    for (;;) ::pause();
+    c.park_stuck();
   }
   sleep_until_ns(ready_ns);
   // Ground truth of a nondet fault, written by its rank at its first perturbed reduction.

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "common/clock.h"
 #include "test/sim/communicator.h"
 #include "test/sim/faults.h"
 #include "test/sim/futex.h"
@@ -25,11 +26,15 @@ struct NetEdge {
   void* op = nullptr;   // ProxyOp handle
   bool stuck = false;   // its channel stopped (linkdown, nicdown)
   bool down = false;    // ... and this crossing is over the link that is down
+  bool from_hung = false;  // a receive from the rank whose kernel hung (kernelstall)
 };
 
 // One step of `e` carrying `len` bytes, with the states NCCL's net transport records
-// (docs/nccl-notes.md §3.4); a slow pair's step completes at `done_ns`.
-void one_step(const ProfilerDriver& prof, void* ctx, const NetEdge& e, int k, size_t len, int rank, int64_t done_ns) {
+// (docs/nccl-notes.md §3.4); a slow pair's step completes at `done_ns`, and no sooner than
+// `min_ns` after it entered the network: a step the proxy thread reaches late (a loaded machine)
+// still takes the slow link's time per step.
+void one_step(const ProfilerDriver& prof, void* ctx, const NetEdge& e, int k, size_t len, int rank, int64_t done_ns,
+              int64_t min_ns) {
   abi::DescrV5 d = blank_descr(abi::kEvProxyStep, e.op, rank);
   d.proxyStep.step = k;
   void* s = nullptr;
@@ -41,10 +46,10 @@ void one_step(const ProfilerDriver& prof, void* ctx, const NetEdge& e, int k, si
     prof.record(s, abi::kStateProxyStepSendGPUWait, nullptr);
     prof.record(s, abi::kStateProxyStepSendPeerWait, nullptr);
     prof.record(s, abi::kStateProxyStepSendWait, &a);
-    if (e.hold_ns > 0) sleep_until_ns(done_ns);
+    if (e.hold_ns > 0) sleep_until_ns(std::max(done_ns, shm::wall_ns() + min_ns));
   } else {
     prof.record(s, abi::kStateProxyStepRecvWait, nullptr);
-    if (e.hold_ns > 0) sleep_until_ns(done_ns);
+    if (e.hold_ns > 0) sleep_until_ns(std::max(done_ns, shm::wall_ns() + min_ns));
     prof.record(s, abi::kStateProxyStepRecvFlushWait, &a);
     prof.record(s, abi::kStateProxyStepRecvGPUWait, nullptr);
   }
@@ -122,9 +127,11 @@ uint64_t ring_channel_bytes(const KernelTask& t, int nranks) {
   return std::max<uint64_t>(1, traffic / std::max<uint64_t>(1, t.n_channels));
 }
 
-void emit_coll_proxy_events(Communicator& c, const KernelTask& t, int64_t release_ns, uint64_t stuck) {
-  const ProfilerDriver& prof = *c.rc()->prof;
-  if (!prof.loaded() || !(t.mask & gate::kProxyOp) || c.spec().n_nodes < 2) return;
+namespace {
+
+// The inter-host ring transfers of task `t` of `c`: per channel, a send and a receive where the
+// ring crosses hosts there (`stuck`: stuck_channels() of the task).
+std::vector<NetEdge> net_edges(const Communicator& c, const KernelTask& t, uint64_t stuck) {
   const int me_g = c.rc()->global_rank;
   std::vector<NetEdge> edges;
   for (int i = 0; i < t.n_channels; ++i) {
@@ -144,9 +151,12 @@ void emit_coll_proxy_events(Communicator& c, const KernelTask& t, int64_t releas
       edges.push_back(e);
     }
   }
-  if (edges.empty()) return;
-  const uint64_t bytes = ring_channel_bytes(t, c.nranks());
-  const int nsteps = int((bytes + kNetChunk - 1) / kNetChunk);
+  return edges;
+}
+
+// ProxyOp start of each edge (ProxyAppend), with InProgress when the op moves into progress.
+void start_proxy_ops(const ProfilerDriver& prof, Communicator& c, const KernelTask& t, std::vector<NetEdge>& edges,
+                     int nsteps, bool in_progress) {
   for (NetEdge& e : edges) {
     abi::DescrV5 d = blank_descr(abi::kEvProxyOp, t.handle, c.rank());
     d.proxyOp.pid = ::getpid();
@@ -156,23 +166,51 @@ void emit_coll_proxy_events(Communicator& c, const KernelTask& t, int64_t releas
     d.proxyOp.chunkSize = int(kNetChunk);
     d.proxyOp.isSend = e.send ? 1 : 0;
     prof.start(c.context(), &e.op, d);
-    prof.record(e.op, abi::kStateProxyOpInProgress, nullptr);
+    if (in_progress) prof.record(e.op, abi::kStateProxyOpInProgress, nullptr);
   }
+}
+
+int net_steps(const KernelTask& t, int nranks) {
+  return int((ring_channel_bytes(t, nranks) + kNetChunk - 1) / kNetChunk);
+}
+
+}  // namespace
+
+void emit_appended_proxy_ops(Communicator& c, const KernelTask& t) {
+  const ProfilerDriver& prof = *c.rc()->prof;
+  if (!prof.loaded() || !(t.mask & gate::kProxyOp) || c.spec().n_nodes < 2) return;
+  std::vector<NetEdge> edges = net_edges(c, t, 0);
+  start_proxy_ops(prof, c, t, edges, net_steps(t, c.nranks()), false);
+}
+
+void emit_coll_proxy_events(Communicator& c, const KernelTask& t, int64_t release_ns, uint64_t stuck,
+                            int hung_rank) {
+  const ProfilerDriver& prof = *c.rc()->prof;
+  if (!prof.loaded() || !(t.mask & gate::kProxyOp) || c.spec().n_nodes < 2) return;
+  std::vector<NetEdge> edges = net_edges(c, t, stuck);
+  if (edges.empty()) return;
+  const bool self_hung = hung_rank >= 0 && hung_rank == c.rank();
+  for (NetEdge& e : edges) e.from_hung = e.stuck && !e.send && e.peer == hung_rank;
+  const uint64_t bytes = ring_channel_bytes(t, c.nranks());
+  const int nsteps = net_steps(t, c.nranks());
+  start_proxy_ops(prof, c, t, edges, nsteps, true);
   // Steps of all edges in step order, so every slow pair spreads its delay over its steps.
   if (t.mask & gate::kProxyStep) {
     for (int k = 0; k < nsteps; ++k) {
       const size_t len = size_t(std::min<uint64_t>(kNetChunk, bytes - uint64_t(k) * kNetChunk));
       for (const NetEdge& e : edges) {
-        if (e.stuck && (e.down || k > 0)) continue;
-        one_step(prof, c.context(), e, k, len, c.rank(), release_ns + e.hold_ns * (k + 1) / nsteps);
+        if (e.stuck && (e.down || k > 0 || self_hung || e.from_hung)) continue;
+        one_step(prof, c.context(), e, k, len, c.rank(), release_ns + e.hold_ns * (k + 1) / nsteps,
+                 e.hold_ns / nsteps);
       }
     }
     // Stuck channels: the crossing over the dead link never completes its first step; the others
     // starve at their second.
     for (const NetEdge& e : edges) {
-      if (!e.stuck || (!e.down && nsteps < 2)) continue;
+      const bool first = e.down || self_hung || e.from_hung;  // stops at its first step
+      if (!e.stuck || (!first && nsteps < 2)) continue;
       abi::DescrV5 d = blank_descr(abi::kEvProxyStep, e.op, c.rank());
-      d.proxyStep.step = e.down ? 0 : 1;
+      d.proxyStep.step = first ? 0 : 1;
       void* st = nullptr;
       prof.start(c.context(), &st, d);
       abi::StateArgs a;
@@ -180,12 +218,16 @@ void emit_coll_proxy_events(Communicator& c, const KernelTask& t, int64_t releas
       a.proxyStep.transSize = size_t(std::min<uint64_t>(kNetChunk, bytes));
       if (e.send) {
         prof.record(st, abi::kStateProxyStepSendGPUWait, nullptr);
-        if (e.down) {
+        if (e.down && !self_hung) {
           prof.record(st, abi::kStateProxyStepSendPeerWait, nullptr);
           prof.record(st, abi::kStateProxyStepSendWait, &a);
         }
       } else {
         prof.record(st, abi::kStateProxyStepRecvWait, nullptr);
+        if (self_hung && !e.down) {  // received and handed to a GPU that never consumes it
+          prof.record(st, abi::kStateProxyStepRecvFlushWait, &a);
+          prof.record(st, abi::kStateProxyStepRecvGPUWait, nullptr);
+        }
       }
     }
   }
