@@ -42,10 +42,19 @@ void on_signal(int) { g_stop.store(true); }
 
 void say(const std::string& line) { std::fprintf(stderr, "scout-observer: %s\n", line.c_str()); }
 
+// What announce() said so far: each finding's state as last printed ("open hang", "closed
+// stall") by dedup key, and the board's stamp at the last call.
+struct Announced {
+  std::map<std::string, std::string> seen;
+  uint64_t stamp = 0;
+};
+
 // Prints findings that are new, changed open/closed or changed kind (a stall that became the hang)
-// since the last call (*stamp: the board's stamp at that call), in the board's order; reads only
-// what changed. *seen: each finding's state as last printed.
-void announce(const scout::obs::FindingBoard& board, std::map<std::string, std::string>* seen, uint64_t* stamp) {
+// since the last call, in the board's order; reads only what changed. Called after each pass, and
+// by certification before it logs, so a finding's line comes before any line that cites it.
+void announce(const scout::obs::FindingBoard& board, Announced* a) {
+  std::map<std::string, std::string>* seen = &a->seen;
+  uint64_t* stamp = &a->stamp;
   std::vector<const scout::obs::Finding*> changed = board.changed_since(*stamp);
   *stamp = board.stamp();
   std::sort(changed.begin(), changed.end(), [&](const scout::obs::Finding* a, const scout::obs::Finding* b) {
@@ -88,7 +97,8 @@ struct Certification {
 // opened when `store` can be written (at once, or at the first pass after a held lock or a full
 // disk let go); until then certification waits and says why once per distinct error.
 void start_certification(const scout::config::Config& cfg, const scout::obs::CommandLine& cl, bool replay_on,
-                         scout::store::RetryingStore* store, scout::obs::Observer& observer, Certification* c) {
+                         scout::store::RetryingStore* store, scout::obs::Observer& observer, Certification* c,
+                         Announced* announced) {
   if (cl.ckpt_dirs.empty()) return;
   scout::ckpt::CertifierOptions co = scout::ckpt::certifier_options(cfg, cl.opt.job, cl.store, cl.ckpt_dirs);
   co.write_beside = cl.ckpt_write_certificate;
@@ -99,23 +109,24 @@ void start_certification(const scout::config::Config& cfg, const scout::obs::Com
   if (replay_on) c->replay_cycles = std::make_unique<scout::ckpt::StoreReplayCycles>(cl.store);
   const std::string path = cl.store;
   std::string ckpt_error;
-  observer.set_after_pass_step(
-      [c, co, store, path, ckpt_error](const scout::obs::Model& m, const scout::obs::JudgeOutput& out,
-                                       const scout::obs::FindingBoard& board, int64_t now_ns) mutable {
-        if (!c->certifier) {
-          if (!store->is_open()) return;
-          try {
-            c->store = scout::ckpt::CkptStore::open_writer(path);
-            c->certifier = std::make_unique<scout::ckpt::Certifier>(co, c->store.get(), c->replay_cycles.get());
-          } catch (const std::exception& e) {
-            c->store.reset();
-            if (ckpt_error != e.what()) say(std::string("certification waits for its store: ") + e.what());
-            ckpt_error = e.what();
-            return;
-          }
-        }
-        c->certifier->on_pass(m, out, board, now_ns);
-      });
+  observer.set_after_pass_step([c, co, store, path, ckpt_error, announced, quiet = cl.quiet](
+                                   const scout::obs::Model& m, const scout::obs::JudgeOutput& out,
+                                   const scout::obs::FindingBoard& board, int64_t now_ns) mutable {
+    if (!quiet) announce(board, announced);  // the findings' lines before the lines citing them
+    if (!c->certifier) {
+      if (!store->is_open()) return;
+      try {
+        c->store = scout::ckpt::CkptStore::open_writer(path);
+        c->certifier = std::make_unique<scout::ckpt::Certifier>(co, c->store.get(), c->replay_cycles.get());
+      } catch (const std::exception& e) {
+        c->store.reset();
+        if (ckpt_error != e.what()) say(std::string("certification waits for its store: ") + e.what());
+        ckpt_error = e.what();
+        return;
+      }
+    }
+    c->certifier->on_pass(m, out, board, now_ns);
+  });
   if (!cl.quiet) {
     std::string dirs;
     for (const auto& d : cl.ckpt_dirs) dirs += (dirs.empty() ? "" : ", ") + d;
@@ -166,9 +177,7 @@ void say_ready(int* ready_fd, const scout::store::RetryingStore& store) {
 
 // Passes every interval until --once or SIGINT/SIGTERM, announcing findings as they change.
 void run_passes(scout::obs::Observer& observer, const scout::obs::CommandLine& cl,
-                const scout::store::RetryingStore& store, const scout::obs::CrossNode* network) {
-  std::map<std::string, std::string> seen;
-  uint64_t announced = 0;  // board stamp announce() last read up to
+                const scout::store::RetryingStore& store, const scout::obs::CrossNode* network, Announced* announced) {
   int ready_fd = cl.ready_fd;
   NetDownLog net_down;
   while (true) {
@@ -178,7 +187,7 @@ void run_passes(scout::obs::Observer& observer, const scout::obs::CommandLine& c
     const bool final_pass = g_stop.load();
     observer.pass(scout::shm::wall_ns());
     say_ready(&ready_fd, store);
-    if (!cl.quiet) announce(observer.findings(), &seen, &announced);
+    if (!cl.quiet) announce(observer.findings(), announced);
     if (network && !cl.quiet) net_down.check(*network, cl);
     if (cl.once || final_pass) break;
     if (g_stop.load()) continue;  // requested during the pass: the final pass now
@@ -244,7 +253,8 @@ int main(int argc, char** argv) {
     });
   }
   Certification certification;
-  start_certification(cfg, cl, replay_opt.enabled, store.get(), observer, &certification);
+  Announced announced;  // the finding lines said (after each pass, and before certification's)
+  start_certification(cfg, cl, replay_opt.enabled, store.get(), observer, &certification, &announced);
   // Several nodes: the observer network runs beside the passes (docs/observer-network.md).
   scout::net::RealtimeClock clock;
   std::unique_ptr<scout::obs::CrossNode> network;
@@ -258,7 +268,7 @@ int main(int argc, char** argv) {
     network = std::make_unique<scout::obs::CrossNode>(observer, no, clock);
     network->start();
   }
-  run_passes(observer, cl, *store, network.get());
+  run_passes(observer, cl, *store, network.get(), &announced);
   if (network) {
     network->stop();
     if (!cl.quiet) say(network->status_line());

@@ -55,7 +55,8 @@ std::unique_ptr<store::StoreReader> open_store(const StoreOptions& o) {
   } catch (const store::Error& e) {
     std::string msg = e.what();
     if (o.store.empty() && msg.rfind("no store at ", 0) == 0) {
-      msg += " (give --store PATH, or --job ID of a job whose observer runs on this node)";
+      msg += " (give --store PATH, or --job ID of a job whose observer runs on this node: " + program_name() +
+             " jobs lists them)";
     }
     throw UsageError(msg);
   }

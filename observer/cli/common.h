@@ -155,6 +155,7 @@ struct ReplayShowOptions {
   int64_t id = 0;
   bool json = false;
   bool samples = false;
+  std::string selector;  // how the user named the store (store_selector), repeated in the hint
 };
 int cmd_replay_show(store::StoreReader& rd, const ReplayShowOptions& o, std::ostream& out);
 // What a replay cycle found, in a few words (the FOUND column of `scout replay list`): "sdc on 5",
@@ -163,9 +164,9 @@ std::string found_text(const obs::ReplayCycleRecord& c, bool with_error = true);
 // The OUTCOME column: the stored outcome (pass, fail, inconclusive), except "slow" for a cycle
 // that passed (every output right) but found a slow GPU or link, so that it agrees with FOUND.
 std::string outcome_text(const obs::ReplayCycleRecord& c);
-// One replay cycle as `scout replay show` prints it (store: its path, for the --samples hint);
-// exit 0.
-int print_replay_cycle(const obs::ReplayCycleRecord& c, bool json, bool samples, const std::string& store,
+// One replay cycle as `scout replay show` prints it (selector: the flags that named the store,
+// store_selector, repeated in the --samples hint so it pastes as printed); exit 0.
+int print_replay_cycle(const obs::ReplayCycleRecord& c, bool json, bool samples, const std::string& selector,
                        std::ostream& out);
 
 int cmd_status(store::StoreReader& rd, const StatusOptions& o, std::ostream& out);

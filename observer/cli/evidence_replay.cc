@@ -51,7 +51,9 @@ void replay_sdc(const obs::Finding& f, const obs::ReplaySdcEvidence& e, Evidence
   std::vector<int> members;
   for (const auto& g : e.gpus) members.push_back(g.global_rank);
   t.line("source: replay cycle " + std::to_string(e.cycle) + " (trigger " + e.trigger + ") on " +
-         plural(e.gpus.size(), "GPU", "GPUs") + (members.empty() ? std::string() : " (" + ranks(members) + ")"));
+         plural(e.gpus.size(), "GPU", "GPUs") + (members.empty() ? std::string() : " (" + ranks(members) + ")") +
+         (e.last_cycle ? ", the first to name the rank; named again up to cycle " + std::to_string(*e.last_cycle)
+                       : std::string()));
   t.line("GPU: " + e.gpu);
   t.line(e.checks.size() == 1 ? std::string("the check that named the rank:")
                               : std::to_string(e.checks.size()) + " checks named the rank:");

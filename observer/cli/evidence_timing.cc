@@ -102,7 +102,14 @@ void slowlink(const obs::Finding& f, const obs::SlowLinkEvidence& e, EvidenceTex
     t.line("normal channels sharing a suspect: none");
   } else {
     t.line("normal channels sharing a suspect (they clear it as an endpoint):");
-    for (const auto& c : e.normal) t.line(channel(c), 1);
+    // One above the factor is normal because its excess is under its floor (min_ms, or the
+    // peers' noise): say so beside it.
+    for (const auto& c : e.normal)
+      t.line(channel(c) + (c.ratio >= e.thresholds.factor && c.min_diff_ms
+                               ? "; not slow: " + ms(c.median_ms - c.peer_median_ms) + " above its peers, under its " +
+                                     ms(*c.min_diff_ms) + " floor"
+                               : ""),
+             1);
   }
   const auto& th = e.thresholds;
   if (th.window_s) {
@@ -112,8 +119,17 @@ void slowlink(const obs::Finding& f, const obs::SlowLinkEvidence& e, EvidenceTex
            " consecutive passes");
     return;
   }
-  t.line("thresholds: slow at " + num(th.factor) + "x the peers' median and at least " + ms(th.min_ms) +
-         " more, over the last " + std::to_string(th.window) + " transfers of a channel");
+  const std::string noise =
+      th.noise_k ? " (or " + num(*th.noise_k) + " MADs of the peers' times when that is more: a channel's min_diff)"
+                 : "";
+  t.line("thresholds: slow at " + num(th.factor) + "x the peers' median and at least " + ms(th.min_ms) + " more" +
+         noise + ", over the last " + std::to_string(th.window) + " transfers of a channel");
+  if (e.replay) {
+    std::string rs;
+    for (const auto& r : e.replay->recipes) rs += (rs.empty() ? "" : ", ") + r;
+    t.line("replay: cycle " + std::to_string(e.replay->cycle) + "'s link sweep found it first: " + ms(e.replay->ms) +
+           " for the transfer (" + rs + ") vs " + ms(e.replay->median_ms) + " (median of the cycle's pairs)");
+  }
 }
 
 }  // namespace scout::cli::ev

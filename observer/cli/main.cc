@@ -239,7 +239,7 @@ void add_replay(CLI::App& app, StoreOptions* where, Subs& subs) {
   s->require_subcommand(1);
   auto o = std::make_shared<ReplayPlanOptions>();
   CLI::App* plan = add_reader(*s, where, "plan", "Captured GEMM shapes, regimes, chosen recipes, coverage");
-  plan->add_flag("--json", o->json, "One JSON object (keys shapes, regimes, recipes, coverage, cycle_ms, budget)");
+  plan->add_flag("--json", o->json, "One JSON object (docs/replay-schedule.md, \"JSON\")");
   plan->add_option("--budget-ms", o->budget_ms, "Replay time per check cycle, ms (default 50)")
       ->check(CLI::Range(0.001, 1e9));
   plan->add_option("--sm-count", o->sm_count, "SMs of the GPU model for pressure classes (default 132)")
@@ -258,7 +258,12 @@ void add_replay(CLI::App& app, StoreOptions* where, Subs& subs) {
   show->add_option("id", show_o->id, "Cycle id (the ID column of scout replay list)")->required();
   show->add_flag("--samples", show_o->samples, "Also the GPUs, every recipe and every sample with its time");
   show->add_flag("--json", show_o->json, "One JSON object with the cycle's whole detail");
-  subs.push_back({show, [show_o](store::StoreReader& rd) { return cmd_replay_show(rd, *show_o, std::cout); }, nullptr});
+  subs.push_back({show,
+                  [show_o, where](store::StoreReader& rd) {
+                    show_o->selector = store_selector(*where);
+                    return cmd_replay_show(rd, *show_o, std::cout);
+                  },
+                  nullptr});
   auto run_o = std::make_shared<ReplayRunOptions>();
   CLI::App* run = add_reader(*s, where, "run", "Ask the job's observer for one replay cycle now and print it");
   run->add_option("--ranks", run_o->ranks, "Global ranks to replay on, e.g. 0-3,5 (default: every GPU of the node)");

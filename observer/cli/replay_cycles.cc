@@ -63,11 +63,7 @@ std::string found_text(const obs::ReplayCycleRecord& c, bool with_error) {
   return s;
 }
 
-std::string outcome_text(const obs::ReplayCycleRecord& c) {
-  if (c.outcome != "pass") return c.outcome;
-  const nlohmann::json& v = member(c.detail, "verdict");
-  return count_of(v, "slow_gpus") + count_of(v, "slow_pairs") > 0 ? "slow" : "pass";
-}
+std::string outcome_text(const obs::ReplayCycleRecord& c) { return obs::outcome_word(c); }
 
 namespace {
 
@@ -144,11 +140,11 @@ int cmd_replay_list(store::StoreReader& rd, bool json, std::ostream& out) {
 
 int cmd_replay_show(store::StoreReader& rd, const ReplayShowOptions& o, std::ostream& out) {
   for (const obs::ReplayCycleRecord& c : rd.replay_cycles())
-    if (c.id == o.id) return print_replay_cycle(c, o.json, o.samples, rd.path(), out);
+    if (c.id == o.id) return print_replay_cycle(c, o.json, o.samples, o.selector, out);
   throw UsageError(fmt::format("no replay cycle with id {} in this store (scout replay list)", o.id));
 }
 
-int print_replay_cycle(const obs::ReplayCycleRecord& c, bool json, bool samples, const std::string& store,
+int print_replay_cycle(const obs::ReplayCycleRecord& c, bool json, bool samples, const std::string& selector,
                        std::ostream& out) {
   if (json) {
     out << cycle_json(c, true).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
@@ -211,7 +207,7 @@ int print_replay_cycle(const obs::ReplayCycleRecord& c, bool json, bool samples,
     if ((gpus.is_array() && !gpus.empty()) || (recipes.is_array() && !recipes.empty()) ||
         (all_samples.is_array() && !all_samples.empty()))
       out << "  the GPUs, every recipe and " << plural_of(count_of(c.detail, "samples"), "sample", "samples") << ": "
-          << program_name() << " replay show " << c.id << " --store " << shell_word(store) << " --samples\n";
+          << program_name() << " replay show " << c.id << (selector.empty() ? "" : " " + selector) << " --samples\n";
     return kExitOk;
   }
   if (gpus.is_array() && !gpus.empty()) {

@@ -45,7 +45,8 @@ std::string ranks_text(const std::vector<int>& r) {
 }
 
 // The plan as `scout replay plan --json` prints it (docs/cli.md, "scout replay plan"): shapes,
-// regimes, recipes, coverage, budget and each process's capture counters; shares of `total` ms.
+// regimes, recipes, the recipes of each check cycle, the estimated GPU time observed and covered
+// (ms) and their ratio, budget and each process's capture counters; shares of `total` ms.
 nlohmann::json plan_json(const replay::ReplayPlan& p, const replay::PlanOptions& po,
                          const std::vector<obs::GemmCaptureInfo>& cap, double total) {
   nlohmann::json j;
@@ -80,6 +81,9 @@ nlohmann::json plan_json(const replay::ReplayPlan& p, const replay::PlanOptions&
     e["participants"] = r.participants;
     j["recipes"].push_back(e);
   }
+  j["cycles"] = p.cycles;
+  j["observed_ms"] = p.observed_ms;
+  j["covered_ms"] = p.covered_ms;
   j["coverage"] = p.coverage;
   j["cycle_ms"] = p.cycle_ms;
   j["budget"] = {{"ms", p.budget_ms},

@@ -105,7 +105,7 @@ int cmd_replay_run(const StoreOptions& where, const ReplayRunOptions& o, std::os
   int64_t updated = updated0;
   for (;;) {
     if (std::optional<obs::ReplayCycleRecord> cycle = answered(store, rq.id, &updated)) {
-      print_replay_cycle(*cycle, o.json, o.samples, store, out);
+      print_replay_cycle(*cycle, o.json, o.samples, store_selector(where), out);
       return cycle->outcome == "pass" ? kExitOk : cycle->outcome == "fail" ? kExitReplayFailed : kExitNoVerdict;
     }
     const int64_t now = shm::wall_ns();

@@ -268,6 +268,41 @@ int wait_command(pid_t cmd_pid, pid_t obs_pid, bool* observer_reaped) {
   }
 }
 
+// Why execvp(3) could not start `cmd`, checked before anything starts (no observer, no store, no
+// job for `scout jobs`): "" when it can; else "No such file or directory (relative to DIR)" for
+// a path with a '/', "not found in PATH" for a bare name, or the access(2) error.
+std::string command_problem(const std::string& cmd) {
+  auto runnable = [](const std::string& path, int* err) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) {
+      *err = errno;
+      return false;
+    }
+    if (S_ISDIR(st.st_mode) || ::access(path.c_str(), X_OK) != 0) {
+      *err = S_ISDIR(st.st_mode) ? EISDIR : errno;
+      return false;
+    }
+    return true;
+  };
+  int err = 0;
+  if (cmd.find('/') != std::string::npos) {
+    if (runnable(cmd, &err)) return "";
+    std::string why = std::strerror(err);
+    char cwd[PATH_MAX];
+    if (cmd[0] != '/' && ::getcwd(cwd, sizeof cwd) != nullptr) why += std::string(" (relative to ") + cwd + ")";
+    return why;
+  }
+  const char* env = std::getenv("PATH");
+  const std::string path = env != nullptr ? env : "/usr/bin:/bin";
+  for (size_t b = 0; b <= path.size();) {
+    const size_t e = std::min(path.find(':', b), path.size());
+    const std::string dir = e > b ? path.substr(b, e - b) : ".";
+    if (runnable(dir + "/" + cmd, &err)) return "";
+    b = e + 1;
+  }
+  return "not found in PATH";
+}
+
 // After the run: `scout status` of the store (a warning first when the observer saw no rank).
 void print_after(const RunOptions& o, const StoreOptions& where, const std::string& store, const std::string& job,
                  const std::string& shm_dir) {
@@ -336,6 +371,10 @@ pid_t start_observer(const RunOptions& o, const std::string& observer, const std
 
 int cmd_run(const RunOptions& o) {
   if (o.command.empty()) throw UsageError("scout run: no COMMAND given (scout run [flags] -- COMMAND...)");
+  if (const std::string why = command_problem(o.command[0]); !why.empty()) {
+    std::cerr << "scout: cannot run " << o.command[0] << ": " << why << "; nothing started, scout run exits with 127\n";
+    return 127;
+  }
   config::Config cfg = config::load();
   bool fresh = false;
   const std::string job = run_job_id(o, cfg, &fresh);

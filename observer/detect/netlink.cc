@@ -362,7 +362,7 @@ void NetLinkDetector::report_endpoints(const Namer& names, const std::vector<Jud
     Finding f;
     f.kind = FindingKind::kSlowLink;
     f.verdict = Verdict::kAttributed;
-    SlowLinkEvidence ev{"net_endpoint", {}, {}, names.thresholds(), {}};
+    SlowLinkEvidence ev{"net_endpoint", {}, {}, names.thresholds(), {}, {}};
     const Judged* first = nullptr;
     for (const Judged* j : judged) {
       if (!j->confirmed || (j->src_id != g && j->dst_id != g)) continue;
@@ -400,7 +400,7 @@ void NetLinkDetector::report_links(const Namer& names, const std::vector<Judged*
     Finding f;
     f.kind = FindingKind::kSlowLink;
     f.verdict = Verdict::kAttributed;
-    SlowLinkEvidence ev{"net_link", {}, {}, names.thresholds(), {}};
+    SlowLinkEvidence ev{"net_link", {}, {}, names.thresholds(), {}, {}};
     for (const Judged* j : v) ev.slow.push_back(names.channel(*j));
     for (const Judged* o : judged) {
       if (o->slow || ev.normal.size() >= 8) continue;

@@ -274,7 +274,7 @@ SlowLinkDetector::Hosts SlowLinkDetector::judge_hosts(const Model& m, const std:
 void SlowLinkDetector::report_hosts(const Model& m, const std::vector<Judged>& judged, const Hosts& h, int64_t now_ns,
                                     FindingBoard& board, std::set<std::string>* reported) const {
   for (int x : h.slow) {
-    SlowLinkEvidence ev{"endpoint", {}, {}, thresholds(), h.names[size_t(x)]};
+    SlowLinkEvidence ev{"endpoint", {}, {}, thresholds(), h.names[size_t(x)], {}};
     const std::string key = "slowlink:host:" + h.names[size_t(x)];
     std::set<int> others;
     std::vector<std::pair<int, int>> ranks;  // (global rank, proc) of the host's ranks
@@ -400,6 +400,28 @@ std::set<int> SlowLinkDetector::endpoints_of(const Model& m, const std::vector<J
   return endpoints;
 }
 
+namespace {
+
+// Replay's measurement of the pair of link finding `f`, from the finding on the board under the
+// same key: replay's own evidence (source "replay") or the `replay` block kept earlier.
+void keep_replay(const FindingBoard& board, Finding* f) {
+  const Finding* old = board.find(f->dedup_key);
+  if (old == nullptr || !old->evidence.is_object() || !f->evidence.is_object()) return;
+  const nlohmann::json& e = old->evidence;
+  if (e.value("source", "") == "replay") {
+    EvReplayLink r;
+    r.cycle = e.value("cycle", uint64_t(0));
+    r.recipes = e.value("recipes", std::vector<std::string>{});
+    r.ms = e.value("ms", 0.0);
+    r.median_ms = e.value("median_ms", 0.0);
+    f->evidence["replay"] = to_json(r);
+  } else if (e.contains("replay")) {
+    f->evidence["replay"] = e["replay"];
+  }
+}
+
+}  // namespace
+
 Finding SlowLinkDetector::base_finding(const Model& m, const Judged& j, int64_t now_ns) const {
   Finding f;
   f.kind = FindingKind::kSlowLink;
@@ -416,7 +438,7 @@ void SlowLinkDetector::report_endpoints(const Model& m, const std::vector<Judged
                                         FindingBoard& board, std::set<std::string>* reported) const {
   for (int p : endpoints) {
     if (quiet.count(p)) continue;
-    SlowLinkEvidence ev{"endpoint", {}, {}, thresholds(), {}};
+    SlowLinkEvidence ev{"endpoint", {}, {}, thresholds(), {}, {}};
     const Judged* first = nullptr;
     for (const Judged& j : judged) {
       if (!j.slow || j.pending || !std::binary_search(j.procs.begin(), j.procs.end(), p)) continue;
@@ -438,7 +460,7 @@ void SlowLinkDetector::report_endpoints(const Model& m, const std::vector<Judged
 Finding SlowLinkDetector::channel_finding(const Model& m, const std::vector<Judged>& judged, const Judged& j,
                                           const std::vector<int>& cand, int64_t now_ns) const {
   Finding f = base_finding(m, j, now_ns);
-  SlowLinkEvidence ev{"", {channel(m, j)}, {}, thresholds(), {}};
+  SlowLinkEvidence ev{"", {channel(m, j)}, {}, thresholds(), {}, {}};
   for (const Judged& o : judged) {
     if (o.slow || ev.normal.size() >= 8) continue;
     bool shares = false;
@@ -502,6 +524,7 @@ void SlowLinkDetector::evaluate(const Model& m, int64_t now_ns, FindingBoard& bo
     }
     Finding f = channel_finding(m, judged, j, cand, now_ns);
     if (reported.count(f.dedup_key)) continue;
+    keep_replay(board, &f);
     board.report(f);
     reported.insert(f.dedup_key);
   }

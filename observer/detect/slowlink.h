@@ -39,7 +39,9 @@
 // as it stays so: the channels of a slow host slow down together but are confirmed at their own
 // pace, so a slow host is one finding rather than links or communicators first. Once reported, a host
 // stays open until none of its inter-host channels looks slow and at least one is normal.
-// Findings stay open while the channels are slow and close when they are not.
+// Findings stay open while the channels are slow and close when they are not. A link finding a
+// replay link sweep opened first (same dedup key, observer/replay/reporter.h) keeps replay's
+// measurement as `evidence.replay` when this detector reports it (docs/findings.md, "slowlink").
 #pragma once
 
 #include <compare>

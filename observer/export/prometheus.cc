@@ -11,6 +11,7 @@
 #include "common/utf8.h"
 #include "observer/export/json.h"
 #include "observer/model/finding.h"
+#include "observer/model/replay_cycle.h"
 
 namespace scout::exporter {
 namespace {
@@ -295,12 +296,14 @@ void write_checkpoint_families(const Snapshot& s, const std::string& job, std::o
 
 // The families of replay (docs/replay.md): cycles by outcome, the latest cycle's outcome and end.
 void write_replay_families(const Snapshot& s, const std::string& job, std::ostream& out) {
-  constexpr const char* kOutcomes[] = {"pass", "fail", "inconclusive"};
+  // "slow": passed, but found a slow GPU or link (obs::outcome_word, as `scout replay list`).
+  constexpr const char* kOutcomes[] = {"pass", "slow", "fail", "inconclusive"};
   {
-    Family f(out, "scout_replay_cycles_total", "counter", "Replay cycles run, by outcome (pass, fail, inconclusive).");
+    Family f(out, "scout_replay_cycles_total", "counter",
+             "Replay cycles run, by outcome (pass, slow, fail, inconclusive).");
     std::map<std::string, int> by;
     for (const char* o : kOutcomes) by[o] = 0;
-    for (const auto& c : s.replay_cycles) by[c.outcome]++;
+    for (const auto& c : s.replay_cycles) by[obs::outcome_word(c)]++;
     for (const auto& [o, n] : by) f.sample({{"job", job}, {"outcome", o}}, n);
   }
   if (s.replay_cycles.empty()) return;
@@ -308,8 +311,9 @@ void write_replay_families(const Snapshot& s, const std::string& job, std::ostre
   {
     Family f(out, "scout_replay_last_outcome", "gauge", "1 for the outcome of the latest replay cycle, else 0.");
     std::set<std::string> outcomes(std::begin(kOutcomes), std::end(kOutcomes));
-    outcomes.insert(last.outcome);
-    for (const auto& o : outcomes) f.sample({{"job", job}, {"outcome", o}}, o == last.outcome ? 1 : 0);
+    const std::string word = obs::outcome_word(last);
+    outcomes.insert(word);
+    for (const auto& o : outcomes) f.sample({{"job", job}, {"outcome", o}}, o == word ? 1 : 0);
   }
   {
     Family f(out, "scout_replay_last_timestamp_seconds", "gauge",

@@ -400,6 +400,16 @@ struct EvSlowThresholds {
 };
 
 // Evidence of kind slowlink.
+// A replay link sweep's measurement of a pair the live detector reports too (docs/findings.md,
+// "slowlink"): the cycle, the slow directed pairs, the slowest direction's time and the cycle's
+// link median, first round (as ReplaySlowLinkEvidence).
+struct EvReplayLink {
+  uint64_t cycle = 0;
+  std::vector<std::string> recipes;
+  double ms = 0;
+  double median_ms = 0;
+};
+
 struct SlowLinkEvidence {
   std::string cls;  // "class": link, endpoint, comm; net_link, net_endpoint (network links)
   std::vector<EvChannel> slow;
@@ -409,6 +419,9 @@ struct SlowLinkEvidence {
   // then `slow` holds its slow inter-host channels and `normal` inter-host channels between other
   // hosts (up to 8 each).
   std::optional<std::string> host;
+  // Class link: replay's measurement of the same pair, kept when the live detector reports the
+  // finding replay opened (observer/detect/slowlink.h).
+  std::optional<EvReplayLink> replay;
 };
 
 // ---- replay (docs/findings.md: sdc "Replay", slowlink; docs/replay.md, "Verdicts") ----
@@ -440,6 +453,9 @@ struct ReplaySdcEvidence {
   std::vector<EvReplayCheck> checks;  // every check that named the rank in the cycle
   std::vector<EvReplayGpu> gpus;      // the cycle's participants
   std::string gpu;                    // the rank's GPU
+  // The latest cycle that named the rank again, when later than `cycle`: the evidence stays that
+  // of the cycle that found it first (observer/replay/reporter.h).
+  std::optional<uint64_t> last_cycle;
 };
 
 // The outlier rule of a replay link sweep (replay/outlier.h).
@@ -577,15 +593,18 @@ SCOUT_EVIDENCE_FIELDS(EvChannel, req("comm", &S::comm), req("kind", &S::kind), r
 SCOUT_EVIDENCE_FIELDS(EvSlowThresholds, req("factor", &S::factor), req("min_ms", &S::min_ms), req("window", &S::window),
                       opt("noise_k", &S::noise_k), opt("min_transfers", &S::min_transfers),
                       opt("window_s", &S::window_s), opt("confirm", &S::confirm))
+SCOUT_EVIDENCE_FIELDS(EvReplayLink, req("cycle", &S::cycle), req("recipes", &S::recipes), req("ms", &S::ms),
+                      req("median_ms", &S::median_ms))
 SCOUT_EVIDENCE_FIELDS(SlowLinkEvidence, req("class", &S::cls), req("slow", &S::slow), req("normal", &S::normal),
-                      req("thresholds", &S::thresholds), opt("host", &S::host))
+                      req("thresholds", &S::thresholds), opt("host", &S::host), opt("replay", &S::replay))
 
 SCOUT_EVIDENCE_FIELDS(EvReplayCheck, req("check", &S::check), req("recipe", &S::recipe), req("votes", &S::votes),
                       req("peer", &S::peer))
 SCOUT_EVIDENCE_FIELDS(EvReplayGpu, req("global_rank", &S::global_rank), req("gpu", &S::gpu))
 SCOUT_EVIDENCE_FIELDS(ReplaySdcEvidence, req("source", &S::source), req("cycle", &S::cycle),
                       req("trigger", &S::trigger), req("check", &S::check), req("recipe", &S::recipe),
-                      req("votes", &S::votes), req("checks", &S::checks), req("gpus", &S::gpus), req("gpu", &S::gpu))
+                      req("votes", &S::votes), req("checks", &S::checks), req("gpus", &S::gpus), req("gpu", &S::gpu),
+                      opt("last_cycle", &S::last_cycle))
 SCOUT_EVIDENCE_FIELDS(EvReplayThresholds, req("min_ratio", &S::min_ratio), req("min_ms", &S::min_ms))
 SCOUT_EVIDENCE_FIELDS(ReplaySlowLinkEvidence, req("class", &S::cls), req("source", &S::source), req("cycle", &S::cycle),
                       req("recipes", &S::recipes), req("ms", &S::ms), req("median_ms", &S::median_ms),

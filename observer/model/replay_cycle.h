@@ -25,4 +25,19 @@ struct ReplayCycleRecord {
   nlohmann::json detail = nlohmann::json::object();
 };
 
+// The outcome in words every screen uses (the observer's log, `scout replay list`, Prometheus'
+// `outcome` label): the stored outcome, except "slow" for a cycle that passed (every output
+// right) but whose verdict names a slow GPU or link (`slow_gpus`, `slow_pairs`; docs/replay.md,
+// "Verdicts"), so that it agrees with what the cycle found.
+inline std::string outcome_word(const ReplayCycleRecord& c) {
+  if (c.outcome != "pass") return c.outcome;
+  auto nonempty = [&](const char* key) {
+    const auto v = c.detail.find("verdict");
+    if (v == c.detail.end() || !v->is_object()) return false;
+    const auto a = v->find(key);
+    return a != v->end() && a->is_array() && !a->empty();
+  };
+  return nonempty("slow_gpus") || nonempty("slow_pairs") ? "slow" : "pass";
+}
+
 }  // namespace scout::obs

@@ -31,7 +31,7 @@ void ReplayCoordinator::apply(const Model& m, FindingBoard& board, const CycleRe
   triggers_.pace(d, now_ns);
   if (log_) {
     std::string why = rec.detail.contains("error") ? " (" + rec.detail["error"].get<std::string>() + ")" : "";
-    log_("replay cycle " + std::to_string(rec.cycle) + " (" + rec.trigger + "): " + rec.outcome + ", " +
+    log_("replay cycle " + std::to_string(rec.cycle) + " (" + rec.trigger + "): " + outcome_word(rec) + ", " +
          std::to_string(d.job.recipes.size()) + " recipes, " + ms_text(rec.ended_ns - rec.started_ns) + why);
   }
   reporter_.apply(m, board, d, worker_.comm_ranks(), now_ns);

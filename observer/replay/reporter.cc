@@ -72,6 +72,17 @@ void ReplayReporter::report_sdc(const Model& m, FindingBoard& board, const Cycle
     const int proc = proc_of_rank(m, rank);
     if (proc < 0) continue;
     const replay::SdcVerdict& first = *list[0];
+    const Proc& p = m.proc(proc);
+    const std::string key = "sdc:replay:" + p.host + ":" + std::to_string(p.pid);
+    // Found again: the finding keeps the evidence of the cycle that found it first (what `scout
+    // replay show` of that cycle prints), noting the latest cycle.
+    if (const Finding* old = board.find(key); old != nullptr && old->open && from_replay(*old)) {
+      Finding again = *old;
+      again.last_seen_ns = now_ns;
+      if (again.evidence.value("cycle", uint64_t(0)) != rec.cycle) again.evidence["last_cycle"] = rec.cycle;
+      board.report(again);
+      continue;
+    }
     int peer = -1;
     for (const auto* s : list)
       if (s->peer >= 0) peer = s->peer;
@@ -95,9 +106,10 @@ void ReplayReporter::report_sdc(const Model& m, FindingBoard& board, const Cycle
     f.first_seen_ns = rec.started_ns;
     f.last_seen_ns = now_ns;
     f.evidence = to_json(e);
-    const Proc& p = m.proc(proc);
-    f.dedup_key = "sdc:replay:" + p.host + ":" + std::to_string(p.pid);
+    f.dedup_key = key;
     f.summary = sdc_summary(m, proc, first, peer, d);
+    if (list.size() > 1)
+      f.summary += "; " + std::to_string(list.size() - 1) + " more of the cycle's checks named it (scout explain)";
     board.report(f);
   }
 }

@@ -545,9 +545,17 @@ void StoreWriter::upsert_finding(obs::Finding* f) {
       std::string evidence = f->evidence.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
       const char* status = f->open ? "open" : "closed";
       if (id != 0) {
+        // The communicator and operation are filled in once a report names them (a slow link
+        // replay found first, then the live detector on the same key); one already stored stays.
         Stmt up(*db_,
                 "UPDATE findings SET kind = ?, verdict = ?, status = ?, last_seen_ns = ?, summary = ?, "
-                "evidence = ?, evidence_version = ? WHERE id = ?");
+                "evidence = ?, evidence_version = ?, "
+                "comm_name = CASE WHEN comm_hash = 0 AND ?9 != 0 THEN ?10 ELSE comm_name END, "
+                "comm_nranks = CASE WHEN comm_hash = 0 AND ?9 != 0 THEN ?11 ELSE comm_nranks END, "
+                "comm_hash = CASE WHEN comm_hash = 0 AND ?9 != 0 THEN ?9 ELSE comm_hash END, "
+                "key_seq = CASE WHEN key_func IS NULL AND ?12 IS NOT NULL THEN ?13 ELSE key_seq END, "
+                "key_func = CASE WHEN key_func IS NULL AND ?12 IS NOT NULL THEN ?12 ELSE key_func END "
+                "WHERE id = ?8");
         // kind too: a stall that reaches the hang timeout becomes the hang (docs/findings.md, "stall").
         up.bind(1, obs::to_string(f->kind))
             .bind(2, obs::to_string(f->verdict))
@@ -557,7 +565,15 @@ void StoreWriter::upsert_finding(obs::Finding* f) {
             .bind(6, evidence)
             .bind(7, f->evidence_version)
             .bind(8, id)
-            .run();
+            .bind(9, f->comm_hash)
+            .bind(10, f->comm_name)
+            .bind(11, f->comm_nranks);
+        if (f->key) {
+          up.bind(12, f->key->func).bind(13, f->key->seq);
+        } else {
+          up.bind_null(12).bind_null(13);
+        }
+        up.run();
       } else {
         Stmt ins(*db_,
                  "INSERT INTO findings (dedup_key, kind, verdict, status, comm_hash, comm_name, "

@@ -278,6 +278,8 @@ ReplayPlan make_plan(const std::vector<ObservedShape>& input, const PlanOptions&
     plan.covered_ms += rc.covered_ms;
     chosen.push_back(std::move(rc));
   }
+  // Every shape covered: the same time, summed in another order (not 0.9999999999999999).
+  if (std::all_of(covered.begin(), covered.end(), [](bool c) { return c; })) plan.covered_ms = plan.observed_ms;
   plan.coverage = plan.observed_ms > 0 ? plan.covered_ms / plan.observed_ms : 1.0;
 
   schedule_cycles(std::move(chosen), opt, &plan);

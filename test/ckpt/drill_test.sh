@@ -54,6 +54,12 @@ case "$latest" in
   "$ROOT"/drill-ckpt/iter_00000[2-9]0|"$ROOT"/drill-ckpt/iter_0000100) ok "latest --verified: $latest (before the fault)" ;;
   *) bad "latest --verified printed '$latest'" ;;
 esac
+# The observer's log says the finding before the certification line that cites it.
+f_line=$(grep -n 'scout-observer: finding 1 sdc' "$TMP/err" | head -1 | cut -d: -f1)
+c_line=$(grep -n 'scout-observer: certification: sdc finding #1 counts against checkpoints' "$TMP/err" | head -1 | cut -d: -f1)
+[ -n "$f_line" ] && [ -n "$c_line" ] && [ "$f_line" -lt "$c_line" ] \
+  && ok "log: 'finding 1 sdc' (line $f_line) before the certification line citing it (line $c_line)" \
+  || bad "log order: finding line '$f_line', certification line '$c_line'"
 # A restart script runs from anywhere: the same answer from another directory, a path that loads.
 elsewhere=$(cd / && SCOUT_STATE_DIR="$TMP/state" "$TMP/build/bin/scout" ckpt latest --verified --job drill 2>"$TMP/err2")
 rc=$?

@@ -272,7 +272,13 @@ TEST_F(Cli, ErrorsAreOneLineWithExitCode2) {
   EXPECT_EQ(fails("status --store " + dir_.path() + "/none.db"), "scout: no store at <DIR>/none.db\n");
   EXPECT_EQ(fails("status --job nojob", "SCOUT_STATE_DIR=" + dir_.path()),
             "scout: no store at <DIR>/nojob/node-0.db (give --store PATH, or --job ID of a job "
-            "whose observer runs on this node)\n");
+            "whose observer runs on this node: <SCOUT> jobs lists them)\n");
+  // Without --job (the environment's job, here "default"), as `scout report --comm nosuch` in a
+  // directory with other jobs: the same pointer to `scout jobs`.
+  EXPECT_EQ(fails("report --comm nosuch", "env -u SCOUT_JOB_ID -u TORCHELASTIC_RUN_ID -u SLURM_JOB_ID SCOUT_STATE_DIR=" +
+                                              dir_.path() + "/state"),
+            "scout: no store at <DIR>/state/default/node-0.db (give --store PATH, or --job ID of a job "
+            "whose observer runs on this node: <SCOUT> jobs lists them)\n");
   std::string text = dir_.path() + "/text.db";
   std::ofstream(text) << "not a database, only text, long enough for a header of one hundred bytes"
                          " ........................................\n";
@@ -607,6 +613,26 @@ TEST_F(Cli, StragglerCauseIsOnTheFirstScreen) {
             std::string::npos)
       << text;
   EXPECT_NE(text.find("cause host: GEMM 6.93ms vs 6.90ms median, "), std::string::npos) << text;
+}
+
+// docs/cli.md's synopsis (its first code block) has a line for every subcommand `scout --help`
+// lists, in the same order.
+TEST_F(Cli, SynopsisListsEverySubcommand) {
+  Result r = scout(dir_.path(), "--help");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  std::vector<std::string> help;
+  std::istringstream in(r.out.substr(r.out.find("Subcommands:\n") + 13));
+  for (std::string l; std::getline(in, l);)
+    if (l.size() > 2 && l[0] == ' ') help.push_back(l.substr(2, l.find(' ', 2) - 2));
+  const std::string doc = slurp(source_path("docs/cli.md"));
+  const size_t a = doc.find("```\n") + 4;
+  std::istringstream block(doc.substr(a, doc.find("```", a) - a));
+  std::vector<std::string> synopsis;
+  for (std::string l; std::getline(block, l);) {
+    const std::string name = l.substr(6, l.find(' ', 6) - 6);
+    if (synopsis.empty() || synopsis.back() != name) synopsis.push_back(name);
+  }
+  EXPECT_EQ(synopsis, help);
 }
 
 // A candidate says why it has no verdict, and `ckpt list`, `ckpt latest` and `status` tell one

@@ -369,6 +369,7 @@ TEST(Explain, ReplayFindingsInSentencesWithTheVoteOnce) {
   for (int r = 0; r < 8; ++r) gpus.push_back({{"global_rank", r}, {"gpu", "GPU-sim-node0-" + std::to_string(r)}});
   g.evidence = {{"source", "replay"},
                 {"cycle", 4},
+                {"last_cycle", 9},
                 {"trigger", "periodic"},
                 {"check", "gemm-vote"},
                 {"recipe", "gemm:bf16:4096x4096x4096"},
@@ -402,6 +403,34 @@ TEST(Explain, ReplayFindingsInSentencesWithTheVoteOnce) {
                 {"ms", 14.2},
                 {"median_ms", 1.9},
                 {"thresholds", {{"min_ratio", 3.0}, {"min_ms", 2.0}}}};
+  // The live detector's link finding for a pair replay found first keeps replay's measurement,
+  // and a normal channel above the factor says why it is normal.
+  obs::Finding k;
+  k.kind = obs::FindingKind::kSlowLink;
+  nlohmann::json ch = {{"comm", {{"hash", "0x00000000000000d3"}, {"name", "dp3"}, {"nranks", 2}}},
+                       {"kind", "coll"},
+                       {"func", "AllReduce"},
+                       {"bytes_bucket", 262144},
+                       {"ranks", {5, 7}},
+                       {"median_ms", 20.36},
+                       {"peer_median_ms", 0.59},
+                       {"ratio", 34.5},
+                       {"samples", 16},
+                       {"peers", 3},
+                       {"min_diff_ms", 1.0}};
+  nlohmann::json normal = ch;
+  normal["comm"] = {{"hash", "0x0000000000000072"}, {"name", "tp2"}, {"nranks", 2}};
+  normal["func"] = "AllGather";
+  normal["ranks"] = {4, 5};
+  normal["median_ms"] = 1.42;
+  normal["peer_median_ms"] = 0.6;
+  normal["ratio"] = 2.37;
+  normal["min_diff_ms"] = 1.05;
+  k.evidence = {{"class", "link"},
+                {"slow", {ch}},
+                {"normal", {normal}},
+                {"thresholds", {{"factor", 2.0}, {"min_ms", 1.0}, {"window", 16}, {"noise_k", 3.0}}},
+                {"replay", {{"cycle", 1}, {"recipes", {"link:5->7"}}, {"ms", 20.1}, {"median_ms", 0.2}}}};
   const std::string gemm = scout::cli::render_evidence(g, kT0, "  ");
   EXPECT_EQ(gemm.find('{'), std::string::npos) << gemm;
   size_t n = 0;
@@ -409,7 +438,8 @@ TEST(Explain, ReplayFindingsInSentencesWithTheVoteOnce) {
   EXPECT_EQ(n, 1u) << gemm;
   const std::string all = "==== replay sdc: gemm-vote and gemm-self\n" + gemm + "==== replay sdc: link\n" +
                           scout::cli::render_evidence(l, kT0, "  ") + "==== replay slowlink\n" +
-                          scout::cli::render_evidence(s, kT0, "  ");
+                          scout::cli::render_evidence(s, kT0, "  ") + "==== live slowlink replay found first\n" +
+                          scout::cli::render_evidence(k, kT0, "  ");
   scout::testing::expect_golden(source_path("test/fixtures/cli/explain_replay.txt"), all);
 }
 

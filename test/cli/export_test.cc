@@ -16,6 +16,7 @@
 #include "observer/export/chrome_trace.h"
 #include "observer/export/prometheus.h"
 #include "observer/export/snapshot.h"
+#include "observer/model/replay_cycle.h"
 #include "observer/store/reader.h"
 #include "test/support/cli_fixture.h"
 #include "test/support/prom_check.h"
@@ -56,6 +57,41 @@ TEST(Prometheus, StrictParserAcceptsTheExportWithCheckpointsAndReplay) {
   EXPECT_EQ(check_exposition(out.str()), "");
   EXPECT_NE(out.str().find("scout_checkpoints{job=\"demo\",state=\"verified\"} 1\n"), std::string::npos);
   EXPECT_NE(out.str().find("scout_replay_last_outcome{job=\"demo\",outcome=\"fail\"} 1\n"), std::string::npos);
+}
+
+// A cycle that passed but timed a GPU slow counts as "slow", as `scout replay list` says, so an
+// alert can see a slow GPU found by replay.
+TEST(Prometheus, ReplayCycleThatFoundASlowGpuIsCountedSlow) {
+  TempDir dir;
+  scout::exporter::Snapshot s = history_snapshot(dir);
+  scout::obs::ReplayCycleRecord slow = s.replay_cycles.front();
+  slow.cycle = 3;
+  slow.outcome = "pass";
+  slow.ended_ns += 20'000'000'000;
+  slow.detail["verdict"] = {{"slow_gpus", {{{"global_rank", 5}, {"recipe", "gemm:fp32:4096x4096x4096"}}}}};
+  s.replay_cycles.push_back(slow);
+  EXPECT_EQ(scout::obs::outcome_word(slow), "slow");
+  std::ostringstream out;
+  scout::exporter::write_prometheus(s, out);
+  EXPECT_EQ(check_exposition(out.str()), "");
+  const std::string text = out.str();
+  const size_t a = text.find("# HELP scout_replay_cycles_total");
+  const size_t b = text.find("# HELP scout_replay_last_timestamp_seconds");
+  ASSERT_NE(a, std::string::npos);
+  ASSERT_NE(b, std::string::npos);
+  EXPECT_EQ(text.substr(a, b - a),
+            "# HELP scout_replay_cycles_total Replay cycles run, by outcome (pass, slow, fail, inconclusive).\n"
+            "# TYPE scout_replay_cycles_total counter\n"
+            "scout_replay_cycles_total{job=\"demo\",outcome=\"fail\"} 1\n"
+            "scout_replay_cycles_total{job=\"demo\",outcome=\"inconclusive\"} 0\n"
+            "scout_replay_cycles_total{job=\"demo\",outcome=\"pass\"} 1\n"
+            "scout_replay_cycles_total{job=\"demo\",outcome=\"slow\"} 1\n"
+            "# HELP scout_replay_last_outcome 1 for the outcome of the latest replay cycle, else 0.\n"
+            "# TYPE scout_replay_last_outcome gauge\n"
+            "scout_replay_last_outcome{job=\"demo\",outcome=\"fail\"} 0\n"
+            "scout_replay_last_outcome{job=\"demo\",outcome=\"inconclusive\"} 0\n"
+            "scout_replay_last_outcome{job=\"demo\",outcome=\"pass\"} 0\n"
+            "scout_replay_last_outcome{job=\"demo\",outcome=\"slow\"} 1\n");
 }
 
 TEST(Prometheus, StrictParserRejectsBrokenFiles) {

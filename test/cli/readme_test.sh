@@ -50,7 +50,7 @@ for l in $(grep -o '](docs/[^)]*)' README.md | sed 's/^](//; s/)$//' | sort -u) 
   [ -e "$l" ] || bad "README links missing $l"
 done
 
-# The run part, from a directory whose build/ is this build (the sim's ground truth lands there).
+# The run part, from a directory whose build/ is this build (nothing else may land there).
 ln -s "$(cd "$BUILD" && pwd)" "$TMP/build"
 mkdir -p "$TMP/shm"
 (cd "$TMP" && env -u SCOUT_JOB_ID -u TORCHELASTIC_RUN_ID -u SLURM_JOB_ID -u NCCL_PROFILER_PLUGIN \
@@ -72,8 +72,10 @@ job=$(sed -n 's/^scout: job \([^,]*\), store .*/\1/p' "$TMP/err" | head -1)
 json=$(SCOUT_STATE_DIR="$TMP/state" "$BUILD/bin/scout" findings --json --job "$job")
 echo "$json" | grep -q '"kind":"sdc"' && echo "$json" | grep -q '"suspects":\[{"comm_rank":5,"global_rank":5,' \
   && ok "store: sdc on global rank 5" || bad "store findings: $json"
-grep -q '"kind":"sdc","global_rank":5,' "$TMP/$job.truth.jsonl" 2>/dev/null \
-  && ok "ground truth: sdc injected on rank 5" || bad "no ground truth $TMP/$job.truth.jsonl"
+grep -q '"kind":"sdc","global_rank":5,' "$TMP/state/$job/truth.jsonl" 2>/dev/null \
+  && ok "ground truth: sdc injected on rank 5, beside the store" || bad "no ground truth $TMP/state/$job/truth.jsonl"
+[ "$(ls -A "$TMP" | sort | tr '\n' ' ')" = "build err findings out shm state " ] && ok "nothing written into the run directory" \
+  || bad "the run directory holds: $(ls -A "$TMP" | tr '\n' ' ')"
 [ -z "$(ls -A "$TMP/shm")" ] && ok "segments removed after the final pass" || bad "segments left: $(ls "$TMP/shm" | head -3)"
 
 exit $fail

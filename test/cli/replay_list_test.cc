@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
+#include <map>
 #include <sstream>
 
 #include "observer/store/writer.h"
@@ -77,10 +79,10 @@ void write_cycles(const std::string& path, bool with_cycles) {
   ASSERT_TRUE(w->flush());
 }
 
-ProcessResult scout_cli(const std::vector<std::string>& args) {
+ProcessResult scout_cli(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {}) {
   std::vector<std::string> argv = {build_path("bin/scout")};
   argv.insert(argv.end(), args.begin(), args.end());
-  return run_process(argv, {}, 30);
+  return run_process(argv, env, 30);
 }
 
 TEST(ReplayList, TableHasOneRowPerCycleWithWhatItFound) {
@@ -131,6 +133,17 @@ TEST(ReplayList, ShowPrintsTheSummaryAndTheSamplesOnRequest) {
   r = scout_cli({"replay", "show", "2", "--store", db, "--samples"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   expect_golden(source_path("test/fixtures/cli/replay_show_samples.txt"), r.out);
+  // Named by --job, the hint names it by --job too (docs/cli.md: hints name the store as it was
+  // named), and pastes as printed.
+  const std::string jdb = dir.path() + "/state/j7/node-0.db";
+  std::filesystem::create_directories(dir.path() + "/state/j7");
+  write_cycles(jdb, true);
+  r = scout_cli({"replay", "show", "2", "--job", "j7"}, {{"SCOUT_STATE_DIR", dir.path() + "/state"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("  the GPUs, every recipe and 2 samples: " + build_path("bin/scout") +
+                      " replay show 2 --job j7 --samples\n"),
+            std::string::npos)
+      << r.out;
   ProcessResult j = scout_cli({"replay", "show", "2", "--store", db, "--json"});
   ASSERT_EQ(j.exit_code, 0) << j.err;
   nlohmann::json o = nlohmann::json::parse(j.out);

@@ -3,6 +3,7 @@
 // SCOUT_GEMM_CAPTURE=1: the plugin finds scout-sim's cuBLASLt logger stand-in and captures its
 // matmul lines), then `scout replay plan` on the store: at least 500 distinct shapes, at most
 // one recipe per 20 shapes, coverage at least 0.99 (docs/replay.md).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -66,9 +67,23 @@ TEST(ReplayPlan, MoeJobUnderTheObserver) {
   ProcessResult plan = run_process({build_path("bin/scout"), "replay", "plan", "--job", "moe", "--json"}, env, 60);
   ASSERT_EQ(plan.exit_code, 0) << plan.err;
   nlohmann::json j = nlohmann::json::parse(plan.out);
-  for (const char* key : {"shapes", "regimes", "recipes", "coverage", "cycle_ms", "budget"}) {
+  for (const char* key :
+       {"shapes", "regimes", "recipes", "cycles", "observed_ms", "covered_ms", "coverage", "cycle_ms", "budget"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
+  // docs/replay-schedule.md: `cycles` lists each check cycle's recipes (every recipe once, in its
+  // cycle), coverage is covered_ms / observed_ms, exactly 1 when every shape is covered (no
+  // --max-recipes), and the text's "est. X ms" is observed_ms.
+  ASSERT_EQ(j["cycles"].size(), j["budget"]["cycles"].get<size_t>());
+  size_t listed = 0;
+  for (size_t c = 0; c < j["cycles"].size(); ++c)
+    for (const auto& r : j["cycles"][c]) {
+      EXPECT_EQ(j["recipes"][r.get<size_t>()]["cycle"].get<size_t>(), c);
+      ++listed;
+    }
+  EXPECT_EQ(listed, j["recipes"].size());
+  EXPECT_EQ(j["coverage"].get<double>(), 1.0);
+  EXPECT_EQ(j["covered_ms"].get<double>(), j["observed_ms"].get<double>());
   size_t shapes = j["shapes"].size(), recipes = j["recipes"].size();
   EXPECT_GE(shapes, 500u);
   EXPECT_GE(recipes, 1u);
@@ -96,6 +111,10 @@ TEST(ReplayPlan, MoeJobUnderTheObserver) {
   ProcessResult text = run_process({build_path("bin/scout"), "replay", "plan", "--job", "moe"}, env, 60);
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("GEMM replay plan: " + std::to_string(shapes) + " shape classes"), std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find(fmt::format("coverage 1.0000 of observed GEMM time (est. {:.3f} ms on 132 SMs)",
+                                      j["observed_ms"].get<double>())),
+            std::string::npos)
       << text.out;
   EXPECT_NE(text.out.find("REGIMES"), std::string::npos);
   EXPECT_NE(text.out.find("RECIPES"), std::string::npos);

@@ -188,14 +188,34 @@ TEST_F(Run, MissingObserverRunsTheJobUnobservedMissingCommandIsAUsageError) {
   EXPECT_EQ(err, "scout run: command is required (" + root_ + "/bin/scout run --help)\n");
 }
 
+// A COMMAND that cannot be executed is said in one line before anything starts: no observer, no
+// store (so `scout jobs` lists no empty job), no status and no warning about the plugin.
 TEST_F(Run, CommandThatCannotStartExits127) {
   std::string out, err;
   int rc = scout("run --job demo -- /nonexistent/prog", &out, &err);
   EXPECT_EQ(rc, 127);
-  EXPECT_EQ(err, "scout: job demo, store " + root_ +
-                     "/state/demo/node-0.db\n"
-                     "scout: cannot run /nonexistent/prog: No such file or directory\n"
-                     "scout: COMMAND exited with status 127; scout run exits with 127\n");
+  EXPECT_EQ(out, "");
+  EXPECT_EQ(err, "scout: cannot run /nonexistent/prog: No such file or directory; nothing started, scout run exits "
+                 "with 127\n");
+  EXPECT_FALSE(fs::exists(root_ + "/state/demo"));
+  EXPECT_FALSE(fs::exists(root_ + "/observer.args"));
+  // A pasted hint whose relative path does not hold in this directory.
+  rc = scout("run -- no-such-dir/bin/scout-sim --ranks 2", &out, &err);
+  EXPECT_EQ(rc, 127);
+  EXPECT_EQ(err, "scout: cannot run no-such-dir/bin/scout-sim: No such file or directory (relative to " +
+                     fs::current_path().string() + "); nothing started, scout run exits with 127\n");
+  rc = scout("run -- no-such-program-of-scout", &out, &err);
+  EXPECT_EQ(rc, 127);
+  EXPECT_EQ(err,
+            "scout: cannot run no-such-program-of-scout: not found in PATH; nothing started, scout run exits with 127\n");
+  std::string jobs;
+  ASSERT_EQ(scout("jobs", &jobs, &err), 0) << err;
+  EXPECT_EQ(jobs.find("demo"), std::string::npos) << jobs;
+  // A file that is there but not executable: the same line with its error.
+  std::ofstream(root_ + "/plain.txt") << "text";
+  rc = scout("run -- " + root_ + "/plain.txt", &out, &err);
+  EXPECT_EQ(rc, 127);
+  EXPECT_EQ(err, "scout: cannot run " + root_ + "/plain.txt: Permission denied; nothing started, scout run exits with 127\n");
 }
 
 // NCCL has one profiler slot: a profiler plugin already named in NCCL_PROFILER_PLUGIN becomes

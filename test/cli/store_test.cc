@@ -296,6 +296,44 @@ TEST(Store, UpsertFindingByDedupKey) {
   EXPECT_FALSE(rd->finding(99));
 }
 
+// A slow link replay found first has no communicator or operation; the live detector's report on
+// the same key names them (dp3 AllReduce #0), and the stored row takes them; a later report
+// naming another communicator does not move a row that already has one.
+TEST(Store, UpsertFillsTheCommunicatorAndOperationOnce) {
+  TempDir dir;
+  std::string path = dir.path() + "/s.db";
+  auto w = open_writer(path);
+  obs::Finding replay = sdc_finding();
+  replay.kind = obs::FindingKind::kSlowLink;
+  replay.dedup_key = "slowlink:link:vm:5:vm:7";
+  replay.comm_hash = 0;
+  replay.comm_name.clear();
+  replay.comm_nranks = 0;
+  replay.key.reset();
+  w->upsert_finding(&replay);
+  obs::Finding live = replay;
+  live.comm_hash = 0xd3d3d3d3d3d3d3d3ull;
+  live.comm_name = "dp3";
+  live.comm_nranks = 2;
+  live.key = obs::OpKey{"AllReduce", 0};
+  w->upsert_finding(&live);
+  obs::Finding again = live;
+  again.comm_hash = 0x1111;
+  again.comm_name = "world";
+  again.comm_nranks = 8;
+  again.key = obs::OpKey{"AllGather", 4};
+  w->upsert_finding(&again);
+  w->flush();
+  auto fs = StoreReader::open(path)->findings();
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].comm_hash, 0xd3d3d3d3d3d3d3d3ull);
+  EXPECT_EQ(fs[0].comm_name, "dp3");
+  EXPECT_EQ(fs[0].comm_nranks, 2);
+  ASSERT_TRUE(fs[0].key);
+  EXPECT_EQ(fs[0].key->func, "AllReduce");
+  EXPECT_EQ(fs[0].key->seq, 0u);
+}
+
 TEST(Store, OpsUpsertByKeyAndFilters) {
   TempDir dir;
   std::string path = dir.path() + "/s.db";

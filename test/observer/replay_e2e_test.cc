@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "observer/detect/finding_util.h"
+#include "observer/model/replay_cycle.h"
 #include "observer/store/reader.h"
 #include "test/support/settle.h"
 #include "test/support/subprocess.h"
@@ -161,6 +162,16 @@ TEST(ReplayEndToEnd, SlowGpuIsTheOneStragglerFindingWithCauseGpu) {
   const auto* f = only(o, scout::obs::FindingKind::kStraggler, 6);
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->evidence["cause"], "gpu") << f->evidence.dump();
+  // The log says of each cycle what `scout replay list` says: "slow" for one that passed but
+  // timed GPU 6 slow, never "pass".
+  int slow = 0;
+  for (const auto& c : o.cycles) {
+    const std::string line = "replay cycle " + std::to_string(c.cycle) + " (" + c.trigger + "): " +
+                             scout::obs::outcome_word(c) + ", ";
+    EXPECT_NE(o.observer_err.find(line), std::string::npos) << line << "\n" << o.observer_err;
+    slow += scout::obs::outcome_word(c) == "slow";
+  }
+  EXPECT_GE(slow, 1) << o.observer_err;
 }
 
 TEST(ReplayEndToEnd, HostDelayIsTheOneStragglerFindingWithCauseHost) {

@@ -466,3 +466,42 @@ TEST(SlowLinkHosts, SlowPairAcrossHostsStaysALink) {
 }
 
 }  // namespace
+
+namespace {
+
+// Replay's link sweep found the pair 1-9 first (its finding has no communicator and replay's
+// evidence); the live detector then reports the same pair under the same key: the finding takes
+// the detector's communicator, operation and channels and keeps replay's measurement as
+// `evidence.replay`, through every later report (docs/findings.md, "slowlink").
+TEST(SlowLinkHosts, LinkThatReplayFoundFirstKeepsReplaysMeasurement) {
+  Job16 j;
+  scout::obs::Finding r;
+  r.kind = FindingKind::kSlowLink;
+  r.verdict = Verdict::kAttributed;
+  r.suspects.push_back({1, "node0", 1001, "", -1});
+  r.peer = scout::obs::Suspect{9, "node2", 1009, "", -1};
+  r.dedup_key = "slowlink:link:node0:1001:node2:1009";
+  r.first_seen_ns = kT0;
+  r.evidence = {{"class", "link"},
+                {"source", "replay"},
+                {"cycle", 1},
+                {"recipes", {"link:1->9"}},
+                {"ms", 6.1},
+                {"median_ms", 0.2},
+                {"thresholds", {{"min_ratio", 3.0}, {"min_ms", 2.0}}}};
+  j.board.report(r);
+  j.run(0, 40, {13});
+  auto f = j.findings();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].dedup_key, r.dedup_key);
+  EXPECT_EQ(f[0].comm_name, "pp1");
+  ASSERT_TRUE(f[0].key);
+  EXPECT_EQ(f[0].key->func, "Send");
+  EXPECT_EQ(f[0].evidence["class"], "link");
+  EXPECT_FALSE(f[0].evidence.contains("source"));
+  EXPECT_EQ(f[0].evidence["replay"],
+            (nlohmann::json{{"cycle", 1}, {"recipes", {"link:1->9"}}, {"ms", 6.1}, {"median_ms", 0.2}}));
+  EXPECT_EQ(f[0].first_seen_ns, kT0);
+}
+
+}  // namespace

@@ -49,10 +49,10 @@ ReplayOptions options(const std::vector<std::string>& program) {
   return o;
 }
 
-// Steps the coordinator until `cycles` cycles have finished (at most 20 s); returns the records.
-std::vector<ReplayCycleRecord> run_cycles(ReplayCoordinator& rc, const Model& m, FindingBoard& board, uint64_t cycles) {
+// Steps the coordinator from `now` until `cycles` cycles have finished (at most 20 s); returns the records.
+std::vector<ReplayCycleRecord> run_cycles(ReplayCoordinator& rc, const Model& m, FindingBoard& board, uint64_t cycles,
+                                          int64_t now = 1'000'000'000) {
   std::vector<ReplayCycleRecord> out;
-  int64_t now = 1'000'000'000;
   for (int i = 0; i < 2000 && out.size() < cycles; ++i) {
     rc.step(m, board, now += 10'000'000);
     for (auto& r : rc.take_records()) out.push_back(r);
@@ -142,6 +142,21 @@ TEST(ReplayCoordinator, WrongGpuBecomesAnAttributedSdcFinding) {
   EXPECT_EQ(f->evidence["recipe"], "gemm:fp32:512x512x512");
   EXPECT_EQ(f->evidence["votes"]["groups"][0]["voters"], nlohmann::json({0, 1, 3}));
   EXPECT_EQ(f->dedup_key, "sdc:replay:node0:1002");
+  // A later cycle names rank 2 again: the finding keeps the first cycle's evidence (what `scout
+  // replay show` of it prints) and notes the latest cycle.
+  const nlohmann::json first = f->evidence;
+  const std::string summary = f->summary;
+  auto more = run_cycles(rc, m, board, 1, 10'000'000'000);
+  ASSERT_EQ(more.size(), 1u);
+  EXPECT_EQ(more[0].outcome, "fail");
+  rc.step(m, board, 40'000'000'000);
+  ASSERT_EQ(board.size(), 1u);
+  f = board.all()[0];
+  nlohmann::json expected = first;
+  expected["last_cycle"] = more[0].cycle;
+  EXPECT_EQ(f->evidence, expected);
+  EXPECT_EQ(f->summary, summary);
+  EXPECT_EQ(first["cycle"], recs[0].cycle);
 }
 
 TEST(ReplayCoordinator, ParticipantKilledMidCycleEndsItInconclusiveAndTheNextCycleRuns) {

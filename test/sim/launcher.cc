@@ -12,10 +12,13 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <vector>
 
 #include "common/clock.h"
+#include "common/paths.h"
+#include "scout/config.h"
 #include "test/sim/fabric.h"
 #include "test/sim/layout.h"
 #include "test/sim/nccl_plugin_loader.h"
@@ -98,7 +101,21 @@ int launch(SimOptions o, const std::string& exe) {
     const char* env_job = std::getenv("SCOUT_JOB_ID");
     o.job = env_job && *env_job ? env_job : "sim-" + std::to_string(::getpid());
   }
-  if (o.truth.empty() && !o.faults.empty()) o.truth = o.job + ".truth.jsonl";
+  if (o.truth.empty() && !o.faults.empty()) {
+    // Beside the job's store, <SCOUT_STATE_DIR>/<job>/truth.jsonl: never into the directory the
+    // demo is run from (docs/scout-sim.md, "Ground truth").
+    std::string err;
+    const std::string store = store::default_store_path(config::load().state_dir, o.job, 0, &err);
+    const size_t slash = store.rfind('/');
+    if (slash != std::string::npos && slash > 0) {
+      const std::string dir = store.substr(0, slash);
+      std::error_code ec;
+      std::filesystem::create_directories(dir, ec);
+      o.truth = dir + "/truth.jsonl";
+    } else {
+      o.truth = o.job + ".truth.jsonl";
+    }
+  }
   if (!o.truth.empty()) {
     o.truth = absolute(o.truth);
     int fd = ::open(o.truth.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

@@ -413,7 +413,7 @@ ParseStatus parse_options(int argc, const char* const* argv, SimOptions* out, st
                  "(0: never)");
   app.add_option("--fault", fault_texts,
                  "KIND:rank=R[,op=N|,step=N][,ms=M][,peer=Q] or pause:rank=R,every=K,s=S; repeatable");
-  app.add_option("--truth", o.truth, "ground-truth file (JSON lines); default <job>.truth.jsonl");
+  app.add_option("--truth", o.truth, "ground-truth file (JSON lines); default <SCOUT_STATE_DIR>/<job>/truth.jsonl");
   app.add_option("--bcast-every", o.bcast_every, "world Broadcast every K steps (0: never)");
   app.add_option("--ckpt-every", o.ckpt_every, "write a checkpoint after every N steps (0: never)");
   app.add_option("--ckpt-dir", o.ckpt_dir, "checkpoint directory (needed with --ckpt-every)");
