@@ -223,11 +223,16 @@ int check_proxy_findings(const Outcome& o, int dst, int peers) {
       // pairs' median is far below.
       EXPECT_GE(c.median_ms, 1.3);
       EXPECT_LT(c.peer_median_ms, 0.5);
-      // At most `peers` other pairs: a pair with fewer than SCOUT_OBSERVER_NET_MIN_TRANSFERS
-      // timed steps in the detector's window (a window that closed early on a loaded machine) is
-      // not compared; at least two, or no median would stand against the slow one.
-      EXPECT_LE(c.peers, peers);
-      EXPECT_GE(c.peers, 2);
+      // At most `peers` other pairs and at least one (a class needs two pairs, docs/observer.md
+      // "Network links"). Which of the other pairs are compared depends on what the ProxyStep
+      // windows timed in the detector's 10 s window: a pair with fewer than
+      // SCOUT_OBSERVER_NET_MIN_TRANSFERS timed steps there, or whose mix of 256 KiB AllReduce and
+      // 32 KiB Broadcast steps puts its mean bytes per transfer in another power-of-two class, is
+      // not compared. On a loaded machine (CI beside a benchmark) one of the two other pairs
+      // dropped out this way in some full-suite runs; the pair named, its ratio and
+      // the compared median are what the finding must get right.
+      EXPECT_LE(c.peers, peers) << f.evidence.dump();
+      EXPECT_GE(c.peers, 1) << f.evidence.dump();
       EXPECT_GE(c.ratio, 2.0);
     }
   }
