@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "observer/model/limits.h"
+#include "observer/net/summary_merge.h"
 #include "observer/net/wait_summary.h"
 #include "observer/net/wire.h"
 #include "observer/net/wire_fields.h"
@@ -318,20 +319,7 @@ bool decode_votes(std::span<const uint8_t> bytes, VoteSummary* out, std::string*
 }
 
 std::vector<uint8_t> merge_encoded_votes(std::vector<uint8_t> a, std::vector<uint8_t> b, int* bad, std::string* error) {
-  VoteSummary sa, sb;
-  auto take = [&](const std::vector<uint8_t>& bytes, VoteSummary* s) {
-    if (bytes.empty()) return false;
-    std::string why;
-    if (decode_votes(bytes, s, &why)) return true;
-    if (bad && (*bad)++ == 0 && error) *error = why;
-    return false;
-  };
-  const bool ha = take(a, &sa), hb = take(b, &sb);
-  if (!ha && !hb) return {};
-  if (!hb) return ha ? a : std::vector<uint8_t>{};
-  if (!ha) return b;
-  merge(sa, std::move(sb));
-  return encode_votes(sa);
+  return merge_encoded_summaries<VoteSummary>(std::move(a), std::move(b), bad, error, decode_votes, encode_votes);
 }
 
 }  // namespace scout::net

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "observer/model/limits.h"
+#include "observer/net/summary_merge.h"
 #include "observer/net/wire.h"
 #include "observer/net/wire_fields.h"
 
@@ -397,20 +398,7 @@ bool decode_summary(std::span<const uint8_t> bytes, WaitSummary* out, std::strin
 }
 
 std::vector<uint8_t> merge_encoded(std::vector<uint8_t> a, std::vector<uint8_t> b, int* bad, std::string* error) {
-  WaitSummary sa, sb;
-  auto take = [&](const std::vector<uint8_t>& bytes, WaitSummary* s) {
-    if (bytes.empty()) return false;
-    std::string why;
-    if (decode_summary(bytes, s, &why)) return true;
-    if (bad && (*bad)++ == 0 && error) *error = why;
-    return false;
-  };
-  const bool ha = take(a, &sa), hb = take(b, &sb);
-  if (!ha && !hb) return {};
-  if (!hb) return ha ? a : std::vector<uint8_t>{};
-  if (!ha) return b;
-  merge(sa, std::move(sb));
-  return encode_summary(sa);
+  return merge_encoded_summaries<WaitSummary>(std::move(a), std::move(b), bad, error, decode_summary, encode_summary);
 }
 
 }  // namespace scout::net
