@@ -6,12 +6,16 @@ constexpr const char* kMixed = "an emulated and a real GPU cannot exchange data"
 }  // namespace
 
 Backend& AutoBackend::pick(const std::string& gpu) {
-  if (is_emulated_gpu(gpu)) return emu_;
+  if (is_emulated_gpu(gpu)) {
+    emu_.set_deadline(deadline_ns_);
+    return emu_;
+  }
   if (!cuda_) {
     libs_ = std::make_unique<cudalib::Libs>();
     cudalib::load_libs(libs_.get());
     cuda_ = std::make_unique<CudaBackend>(libs_.get(), limits_);
   }
+  cuda_->set_deadline(deadline_ns_);
   return *cuda_;
 }
 

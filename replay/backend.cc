@@ -72,6 +72,7 @@ const char* to_string(SampleStatus s) {
     case SampleStatus::kOk: return "ok";
     case SampleStatus::kSkipped: return "skipped";
     case SampleStatus::kFailed: return "failed";
+    case SampleStatus::kTimeout: return "timeout";
   }
   return "?";
 }
@@ -100,6 +101,8 @@ bool from_json(const nlohmann::json& j, Sample* out, std::string* error) {
       s.status = SampleStatus::kSkipped;
     else if (st == "failed")
       s.status = SampleStatus::kFailed;
+    else if (st == "timeout")
+      s.status = SampleStatus::kTimeout;
     else {
       *error = "sample: unknown status '" + st + "'";
       return false;

@@ -42,8 +42,10 @@ constexpr int kUniqueIdBytes = 128;
 std::string bytes_hex(const void* data, size_t n);
 bool hex_bytes(const std::string& hex, void* out, size_t n);
 
-enum class SampleStatus { kOk, kSkipped, kFailed };
-const char* to_string(SampleStatus s);  // "ok", "skipped", "failed"
+// kTimeout: the recipe did not finish by its deadline (docs/replay.md, "Deadlines"): its GPU
+// could not run a kernel, or its link delivered nothing; its work was abandoned.
+enum class SampleStatus { kOk, kSkipped, kFailed, kTimeout };
+const char* to_string(SampleStatus s);  // "ok", "skipped", "failed", "timeout"
 
 // One run of a recipe on one GPU (gemm: the GPU; link: the receiver; coll: each member).
 struct Sample {
@@ -75,6 +77,10 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string name() const = 0;  // "cuda", "emu"
+  // The CLOCK_MONOTONIC time (ns) by which the next run_gemm, run_link or run_coll must return (0:
+  // none). A recipe not finished by then comes back with status kTimeout, its work abandoned
+  // (docs/replay.md, "Deadlines"); the server sets it before each call.
+  virtual void set_deadline(int64_t deadline_ns) { deadline_ns_ = deadline_ns; }
   // What the GPU of `p` is (identity, libraries, free memory) and whether it can replay.
   virtual GpuInfo describe(const Participant& p) = 0;
   // One round of GEMM recipe `r` on the GPU of `p`.
@@ -96,6 +102,9 @@ class Backend {
   // an end whose peer never comes is aborted then.
   virtual std::vector<Sample> run_link_end(const Recipe& r, const Participant& self, const Participant& peer,
                                            bool sender, const std::string& uid, int64_t deadline_ns) = 0;
+
+ protected:
+  int64_t deadline_ns_ = 0;  // set_deadline
 };
 
 }  // namespace scout::replay

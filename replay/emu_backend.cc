@@ -1,5 +1,7 @@
 #include "replay/emu_backend.h"
 
+#include <time.h>
+
 #include <algorithm>
 #include <cstring>
 #include <random>
@@ -8,6 +10,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "common/clock.h"
 #include "scout/fingerprint.h"
 #include "scout/shm_format.h"
 
@@ -55,6 +58,17 @@ void flip_one_bit(void* data, uint64_t bytes, uint64_t where) {
 
 }  // namespace
 
+Sample EmuBackend::time_out(Sample s, const std::string& what) const {
+  // The emulated GPU or link never completes: wait for the deadline as a real backend polling
+  // its stream would, then abandon the work.
+  for (int64_t now = shm::mono_ns(); deadline_ns_ > 0 && now < deadline_ns_; now = shm::mono_ns()) {
+    const int64_t left = std::min<int64_t>(deadline_ns_ - now, 20'000'000);
+    timespec ts{0, long(left)};
+    nanosleep(&ts, nullptr);
+  }
+  return not_measured(std::move(s), SampleStatus::kTimeout, what + " by its deadline (abandoned)");
+}
+
 EmuDeviceState EmuBackend::device(const std::string& gpu) const {
   return read_emu_device(emu_device_path(dir_, job_, gpu));
 }
@@ -81,6 +95,7 @@ Sample EmuBackend::run_gemm(const Recipe& r, const Participant& p, int round) {
     return s;
   }
   const EmuDeviceState dev = device(p.gpu);
+  if (dev.hung) return time_out(s, "no kernel finished on " + p.gpu);
   const int64_t m = std::min(r.gemm.m, kEmuDim), n = std::min(r.gemm.n, kEmuDim), k = std::min(r.gemm.k, kEmuDim);
   const bool half = eb == 2;
   // Inputs from the recipe's seed: the same on every GPU.
@@ -117,6 +132,8 @@ Sample EmuBackend::run_link(const Recipe& r, const Participant& src, const Parti
   s.peer = src.global_rank;
   const EmuDeviceState rx = device(dst.gpu);
   const EmuDeviceState tx = device(src.gpu);
+  if (tx.hung || rx.hung || (rx.links_in.count(src.gpu) && rx.links_in.at(src.gpu).down))
+    return time_out(s, "the transfer from rank " + std::to_string(src.global_rank) + " did not arrive");
   const uint64_t n = std::min<uint64_t>(r.bytes, kEmuBytes) / 4;
   std::vector<float> payload(n);
   for (uint64_t i = 0; i < n; ++i) payload[i] = seeded(mix(r.seed, 'L', uint64_t(src.global_rank)), i);
@@ -153,6 +170,20 @@ std::vector<Sample> EmuBackend::run_coll(const Recipe& r, const std::vector<Part
   const uint64_t cnt = std::max<uint64_t>(1, std::min<uint64_t>(c.count, kEmuBytes / 4 / uint64_t(nr)));
   std::vector<EmuDeviceState> dev;
   for (const Participant& p : members) dev.push_back(device(p.gpu));
+  // A hung member, or a ring link that delivers nothing, stops the collective on every member.
+  bool stopped = false;
+  for (int i = 0; i < nr; ++i) {
+    auto it = dev[i].links_in.find(members[(i + nr - 1) % nr].gpu);
+    stopped |= dev[i].hung || (it != dev[i].links_in.end() && it->second.down);
+  }
+  if (stopped) {
+    for (const Participant& p : members) {
+      Sample s = sample_of(r, p, round);
+      out.push_back(out.empty() ? time_out(s, "the collective did not complete")
+                                : not_measured(s, SampleStatus::kTimeout, out[0].reason));
+    }
+    return out;
+  }
   std::vector<std::vector<float>> good(nr), used(nr);
   for (int i = 0; i < nr; ++i) {
     const uint64_t in_n = c.func == "ReduceScatter" ? cnt * uint64_t(nr) : cnt;
@@ -224,6 +255,7 @@ std::vector<Sample> EmuBackend::run_link_end(const Recipe& r, const Participant&
     return out;
   }
   if (sender) return out;
+  set_deadline(deadline_ns);
   for (int round = 0; round < r.rounds; ++round) out.push_back(run_link(r, peer, self, round));
   return out;
 }

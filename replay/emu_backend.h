@@ -4,7 +4,10 @@
 // fingerprint; a GEMM is computed on a proxy of at most kEmuDim per dimension and a link or
 // collective moves at most kEmuBytes, while times come from the emulated device's clock: the
 // full shape's work at a fixed emulated rate, times the device's slow factor, plus link delays,
-// with a +-1% deterministic jitter per (GPU, recipe, round).
+// with a +-1% deterministic jitter per (GPU, recipe, round). A `hung` device never finishes a
+// kernel and a `down` link never delivers: such a recipe waits for its deadline
+// (Backend::set_deadline; at once without one) and comes back "timeout" (docs/replay.md,
+// "Deadlines").
 #pragma once
 
 #include <string>
@@ -38,6 +41,8 @@ class EmuBackend : public Backend {
 
  private:
   EmuDeviceState device(const std::string& gpu) const;
+  // `s` as timed out ("<what> by its deadline (abandoned)") once the deadline has passed.
+  Sample time_out(Sample s, const std::string& what) const;
   std::string dir_, job_;
 };
 

@@ -3,8 +3,8 @@
 // nicdown, and slowlink on links; kernelstall when the kernel stops) change the state of the
 // emulated device of a rank when they start; the emulated replay backend runs recipes "on" that
 // device, so a faulty device computes wrong GEMMs, runs slowly or receives corrupted messages in
-// replay as it does in training (a link `down` and a `hung` device are recorded but not acted on
-// by the emulated backend yet). The
+// replay as it does in training; a link `down` delivers nothing and a `hung` device finishes no
+// kernel (their recipes time out at their deadline). The
 // observer never reads this state: only the emulated backend does, the way a real backend runs
 // on the real GPU.
 //

@@ -208,6 +208,59 @@ void judge_link_times(const std::vector<const Recipe*>& links, std::map<std::str
   for (auto& [k, p] : pairs) v->slow_pairs.push_back(p);
 }
 
+// The GPUs and links the cycle's timeouts name (judge.h, "timeouts").
+void judge_timeouts(const std::vector<Recipe>& recipes, std::map<std::string, SampleList>& by_recipe, CycleVerdict* v) {
+  std::map<int, std::vector<std::string>> gemm_out;     // rank -> GEMMs that timed out on it
+  std::set<int> finished;                               // ranks that finished a GEMM, or ended a finished link
+  std::map<std::pair<int, int>, std::string> link_out;  // timed-out directed pairs -> recipe
+  std::map<int, int> link_timeouts;                     // rank -> timed-out links it is an end of
+  for (const Recipe& r : recipes) {
+    const SampleList& ss = by_recipe[r.id];
+    bool out = false, ok = !ss.empty();
+    for (const Sample* s : ss) {
+      out |= s->status == SampleStatus::kTimeout;
+      ok &= s->status == SampleStatus::kOk;
+      if (r.kind == RecipeKind::kGemm && s->status == SampleStatus::kTimeout) {
+        auto& l = gemm_out[s->global_rank];
+        if (std::find(l.begin(), l.end(), r.id) == l.end()) l.push_back(r.id);
+      }
+      if (r.kind == RecipeKind::kGemm && s->status == SampleStatus::kOk) finished.insert(s->global_rank);
+    }
+    if (out) v->timed_out.push_back(r.id);
+    if (r.kind != RecipeKind::kLink) continue;
+    if (out) {
+      link_out[{r.src, r.dst}] = r.id;
+      link_timeouts[r.src]++;
+      link_timeouts[r.dst]++;
+    } else if (ok) {
+      finished.insert(r.src);
+      finished.insert(r.dst);
+    }
+  }
+  // gpu: a GEMM timed out on R while another GPU finished it.
+  std::set<int> hung;
+  for (const auto& [rank, ids] : gemm_out) {
+    std::vector<std::string> named;
+    for (const std::string& id : ids)
+      for (const Sample* s : by_recipe[id])
+        if (s->status == SampleStatus::kOk && s->global_rank != rank) {
+          named.push_back(id);
+          break;
+        }
+    hung.insert(rank);
+    if (!named.empty()) v->timeouts.push_back({"gpu", {rank}, named});
+  }
+  // link: both directions timed out, nothing else on either end did, and each end finished something.
+  for (const auto& [pair, id] : link_out) {
+    const auto [a, b] = pair;
+    if (a > b || !link_out.count({b, a})) continue;
+    if (hung.count(a) || hung.count(b) || gemm_out.count(a) || gemm_out.count(b)) continue;
+    if (link_timeouts[a] != 2 || link_timeouts[b] != 2) continue;  // another link of an end timed out too
+    if (!finished.count(a) || !finished.count(b)) continue;
+    v->timeouts.push_back({"link", {a, b}, {id, link_out[{b, a}]}});
+  }
+}
+
 }  // namespace
 
 const char* to_string(Outcome o) {
@@ -215,6 +268,7 @@ const char* to_string(Outcome o) {
     case Outcome::kPass: return "pass";
     case Outcome::kFail: return "fail";
     case Outcome::kInconclusive: return "inconclusive";
+    case Outcome::kTimeout: return "timeout";
   }
   return "?";
 }
@@ -249,9 +303,12 @@ CycleVerdict judge(const std::vector<Recipe>& recipes, const std::vector<GpuInfo
       continue;
     }
     const SampleList& ss = by_recipe[r.id];
-    std::string skip;
-    for (const Sample* s : ss)
+    std::string skip, late;
+    for (const Sample* s : ss) {
       if (s->status != SampleStatus::kOk && skip.empty()) skip = std::string(to_string(s->status)) + ": " + s->reason;
+      if (s->status == SampleStatus::kTimeout && late.empty())
+        late = "rank " + std::to_string(s->global_rank) + ": " + s->reason;
+    }
     if (r.kind == RecipeKind::kGemm) {
       judge_gemm(r, ss, gpu_of, rule, &v, &ro, &normal);
       if (ro.outcome == Outcome::kPass && !skip.empty()) {
@@ -264,9 +321,14 @@ CycleVerdict judge(const std::vector<Recipe>& recipes, const std::vector<GpuInfo
     } else {
       judge_coll(r, ss, skip, &v, &ro);
     }
+    if (!late.empty() && ro.outcome != Outcome::kFail) {
+      ro.outcome = Outcome::kTimeout;
+      ro.reason = late;
+    }
     v.recipes.push_back(ro);
   }
   judge_link_times(links, by_recipe, rule, &v);
+  judge_timeouts(recipes, by_recipe, &v);
   std::set<int> slow_ranks;
   for (const SlowGpu& s : v.slow_gpus) slow_ranks.insert(s.global_rank);
   for (const auto& [r, timing] : normal) {
@@ -274,9 +336,9 @@ CycleVerdict judge(const std::vector<Recipe>& recipes, const std::vector<GpuInfo
     v.gpu_normal.push_back(r);
     v.normal_gpus.push_back(timing);
   }
-  bool any_fail = !v.sdc.empty(), any_undecided = false;
+  bool any_fail = !v.sdc.empty() || !v.timeouts.empty(), any_undecided = false;
   for (const RecipeOutcome& ro : v.recipes) {
-    any_undecided |= ro.outcome == Outcome::kInconclusive;
+    any_undecided |= ro.outcome == Outcome::kInconclusive || ro.outcome == Outcome::kTimeout;
     any_fail |= ro.outcome == Outcome::kFail;  // e.g. every member of a collective got the same wrong result
   }
   v.outcome = any_fail                               ? Outcome::kFail
@@ -323,6 +385,10 @@ nlohmann::json to_json(const CycleVerdict& v) {
     j["slow_pairs"].push_back(
         {{"ranks", {p.a, p.b}}, {"recipes", p.recipes}, {"ns", p.ns}, {"median_ns", p.median_ns}});
   j["gpu_normal"] = v.gpu_normal;
+  j["timed_out"] = v.timed_out;
+  j["timeouts"] = nlohmann::json::array();
+  for (const TimeoutVerdict& t : v.timeouts)
+    j["timeouts"].push_back({{"verdict", t.verdict}, {"ranks", t.ranks}, {"recipes", t.recipes}});
   j["normal_gpus"] = nlohmann::json::array();
   for (const SlowGpu& s : v.normal_gpus)
     j["normal_gpus"].push_back({{"global_rank", s.global_rank},

@@ -10,9 +10,14 @@
 //         while others match received corrupted data (sdc on them); when every member differs
 //         identically the recipe fails without attribution (a corrupted input: the GEMM votes
 //         attribute it).
-// The cycle's outcome: "fail" when some GPU or link computed wrong bits (attributed or not); else "inconclusive"
-// when some recipe could not be decided (not admitted, skipped, failed, a vote without strict
-// majority, a participant lost); else "pass". Slowness does not fail a cycle; it is reported.
+//   timeouts (a recipe not finished by its deadline, docs/replay.md "Deadlines"): a GPU whose GEMM
+//         timed out while another GPU finished it cannot run kernels (verdict gpu, that rank); a
+//         pair whose link timed out in both directions while neither end's GEMMs nor other links
+//         timed out, and each end finished something, delivers nothing (verdict link, both ends).
+// The cycle's outcome: "fail" when some GPU or link computed wrong bits (attributed or not) or
+// the timeouts name a GPU or link; else "inconclusive" when some recipe could not be decided (not
+// admitted, skipped, failed, timed out, a vote without strict majority, a participant lost); else
+// "pass". Slowness does not fail a cycle; it is reported.
 #pragma once
 
 #include <cstdint>
@@ -28,9 +33,10 @@
 
 namespace scout::replay {
 
-// A recipe's or a cycle's outcome.
-enum class Outcome { kPass, kFail, kInconclusive };
-const char* to_string(Outcome o);  // "pass", "fail", "inconclusive"
+// A recipe's or a cycle's outcome. kTimeout (recipes only): some sample did not finish by its
+// deadline, and nothing wrong was computed by the others.
+enum class Outcome { kPass, kFail, kInconclusive, kTimeout };
+const char* to_string(Outcome o);  // "pass", "fail", "inconclusive", "timeout"
 
 // The check that found wrong bits (docs/replay.md, "Verdicts").
 enum class SdcCheck {
@@ -73,6 +79,13 @@ struct RecipeOutcome {
   std::string reason;  // inconclusive / fail: why
 };
 
+// A GPU or link the cycle's timeouts name (rules above).
+struct TimeoutVerdict {
+  std::string verdict;               // "gpu", "link"
+  std::vector<int> ranks;            // gpu: {R}; link: {a, b}, a < b
+  std::vector<std::string> recipes;  // the timed-out recipes that name it, in the cycle's order
+};
+
 struct CycleVerdict {
   Outcome outcome = Outcome::kInconclusive;
   std::vector<RecipeOutcome> recipes;
@@ -84,6 +97,8 @@ struct CycleVerdict {
   // one whose class median is the longest), with its time per round and that median (the number
   // that shows a straggler's delay is not its GPU's; docs/findings.md, "straggler").
   std::vector<SlowGpu> normal_gpus;
+  std::vector<std::string> timed_out;    // every recipe with a timed-out sample, in the cycle's order
+  std::vector<TimeoutVerdict> timeouts;  // what they name
 };
 
 // `not_admitted`: recipes the contract kept from launching (contract.h Admission::inconclusive).

@@ -33,8 +33,8 @@ std::optional<uint64_t> cycle_of(const nlohmann::json& req) {
 }
 
 // `req[key]` as milliseconds clamped to 0..kMaxDeadlineMs; nullopt when it is not an integer.
-std::optional<int64_t> deadline_of(const nlohmann::json& req) {
-  auto it = req.find("deadline_ms");
+std::optional<int64_t> deadline_of(const nlohmann::json& req, const char* key = "deadline_ms") {
+  auto it = req.find(key);
   if (it == req.end() || !it->is_number_integer()) return std::nullopt;
   if (it->is_number_unsigned()) return std::min<uint64_t>(it->get<uint64_t>(), uint64_t(kMaxDeadlineMs));
   return std::clamp<int64_t>(it->get<int64_t>(), 0, kMaxDeadlineMs);
@@ -66,10 +66,21 @@ bool from_json(const nlohmann::json& j, Participant* out, std::string* error) {
 
 std::vector<Sample> run_recipes(Backend& backend, const std::vector<Participant>& participants,
                                 const std::vector<Recipe>& recipes, const std::vector<std::string>& admitted,
-                                int64_t deadline_ns) {
+                                int64_t deadline_ns, int64_t recipe_deadline_ns) {
   std::vector<Sample> out;
   std::map<int, const Participant*> by_rank;
   for (const Participant& p : participants) by_rank[p.global_rank] = &p;
+  std::map<int, std::string> hung;  // rank -> the GEMM that timed out on its GPU
+  // The sample of a recipe on a hung GPU: not launched (its kernels could not start either).
+  auto not_launched = [&](const Recipe& r, const Participant& p, int round, int rank) {
+    return not_measured(
+        sample_of(r, p, round), SampleStatus::kTimeout,
+        "not launched: the GPU of rank " + std::to_string(rank) + " did not finish " + hung[rank] + " by its deadline");
+  };
+  auto arm = [&] {
+    const int64_t now = mono_ns();
+    backend.set_deadline(recipe_deadline_ns > 0 ? std::min(deadline_ns, now + recipe_deadline_ns) : deadline_ns);
+  };
   int max_rounds = 0;
   for (const Recipe& r : recipes) max_rounds = std::max(max_rounds, r.rounds);
   for (int round = 0; round < max_rounds; ++round) {
@@ -78,23 +89,41 @@ std::vector<Sample> run_recipes(Backend& backend, const std::vector<Participant>
       const bool late = mono_ns() > deadline_ns;
       switch (r.kind) {
         case RecipeKind::kGemm:
-          for (const Participant& p : participants)
-            out.push_back(late ? skipped(r, p, round, "deadline") : backend.run_gemm(r, p, round));
+          for (const Participant& p : participants) {
+            if (late) {
+              out.push_back(skipped(r, p, round, "deadline"));
+            } else if (hung.count(p.global_rank)) {
+              out.push_back(not_launched(r, p, round, p.global_rank));
+            } else {
+              arm();
+              out.push_back(backend.run_gemm(r, p, round));
+              if (out.back().status == SampleStatus::kTimeout) hung.emplace(p.global_rank, r.id);
+            }
+          }
           break;
         case RecipeKind::kLink: {
           auto s = by_rank.find(r.src), d = by_rank.find(r.dst);
           Participant dst = d != by_rank.end() ? *d->second : Participant{r.dst, "", -1};
-          if (s == by_rank.end() || d == by_rank.end())
+          if (s == by_rank.end() || d == by_rank.end()) {
             out.push_back(skipped(r, dst, round, "not a participant"));
-          else
-            out.push_back(late ? skipped(r, dst, round, "deadline") : backend.run_link(r, *s->second, dst, round));
+          } else if (late) {
+            out.push_back(skipped(r, dst, round, "deadline"));
+          } else if (hung.count(r.src) || hung.count(r.dst)) {
+            out.push_back(not_launched(r, dst, round, hung.count(r.src) ? r.src : r.dst));
+            out.back().peer = r.src;
+          } else {
+            arm();
+            out.push_back(backend.run_link(r, *s->second, dst, round));
+          }
           break;
         }
         case RecipeKind::kColl: {
           std::vector<Participant> members;
           bool all = true;
+          int on_hung = -1;
           for (int g : r.coll.ranks) {
             auto it = by_rank.find(g);
+            if (hung.count(g) && on_hung < 0) on_hung = g;
             if (it == by_rank.end()) {
               all = false;
               members.push_back({g, "", -1});
@@ -105,7 +134,10 @@ std::vector<Sample> run_recipes(Backend& backend, const std::vector<Participant>
           if (!all || late) {
             for (const Participant& p : members)
               out.push_back(skipped(r, p, round, late ? "deadline" : "not a participant"));
+          } else if (on_hung >= 0) {
+            for (const Participant& p : members) out.push_back(not_launched(r, p, round, on_hung));
           } else {
+            arm();
             for (Sample& s : backend.run_coll(r, members, round)) out.push_back(std::move(s));
           }
           break;
@@ -206,8 +238,14 @@ std::string ReplayServer::handle_run(const nlohmann::json& req) {
     if (!a.is_string()) return error_line("run: admitted holds something other than a recipe id");
     admitted.push_back(a.get<std::string>());
   }
-  std::vector<Sample> ss =
-      run_recipes(*backend_, participants_, recipes_, admitted, mono_ns() + *deadline_ms * 1'000'000);
+  int64_t recipe_ms = 0;  // optional: each recipe's own deadline
+  if (req.contains("recipe_deadline_ms")) {
+    const std::optional<int64_t> r = deadline_of(req, "recipe_deadline_ms");
+    if (!r) return error_line("run: recipe_deadline_ms must be an integer");
+    recipe_ms = *r;
+  }
+  std::vector<Sample> ss = run_recipes(*backend_, participants_, recipes_, admitted,
+                                       mono_ns() + *deadline_ms * 1'000'000, recipe_ms * 1'000'000);
   prepared_ = false;
   nlohmann::json samples = nlohmann::json::array();
   for (const Sample& s : ss) samples.push_back(to_json(s));

@@ -2,8 +2,9 @@
 // object per line on stdin, one answer per line on stdout, one request at a time.
 //   {"op":"prepare","contract":{...},"participants":[{global_rank,gpu,cuda_dev}],"recipes":[...]}
 //       -> {"op":"ready","cycle":N,"answers":[{"gpu":{GpuInfo},"digest":"0x..."}]}
-//   {"op":"run","cycle":N,"admitted":["recipe id",...],"deadline_ms":D}
+//   {"op":"run","cycle":N,"admitted":["recipe id",...],"deadline_ms":D[,"recipe_deadline_ms":R]}
 //       -> {"op":"result","cycle":N,"samples":[{Sample}...]}
+//       R (optional, 0 = none): each recipe call's own deadline (docs/replay.md, "Deadlines")
 //   {"op":"link_id","cycle":N,"recipe":"link:A->B","role":"send"}
 //       -> {"op":"link_id","cycle":N,"recipe":...,"uid":"<256 hex digits>"}   (sender's node)
 //   {"op":"link_end","cycle":N,"recipe":"link:A->B","role":"send"|"recv","peer":{Participant},
@@ -39,10 +40,14 @@ bool from_json(const nlohmann::json& j, Participant* out, std::string* error);
 // Runs the admitted recipes, round by round: GEMMs on every participant, links one directed pair
 // at a time, collectives over their members. A recipe not started by `deadline_ns`
 // (CLOCK_MONOTONIC) gets "skipped" samples with reason "deadline"; a member that is not a
-// participant makes its recipe's samples "skipped".
+// participant makes its recipe's samples "skipped". Each backend call must return by
+// min(deadline_ns, its start + recipe_deadline_ns) (recipe_deadline_ns 0: deadline_ns only;
+// Backend::set_deadline); a GPU whose GEMM timed out (it could not run a kernel) gets no later
+// recipe of the cycle: their samples are "timeout", "not launched: ..." (docs/replay.md,
+// "Deadlines"), so a hung GPU costs one deadline, not one per recipe.
 std::vector<Sample> run_recipes(Backend& backend, const std::vector<Participant>& participants,
                                 const std::vector<Recipe>& recipes, const std::vector<std::string>& admitted,
-                                int64_t deadline_ns);
+                                int64_t deadline_ns, int64_t recipe_deadline_ns = 0);
 
 constexpr size_t kMaxParticipants = 1024;
 constexpr size_t kMaxRecipes = 4096;

@@ -99,7 +99,9 @@ void waiting_lines(EvidenceText& t, const std::string& cls, const nlohmann::json
 
 // The progress sources of a stuck collective (docs/observer.md, "Stuck collectives").
 void stuck_trace(const obs::EvStuckTrace& tr, EvidenceText& t) {
-  if (tr.verdict == "link") {
+  if (tr.source == "replay") {
+    // Replay's cycle decided (docs/replay.md, "Deadlines"): its words, below.
+  } else if (tr.verdict == "link") {
     t.line("progress: the link between the suspects stopped delivering (" + tr.source + ")");
   } else if (tr.verdict == "host") {
     t.line("progress: the network of host " + tr.host.value_or("?") + " stopped delivering (" + tr.source + ")");
@@ -126,6 +128,16 @@ void stuck_trace(const obs::EvStuckTrace& tr, EvidenceText& t) {
   }
 }
 
+// The replay cycle run while a collective inside one node was stuck (docs/replay.md, "Deadlines").
+void stuck_replay(const std::optional<obs::EvStuckReplay>& r, EvidenceText& t) {
+  if (!r) return;
+  if (r->verdict == "none") t.line(r->words);  // a named verdict's words are in the trace's line
+  t.line("replay: " + std::to_string(r->timed_out.size()) + " of " + std::to_string(r->recipes) +
+         " recipes timed out (deadline " + ms(r->deadline_ms) + " each)" +
+         (r->timed_out.empty() ? std::string() : ": " + text(js(r->timed_out))) + "; decided at " +
+         t.when(r->named_ns));
+}
+
 void hang(const obs::Finding& f, const obs::HangEvidence& e, EvidenceText& t) {
   (void)f;
   if (e.cls == "absent") {
@@ -133,6 +145,7 @@ void hang(const obs::Finding& f, const obs::HangEvidence& e, EvidenceText& t) {
   } else if (e.cls == "stuck") {
     t.line("class: stuck (every participant started the operation and none can finish)");
     if (e.trace) stuck_trace(*e.trace, t);
+    stuck_replay(e.replay, t);
   } else {
     t.line("class: " + e.cls);
   }
@@ -154,6 +167,7 @@ void stall(const obs::Finding& f, const obs::StallEvidence& e, EvidenceText& t) 
   if (e.cls == "stuck") {
     t.line("class: stuck (every participant started the operation and none has finished)");
     if (e.trace) stuck_trace(*e.trace, t);
+    stuck_replay(e.replay, t);
   } else {
     t.line("class: " + e.cls + (e.cls == "absent" ? " (a participant has not arrived)" : ""));
   }

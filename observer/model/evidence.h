@@ -143,6 +143,19 @@ struct EvStuckTrace {
   std::optional<std::string> replay;               // source replay: the cycle's words
 };
 
+// What a replay cycle run while a collective inside one node was stuck found (docs/replay.md,
+// "Deadlines"; docs/findings.md, "hang"): the `replay` part of a stuck stall or hang.
+struct EvStuckReplay {
+  uint64_t cycle = 0;
+  std::string verdict;                 // "gpu", "link" (suspects named), "none"
+  std::vector<int> ranks;              // the ranks named (global ranks)
+  std::vector<std::string> timed_out;  // the recipes that did not finish by their deadline
+  int recipes = 0;                     // recipes the cycle ran
+  double deadline_ms = 0;              // each recipe's deadline
+  int64_t named_ns = 0;                // when the verdict was applied to the finding
+  std::string words;                   // the cycle's result in words (the summary's last part)
+};
+
 struct HangEvidence {
   std::string cls;  // "class": absent, stuck (desync: mismatch)
   std::optional<std::vector<EvHangRoot>> root;
@@ -153,8 +166,9 @@ struct HangEvidence {
   std::optional<std::vector<int>> blocked_elsewhere;  // stuck only
   std::vector<EvWaitEdge> chain;                      // closest to the root first, <= 256
   std::vector<EvCommState> comms;
-  std::optional<EvStallNote> stall;   // the stall this hang was before it reached the timeout
-  std::optional<EvStuckTrace> trace;  // class stuck: what its progress sources say
+  std::optional<EvStallNote> stall;     // the stall this hang was before it reached the timeout
+  std::optional<EvStuckTrace> trace;    // class stuck: what its progress sources say
+  std::optional<EvStuckReplay> replay;  // class stuck inside one node: the replay cycle run for it
 };
 
 // The threshold rule of a stall in numbers (docs/observer.md, "Stalls").
@@ -187,7 +201,8 @@ struct StallEvidence {
   std::optional<std::vector<int>> blocked_elsewhere;  // stuck only
   std::vector<EvWaitEdge> chain;
   std::vector<EvCommState> comms;
-  std::optional<EvStuckTrace> trace;  // class stuck: what its progress sources say
+  std::optional<EvStuckTrace> trace;    // class stuck: what its progress sources say
+  std::optional<EvStuckReplay> replay;  // class stuck inside one node: the replay cycle run for it
 };
 
 // Evidence of kind deadlock.
@@ -524,7 +539,7 @@ SCOUT_EVIDENCE_FIELDS(HangEvidence, req("class", &S::cls), opt("root", &S::root)
                       req("last_progress_ns", &S::last_progress_ns), req("timeout_ms", &S::timeout_ms),
                       opt("waiting_ranks", &S::waiting_ranks), opt("blocked_elsewhere", &S::blocked_elsewhere),
                       req("chain", &S::chain), req("comms", &S::comms), opt("stall", &S::stall),
-                      opt("trace", &S::trace))
+                      opt("trace", &S::trace), opt("replay", &S::replay))
 SCOUT_EVIDENCE_FIELDS(EvStuckPath, req("global_rank", &S::global_rank), req("peer", &S::peer), req("dir", &S::dir),
                       req("channel", &S::channel), req("steps", &S::steps), req("posted", &S::posted),
                       req("in_net", &S::in_net), req("done", &S::done), req("gpu", &S::gpu),
@@ -533,6 +548,9 @@ SCOUT_EVIDENCE_FIELDS(EvStuckTrace, req("source", &S::source), req("verdict", &S
                       opt("channels_stuck", &S::channels_stuck), opt("channels_done", &S::channels_done),
                       req("paths", &S::paths), opt("requested_ns", &S::requested_ns), opt("acked", &S::acked),
                       opt("replay", &S::replay))
+SCOUT_EVIDENCE_FIELDS(EvStuckReplay, req("cycle", &S::cycle), req("verdict", &S::verdict), req("ranks", &S::ranks),
+                      req("timed_out", &S::timed_out), req("recipes", &S::recipes), req("deadline_ms", &S::deadline_ms),
+                      req("named_ns", &S::named_ns), req("words", &S::words))
 SCOUT_EVIDENCE_FIELDS(EvStallNote, req("named_ns", &S::named_ns), req("threshold_ms", &S::threshold_ms))
 SCOUT_EVIDENCE_FIELDS(EvStallRule, req("gaps", &S::gaps), req("p99_ms", &S::p99_ms), req("margin", &S::margin),
                       req("floor_ms", &S::floor_ms), req("cold_ms", &S::cold_ms), req("min_gaps", &S::min_gaps),
@@ -542,7 +560,7 @@ SCOUT_EVIDENCE_FIELDS(StallEvidence, req("class", &S::cls), req("root", &S::root
                       req("timeout_ms", &S::timeout_ms), req("rule", &S::rule), req("named_ns", &S::named_ns),
                       opt("earlier_ms", &S::earlier_ms), req("waiting_ranks", &S::waiting_ranks),
                       opt("blocked_elsewhere", &S::blocked_elsewhere), req("chain", &S::chain), req("comms", &S::comms),
-                      opt("trace", &S::trace))
+                      opt("trace", &S::trace), opt("replay", &S::replay))
 SCOUT_EVIDENCE_FIELDS(DeadlockEvidence, req("cycle", &S::cycle), req("comms", &S::comms),
                       req("stalled_ms", &S::stalled_ms), req("timeout_ms", &S::timeout_ms))
 SCOUT_EVIDENCE_FIELDS(EvOpenOp, req("comm", &S::comm), req("op", &S::op), req("state", &S::state))

@@ -85,7 +85,8 @@ void ReplayChannel::kill_and_reap(std::string* why) {
   pid_ = 0;
 }
 
-bool ReplayChannel::call(const nlohmann::json& req, nlohmann::json* answer, int64_t timeout_ns, std::string* error) {
+bool ReplayChannel::call(const nlohmann::json& req, nlohmann::json* answer, int64_t timeout_ns, std::string* error,
+                         const std::atomic<bool>* cancel) {
   if (pid_ == 0 && !start(error)) return false;
   const int64_t deadline = mono_ns() + timeout_ns;
   std::string line = req.dump() + "\n";
@@ -115,8 +116,12 @@ bool ReplayChannel::call(const nlohmann::json& req, nlohmann::json* answer, int6
       why = "scout-replay did not answer within " + seconds(timeout_ns) + " (killed)";
       break;
     }
+    if (cancel && cancel->load()) {
+      why = "preempted (scout-replay killed)";
+      break;
+    }
     pollfd p{from_child_, POLLIN, 0};
-    int r = ::poll(&p, 1, int(std::min<int64_t>(left / 1'000'000 + 1, 1000)));
+    int r = ::poll(&p, 1, int(std::min<int64_t>(left / 1'000'000 + 1, cancel ? 50 : 1000)));
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) continue;
     char buf[65536];

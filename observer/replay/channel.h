@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -24,8 +25,11 @@ class ReplayChannel {
   ReplayChannel& operator=(const ReplayChannel&) = delete;
 
   // Sends `req` and reads the answer within `timeout_ns`. False with *error ("scout-replay did
-  // not answer within 30.0 s (killed)", "scout-replay exited (signal 9)", ...).
-  bool call(const nlohmann::json& req, nlohmann::json* answer, int64_t timeout_ns, std::string* error);
+  // not answer within 30.0 s (killed)", "scout-replay exited (signal 9)", ...). `cancel` (may be
+  // null) is looked at every 50 ms while waiting: once true the process is killed and the call
+  // fails with "preempted (scout-replay killed)".
+  bool call(const nlohmann::json& req, nlohmann::json* answer, int64_t timeout_ns, std::string* error,
+            const std::atomic<bool>* cancel = nullptr);
   // Asks the process to quit and reaps it (kills it after 1 s).
   void stop();
   // The running process, 0 if none.

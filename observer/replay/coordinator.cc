@@ -49,7 +49,15 @@ void ReplayCoordinator::step(const Model& m, FindingBoard& board, int64_t now_ns
     records_.push_back(std::move(d->record));
   }
   reporter_.mark_stragglers(board);
-  if (worker_.state() != CycleState::kIdle) return;
+  reporter_.mark_stuck(board);
+  if (worker_.state() != CycleState::kIdle) {
+    // A stuck collective does not wait behind another local cycle (docs/replay.md, "Triggers and
+    // budget"): that cycle is preempted and the stuck one runs at the next pass.
+    if (triggers_.stuck_pending(m, board) && worker_.preempt() && log_)
+      log_("replay: the cycle in flight is preempted for a stuck collective");
+    return;
+  }
+  if (held_ && held_->trigger != Trigger::kStuck && triggers_.stuck_pending(m, board)) held_.reset();
   if (!held_) held_ = triggers_.next_job(m, board, reporter_, now_ns, &records_);
   // The worker may have taken the slot for a plan across nodes meanwhile: the job waits for the
   // next pass then.

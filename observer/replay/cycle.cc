@@ -10,6 +10,7 @@ const char* to_string(Trigger t) {
     case Trigger::kSlowLink: return "slowlink";
     case Trigger::kDemand: return "demand";
     case Trigger::kCross: return "cross";
+    case Trigger::kStuck: return "stuck";
   }
   return "?";
 }

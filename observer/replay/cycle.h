@@ -17,8 +17,8 @@ namespace scout::obs {
 
 // Why a cycle runs (docs/replay.md, "Triggers and budget"); stored as its name in
 // ReplayCycleRecord::trigger.
-enum class Trigger { kPeriodic, kStraggler, kSdc, kSlowLink, kDemand, kCross };
-// "periodic", "straggler", "sdc", "slowlink", "demand", "cross".
+enum class Trigger { kPeriodic, kStraggler, kSdc, kSlowLink, kDemand, kCross, kStuck };
+// "periodic", "straggler", "sdc", "slowlink", "demand", "cross", "stuck".
 const char* to_string(Trigger t);
 
 // The life of the observer's one replay slot: at most one cycle exists at a time, local or
@@ -41,6 +41,9 @@ struct CycleJob {
   uint64_t cycle = 0;
   Trigger trigger = Trigger::kPeriodic;
   std::string request;  // demand: the request's id
+  std::string finding;  // stuck: the dedup key of the stuck stall / hang it runs for
+  // Each recipe call's own deadline (docs/replay.md, "Deadlines"); 0: the cycle's only.
+  int64_t recipe_deadline_ns = 0;
   std::vector<replay::Participant> participants;
   std::vector<replay::Recipe> recipes;
   int64_t started_ns = 0;  // pass time it was made

@@ -23,8 +23,13 @@ struct ReplayOptions {
   int64_t min_period_ns = 1'000'000'000;  // periodic cycles at most this often
   int max_pairs = 64;                     // link recipes per periodic cycle
   int max_colls = 8;                      // collective recipes per cycle
-  std::vector<std::string> program;       // scout-replay argv ("" = next to this executable)
-  std::string request_prefix;             // on-demand requests (request.h); "" = none
+  // Each recipe's deadline (docs/replay.md, "Deadlines"): in a cycle run for a stuck collective,
+  // and in every other local cycle (a hung GPU or dead link holds a cycle at most this long per
+  // GPU or pair). Fixed; tests shorten them.
+  int64_t stuck_recipe_deadline_ns = 1'000'000'000;
+  int64_t recipe_deadline_ns = 10'000'000'000;
+  std::vector<std::string> program;  // scout-replay argv ("" = next to this executable)
+  std::string request_prefix;        // on-demand requests (request.h); "" = none
   replay::OutlierRule rule;
   std::string rdzv;                         // observers' rendezvous ("" = one node: no cross-node links)
   int nodes = 1;                            // observers in the job

@@ -1,9 +1,11 @@
 #include "observer/replay/reporter.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <set>
 #include <vector>
 
+#include "common/clock.h"
 #include "observer/detect/finding_util.h"
 #include "observer/replay/lookup.h"
 
@@ -25,6 +27,13 @@ std::string sdc_summary(const Model& m, int proc, const replay::SdcVerdict& firs
     return "replay: the GPU of " + who(m, proc) + ", " + first.gpu + ", computes " + first.recipe +
            " differently from the majority of its peers";
   return "replay: " + who(m, proc) + " received a wrong result in " + first.recipe;
+}
+
+// "1 s", "0.5 s": a recipe deadline in words.
+std::string secs(int64_t ns) {
+  char b[32];
+  std::snprintf(b, sizeof(b), "%g s", double(ns) / 1e9);
+  return b;
 }
 
 // Whether `f` is a finding replay made (its evidence's source).
@@ -62,6 +71,88 @@ void ReplayReporter::apply(const Model& m, FindingBoard& board, const CycleResul
     report_slow_pairs(m, board, d, comm_ranks, now_ns);
   }
   note_causes(d);
+  if (d.job.trigger == Trigger::kStuck && !d.job.finding.empty()) note_stuck(m, d, now_ns);
+}
+
+void ReplayReporter::note_stuck(const Model& m, const CycleResult& d, int64_t now_ns) {
+  const replay::CycleVerdict& v = d.verdict;
+  StuckResult res;
+  EvStuckReplay& e = res.replay;
+  e.cycle = d.record.cycle;
+  e.timed_out = v.timed_out;
+  e.recipes = int(d.job.recipes.size());
+  e.deadline_ms = to_ms(d.job.recipe_deadline_ns);
+  e.named_ns = shm::wall_ns();
+  const std::string after = " after " + secs(d.job.recipe_deadline_ns);
+  const std::string cycle = "replay cycle " + std::to_string(e.cycle) + ": ";
+  // One verdict, or several GPUs: named. A mix of GPUs and links is said, not attributed.
+  bool all_gpu = !v.timeouts.empty();
+  for (const replay::TimeoutVerdict& t : v.timeouts) all_gpu &= t.verdict == "gpu";
+  if (v.timeouts.size() == 1 || all_gpu) {
+    e.verdict = v.timeouts[0].verdict;
+    for (const replay::TimeoutVerdict& t : v.timeouts)
+      for (int r : t.ranks) {
+        e.ranks.push_back(r);
+        res.suspects.push_back(replay_suspect(m, r, d));
+      }
+  } else {
+    e.verdict = "none";
+  }
+  const size_t others = v.timed_out.size();
+  if (e.verdict == "link") {
+    const replay::TimeoutVerdict& t = v.timeouts[0];
+    e.words = cycle + "link " + std::to_string(t.ranks[0]) + "->" + std::to_string(t.ranks[1]) + " and " +
+              std::to_string(t.ranks[1]) + "->" + std::to_string(t.ranks[0]) + " timed out" + after + "; " +
+              (others == 2 ? std::string("every other pair delivered and every GPU finished its GEMM")
+                           : std::to_string(others - 2) + " other recipes timed out too, none touching either end");
+  } else if (e.verdict == "gpu") {
+    std::string names;
+    for (size_t i = 0; i < e.ranks.size(); ++i) names += (i ? " and " : "") + replay_who(m, e.ranks[i], d);
+    e.words = cycle + "the GEMM on the GPU of " + names + " timed out" + after +
+              " while the other GPUs finished it; the links touching it were not launched";
+  } else if (v.timed_out.empty()) {
+    e.words = cycle + "every GPU finished its GEMM and every pair delivered within " + secs(d.job.recipe_deadline_ns) +
+              ": the GPUs and links of this node work";
+  } else {
+    e.words =
+        cycle + std::to_string(v.timed_out.size()) + " recipes timed out" + after + ", naming no single GPU or link";
+  }
+  (void)now_ns;
+  stuck_[d.job.finding] = std::move(res);
+}
+
+void ReplayReporter::mark_stuck(FindingBoard& board) const {
+  for (auto it = stuck_.begin(); it != stuck_.end(); ++it) {
+    const Finding* f = board.find(it->first);
+    if (!f || !f->open || !f->evidence.is_object() || f->evidence.value("class", "") != "stuck") continue;
+    const StuckResult& res = it->second;
+    // Already written since the detector's last report, or named by the finding's own progress
+    // sources: left as it is.
+    if (f->evidence.contains("replay")) continue;
+    if (!f->suspects.empty()) continue;
+    Finding g = *f;
+    auto with_replay = [&](auto ev) {
+      if (!read_evidence(f->evidence, &ev)) return false;
+      ev.replay = res.replay;
+      if (!res.suspects.empty()) {
+        EvStuckTrace tr = ev.trace.value_or(EvStuckTrace{});
+        tr.source = "replay";
+        tr.verdict = res.replay.verdict;
+        tr.replay = res.replay.words;
+        ev.trace = tr;
+      }
+      g.evidence = to_json(ev);
+      return true;
+    };
+    const bool ok = f->kind == FindingKind::kStall ? with_replay(StallEvidence{}) : with_replay(HangEvidence{});
+    if (!ok) continue;
+    if (!res.suspects.empty()) {
+      g.suspects = res.suspects;
+      g.verdict = Verdict::kAttributed;
+    }
+    g.summary += "; " + res.replay.words;
+    board.report(std::move(g));
+  }
 }
 
 void ReplayReporter::report_sdc(const Model& m, FindingBoard& board, const CycleResult& d, int64_t now_ns) {

@@ -4,7 +4,11 @@
 //   slowlink   class link per slow pair the live detectors do not already name
 //              (ReplaySlowLinkEvidence); a pair measured normal later closes it;
 //   straggler  GEMM timing verdicts become causes ("gpu", "host") written into open straggler
-//              findings (StragglerEvidence::cause, ::replay), "unknown" until one is known.
+//              findings (StragglerEvidence::cause, ::replay), "unknown" until one is known;
+//   stuck      a cycle run for a stuck collective (trigger "stuck"): the GPU or link its timeouts
+//              name (replay/judge.h, TimeoutVerdict) become the suspects, verdict and `replay`
+//              evidence of that stall or hang (EvStuckReplay; trace source "replay"), written
+//              again at every pass while it stays open (the hang detector rewrites it each pass).
 // Runs on the pass thread only.
 #pragma once
 
@@ -32,6 +36,9 @@ class ReplayReporter {
              const std::map<std::string, std::map<int, int>>& comm_ranks, int64_t now_ns);
   // Writes each open straggler finding's cause (and the cycle that decided it) into its evidence.
   void mark_stragglers(FindingBoard& board) const;
+  // Writes each open stuck finding's replay result (suspects, verdict, evidence.replay, summary)
+  // into it when the hang detector's latest report left it out.
+  void mark_stuck(FindingBoard& board) const;
   // Whether a cycle that started at or after `since_ns` decided the cause of `global_rank`.
   bool cause_known(int global_rank, int64_t since_ns) const;
 
@@ -45,6 +52,12 @@ class ReplayReporter {
   void report_slow_pairs(const Model& m, FindingBoard& board, const CycleResult& d,
                          const std::map<std::string, std::map<int, int>>& comm_ranks, int64_t now_ns);
   void note_causes(const CycleResult& d);
+  void note_stuck(const Model& m, const CycleResult& d, int64_t now_ns);
+  struct StuckResult {
+    EvStuckReplay replay;
+    std::vector<Suspect> suspects;  // empty: replay named nobody
+  };
+  std::map<std::string, StuckResult> stuck_;  // stuck finding's dedup key -> what its cycle found
 
   replay::OutlierRule rule_;
   std::map<std::string, std::pair<int, int>> replay_links_;  // open slowlink findings replay made: their pair

@@ -107,6 +107,7 @@ std::optional<CycleJob> ReplayTriggers::demand_job(const Model& m, const ReplayR
   CycleJob job;
   job.trigger = Trigger::kDemand;
   job.request = rq.id;
+  job.recipe_deadline_ns = opt_.recipe_deadline_ns;
   const std::set<int> asked(rq.ranks.begin(), rq.ranks.end());
   for (const Participant& p : local_participants(m))
     if (asked.empty() || asked.count(p.global_rank)) job.participants.push_back(p);
@@ -199,6 +200,30 @@ std::vector<replay::GemmShape> ReplayTriggers::periodic_gemms(const Model& m, co
   return out.empty() ? gemm_shapes() : out;
 }
 
+std::optional<std::vector<int>> ReplayTriggers::stuck_members(const Model& m, const Finding& f,
+                                                              const std::set<int>& local) const {
+  if (!f.open || handled_.count(f.dedup_key) || !f.suspects.empty()) return std::nullopt;
+  if (f.kind != FindingKind::kStall && f.kind != FindingKind::kHang) return std::nullopt;
+  if (!f.evidence.is_object() || f.evidence.value("class", "") != "stuck") return std::nullopt;
+  const Comm* c = comm_by_hash(m, f.comm_hash, f.comm_nranks);
+  if (!c) return std::nullopt;
+  std::vector<int> members = members_of(m, *c);
+  // Every member on this node: no proxy between them (a communicator spanning hosts is traced
+  // through its network steps, docs/observer.md "Stuck collectives").
+  if (members.size() < 2) return std::nullopt;  // members_of: every member known, or none
+  for (int r : members)
+    if (!local.count(r)) return std::nullopt;
+  return members;
+}
+
+bool ReplayTriggers::stuck_pending(const Model& m, const FindingBoard& board) const {
+  std::set<int> local;
+  for (const Participant& p : local_participants(m)) local.insert(p.global_rank);
+  for (const Finding* f : board.all())
+    if (stuck_members(m, *f, local)) return true;
+  return false;
+}
+
 std::optional<Trigger> ReplayTriggers::finding_trigger(const Model& m, const FindingBoard& board,
                                                        const ReplayReporter& reporter, const std::set<int>& local,
                                                        replay::RecipePlan* plan) {
@@ -214,7 +239,16 @@ std::optional<Trigger> ReplayTriggers::finding_trigger(const Model& m, const Fin
     if (!f->open || handled_.count(f->dedup_key)) continue;
     const bool from_replay = f->evidence.is_object() && f->evidence.value("source", "") == "replay";
     std::optional<Trigger> t;
-    if (f->kind == FindingKind::kSdc && f->verdict == Verdict::kInconclusive && !from_replay) {
+    if (std::optional<std::vector<int>> members = stuck_members(m, *f, local)) {
+      // A stuck collective inside this node: every directed pair of its communicator and one GEMM
+      // on each of its GPUs, one round, each recipe with the short deadline (docs/replay.md,
+      // "Triggers and budget").
+      plan->gemms = {gemm_shapes().front()};
+      plan->links = replay::pairs_of({*members});
+      plan->rounds = 1;
+      stuck_finding_ = f->dedup_key;
+      t = Trigger::kStuck;
+    } else if (f->kind == FindingKind::kSdc && f->verdict == Verdict::kInconclusive && !from_replay) {
       const std::vector<int> mine = mine_of(*f);
       plan->gemms = gemm_shapes();
       plan->colls = colls_within(local, mine);
@@ -277,8 +311,13 @@ std::optional<CycleJob> ReplayTriggers::next_job(const Model& m, const FindingBo
   }
   replay::RecipePlan plan;
   plan.seed = next_cycle_->load();
+  job.recipe_deadline_ns = opt_.recipe_deadline_ns;
   if (std::optional<Trigger> t = finding_trigger(m, board, reporter, local, &plan)) {
     job.trigger = *t;
+    if (*t == Trigger::kStuck) {
+      job.finding = stuck_finding_;
+      job.recipe_deadline_ns = opt_.stuck_recipe_deadline_ns;
+    }
   } else {
     if (now_ns < next_periodic_ns_) return std::nullopt;
     job.trigger = Trigger::kPeriodic;

@@ -6,6 +6,11 @@
 //              communicator plus every other GPU of this node as voters;
 //   straggler  an open straggler finding without a replay verdict since it opened: GEMM timing
 //              on its GPU and every other GPU of this node (cause "gpu" or "host");
+//   stuck      an open stall or hang of class "stuck" that names nobody, in a communicator whose
+//              members are all on this node (no proxy to trace): every directed pair of it and one
+//              GEMM on each of its GPUs, one round, each recipe with a 1 s deadline; its timeouts
+//              name the GPU or link (reporter.h); a local cycle of another trigger in flight is
+//              preempted for it (ReplayWorker::preempt);
 //   slowlink   a slowlink finding of class "comm": the link sweep inside its communicator;
 //   periodic   GEMM recipes on every GPU (the next check cycle of the captured shapes' plan when
 //              there is one), the job's collective classes and the directed pairs of its
@@ -50,6 +55,8 @@ class ReplayTriggers {
   // A finished cycle: the next periodic cycle within the budget; GEMMs no GPU could run are left
   // out of later periodic cycles (logged once).
   void pace(const CycleResult& d, int64_t now_ns);
+  // Whether an open stuck finding waits for its cycle (the "stuck" trigger would fire now).
+  bool stuck_pending(const Model& m, const FindingBoard& board) const;
   // This node's ranks and spanning communicators, for the cycles across nodes.
   NodeMembers node_members(const Model& m) const;
 
@@ -59,6 +66,9 @@ class ReplayTriggers {
   // A trigger from an open finding (sdc, straggler, slowlink), its recipes in *plan.
   std::optional<Trigger> finding_trigger(const Model& m, const FindingBoard& board, const ReplayReporter& reporter,
                                          const std::set<int>& local, replay::RecipePlan* plan);
+  // The members (global ranks) of the communicator of `f` when `f` is a stuck stall or hang that
+  // names nobody, not yet handled, all of whose members are in `local`; else nullopt.
+  std::optional<std::vector<int>> stuck_members(const Model& m, const Finding& f, const std::set<int>& local) const;
   void periodic_plan(const Model& m, const std::set<int>& local, replay::RecipePlan* plan);
   // The running ranks of this node with a known GPU, by global rank.
   std::vector<replay::Participant> local_participants(const Model& m) const;
@@ -87,6 +97,7 @@ class ReplayTriggers {
   int64_t next_periodic_ns_ = 0;
   int64_t idle_period_ns_ = 0;     // backoff while cycles run nothing
   std::set<std::string> handled_;  // findings a trigger already ran for
+  std::string stuck_finding_;      // the finding of the last stuck trigger
   bool gemm_unavailable_ = false;  // every GEMM was skipped: no periodic GEMMs
 };
 

@@ -71,6 +71,14 @@ bool ReplayWorker::submit(CycleJob job) {
   return true;
 }
 
+bool ReplayWorker::preempt() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!local_trigger_ || *local_trigger_ == Trigger::kStuck || cancel_) return false;
+  if (state_ != CycleState::kPreparing && state_ != CycleState::kRunning) return false;
+  cancel_ = true;
+  return true;
+}
+
 std::optional<CycleResult> ReplayWorker::take_judged() {
   std::lock_guard<std::mutex> lock(mu_);
   if (state_ != CycleState::kJudged) return std::nullopt;
@@ -116,6 +124,8 @@ void ReplayWorker::set_state(CycleState s) {
 
 void ReplayWorker::finish(CycleResult d) {
   std::lock_guard<std::mutex> lock(mu_);
+  local_trigger_.reset();
+  cancel_ = false;
   judged_ = std::move(d);
   state_ = CycleState::kJudged;
   cycles_done_++;
@@ -140,7 +150,11 @@ void ReplayWorker::loop() {
         cv_.wait(lock, ready);
       if (stop_) return;
       job.swap(pending_);
-      if (job) state_ = CycleState::kPreparing;
+      if (job) {
+        state_ = CycleState::kPreparing;
+        local_trigger_ = job->trigger;
+        cancel_ = false;
+      }
     }
     if (job)
       finish(run_local(*job));
@@ -171,7 +185,7 @@ bool ReplayWorker::prepare(const CycleJob& job, const replay::Contract& contract
       {"op", "prepare"}, {"contract", replay::to_json(contract)}, {"participants", parts}, {"recipes", recipes}};
   nlohmann::json ans;
   std::string err;
-  if (!channel_->call(prep, &ans, deadline - mono_ns(), &err)) {
+  if (!channel_->call(prep, &ans, deadline - mono_ns(), &err, &cancel_)) {
     rec->detail["error"] = err;
   } else if (ans.value("op", "") != "ready") {
     rec->detail["error"] = "scout-replay: " + ans.value("error", ans.dump());
@@ -249,10 +263,11 @@ CycleResult ReplayWorker::run_local(const CycleJob& job) {
     nlohmann::json run = {{"op", "run"},
                           {"cycle", job.cycle},
                           {"admitted", adm.run},
-                          {"deadline_ms", std::max<int64_t>(0, left_ms * 8 / 10)}};
+                          {"deadline_ms", std::max<int64_t>(0, left_ms * 8 / 10)},
+                          {"recipe_deadline_ms", job.recipe_deadline_ns / 1'000'000}};
     nlohmann::json ans;
     std::string err;
-    if (!channel_->call(run, &ans, deadline - mono_ns(), &err)) {
+    if (!channel_->call(run, &ans, deadline - mono_ns(), &err, &cancel_)) {
       // A participant lost mid-cycle: every admitted recipe is undecided.
       for (const std::string& id : adm.run) adm.inconclusive.push_back({id, "participant lost: " + err});
       rec.detail["error"] = err;

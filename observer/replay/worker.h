@@ -47,6 +47,11 @@ class ReplayWorker {
   CycleState state() const;
   // Hands a local cycle to the worker: kIdle -> kQueued. False (job dropped) when the slot is busy.
   bool submit(CycleJob job);
+  // Ends the local cycle in flight at once when it was not started by a stuck collective
+  // (scout-replay is killed; the cycle ends inconclusive, "preempted"), so that the stuck
+  // collective's cycle runs next (docs/replay.md, "Triggers and budget"). False when there is
+  // nothing to preempt.
+  bool preempt();
   // The judged cycle, if the slot holds one (kJudged -> kIdle).
   std::optional<CycleResult> take_judged();
   // Lines the worker logged since the last call (the pass prints them).
@@ -107,6 +112,8 @@ class ReplayWorker {
   std::vector<std::string> worker_log_;  // lines for log_, written from the pass
   bool stop_ = false;
   uint64_t cycles_done_ = 0;
+  std::optional<Trigger> local_trigger_;   // the local cycle in flight
+  std::atomic<bool> cancel_{false};        // preempt(): the channel call in flight gives up
   NodeMembers members_;                    // as the pass last set them
   std::optional<NodeMembers> to_publish_;  // changed since the last publication
   std::map<std::string, std::map<int, int>> cross_comm_ranks_;

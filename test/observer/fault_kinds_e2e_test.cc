@@ -239,14 +239,18 @@ TEST(FaultKindsEndToEnd, EnqueueStallIsAHangNamingTheRankInsideTheCall) {
 
 // Every rank arrives; rank 5's kernel of the first tp2 AllReduce of step 2 starts and never ends,
 // so rank 4's waits for it. Both ranks' records show the kernel started and not complete: nothing
-// in them says whose transfer is missing, so the hang is stuck and names nobody.
+// in them says whose transfer is missing, so the hang is stuck. Its communicator is inside one
+// host: replay's cycle for it (trigger "stuck", docs/replay.md "Deadlines") times out on rank 5's
+// GPU while rank 4's finishes, and names rank 5.
 TEST(FaultKindsEndToEnd, KernelStallIsAStuckHangInItsCommunicator) {
   Outcome o = run("kernelstall", job({"--fault", "kernelstall:rank=5,step=2"}), 1, true);
   EXPECT_EQ(o.sim.exit_code, 4) << o.sim.err;
   EXPECT_EQ(o.truth, (std::multiset<Named>{{"kernelstall", {5}}}));
-  expect_findings(o, {{"hang", {}}}, scout::obs::Verdict::kInconclusive);
+  expect_findings(o, {{"hang", {5}}}, scout::obs::Verdict::kAttributed);
   ASSERT_EQ(o.findings.size(), 1u);
   const auto& f = o.findings[0];
+  EXPECT_EQ(f.evidence["replay"]["verdict"], "gpu") << f.evidence.dump();
+  EXPECT_EQ(f.evidence["trace"]["source"], "replay") << f.evidence.dump();
   EXPECT_EQ(f.comm_name, "tp2");
   EXPECT_EQ(f.key->func, "AllReduce");
   EXPECT_EQ(f.key->seq, 4u);

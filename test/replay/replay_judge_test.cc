@@ -2,6 +2,8 @@
 // (replay/emu_backend.h) on emulated devices with and without hardware faults.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "replay/emu_backend.h"
 #include "replay/judge.h"
 #include "replay/server.h"
@@ -26,11 +28,11 @@ struct Rig {
     std::string err;
     ASSERT_TRUE(write_emu_device(emu_device_path(dir.path(), "job", ps[g].gpu), s, &err)) << err;
   }
-  CycleVerdict cycle(const RecipePlan& plan, std::vector<Sample>* out = nullptr) {
+  CycleVerdict cycle(const RecipePlan& plan, std::vector<Sample>* out = nullptr, int64_t recipe_deadline_ns = 0) {
     auto rs = build_recipes(plan);
     std::vector<std::string> ids;
     for (auto& r : rs) ids.push_back(r.id);
-    auto samples = run_recipes(backend, ps, rs, ids, INT64_MAX);
+    auto samples = run_recipes(backend, ps, rs, ids, INT64_MAX, recipe_deadline_ns);
     if (out) *out = samples;
     return judge(rs, gpus, samples, {}, OutlierRule{});
   }
@@ -182,6 +184,116 @@ TEST(ReplayJudge, NotAdmittedAndDeadlineAreInconclusive) {
   CycleVerdict w = judge(rs, rig.gpus, {}, {{rs[0].id, "rank 2 did not answer the readiness contract"}}, OutlierRule{});
   EXPECT_EQ(w.outcome, Outcome::kInconclusive);
   EXPECT_EQ(w.recipes[0].reason, "rank 2 did not answer the readiness contract");
+}
+
+// A cycle as the observer runs it for a stuck collective (docs/replay.md, "Deadlines"): one GEMM
+// on every GPU and every directed pair of `n` ranks, one round.
+RecipePlan stuck_plan(int n) {
+  RecipePlan p;
+  p.gemms = {{4096, 4096, 4096, "bf16"}};
+  std::vector<int> all;
+  for (int g = 0; g < n; ++g) all.push_back(g);
+  p.links = pairs_of({all});
+  p.rounds = 1;
+  return p;
+}
+
+int waited(const std::vector<Sample>& ss) {  // timeouts that waited for their deadline
+  int n = 0;
+  for (const Sample& s : ss) n += s.status == SampleStatus::kTimeout && s.reason.find("abandoned") != std::string::npos;
+  return n;
+}
+
+TEST(ReplayJudgeTimeouts, HungGpuIsNamedByItsGemmAndCostsOneDeadline) {
+  Rig rig(4);
+  EmuDeviceState hung;
+  hung.hung = true;
+  rig.set(2, hung);
+  std::vector<Sample> ss;
+  CycleVerdict v = rig.cycle(stuck_plan(4), &ss, 50'000'000);
+  ASSERT_EQ(v.timeouts.size(), 1u);
+  EXPECT_EQ(v.timeouts[0].verdict, "gpu");
+  EXPECT_EQ(v.timeouts[0].ranks, std::vector<int>{2});
+  EXPECT_EQ(v.timeouts[0].recipes, std::vector<std::string>{"gemm:bf16:4096x4096x4096"});
+  EXPECT_EQ(v.outcome, Outcome::kFail);
+  // The GEMM and the 6 links touching rank 2 timed out; only the GEMM waited (the links were not
+  // launched on a GPU that cannot run a kernel).
+  EXPECT_EQ(v.timed_out.size(), 7u);
+  EXPECT_EQ(waited(ss), 1);
+  for (const Sample& s : ss)
+    if (s.recipe.rfind("link:", 0) == 0 && (s.global_rank == 2 || s.peer == 2)) {
+      EXPECT_EQ(s.status, SampleStatus::kTimeout) << s.recipe;
+      EXPECT_EQ(s.reason.rfind("not launched: the GPU of rank 2", 0), 0u) << s.reason;
+    } else {
+      EXPECT_EQ(s.status, s.recipe.rfind("gemm", 0) == 0 && s.global_rank == 2 ? SampleStatus::kTimeout
+                                                                                : SampleStatus::kOk)
+          << s.recipe << " " << s.global_rank;
+    }
+  for (const RecipeOutcome& r : v.recipes)
+    EXPECT_EQ(r.outcome, std::find(v.timed_out.begin(), v.timed_out.end(), r.recipe) != v.timed_out.end()
+                             ? Outcome::kTimeout
+                             : Outcome::kPass)
+        << r.recipe;
+  EXPECT_TRUE(v.sdc.empty());
+}
+
+TEST(ReplayJudgeTimeouts, DownLinkIsNamedByBothDirections) {
+  Rig rig(4);
+  EmuDeviceState a, b;
+  a.links_in[rig.ps[2].gpu].down = true;  // rank 1 receives nothing from rank 2
+  b.links_in[rig.ps[1].gpu].down = true;  // and rank 2 nothing from rank 1
+  rig.set(1, a);
+  rig.set(2, b);
+  std::vector<Sample> ss;
+  CycleVerdict v = rig.cycle(stuck_plan(4), &ss, 50'000'000);
+  ASSERT_EQ(v.timeouts.size(), 1u);
+  EXPECT_EQ(v.timeouts[0].verdict, "link");
+  EXPECT_EQ(v.timeouts[0].ranks, (std::vector<int>{1, 2}));
+  EXPECT_EQ(v.timeouts[0].recipes, (std::vector<std::string>{"link:1->2", "link:2->1"}));
+  EXPECT_EQ(v.timed_out, (std::vector<std::string>{"link:1->2", "link:2->1"}));
+  EXPECT_EQ(waited(ss), 2);
+  EXPECT_EQ(v.outcome, Outcome::kFail);
+  const nlohmann::json j = to_json(v);
+  EXPECT_EQ(j["timeouts"][0]["verdict"], "link");
+  EXPECT_EQ(j["timed_out"].size(), 2u);
+}
+
+TEST(ReplayJudgeTimeouts, OneDirectionOrEveryGpuNamesNothing) {
+  {  // only 1->2 stops: a link is named only when both directions deliver nothing
+    Rig rig(4);
+    EmuDeviceState b;
+    b.links_in[rig.ps[1].gpu].down = true;
+    rig.set(2, b);
+    CycleVerdict v = rig.cycle(stuck_plan(4), nullptr, 20'000'000);
+    EXPECT_TRUE(v.timeouts.empty());
+    EXPECT_EQ(v.timed_out, std::vector<std::string>{"link:1->2"});
+    EXPECT_EQ(v.outcome, Outcome::kInconclusive);
+  }
+  {  // every GPU hung: no GPU finished the GEMM, nobody to compare with
+    Rig rig(2);
+    EmuDeviceState hung;
+    hung.hung = true;
+    rig.set(0, hung);
+    rig.set(1, hung);
+    CycleVerdict v = rig.cycle(stuck_plan(2), nullptr, 20'000'000);
+    EXPECT_TRUE(v.timeouts.empty());
+    EXPECT_EQ(v.outcome, Outcome::kInconclusive);
+  }
+}
+
+TEST(ReplayJudgeTimeouts, TimeoutSamplesSurviveTheProtocol) {
+  Sample s;
+  s.recipe = "gemm:bf16:8x8x8";
+  s.global_rank = 3;
+  s.gpu = "GPU-sim-node0-3";
+  s.status = SampleStatus::kTimeout;
+  s.reason = "no kernel finished on GPU-sim-node0-3 by its deadline (abandoned)";
+  Sample back;
+  std::string err;
+  ASSERT_TRUE(from_json(to_json(s), &back, &err)) << err;
+  EXPECT_EQ(back.status, SampleStatus::kTimeout);
+  EXPECT_EQ(back.reason, s.reason);
+  EXPECT_EQ(to_json(s)["status"], "timeout");
 }
 
 }  // namespace
