@@ -16,10 +16,12 @@
 #include "test/sim/workload.h"
 #include "test/support/subprocess.h"
 #include "test/support/tmpdir.h"
+#include "test/support/truth.h"
 
 namespace {
 
 using namespace scout::sim;
+using scout::testing::truth_lines;
 using scout::testing::build_path;
 using scout::testing::ProcessResult;
 using scout::testing::run_process;
@@ -33,15 +35,6 @@ std::vector<std::string> lines(const std::string& s) {
   std::stringstream ss(s);
   std::string l;
   while (std::getline(ss, l)) out.push_back(l);
-  return out;
-}
-
-std::vector<nlohmann::json> read_truth(const std::string& path) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line))
-    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
   return out;
 }
 
@@ -298,7 +291,7 @@ TEST_F(SimCli, HangIsEndedByTheTimeoutWithExitCode3) {
   EXPECT_NE(r.out.find("timed out after 2 s; hung (fault): rank 1; killed while running: rank 0,2-3, exit 3"),
             std::string::npos)
       << r.out;
-  auto t = read_truth(truth);
+  auto t = truth_lines(truth);
   ASSERT_EQ(t.size(), 1u);
   EXPECT_EQ(t[0]["kind"], "hang");
   EXPECT_EQ(t[0]["global_rank"], 1);
@@ -317,7 +310,7 @@ TEST_F(SimCli, CrashKillsTheRankAndTheOthersBlockUntilTheTimeout) {
   EXPECT_EQ(r.exit_code, kExitTimedOut) << r.out << r.err;
   EXPECT_NE(r.out.find("crashed (fault): rank 2; killed while running: rank 0-1,3, exit 3"), std::string::npos)
       << r.out;
-  auto t = read_truth(truth);
+  auto t = truth_lines(truth);
   ASSERT_EQ(t.size(), 1u);
   EXPECT_EQ(t[0]["kind"], "crash");
   EXPECT_EQ(t[0]["global_rank"], 2);
@@ -346,7 +339,7 @@ TEST_F(SimCli, LinkdownStopsTheJobAndWritesItsGroundTruthAndBothEndsDevices) {
                         30);
   EXPECT_EQ(r.exit_code, kExitTimedOut) << r.out << r.err;
   EXPECT_NE(r.out.find("2/50 steps"), std::string::npos) << r.out;
-  auto t = read_truth(truth);
+  auto t = truth_lines(truth);
   ASSERT_EQ(t.size(), 1u);
   EXPECT_EQ(t[0]["kind"], "linkdown");
   EXPECT_EQ(t[0]["global_rank"], 1);
@@ -369,7 +362,7 @@ TEST_F(SimCli, NicdownWritesOneLineAndCutsTheHostOffInReplay) {
                          "nicdown:node=1,step=2", "--timeout", "2", "--truth", truth, "--job", "nd1"},
                         30);
   EXPECT_EQ(r.exit_code, kExitTimedOut) << r.out << r.err;
-  auto t = read_truth(truth);
+  auto t = truth_lines(truth);
   ASSERT_EQ(t.size(), 1u);
   EXPECT_EQ(t[0]["kind"], "nicdown");
   EXPECT_EQ(t[0]["global_rank"], 2);
