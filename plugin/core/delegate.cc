@@ -10,30 +10,10 @@
 #include <new>
 
 #include "plugin/core/clock.h"
+#include "plugin/core/library.h"
 
 namespace scout::core::dlg {
 namespace {
-
-bool ends_with(const std::string& s, const char* suffix) {
-  size_t n = std::strlen(suffix);
-  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
-}
-
-void* try_open(const std::string& name, std::string* last_error) {
-  void* h = ::dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (h == nullptr) {
-    const char* e = ::dlerror();
-    *last_error = e != nullptr ? e : "dlopen failed";
-  }
-  return h;
-}
-
-// The base address of the library holding `addr` (0 if unknown).
-uintptr_t library_of(const void* addr) {
-  Dl_info info;
-  if (::dladdr(addr, &info) == 0) return 0;
-  return reinterpret_cast<uintptr_t>(info.dli_fbase);
-}
 
 bool iequals(const std::string& a, const char* b) {
   if (a.size() != std::strlen(b)) return false;
@@ -73,12 +53,8 @@ bool open_delegate(const std::string& spec, int nccl_version, Table* out, void**
     return false;
   }
   std::string err;
-  std::string name = spec;
-  void* h = try_open(spec, &err);
-  if (h == nullptr && spec.find('/') == std::string::npos && !(spec.rfind("lib", 0) == 0 && ends_with(spec, ".so"))) {
-    name = "libnccl-profiler-" + spec + ".so";
-    h = try_open(name, &err);
-  }
+  std::string name;
+  void* h = open_library(spec, "libnccl-profiler-", &name, &err);
   if (h == nullptr) {
     *error = "cannot open the delegate '" + spec + "': " + err;
     return false;
