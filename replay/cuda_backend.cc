@@ -29,6 +29,9 @@ using shm::wall_ns;
 
 constexpr size_t kCuptiBufBytes = 4 << 20;  // CUPTI recommends 1..10 MB per buffer
 constexpr int64_t kWorkspaceBytes = 32 << 20;
+// How long the streams of an aborted transfer may take to drain before their GPU is marked as
+// holding abandoned work (docs/replay.md, "Deadlines").
+constexpr int64_t kDrainNs = 200'000'000;
 
 // `need` bytes (unsigned: a payload of 2^63 bytes or more never passes) exceed `allowed`.
 bool over_budget(uint64_t need, int64_t allowed) { return allowed < 0 || need > uint64_t(allowed); }
@@ -262,9 +265,38 @@ int64_t CudaBackend::kernel_ns_since(uint64_t t0_ns, int device, Calls& c) {
   return kernel_ns(spans, t0_ns, device, c);
 }
 
-bool CudaBackend::sync(cu::Device dev, Calls& c) {
-  return c.cu(L_->cu.CtxSetCurrent(ctxs_[dev]), "cuCtxSetCurrent") &&
-         c.cu(L_->cu.StreamSynchronize(streams_[dev]), "cuStreamSynchronize");
+bool CudaBackend::sync(cu::Device dev, bool* late, Calls& c) {
+  if (!c.cu(L_->cu.CtxSetCurrent(ctxs_[dev]), "cuCtxSetCurrent")) return false;
+  for (;;) {
+    const cu::Result q = L_->drv.StreamQuery(streams_[dev]);
+    if (q != cudalib::kNotReady) return c.cu(q, "cuStreamQuery");
+    if (deadline_ns_ > 0 && mono_ns() >= deadline_ns_) {
+      *late = true;
+      return false;
+    }
+    sleep_us(200);
+  }
+}
+
+bool CudaBackend::drain(const std::vector<int>& devs, const std::string& recipe, Calls& c) {
+  const int64_t until = mono_ns() + kDrainNs;
+  bool all = true;
+  for (int d : devs) {
+    if (!c.cu(L_->cu.CtxSetCurrent(ctxs_[d]), "cuCtxSetCurrent")) return false;
+    cu::Result q = cudalib::kNotReady;
+    while ((q = L_->drv.StreamQuery(streams_[d])) == cudalib::kNotReady && mono_ns() < until) sleep_us(200);
+    if (q == cudalib::kNotReady) {
+      abandoned_.emplace(d, recipe);
+      all = false;
+    }
+  }
+  return all;
+}
+
+std::string CudaBackend::abandoned_on(int dev) const {
+  auto it = abandoned_.find(dev);
+  if (it == abandoned_.end()) return "";
+  return "not launched: earlier replay work on this GPU (" + it->second + ") never finished";
 }
 
 GpuInfo CudaBackend::describe(const Participant& p) {
@@ -306,7 +338,7 @@ bool CudaBackend::gemm_algo(const Recipe& r, const cudalib::LtObjects& lt, Calls
 }
 
 int64_t CudaBackend::time_gemm(const Recipe& r, cu::Device dev, const cudalib::LtObjects& lt, const GemmBuffers& g,
-                               Calls& c) {
+                               bool* late, Calls& c) {
   const cu::Stream stream = streams_[dev];
   const float alpha = 1.0f, beta = 0.0f;
   auto matmul = [&] {
@@ -315,7 +347,7 @@ int64_t CudaBackend::time_gemm(const Recipe& r, cu::Device dev, const cudalib::L
                   "cublasLtMatmul");
   };
   // One untimed warm-up run (module loading, first-launch costs).
-  if (!matmul() || !c.cu(L_->cu.StreamSynchronize(stream), "cuStreamSynchronize") || !drop_spans(c)) return -1;
+  if (!matmul() || !sync(dev, late, c) || !drop_spans(c)) return -1;
   cudalib::Event e0(L_), e1(L_);
   const uint64_t t0 = uint64_t(wall_ns());
   if (!cupti_on_ && (!e0.create(c) || !e1.create(c) || !c.cu(L_->cu.EventRecord(e0.get(), stream), "cuEventRecord")))
@@ -323,7 +355,7 @@ int64_t CudaBackend::time_gemm(const Recipe& r, cu::Device dev, const cudalib::L
   for (int i = 0; i < r.iters; ++i)
     if (!matmul()) return -1;
   if (!cupti_on_ && !c.cu(L_->cu.EventRecord(e1.get(), stream), "cuEventRecord")) return -1;
-  if (!c.cu(L_->cu.StreamSynchronize(stream), "cuStreamSynchronize")) return -1;
+  if (!sync(dev, late, c)) return -1;
   if (cupti_on_) return kernel_ns_since(t0, dev, c);
   float ms = 0;
   if (!c.cu(L_->cu.EventElapsedTime(&ms, e0.get(), e1.get()), "cuEventElapsedTime")) return -1;
@@ -340,6 +372,7 @@ Sample CudaBackend::run_gemm(const Recipe& r, const Participant& p, int round) {
   std::string why;
   Calls c(L_);
   if (!enter(p, &dev, &why, c)) return not_run(s, c, why);
+  if (std::string a = abandoned_on(dev); !a.empty()) return skip(s, SampleStatus::kTimeout, a);
   const uint64_t m = uint64_t(r.gemm.m), n = uint64_t(r.gemm.n), k = uint64_t(r.gemm.k);
   // recipe_device_bytes: 128-bit arithmetic, saturated (no shape can wrap it).
   const uint64_t need =
@@ -357,7 +390,13 @@ Sample CudaBackend::run_gemm(const Recipe& r, const Participant& p, int round) {
   if (g.a.alloc(m * k * eb, c) && g.b.alloc(k * n * eb, c) && g.d.alloc(m * n * eb, c) &&
       g.ws.alloc(kWorkspaceBytes, c) && g.a.put(ha.data(), ha.size(), c) && g.b.put(hb.data(), hb.size(), c) &&
       lt.create(dtype, m, n, k, kWorkspaceBytes, c) && gemm_algo(r, lt, c)) {
-    s.ns = time_gemm(r, dev, lt, g, c);
+    bool late = false;
+    s.ns = time_gemm(r, dev, lt, g, &late, c);
+    if (late) {  // the matmuls may still run (or never start): their buffers stay theirs
+      for (DeviceBuf* b : {&g.a, &g.b, &g.d, &g.ws}) b->release();
+      abandoned_.emplace(dev, r.id);
+      return skip(s, SampleStatus::kTimeout, "no kernel finished on " + p.gpu + " by its deadline (abandoned)");
+    }
     if (c.ok() && lt.destroy(c) && g.d.get(hd.data(), hd.size(), c))
       s.fp = fp::fingerprint(hd.data(), hd.size(),
                              eb == 4                        ? shm::kTypeFloat32
@@ -379,6 +418,8 @@ Sample CudaBackend::run_link(const Recipe& r, const Participant& src, const Part
   if (!enter(src, &ds, &why, c) || !enter(dst, &dd, &why, c))
     return not_run(
         s, c, why + " (members on other hosts need a replay communicator bootstrapped over the observers' channel)");
+  for (int d : {ds, dd})
+    if (std::string a = abandoned_on(d); !a.empty()) return skip(s, SampleStatus::kTimeout, a);
   const uint64_t count = r.bytes / 4;
   const int64_t allowed = budget_bytes(c);
   if (!c.ok()) return measured(s, c);
@@ -396,7 +437,22 @@ Sample CudaBackend::run_link(const Recipe& r, const Participant& src, const Part
     c.nccl(L_->nccl.Send(sb.addr(), count, cudalib::kNcclFloat32, 1, comms[0], streams_[ds]), "ncclSend");
     c.nccl(L_->nccl.Recv(rb.addr(), count, cudalib::kNcclFloat32, 0, comms[1], streams_[dd]), "ncclRecv");
     const bool ended = c.nccl(L_->nccl.GroupEnd(), "ncclGroupEnd");  // always closes the group
-    if (ended && c.ok() && sync(ds, c) && sync(dd, c)) {
+    bool late = false;
+    if (ended && c.ok() && !(sync(ds, &late, c) && sync(dd, &late, c)) && late) {
+      // Nothing arrived by the deadline: abort the pair's communicators (their kernels exit);
+      // buffers a kernel that did not drain may still use are left to it.
+      comms.abort();
+      if (!drain({ds, dd}, r.id, c)) {
+        sb.release();
+        rb.release();
+      }
+      rb.free(c);
+      sb.free(c);
+      return skip(
+          s, SampleStatus::kTimeout,
+          "the transfer from rank " + std::to_string(src.global_rank) + " did not arrive by its deadline (aborted)");
+    }
+    if (ended && c.ok()) {
       s.ns = cupti_on_ ? kernel_ns_since(t0, dd, c) : int64_t(uint64_t(wall_ns()) - t0);
       if (c.ok() && rb.get(got.data(), count * 4, c)) {
         s.fp = fp_f32(got.data(), count);
@@ -539,6 +595,8 @@ std::vector<Sample> CudaBackend::run_coll(const Recipe& r, const std::vector<Par
                     : all_skip(SampleStatus::kFailed, c.error());
     devs.push_back(d);
   }
+  for (int d : devs)
+    if (std::string a = abandoned_on(d); !a.empty()) return all_skip(SampleStatus::kTimeout, a);
   const int nr = int(members.size());
   const uint64_t count = std::max<uint64_t>(1, r.coll.count);
   const int64_t allowed = budget_bytes(c);
@@ -559,7 +617,17 @@ std::vector<Sample> CudaBackend::run_coll(const Recipe& r, const std::vector<Par
   if (coll_init(r, comms, devs, c)) {
     for (int i = 0; i < nr; ++i)
       if (!buf[i].alloc(count * 4, c) || !buf[i].put(in[i].data(), count * 4, c)) break;
-    if (c.ok()) run_allreduce(comms, devs, buf, count, c, &out);
+    bool late = false;
+    if (c.ok()) run_allreduce(comms, devs, buf, count, &late, c, &out);
+    if (late) {
+      comms.abort();
+      if (!drain(devs, r.id, c))
+        for (DeviceBuf& b : buf) b.release();
+      for (DeviceBuf& b : buf) b.free(c);
+      for (Sample& x : out)
+        x = skip(x, SampleStatus::kTimeout, "the collective did not complete by its deadline (aborted)");
+      return out;
+    }
   }
   std::vector<float> got(count);
   const uint64_t want_fp = fp_f32(want.data(), count);
@@ -586,7 +654,7 @@ bool CudaBackend::coll_init(const Recipe& r, Comms& comms, const std::vector<int
 }
 
 void CudaBackend::run_allreduce(const Comms& comms, const std::vector<int>& devs, std::vector<DeviceBuf>& buf,
-                                uint64_t count, Calls& c, std::vector<Sample>* out) {
+                                uint64_t count, bool* late, Calls& c, std::vector<Sample>* out) {
   const int nr = int(devs.size());
   if (!drop_spans(c) || !c.nccl(L_->nccl.GroupStart(), "ncclGroupStart")) return;
   const uint64_t t0 = uint64_t(wall_ns());
@@ -597,7 +665,7 @@ void CudaBackend::run_allreduce(const Comms& comms, const std::vector<int>& devs
   const bool ended = c.nccl(L_->nccl.GroupEnd(), "ncclGroupEnd");  // always closes the group
   if (!ended || !c.ok()) return;
   for (int i = 0; i < nr; ++i)
-    if (!sync(devs[i], c)) return;
+    if (!sync(devs[i], late, c)) return;
   const uint64_t wall = uint64_t(wall_ns()) - t0;
   for (int i = 0; i < nr; ++i) (*out)[i].ns = int64_t(wall);
   if (!cupti_on_) return;

@@ -62,22 +62,32 @@ class CudaBackend : public Backend {
   // Its context current and its low-priority stream made; false with *why (not on this host, a
   // library missing) or a failed call in c.
   bool enter(const Participant& p, cu::Device* dev, std::string* why, cudalib::Calls& c);
-  int64_t budget_bytes(cudalib::Calls& c);       // bytes this GPU may take now (0: none)
-  bool sync(cu::Device dev, cudalib::Calls& c);  // its context current, its stream synchronized
-  bool drop_spans(cudalib::Calls& c);            // CUPTI: forget the spans recorded so far
+  int64_t budget_bytes(cudalib::Calls& c);  // bytes this GPU may take now (0: none)
+  // Its context current, its stream polled (cuStreamQuery, never cuStreamSynchronize) until its
+  // work is done or the deadline (Backend::set_deadline; none: until done). False with *late set
+  // when the deadline passed first, or with the failed call in c.
+  bool sync(cu::Device dev, bool* late, cudalib::Calls& c);
+  // After an abandoned transfer (its communicators aborted): polls the streams of `devs` for
+  // kDrainNs; those that do not drain are marked abandoned for `recipe`. True when all drained.
+  bool drain(const std::vector<int>& devs, const std::string& recipe, cudalib::Calls& c);
+  // The timeout sample of recipe `r` on a GPU that earlier replay work never finished, or "" none.
+  std::string abandoned_on(int dev) const;
+  bool drop_spans(cudalib::Calls& c);                                      // CUPTI: forget the spans recorded so far
   int64_t kernel_ns_since(uint64_t t0_ns, int device, cudalib::Calls& c);  // CUPTI: kernel time on `device`
   bool libs_text(std::string* out, cudalib::Calls& c) const;               // "cuda 13000; cublasLt ...; nccl ..."
   // The recipe's pinned algorithm (the heuristic's first choice, asked once per recipe).
   bool gemm_algo(const Recipe& r, const cudalib::LtObjects& lt, cudalib::Calls& c);
-  // One untimed warm-up then r.iters timed matmuls; their GPU time, -1 when a call failed.
-  int64_t time_gemm(const Recipe& r, cu::Device dev, const cudalib::LtObjects& lt, const GemmBuffers& g,
+  // One untimed warm-up then r.iters timed matmuls; their GPU time, -1 when a call failed or (with
+  // *late) the deadline passed before they finished.
+  int64_t time_gemm(const Recipe& r, cu::Device dev, const cudalib::LtObjects& lt, const GemmBuffers& g, bool* late,
                     cudalib::Calls& c);
   // Polls a non-blocking communicator until it settles or the deadline: its state (-1: the poll failed).
   int settle(cudalib::NcclComm comm, int64_t deadline_ns, cudalib::Calls& c);
   bool coll_init(const Recipe& r, cudalib::Comms& comms, const std::vector<int>& devs, cudalib::Calls& c);
-  // One AllReduce over every member's buffer; each member's time into (*out)[i].ns.
+  // One AllReduce over every member's buffer; each member's time into (*out)[i].ns; *late when
+  // the deadline passed before every member finished.
   void run_allreduce(const cudalib::Comms& comms, const std::vector<int>& devs, std::vector<cudalib::DeviceBuf>& buf,
-                     uint64_t count, cudalib::Calls& c, std::vector<Sample>* out);
+                     uint64_t count, bool* late, cudalib::Calls& c, std::vector<Sample>* out);
 
   const cudalib::Libs* L_;
   BackendLimits limits_;
@@ -86,6 +96,7 @@ class CudaBackend : public Backend {
   std::map<std::string, cudalib::LtAlgo> algos_;  // recipe id -> pinned algorithm
   std::map<int, cu::Stream> streams_;             // device -> low-priority stream
   std::map<int, cu::Context> ctxs_;               // device -> retained primary context
+  std::map<int, std::string> abandoned_;          // device -> the recipe whose work it never finished
 };
 
 // The CUPTI record collector behind CudaBackend (process-wide, as CUPTI's activity state is).

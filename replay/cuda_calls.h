@@ -51,6 +51,9 @@ class DeviceBuf {
   bool get(void* host, size_t bytes, Calls& c);
   // cuMemFree now (with its context current); true when there was nothing to free.
   bool free(Calls& c);
+  // Forgets the allocation without freeing it: a kernel abandoned at its deadline may still use
+  // it, and cuMemFree would wait for that kernel (docs/replay.md, "Deadlines").
+  void release() { p_ = 0; }
   cu::DevicePtr ptr() const { return p_; }
   void* addr() const { return reinterpret_cast<void*>(p_); }
 

@@ -34,6 +34,9 @@
 #     same job on NCCL's own Socket transport with ProxyStep windows always open
 #  8. GEMM capture (SCOUT_GEMM_CAPTURE=1): shapes captured and not one cuBLASLt log line in the
 #     job's output
+#  9. replay beside a stuck kernel (docs/replay.md, "Deadlines"): another process holds GPU 0's
+#     SMs with spinning kernels; scout-replay's GEMM with a 1 s recipe deadline must answer within
+#     3 s (finished in time slices, or "timeout"), and scout-replay must still answer "quit"
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -91,7 +94,7 @@ if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1
   say "torch: $(python3 -c 'import torch; print(torch.__version__, "cuda", torch.version.cuda, "nccl", ".".join(map(str, torch.cuda.nccl.version())))' 2>/dev/null)"
 fi
 if [ $HAVE_GPU -eq 0 ]; then
-  say "gpu: none found (nvidia-smi): skipping the GPU parts of steps 1 and 6 and steps 2-5, 7, 8; running the CPU-side steps"
+  say "gpu: none found (nvidia-smi): skipping the GPU parts of steps 1, 6 and 9 and steps 2-5, 7, 8; running the CPU-side steps"
 fi
 
 # ---------------------------------------------------------------- step 1: fingerprint kernel
@@ -495,6 +498,73 @@ if [ $HAVE_GPU -eq 1 ] && [ $HAVE_TORCH -eq 1 ]; then
   check $? "step8: GEMM capture: job exit $rc, ${classes:-0} shape classes ($capture), $printed cuBLASLt log lines in the job's output (must be 0)"
 else
   skip "step8: $( [ $HAVE_GPU -eq 0 ] && echo 'no GPU' || echo 'PyTorch cannot use the GPU' )"
+fi
+fi
+
+# ---------------------------------------------------------------- step 9: replay beside a stuck kernel
+# What a stuck training kernel leaves to replay (docs/replay.md, "Deadlines"): a process launches
+# spinning kernels (torch.cuda._sleep, one block each, on 128 streams: every SM it can get) for
+# 30 s; meanwhile scout-replay runs a 4096^3 bf16 GEMM (11 matmuls) on the same GPU with
+# recipe_deadline_ms 1000. It must answer within 3 s and then answer "quit": never blocked by the
+# stuck GPU. The line says which happened: "ok" (time-sliced with the other process) or "timeout".
+# Without a GPU the same request runs on an emulated GPU whose state says hung: "timeout" in ~1 s.
+if want 9; then
+echo "== step 9: replay beside a stuck kernel"
+REPLAY=$B/bin/scout-replay
+replay_stuck() {  # $1 = GPU id, $2 = cuda ordinal; prints "STATUS SECONDS QUIT reason"
+  python3 - "$REPLAY" "$1" "$2" <<'PY'
+import json, subprocess, sys, time
+exe, gpu, dev = sys.argv[1], sys.argv[2], int(sys.argv[3])
+p = subprocess.Popen([exe, "--job", "gpu-check", "--shm-dir", "/tmp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+rid = "gemm:bf16:4096x4096x4096"
+recipe = {"id": rid, "kind": "gemm", "seed": 1, "rounds": 1, "iters": 10, "gemm": {"m": 4096, "n": 4096, "k": 4096, "dtype": "bf16"}}
+def call(req):
+    p.stdin.write(json.dumps(req) + "\n"); p.stdin.flush()
+    return json.loads(p.stdout.readline())
+call({"op": "prepare", "contract": {"cycle": 1, "recipes": [rid], "members": [0]},
+      "participants": [{"global_rank": 0, "gpu": gpu, "cuda_dev": dev}], "recipes": [recipe]})
+t0 = time.monotonic()
+res = call({"op": "run", "cycle": 1, "admitted": [rid], "deadline_ms": 60000, "recipe_deadline_ms": 1000})
+took = time.monotonic() - t0
+t1 = time.monotonic()
+bye = call({"op": "quit"}).get("op") == "bye"
+quit_s = time.monotonic() - t1
+s = res.get("samples", [{}])[0]
+print(s.get("status", "none"), f"{took:.2f}", "quit" if bye and quit_s < 2 else "no-quit", s.get("reason", ""))
+PY
+}
+if [ -x "$REPLAY" ]; then
+  if [ $HAVE_GPU -eq 1 ] && [ $HAVE_TORCH -eq 1 ]; then
+    uuid=$(nvidia-smi --query-gpu=uuid --format=csv,noheader | head -1)
+    python3 - > "$LOGS/spinner.log" 2>&1 <<'PY' &
+import torch, time
+streams = [torch.cuda.Stream() for _ in range(128)]
+cycles = int(30 * 1.5e9)
+for s in streams:
+    with torch.cuda.stream(s):
+        torch.cuda._sleep(cycles)
+print("spinning on", len(streams), "streams", flush=True)
+torch.cuda.synchronize()
+PY
+    spinner=$!
+    sleep 5  # the spinner's context and kernels are up
+    x=$(replay_stuck "$uuid" 0 2>"$LOGS/replay-stuck.err")
+    kill $spinner 2>/dev/null; wait $spinner 2>/dev/null
+    say "step9: GEMM beside 128 spinning kernels: $x"
+    set -- $x
+    { [ "$1" = ok ] || [ "$1" = timeout ]; } && python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) < 3.0 else 1)" "${2:-99}" && [ "$3" = quit ]
+    check $? "step9: scout-replay answered within 3 s beside a stuck GPU ($1 after ${2:-?} s) and then quit"
+  else
+    printf '{"gemm_flip":false,"slow_factor":1.0,"hung":true,"links_in":{}}\n' > /tmp/scout-emugpu.gpu-check.GPU-sim-node0-7.json
+    x=$(replay_stuck GPU-sim-node0-7 0 2>"$LOGS/replay-stuck.err")
+    rm -f /tmp/scout-emugpu.gpu-check.GPU-sim-node0-7.json
+    say "step9 (CPU only, emulated hung GPU): $x"
+    set -- $x
+    [ "$1" = timeout ] && python3 -c "import sys; sys.exit(0 if 0.9 < float(sys.argv[1]) < 3.0 else 1)" "${2:-99}" && [ "$3" = quit ]
+    check $? "step9 (CPU only, emulated hung GPU): the GEMM timed out at its 1 s deadline and scout-replay quit ($x)"
+  fi
+else
+  fail "step9: $REPLAY not built"
 fi
 fi
 

@@ -210,6 +210,35 @@ TEST(ReplayCudaFake, LinkEndsSendAndReceiveOverANonBlockingCommunicator) {
   EXPECT_EQ(F.allocated, 0);
 }
 
+// A GPU whose stream never finishes (its kernels cannot run): the GEMM polls cuStreamQuery until
+// its deadline and comes back "timeout" instead of blocking; its buffers are left to the
+// abandoned kernels, and later recipes on that GPU time out at once (docs/replay.md, "Deadlines").
+TEST(ReplayCudaFake, GemmOnAStuckGpuTimesOutAtItsDeadlineAndMarksTheGpu) {
+  F = FakeState{};
+  N = FakeNccl{};
+  cudalib::Libs L = fake_libs();
+  CudaBackend b(&L, BackendLimits{});
+  Recipe r = gemm(32, 16, 8);
+  N.not_ready = 1 << 30;  // never done
+  const int64_t t0 = mono_ns();
+  b.set_deadline(t0 + 50'000'000);
+  Sample s = b.run_gemm(r, {0, "GPU-stuck", 0}, 0);
+  const int64_t took = mono_ns() - t0;
+  EXPECT_EQ(s.status, SampleStatus::kTimeout);
+  EXPECT_EQ(s.reason, "no kernel finished on GPU-stuck by its deadline (abandoned)");
+  EXPECT_EQ(s.ns, -1);
+  EXPECT_GE(took, 50'000'000);
+  EXPECT_LT(took, 2'000'000'000) << "the backend waited past its deadline";
+  EXPECT_GT(F.allocated, 0);  // left to the abandoned kernels, not freed under them
+  N.not_ready = 0;
+  b.set_deadline(mono_ns() + 1'000'000'000);
+  Sample again = b.run_gemm(r, {0, "GPU-stuck", 0}, 1);
+  EXPECT_EQ(again.status, SampleStatus::kTimeout);
+  EXPECT_EQ(again.reason, "not launched: earlier replay work on this GPU (" + r.id + ") never finished");
+  Sample other = b.run_gemm(r, {1, "", 1}, 0);  // another GPU is not affected
+  EXPECT_EQ(other.status, SampleStatus::kOk) << other.reason;
+}
+
 TEST(ReplayCudaFake, LinkEndWhosePeerNeverJoinsIsAbortedAtTheDeadline) {
   F = FakeState{};
   N = FakeNccl{};

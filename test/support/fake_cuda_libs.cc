@@ -351,6 +351,7 @@ int NcclCommGetAsyncError(cudalib::NcclComm, int* st) {
 int NcclCommAbort(cudalib::NcclComm) {
   X.live["comm"]--;
   N.aborts++;
+  N.not_ready = 0;  // an aborted communicator's kernels exit (a receive that never completed too)
   return fault("ncclCommAbort") ? kNcclFault : 0;
 }
 int NcclCommDestroy(cudalib::NcclComm) {
