@@ -575,6 +575,48 @@ std::vector<Sample> CudaBackend::run_coll(const Recipe& r, const std::vector<Par
   return c.ok() ? out : all_skip(SampleStatus::kFailed, c.error());
 }
 
+std::string CudaBackend::coll_end_join(const Recipe& r, Comms& comms, int nranks, const cudalib::NcclUniqueId& id,
+                                       const std::vector<int>& ranks, int64_t deadline_ns, Calls& c) {
+  cudalib::NcclConfig cfg;
+  cfg.blocking = 0;
+  if (!r.coll.algo.empty()) setenv("NCCL_ALGO", r.coll.algo.c_str(), 1);  // read at init (src/graph/tuning.cc)
+  if (!r.coll.proto.empty()) setenv("NCCL_PROTO", r.coll.proto.c_str(), 1);
+  bool init_ok = c.nccl(L_->nccl.GroupStart(), "ncclGroupStart");
+  for (size_t k = 0; k < ranks.size() && init_ok; ++k) {
+    const int rc = L_->nccl.CommInitRankConfig(comms.data() + k, nranks, id, ranks[k], &cfg);
+    init_ok = rc == cudalib::kNcclInProgress || c.nccl(rc, "ncclCommInitRankConfig");
+  }
+  const int ge = L_->nccl.GroupEnd();  // always closes the group
+  unsetenv("NCCL_ALGO");
+  unsetenv("NCCL_PROTO");
+  if (!init_ok || (ge != cudalib::kNcclInProgress && !c.nccl(ge, "ncclGroupEnd"))) return c.error();
+  for (size_t k = 0; k < ranks.size(); ++k) {
+    if (comms[k] == nullptr) return "ncclCommInitRankConfig gave no communicator";
+    const int st = settle(comms[k], deadline_ns, c);
+    if (!c.ok()) return c.error();
+    if (st == cudalib::kNcclInProgress)
+      return "a member did not join the replay communicator by the deadline (aborted)";
+    if (st != cudalib::kNcclSuccess) return "replay communicator init failed (" + std::to_string(st) + ")";
+  }
+  return "";
+}
+
+std::string CudaBackend::coll_end_wait(const Comms& comms, const std::vector<int>& devs, int64_t deadline_ns,
+                                       Calls& c) {
+  for (size_t k = 0; k < devs.size(); ++k) {
+    const int st = settle(comms[k], deadline_ns, c);
+    if (!c.ok()) return "";
+    if (st != cudalib::kNcclSuccess) return "NCCL AllReduce failed (" + std::to_string(st) + ")";
+  }
+  for (size_t k = 0; k < devs.size() && c.ok(); ++k) {
+    int q = cudalib::kNotReady;
+    while ((q = L_->drv.StreamQuery(streams_[devs[k]])) == cudalib::kNotReady && mono_ns() < deadline_ns) sleep_us(200);
+    if (q == cudalib::kNotReady) return "the collective did not finish by the deadline (aborted)";
+    c.cu(q, "cuStreamQuery");
+  }
+  return "";
+}
+
 std::vector<Sample> CudaBackend::run_coll_end(const Recipe& r, const std::vector<Participant>& members,
                                               const std::vector<int>& local, const std::string& uid,
                                               int64_t deadline_ns) {
@@ -625,33 +667,9 @@ std::vector<Sample> CudaBackend::run_coll_end(const Recipe& r, const std::vector
   for (uint64_t e = 0; e < count; ++e)
     for (int i = 0; i < nr; ++i) want[e] += in[size_t(i)][e];
   const uint64_t want_fp = fp_f32(want.data(), count);
-  // One non-blocking communicator per local member (nranks = every member, rank = its index),
-  // in one group when this node runs several; aborted on any early return, so the other nodes'
-  // members fail now, not at their deadline.
-  cudalib::NcclConfig cfg;
-  cfg.blocking = 0;
-  Comms comms(L_, local.size());
-  if (!r.coll.algo.empty()) setenv("NCCL_ALGO", r.coll.algo.c_str(), 1);  // read at init (src/graph/tuning.cc)
-  if (!r.coll.proto.empty()) setenv("NCCL_PROTO", r.coll.proto.c_str(), 1);
-  bool init_ok = c.nccl(L_->nccl.GroupStart(), "ncclGroupStart");
-  for (size_t k = 0; k < local.size() && init_ok; ++k) {
-    const int rc = L_->nccl.CommInitRankConfig(comms.data() + k, nr, id, idx[k], &cfg);
-    init_ok = rc == cudalib::kNcclInProgress || c.nccl(rc, "ncclCommInitRankConfig");
-  }
-  const int ge = L_->nccl.GroupEnd();  // always closes the group
-  unsetenv("NCCL_ALGO");
-  unsetenv("NCCL_PROTO");
-  if (!init_ok || (ge != cudalib::kNcclInProgress && !c.nccl(ge, "ncclGroupEnd")))
-    return fail(SampleStatus::kFailed, c.error());
-  for (size_t k = 0; k < local.size(); ++k) {
-    if (comms[k] == nullptr) return fail(SampleStatus::kFailed, "ncclCommInitRankConfig gave no communicator");
-    const int st = settle(comms[k], deadline_ns, c);
-    if (st != cudalib::kNcclSuccess)
-      return fail(SampleStatus::kFailed, !c.ok() ? c.error()
-                                         : st == cudalib::kNcclInProgress
-                                             ? "a member did not join the replay communicator by the deadline (aborted)"
-                                             : "replay communicator init failed (" + std::to_string(st) + ")");
-  }
+  Comms comms(L_, local.size());  // aborted on any early return: the other nodes' members fail now
+  if (std::string why = coll_end_join(r, comms, nr, id, idx, deadline_ns, c); !why.empty())
+    return fail(SampleStatus::kFailed, why);
   std::vector<DeviceBuf> buf;
   buf.reserve(local.size());
   for (size_t k = 0; k < local.size(); ++k) {
@@ -672,20 +690,7 @@ std::vector<Sample> CudaBackend::run_coll_end(const Recipe& r, const std::vector
     }
     const int end = L_->nccl.GroupEnd();
     if (!posted || (end != cudalib::kNcclInProgress && !c.nccl(end, "ncclGroupEnd"))) break;
-    for (size_t k = 0; k < local.size() && error.empty(); ++k) {
-      const int st = settle(comms[k], deadline_ns, c);
-      if (!c.ok()) break;
-      if (st != cudalib::kNcclSuccess) error = "NCCL AllReduce failed (" + std::to_string(st) + ")";
-    }
-    for (size_t k = 0; k < local.size() && error.empty() && c.ok(); ++k) {
-      int q = cudalib::kNotReady;
-      while ((q = L_->drv.StreamQuery(streams_[devs[k]])) == cudalib::kNotReady && mono_ns() < deadline_ns)
-        sleep_us(200);
-      if (q == cudalib::kNotReady)
-        error = "the collective did not finish by the deadline (aborted)";
-      else
-        c.cu(q, "cuStreamQuery");
-    }
+    error = coll_end_wait(comms, devs, deadline_ns, c);
     if (!error.empty() || !c.ok()) break;
     const int64_t wall = int64_t(uint64_t(wall_ns()) - t0);
     std::vector<KernelSpan> spans;
