@@ -19,6 +19,7 @@
 
 #include "observer/model/replay_cycle.h"
 #include "observer/store/reader.h"
+#include "test/support/node_observers.h"
 #include "test/support/settle.h"
 #include "test/support/subprocess.h"
 #include "test/support/tmpdir.h"
@@ -60,20 +61,10 @@ std::vector<scout::obs::ReplayCycleRecord> coll_cycles(const std::string& path) 
 
 CrossRun run(const std::string& job, const std::vector<std::string>& faults) {
   TempDir dir;
-  std::map<std::string, std::string> env = {{"SCOUT_SHM_DIR", dir.path()},
-                                            {"SCOUT_STATE_DIR", dir.path() + "/state"},
-                                            {"SCOUT_FP_BUDGET", "0"},
-                                            {"SCOUT_NET_INTERVAL_MS", "100"},
-                                            {"SCOUT_NET_TIMEOUT_MS", "10000"},
-                                            {"SCOUT_NET_JOIN_TIMEOUT_MS", "30000"}};
+  const std::map<std::string, std::string> env = scout::testing::node_observer_env(dir.path());
   auto store = [&](int k) { return dir.path() + "/node-" + std::to_string(k) + ".db"; };
-  std::vector<std::unique_ptr<Subprocess>> observers;
-  for (int k = 0; k < 2; ++k)
-    observers.push_back(std::make_unique<Subprocess>(
-        std::vector<std::string>{build_path("bin/scout-observer"), "--job", job, "--interval", "100", "--store",
-                                 store(k), "--host", "node" + std::to_string(k), "--nodes", "2", "--node-rank",
-                                 std::to_string(k), "--rdzv", "file:" + dir.path() + "/rdzv"},
-        env));
+  std::vector<std::unique_ptr<Subprocess>> observers =
+      scout::testing::start_node_observers(job, {store(0), store(1)}, "file:" + dir.path() + "/rdzv", env);
   std::vector<std::string> argv = {build_path("bin/scout-sim"), "--job", job, "--truth", dir.path() + "/truth.jsonl",
                                    "--ranks", "8", "--tp", "1", "--pp", "1", "--nodes", "2", "--steps", "300",
                                    "--step-ms", "40"};
