@@ -6,10 +6,13 @@
 //   plan/latest, plan/<k>   the newest plan id; plan k (CrossPlan), written by the leader
 //   x/<k>/ready/<node>      that node's readiness answers for plan k's contract
 //   x/<k>/uid/<src>-<dst>   the sender's bootstrap id (NCCL unique id) for one directed pair
+//   x/<k>/uid/coll-<i>      the bootstrap id of plan k's collective class i (0-based, the plan's
+//                           order), made by the node of its lowest member
 //   x/<k>/samples/<node>    that node's samples of plan k (receivers' times and fingerprints,
 //                           senders' failures)
 // The leader (node-rank 0) merges every node's members, makes plan k (the directed pairs across
-// nodes of every spanning communicator, round-robin, at most max_pairs per plan) and judges it
+// nodes of every spanning communicator, round-robin, at most max_pairs per plan, and the
+// collective classes of those communicators, round-robin, at most max_colls per plan) and judges it
 // from every node's samples; every node runs its own ends. The leader removes plan k-2's keys
 // when it writes plan k.
 //
@@ -27,6 +30,7 @@
 #include <nlohmann/json.hpp>
 
 #include "observer/net/key_store.h"
+#include "replay/recipe.h"
 
 namespace scout::obs {
 
@@ -46,15 +50,20 @@ struct NodeMembers {
   std::vector<CrossMember> ranks;
   std::map<std::string, std::vector<int>> comms;         // "<hash>:<nranks>" -> its global ranks there
   std::map<std::string, std::map<int, int>> comm_ranks;  // the same communicators: comm rank -> global rank
+  // The same communicators: the collective classes this node's ranks issued there (ranks empty:
+  // the leader fills in the membership from every node's comm_ranks), first seen first.
+  std::map<std::string, std::vector<replay::CollClass>> colls;
   bool operator==(const NodeMembers&) const;
 };
 
-// One cross-node sweep: directed pairs (sender, receiver), global ranks.
+// One cross-node sweep: directed pairs (sender, receiver), global ranks, and collective classes
+// of communicators spanning nodes (membership in global ranks, ascending).
 struct CrossPlan {
   uint64_t id = 0;
   uint64_t seed = 1;
   std::vector<std::pair<int, int>> pairs;
-  std::vector<CrossMember> members;  // every rank of `pairs`
+  std::vector<replay::CollClass> colls;
+  std::vector<CrossMember> members;  // every rank of `pairs` and of `colls`
   // The nodes with an end in the plan, ascending.
   std::vector<int> nodes() const;
   const CrossMember* member(int global_rank) const;
@@ -74,6 +83,22 @@ std::map<std::string, std::map<int, int>> merged_comm_ranks(const std::vector<No
 // ascending; a rank is on the node that published it.
 std::vector<std::pair<int, int>> cross_pairs(const std::vector<NodeMembers>& nodes);
 
+// The most members of a communicator whose classes are replayed across nodes: every node holding
+// a member takes part in the plan (readiness, bootstrap, its members' run), so a world-sized
+// class would hold every node in every plan; such communicators' links are still swept.
+constexpr int kMaxCrossCollMembers = 256;
+
+// The collective classes of every communicator spanning nodes whose whole membership the nodes
+// published (comm_ranks of all its nranks ranks, on at least two nodes, at most
+// kMaxCrossCollMembers), each class once with its members' global ranks (ascending) filled in;
+// ordered by communicator key, then as first seen. A communicator with a member no node
+// published is left out (its replay could not bootstrap).
+std::vector<replay::CollClass> cross_colls(const std::vector<NodeMembers>& nodes);
+
+// The next at most `max` classes of cross_colls(nodes), round-robin from *cursor (advanced past
+// them), as the local periodic cycles take theirs: every class of a large job comes in turn.
+std::vector<replay::CollClass> next_cross_colls(const std::vector<NodeMembers>& nodes, int max, size_t* cursor);
+
 class CrossStore {
  public:
   CrossStore(std::unique_ptr<net::KeyStore> keys, const std::string& job);
@@ -86,7 +111,7 @@ class CrossStore {
   // The newest plan when its id is above `after`.
   std::optional<CrossPlan> newer_plan(uint64_t after);
 
-  // Plan-scoped values: "ready/<node>", "uid/<src>-<dst>", "samples/<node>".
+  // Plan-scoped values: "ready/<node>", "uid/<src>-<dst>", "uid/coll-<i>", "samples/<node>".
   void put(uint64_t plan, const std::string& name, const std::string& value);
   // Polls for a plan-scoped value every 10 ms until `deadline_ns` (CLOCK_MONOTONIC); nullopt then.
   std::optional<std::string> wait(uint64_t plan, const std::string& name, int64_t deadline_ns);

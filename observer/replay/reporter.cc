@@ -10,21 +10,22 @@
 namespace scout::obs {
 namespace {
 
-// The summary of a replay sdc finding about process `proc`, named by `first` (peer: the sender of
-// a corrupting link, -1 none).
-std::string sdc_summary(const Model& m, int proc, const replay::SdcVerdict& first, int peer, const CycleResult& d) {
+// The summary of a replay sdc finding about global rank `rank` (of this node or, across nodes,
+// another), named by `first` (peer: the sender of a corrupting link, -1 none).
+std::string sdc_summary(const Model& m, int rank, const replay::SdcVerdict& first, int peer, const CycleResult& d) {
+  const std::string me = replay_who(m, rank, d);
   using replay::SdcCheck;
   if (first.check == SdcCheck::kLink ||
       (peer >= 0 && first.check != SdcCheck::kGemmVote && first.check != SdcCheck::kGemmSelf))
-    return "replay: data " + who(m, proc) + " receives from " + replay_who(m, peer, d) + " arrives corrupted (" +
-           first.recipe + ")";
+    return "replay: data " + me + " receives from " + replay_who(m, peer, d) + " arrives corrupted (" + first.recipe +
+           ")";
   if (first.check == SdcCheck::kGemmSelf)
-    return "replay: the GPU of " + who(m, proc) + ", " + first.gpu + ", gives different bits for the same " +
-           first.recipe + " on two runs";
+    return "replay: the GPU of " + me + ", " + first.gpu + ", gives different bits for the same " + first.recipe +
+           " on two runs";
   if (first.check == SdcCheck::kGemmVote)
-    return "replay: the GPU of " + who(m, proc) + ", " + first.gpu + ", computes " + first.recipe +
+    return "replay: the GPU of " + me + ", " + first.gpu + ", computes " + first.recipe +
            " differently from the majority of its peers";
-  return "replay: " + who(m, proc) + " received a wrong result in " + first.recipe;
+  return "replay: " + me + " received a wrong result in " + first.recipe;
 }
 
 // Whether `f` is a finding replay made (its evidence's source).
@@ -69,11 +70,12 @@ void ReplayReporter::report_sdc(const Model& m, FindingBoard& board, const Cycle
   std::map<int, std::vector<const replay::SdcVerdict*>> by_rank;
   for (const replay::SdcVerdict& s : d.verdict.sdc) by_rank[s.global_rank].push_back(&s);
   for (const auto& [rank, list] : by_rank) {
-    const int proc = proc_of_rank(m, rank);
-    if (proc < 0) continue;
+    // A rank of another node (a cross-node cycle's link or collective) is named by the host and
+    // pid its node published.
+    const Suspect suspect = replay_suspect(m, rank, d);
+    if (suspect.pid == 0) continue;
     const replay::SdcVerdict& first = *list[0];
-    const Proc& p = m.proc(proc);
-    const std::string key = "sdc:replay:" + p.host + ":" + std::to_string(p.pid);
+    const std::string key = "sdc:replay:" + suspect.host + ":" + std::to_string(suspect.pid);
     // Found again: the finding keeps the evidence of the cycle that found it first (what `scout
     // replay show` of that cycle prints), noting the latest cycle.
     if (const Finding* old = board.find(key); old != nullptr && old->open && from_replay(*old)) {
@@ -101,13 +103,13 @@ void ReplayReporter::report_sdc(const Model& m, FindingBoard& board, const Cycle
     Finding f;
     f.kind = FindingKind::kSdc;
     f.verdict = Verdict::kAttributed;
-    f.suspects.push_back(suspect_of(m, proc));
+    f.suspects.push_back(suspect);
     if (peer >= 0) f.peer = replay_suspect(m, peer, d);
     f.first_seen_ns = rec.started_ns;
     f.last_seen_ns = now_ns;
     f.evidence = to_json(e);
     f.dedup_key = key;
-    f.summary = sdc_summary(m, proc, first, peer, d);
+    f.summary = sdc_summary(m, rank, first, peer, d);
     if (list.size() > 1)
       f.summary += "; " + std::to_string(list.size() - 1) + " more of the cycle's checks named it (scout explain)";
     board.report(f);

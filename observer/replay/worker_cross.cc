@@ -22,27 +22,35 @@ constexpr int64_t kPairWaitNs = 10'000'000'000;  // for a sender's bootstrap id
 std::string pair_name(int src, int dst) { return std::to_string(src) + "-" + std::to_string(dst); }
 
 // The leader's next plan from every node's members: the directed pairs across nodes of every
-// spanning communicator, round-robin from *cursor, at most `max_pairs`; nullopt when there are none.
-std::optional<CrossPlan> make_plan(const std::vector<NodeMembers>& all, uint64_t id, int max_pairs, size_t* cursor) {
+// spanning communicator, round-robin from *cursor, at most `max_pairs`, and the collective
+// classes of those communicators, round-robin from *coll_cursor, at most `max_colls`; nullopt
+// when there are none.
+std::optional<CrossPlan> make_plan(const std::vector<NodeMembers>& all, uint64_t id, int max_pairs, size_t* cursor,
+                                   int max_colls, size_t* coll_cursor) {
   std::vector<std::pair<int, int>> pairs = cross_pairs(all);
-  if (pairs.empty()) return std::nullopt;
   CrossPlan plan;
   plan.id = id;
   plan.seed = plan.id;
   for (size_t i = 0; i < pairs.size() && int(plan.pairs.size()) < max_pairs; ++i)
     plan.pairs.push_back(pairs[(*cursor + i) % pairs.size()]);
-  *cursor = (*cursor + plan.pairs.size()) % pairs.size();
+  if (!pairs.empty()) *cursor = (*cursor + plan.pairs.size()) % pairs.size();
+  plan.colls = next_cross_colls(all, max_colls, coll_cursor);
+  if (plan.pairs.empty() && plan.colls.empty()) return std::nullopt;
   for (const NodeMembers& n : all)
     for (const CrossMember& m : n.ranks)
-      if (std::any_of(plan.pairs.begin(), plan.pairs.end(), [&](const std::pair<int, int>& p) {
-            return p.first == m.global_rank || p.second == m.global_rank;
+      if (std::any_of(
+              plan.pairs.begin(), plan.pairs.end(),
+              [&](const std::pair<int, int>& p) { return p.first == m.global_rank || p.second == m.global_rank; }) ||
+          std::any_of(plan.colls.begin(), plan.colls.end(), [&](const replay::CollClass& c) {
+            return std::binary_search(c.ranks.begin(), c.ranks.end(), m.global_rank);
           }))
         plan.members.push_back(m);
   return plan;
 }
 
-// Samples of a JSON array (entries that do not parse are left out), also kept as JSON in *kept.
-void add_samples(const nlohmann::json& a, std::vector<replay::Sample>* out, nlohmann::json* kept = nullptr) {
+}  // namespace
+
+void add_samples(const nlohmann::json& a, std::vector<replay::Sample>* out, nlohmann::json* kept) {
   if (!a.is_array()) return;
   for (const auto& x : a) {
     replay::Sample s;
@@ -52,8 +60,6 @@ void add_samples(const nlohmann::json& a, std::vector<replay::Sample>* out, nloh
     if (kept) kept->push_back(x);
   }
 }
-
-}  // namespace
 
 void ReplayWorker::cross_tick() {
   // After a failure the store is reached again with backoff (1 s doubling to 30 s): a Redis that
@@ -92,7 +98,8 @@ void ReplayWorker::cross_tick() {
         std::lock_guard<std::mutex> lock(mu_);
         cross_comm_ranks_ = merged_comm_ranks(all);
       }
-      if (std::optional<CrossPlan> plan = make_plan(all, *cross_seen_ + 1, opt_.max_pairs, &cross_cursor_))
+      if (std::optional<CrossPlan> plan =
+              make_plan(all, *cross_seen_ + 1, opt_.max_pairs, &cross_cursor_, opt_.max_colls, &cross_coll_cursor_))
         cross_->put_plan(*plan, opt_.nodes);
     }
     std::optional<CrossPlan> plan = cross_->newer_plan(*cross_seen_);
@@ -154,6 +161,7 @@ CycleResult ReplayWorker::run_cross(const CrossPlan& plan) {
   }
   replay::RecipePlan rp;
   rp.links = plan.pairs;
+  rp.colls = plan.colls;
   rp.seed = plan.seed;
   job.recipes = replay::build_recipes(rp);
   ReplayCycleRecord& rec = d.record;
@@ -182,11 +190,13 @@ CycleResult ReplayWorker::run_cross(const CrossPlan& plan) {
   set_state(CycleState::kRunning);
   std::vector<replay::Sample> samples;
   run_cross_pairs(plan, job.recipes, deadline, &adm, &samples);
+  run_cross_colls(plan, job.recipes, deadline, &adm, &samples);
   nlohmann::json sj = nlohmann::json::array();
   for (const replay::Sample& x : samples) sj.push_back(replay::to_json(x));
   cross_->put(plan.id, "samples/" + std::to_string(node_rank_), sj.dump());
-  // The leader judges every pair from every node's samples; another node judges the pairs it
-  // received (its record; the leader reports the findings).
+  // The leader judges every pair and collective from every node's samples; another node judges
+  // the pairs it received and the collectives it has members in, from its own samples (its
+  // record; the leader reports the findings).
   std::vector<replay::Recipe> judged;
   if (node_rank_ == 0) {
     for (int n : plan.nodes()) {
@@ -197,9 +207,12 @@ CycleResult ReplayWorker::run_cross(const CrossPlan& plan) {
       add_samples(a, &samples, &sj);
     }
     judged = job.recipes;
+    add_missing_members(judged, &samples);
   } else {
     for (const replay::Recipe& r : job.recipes)
-      if (local.count(r.dst)) judged.push_back(r);
+      if (local.count(r.dst) ||
+          std::any_of(r.coll.ranks.begin(), r.coll.ranks.end(), [&](int g) { return local.count(g) > 0; }))
+        judged.push_back(r);
   }
   rec.detail["samples"] = sj;
   tally_cost(samples, &d);
