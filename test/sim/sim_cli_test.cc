@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
+#include "replay/emu_backend.h"
 #include "test/sim/launcher.h"
 #include "test/sim/layout.h"
 #include "test/sim/workload.h"
@@ -329,9 +331,28 @@ nlohmann::json device(const std::string& dir, const std::string& job, const std:
   return nlohmann::json::parse(ss.str());
 }
 
+// What the emulated replay backend gets on job `job`'s devices in `dir` (docs/replay.md,
+// "Deadlines"), each recipe with a 20 ms deadline: the status of link src->dst, or of a GEMM on
+// rank `src` (dst -1). GPU ids of one host per rank unless given.
+std::string replayed(const std::string& dir, const std::string& job, int src, const std::string& src_gpu, int dst = -1,
+                     const std::string& dst_gpu = "") {
+  scout::replay::EmuBackend b(dir, job);
+  scout::replay::RecipePlan plan;
+  if (dst < 0)
+    plan.gemms = {{64, 64, 64, "bf16"}};
+  else
+    plan.links = {{src, dst}};
+  const scout::replay::Recipe r = scout::replay::build_recipes(plan)[0];
+  b.set_deadline(scout::shm::mono_ns() + 20'000'000);
+  const scout::replay::Sample x = dst < 0 ? b.run_gemm(r, {src, src_gpu, 0}, 0)
+                                          : b.run_link(r, {src, src_gpu, 0}, {dst, dst_gpu, 0}, 0);
+  return scout::replay::to_string(x.status);
+}
+
 // linkdown 1<->2 inside a TP 4 group from step 2: the group's collectives stop (every channel's ring
 // uses the link), the job ends at the timeout; rank 1 writes the ground truth; the devices of both
-// ends receive nothing from each other in replay, the others are healthy.
+// ends receive nothing from each other in replay (their link recipes time out), the others are
+// healthy.
 TEST_F(SimCli, LinkdownStopsTheJobAndWritesItsGroundTruthAndBothEndsDevices) {
   std::string truth = dir_.path() + "/linkdown.jsonl";
   ProcessResult r = run({"--ranks", "4", "--tp", "4", "--steps", "50", "--bytes", "8K", "--fault",
@@ -352,10 +373,15 @@ TEST_F(SimCli, LinkdownStopsTheJobAndWritesItsGroundTruthAndBothEndsDevices) {
   EXPECT_EQ(d1["links_in"], (nlohmann::json{{"GPU-sim-node0-2", {{"flip", false}, {"delay_ns", 0}, {"down", true}}}}));
   EXPECT_EQ(d2["links_in"], (nlohmann::json{{"GPU-sim-node0-1", {{"flip", false}, {"delay_ns", 0}, {"down", true}}}}));
   EXPECT_TRUE(device(dir_.path(), "ld1", "GPU-sim-node0-0").is_null());
+  EXPECT_EQ(replayed(dir_.path(), "ld1", 1, "GPU-sim-node0-1", 2, "GPU-sim-node0-2"), "timeout");
+  EXPECT_EQ(replayed(dir_.path(), "ld1", 2, "GPU-sim-node0-2", 1, "GPU-sim-node0-1"), "timeout");
+  EXPECT_EQ(replayed(dir_.path(), "ld1", 0, "GPU-sim-node0-0", 1, "GPU-sim-node0-1"), "ok");
+  EXPECT_EQ(replayed(dir_.path(), "ld1", 2, "GPU-sim-node0-2", 3, "GPU-sim-node0-3"), "ok");
 }
 
 // nicdown of host 1 (ranks 2, 3) from step 2: its first rank writes one line; every device of the
-// other host receives nothing from host 1's GPUs and theirs nothing from host 0's.
+// other host receives nothing from host 1's GPUs and theirs nothing from host 0's: in replay their
+// link recipes across the hosts time out, those inside a host deliver.
 TEST_F(SimCli, NicdownWritesOneLineAndCutsTheHostOffInReplay) {
   std::string truth = dir_.path() + "/nicdown.jsonl";
   ProcessResult r = run({"--ranks", "4", "--nodes", "2", "--steps", "50", "--bytes", "8K", "--fault",
@@ -378,9 +404,14 @@ TEST_F(SimCli, NicdownWritesOneLineAndCutsTheHostOffInReplay) {
   EXPECT_EQ(d3["links_in"].size(), 2u);
   EXPECT_TRUE(d3["links_in"]["GPU-sim-node0-0"]["down"]);
   EXPECT_TRUE(d3["links_in"]["GPU-sim-node0-1"]["down"]);
+  EXPECT_EQ(replayed(dir_.path(), "nd1", 2, "GPU-sim-node1-0", 0, "GPU-sim-node0-0"), "timeout");
+  EXPECT_EQ(replayed(dir_.path(), "nd1", 0, "GPU-sim-node0-0", 3, "GPU-sim-node1-1"), "timeout");
+  EXPECT_EQ(replayed(dir_.path(), "nd1", 0, "GPU-sim-node0-0", 1, "GPU-sim-node0-1"), "ok");
+  EXPECT_EQ(replayed(dir_.path(), "nd1", 2, "GPU-sim-node1-0", 3, "GPU-sim-node1-1"), "ok");
 }
 
-// kernelstall: the rank's emulated GPU is hung from the stall on (replay on it finishes nothing).
+// kernelstall: the rank's emulated GPU is hung from the stall on: in replay its GEMM times out, the
+// other rank's finishes.
 TEST_F(SimCli, KernelstallLeavesTheRanksEmulatedGpuHung) {
   ProcessResult r = run({"--ranks", "2", "--tp", "2", "--steps", "50", "--bytes", "8K", "--fault",
                          "kernelstall:rank=1,step=3", "--timeout", "2", "--job", "ks1"},
@@ -390,6 +421,8 @@ TEST_F(SimCli, KernelstallLeavesTheRanksEmulatedGpuHung) {
   ASSERT_TRUE(d1.is_object());
   EXPECT_EQ(d1["hung"], true);
   EXPECT_TRUE(device(dir_.path(), "ks1", "GPU-sim-node0-0").is_null());
+  EXPECT_EQ(replayed(dir_.path(), "ks1", 1, "GPU-sim-node0-1"), "timeout");
+  EXPECT_EQ(replayed(dir_.path(), "ks1", 0, "GPU-sim-node0-0"), "ok");
 }
 
 TEST_F(SimCli, SigtermEndsTheJobWithExitCode4) {
