@@ -129,6 +129,13 @@ std::vector<std::pair<int, int>> cross_pairs(const std::vector<NodeMembers>& nod
   return {pairs.begin(), pairs.end()};
 }
 
+bool observers_met(const std::vector<NodeMembers>& all, int nodes) {
+  std::set<int> seen;
+  for (const NodeMembers& n : all)
+    if (!n.ranks.empty() && n.node >= 0 && n.node < nodes) seen.insert(n.node);
+  return int(seen.size()) == nodes;
+}
+
 CrossStore::CrossStore(std::unique_ptr<net::KeyStore> keys, const std::string& job)
     : keys_(std::move(keys)), base_("scout/" + job + "/replay/") {}
 

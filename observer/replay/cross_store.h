@@ -74,6 +74,10 @@ std::map<std::string, std::map<int, int>> merged_comm_ranks(const std::vector<No
 // ascending; a rank is on the node that published it.
 std::vector<std::pair<int, int>> cross_pairs(const std::vector<NodeMembers>& nodes);
 
+// Whether the observers have met: `all` (CrossStore::members) holds the members of each of
+// node-ranks 0 .. nodes-1, each with at least one running rank.
+bool observers_met(const std::vector<NodeMembers>& all, int nodes);
+
 class CrossStore {
  public:
   CrossStore(std::unique_ptr<net::KeyStore> keys, const std::string& job);

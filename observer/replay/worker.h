@@ -70,6 +70,9 @@ class ReplayWorker {
   // Cross-node cycles (worker_cross.cc): publish this node's members, make the next plan
   // (leader), run this node's ends of a new plan when the slot is idle.
   void cross_tick();
+  // Leader: the next plan from every node's members into the store (the first as soon as every
+  // node has published its members, later ones paced; docs/replay.md, "Across nodes").
+  void leader_plan();
   void cross_failed(const std::string& what);  // backoff, counted, said at most once a minute
   CycleResult run_cross(const CrossPlan& plan);
   // This node's ends of the plan's admitted pairs, one at a time in the plan's order; samples into
@@ -116,6 +119,8 @@ class ReplayWorker {
   std::optional<uint64_t> cross_seen_;
   int64_t next_cross_ns_ = 0;
   size_t cross_cursor_ = 0;
+  bool cross_planned_ = false;       // the leader wrote its first plan
+  int64_t cross_first_look_ns_ = 0;  // when the leader first looked for the observers' meeting
   std::thread thread_;
 };
 

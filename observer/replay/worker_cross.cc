@@ -16,8 +16,9 @@ namespace {
 
 using shm::mono_ns;
 
-constexpr int64_t kReadyWaitNs = 5'000'000'000;  // for the other nodes' readiness answers
-constexpr int64_t kPairWaitNs = 10'000'000'000;  // for a sender's bootstrap id
+constexpr int64_t kReadyWaitNs = 5'000'000'000;    // for the other nodes' readiness answers
+constexpr int64_t kPairWaitNs = 10'000'000'000;    // for a sender's bootstrap id
+constexpr int64_t kFirstPlanPollNs = 250'000'000;  // the leader looks for the observers' meeting
 
 std::string pair_name(int src, int dst) { return std::to_string(src) + "-" + std::to_string(dst); }
 
@@ -85,16 +86,7 @@ void ReplayWorker::cross_tick() {
       std::optional<CrossPlan> p = cross_->newer_plan(0);
       cross_seen_ = p ? p->id : 0;
     }
-    if (node_rank_ == 0 && mono_ns() >= next_cross_ns_) {
-      next_cross_ns_ = mono_ns() + opt_.cross_period_ns;
-      std::vector<NodeMembers> all = cross_->members(opt_.nodes);
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        cross_comm_ranks_ = merged_comm_ranks(all);
-      }
-      if (std::optional<CrossPlan> plan = make_plan(all, *cross_seen_ + 1, opt_.max_pairs, &cross_cursor_))
-        cross_->put_plan(*plan, opt_.nodes);
-    }
+    if (node_rank_ == 0 && mono_ns() >= next_cross_ns_) leader_plan();
     std::optional<CrossPlan> plan = cross_->newer_plan(*cross_seen_);
     if (!plan) return;
     const std::vector<int> nodes = plan->nodes();
@@ -119,6 +111,30 @@ void ReplayWorker::cross_tick() {
     }
     cross_failed(e.what());
   }
+}
+
+void ReplayWorker::leader_plan() {
+  std::vector<NodeMembers> all = cross_->members(opt_.nodes);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    cross_comm_ranks_ = merged_comm_ranks(all);
+  }
+  // The first plan is written as soon as the observers have met (every node's members are in
+  // the store), looked for every kFirstPlanPollNs; it falls back to the pacing interval when some
+  // node never publishes. Later plans keep the pacing.
+  const bool first = !cross_planned_;
+  if (first && !observers_met(all, opt_.nodes)) {
+    if (cross_first_look_ns_ == 0) cross_first_look_ns_ = mono_ns();
+    if (mono_ns() - cross_first_look_ns_ < opt_.cross_period_ns) {
+      next_cross_ns_ = mono_ns() + kFirstPlanPollNs;
+      return;
+    }
+  }
+  std::optional<CrossPlan> plan = make_plan(all, *cross_seen_ + 1, opt_.max_pairs, &cross_cursor_);
+  next_cross_ns_ = mono_ns() + (first && !plan ? kFirstPlanPollNs : opt_.cross_period_ns);
+  if (!plan) return;
+  cross_->put_plan(*plan, opt_.nodes);
+  cross_planned_ = true;
 }
 
 void ReplayWorker::cross_failed(const std::string& what) {
