@@ -83,7 +83,13 @@ bool from_json(const nlohmann::json& j, NodeMembers* out, std::string* error) {
 nlohmann::json to_json(const CrossPlan& p) {
   nlohmann::json members = nlohmann::json::array();
   for (const CrossMember& m : p.members) members.push_back(member_json(m));
-  return {{"id", p.id}, {"seed", p.seed}, {"pairs", p.pairs}, {"members", members}};
+  nlohmann::json j = {{"id", p.id}, {"seed", p.seed}, {"pairs", p.pairs}, {"members", members}};
+  if (!p.gemms.empty()) {
+    j["gemms"] = nlohmann::json::array();
+    for (const replay::GemmShape& g : p.gemms)
+      j["gemms"].push_back({{"m", g.m}, {"n", g.n}, {"k", g.k}, {"dtype", g.dtype}});
+  }
+  return j;
 }
 
 bool from_json(const nlohmann::json& j, CrossPlan* out, std::string* error) {
@@ -93,6 +99,11 @@ bool from_json(const nlohmann::json& j, CrossPlan* out, std::string* error) {
     p.seed = j.at("seed").get<uint64_t>();
     p.pairs = j.at("pairs").get<std::vector<std::pair<int, int>>>();
     for (const auto& m : j.at("members")) p.members.push_back(member_of(m));
+    for (const auto& g : j.value("gemms", nlohmann::json::array())) {  // absent before GEMM votes across nodes
+      replay::GemmShape s{g.at("m").get<int64_t>(), g.at("n").get<int64_t>(), g.at("k").get<int64_t>(),
+                          g.at("dtype").get<std::string>()};
+      p.gemms.push_back(s);
+    }
     *out = std::move(p);
     return true;
   } catch (const std::exception& e) {

@@ -3,14 +3,16 @@
 // "scout/<job>/replay/":
 //   members/<node>          that node's running ranks (CrossMember) and, per communicator that
 //                           spans nodes ("<hash>:<nranks>"), the global ranks it holds
-//   plan/latest, plan/<k>   the newest plan id; plan k (CrossPlan), written by the leader
+//   plan/latest, plan/<k>   the newest plan id; plan k (CrossPlan), written by the leader: its
+//                           pairs, its GEMM shapes and every member (link ends, GEMM voters)
 //   x/<k>/ready/<node>      that node's readiness answers for plan k's contract
 //   x/<k>/uid/<src>-<dst>   the sender's bootstrap id (NCCL unique id) for one directed pair
 //   x/<k>/samples/<node>    that node's samples of plan k (receivers' times and fingerprints,
-//                           senders' failures)
+//                           senders' failures, its voters' GEMM fingerprints and times)
 // The leader (node-rank 0) merges every node's members, makes plan k (the directed pairs across
-// nodes of every spanning communicator, round-robin, at most max_pairs per plan) and judges it
-// from every node's samples; every node runs its own ends. The leader removes plan k-2's keys
+// nodes of every spanning communicator, round-robin, at most max_pairs per plan; a GEMM recipe
+// voted across nodes, cross_gemm.h) and judges it from every node's samples; every node runs its
+// own ends and voters, and judges the GEMM votes from every node's samples too. The leader removes plan k-2's keys
 // when it writes plan k.
 //
 // Errors: store calls throw what the store throws (std::exception); callers log and skip the plan.
@@ -27,6 +29,7 @@
 #include <nlohmann/json.hpp>
 
 #include "observer/net/key_store.h"
+#include "replay/recipe.h"
 
 namespace scout::obs {
 
@@ -54,7 +57,8 @@ struct CrossPlan {
   uint64_t id = 0;
   uint64_t seed = 1;
   std::vector<std::pair<int, int>> pairs;
-  std::vector<CrossMember> members;  // every rank of `pairs`
+  std::vector<replay::GemmShape> gemms;  // voted across nodes (cross_gemm.h); absent in older plans
+  std::vector<CrossMember> members;      // every rank of `pairs`, and the GEMM voters
   // The nodes with an end in the plan, ascending.
   std::vector<int> nodes() const;
   const CrossMember* member(int global_rank) const;

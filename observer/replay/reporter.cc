@@ -1,6 +1,7 @@
 #include "observer/replay/reporter.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <set>
 #include <vector>
 
@@ -12,19 +13,42 @@ namespace {
 
 // The summary of a replay sdc finding about process `proc`, named by `first` (peer: the sender of
 // a corrupting link, -1 none).
-std::string sdc_summary(const Model& m, int proc, const replay::SdcVerdict& first, int peer, const CycleResult& d) {
+// The summary of a replay sdc finding about `rank` (of this node or, in a cross cycle, of
+// another), named by `first` (peer: the sender of a corrupting link, -1 none).
+std::string sdc_summary(const Model& m, int rank, const replay::SdcVerdict& first, int peer, const CycleResult& d) {
   using replay::SdcCheck;
+  const std::string me = replay_who(m, rank, d);
   if (first.check == SdcCheck::kLink ||
       (peer >= 0 && first.check != SdcCheck::kGemmVote && first.check != SdcCheck::kGemmSelf))
-    return "replay: data " + who(m, proc) + " receives from " + replay_who(m, peer, d) + " arrives corrupted (" +
-           first.recipe + ")";
+    return "replay: data " + me + " receives from " + replay_who(m, peer, d) + " arrives corrupted (" + first.recipe +
+           ")";
   if (first.check == SdcCheck::kGemmSelf)
-    return "replay: the GPU of " + who(m, proc) + ", " + first.gpu + ", gives different bits for the same " +
-           first.recipe + " on two runs";
+    return "replay: the GPU of " + me + ", " + first.gpu + ", gives different bits for the same " + first.recipe +
+           " on two runs";
   if (first.check == SdcCheck::kGemmVote)
-    return "replay: the GPU of " + who(m, proc) + ", " + first.gpu + ", computes " + first.recipe +
-           " differently from the majority of its peers";
-  return "replay: " + who(m, proc) + " received a wrong result in " + first.recipe;
+    return "replay: the GPU of " + me + ", " + first.gpu + ", computes " + first.recipe +
+           (d.job.trigger == Trigger::kCross ? " differently from the majority of its class's GPUs across nodes"
+                                             : " differently from the majority of its peers");
+  return "replay: " + me + " received a wrong result in " + first.recipe;
+}
+
+// The communicators spanning nodes (cross_store.h) that hold both ends of slow pair `sp`, with
+// each end's comm rank in them: the live network-link detector names a far end by its comm rank
+// only (observer/detect/netlink.cc) and so sees that replay already names the pair.
+std::vector<EvReplayComm> spanning_comms(const std::map<std::string, std::map<int, int>>& comm_ranks,
+                                         const replay::SlowPair& sp) {
+  std::vector<EvReplayComm> out;
+  for (const auto& [key, ranks] : comm_ranks) {
+    int ca = -1, cb = -1;
+    for (const auto& [c, g] : ranks) {
+      if (g == sp.a) ca = c;
+      if (g == sp.b) cb = c;
+    }
+    const size_t colon = key.rfind(':');
+    if (ca < 0 || cb < 0 || colon == std::string::npos) continue;
+    out.push_back({key.substr(0, colon), std::atoi(key.c_str() + colon + 1), {ca, cb}});
+  }
+  return out;
 }
 
 // Whether `f` is a finding replay made (its evidence's source).
@@ -69,11 +93,12 @@ void ReplayReporter::report_sdc(const Model& m, FindingBoard& board, const Cycle
   std::map<int, std::vector<const replay::SdcVerdict*>> by_rank;
   for (const replay::SdcVerdict& s : d.verdict.sdc) by_rank[s.global_rank].push_back(&s);
   for (const auto& [rank, list] : by_rank) {
-    const int proc = proc_of_rank(m, rank);
-    if (proc < 0) continue;
+    // A rank of another node (a cross cycle's link receiver or GEMM voter) is named by the host
+    // and pid its node published.
+    const Suspect who_sus = replay_suspect(m, rank, d);
+    if (who_sus.pid == 0) continue;
     const replay::SdcVerdict& first = *list[0];
-    const Proc& p = m.proc(proc);
-    const std::string key = "sdc:replay:" + p.host + ":" + std::to_string(p.pid);
+    const std::string key = "sdc:replay:" + who_sus.host + ":" + std::to_string(who_sus.pid);
     // Found again: the finding keeps the evidence of the cycle that found it first (what `scout
     // replay show` of that cycle prints), noting the latest cycle.
     if (const Finding* old = board.find(key); old != nullptr && old->open && from_replay(*old)) {
@@ -98,16 +123,19 @@ void ReplayReporter::report_sdc(const Model& m, FindingBoard& board, const Cycle
       e.checks.push_back(
           {to_string(s->check), s->recipe, s->votes, s->peer >= 0 ? std::optional<int>(s->peer) : std::nullopt});
     for (const replay::Participant& p : d.job.participants) e.gpus.push_back({p.global_rank, p.gpu});
+    for (const auto& [r, x] : d.remote) e.gpus.push_back({r, x.gpu});
+    std::sort(e.gpus.begin(), e.gpus.end(),
+              [](const EvReplayGpu& a, const EvReplayGpu& b) { return a.global_rank < b.global_rank; });
     Finding f;
     f.kind = FindingKind::kSdc;
     f.verdict = Verdict::kAttributed;
-    f.suspects.push_back(suspect_of(m, proc));
+    f.suspects.push_back(who_sus);
     if (peer >= 0) f.peer = replay_suspect(m, peer, d);
     f.first_seen_ns = rec.started_ns;
     f.last_seen_ns = now_ns;
     f.evidence = to_json(e);
     f.dedup_key = key;
-    f.summary = sdc_summary(m, proc, first, peer, d);
+    f.summary = sdc_summary(m, rank, first, peer, d);
     if (list.size() > 1)
       f.summary += "; " + std::to_string(list.size() - 1) + " more of the cycle's checks named it (scout explain)";
     board.report(f);
@@ -155,6 +183,7 @@ void ReplayReporter::report_slow_pairs(const Model& m, FindingBoard& board, cons
     e.ms = to_ms(sp.ns);
     e.median_ms = to_ms(sp.median_ns);
     e.thresholds = {rule_.min_ratio, to_ms(rule_.min_ns)};
+    if (std::vector<EvReplayComm> c = spanning_comms(comm_ranks, sp); !c.empty()) e.comms = c;
     Finding f;
     f.kind = FindingKind::kSlowLink;
     f.verdict = Verdict::kAttributed;

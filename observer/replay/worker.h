@@ -79,6 +79,10 @@ class ReplayWorker {
   // *samples, pairs that could not run into adm->inconclusive.
   void run_cross_pairs(const CrossPlan& plan, const std::vector<replay::Recipe>& recipes, int64_t deadline,
                        replay::Admission* adm, std::vector<replay::Sample>* samples);
+  // This node's voters' GEMM recipes of the plan (cross_gemm.cc), those admitted, through one "run";
+  // samples into *samples, recipes that could not run into adm->inconclusive (why in rec).
+  void run_cross_gemms(const CrossPlan& plan, const std::vector<replay::Recipe>& recipes, int64_t deadline,
+                       replay::Admission* adm, std::vector<replay::Sample>* samples, ReplayCycleRecord* rec);
   // Asks scout-replay to prepare `job` under `contract`: its readiness answers in *answers, false
   // (the record says why) when it did not answer "ready".
   bool prepare(const CycleJob& job, const replay::Contract& contract, int64_t deadline, ReplayCycleRecord* rec,
@@ -119,8 +123,9 @@ class ReplayWorker {
   std::optional<uint64_t> cross_seen_;
   int64_t next_cross_ns_ = 0;
   size_t cross_cursor_ = 0;
-  bool cross_planned_ = false;       // the leader wrote its first plan
-  int64_t cross_first_look_ns_ = 0;  // when the leader first looked for the observers' meeting
+  size_t gemm_shape_cursor_ = 0, gemm_node_cursor_ = 0;  // the leader's GEMM votes across nodes
+  bool cross_planned_ = false;                           // the leader wrote its first plan
+  int64_t cross_first_look_ns_ = 0;                      // when the leader first looked for the observers' meeting
   std::thread thread_;
 };
 

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "common/clock.h"
+#include "observer/replay/cross_gemm.h"
 #include "observer/replay/worker.h"
 #include "replay/server.h"
 
@@ -131,6 +132,12 @@ void ReplayWorker::leader_plan() {
     }
   }
   std::optional<CrossPlan> plan = make_plan(all, *cross_seen_ + 1, opt_.max_pairs, &cross_cursor_);
+  if (!plan) {  // no pair across nodes: the plan may still vote on a GEMM
+    plan = CrossPlan{};
+    plan->id = plan->seed = *cross_seen_ + 1;
+  }
+  add_cross_gemms(all, cross_gemm_shapes(opt_.gemms), &gemm_shape_cursor_, &gemm_node_cursor_, &*plan);
+  if (plan->pairs.empty() && plan->gemms.empty()) plan.reset();
   next_cross_ns_ = mono_ns() + (first && !plan ? kFirstPlanPollNs : opt_.cross_period_ns);
   if (!plan) return;
   cross_->put_plan(*plan, opt_.nodes);
@@ -170,6 +177,7 @@ CycleResult ReplayWorker::run_cross(const CrossPlan& plan) {
   }
   replay::RecipePlan rp;
   rp.links = plan.pairs;
+  rp.gemms = plan.gemms;
   rp.seed = plan.seed;
   job.recipes = replay::build_recipes(rp);
   ReplayCycleRecord& rec = d.record;
@@ -198,13 +206,15 @@ CycleResult ReplayWorker::run_cross(const CrossPlan& plan) {
   set_state(CycleState::kRunning);
   std::vector<replay::Sample> samples;
   run_cross_pairs(plan, job.recipes, deadline, &adm, &samples);
+  run_cross_gemms(plan, job.recipes, deadline, &adm, &samples, &rec);  // after the pairs: "run" ends the cycle
   nlohmann::json sj = nlohmann::json::array();
   for (const replay::Sample& x : samples) sj.push_back(replay::to_json(x));
   cross_->put(plan.id, "samples/" + std::to_string(node_rank_), sj.dump());
   // The leader judges every pair from every node's samples; another node judges the pairs it
-  // received (its record; the leader reports the findings).
+  // received and, the same way as the leader, the GEMM votes across nodes (its record; the
+  // leader reports the findings).
   std::vector<replay::Recipe> judged;
-  if (node_rank_ == 0) {
+  if (node_rank_ == 0 || !plan.gemms.empty()) {
     for (int n : plan.nodes()) {
       if (n == node_rank_) continue;
       std::optional<std::string> v = cross_->wait(plan.id, "samples/" + std::to_string(n), deadline);
@@ -212,10 +222,12 @@ CycleResult ReplayWorker::run_cross(const CrossPlan& plan) {
       if (!a.is_array()) rec.detail["error"] = "node " + std::to_string(n) + " sent no samples by the deadline";
       add_samples(a, &samples, &sj);
     }
+  }
+  if (node_rank_ == 0) {
     judged = job.recipes;
   } else {
     for (const replay::Recipe& r : job.recipes)
-      if (local.count(r.dst)) judged.push_back(r);
+      if (local.count(r.dst) || r.kind == replay::RecipeKind::kGemm) judged.push_back(r);
   }
   rec.detail["samples"] = sj;
   tally_cost(samples, &d);

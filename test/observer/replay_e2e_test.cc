@@ -328,13 +328,15 @@ TEST(ReplayEndToEnd, SlowLinkBetweenTwoNodesIsNamedByCrossNodeReplay) {
     EXPECT_EQ(f.peer->host, "node1");
     EXPECT_GT(f.peer->pid, 0);
   }
-  // Both stores hold the cross cycles: 32 directed pairs across the nodes (4 x 4, both ways).
+  // Both stores hold the cross cycles: 32 directed pairs across the nodes (4 x 4, both ways) and
+  // the GEMM voted across the nodes (docs/replay.md, "Across nodes").
   for (int k = 0; k < 2; ++k) {
     size_t cross = 0;
     for (const auto& c : scout::store::StoreReader::open(store(k))->replay_cycles()) {
       if (c.trigger != "cross") continue;
       ++cross;
-      EXPECT_EQ(c.detail["recipes"].size(), 32u) << c.detail.dump();
+      EXPECT_EQ(c.detail["recipes"].size(), 33u) << c.detail.dump();
+      EXPECT_EQ(c.detail["recipes"][0].get<std::string>().rfind("gemm:", 0), 0u) << c.detail.dump();
       EXPECT_EQ(c.outcome, "pass") << c.detail.dump();
     }
     EXPECT_GE(cross, 1u) << "node " << k << "\n" << errs;
