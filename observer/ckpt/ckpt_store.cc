@@ -59,6 +59,23 @@ std::vector<int64_t> ids_from(const std::string& s) {
   return j.get<std::vector<int64_t>>();
 }
 
+// The finding events of the rows of `s` (columns: id, kind, verdict, event time in ns, open as
+// non-zero, last seen in ns), kind and verdict as clean text (store::Stmt::text).
+std::vector<FindingEvent> read_events(store::Stmt& s) {
+  std::vector<FindingEvent> out;
+  while (s.step()) {
+    FindingEvent e;
+    e.id = s.i64(0);
+    e.kind = s.text(1);
+    e.verdict = s.text(2);
+    e.event_ns = s.i64(3);
+    e.open = s.i64(4) != 0;
+    e.last_seen_ns = s.i64(5);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
 }  // namespace
 
 CkptStore::CkptStore(std::unique_ptr<store::Db> db, bool tables)
@@ -119,39 +136,17 @@ std::vector<CycleVerdict> CkptStore::cycles() const {
 }
 
 std::vector<FindingEvent> CkptStore::finding_events() const {
-  std::vector<FindingEvent> out;
-  if (!tables_) return out;
+  if (!tables_) return {};
   store::Stmt s(*db_, "SELECT id, kind, verdict, event_ns, open, last_seen_ns FROM ckpt_findings ORDER BY id");
-  while (s.step()) {
-    FindingEvent e;
-    e.id = s.i64(0);
-    e.kind = s.str(1);
-    e.verdict = s.str(2);
-    e.event_ns = s.i64(3);
-    e.open = s.i64(4) != 0;
-    e.last_seen_ns = s.i64(5);
-    out.push_back(e);
-  }
-  return out;
+  return read_events(s);
 }
 
 std::vector<FindingEvent> CkptStore::store_finding_events() const {
-  std::vector<FindingEvent> out;
-  if (!store::has_table(*db_, "findings")) return out;
+  if (!store::has_table(*db_, "findings")) return {};
   store::Stmt s(*db_,
-                "SELECT id, kind, verdict, first_seen_ns, status, last_seen_ns FROM findings "
+                "SELECT id, kind, verdict, first_seen_ns, status = 'open', last_seen_ns FROM findings "
                 "WHERE kind IN ('sdc', 'nan', 'desync') ORDER BY id");
-  while (s.step()) {
-    FindingEvent e;
-    e.id = s.i64(0);
-    e.kind = s.text(1);
-    e.verdict = s.text(2);
-    e.event_ns = s.i64(3);
-    e.open = s.text(4) == "open";
-    e.last_seen_ns = s.i64(5);
-    out.push_back(std::move(e));
-  }
-  return out;
+  return read_events(s);
 }
 
 std::vector<CertificateRow> CkptStore::certificates() const {

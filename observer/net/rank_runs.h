@@ -10,6 +10,10 @@
 
 namespace scout::net {
 
+// A summary's group of members (MemberGroup, VoteGroup) carries its members' identities while it
+// has at most this many members: a rank that others wait for, or that disagrees, is in a small group.
+constexpr uint32_t kIdentifiedMembers = 16;
+
 // Comm ranks [comm_rank, comm_rank + count) with global ranks global_rank + i * stride.
 struct RankRun {
   int32_t comm_rank = 0;

@@ -7,7 +7,6 @@
 
 #include "observer/model/limits.h"
 #include "observer/net/summary_merge.h"
-#include "observer/net/wait_summary.h"
 #include "observer/net/wire.h"
 #include "observer/net/wire_fields.h"
 
@@ -18,6 +17,9 @@ namespace {
 using namespace wire;
 
 constexpr uint8_t kVotesVersion = 1;
+
+// A member's identity as a vote group carries it (encode_votes, decode_votes).
+constexpr auto known_fields = [](auto& io, auto& k) { fields(io, k.node, k.id.host, k.id.pid, k.id.gpu); };
 
 // What makes two votes equal: the vote record without its times, as bytes.
 std::string vote_key(const shm::RecordSnapshot& r) {
@@ -43,31 +45,8 @@ void widen(shm::RecordSnapshot& a, const shm::RecordSnapshot& b) {
 
 // Adds group `b` (the same vote) to `a`.
 void merge_group(VoteGroup& a, VoteGroup b) {
-  std::vector<std::pair<int, VoteGroup::Known>> ids;  // by comm rank, while both carry identities
-  const bool keep_ids = !a.identities.empty() && !b.identities.empty() && a.count + b.count <= kIdentifiedMembers;
-  if (keep_ids) {
-    for (const VoteGroup* g : {&a, &b}) {
-      const auto rk = run_ranks(g->runs);
-      for (size_t i = 0; i < rk.size() && i < g->identities.size(); ++i)
-        ids.emplace_back(rk[i].first, g->identities[i]);
-    }
-  }
   widen(a.rec, b.rec);
-  std::vector<RankRun> runs = a.runs;
-  runs.insert(runs.end(), b.runs.begin(), b.runs.end());
-  a.runs = normalize_runs(std::move(runs));
-  a.count = run_members(a.runs);
-  a.identities.clear();
-  if (keep_ids) {
-    std::stable_sort(ids.begin(), ids.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
-    int last = -1;
-    for (auto& [cr, id] : ids) {
-      if (cr == last) continue;  // claimed twice: the first stays (as in the runs)
-      last = cr;
-      a.identities.push_back(std::move(id));
-    }
-    if (a.identities.size() != a.count) a.identities.clear();
-  }
+  merge_members(a, std::move(b));
 }
 
 void merge_op(OpVotes& a, OpVotes b) {
@@ -83,25 +62,6 @@ void merge_op(OpVotes& a, OpVotes b) {
       merge_group(a.groups[it->second], std::move(g));
     }
   }
-}
-
-// Merges two lists sorted by `less`, combining equal elements with `combine(a, b)`.
-template <typename T, typename Less, typename Combine>
-std::vector<T> merge_sorted(std::vector<T> a, std::vector<T> b, Less less, Combine combine) {
-  std::vector<T> out;
-  out.reserve(a.size() + b.size());
-  size_t i = 0, j = 0;
-  while (i < a.size() || j < b.size()) {
-    if (j == b.size() || (i < a.size() && less(a[i], b[j]))) {
-      out.push_back(std::move(a[i++]));
-    } else if (i == a.size() || less(b[j], a[i])) {
-      out.push_back(std::move(b[j++]));
-    } else {
-      combine(a[i], std::move(b[j++]));
-      out.push_back(std::move(a[i++]));
-    }
-  }
-  return out;
 }
 
 bool op_less(const OpVotes& a, const OpVotes& b) { return a.seq < b.seq; }
@@ -225,22 +185,9 @@ std::vector<uint8_t> encode_votes(const VoteSummary& s) {
       w.var(op.seq);
       w.var(op.groups.size());
       for (const VoteGroup& g : op.groups) {
-        w.var(g.count);
-        w.var(g.runs.size());
-        for (const RankRun& r : g.runs) {
-          field(w, r.comm_rank);
-          field(w, r.global_rank);
-          field(w, r.count);
-          field(w, r.stride);
-        }
+        put_members(w, g);
         put_record(w, g.rec);
-        w.u8(g.identities.empty() ? 0 : 1);
-        for (const VoteGroup::Known& k : g.identities) {
-          field(w, k.node);
-          field(w, k.id.host);
-          field(w, k.id.pid);
-          field(w, k.id.gpu);
-        }
+        put_identities(w, g, known_fields);
       }
     }
   }
@@ -275,36 +222,9 @@ bool decode_votes(std::span<const uint8_t> bytes, VoteSummary* out, std::string*
       if (!r.fits(ng, 3 + kRecordBytes)) return fail("truncated groups");  // count, run count, record, flag
       for (uint64_t k = 0; k < ng; ++k) {
         VoteGroup g;
-        g.count = uint32_t(std::min<uint64_t>(r.var(), UINT32_MAX));
-        const uint64_t nr = r.var();
-        if (!r.fits(nr, 4)) return fail("truncated runs");
-        uint64_t in_runs = 0;
-        int64_t end = 0;
-        for (uint64_t j = 0; j < nr; ++j) {
-          RankRun run;
-          field(r, run.comm_rank);
-          field(r, run.global_rank);
-          field(r, run.count);
-          field(r, run.stride);
-          if (run.comm_rank < end || run.count < 1 || run_end(run) > sv.stream.nranks) return fail("run out of range");
-          end = run_end(run);
-          in_runs += uint64_t(run.count);
-          g.runs.push_back(run);
-        }
-        if (in_runs != g.count) return fail("group count differs from its runs");
-        if ((members += g.count) > uint64_t(obs::kMaxRankSlots)) return fail("members beyond the rank-slot bound");
+        if (const char* why = get_members(r, sv.stream.nranks, &members, &g)) return fail(why);
         get_record(r, &g.rec);
-        const uint8_t has_ids = r.u8();
-        if (has_ids > 1 || (has_ids && g.count > kIdentifiedMembers)) return fail("identities of a large group");
-        if (has_ids) {
-          g.identities.resize(g.count);
-          for (VoteGroup::Known& kn : g.identities) {
-            field(r, kn.node);
-            field(r, kn.id.host);
-            field(r, kn.id.pid);
-            field(r, kn.id.gpu);
-          }
-        }
+        if (const char* why = get_identities(r, &g, known_fields)) return fail(why);
         if (!r.ok()) return fail("truncated group");
         op.groups.push_back(std::move(g));
       }

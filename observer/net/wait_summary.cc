@@ -21,6 +21,12 @@ using namespace wire;
 
 constexpr uint8_t kSummaryVersion = 2;
 
+// A member's process as a group carries it (its global rank is in the runs, its state and times
+// are the group's; encode_summary, decode_summary).
+constexpr auto member_proc_fields = [](auto& io, auto& p) {
+  fields(io, p.local_rank, p.host, p.pid, p.gpu, p.cuda_dev);
+};
+
 // What makes two members interchangeable (MemberGroup): their state without comm rank, process,
 // times and ring indexes, as bytes.
 std::string state_key(const MemberView& m, uint8_t proc_state) {
@@ -51,34 +57,6 @@ std::vector<int64_t*> varying(MemberView& m) {
   return out;
 }
 
-// Adds group `b` (same state) to `a`.
-void merge_group(MemberGroup& a, MemberGroup b) {
-  std::vector<std::pair<int, ProcView>> ids;  // by comm rank, while both carry identities
-  const bool keep_ids = !a.identities.empty() && !b.identities.empty() && a.count + b.count <= kIdentifiedMembers;
-  if (keep_ids) {
-    for (const MemberGroup* g : {&a, &b}) {
-      const auto rk = run_ranks(g->runs);
-      for (size_t i = 0; i < rk.size() && i < g->identities.size(); ++i)
-        ids.emplace_back(rk[i].first, g->identities[i]);
-    }
-  }
-  std::vector<RankRun> runs = a.runs;
-  runs.insert(runs.end(), b.runs.begin(), b.runs.end());
-  a.runs = normalize_runs(std::move(runs));
-  a.count = run_members(a.runs);
-  a.identities.clear();
-  if (keep_ids) {
-    std::stable_sort(ids.begin(), ids.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
-    int last = -1;
-    for (auto& [cr, id] : ids) {
-      if (cr == last) continue;  // claimed twice: the first stays (as in the runs)
-      last = cr;
-      a.identities.push_back(std::move(id));
-    }
-    if (a.identities.size() != a.count) a.identities.clear();
-  }
-}
-
 void merge_comm(CommSummary& a, CommSummary b) {
   CommWaitView& x = a.comm;
   const CommWaitView& y = b.comm;
@@ -99,7 +77,7 @@ void merge_comm(CommSummary& a, CommSummary b) {
       by_state.emplace(state_key(g.state, g.proc_state), a.groups.size());
       a.groups.push_back(std::move(g));
     } else {
-      merge_group(a.groups[it->second], std::move(g));
+      merge_members(a.groups[it->second], std::move(g));
     }
   }
   // A comm rank in two groups (a hostile or inconsistent summary) is expanded once: expand()
@@ -169,20 +147,8 @@ WaitSummary summarize(const WaitSnapshot& w) {
 }
 
 void merge(WaitSummary& a, WaitSummary b) {
-  std::vector<CommSummary> out;
-  out.reserve(a.comms.size() + b.comms.size());
-  size_t i = 0, j = 0;
-  while (i < a.comms.size() || j < b.comms.size()) {
-    if (j == b.comms.size() || (i < a.comms.size() && comm_less(a.comms[i], b.comms[j]))) {
-      out.push_back(std::move(a.comms[i++]));
-    } else if (i == a.comms.size() || comm_less(b.comms[j], a.comms[i])) {
-      out.push_back(std::move(b.comms[j++]));
-    } else {
-      merge_comm(a.comms[i], std::move(b.comms[j++]));
-      out.push_back(std::move(a.comms[i++]));
-    }
-  }
-  a.comms = std::move(out);
+  a.comms = merge_sorted(std::move(a.comms), std::move(b.comms), comm_less,
+                         [](CommSummary& x, CommSummary y) { merge_comm(x, std::move(y)); });
 }
 
 WaitSnapshot expand(const WaitSummary& s) {
@@ -274,24 +240,10 @@ std::vector<uint8_t> encode_summary(const WaitSummary& s) {
       MemberView mine = g.state, base = table[e]->state;
       const std::vector<int64_t*> x = varying(mine), y = varying(base);
       for (size_t i = 0; i < x.size(); ++i) w.svar(int64_t(uint64_t(*x[i]) - uint64_t(*y[i])));
-      w.var(g.count);
-      w.var(g.runs.size());
-      for (const RankRun& r : g.runs) {
-        field(w, r.comm_rank);
-        field(w, r.global_rank);
-        field(w, r.count);
-        field(w, r.stride);
-      }
+      put_members(w, g);
       time_field(w, g.last_event_ns);
       time_field(w, g.gone_ns);
-      w.u8(g.identities.empty() ? 0 : 1);
-      for (const ProcView& p : g.identities) {
-        field(w, p.local_rank);
-        field(w, p.host);
-        field(w, p.pid);
-        field(w, p.gpu);
-        field(w, p.cuda_dev);
-      }
+      put_identities(w, g, member_proc_fields);
     }
   }
   return w.take();
@@ -354,38 +306,10 @@ bool decode_summary(std::span<const uint8_t> bytes, WaitSummary* out, std::strin
       const std::vector<int64_t*> x = varying(g.state);
       if (!r.fits(x.size(), 1)) return fail("truncated group");
       for (int64_t* v : x) *v = int64_t(uint64_t(*v) + uint64_t(r.svar()));
-      g.count = uint32_t(std::min<uint64_t>(r.var(), UINT32_MAX));
-      const uint64_t nr = r.var();
-      if (!r.fits(nr, 4)) return fail("truncated runs");
-      uint64_t in_runs = 0;
-      int64_t end = 0;
-      for (uint64_t q = 0; q < nr; ++q) {
-        RankRun run;
-        field(r, run.comm_rank);
-        field(r, run.global_rank);
-        field(r, run.count);
-        field(r, run.stride);
-        if (run.comm_rank < end || run.count < 1 || run_end(run) > cs.comm.nranks) return fail("run out of range");
-        end = run_end(run);
-        in_runs += uint64_t(run.count);
-        g.runs.push_back(run);
-      }
-      if (in_runs != g.count) return fail("group count differs from its runs");
-      if ((members += g.count) > uint64_t(obs::kMaxRankSlots)) return fail("members beyond the rank-slot bound");
+      if (const char* why = get_members(r, cs.comm.nranks, &members, &g)) return fail(why);
       time_field(r, g.last_event_ns);
       time_field(r, g.gone_ns);
-      const uint8_t has_ids = r.u8();
-      if (has_ids > 1 || (has_ids && g.count > kIdentifiedMembers)) return fail("identities of a large group");
-      if (has_ids) {
-        g.identities.resize(g.count);
-        for (ProcView& p : g.identities) {
-          field(r, p.local_rank);
-          field(r, p.host);
-          field(r, p.pid);
-          field(r, p.gpu);
-          field(r, p.cuda_dev);
-        }
-      }
+      if (const char* why = get_identities(r, &g, member_proc_fields)) return fail(why);
       if (!r.ok()) return fail("truncated group");
       cs.groups.push_back(std::move(g));
     }

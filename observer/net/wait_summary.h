@@ -27,9 +27,6 @@
 
 namespace scout::net {
 
-// Groups keep their members' identities while they have at most this many members.
-constexpr uint32_t kIdentifiedMembers = 16;
-
 // Members of one communicator in one state.
 struct MemberGroup {
   // The state every member shares (MemberView's comm_rank and proc are unused; times, init and the

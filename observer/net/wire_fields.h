@@ -1,21 +1,26 @@
 // The field lists of the observers' drill-down messages (docs/observer-network.md, "Drill-down"):
 // every part has ONE list, a function template over the direction: called with a WireWriter it
 // encodes, with a WireReader it decodes, so the two cannot drift apart. Shared by the NodeReport
-// (observer/net/drill.cc) and the wait summary (observer/net/wait_summary.cc). Variable-length
-// parts (lists) are encoded by the callers as a count and the elements. Integers travel as
-// variable-length integers (field), times as differences (time_field), hashes in their fixed width
-// (hash_field).
+// (observer/net/drill.cc), the wait summary (observer/net/wait_summary.cc) and the vote summary
+// (observer/net/vote_summary.cc). Variable-length parts (lists) are encoded by the callers as a
+// count and the elements. Integers travel as variable-length integers (field), times as
+// differences (time_field), hashes in their fixed width (hash_field). The members of a summary's
+// group (MemberGroup, VoteGroup) travel as a count and runs of ranks (put_members), then, while
+// the group is small, one identity per member (put_identities).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <iterator>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "common/segment_reader.h"
 #include "observer/model/limits.h"
 #include "observer/net/drill.h"
 #include "observer/net/local_view.h"
+#include "observer/net/rank_runs.h"
 #include "observer/net/wire.h"
 
 namespace scout::net::wire {
@@ -161,6 +166,66 @@ inline bool comm_size_ok(int nranks, std::string* why) {
   if (nranks >= 0 && nranks <= obs::kMaxCommRanks) return true;
   *why = "communicator of " + std::to_string(nranks) + " ranks outside 0.." + std::to_string(obs::kMaxCommRanks);
   return false;
+}
+
+template <typename IO, typename R>
+void run_fields(IO& io, R& r) {
+  fields(io, r.comm_rank, r.global_rank, r.count, r.stride);
+}
+
+// A group's members (Group: `count` and `runs`): the count, the run count and the runs.
+template <class Group>
+void put_members(WireWriter& w, const Group& g) {
+  w.var(g.count);
+  w.var(g.runs.size());
+  for (const RankRun& r : g.runs) run_fields(w, r);
+}
+
+// Reads what put_members wrote into `g`'s `count` and `runs`, checked against its communicator of
+// `nranks` ranks: the runs ascending, disjoint and inside it, holding `count` members, and
+// `*members` (the message's members so far, `count` added) within obs::kMaxRankSlots. Returns
+// null, or what is wrong ("truncated runs", "run out of range", "group count differs from its
+// runs", "members beyond the rank-slot bound").
+template <class Group>
+const char* get_members(WireReader& r, int nranks, uint64_t* members, Group* g) {
+  g->count = uint32_t(std::min<uint64_t>(r.var(), UINT32_MAX));
+  const uint64_t nr = r.var();
+  if (!r.fits(nr, 4)) return "truncated runs";
+  uint64_t in_runs = 0;
+  int64_t end = 0;
+  for (uint64_t j = 0; j < nr; ++j) {
+    RankRun run;
+    run_fields(r, run);
+    if (run.comm_rank < end || run.count < 1 || run_end(run) > nranks) return "run out of range";
+    end = run_end(run);
+    in_runs += uint64_t(run.count);
+    g->runs.push_back(run);
+  }
+  if (in_runs != g->count) return "group count differs from its runs";
+  if ((*members += g->count) > uint64_t(obs::kMaxRankSlots)) return "members beyond the rank-slot bound";
+  return nullptr;
+}
+
+// A group's identities (Group: `identities`, one per member or none): a byte (1: they follow,
+// 0: none), then each identity's fields as `id_fields(io, identity)` lists them.
+template <class Group, class IdFields>
+void put_identities(WireWriter& w, const Group& g, IdFields id_fields) {
+  w.u8(g.identities.empty() ? 0 : 1);
+  for (const auto& id : g.identities) id_fields(w, id);
+}
+
+// Reads what put_identities wrote into `g->identities` (`g->count` read before). Returns null, or
+// "identities of a large group" when they are announced for more than kIdentifiedMembers members
+// (or the byte is neither 0 nor 1).
+template <class Group, class IdFields>
+const char* get_identities(WireReader& r, Group* g, IdFields id_fields) {
+  const uint8_t has_ids = r.u8();
+  if (has_ids > 1 || (has_ids && g->count > kIdentifiedMembers)) return "identities of a large group";
+  if (has_ids) {
+    g->identities.resize(g->count);
+    for (auto& id : g->identities) id_fields(r, id);
+  }
+  return nullptr;
 }
 
 }  // namespace scout::net::wire

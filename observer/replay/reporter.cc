@@ -219,25 +219,20 @@ void ReplayReporter::report_slow_pairs(const Model& m, FindingBoard& board, cons
 
 void ReplayReporter::note_causes(const CycleResult& d) {
   const ReplayCycleRecord& rec = d.record;
-  for (const replay::SlowGpu& s : d.verdict.slow_gpus) {
-    EvReplayCause e;
-    e.cycle = rec.cycle;
-    e.recipe = s.recipe;
-    e.ms.emplace();
-    for (int64_t x : s.ns) e.ms->push_back(to_ms(x));
-    e.median_ms = to_ms(s.median_ns);
-    causes_[s.global_rank] = {"gpu", rec.started_ns, e};
-  }
+  auto note = [&](const std::vector<replay::SlowGpu>& gpus, const char* cause) {
+    for (const replay::SlowGpu& s : gpus) {
+      EvReplayCause e;
+      e.cycle = rec.cycle;
+      e.recipe = s.recipe;
+      e.ms.emplace();
+      for (int64_t x : s.ns) e.ms->push_back(to_ms(x));
+      e.median_ms = to_ms(s.median_ns);
+      causes_[s.global_rank] = {cause, rec.started_ns, e};
+    }
+  };
+  note(d.verdict.slow_gpus, "gpu");
   // Normal: the GEMM it ran at its class's median is the number that puts the delay in the host.
-  for (const replay::SlowGpu& s : d.verdict.normal_gpus) {
-    EvReplayCause e;
-    e.cycle = rec.cycle;
-    e.recipe = s.recipe;
-    e.ms.emplace();
-    for (int64_t x : s.ns) e.ms->push_back(to_ms(x));
-    e.median_ms = to_ms(s.median_ns);
-    causes_[s.global_rank] = {"host", rec.started_ns, e};
-  }
+  note(d.verdict.normal_gpus, "host");
 }
 
 bool ReplayReporter::cause_known(int global_rank, int64_t since_ns) const {

@@ -619,30 +619,26 @@ void StoreWriter::put_replay_cycle(obs::ReplayCycleRecord* c) {
       // The same record is the same cycle, trigger, start and detail (a restarted observer numbers
       // its cycles from 1 again; an on-demand cycle's detail names its request).
       const std::string detail = c->detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      // Parameters 1-6 of both statements: what makes the record the same cycle.
+      auto bind_same = [&](Stmt& s) -> Stmt& {
+        return s.bind(1, int64_t(c->cycle))
+            .bind(2, c->trigger)
+            .bind(3, c->started_ns)
+            .bind(4, c->ended_ns)
+            .bind(5, c->outcome)
+            .bind(6, detail);
+      };
       Stmt find(*db_,
                 "SELECT id FROM replay_cycles WHERE cycle = ? AND trigger = ? AND started_ns = ? AND ended_ns = ? AND "
                 "outcome = ? AND detail = ?");
-      find.bind(1, int64_t(c->cycle))
-          .bind(2, c->trigger)
-          .bind(3, c->started_ns)
-          .bind(4, c->ended_ns)
-          .bind(5, c->outcome)
-          .bind(6, detail);
-      if (find.step()) {
+      if (bind_same(find).step()) {
         c->id = find.i64(0);
         return;
       }
       Stmt ins(*db_,
-               "INSERT INTO replay_cycles (cycle, trigger, started_ns, ended_ns, outcome, backend, detail) "
+               "INSERT INTO replay_cycles (cycle, trigger, started_ns, ended_ns, outcome, detail, backend) "
                "VALUES (?, ?, ?, ?, ?, ?, ?)");
-      ins.bind(1, int64_t(c->cycle))
-          .bind(2, c->trigger)
-          .bind(3, c->started_ns)
-          .bind(4, c->ended_ns)
-          .bind(5, c->outcome)
-          .bind(6, c->backend)
-          .bind(7, detail)
-          .run();
+      bind_same(ins).bind(7, c->backend).run();
       c->id = db_->last_insert_rowid();
     });
   } catch (const Error& e) { fail(std::string("put_replay_cycle: ") + e.what()); }

@@ -10,30 +10,11 @@
 #include <new>
 
 #include "plugin/core/clock.h"
+#include "plugin/core/library.h"
+#include "plugin/core/v4_adapter.h"
 
 namespace scout::core::dlg {
 namespace {
-
-bool ends_with(const std::string& s, const char* suffix) {
-  size_t n = std::strlen(suffix);
-  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
-}
-
-void* try_open(const std::string& name, std::string* last_error) {
-  void* h = ::dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (h == nullptr) {
-    const char* e = ::dlerror();
-    *last_error = e != nullptr ? e : "dlopen failed";
-  }
-  return h;
-}
-
-// The base address of the library holding `addr` (0 if unknown).
-uintptr_t library_of(const void* addr) {
-  Dl_info info;
-  if (::dladdr(addr, &info) == 0) return 0;
-  return reinterpret_cast<uintptr_t>(info.dli_fbase);
-}
 
 bool iequals(const std::string& a, const char* b) {
   if (a.size() != std::strlen(b)) return false;
@@ -73,12 +54,8 @@ bool open_delegate(const std::string& spec, int nccl_version, Table* out, void**
     return false;
   }
   std::string err;
-  std::string name = spec;
-  void* h = try_open(spec, &err);
-  if (h == nullptr && spec.find('/') == std::string::npos && !(spec.rfind("lib", 0) == 0 && ends_with(spec, ".so"))) {
-    name = "libnccl-profiler-" + spec + ".so";
-    h = try_open(name, &err);
-  }
+  std::string name;
+  void* h = open_library(spec, "libnccl-profiler-", &name, &err);
   if (h == nullptr) {
     *error = "cannot open the delegate '" + spec + "': " + err;
     return false;
@@ -176,38 +153,10 @@ bool descr_to_v4(const abi::DescrV5& in, void* coll_parent_group, abi::DescrV4* 
   out->type = uint8_t(in.type);
   out->parentObj = in.parentObj;
   out->rank = in.rank;
-  switch (in.type) {
-    case abi::kEvColl:
-      out->parentObj = coll_parent_group;
-      out->coll.seqNumber = in.coll.seqNumber;
-      out->coll.func = in.coll.func;
-      out->coll.sendBuff = in.coll.sendBuff;
-      out->coll.recvBuff = in.coll.recvBuff;
-      out->coll.count = in.coll.count;
-      out->coll.root = in.coll.root;
-      out->coll.datatype = in.coll.datatype;
-      out->coll.nChannels = in.coll.nChannels;
-      out->coll.nWarps = in.coll.nWarps;
-      out->coll.algo = in.coll.algo;
-      out->coll.proto = in.coll.proto;
-      return true;
-    case abi::kEvP2p:
-      out->parentObj = coll_parent_group;
-      out->p2p.func = in.p2p.func;
-      out->p2p.buff = in.p2p.buff;
-      out->p2p.datatype = in.p2p.datatype;
-      out->p2p.count = in.p2p.count;
-      out->p2p.peer = in.p2p.peer;
-      out->p2p.nChannels = in.p2p.nChannels;
-      return true;
-    case abi::kEvProxyOp: out->proxyOp = in.proxyOp; return true;
-    case abi::kEvProxyStep: out->proxyStep = in.proxyStep; return true;
-    case abi::kEvKernelCh: out->kernelCh = in.kernelCh; return true;
-    case abi::kEvNetPlugin: out->netPlugin = in.netPlugin; return true;
-    case abi::kEvGroup:
-    case abi::kEvProxyCtrl: return true;
-    default: return false;
-  }
+  if (!copy_shared_members(in.type, in, out)) return false;
+  if (in.type == abi::kEvColl || in.type == abi::kEvP2p) out->parentObj = coll_parent_group;
+  if (in.type == abi::kEvP2p) out->p2p.nChannels = in.p2p.nChannels;
+  return true;
 }
 
 bool Joins::init() {

@@ -73,6 +73,18 @@ void notify_engine(Process* p, CommState* c, shm::OpRecord* r, uint64_t index, c
   p->engine->on_op_enqueued(c->fp, r, index, op);
 }
 
+// A collective's root, element count, bytes (count x the size of r->datatype, set before) and
+// buffers, flagged in place when it sends from its receive buffer (D: abi::CollV5, abi::CeCollDescr).
+template <class D>
+void fill_buffers(shm::OpRecord* r, const D& d) {
+  r->peer = d.root;
+  r->count = d.count;
+  r->bytes = uint64_t(d.count) * shm::datatype_size(r->datatype);
+  r->send_buf = uintptr_t(d.sendBuff);
+  r->recv_buf = uintptr_t(d.recvBuff);
+  if (d.sendBuff != nullptr && d.sendBuff == d.recvBuff) r->flags |= shm::kFlagInPlace;
+}
+
 }  // namespace
 
 bool write_coll(Process* p, CommState* c, const abi::CollV5& d, const OpContext& ctx, uint64_t* index) {
@@ -93,12 +105,7 @@ bool write_coll(Process* p, CommState* c, const abi::CollV5& d, const OpContext&
   } else {
     r->n_channels = d.nChannels;
   }
-  r->peer = d.root;
-  r->count = d.count;
-  r->bytes = uint64_t(d.count) * shm::datatype_size(r->datatype);
-  r->send_buf = uintptr_t(d.sendBuff);
-  r->recv_buf = uintptr_t(d.recvBuff);
-  if (d.sendBuff != nullptr && d.sendBuff == d.recvBuff) r->flags |= shm::kFlagInPlace;
+  fill_buffers(r, d);
   fill_api(c, r, ctx);
   r->state.store(shm::kStateEnqueued, std::memory_order_relaxed);
   reset_channels(c, i);
@@ -171,12 +178,7 @@ bool write_ce_coll(Process* p, CommState* c, const abi::CeCollDescr& d, const Op
   r->algo = shm::kAlgoUnknown;
   r->proto = shm::kProtoUnknown;
   r->flags = ctx.flags | shm::kFlagUnmatched | shm::kFlagNoKernelCh;
-  r->peer = d.root;
-  r->count = d.count;
-  r->bytes = uint64_t(d.count) * shm::datatype_size(r->datatype);
-  r->send_buf = uintptr_t(d.sendBuff);
-  r->recv_buf = uintptr_t(d.recvBuff);
-  if (d.sendBuff != nullptr && d.sendBuff == d.recvBuff) r->flags |= shm::kFlagInPlace;
+  fill_buffers(r, d);
   fill_api(c, r, ctx);
   if (d.stream != nullptr) r->stream = uintptr_t(d.stream);
   r->state.store(shm::kStateEnqueued, std::memory_order_relaxed);

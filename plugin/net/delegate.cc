@@ -2,64 +2,14 @@
 #include "plugin/net/delegate.h"
 
 #include <dlfcn.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 
-#include "common/safe_file.h"
+#include "plugin/core/library.h"
 
 namespace scout::net {
 namespace {
-
-bool ends_with(const std::string& s, const char* suffix) {
-  size_t n = std::strlen(suffix);
-  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
-}
-
-// dlopen of a FIFO (or a device) blocks in open() forever, in every rank's NCCL init: the file
-// dlopen would read is checked first without blocking (common/safe_file.h), the path itself or,
-// for a bare name, each LD_LIBRARY_PATH directory's file of that name.
-bool loadable(const std::string& name, std::string* last_error) {
-  if (name.find('/') != std::string::npos) {
-    const int fd = safe::open_regular(name, last_error, /*follow=*/true);
-    if (fd < 0) return false;
-    ::close(fd);
-    return true;
-  }
-  const char* dirs = std::getenv("LD_LIBRARY_PATH");
-  for (std::string rest = dirs ? dirs : ""; !rest.empty();) {
-    const size_t colon = rest.find(':');
-    const std::string dir = rest.substr(0, colon);
-    rest = colon == std::string::npos ? "" : rest.substr(colon + 1);
-    const std::string p = (dir.empty() ? "." : dir) + "/" + name;
-    struct stat st;
-    if (::stat(p.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
-      *last_error = p + " is not a regular file";
-      return false;
-    }
-  }
-  return true;
-}
-
-void* try_open(const std::string& name, std::string* last_error) {
-  if (!loadable(name, last_error)) return nullptr;
-  void* h = ::dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (h == nullptr) {
-    const char* e = ::dlerror();
-    *last_error = e != nullptr ? e : "dlopen failed";
-  }
-  return h;
-}
-
-// The base address of the library holding `addr` (0 if unknown).
-uintptr_t library_of(const void* addr) {
-  Dl_info info;
-  if (::dladdr(addr, &info) == 0) return 0;
-  return reinterpret_cast<uintptr_t>(info.dli_fbase);
-}
 
 template <class Table>
 void copy_common(const Table* t, Delegate* d) {
@@ -94,12 +44,8 @@ bool open_delegate(const std::string& spec, Delegate* out, std::string* error) {
     return false;
   }
   std::string err;
-  std::string opened = spec;
-  void* h = try_open(spec, &err);
-  if (h == nullptr && spec.find('/') == std::string::npos && !(spec.rfind("lib", 0) == 0 && ends_with(spec, ".so"))) {
-    opened = "libnccl-net-" + spec + ".so";
-    h = try_open(opened, &err);
-  }
+  std::string opened;
+  void* h = core::open_library(spec, "libnccl-net-", &opened, &err);
   if (h == nullptr) {
     *error = "cannot open the delegate '" + spec + "': " + err;
     return false;
@@ -116,8 +62,8 @@ bool open_delegate(const std::string& spec, Delegate* out, std::string* error) {
     return false;
   }
   // dlopen of scout's own path returns scout's handle: its table then lies in this library.
-  uintptr_t self = library_of(reinterpret_cast<const void*>(&open_delegate));
-  if (self != 0 && library_of(sym) == self) {
+  uintptr_t self = core::library_of(reinterpret_cast<const void*>(&open_delegate));
+  if (self != 0 && core::library_of(sym) == self) {
     ::dlclose(h);
     *error = "the delegate " + opened + " is scout itself (set SCOUT_NET_DELEGATE to another net plugin)";
     return false;

@@ -229,6 +229,18 @@ void fill_v5(StartEntry* e, const Descr* d, StrFn&& str) {
   }
 }
 
+// A start entry's NCCL arguments (context, the handle the plugin returned, its result) and the
+// members every descriptor version has (type, parent, rank).
+template <class Descr>
+void start_args(StartEntry* e, void* context, void* handle_out, const Descr* d, int result) {
+  e->context = raw(context);
+  e->handle_out = raw(handle_out);
+  e->type = d->type;
+  e->parent = raw(d->parentObj);
+  e->rank = d->rank;
+  e->result = result;
+}
+
 }  // namespace
 
 void Recorder::start_v5(int abi, void* context, void* handle_out, const abi::DescrV5* d, int result) {
@@ -236,12 +248,7 @@ void Recorder::start_v5(int abi, void* context, void* handle_out, const abi::Des
   auto str = [this](const char* s) { return string_id(s); };
   fill_v5(&e, d, str);
   header(&e.h, kEntryStart, abi, sizeof(e));
-  e.context = raw(context);
-  e.handle_out = raw(handle_out);
-  e.type = d->type;
-  e.parent = raw(d->parentObj);
-  e.rank = d->rank;
-  e.result = result;
+  start_args(&e, context, handle_out, d, result);
   append(&e, sizeof(e));
 }
 
@@ -277,12 +284,7 @@ void Recorder::start_v6(void* context, void* handle_out, const abi::DescrV6* d, 
     default: break;
   }
   header(&e.h, kEntryStart, 6, sizeof(e));
-  e.context = raw(context);
-  e.handle_out = raw(handle_out);
-  e.type = d->type;
-  e.parent = raw(d->parentObj);
-  e.rank = d->rank;
-  e.result = result;
+  start_args(&e, context, handle_out, d, result);
   append(&e, sizeof(e));
 }
 

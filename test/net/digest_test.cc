@@ -787,6 +787,64 @@ TEST(Digest, CommunicatorsWaitingAlikeShareOneStateInTheSummary) {
   EXPECT_EQ(g.state.records[0].key, 110u);
 }
 
+// The bytes of a merged vote summary and a merged wait summary, pinned: a large group (runs, no
+// identities), small groups with identities, a dissenter; observers of one build send and read
+// exactly these (docs/observer-network.md, "Drill-down", "Hangs across nodes").
+std::string hex_bytes(const std::vector<uint8_t>& b) {
+  static const char* const kDigits = "0123456789abcdef";
+  std::string out;
+  for (uint8_t x : b) out += {kDigits[x >> 4], kDigits[x & 15]};
+  return out;
+}
+
+TEST(Digest, SummaryBytesArePinned) {
+  std::vector<int> order(20);
+  for (int i = 0; i < 20; ++i) order[size_t(i)] = (i * 7) % 20;
+  EXPECT_EQ(hex_bytes(encode_votes(dp_votes(20, 3, order))),
+            "010127d9000000000000042804000000647032379003c00301b80302130200060640088602204000b803010407070001"
+            "80088008802000d10f0300000000d10fd10fc71f000200000000000000000600000000000000000080200100010106c6"
+            "01020200b80301040707000180088008802000e03e0300000000cb0fd10fa71f00020000000000000000070000000000"
+            "000000008020010106050000006e6f646533d60f050000004750552d33");
+  EXPECT_EQ(hex_bytes(encode_votes(dp_votes(8, 5, {7, 6, 5, 4, 3, 2, 1, 0}))),
+            "010127d9000000000000041004000000647032379003c00301b80302070200060a400c8603044000b803010407070001"
+            "80088008802000d10f0300000000d10fd10faf1f00020000000000000000060000000000000000008020010100050000"
+            "006e6f646530d00f050000004750552d3302050000006e6f646531d20f050000004750552d3304050000006e6f646532"
+            "d40f050000004750552d3306050000006e6f646533d60f050000004750552d3308050000006e6f646534d80f05000000"
+            "4750552d330c050000006e6f646536dc0f050000004750552d330e050000006e6f646537de0f050000004750552d3301"
+            "010ac602020200b80301040707000180088008802000c43e0300000000c70fd10fab1f00020000000000000000070000"
+            "00000000000000802001010a050000006e6f646535da0f050000004750552d33");
+  WaitSummary waits = summarize(sample_waits());
+  for (int i = 0; i < 20; ++i) {  // 20 members of one state, merged out of order: one run, no identities
+    const int node = (i * 7) % 20;
+    WaitSnapshot w;
+    w.procs.push_back({node * 8 + 1, 1, "node" + std::to_string(node), 2000 + node, "GPU-1", 1, 0, 50 + node, 0});
+    CommWaitView c;
+    c.comm_hash = 0xd0;
+    c.nranks = 20;
+    c.name = "dp";
+    c.last_progress_ns = 300 + node;
+    MemberView m;
+    m.comm_rank = node;
+    m.proc = 0;
+    m.issued[4] = m.started[4] = 21;
+    m.completed[4] = 20;
+    m.last_completed = {true, 0, 4, 19, -1, -1, 4000 + node};
+    c.members.push_back(m);
+    w.comms.push_back(c);
+    merge(waits, summarize(w));
+  }
+  merge(waits, summarize(sample_waits()));  // the same node again: its members kept once
+  EXPECT_EQ(hex_bytes(encode_summary(waits)),
+            "02030000000000000000000000000000001515140000000001010000000000010100010004130101c13e000000000000"
+            "000000000000000000000d0d0c00000000010100000000000101000100040b0101d00f01700c01040707000180088008"
+            "802000881f0200000202b90fd10f01000100000000000000000000000000000000000080200102000000000000000000"
+            "00000000000c0c0c0000000001010000000000010100000000000101000002d0000000000000002802000000647000f2"
+            "290000000100000000001401000228109a040000bc0a0000000000001002000000647008c70b80b4c4c3212880bcc196"
+            "0b020100000000000000000000020102100410b40a000102050000006e6f646531c601050000004750552d3802040500"
+            "00006e6f646531c801060000004750552d31360402000000000101063002020597050106050000006e6f646531ca0106"
+            "0000004750552d323406");
+}
+
 TEST(Digest, TimesShiftToTheLeadersClock) {
   WaitSnapshot w = sample_waits();
   w.comms[0].members[0].init_ns = 0;

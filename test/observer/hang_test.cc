@@ -34,6 +34,30 @@ FakeRec op(FakeJob& job, int comm, int rank, uint8_t func, uint64_t seq, int64_t
   return r;
 }
 
+// Enqueues a Recv #seq from comm rank `peer` on one rank at time t and starts it 10 us later.
+FakeRec recv(FakeJob& job, int comm, int rank, uint64_t seq, int peer, int64_t t) {
+  OpSpec r;
+  r.kind = shm::kKindRecv;
+  r.func = shm::kFuncRecv;
+  r.key = seq;
+  r.peer = peer;
+  r.enqueue_ns = t;
+  FakeRec rec = job.enqueue(comm, rank, r);
+  FakeJob::start(rec, t + 10'000);
+  return rec;
+}
+
+// Two communicators x (0x10) and y (0x20) of ranks {0, 1}, entered in crossed order: rank 0 runs
+// x#0 then y#0, rank 1 y#0 then x#0, on one stream each (the second never starts): a deadlock.
+void crossed_order(ObserverHarness& h) {
+  int x = h.job.add_comm(0x10, {0, 1}, "x");
+  int y = h.job.add_comm(0x20, {0, 1}, "y");
+  op(h.job, x, 0, shm::kFuncAllReduce, 0, kT0);
+  op(h.job, y, 0, shm::kFuncAllReduce, 0, kT0 + kMs, false);
+  op(h.job, y, 1, shm::kFuncAllReduce, 0, kT0);
+  op(h.job, x, 1, shm::kFuncAllReduce, 0, kT0 + kMs, false);
+}
+
 TEST(Hang, AbsentRankIsNamedAfterTheTimeoutAndClosesWhenItJoins) {
   ObserverHarness h(4);
   h.opt.hang.stall = false;  // the hang alone (its stall at the cold threshold: stall_test.cc)
@@ -199,13 +223,7 @@ TEST(Hang, ChainThroughARankWhoseGpuIsBusyElsewhere) {
 
 TEST(Hang, CycleAcrossTwoCommunicatorsIsADeadlock) {
   ObserverHarness h(2);
-  int x = h.job.add_comm(0x10, {0, 1}, "x");
-  int y = h.job.add_comm(0x20, {0, 1}, "y");
-  // Rank 0 runs x#0 then y#0; rank 1 runs y#0 then x#0, on one stream each.
-  op(h.job, x, 0, shm::kFuncAllReduce, 0, kT0);
-  op(h.job, y, 0, shm::kFuncAllReduce, 0, kT0 + kMs, false);
-  op(h.job, y, 1, shm::kFuncAllReduce, 0, kT0);
-  op(h.job, x, 1, shm::kFuncAllReduce, 0, kT0 + kMs, false);
+  crossed_order(h);
   h.pass(kT0 + 20 * kSec);
   auto f = h.findings();
   ASSERT_EQ(f.size(), 1u);
@@ -220,12 +238,7 @@ TEST(Hang, CycleAcrossTwoCommunicatorsIsADeadlock) {
 TEST(Hang, DeadlockIsNamedAtTheStallThresholdBeforeTheTimeout) {
   ObserverHarness h(2);
   h.opt.hang.timeout_ns = 60 * kSec;
-  int x = h.job.add_comm(0x10, {0, 1}, "x");
-  int y = h.job.add_comm(0x20, {0, 1}, "y");
-  op(h.job, x, 0, shm::kFuncAllReduce, 0, kT0);
-  op(h.job, y, 0, shm::kFuncAllReduce, 0, kT0 + kMs, false);
-  op(h.job, y, 1, shm::kFuncAllReduce, 0, kT0);
-  op(h.job, x, 1, shm::kFuncAllReduce, 0, kT0 + kMs, false);
+  crossed_order(h);
   h.pass(kT0 + 9 * kSec);
   EXPECT_TRUE(h.findings().empty());  // below the 10 s threshold
   h.pass(kT0 + 11 * kSec);
@@ -352,13 +365,7 @@ TEST(Hang, RootKilledAfterItsHangUnderAnotherOperationIsNoCrash) {
   h.opt.hang.stall = false;
   int tp = h.job.add_comm(0x71, {2, 3}, "tp1");
   int pp = h.job.add_comm(0x93, {3, 1}, "pp3");
-  OpSpec r;
-  r.kind = shm::kKindRecv;
-  r.func = shm::kFuncRecv;
-  r.key = 0;
-  r.peer = 0;
-  r.enqueue_ns = kT0 + 50 * kMs;
-  FakeJob::start(h.job.enqueue(pp, 1, r), kT0 + 50 * kMs + 10'000);
+  recv(h.job, pp, 1, 0, 0, kT0 + 50 * kMs);
   h.pass(kT0 + 11 * kSec);
   ASSERT_EQ(h.findings().size(), 1u);
   EXPECT_EQ(h.findings()[0].comm_hash, 0x93u);
@@ -440,13 +447,7 @@ TEST(Hang, RootIsNamedByTheFirstOperationItNeverEnteredInProgramOrder) {
     // The peers' waits, in either order of arrival.
     const int64_t t_tp = t5 + (tp_first ? 10 : 50) * kMs, t_pp = t5 + (tp_first ? 50 : 10) * kMs;
     op(h.job, tp, 0, shm::kFuncAllReduce, 10, t_tp);
-    OpSpec r;
-    r.kind = shm::kKindRecv;
-    r.func = shm::kFuncRecv;
-    r.key = 5;
-    r.peer = 0;
-    r.enqueue_ns = t_pp;
-    FakeJob::start(h.job.enqueue(pp, 1, r), t_pp + 10'000);
+    recv(h.job, pp, 1, 5, 0, t_pp);
     h.pass(t5 + 20 * kSec);
     auto f = h.findings();
     ASSERT_EQ(f.size(), 1u) << tp_first;
@@ -468,13 +469,7 @@ TEST(Hang, RootWithoutHistoryIsNamedByTheOperationItsPeersReachedFirst) {
   int tp = h.job.add_comm(0x71, {2, 3}, "tp1");
   int pp = h.job.add_comm(0x93, {3, 1}, "pp3");
   op(h.job, tp, 0, shm::kFuncAllReduce, 0, kT0 + 10 * kMs);
-  OpSpec r;
-  r.kind = shm::kKindRecv;
-  r.func = shm::kFuncRecv;
-  r.key = 0;
-  r.peer = 0;
-  r.enqueue_ns = kT0 + 50 * kMs;
-  FakeJob::start(h.job.enqueue(pp, 1, r), kT0 + 50 * kMs + 10'000);
+  recv(h.job, pp, 1, 0, 0, kT0 + 50 * kMs);
   h.pass(kT0 + 20 * kSec);
   auto f = h.findings();
   ASSERT_EQ(f.size(), 1u);

@@ -20,6 +20,7 @@
 #include "observer/detect/finding_util.h"
 #include "observer/model/replay_cycle.h"
 #include "observer/store/reader.h"
+#include "test/support/node_observers.h"
 #include "test/support/settle.h"
 #include "test/support/subprocess.h"
 #include "test/support/tmpdir.h"
@@ -282,21 +283,11 @@ TEST(ReplayEndToEnd, OnDemandCycleRunsTheRequestedRecipesOnTheRequestedRanks) {
 // source replay, in the leader's store; node1 stores its own record of each cross cycle.
 TEST(ReplayEndToEnd, SlowLinkBetweenTwoNodesIsNamedByCrossNodeReplay) {
   TempDir dir;
-  std::map<std::string, std::string> env = {{"SCOUT_SHM_DIR", dir.path()},
-                                            {"SCOUT_STATE_DIR", dir.path() + "/state"},
-                                            {"SCOUT_FP_BUDGET", "0"},
-                                            {"SCOUT_NET_INTERVAL_MS", "100"},
-                                            {"SCOUT_NET_TIMEOUT_MS", "10000"},
-                                            {"SCOUT_NET_JOIN_TIMEOUT_MS", "30000"}};
+  const std::map<std::string, std::string> env = scout::testing::node_observer_env(dir.path());
   const std::string job = "xnode";
   auto store = [&](int k) { return dir.path() + "/node-" + std::to_string(k) + ".db"; };
-  std::vector<std::unique_ptr<Subprocess>> observers;
-  for (int k = 0; k < 2; ++k)
-    observers.push_back(std::make_unique<Subprocess>(
-        std::vector<std::string>{build_path("bin/scout-observer"), "--job", job, "--interval", "100", "--store",
-                                 store(k), "--host", "node" + std::to_string(k), "--nodes", "2", "--node-rank",
-                                 std::to_string(k), "--rdzv", "file:" + dir.path() + "/rdzv"},
-        env));
+  std::vector<std::unique_ptr<Subprocess>> observers =
+      scout::testing::start_node_observers(job, {store(0), store(1)}, "file:" + dir.path() + "/rdzv", env);
   ProcessResult sim = scout::testing::run_process(
       {build_path("bin/scout-sim"), "--job", job, "--truth", dir.path() + "/truth.jsonl", "--ranks", "8", "--tp", "1",
        "--pp", "1", "--nodes", "2", "--steps", "300", "--step-ms", "40", "--fault",

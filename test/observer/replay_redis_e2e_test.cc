@@ -19,13 +19,16 @@
 #include "common/clock.h"
 #include "observer/store/reader.h"
 #include "test/net/proc_util.h"
+#include "test/support/node_observers.h"
 #include "test/support/subprocess.h"
 #include "test/support/tmpdir.h"
 
 namespace {
 
 using scout::testing::build_path;
+using scout::testing::node_observer_env;
 using scout::testing::ProcessResult;
+using scout::testing::start_node_observers;
 using scout::testing::Subprocess;
 using scout::testing::TempDir;
 
@@ -74,21 +77,10 @@ TEST(ReplayRedisEndToEnd, CrossNodeReplayReconnectsAfterRedisRestartedAndTheNext
   if (!redis->ok()) GTEST_SKIP() << redis->why();
   const int port = redis->port();
   const std::string rdzv = "redis:127.0.0.1:" + std::to_string(port);
-  std::map<std::string, std::string> env = {{"SCOUT_SHM_DIR", dir.path()},
-                                            {"SCOUT_STATE_DIR", dir.path() + "/state"},
-                                            {"SCOUT_FP_BUDGET", "0"},
-                                            {"SCOUT_NET_INTERVAL_MS", "100"},
-                                            {"SCOUT_NET_TIMEOUT_MS", "10000"},
-                                            {"SCOUT_NET_JOIN_TIMEOUT_MS", "30000"}};
+  const std::map<std::string, std::string> env = node_observer_env(dir.path());
   const std::string job = "xredis";
   const std::vector<std::string> stores = {dir.path() + "/node-0.db", dir.path() + "/node-1.db"};
-  std::vector<std::unique_ptr<Subprocess>> observers;
-  for (int k = 0; k < 2; ++k)
-    observers.push_back(std::make_unique<Subprocess>(
-        std::vector<std::string>{build_path("bin/scout-observer"), "--job", job, "--interval", "100", "--store",
-                                 stores[k], "--host", "node" + std::to_string(k), "--nodes", "2", "--node-rank",
-                                 std::to_string(k), "--rdzv", rdzv},
-        env));
+  std::vector<std::unique_ptr<Subprocess>> observers = start_node_observers(job, stores, rdzv, env);
   // Long enough for the whole test (60 s); stopped (SIGTERM) once the observers are.
   Subprocess sim({build_path("bin/scout-sim"), "--job", job, "--truth", dir.path() + "/truth.jsonl", "--ranks", "8",
                   "--tp", "1", "--pp", "1", "--nodes", "2", "--steps", "1500", "--step-ms", "40"},

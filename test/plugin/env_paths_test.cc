@@ -22,6 +22,7 @@
 #include "common/safe_file.h"
 #include "common/segment_writer.h"
 #include "common/write_guard.h"
+#include "plugin/core/delegate.h"
 #include "plugin/net/delegate.h"
 #include "plugin/net/truth.h"
 #include "plugin/record/recorder.h"
@@ -83,6 +84,29 @@ TEST(EnvPaths, NetDelegateFifoIsRefusedWithoutBlocking) {
   const std::string saved = old ? old : "";
   ::setenv("LD_LIBRARY_PATH", d.path().c_str(), 1);
   EXPECT_FALSE(within_10s([&] { return scout::net::open_delegate("fifo", &del, &err); }));
+  EXPECT_EQ(err, "cannot open the delegate 'fifo': " + f + " is not a regular file");
+  if (old) {
+    ::setenv("LD_LIBRARY_PATH", saved.c_str(), 1);
+  } else {
+    ::unsetenv("LD_LIBRARY_PATH");
+  }
+}
+
+// The profiler delegate is opened by the same code (plugin/core/library.h): a FIFO named by
+// SCOUT_PROFILER_DELEGATE, as a path or as a bare name in LD_LIBRARY_PATH, is refused, not opened.
+TEST(EnvPaths, ProfilerDelegateFifoIsRefusedWithoutBlocking) {
+  TempDir d;
+  const std::string f = fifo(d, "libnccl-profiler-fifo.so");
+  scout::core::dlg::Table t;
+  void* dl = nullptr;
+  std::string opened, err;
+  EXPECT_FALSE(within_10s([&] { return scout::core::dlg::open_delegate(f, 6, &t, &dl, &opened, &err); }));
+  EXPECT_EQ(err, "cannot open the delegate '" + f + "': " + f + " is a FIFO, not a regular file");
+  EXPECT_EQ(dl, nullptr);
+  const char* old = std::getenv("LD_LIBRARY_PATH");
+  const std::string saved = old ? old : "";
+  ::setenv("LD_LIBRARY_PATH", d.path().c_str(), 1);
+  EXPECT_FALSE(within_10s([&] { return scout::core::dlg::open_delegate("fifo", 6, &t, &dl, &opened, &err); }));
   EXPECT_EQ(err, "cannot open the delegate 'fifo': " + f + " is not a regular file");
   if (old) {
     ::setenv("LD_LIBRARY_PATH", saved.c_str(), 1);

@@ -609,7 +609,7 @@ TEST_F(PluginTest, V4SequencesAreRecordedWithoutApiInformation) {
   const RecordSnapshot& p = v.records[0][1];
   EXPECT_EQ(p.kind, shm::kKindSend);
   EXPECT_EQ(p.key, 0u);
-  EXPECT_EQ(p.n_channels, 0);  // not 0xA5: the v4 value is never trusted
+  EXPECT_EQ(p.n_channels, 0);  // not 0xCD: the v4 value is never trusted
   EXPECT_EQ(p.flags, uint32_t(shm::kFlagNoApi | shm::kFlagNoKernelCh));
   EXPECT_EQ(p.state, uint32_t(shm::kStateRunning));  // progress seen, completion unknowable
   EXPECT_EQ(p.ch_started, 1);

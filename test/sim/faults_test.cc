@@ -20,10 +20,12 @@
 #include "test/sim/inproc_job.h"
 #include "test/sim/recording_plugin.h"
 #include "test/support/tmpdir.h"
+#include "test/support/truth.h"
 
 namespace {
 
 using namespace scout::sim;
+using scout::testing::truth_lines;
 namespace abi = scout::abi;
 using scout::testing::TempDir;
 
@@ -100,15 +102,6 @@ uint64_t allreduce_hash(uint64_t seed, std::vector<int> ranks, uint64_t op, uint
   return XXH64(sum.data(), count * sizeof(float), 0);
 }
 
-std::vector<nlohmann::json> read_truth(const std::string& path) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line))
-    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
-  return out;
-}
-
 class Faults : public ::testing::Test {
  protected:
   void SetUp() override { CallRecorder::reset(0xFFF); }
@@ -173,7 +166,7 @@ TEST_F(Faults, HealthyRunEveryRankRecordsTheSameKeysAndBytes) {
   int rank0 = 0;
   for (const Op& o : ops) rank0 += o.g == 0;
   EXPECT_EQ(rank0, 31);
-  EXPECT_TRUE(read_truth(truth_path()).empty());
+  EXPECT_TRUE(truth_lines(truth_path()).empty());
 }
 
 TEST_F(Faults, SdcFlipsOneBitOfTheInjectedRanksOutputOnly) {
@@ -182,7 +175,7 @@ TEST_F(Faults, SdcFlipsOneBitOfTheInjectedRanksOutputOnly) {
   SimOptions o = parse(with({"--fault", "sdc:rank=3,op=4"}));
   ASSERT_EQ(o.faults[0].target_op, 5);
   std::vector<Op> ops = run(o);
-  auto truth = read_truth(truth_path());
+  auto truth = truth_lines(truth_path());
   ASSERT_EQ(truth.size(), 1u);
   EXPECT_EQ(truth[0]["kind"], "sdc");
   EXPECT_EQ(truth[0]["global_rank"], 3);
@@ -223,7 +216,7 @@ TEST_F(Faults, NanAppearsInTheInjectedRanksSendBufferOnly) {
   // Rank 5's op 1 is its first TP AllReduce (tp2, seq 0).
   SimOptions o = parse(with({"--fault", "nan:rank=5,op=1"}));
   std::vector<Op> ops = run(o);
-  auto truth = read_truth(truth_path());
+  auto truth = truth_lines(truth_path());
   ASSERT_EQ(truth.size(), 1u);
   EXPECT_EQ(truth[0]["kind"], "nan");
   EXPECT_EQ(truth[0]["global_rank"], 5);
@@ -247,7 +240,7 @@ TEST_F(Faults, DesyncChangesTheCountOfTheInjectedRankOnly) {
   // the Coll task reports in bytes (8192); the desynchronized rank issues 2048 - 1024 = 1024.
   SimOptions o = parse(with({"--fault", "desync:rank=2,op=2"}));
   std::vector<Op> ops = run(o);
-  auto truth = read_truth(truth_path());
+  auto truth = truth_lines(truth_path());
   ASSERT_EQ(truth.size(), 1u);
   EXPECT_EQ(truth[0]["kind"], "desync");
   EXPECT_EQ(truth[0]["key"]["func"], "AllGather");
@@ -285,7 +278,7 @@ TEST_F(Faults, StragglerArrivesLateOnEveryOperationFromItsStep) {
   const int64_t M = 100;
   SimOptions o = parse(with({"--fault", "straggler:rank=1,step=1,ms=100"}));
   std::vector<Op> ops = run(o);
-  auto truth = read_truth(truth_path());
+  auto truth = truth_lines(truth_path());
   ASSERT_EQ(truth.size(), 1u);
   EXPECT_EQ(truth[0]["kind"], "straggler");
   EXPECT_EQ(truth[0]["global_rank"], 1);
@@ -318,7 +311,7 @@ TEST_F(Faults, SlowlinkDelaysOperationsWithBothEndsOnly) {
   // Ranks 0 and 1 share tp0 (and world); from step 1 every tp0 operation takes >= M.
   SimOptions o = parse(with({"--fault", "slowlink:rank=0,peer=1,step=1,ms=100"}));
   std::vector<Op> ops = run(o);
-  auto truth = read_truth(truth_path());
+  auto truth = truth_lines(truth_path());
   ASSERT_EQ(truth.size(), 1u);
   EXPECT_EQ(truth[0]["kind"], "slowlink");
   EXPECT_EQ(truth[0]["global_rank"], 0);
@@ -351,7 +344,7 @@ TEST_F(Faults, SlowlinkBetweenPipelineStagesDelaysTheirMessages) {
   const int64_t M = 100;
   SimOptions o = parse(with({"--fault", "slowlink:rank=0,peer=4,step=1,ms=100"}));  // pp0 = {0, 4}
   std::vector<Op> ops = run(o);
-  auto truth = read_truth(truth_path());
+  auto truth = truth_lines(truth_path());
   ASSERT_EQ(truth.size(), 1u);
   EXPECT_EQ(truth[0]["comm"]["name"], "pp0");
   int slow = 0;
@@ -376,7 +369,7 @@ TEST_F(Faults, SeveralFaultsAtOnceEachWriteTheirLine) {
   SimOptions o = parse(
       with({"--fault", "sdc:rank=3,op=4", "--fault", "nan:rank=5,op=1", "--fault", "straggler:rank=6,step=2,ms=10"}));
   std::vector<Op> ops = run(o);
-  auto truth = read_truth(truth_path());
+  auto truth = truth_lines(truth_path());
   std::set<std::pair<std::string, int>> got;
   for (auto& t : truth) got.insert({t["kind"].get<std::string>(), t["global_rank"].get<int>()});
   EXPECT_EQ(got, (std::set<std::pair<std::string, int>>{{"sdc", 3}, {"nan", 5}, {"straggler", 6}}));

@@ -36,40 +36,7 @@ void ProfilerDriver::start(void* context, void** handle, const abi::DescrV5& d) 
     v6_->startEvent(context, handle, &d6);
   } else if (version_ == 4) {
     if (d.type >= abi::kEvGroupApi) return;  // NCCL's v4 adapter drops API-level events
-    abi::DescrV4 d4;
-    std::memset(static_cast<void*>(&d4), 0, sizeof(d4));
-    d4.type = static_cast<uint8_t>(d.type);
-    d4.parentObj = d.parentObj;
-    d4.rank = d.rank;
-    if (d.type == abi::kEvColl) {
-      d4.parentObj = d.coll.parentGroup;  // v4 Coll parent is the legacy Group
-      d4.coll.seqNumber = d.coll.seqNumber;
-      d4.coll.func = d.coll.func;
-      d4.coll.sendBuff = d.coll.sendBuff;
-      d4.coll.recvBuff = d.coll.recvBuff;
-      d4.coll.count = d.coll.count;
-      d4.coll.root = d.coll.root;
-      d4.coll.datatype = d.coll.datatype;
-      d4.coll.nChannels = d.coll.nChannels;
-      d4.coll.nWarps = d.coll.nWarps;
-      d4.coll.algo = d.coll.algo;
-      d4.coll.proto = d.coll.proto;
-    } else if (d.type == abi::kEvP2p) {
-      d4.parentObj = d.p2p.parentGroup;
-      d4.p2p.func = d.p2p.func;
-      d4.p2p.buff = d.p2p.buff;
-      d4.p2p.datatype = d.p2p.datatype;
-      d4.p2p.count = d.p2p.count;
-      d4.p2p.peer = d.p2p.peer;
-      d4.p2p.nChannels = 0xCD;  // NCCL's v4 adapter leaves it uninitialised (docs/nccl-notes.md §2.5)
-    } else if (d.type == abi::kEvKernelCh) {
-      d4.kernelCh.channelId = d.kernelCh.channelId;
-      d4.kernelCh.pTimer = d.kernelCh.pTimer;
-    } else if (d.type == abi::kEvProxyOp) {
-      d4.proxyOp = d.proxyOp;
-    } else if (d.type == abi::kEvProxyStep) {
-      d4.proxyStep = d.proxyStep;
-    }
+    abi::DescrV4 d4 = v4_descr(d);
     v4_->startEvent(context, handle, &d4);
   }
 }
@@ -105,6 +72,43 @@ void ProfilerDriver::finalize(void* context) const {
     case 6: v6_->finalize(context); break;
     default: break;
   }
+}
+
+abi::DescrV4 v4_descr(const abi::DescrV5& d) {
+  abi::DescrV4 d4;
+  std::memset(static_cast<void*>(&d4), 0, sizeof(d4));
+  d4.type = static_cast<uint8_t>(d.type);
+  d4.parentObj = d.parentObj;
+  d4.rank = d.rank;
+  if (d.type == abi::kEvColl) {
+    d4.parentObj = d.coll.parentGroup;  // v4 Coll parent is the legacy Group
+    d4.coll.seqNumber = d.coll.seqNumber;
+    d4.coll.func = d.coll.func;
+    d4.coll.sendBuff = d.coll.sendBuff;
+    d4.coll.recvBuff = d.coll.recvBuff;
+    d4.coll.count = d.coll.count;
+    d4.coll.root = d.coll.root;
+    d4.coll.datatype = d.coll.datatype;
+    d4.coll.nChannels = d.coll.nChannels;
+    d4.coll.nWarps = d.coll.nWarps;
+    d4.coll.algo = d.coll.algo;
+    d4.coll.proto = d.coll.proto;
+  } else if (d.type == abi::kEvP2p) {
+    d4.parentObj = d.p2p.parentGroup;
+    d4.p2p.func = d.p2p.func;
+    d4.p2p.buff = d.p2p.buff;
+    d4.p2p.datatype = d.p2p.datatype;
+    d4.p2p.count = d.p2p.count;
+    d4.p2p.peer = d.p2p.peer;
+    d4.p2p.nChannels = 0xCD;  // NCCL's v4 adapter leaves it uninitialised (docs/nccl-notes.md §2.5)
+  } else if (d.type == abi::kEvKernelCh) {
+    d4.kernelCh = d.kernelCh;
+  } else if (d.type == abi::kEvProxyOp) {
+    d4.proxyOp = d.proxyOp;
+  } else if (d.type == abi::kEvProxyStep) {
+    d4.proxyStep = d.proxyStep;
+  }
+  return d4;
 }
 
 abi::DescrV5 blank_descr(uint64_t type, void* parent, int rank) {

@@ -59,6 +59,12 @@ class ProfilerDriver {
   const abi::ProfilerV6* v6_ = nullptr;
 };
 
+// `d` (an event below GroupApi) as NCCL's v4 adapter hands it to a v4 plugin (docs/nccl-notes.md
+// §2.5): a Coll's or P2p's parent is its legacy Group (coll.parentGroup, p2p.parentGroup), a P2p's
+// nChannels is left uninitialised (here 0xCD, a value the plugin must not trust), the other
+// types' members copied.
+abi::DescrV4 v4_descr(const abi::DescrV5& d);
+
 // An event description of `type` under `parent` for comm rank `rank`, every other field zero;
 // callers fill the union member of their event type.
 abi::DescrV5 blank_descr(uint64_t type, void* parent, int rank);

@@ -16,10 +16,12 @@
 #include "test/sim/workload.h"
 #include "test/support/subprocess.h"
 #include "test/support/tmpdir.h"
+#include "test/support/truth.h"
 
 namespace {
 
 using namespace scout::sim;
+using scout::testing::truth_lines;
 using scout::testing::build_path;
 using scout::testing::ProcessResult;
 using scout::testing::run_process;
@@ -36,15 +38,6 @@ std::vector<std::string> lines(const std::string& s) {
   return out;
 }
 
-std::vector<nlohmann::json> read_truth(const std::string& path) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line))
-    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
-  return out;
-}
-
 class SimCli : public ::testing::Test {
  protected:
   std::map<std::string, std::string> env() const {
@@ -57,6 +50,18 @@ class SimCli : public ::testing::Test {
   ProcessResult run(std::vector<std::string> args, double timeout_s = 60) {
     args.insert(args.begin(), sim());
     return run_process(args, env(), timeout_s);
+  }
+  // A 4-rank job (tp 2) whose rank 1 hangs in operation 7 (the last DP bucket of step 0: with pp 1,
+  // TP AR, AG, RS, AR are ops 0-3, the DP bucket group 4-7), writing its ground truth to `truth`,
+  // ended after 2 s by `stop` (--timeout or --idle-timeout): checks that it exits 3 in 2 to 15 s.
+  ProcessResult hung_job(const std::string& stop, const std::string& job, const std::string& truth) {
+    ProcessResult r = run({"--ranks", "4", "--tp", "2", "--steps", "50", "--bytes", "8K", "--fault", "hang:rank=1,op=7",
+                           stop, "2", "--truth", truth, "--job", job},
+                          30);
+    EXPECT_EQ(r.exit_code, kExitTimedOut) << stop << "\n" << r.out << r.err;
+    EXPECT_GE(r.seconds, 2.0) << stop;
+    EXPECT_LT(r.seconds, 15.0) << stop;
+    return r;
   }
   TempDir dir_;
 };
@@ -273,13 +278,7 @@ TEST_F(SimCli, JobIdDefaultsToTheEnvironmentsThenToThePid) {
 // 90, past the observer's 60 s hang timeout: a drill does not sit for the 600 s of --timeout), exit 3,
 // naming the hung rank.
 TEST_F(SimCli, HangIsEndedWhenNoRankProgressesForTheIdleTimeout) {
-  std::string truth = dir_.path() + "/idle.jsonl";
-  ProcessResult r = run({"--ranks", "4", "--tp", "2", "--steps", "50", "--bytes", "8K", "--fault", "hang:rank=1,op=7",
-                         "--idle-timeout", "2", "--truth", truth, "--job", "idle1"},
-                        30);
-  EXPECT_EQ(r.exit_code, kExitTimedOut) << r.out << r.err;
-  EXPECT_GE(r.seconds, 2.0);
-  EXPECT_LT(r.seconds, 15.0);
+  ProcessResult r = hung_job("--idle-timeout", "idle1", dir_.path() + "/idle.jsonl");
   EXPECT_NE(r.out.find("no rank issued an operation for 2 s (--idle-timeout); hung (fault): rank 1; killed while "
                        "running: rank 0,2-3, exit 3"),
             std::string::npos)
@@ -288,18 +287,11 @@ TEST_F(SimCli, HangIsEndedWhenNoRankProgressesForTheIdleTimeout) {
 
 TEST_F(SimCli, HangIsEndedByTheTimeoutWithExitCode3) {
   std::string truth = dir_.path() + "/hang.jsonl";
-  // Rank 1's op 7 is the first DP AllReduce of step 0 (PPF none: pp=1; TP AR, AG, RS, AR = ops
-  // 0-3, then the DP bucket group 4-7... op 7 is the last bucket of step 0).
-  ProcessResult r = run({"--ranks", "4", "--tp", "2", "--steps", "50", "--bytes", "8K", "--fault", "hang:rank=1,op=7",
-                         "--timeout", "2", "--truth", truth, "--job", "hang1"},
-                        30);
-  EXPECT_EQ(r.exit_code, kExitTimedOut) << r.out << r.err;
-  EXPECT_GE(r.seconds, 2.0);
-  EXPECT_LT(r.seconds, 15.0);
+  ProcessResult r = hung_job("--timeout", "hang1", truth);
   EXPECT_NE(r.out.find("timed out after 2 s; hung (fault): rank 1; killed while running: rank 0,2-3, exit 3"),
             std::string::npos)
       << r.out;
-  auto t = read_truth(truth);
+  auto t = truth_lines(truth);
   ASSERT_EQ(t.size(), 1u);
   EXPECT_EQ(t[0]["kind"], "hang");
   EXPECT_EQ(t[0]["global_rank"], 1);
@@ -318,7 +310,7 @@ TEST_F(SimCli, CrashKillsTheRankAndTheOthersBlockUntilTheTimeout) {
   EXPECT_EQ(r.exit_code, kExitTimedOut) << r.out << r.err;
   EXPECT_NE(r.out.find("crashed (fault): rank 2; killed while running: rank 0-1,3, exit 3"), std::string::npos)
       << r.out;
-  auto t = read_truth(truth);
+  auto t = truth_lines(truth);
   ASSERT_EQ(t.size(), 1u);
   EXPECT_EQ(t[0]["kind"], "crash");
   EXPECT_EQ(t[0]["global_rank"], 2);
@@ -347,7 +339,7 @@ TEST_F(SimCli, LinkdownStopsTheJobAndWritesItsGroundTruthAndBothEndsDevices) {
                         30);
   EXPECT_EQ(r.exit_code, kExitTimedOut) << r.out << r.err;
   EXPECT_NE(r.out.find("2/50 steps"), std::string::npos) << r.out;
-  auto t = read_truth(truth);
+  auto t = truth_lines(truth);
   ASSERT_EQ(t.size(), 1u);
   EXPECT_EQ(t[0]["kind"], "linkdown");
   EXPECT_EQ(t[0]["global_rank"], 1);
@@ -370,7 +362,7 @@ TEST_F(SimCli, NicdownWritesOneLineAndCutsTheHostOffInReplay) {
                          "nicdown:node=1,step=2", "--timeout", "2", "--truth", truth, "--job", "nd1"},
                         30);
   EXPECT_EQ(r.exit_code, kExitTimedOut) << r.out << r.err;
-  auto t = read_truth(truth);
+  auto t = truth_lines(truth);
   ASSERT_EQ(t.size(), 1u);
   EXPECT_EQ(t[0]["kind"], "nicdown");
   EXPECT_EQ(t[0]["global_rank"], 2);

@@ -30,10 +30,12 @@
 #include "test/sim/nccl_plugin_loader.h"
 #include "test/support/subprocess.h"
 #include "test/support/tmpdir.h"
+#include "test/support/truth.h"
 
 namespace {
 
 using namespace scout::sim;
+using scout::testing::truth_lines;
 namespace shm = scout::shm;
 using scout::testing::build_path;
 using scout::testing::ProcessResult;
@@ -131,15 +133,6 @@ struct JobView {
     return false;
   }
 };
-
-std::vector<nlohmann::json> read_truth(const std::string& path) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line))
-    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
-  return out;
-}
 
 bool output_compared(uint8_t func) {
   return func == shm::kFuncAllReduce || func == shm::kFuncAllGather || func == shm::kFuncBroadcast;
@@ -258,7 +251,7 @@ TEST_F(SimE2E, ReceivedFingerprintsOfAllReduceAgreeWithinEachCommunicator) {
 TEST_F(SimE2E, SdcChangesTheInjectedRanksReceivedFingerprintForThatKeyOnly) {
   JobView v = run("sdc", {"--steps", "3", "--fault", "sdc:rank=3,op=4"});
   ASSERT_TRUE(v.any_fp_done()) << "no record has fp_recv_status == kFpDone: the plugin took no fingerprint";
-  auto t = read_truth(truth("sdc"));
+  auto t = truth_lines(truth("sdc"));
   ASSERT_EQ(t.size(), 1u);
   const CollKey hit{v.hash_of(t[0]["comm"]["name"]), shm::kFuncAllReduce, t[0]["key"]["seq"].get<uint64_t>()};
   EXPECT_EQ(t[0]["comm"]["name"], "tp1");
@@ -277,7 +270,7 @@ TEST_F(SimE2E, SdcChangesTheInjectedRanksReceivedFingerprintForThatKeyOnly) {
 
 TEST_F(SimE2E, NanShowsInTheInjectedRanksSendCountsOnly) {
   JobView v = run("nan", {"--steps", "3", "--fault", "nan:rank=5,op=1"});
-  auto t = read_truth(truth("nan"));
+  auto t = truth_lines(truth("nan"));
   ASSERT_EQ(t.size(), 1u);
   const CollKey hit{v.hash_of("tp2"), shm::kFuncAllReduce, 0};
   bool checked = false;
@@ -378,7 +371,7 @@ TEST_F(SimE2E, HangLeavesNoRecordOnTheHungRankWhileItsPeerRuns) {
   // The hung rank's earlier operation was recorded and completed.
   const CollKey before{v.hash_of("tp0"), shm::kFuncAllReduce, 0};
   EXPECT_EQ(v.colls[before].at(1).state, shm::kStateComplete);
-  auto t = read_truth(truth("hang"));
+  auto t = truth_lines(truth("hang"));
   ASSERT_EQ(t.size(), 1u);
   EXPECT_EQ(t[0]["key"]["seq"], 1);
   p.signal(SIGTERM);
@@ -401,7 +394,7 @@ TEST_F(SimE2E, CrashLeavesTheRanksSegmentWithADeadOwner) {
   const CollKey key{v.hash_of("tp1"), shm::kFuncAllReduce, 0};
   ASSERT_TRUE(v.colls.count(key));
   ASSERT_TRUE(v.colls[key].count(2));
-  auto t = read_truth(truth("crash"));
+  auto t = truth_lines(truth("crash"));
   ASSERT_EQ(t.size(), 1u);
   EXPECT_EQ(t[0]["key"]["func"], "AllReduce");
   EXPECT_EQ(t[0]["key"]["seq"], 0);

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include "common/paths.h"
+#include "test/sim/profiler_driver.h"
 
 namespace scout::testing {
 
@@ -172,38 +173,7 @@ void* Plugin::start(void* ctx, const abi::DescrV5& d) {
     check(p_.v6->startEvent(ctx, &h, &v6));
   } else if (p_.v4) {
     if (d.type >= abi::kEvGroupApi) return nullptr;  // NCCL's v4 adapter drops these
-    abi::DescrV4 v4{};
-    v4.type = uint8_t(d.type);
-    v4.parentObj = d.parentObj;
-    v4.rank = d.rank;
-    switch (d.type) {
-      case abi::kEvColl:
-        v4.parentObj = d.coll.parentGroup;
-        v4.coll.seqNumber = d.coll.seqNumber;
-        v4.coll.func = d.coll.func;
-        v4.coll.sendBuff = d.coll.sendBuff;
-        v4.coll.recvBuff = d.coll.recvBuff;
-        v4.coll.count = d.coll.count;
-        v4.coll.root = d.coll.root;
-        v4.coll.datatype = d.coll.datatype;
-        v4.coll.nChannels = d.coll.nChannels;
-        v4.coll.nWarps = d.coll.nWarps;
-        v4.coll.algo = d.coll.algo;
-        v4.coll.proto = d.coll.proto;
-        break;
-      case abi::kEvP2p:
-        v4.parentObj = d.p2p.parentGroup;
-        v4.p2p.func = d.p2p.func;
-        v4.p2p.buff = d.p2p.buff;
-        v4.p2p.datatype = d.p2p.datatype;
-        v4.p2p.count = d.p2p.count;
-        v4.p2p.peer = d.p2p.peer;
-        v4.p2p.nChannels = 0xA5;  // uninitialised in NCCL's v4 adapter (docs/nccl-notes.md §2.5)
-        break;
-      case abi::kEvProxyOp: v4.proxyOp = d.proxyOp; break;
-      case abi::kEvKernelCh: v4.kernelCh = d.kernelCh; break;
-      default: break;
-    }
+    abi::DescrV4 v4 = sim::v4_descr(d);
     check(p_.v4->startEvent(ctx, &h, &v4));
   }
   return h;
