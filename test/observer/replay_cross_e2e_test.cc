@@ -23,6 +23,7 @@
 
 #include "common/clock.h"
 #include "observer/store/reader.h"
+#include "test/support/node_observers.h"
 #include "test/support/settle.h"
 #include "test/support/subprocess.h"
 #include "test/support/tmpdir.h"
@@ -53,20 +54,12 @@ struct Outcome {
 Outcome run(const std::string& job, int nodes, const std::vector<std::string>& sim_args,
             const std::function<bool(const std::vector<scout::obs::Finding>&)>& done) {
   TempDir dir;
-  const std::map<std::string, std::string> env = {{"SCOUT_SHM_DIR", dir.path()},
-                                                  {"SCOUT_STATE_DIR", dir.path() + "/state"},
-                                                  {"SCOUT_FP_BUDGET", "0"},
-                                                  {"SCOUT_NET_INTERVAL_MS", "100"},
-                                                  {"SCOUT_NET_TIMEOUT_MS", "10000"},
-                                                  {"SCOUT_NET_JOIN_TIMEOUT_MS", "30000"}};
+  const std::map<std::string, std::string> env = scout::testing::node_observer_env(dir.path());
   auto store = [&](int k) { return dir.path() + "/node-" + std::to_string(k) + ".db"; };
-  std::vector<std::unique_ptr<Subprocess>> observers;
-  for (int k = 0; k < nodes; ++k)
-    observers.push_back(std::make_unique<Subprocess>(
-        std::vector<std::string>{build_path("bin/scout-observer"), "--job", job, "--interval", "100", "--store",
-                                 store(k), "--host", "node" + std::to_string(k), "--nodes", std::to_string(nodes),
-                                 "--node-rank", std::to_string(k), "--rdzv", "file:" + dir.path() + "/rdzv"},
-        env));
+  std::vector<std::string> stores;
+  for (int k = 0; k < nodes; ++k) stores.push_back(store(k));
+  std::vector<std::unique_ptr<Subprocess>> observers =
+      scout::testing::start_node_observers(job, stores, "file:" + dir.path() + "/rdzv", env);
   std::vector<std::string> argv = {build_path("bin/scout-sim"), "--job", job, "--truth", dir.path() + "/truth.jsonl"};
   argv.insert(argv.end(), sim_args.begin(), sim_args.end());
   Subprocess sim(argv, env);
