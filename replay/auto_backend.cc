@@ -3,6 +3,13 @@
 namespace scout::replay {
 namespace {
 constexpr const char* kMixed = "an emulated and a real GPU cannot exchange data";
+
+// Whether `members` hold emulated and real GPUs both.
+bool mixed_gpus(const std::vector<Participant>& members) {
+  bool emu = !members.empty() && is_emulated_gpu(members[0].gpu), mixed = false;
+  for (const Participant& p : members) mixed |= is_emulated_gpu(p.gpu) != emu;
+  return mixed;
+}
 }  // namespace
 
 Backend& AutoBackend::pick(const std::string& gpu) {
@@ -25,12 +32,23 @@ Sample AutoBackend::run_link(const Recipe& r, const Participant& src, const Part
 }
 
 std::vector<Sample> AutoBackend::run_coll(const Recipe& r, const std::vector<Participant>& members, int round) {
-  bool emu = !members.empty() && is_emulated_gpu(members[0].gpu), mixed = false;
-  for (const Participant& p : members) mixed |= is_emulated_gpu(p.gpu) != emu;
-  if (!mixed) return pick(members.empty() ? "" : members[0].gpu).run_coll(r, members, round);
+  if (!mixed_gpus(members)) return pick(members.empty() ? "" : members[0].gpu).run_coll(r, members, round);
   std::vector<Sample> out;
   for (const Participant& p : members)
     out.push_back(not_measured(sample_of(r, p, round), SampleStatus::kSkipped, kMixed));
+  return out;
+}
+
+std::vector<Sample> AutoBackend::run_coll_end(const Recipe& r, const std::vector<Participant>& members,
+                                              const std::vector<int>& local, const std::string& uid,
+                                              int64_t deadline_ns) {
+  if (!mixed_gpus(members))
+    return pick(members.empty() ? "" : members[0].gpu).run_coll_end(r, members, local, uid, deadline_ns);
+  std::vector<Sample> out;
+  for (int round = 0; round < r.rounds; ++round)
+    for (int g : local)
+      for (const Participant& p : members)
+        if (p.global_rank == g) out.push_back(not_measured(sample_of(r, p, round), SampleStatus::kSkipped, kMixed));
   return out;
 }
 

@@ -28,6 +28,8 @@ class AutoBackend : public Backend {
   }
   std::vector<Sample> run_link_end(const Recipe& r, const Participant& self, const Participant& peer, bool sender,
                                    const std::string& uid, int64_t deadline_ns) override;
+  std::vector<Sample> run_coll_end(const Recipe& r, const std::vector<Participant>& members,
+                                   const std::vector<int>& local, const std::string& uid, int64_t deadline_ns) override;
 
  private:
   Backend& pick(const std::string& gpu);

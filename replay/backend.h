@@ -84,10 +84,10 @@ class Backend {
   // One round of collective recipe `r` over `members` (in r.coll.ranks order); one sample each.
   virtual std::vector<Sample> run_coll(const Recipe& r, const std::vector<Participant>& members, int round) = 0;
 
-  // Links across nodes (docs/replay.md, "Across nodes"): each node's scout-replay runs its own
-  // end. The sender's side makes a bootstrap id for a replay communicator of two ranks (NCCL's
-  // unique id, 128 bytes, as hex; "" with *error when it cannot), the observers hand it to the
-  // receiver's side through their rendezvous store.
+  // Links and collectives across nodes (docs/replay.md, "Across nodes"): each node's scout-replay
+  // runs its own ends. One side makes a bootstrap id for a replay communicator (NCCL's unique id,
+  // 128 bytes, as hex; "" with *error when it cannot): a link's sender, a collective's lowest
+  // member; the observers hand it to the other members' nodes through their rendezvous store.
   virtual std::string link_unique_id(const Participant& self, std::string* error) = 0;
   // This node's end of link recipe `r` for every round: `self` is r.src when `sender`, else
   // r.dst; `peer` the other end (on another node); `uid` the sender's bootstrap id. The receiver
@@ -96,6 +96,15 @@ class Backend {
   // an end whose peer never comes is aborted then.
   virtual std::vector<Sample> run_link_end(const Recipe& r, const Participant& self, const Participant& peer,
                                            bool sender, const std::string& uid, int64_t deadline_ns) = 0;
+  // This node's members of collective recipe `r` whose other members are on other nodes, every
+  // round: `members` every member in r.coll.ranks order (GPU ids of the other nodes' too),
+  // `local` the global ranks of those this node runs (a subset of r.coll.ranks, each a
+  // participant of this node), `uid` the lowest member's bootstrap id (link_unique_id). Returns
+  // one sample per local member per round, as run_coll gives them; a member that never comes
+  // fails them all at `deadline_ns` (CLOCK_MONOTONIC), never later (the communicator aborted).
+  virtual std::vector<Sample> run_coll_end(const Recipe& r, const std::vector<Participant>& members,
+                                           const std::vector<int>& local, const std::string& uid,
+                                           int64_t deadline_ns) = 0;
 };
 
 }  // namespace scout::replay

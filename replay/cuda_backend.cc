@@ -575,6 +575,143 @@ std::vector<Sample> CudaBackend::run_coll(const Recipe& r, const std::vector<Par
   return c.ok() ? out : all_skip(SampleStatus::kFailed, c.error());
 }
 
+std::string CudaBackend::coll_end_join(const Recipe& r, Comms& comms, int nranks, const cudalib::NcclUniqueId& id,
+                                       const std::vector<int>& ranks, int64_t deadline_ns, Calls& c) {
+  cudalib::NcclConfig cfg;
+  cfg.blocking = 0;
+  if (!r.coll.algo.empty()) setenv("NCCL_ALGO", r.coll.algo.c_str(), 1);  // read at init (src/graph/tuning.cc)
+  if (!r.coll.proto.empty()) setenv("NCCL_PROTO", r.coll.proto.c_str(), 1);
+  bool init_ok = c.nccl(L_->nccl.GroupStart(), "ncclGroupStart");
+  for (size_t k = 0; k < ranks.size() && init_ok; ++k) {
+    const int rc = L_->nccl.CommInitRankConfig(comms.data() + k, nranks, id, ranks[k], &cfg);
+    init_ok = rc == cudalib::kNcclInProgress || c.nccl(rc, "ncclCommInitRankConfig");
+  }
+  const int ge = L_->nccl.GroupEnd();  // always closes the group
+  unsetenv("NCCL_ALGO");
+  unsetenv("NCCL_PROTO");
+  if (!init_ok || (ge != cudalib::kNcclInProgress && !c.nccl(ge, "ncclGroupEnd"))) return c.error();
+  for (size_t k = 0; k < ranks.size(); ++k) {
+    if (comms[k] == nullptr) return "ncclCommInitRankConfig gave no communicator";
+    const int st = settle(comms[k], deadline_ns, c);
+    if (!c.ok()) return c.error();
+    if (st == cudalib::kNcclInProgress)
+      return "a member did not join the replay communicator by the deadline (aborted)";
+    if (st != cudalib::kNcclSuccess) return "replay communicator init failed (" + std::to_string(st) + ")";
+  }
+  return "";
+}
+
+std::string CudaBackend::coll_end_wait(const Comms& comms, const std::vector<int>& devs, int64_t deadline_ns,
+                                       Calls& c) {
+  for (size_t k = 0; k < devs.size(); ++k) {
+    const int st = settle(comms[k], deadline_ns, c);
+    if (!c.ok()) return "";
+    if (st != cudalib::kNcclSuccess) return "NCCL AllReduce failed (" + std::to_string(st) + ")";
+  }
+  for (size_t k = 0; k < devs.size() && c.ok(); ++k) {
+    int q = cudalib::kNotReady;
+    while ((q = L_->drv.StreamQuery(streams_[devs[k]])) == cudalib::kNotReady && mono_ns() < deadline_ns) sleep_us(200);
+    if (q == cudalib::kNotReady) return "the collective did not finish by the deadline (aborted)";
+    c.cu(q, "cuStreamQuery");
+  }
+  return "";
+}
+
+std::vector<Sample> CudaBackend::run_coll_end(const Recipe& r, const std::vector<Participant>& members,
+                                              const std::vector<int>& local, const std::string& uid,
+                                              int64_t deadline_ns) {
+  std::vector<Sample> out;
+  std::vector<int> idx;  // each local member's index in `members`: its rank in the replay communicator
+  for (int g : local) {
+    auto it = std::find_if(members.begin(), members.end(), [&](const Participant& p) { return p.global_rank == g; });
+    idx.push_back(it == members.end() ? -1 : int(it - members.begin()));
+  }
+  auto fail = [&](SampleStatus st, const std::string& why) {
+    out.clear();
+    for (int round = 0; round < r.rounds; ++round)
+      for (size_t k = 0; k < local.size(); ++k)
+        out.push_back(
+            skip(sample_of(r, idx[k] >= 0 ? members[size_t(idx[k])] : Participant{local[k], "", -1}, round), st, why));
+    return out;
+  };
+  if (!L_->have_nccl) return fail(SampleStatus::kSkipped, L_->missing);
+  if (r.coll.func != "AllReduce")
+    return fail(SampleStatus::kSkipped, "only AllReduce classes are replayed on GPUs in this version");
+  for (size_t k = 0; k < local.size(); ++k)
+    if (idx[k] < 0) return fail(SampleStatus::kFailed, "rank " + std::to_string(local[k]) + " is not a member");
+  cudalib::NcclUniqueId id{};
+  if (!hex_bytes(uid, id.internal, sizeof(id.internal)))
+    return fail(SampleStatus::kFailed, "bootstrap id is not " + std::to_string(sizeof(id.internal)) + " bytes of hex");
+  Calls c(L_);
+  std::vector<int> devs;
+  for (int i : idx) {
+    cu::Device d;
+    std::string why;
+    if (!enter(members[size_t(i)], &d, &why, c))
+      return c.ok() ? fail(SampleStatus::kSkipped, why) : fail(SampleStatus::kFailed, c.error());
+    devs.push_back(d);
+  }
+  const int nr = int(members.size());
+  const uint64_t count = std::max<uint64_t>(1, r.coll.count);
+  const int64_t allowed = budget_bytes(c);
+  if (!c.ok()) return fail(SampleStatus::kFailed, c.error());
+  if (over_budget(count * 8, allowed))  // count <= SCOUT_REPLAY_MAX_MEM (check_recipe): no wrap
+    return fail(SampleStatus::kSkipped, "collective exceeds the replay memory limit");
+  // Every member's input from the seed and its global rank, as run_coll: the expected sum is
+  // known on every node (exact for two members in any reduction order).
+  std::vector<std::vector<float>> in(static_cast<size_t>(nr), std::vector<float>(count));
+  std::vector<float> want(count, 0.0f);
+  for (int i = 0; i < nr; ++i)
+    for (uint64_t e = 0; e < count; ++e)
+      in[size_t(i)][e] = seeded(r.seed ^ uint64_t(members[size_t(i)].global_rank) * 0x9E3779B9ull, e);
+  for (uint64_t e = 0; e < count; ++e)
+    for (int i = 0; i < nr; ++i) want[e] += in[size_t(i)][e];
+  const uint64_t want_fp = fp_f32(want.data(), count);
+  Comms comms(L_, local.size());  // aborted on any early return: the other nodes' members fail now
+  if (std::string why = coll_end_join(r, comms, nr, id, idx, deadline_ns, c); !why.empty())
+    return fail(SampleStatus::kFailed, why);
+  std::vector<DeviceBuf> buf;
+  buf.reserve(local.size());
+  for (size_t k = 0; k < local.size(); ++k) {
+    buf.emplace_back(L_, ctxs_[devs[k]]);
+    if (!buf[k].alloc(count * 4, c)) return fail(SampleStatus::kFailed, c.error());
+  }
+  std::string error;
+  std::vector<float> got(count);
+  for (int round = 0; round < r.rounds && error.empty() && c.ok(); ++round) {
+    for (size_t k = 0; k < local.size() && c.ok(); ++k) buf[k].put(in[size_t(idx[k])].data(), count * 4, c);
+    if (!c.ok() || !drop_spans(c) || !c.nccl(L_->nccl.GroupStart(), "ncclGroupStart")) break;
+    const uint64_t t0 = uint64_t(wall_ns());
+    bool posted = true;
+    for (size_t k = 0; k < local.size() && posted; ++k) {
+      const int ar = L_->nccl.AllReduce(buf[k].addr(), buf[k].addr(), count, cudalib::kNcclFloat32, cudalib::kNcclSum,
+                                        comms[k], streams_[devs[k]]);
+      posted = ar == cudalib::kNcclInProgress || c.nccl(ar, "ncclAllReduce");
+    }
+    const int end = L_->nccl.GroupEnd();
+    if (!posted || (end != cudalib::kNcclInProgress && !c.nccl(end, "ncclGroupEnd"))) break;
+    error = coll_end_wait(comms, devs, deadline_ns, c);
+    if (!error.empty() || !c.ok()) break;
+    const int64_t wall = int64_t(uint64_t(wall_ns()) - t0);
+    std::vector<KernelSpan> spans;
+    if (cupti_on_ && !cupti_take(L_->cupti, &spans, c)) break;
+    for (size_t k = 0; k < local.size() && c.ok(); ++k) {
+      Sample s = sample_of(r, members[size_t(idx[k])], round);
+      s.ns = cupti_on_ ? kernel_ns(spans, t0, devs[k], c) : wall;
+      if (!c.ok() || !buf[k].get(got.data(), count * 4, c)) break;
+      s.fp = fp_f32(got.data(), count);
+      s.expected_known = nr == 2;  // a sum of two is exact in any order; larger groups vote
+      s.expected_fp = want_fp;
+      out.push_back(s);
+    }
+  }
+  if (error.empty() && !c.ok()) error = c.error();
+  if (!error.empty()) return fail(SampleStatus::kFailed, error);  // buffers freed, communicators aborted
+  for (DeviceBuf& b : buf) b.free(c);
+  if (!c.ok() || !comms.destroy(c)) return fail(SampleStatus::kFailed, c.error());
+  return out;
+}
+
 bool CudaBackend::coll_init(const Recipe& r, Comms& comms, const std::vector<int>& devs, Calls& c) {
   // NCCL_ALGO / NCCL_PROTO are read at each communicator init (NCCL src/graph/tuning.cc).
   if (!r.coll.algo.empty()) setenv("NCCL_ALGO", r.coll.algo.c_str(), 1);

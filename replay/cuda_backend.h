@@ -16,7 +16,9 @@
 // ends are on two hosts runs as two ends (run_link_end): a non-blocking communicator of two
 // ranks from the sender's ncclGetUniqueId (handed over by the observers), polled with
 // ncclCommGetAsyncError and cuStreamQuery until the deadline, aborted (ncclCommAbort) when the
-// peer does not come. Collectives with members on other hosts are skipped.
+// peer does not come. A collective with members on other hosts runs the same way (run_coll_end):
+// each host's members join one non-blocking communicator of every member from the lowest
+// member's id.
 //
 // Every library call is checked (cuda_calls.h): a failure makes the sample "failed" with the
 // call's name and error text, never a verdict on its data (a copy that failed is not a corrupted
@@ -49,6 +51,13 @@ class CudaBackend : public Backend {
   std::string link_unique_id(const Participant& self, std::string* error) override;
   std::vector<Sample> run_link_end(const Recipe& r, const Participant& self, const Participant& peer, bool sender,
                                    const std::string& uid, int64_t deadline_ns) override;
+  // AllReduce classes only (others skipped, as run_coll): one non-blocking communicator per
+  // local member (ncclCommInitRankConfig, nranks = members, rank = its index in `members`, in one
+  // group), then per round the AllReduce in float32 of r.coll.count elements, inputs from the
+  // seed per rank, polled against the deadline; aborted (ncclCommAbort) when a member does not
+  // come. Exact expected result for two members; larger groups vote (judge.h).
+  std::vector<Sample> run_coll_end(const Recipe& r, const std::vector<Participant>& members,
+                                   const std::vector<int>& local, const std::string& uid, int64_t deadline_ns) override;
 
   // Heuristic calls so far (the algorithm is chosen once per recipe).
   int heuristic_calls() const { return heuristic_calls_; }
@@ -75,6 +84,13 @@ class CudaBackend : public Backend {
   // Polls a non-blocking communicator until it settles or the deadline: its state (-1: the poll failed).
   int settle(cudalib::NcclComm comm, int64_t deadline_ns, cudalib::Calls& c);
   bool coll_init(const Recipe& r, cudalib::Comms& comms, const std::vector<int>& devs, cudalib::Calls& c);
+  // run_coll_end's pieces: every local member's non-blocking communicator (ranks[k] in a
+  // communicator of `nranks`, one group) settled by the deadline, and one round's collectives
+  // settled and their streams drained by it; "" or why not (a failed call is in c).
+  std::string coll_end_join(const Recipe& r, cudalib::Comms& comms, int nranks, const cudalib::NcclUniqueId& id,
+                            const std::vector<int>& ranks, int64_t deadline_ns, cudalib::Calls& c);
+  std::string coll_end_wait(const cudalib::Comms& comms, const std::vector<int>& devs, int64_t deadline_ns,
+                            cudalib::Calls& c);
   // One AllReduce over every member's buffer; each member's time into (*out)[i].ns.
   void run_allreduce(const cudalib::Comms& comms, const std::vector<int>& devs, std::vector<cudalib::DeviceBuf>& buf,
                      uint64_t count, cudalib::Calls& c, std::vector<Sample>* out);

@@ -228,4 +228,29 @@ std::vector<Sample> EmuBackend::run_link_end(const Recipe& r, const Participant&
   return out;
 }
 
+std::vector<Sample> EmuBackend::run_coll_end(const Recipe& r, const std::vector<Participant>& members,
+                                             const std::vector<int>& local, const std::string& uid,
+                                             int64_t deadline_ns) {
+  std::vector<Sample> out;
+  const bool bad_id = uid.size() != 2 * size_t(kUniqueIdBytes);
+  for (int round = 0; round < r.rounds; ++round) {
+    std::vector<Sample> all;
+    if (!bad_id) all = run_coll(r, members, round);
+    for (int g : local) {
+      auto it = std::find_if(all.begin(), all.end(), [&](const Sample& s) { return s.global_rank == g; });
+      if (it != all.end()) {
+        out.push_back(*it);
+        continue;
+      }
+      auto m = std::find_if(members.begin(), members.end(), [&](const Participant& p) { return p.global_rank == g; });
+      Sample s = sample_of(r, m != members.end() ? *m : Participant{g, "", -1}, round);
+      out.push_back(not_measured(
+          s, SampleStatus::kFailed,
+          bad_id ? "bootstrap id of " + std::to_string(uid.size() / 2) + " bytes, not " + std::to_string(kUniqueIdBytes)
+                 : "rank " + std::to_string(g) + " is not a member of " + r.id));
+    }
+  }
+  return out;
+}
+
 }  // namespace scout::replay

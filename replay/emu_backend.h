@@ -35,6 +35,12 @@ class EmuBackend : public Backend {
   std::string link_unique_id(const Participant& self, std::string* error) override;
   std::vector<Sample> run_link_end(const Recipe& r, const Participant& self, const Participant& peer, bool sender,
                                    const std::string& uid, int64_t deadline_ns) override;
+  // Computes every member's result as run_coll does (each member's input from the seed, every
+  // member's emulated device: a corrupted input, a corrupting ring link, slowness), and keeps
+  // the local members' samples: scout-sim's emulated hosts share one directory of devices, so
+  // every node computes the same collective. An id of another size fails every local sample.
+  std::vector<Sample> run_coll_end(const Recipe& r, const std::vector<Participant>& members,
+                                   const std::vector<int>& local, const std::string& uid, int64_t deadline_ns) override;
 
  private:
   EmuDeviceState device(const std::string& gpu) const;

@@ -9,6 +9,28 @@
 
 namespace scout::replay {
 
+namespace {
+
+// Every value read only from a JSON value of its type and range: nothing narrows silently
+// (2^40 to int, 1e300 to int64); each throws std::exception with what is wrong.
+int64_t int_of(const nlohmann::json& v, int64_t lo, int64_t hi) {
+  if (!v.is_number_integer()) throw std::invalid_argument("not an integer");
+  const int64_t x = v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX) ? INT64_MAX : v.get<int64_t>();
+  if (x < lo || x > hi)
+    throw std::out_of_range("integer out of range " + std::to_string(lo) + ".." + std::to_string(hi));
+  return x;
+}
+uint64_t u64_of(const nlohmann::json& v) {
+  if (!v.is_number_unsigned()) throw std::invalid_argument("not a non-negative integer");
+  return v.get<uint64_t>();
+}
+std::string str_of(const nlohmann::json& v) {
+  if (!v.is_string()) throw std::invalid_argument("not a string");
+  return v.get<std::string>();
+}
+
+}  // namespace
+
 const char* to_string(RecipeKind k) {
   switch (k) {
     case RecipeKind::kGemm: return "gemm";
@@ -24,6 +46,27 @@ int gemm_dtype_bytes(const std::string& d) {
   return 0;
 }
 
+nlohmann::json to_json(const CollClass& c) {
+  return {{"func", c.func},   {"datatype", c.datatype}, {"elem_bytes", c.elem_bytes},
+          {"count", c.count}, {"algo", c.algo},         {"proto", c.proto},
+          {"ranks", c.ranks}};
+}
+
+CollClass coll_class_of(const nlohmann::json& c) {
+  CollClass out;
+  out.func = str_of(c.at("func"));
+  out.datatype = str_of(c.at("datatype"));
+  out.elem_bytes = int(int_of(c.at("elem_bytes"), 1, 8));
+  out.count = u64_of(c.at("count"));
+  out.algo = str_of(c.at("algo"));
+  out.proto = str_of(c.at("proto"));
+  const auto& ranks = c.at("ranks");
+  if (!ranks.is_array() || ranks.size() > kMaxCollRanks)
+    throw std::invalid_argument("ranks is not a list of at most " + std::to_string(kMaxCollRanks));
+  for (const auto& g : ranks) out.ranks.push_back(int(int_of(g, 0, kMaxGlobalRank)));
+  return out;
+}
+
 nlohmann::json to_json(const Recipe& r) {
   nlohmann::json j = {
       {"id", r.id}, {"kind", to_string(r.kind)}, {"seed", r.seed}, {"rounds", r.rounds}, {"iters", r.iters}};
@@ -31,11 +74,7 @@ nlohmann::json to_json(const Recipe& r) {
     case RecipeKind::kGemm:
       j["gemm"] = {{"m", r.gemm.m}, {"n", r.gemm.n}, {"k", r.gemm.k}, {"dtype", r.gemm.dtype}};
       break;
-    case RecipeKind::kColl:
-      j["coll"] = {{"func", r.coll.func},   {"datatype", r.coll.datatype}, {"elem_bytes", r.coll.elem_bytes},
-                   {"count", r.coll.count}, {"algo", r.coll.algo},         {"proto", r.coll.proto},
-                   {"ranks", r.coll.ranks}};
-      break;
+    case RecipeKind::kColl: j["coll"] = to_json(r.coll); break;
     case RecipeKind::kLink: j["link"] = {{"src", r.src}, {"dst", r.dst}, {"bytes", r.bytes}}; break;
   }
   return j;
@@ -104,23 +143,6 @@ std::string check_recipe(const Recipe& r, uint64_t max_bytes) {
 }
 
 bool from_json(const nlohmann::json& j, Recipe* out, std::string* error, uint64_t max_bytes) {
-  // Every value read only from a JSON value of its type and range: nothing narrows silently
-  // (2^40 to int, 1e300 to int64) and nothing throws past this function.
-  auto int_of = [](const nlohmann::json& v, int64_t lo, int64_t hi) -> int64_t {
-    if (!v.is_number_integer()) throw std::invalid_argument("not an integer");
-    const int64_t x = v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX) ? INT64_MAX : v.get<int64_t>();
-    if (x < lo || x > hi)
-      throw std::out_of_range("integer out of range " + std::to_string(lo) + ".." + std::to_string(hi));
-    return x;
-  };
-  auto u64_of = [](const nlohmann::json& v) -> uint64_t {
-    if (!v.is_number_unsigned()) throw std::invalid_argument("not a non-negative integer");
-    return v.get<uint64_t>();
-  };
-  auto str_of = [](const nlohmann::json& v) -> std::string {
-    if (!v.is_string()) throw std::invalid_argument("not a string");
-    return v.get<std::string>();
-  };
   try {
     if (!j.is_object()) throw std::invalid_argument("not an object");
     Recipe r;
@@ -136,17 +158,7 @@ bool from_json(const nlohmann::json& j, Recipe* out, std::string* error, uint64_
                 str_of(g.at("dtype"))};
     } else if (kind == "coll") {
       r.kind = RecipeKind::kColl;
-      const auto& c = j.at("coll");
-      r.coll.func = str_of(c.at("func"));
-      r.coll.datatype = str_of(c.at("datatype"));
-      r.coll.elem_bytes = int(int_of(c.at("elem_bytes"), 1, 8));
-      r.coll.count = u64_of(c.at("count"));
-      r.coll.algo = str_of(c.at("algo"));
-      r.coll.proto = str_of(c.at("proto"));
-      const auto& ranks = c.at("ranks");
-      if (!ranks.is_array() || ranks.size() > kMaxCollRanks)
-        throw std::invalid_argument("ranks is not a list of at most " + std::to_string(kMaxCollRanks));
-      for (const auto& g : ranks) r.coll.ranks.push_back(int(int_of(g, 0, kMaxGlobalRank)));
+      r.coll = coll_class_of(j.at("coll"));
     } else if (kind == "link") {
       r.kind = RecipeKind::kLink;
       const auto& l = j.at("link");

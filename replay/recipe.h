@@ -54,6 +54,11 @@ struct Recipe {
 };
 
 nlohmann::json to_json(const Recipe& r);
+// A collective class as JSON {func, datatype, elem_bytes, count, algo, proto, ranks}, and back:
+// coll_class_of throws std::exception naming what is missing or out of range (elem_bytes 1..8,
+// count >= 0, at most kMaxCollRanks ranks of 0..2^24; check_recipe checks the rest).
+nlohmann::json to_json(const CollClass& c);
+CollClass coll_class_of(const nlohmann::json& j);
 // False with *error on a missing or mistyped key, or a value check_recipe refuses (with the
 // largest device bytes one recipe may need, `max_bytes`: SCOUT_REPLAY_MAX_MEM).
 bool from_json(const nlohmann::json& j, Recipe* out, std::string* error, uint64_t max_bytes = uint64_t(2) << 30);

@@ -137,6 +137,7 @@ std::string ReplayServer::handle_request(const std::string& line, bool* quit) {
   if (op == "prepare") return handle_prepare(req);
   if (op == "run") return handle_run(req);
   if (op == "link_id" || op == "link_end") return handle_link(req);
+  if (op == "coll_id" || op == "coll_end") return handle_coll(req);
   return error_line("unknown op '" + op.substr(0, 200) + "'");
 }
 
@@ -251,6 +252,61 @@ std::string ReplayServer::handle_link(const nlohmann::json& req) {
     return error_line("peer " + std::to_string(peer.global_rank) + " is not the other end of " + id);
   nlohmann::json samples = nlohmann::json::array();
   for (const Sample& s : backend_->run_link_end(*r, *self, peer, sender, uid, mono_ns() + *deadline_ms * 1'000'000))
+    samples.push_back(to_json(s));
+  return dump(nlohmann::json{{"op", "result"}, {"cycle", *cycle}, {"samples", samples}});
+}
+
+std::string ReplayServer::handle_coll(const nlohmann::json& req) {
+  const std::string op = req["op"].get<std::string>();
+  if (!prepared_) return error_line(op + " before prepare");
+  const std::optional<uint64_t> cycle = cycle_of(req);
+  if (!cycle) return error_line(op + ": cycle must be a non-negative integer");
+  if (*cycle != contract_.cycle)
+    return error_line(op + " for cycle " + std::to_string(*cycle) + " but cycle " + std::to_string(contract_.cycle) +
+                      " is prepared");
+  if (!req.contains("recipe") || !req["recipe"].is_string()) return error_line(op + ": recipe must be a string");
+  const std::string id = req["recipe"].get<std::string>();
+  auto r = std::find_if(recipes_.begin(), recipes_.end(), [&](const Recipe& x) { return x.id == id; });
+  if (r == recipes_.end() || r->kind != RecipeKind::kColl)
+    return error_line("no prepared collective recipe '" + id.substr(0, 300) + "'");
+  auto participant = [&](int g) {
+    return std::find_if(participants_.begin(), participants_.end(),
+                        [&](const Participant& p) { return p.global_rank == g; });
+  };
+  std::string err;
+  if (op == "coll_id") {
+    auto self = participant(r->coll.ranks.front());
+    if (self == participants_.end())
+      return error_line("coll_id: the lowest member, rank " + std::to_string(r->coll.ranks.front()) +
+                        ", is not a participant");
+    std::string uid = backend_->link_unique_id(*self, &err);
+    if (uid.empty()) return error_line("no bootstrap id: " + err);
+    return dump(nlohmann::json{{"op", "coll_id"}, {"cycle", *cycle}, {"recipe", id}, {"uid", uid}});
+  }
+  if (!req.contains("members") || !req["members"].is_array() || req["members"].size() != r->coll.ranks.size())
+    return error_line("coll_end: members must list the recipe's " + std::to_string(r->coll.ranks.size()) + " members");
+  std::vector<Participant> members;
+  std::vector<int> local;
+  for (size_t i = 0; i < r->coll.ranks.size(); ++i) {
+    Participant p;
+    if (!from_json(req["members"][i], &p, &err)) return error_line("coll_end: " + err);
+    if (p.global_rank != r->coll.ranks[i])
+      return error_line("coll_end: member " + std::to_string(i) + " is rank " + std::to_string(p.global_rank) +
+                        ", not " + std::to_string(r->coll.ranks[i]) + " of " + id.substr(0, 300));
+    if (auto self = participant(p.global_rank); self != participants_.end()) {
+      p = *self;  // this node's members as prepared
+      local.push_back(p.global_rank);
+    }
+    members.push_back(p);
+  }
+  if (local.empty()) return error_line("coll_end: no member of " + id.substr(0, 300) + " is a participant");
+  if (!req.contains("uid") || !req["uid"].is_string() || req["uid"].get_ref<const std::string&>().size() > 512)
+    return error_line("coll_end: uid must be a string of at most 512 hex digits");
+  const std::optional<int64_t> deadline_ms = deadline_of(req);
+  if (!deadline_ms) return error_line("coll_end: deadline_ms must be an integer");
+  nlohmann::json samples = nlohmann::json::array();
+  for (const Sample& s :
+       backend_->run_coll_end(*r, members, local, req["uid"].get<std::string>(), mono_ns() + *deadline_ms * 1'000'000))
     samples.push_back(to_json(s));
   return dump(nlohmann::json{{"op", "result"}, {"cycle", *cycle}, {"samples", samples}});
 }

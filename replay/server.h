@@ -10,6 +10,14 @@
 //    "uid":"...","deadline_ms":D} -> {"op":"result","cycle":N,"samples":[...]}
 //       one end of a link whose other end is on another node (Backend::run_link_end); the
 //       recipe and this end's rank must be of the prepared cycle
+//   {"op":"coll_id","cycle":N,"recipe":"coll:..."}
+//       -> {"op":"coll_id","cycle":N,"recipe":...,"uid":"<256 hex digits>"}   (lowest member's node)
+//   {"op":"coll_end","cycle":N,"recipe":"coll:...","members":[{Participant}...],"uid":"...",
+//    "deadline_ms":D} -> {"op":"result","cycle":N,"samples":[...]}
+//       this node's members of a collective whose other members are on other nodes
+//       (Backend::run_coll_end): `members` every member in the recipe's order (the other nodes'
+//       GPUs too); the members that are participants of the prepared cycle run, one sample each
+//       per round
 //   {"op":"quit"} -> {"op":"bye"}
 // A request that does not parse, or a run for another cycle than the prepared one, gets
 // {"op":"error","error":"..."}; nothing is launched for it.
@@ -63,6 +71,7 @@ class ReplayServer {
   std::string handle_prepare(const nlohmann::json& req);
   std::string handle_run(const nlohmann::json& req);
   std::string handle_link(const nlohmann::json& req);  // link_id, link_end
+  std::string handle_coll(const nlohmann::json& req);  // coll_id, coll_end
   Backend* backend_;
   uint64_t max_bytes_;
   bool prepared_ = false;

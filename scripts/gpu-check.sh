@@ -27,7 +27,8 @@
 #     on, ... 5 of each); median on/off ratio and its spread; the fingerprint kernels' GPU time
 #     per step from the records
 #  5. recording mode (SCOUT_RECORD_CALLS) to bring the callback streams back as fixtures
-#  6. scout-replay: a bf16 GEMM recipe twice in two processes (bitwise equal), CUPTI times
+#  6. scout-replay: a bf16 GEMM recipe twice in two processes (bitwise equal), CUPTI times; a
+#     link and a 2-member AllReduce across two processes as two nodes run them
 #  7. the net plugin half under real NCCL: a 2-rank DDP job on the one GPU (distinct NCCL_HOSTID,
 #     NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1) with NCCL_NET_PLUGIN = the .so wrapping the test
 #     delegate and NCCL_NET=scout (NCCL must use it: scout net entries with transfers); then the
@@ -358,7 +359,9 @@ fi
 # link across processes as two nodes run it (docs/replay.md, "Across nodes"): process A (sender)
 # makes the bootstrap id, both run their end of a replay communicator of 2 ranks on the one GPU
 # (a distinct NCCL_HOSTID per process); the receiver's fingerprint must equal the expected one.
-# Without a GPU the same protocol runs on emulated GPUs.
+# Then a collective across processes as two nodes run it: process A (the lowest member) makes the
+# bootstrap id (coll_id), each runs its member of a 2-rank AllReduce (coll_end); every member's
+# result must equal the exact expected sum. Without a GPU the same protocol runs on emulated GPUs.
 if want 6; then
 echo "== step 6: replay"
 REPLAY=$B/bin/scout-replay
@@ -414,6 +417,41 @@ print(("ok" if ok else "FAILED"), "| uid", len(uid) // 2, "bytes | receiver:",
       "| sender:", json.dumps(out["send"].get("samples", out["send"].get("error", ""))))
 PY
 }
+replay_coll_ends() {  # $1, $2 = GPU ids of members 0 and 1 (ordinal 0); prints the outcome
+  python3 - "$REPLAY" "$1" "$2" <<'PY'
+import json, os, subprocess, sys, threading
+exe, ga, gb = sys.argv[1:4]
+rid = "coll:AllReduce:float32:1048576:[0,1]"
+recipe = {"id": rid, "kind": "coll", "seed": 1, "rounds": 2, "iters": 1,
+          "coll": {"func": "AllReduce", "datatype": "float32", "elem_bytes": 4, "count": 1 << 20, "algo": "",
+                   "proto": "", "ranks": [0, 1]}}
+contract = {"cycle": 1, "recipes": [rid], "members": [0, 1]}
+me = [{"global_rank": 0, "gpu": ga, "cuda_dev": 0}, {"global_rank": 1, "gpu": gb, "cuda_dev": 0}]
+def start(hostid):
+    env = dict(os.environ, NCCL_HOSTID=hostid)
+    return subprocess.Popen([exe, "--job", "gpu-check", "--shm-dir", "/tmp"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True, env=env)
+def call(p, req):
+    p.stdin.write(json.dumps(req) + "\n"); p.stdin.flush()
+    return json.loads(p.stdout.readline())
+procs = [start("scout-check-a"), start("scout-check-b")]
+for r, p in enumerate(procs):
+    call(p, {"op": "prepare", "contract": contract, "participants": [me[r]], "recipes": [recipe]})
+uid = call(procs[0], {"op": "coll_id", "cycle": 1, "recipe": rid}).get("uid", "")
+out = {}
+def end(r):
+    out[r] = call(procs[r], {"op": "coll_end", "cycle": 1, "recipe": rid, "members": me, "uid": uid,
+                             "deadline_ms": 60000})
+ts = [threading.Thread(target=end, args=(r,)) for r in (0, 1)]
+[t.start() for t in ts]; [t.join() for t in ts]
+for p in procs: call(p, {"op": "quit"})
+s = out[0].get("samples", []) + out[1].get("samples", [])
+ok = len(s) == 4 and all(x["status"] == "ok" and x["fp"] == x["expected_fp"] for x in s)
+print(("ok" if ok else "FAILED"), "| uid", len(uid) // 2, "bytes | members:",
+      " ".join(f'{x["global_rank"]}/{x["round"]} {x["status"]} {x.get("fp","-")}/{x.get("expected_fp","-")} {x["ns"]} ns {x.get("reason","")}' for x in s),
+      "|", json.dumps([out[r].get("error", "") for r in (0, 1)]))
+PY
+}
 if [ -x "$REPLAY" ]; then
   if [ $HAVE_GPU -eq 1 ]; then
     uuid=$(nvidia-smi --query-gpu=uuid --format=csv,noheader | head -1)
@@ -435,6 +473,9 @@ if [ -x "$REPLAY" ]; then
   x=$(replay_link_ends "$ga" "$gb" 2>"$LOGS/replay-link.err")
   [ "${x%% *}" = ok ]
   check $? "step6: link across two scout-replay processes (NCCL_HOSTID per process): $x"
+  x=$(replay_coll_ends "$ga" "$gb" 2>"$LOGS/replay-coll.err")
+  [ "${x%% *}" = ok ]
+  check $? "step6: AllReduce of 2 members across two scout-replay processes (coll_id, coll_end): $x"
 else
   fail "step6: $REPLAY not built"
 fi

@@ -39,6 +39,7 @@ void ReplayCoordinator::apply(const Model& m, FindingBoard& board, const CycleRe
 
 void ReplayCoordinator::step(const Model& m, FindingBoard& board, int64_t now_ns) {
   if (worker_.across_nodes() && now_ns - members_ns_ >= 1'000'000'000) {  // at most once a second
+    triggers_.observe_spanning(m);
     worker_.set_members(triggers_.node_members(m));
     members_ns_ = now_ns;
   }

@@ -60,7 +60,13 @@ nlohmann::json to_json(const NodeMembers& n) {
     for (const auto& [c, g] : m) pairs.push_back({c, g});
     cr[key] = pairs;
   }
-  return {{"node", n.node}, {"ranks", ranks}, {"comms", n.comms}, {"comm_ranks", cr}};
+  nlohmann::json colls = nlohmann::json::object();
+  for (const auto& [key, cs] : n.colls) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const replay::CollClass& c : cs) a.push_back(replay::to_json(c));
+    colls[key] = a;
+  }
+  return {{"node", n.node}, {"ranks", ranks}, {"comms", n.comms}, {"comm_ranks", cr}, {"colls", colls}};
 }
 
 bool from_json(const nlohmann::json& j, NodeMembers* out, std::string* error) {
@@ -72,6 +78,9 @@ bool from_json(const nlohmann::json& j, NodeMembers* out, std::string* error) {
     const nlohmann::json cr = j.value("comm_ranks", nlohmann::json::object());  // absent before it existed
     for (const auto& [key, pairs] : cr.items())
       for (const auto& p : pairs) n.comm_ranks[key][p.at(0).get<int>()] = p.at(1).get<int>();
+    const nlohmann::json colls = j.value("colls", nlohmann::json::object());  // absent before it existed
+    for (const auto& [key, a] : colls.items())
+      for (const auto& c : a) n.colls[key].push_back(replay::coll_class_of(c));
     *out = std::move(n);
     return true;
   } catch (const std::exception& e) {
@@ -83,7 +92,9 @@ bool from_json(const nlohmann::json& j, NodeMembers* out, std::string* error) {
 nlohmann::json to_json(const CrossPlan& p) {
   nlohmann::json members = nlohmann::json::array();
   for (const CrossMember& m : p.members) members.push_back(member_json(m));
-  nlohmann::json j = {{"id", p.id}, {"seed", p.seed}, {"pairs", p.pairs}, {"members", members}};
+  nlohmann::json colls = nlohmann::json::array();
+  for (const replay::CollClass& c : p.colls) colls.push_back(replay::to_json(c));
+  nlohmann::json j = {{"id", p.id}, {"seed", p.seed}, {"pairs", p.pairs}, {"colls", colls}, {"members", members}};
   if (!p.gemms.empty()) {
     j["gemms"] = nlohmann::json::array();
     for (const replay::GemmShape& g : p.gemms)
@@ -98,6 +109,7 @@ bool from_json(const nlohmann::json& j, CrossPlan* out, std::string* error) {
     p.id = j.at("id").get<uint64_t>();
     p.seed = j.at("seed").get<uint64_t>();
     p.pairs = j.at("pairs").get<std::vector<std::pair<int, int>>>();
+    for (const auto& c : j.value("colls", nlohmann::json::array())) p.colls.push_back(replay::coll_class_of(c));
     for (const auto& m : j.at("members")) p.members.push_back(member_of(m));
     for (const auto& g : j.value("gemms", nlohmann::json::array())) {  // absent before GEMM votes across nodes
       replay::GemmShape s{g.at("m").get<int64_t>(), g.at("n").get<int64_t>(), g.at("k").get<int64_t>(),
@@ -147,6 +159,49 @@ bool observers_met(const std::vector<NodeMembers>& all, int nodes) {
   return int(seen.size()) == nodes;
 }
 
+std::vector<replay::CollClass> cross_colls(const std::vector<NodeMembers>& nodes) {
+  const std::map<std::string, std::map<int, int>> ranks = merged_comm_ranks(nodes);
+  std::map<int, int> node_of;
+  for (const NodeMembers& n : nodes)
+    for (const CrossMember& m : n.ranks) node_of[m.global_rank] = n.node;
+  std::map<std::string, std::vector<replay::CollClass>> classes;  // by communicator key, first seen first
+  for (const NodeMembers& n : nodes)
+    for (const auto& [key, cs] : n.colls)
+      for (const replay::CollClass& c : cs)
+        if (std::find(classes[key].begin(), classes[key].end(), c) == classes[key].end()) classes[key].push_back(c);
+  std::vector<replay::CollClass> out;
+  for (auto& [key, cs] : classes) {
+    auto r = ranks.find(key);
+    const size_t colon = key.rfind(':');
+    const long nranks = colon == std::string::npos ? -1 : std::strtol(key.c_str() + colon + 1, nullptr, 10);
+    if (r == ranks.end() || nranks < 2 || long(r->second.size()) != nranks) continue;
+    std::vector<int> members;
+    std::set<int> on;
+    for (const auto& [cr, g] : r->second) {
+      auto nd = node_of.find(g);
+      if (nd == node_of.end()) break;
+      members.push_back(g);
+      on.insert(nd->second);
+    }
+    if (long(members.size()) != nranks || on.size() < 2) continue;
+    std::sort(members.begin(), members.end());
+    for (replay::CollClass c : cs) {
+      c.ranks = members;
+      out.push_back(std::move(c));
+    }
+  }
+  return out;
+}
+
+std::vector<replay::CollClass> next_cross_colls(const std::vector<NodeMembers>& nodes, int max, size_t* cursor) {
+  const std::vector<replay::CollClass> all = cross_colls(nodes);
+  std::vector<replay::CollClass> out;
+  if (all.empty()) return out;
+  for (size_t i = 0; i < all.size() && int(out.size()) < max; ++i) out.push_back(all[(*cursor + i) % all.size()]);
+  *cursor = (*cursor + out.size()) % all.size();
+  return out;
+}
+
 CrossStore::CrossStore(std::unique_ptr<net::KeyStore> keys, const std::string& job)
     : keys_(std::move(keys)), base_("scout/" + job + "/replay/") {}
 
@@ -181,6 +236,7 @@ void CrossStore::put_plan(const CrossPlan& plan, int nodes) {
   std::string err;
   if (v && from_json(nlohmann::json::parse(*v, nullptr, false), &p, &err)) {
     for (const auto& [a, b] : p.pairs) keys_->erase(key(old, "uid/" + std::to_string(a) + "-" + std::to_string(b)));
+    for (size_t i = 0; i < p.colls.size(); ++i) keys_->erase(key(old, "uid/coll-" + std::to_string(i)));
   }
   for (int n = 0; n < nodes; ++n) {
     keys_->erase(key(old, "ready/" + std::to_string(n)));

@@ -11,9 +11,7 @@
 namespace scout::obs {
 namespace {
 
-// The summary of a replay sdc finding about process `proc`, named by `first` (peer: the sender of
-// a corrupting link, -1 none).
-// The summary of a replay sdc finding about `rank` (of this node or, in a cross cycle, of
+// The summary of a replay sdc finding about global rank `rank` (of this node or, across nodes,
 // another), named by `first` (peer: the sender of a corrupting link, -1 none).
 std::string sdc_summary(const Model& m, int rank, const replay::SdcVerdict& first, int peer, const CycleResult& d) {
   using replay::SdcCheck;
@@ -93,12 +91,12 @@ void ReplayReporter::report_sdc(const Model& m, FindingBoard& board, const Cycle
   std::map<int, std::vector<const replay::SdcVerdict*>> by_rank;
   for (const replay::SdcVerdict& s : d.verdict.sdc) by_rank[s.global_rank].push_back(&s);
   for (const auto& [rank, list] : by_rank) {
-    // A rank of another node (a cross cycle's link receiver or GEMM voter) is named by the host
-    // and pid its node published.
-    const Suspect who_sus = replay_suspect(m, rank, d);
-    if (who_sus.pid == 0) continue;
+    // A rank of another node (a cross-node cycle's link, collective or GEMM voter) is named by the
+    // host and pid its node published.
+    const Suspect suspect = replay_suspect(m, rank, d);
+    if (suspect.pid == 0) continue;
     const replay::SdcVerdict& first = *list[0];
-    const std::string key = "sdc:replay:" + who_sus.host + ":" + std::to_string(who_sus.pid);
+    const std::string key = "sdc:replay:" + suspect.host + ":" + std::to_string(suspect.pid);
     // Found again: the finding keeps the evidence of the cycle that found it first (what `scout
     // replay show` of that cycle prints), noting the latest cycle.
     if (const Finding* old = board.find(key); old != nullptr && old->open && from_replay(*old)) {
@@ -129,7 +127,7 @@ void ReplayReporter::report_sdc(const Model& m, FindingBoard& board, const Cycle
     Finding f;
     f.kind = FindingKind::kSdc;
     f.verdict = Verdict::kAttributed;
-    f.suspects.push_back(who_sus);
+    f.suspects.push_back(suspect);
     if (peer >= 0) f.peer = replay_suspect(m, peer, d);
     f.first_seen_ns = rec.started_ns;
     f.last_seen_ns = now_ns;

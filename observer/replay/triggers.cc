@@ -14,27 +14,68 @@ ReplayTriggers::ReplayTriggers(const ReplayOptions& opt, int node_rank, std::ato
                                std::function<void(const std::string&)> log)
     : opt_(opt), node_rank_(node_rank), next_cycle_(next_cycle), log_(std::move(log)) {}
 
+namespace {
+
+// The collective class of a record's fields (ranks empty); nullopt for a function replay does
+// not re-issue.
+std::optional<replay::CollClass> class_of(uint8_t func, uint8_t datatype, uint64_t count, uint8_t algo, uint8_t proto) {
+  if (func != shm::kFuncAllReduce && func != shm::kFuncAllGather && func != shm::kFuncReduceScatter &&
+      func != shm::kFuncBroadcast)
+    return std::nullopt;  // the collectives replay re-issues
+  replay::CollClass cls;
+  cls.func = shm::func_name(func);
+  cls.datatype = shm::datatype_name(datatype);
+  cls.elem_bytes = int(shm::datatype_size(datatype));
+  cls.count = count;
+  cls.algo = algo ? shm::algo_name(algo) : "";
+  cls.proto = proto ? shm::proto_name(proto) : "";
+  return cls;
+}
+
+}  // namespace
+
 void ReplayTriggers::observe(const Model& m, const JudgedOp& j) {
   if (j.displaced || j.id.cls != OpClass::kColl || !j.complete || j.n < 2) return;
-  if (j.id.func != shm::kFuncAllReduce && j.id.func != shm::kFuncAllGather && j.id.func != shm::kFuncReduceScatter &&
-      j.id.func != shm::kFuncBroadcast)
-    return;  // the collectives replay re-issues
+  std::optional<replay::CollClass> cls = class_of(j.id.func, j.datatype, j.count, j.algo, j.proto);
+  if (!cls) return;
   const Comm* c = comm_by_hash(m, j.comm.hash, j.comm.nranks);
   if (!c) return;
   std::vector<int> members = members_of(m, *c);
   if (members.empty()) return;
   if (std::find(groups_.begin(), groups_.end(), members) == groups_.end() && groups_.size() < 1024)
     groups_.push_back(members);
-  replay::CollClass cls;
-  cls.func = shm::func_name(j.id.func);
-  cls.datatype = shm::datatype_name(j.datatype);
-  cls.elem_bytes = int(shm::datatype_size(j.datatype));
-  cls.count = j.count;
-  cls.algo = j.algo ? shm::algo_name(j.algo) : "";
-  cls.proto = j.proto ? shm::proto_name(j.proto) : "";
-  cls.ranks = members;
-  classes_.add(cls);
+  cls->ranks = members;
+  classes_.add(*cls);
 }
+
+void ReplayTriggers::observe_spanning(const Model& m) {
+  // Operations of a communicator spanning nodes are never judged on one node (op_judge.h): its
+  // classes are read from the live operations' records, the latest kSpanningOpsPerFunc of each
+  // function per call (bounded work once a second, whatever the job's rate).
+  for (const auto& [key, c] : m.comms()) {
+    if (!spans_nodes(c) || c.key.nranks < 2) continue;
+    const std::string k = cross_comm_key(key.hash, key.nranks);
+    auto it = spanning_.find(k);
+    if (it == spanning_.end()) {
+      if (spanning_.size() >= kMaxSpanningComms) continue;
+      it = spanning_.emplace(k, replay::CollClassSet(kMaxSpanningClasses)).first;
+    }
+    for (uint8_t f : {shm::kFuncAllReduce, shm::kFuncAllGather, shm::kFuncReduceScatter, shm::kFuncBroadcast}) {
+      auto op = c.ops.lower_bound(OpId{OpClass::kColl, uint8_t(f + 1), 0});
+      for (size_t n = 0; n < kSpanningOpsPerFunc && op != c.ops.begin(); ++n) {
+        --op;
+        if (op->first.cls != OpClass::kColl || op->first.func != f) break;
+        for (const OpSlot& s : op->second.slots) {
+          if (s.lost || s.rec.count == 0) continue;
+          if (auto cls = class_of(f, s.rec.datatype, s.rec.count, s.rec.algo, s.rec.proto)) it->second.add(*cls);
+          break;
+        }
+      }
+    }
+  }
+}
+
+bool ReplayTriggers::spans_nodes(const Comm& c) { return !(c.nnodes < 2 && c.members_known()); }
 
 std::vector<replay::GemmShape> ReplayTriggers::gemm_shapes() {
   if (opt_.gemms.empty()) return replay::default_gemms();
@@ -69,7 +110,7 @@ NodeMembers ReplayTriggers::node_members(const Model& m) const {
   std::sort(n.ranks.begin(), n.ranks.end(),
             [](const CrossMember& a, const CrossMember& b) { return a.global_rank < b.global_rank; });
   for (const auto& [key, c] : m.comms()) {
-    if (c.nnodes < 2 && c.members_known()) continue;  // on this node only
+    if (!spans_nodes(c)) continue;  // on this node only
     std::vector<int> mine;
     std::map<int, int> ranks;
     for (int cr = 0; cr < int(c.ranks.size()); ++cr) {
@@ -83,6 +124,7 @@ NodeMembers ReplayTriggers::node_members(const Model& m) const {
     const std::string k = cross_comm_key(key.hash, key.nranks);
     n.comms[k] = mine;
     n.comm_ranks[k] = ranks;
+    if (auto it = spanning_.find(k); it != spanning_.end()) n.colls[k] = it->second.classes();
   }
   return n;
 }

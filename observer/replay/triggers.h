@@ -18,6 +18,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -43,6 +44,9 @@ class ReplayTriggers {
 
   // A judged operation of the job: its collective class and communicator for later recipes.
   void observe(const Model& m, const JudgedOp& j);
+  // The collective classes of this node's communicators spanning nodes, from their live
+  // operations (never judged on one node), for node_members: the leader's plans across nodes.
+  void observe_spanning(const Model& m);
   // The next cycle to run at pass time `now_ns`, or nullopt. A demand request that cannot run
   // (no GPU, nothing of the kinds asked) is answered at once: its record goes to *answered.
   std::optional<CycleJob> next_job(const Model& m, const FindingBoard& board, const ReplayReporter& reporter,
@@ -67,6 +71,8 @@ class ReplayTriggers {
   std::vector<replay::CollClass> colls_within(const std::set<int>& local, const std::vector<int>& members,
                                               size_t* cursor = nullptr) const;
   std::vector<replay::GemmShape> gemm_shapes();  // SCOUT_REPLAY_GEMMS, else the default set
+  // Whether `c` has members on other nodes (or members not all known here): published as spanning.
+  static bool spans_nodes(const Comm& c);
   // The GEMMs of a periodic cycle: SCOUT_REPLAY_GEMMS when set; else, when this node's ranks
   // captured shapes (SCOUT_GEMM_CAPTURE), the recipes of the next check cycle of the coverage
   // plan over them (replay/schedule/plan.h, round-robin); else the default set.
@@ -77,6 +83,10 @@ class ReplayTriggers {
   std::atomic<uint64_t>* next_cycle_;
   std::function<void(const std::string&)> log_;
   replay::CollClassSet classes_;
+  // Collective classes of communicators spanning nodes, by cross_comm_key (at most
+  // kMaxSpanningComms communicators, kMaxSpanningClasses classes each).
+  static constexpr size_t kMaxSpanningComms = 1024, kMaxSpanningClasses = 16, kSpanningOpsPerFunc = 64;
+  std::map<std::string, replay::CollClassSet> spanning_;
   std::vector<std::vector<int>> groups_;  // communicator memberships (global ranks) seen
   size_t pair_cursor_ = 0;
   size_t coll_cursor_ = 0;                    // the next collective class of a periodic cycle

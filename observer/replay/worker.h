@@ -83,6 +83,13 @@ class ReplayWorker {
   // samples into *samples, recipes that could not run into adm->inconclusive (why in rec).
   void run_cross_gemms(const CrossPlan& plan, const std::vector<replay::Recipe>& recipes, int64_t deadline,
                        replay::Admission* adm, std::vector<replay::Sample>* samples, ReplayCycleRecord* rec);
+  // This node's members of the plan's admitted collective recipes (worker_cross_coll.cc), one
+  // recipe at a time in the plan's order: the lowest member's node makes the bootstrap id
+  // (coll_id) and publishes it as "uid/coll-<i>", every other member's node waits for it, each
+  // runs its members (coll_end). Samples into *samples, recipes that could not run into
+  // adm->inconclusive.
+  void run_cross_colls(const CrossPlan& plan, const std::vector<replay::Recipe>& recipes, int64_t deadline,
+                       replay::Admission* adm, std::vector<replay::Sample>* samples);
   // Asks scout-replay to prepare `job` under `contract`: its readiness answers in *answers, false
   // (the record says why) when it did not answer "ready".
   bool prepare(const CycleJob& job, const replay::Contract& contract, int64_t deadline, ReplayCycleRecord* rec,
@@ -126,8 +133,18 @@ class ReplayWorker {
   size_t gemm_shape_cursor_ = 0, gemm_node_cursor_ = 0;  // the leader's GEMM votes across nodes
   bool cross_planned_ = false;                           // the leader wrote its first plan
   int64_t cross_first_look_ns_ = 0;                      // when the leader first looked for the observers' meeting
+  size_t cross_coll_cursor_ = 0;                         // the leader's next collective class across nodes
   std::thread thread_;
 };
+
+// The samples of a JSON array appended to *out (entries that do not parse are left out), also
+// kept as JSON in *kept when given.
+void add_samples(const nlohmann::json& a, std::vector<replay::Sample>* out, nlohmann::json* kept = nullptr);
+
+// A skipped sample ("no sample from rank R's node") for every round of every member of a
+// collective recipe of `recipes` that has no sample at all in *samples: the leader's judgement
+// of a collective is then inconclusive, not a pass, when a node sent nothing for its members.
+void add_missing_members(const std::vector<replay::Recipe>& recipes, std::vector<replay::Sample>* samples);
 
 // scout-replay's readiness answers ([{gpu, digest}]) checked against `contract` (replay/contract.h):
 // the GPUs and the check into rec->detail ("gpus", "contract"), their identities into *gpus;

@@ -24,27 +24,35 @@ constexpr int64_t kFirstPlanPollNs = 250'000'000;  // the leader looks for the o
 std::string pair_name(int src, int dst) { return std::to_string(src) + "-" + std::to_string(dst); }
 
 // The leader's next plan from every node's members: the directed pairs across nodes of every
-// spanning communicator, round-robin from *cursor, at most `max_pairs`; nullopt when there are none.
-std::optional<CrossPlan> make_plan(const std::vector<NodeMembers>& all, uint64_t id, int max_pairs, size_t* cursor) {
+// spanning communicator, round-robin from *cursor, at most `max_pairs`, and the collective
+// classes of those communicators, round-robin from *coll_cursor, at most `max_colls`; nullopt
+// when there are none.
+std::optional<CrossPlan> make_plan(const std::vector<NodeMembers>& all, uint64_t id, int max_pairs, size_t* cursor,
+                                   int max_colls, size_t* coll_cursor) {
   std::vector<std::pair<int, int>> pairs = cross_pairs(all);
-  if (pairs.empty()) return std::nullopt;
   CrossPlan plan;
   plan.id = id;
   plan.seed = plan.id;
   for (size_t i = 0; i < pairs.size() && int(plan.pairs.size()) < max_pairs; ++i)
     plan.pairs.push_back(pairs[(*cursor + i) % pairs.size()]);
-  *cursor = (*cursor + plan.pairs.size()) % pairs.size();
+  if (!pairs.empty()) *cursor = (*cursor + plan.pairs.size()) % pairs.size();
+  plan.colls = next_cross_colls(all, max_colls, coll_cursor);
+  if (plan.pairs.empty() && plan.colls.empty()) return std::nullopt;
   for (const NodeMembers& n : all)
     for (const CrossMember& m : n.ranks)
-      if (std::any_of(plan.pairs.begin(), plan.pairs.end(), [&](const std::pair<int, int>& p) {
-            return p.first == m.global_rank || p.second == m.global_rank;
+      if (std::any_of(
+              plan.pairs.begin(), plan.pairs.end(),
+              [&](const std::pair<int, int>& p) { return p.first == m.global_rank || p.second == m.global_rank; }) ||
+          std::any_of(plan.colls.begin(), plan.colls.end(), [&](const replay::CollClass& c) {
+            return std::binary_search(c.ranks.begin(), c.ranks.end(), m.global_rank);
           }))
         plan.members.push_back(m);
   return plan;
 }
 
-// Samples of a JSON array (entries that do not parse are left out), also kept as JSON in *kept.
-void add_samples(const nlohmann::json& a, std::vector<replay::Sample>* out, nlohmann::json* kept = nullptr) {
+}  // namespace
+
+void add_samples(const nlohmann::json& a, std::vector<replay::Sample>* out, nlohmann::json* kept) {
   if (!a.is_array()) return;
   for (const auto& x : a) {
     replay::Sample s;
@@ -54,8 +62,6 @@ void add_samples(const nlohmann::json& a, std::vector<replay::Sample>* out, nloh
     if (kept) kept->push_back(x);
   }
 }
-
-}  // namespace
 
 void ReplayWorker::cross_tick() {
   // After a failure the store is reached again with backoff (1 s doubling to 30 s): a Redis that
@@ -131,8 +137,9 @@ void ReplayWorker::leader_plan() {
       return;
     }
   }
-  std::optional<CrossPlan> plan = make_plan(all, *cross_seen_ + 1, opt_.max_pairs, &cross_cursor_);
-  if (!plan) {  // no pair across nodes: the plan may still vote on a GEMM
+  std::optional<CrossPlan> plan =
+      make_plan(all, *cross_seen_ + 1, opt_.max_pairs, &cross_cursor_, opt_.max_colls, &cross_coll_cursor_);
+  if (!plan) {  // no pair or class across nodes: the plan may still vote on a GEMM
     plan = CrossPlan{};
     plan->id = plan->seed = *cross_seen_ + 1;
   }
@@ -177,6 +184,7 @@ CycleResult ReplayWorker::run_cross(const CrossPlan& plan) {
   }
   replay::RecipePlan rp;
   rp.links = plan.pairs;
+  rp.colls = plan.colls;
   rp.gemms = plan.gemms;
   rp.seed = plan.seed;
   job.recipes = replay::build_recipes(rp);
@@ -206,13 +214,15 @@ CycleResult ReplayWorker::run_cross(const CrossPlan& plan) {
   set_state(CycleState::kRunning);
   std::vector<replay::Sample> samples;
   run_cross_pairs(plan, job.recipes, deadline, &adm, &samples);
-  run_cross_gemms(plan, job.recipes, deadline, &adm, &samples, &rec);  // after the pairs: "run" ends the cycle
+  run_cross_colls(plan, job.recipes, deadline, &adm, &samples);
+  run_cross_gemms(plan, job.recipes, deadline, &adm, &samples, &rec);  // last: "run" ends the cycle
   nlohmann::json sj = nlohmann::json::array();
   for (const replay::Sample& x : samples) sj.push_back(replay::to_json(x));
   cross_->put(plan.id, "samples/" + std::to_string(node_rank_), sj.dump());
-  // The leader judges every pair from every node's samples; another node judges the pairs it
-  // received and, the same way as the leader, the GEMM votes across nodes (its record; the
-  // leader reports the findings).
+  // The leader judges every pair and collective from every node's samples; another node judges
+  // the pairs it received and the collectives it has members in, from the samples it holds (its
+  // own; every node's when the plan votes a GEMM), and, the same way as the leader, the GEMM vote
+  // across nodes (its record; the leader reports the findings).
   std::vector<replay::Recipe> judged;
   if (node_rank_ == 0 || !plan.gemms.empty()) {
     for (int n : plan.nodes()) {
@@ -225,9 +235,12 @@ CycleResult ReplayWorker::run_cross(const CrossPlan& plan) {
   }
   if (node_rank_ == 0) {
     judged = job.recipes;
+    add_missing_members(judged, &samples);
   } else {
     for (const replay::Recipe& r : job.recipes)
-      if (local.count(r.dst) || r.kind == replay::RecipeKind::kGemm) judged.push_back(r);
+      if (local.count(r.dst) || r.kind == replay::RecipeKind::kGemm ||
+          std::any_of(r.coll.ranks.begin(), r.coll.ranks.end(), [&](int g) { return local.count(g) > 0; }))
+        judged.push_back(r);
   }
   rec.detail["samples"] = sj;
   tally_cost(samples, &d);

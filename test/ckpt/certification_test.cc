@@ -19,6 +19,7 @@
 #include "observer/ckpt/store_replay.h"
 #include "observer/store/writer.h"
 #include "test/support/ckpt_fixture.h"
+#include "test/support/subprocess.h"
 #include "test/support/tmpdir.h"
 
 namespace {
@@ -27,6 +28,7 @@ namespace fs = std::filesystem;
 using namespace scout::ckpt;
 using scout::testing::agreeing_op_at;
 using scout::testing::certifier_options_for_test;
+using scout::testing::slurp;
 using scout::testing::TempDir;
 
 constexpr int64_t kSec = 1'000'000'000;
@@ -444,13 +446,6 @@ TEST(StoreReplay, MissingStoreGivesNoneWithTheError) {
   StoreReplayCycles replay(d.path() + "/absent.db");
   EXPECT_EQ(replay.result(0, kSec).status, ReplayStatus::kNone);
   EXPECT_EQ(replay.last_error(), "no store at " + d.path() + "/absent.db");
-}
-
-std::string slurp(const std::string& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 // Issues three certificates into `dir` and returns their hashes.

@@ -31,40 +31,21 @@
 #include "observer/store/writer.h"
 #include "test/support/cli_fixture.h"
 #include "test/support/golden.h"
+#include "test/support/subprocess.h"
 #include "test/support/tmpdir.h"
 
 namespace {
 
+using Result = scout::testing::ShellResult;
 using scout::testing::build_path;
+using scout::testing::run_shell;
+using scout::testing::slurp;
 using scout::testing::source_path;
 using scout::testing::TempDir;
 
-struct Result {
-  int rc = -1;
-  std::string out, err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-// Runs the shell text `cmd` with stdout and stderr captured in `dir`.
-Result sh(const std::string& dir, const std::string& cmd) {
-  std::string out = dir + "/stdout", err = dir + "/stderr";
-  int st = std::system(("(" + cmd + ") >" + out + " 2>" + err).c_str());
-  Result r;
-  r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
-}
-
 // Runs `build/bin/scout ARGS` through bash (ARGS is shell text) with `env` prepended.
 Result scout(const std::string& dir, const std::string& args, const std::string& env = "") {
-  return sh(dir, env + " " + build_path("bin/scout") + " " + args);
+  return run_shell(dir, env + " " + build_path("bin/scout") + " " + args);
 }
 
 std::string replace_all(std::string s, const std::string& from, const std::string& to) {
@@ -414,10 +395,10 @@ TEST_F(Cli, HintsUseTheInvokedPathAndTheFindingNumber) {
     return out.substr(b == std::string::npos ? 0 : b + 1);
   };
   // Found on PATH: "scout".
-  Result r = sh(dir_.path(), "PATH=" + bindir + ":$PATH; cd " + dir_.path() + " && scout status --store " + store_);
+  Result r = run_shell(dir_.path(), "PATH=" + bindir + ":$PATH; cd " + dir_.path() + " && scout status --store " + store_);
   EXPECT_EQ(last_line(r.out), expected("scout"));
   // A relative path, as typed.
-  r = sh(dir_.path(), "cd " + bindir + "/.. && bin/scout status --store " + store_);
+  r = run_shell(dir_.path(), "cd " + bindir + "/.. && bin/scout status --store " + store_);
   EXPECT_EQ(last_line(r.out), expected("bin/scout"));
 }
 

@@ -69,27 +69,6 @@ struct Scenario {
   std::unique_ptr<scout::store::StoreWriter> writer;
 };
 
-// Enqueues (and optionally starts) an operation on one comm rank at time t.
-FakeRec op(FakeJob& job, int comm, int rank, uint8_t func, uint64_t seq, int64_t t, bool started = true) {
-  OpSpec s;
-  s.func = func;
-  s.key = seq;
-  s.enqueue_ns = t;
-  FakeRec r = job.enqueue(comm, rank, s);
-  if (started) FakeJob::start(r, t + 10'000);
-  return r;
-}
-
-// Completes AllReduce #0..n-1 on `comm`, 10 ms apart from kT0.
-void history(FakeJob& job, int comm, int n) {
-  for (int s = 0; s < n; ++s) {
-    FakeColl c;
-    c.seq = uint64_t(s);
-    c.t0 = kT0 + s * 10 * kMs;
-    job.collective(comm, c);
-  }
-}
-
 constexpr uint64_t kA = 0xaaaa000000000001ull, kB = 0xbbbb000000000002ull;
 
 FakeColl ar(uint64_t seq, std::vector<uint64_t> fp) {

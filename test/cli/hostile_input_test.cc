@@ -23,35 +23,21 @@
 #include "observer/store/sqlite.h"
 #include "observer/store/writer.h"
 #include "test/support/cli_fixture.h"
+#include "test/support/subprocess.h"
 #include "test/support/tmpdir.h"
 
 namespace {
 
+using Result = scout::testing::ShellResult;
 using scout::testing::build_path;
+using scout::testing::run_shell;
+using scout::testing::slurp;
 using scout::testing::TempDir;
 
-struct Result {
-  int rc = -1;
-  std::string out, err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-// Runs `build/bin/TOOL ARGS` through bash with `env` prepended; stdout and stderr captured.
+// Runs `build/bin/TOOL ARGS` through the shell with `env` prepended and no stdin; stdout and
+// stderr captured.
 Result tool(const std::string& dir, const std::string& name, const std::string& args, const std::string& env = "") {
-  std::string out = dir + "/stdout", err = dir + "/stderr";
-  std::string cmd = env + " " + build_path("bin/" + name) + " " + args + " >" + out + " 2>" + err + " </dev/null";
-  int st = std::system(cmd.c_str());
-  Result r;
-  r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
+  return run_shell(dir, env + " " + build_path("bin/" + name) + " " + args + " </dev/null");
 }
 
 class HostileInput : public ::testing::Test {

@@ -32,15 +32,9 @@ namespace fs = std::filesystem;
 using scout::testing::build_path;
 using scout::testing::ProcessResult;
 using scout::testing::run_process;
+using scout::testing::slurp;
 using scout::testing::source_path;
 using scout::testing::TempDir;
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> v;

@@ -16,20 +16,15 @@
 #include <sstream>
 
 #include "test/support/cli_fixture.h"
+#include "test/support/subprocess.h"
 #include "test/support/tmpdir.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using scout::testing::build_path;
+using scout::testing::slurp;
 using scout::testing::TempDir;
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 // The stand-in observer: records its arguments, writes the demo store to its --store path with
 // the job's started_ns set to now (what the real one's first pass commits: `scout run` waits for

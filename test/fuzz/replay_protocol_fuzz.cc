@@ -1,8 +1,9 @@
 // libFuzzer target: the scout-replay protocol (replay/server.h) against hostile request lines. The
 // input is split into lines, each handed to ReplayServer::handle in order (so a fuzzed prepare can
-// be followed by fuzzed runs and link requests) over a backend that answers at once. Every answer
+// be followed by fuzzed runs, link and collective requests) over a backend that answers at once. Every answer
 // must be one line of valid UTF-8 JSON, an object with "op", and at most a bounded size; nothing
 // may throw, abort or take long. `make fuzz` runs it.
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -40,6 +41,14 @@ class InstantBackend : public Backend {
     std::vector<Sample> out;
     if (!sender)
       for (int i = 0; i < r.rounds; ++i) out.push_back(sample(r, self, i));
+    return out;
+  }
+  std::vector<Sample> run_coll_end(const Recipe& r, const std::vector<Participant>& members,
+                                   const std::vector<int>& local, const std::string&, int64_t) override {
+    std::vector<Sample> out;
+    for (int i = 0; i < r.rounds; ++i)
+      for (const Participant& p : members)
+        if (std::find(local.begin(), local.end(), p.global_rank) != local.end()) out.push_back(sample(r, p, i));
     return out;
   }
 

@@ -199,6 +199,25 @@ uint64_t field(const std::string& report, const std::string& name) {
   return p == std::string::npos ? ~0ull : std::stoull(report.substr(p + name.size() + 1));
 }
 
+// Node `rank`'s observer dies 1.5 s after it starts, without any goodbye (a forked first
+// incarnation that _exits); 0.5 s later a restarted observer runs for `restarted_s` seconds and
+// reports the finding "node 2 restarted". Returns the restarted observer's report.
+std::string die_and_restart(const ObserverRun& run, int rank, double restarted_s) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    std::thread killer([] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+      ::_exit(0);
+    });
+    run_observer(run, rank, 60.0, "");
+    ::_exit(1);
+  }
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  return run_observer(run, rank, restarted_s, "node 2 restarted");
+}
+
 TEST(NetAgent, SurvivorsReformAndARestartedObserverRejoins) {
   scout::testing::TempDir tmp;
   ObserverRun run{RealtimeClock().now_ns(), "file:" + tmp.path() + "/rdzv", 3};
@@ -206,21 +225,9 @@ TEST(NetAgent, SurvivorsReformAndARestartedObserverRejoins) {
       3,
       [&](int rank) -> std::string {
         if (rank != 2) return run_observer(run, rank, 7.0, "");
-        // Node 2: the first incarnation dies after 1.5 s without any goodbye ...
-        pid_t pid = ::fork();
-        if (pid == 0) {
-          std::thread killer([] {
-            std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-            ::_exit(0);
-          });
-          run_observer(run, rank, 60.0, "");
-          ::_exit(1);
-        }
-        int st = 0;
-        ::waitpid(pid, &st, 0);
-        std::this_thread::sleep_for(std::chrono::milliseconds(500));
-        // ... and a restarted observer joins and reports a finding.
-        return run_observer(run, rank, 3.0, "node 2 restarted");
+        // Node 2: the first incarnation dies after 1.5 s without any goodbye; a restarted observer
+        // joins and reports a finding.
+        return die_and_restart(run, rank, 3.0);
       },
       std::chrono::seconds(60));
   for (int r = 0; r < 3; ++r) ASSERT_EQ(res[r].status, 0) << "observer " << r << ": " << res[r].report;
@@ -263,21 +270,9 @@ TEST(NetAgent, ChannelReformsAfterRedisRestartedEmptyWhileAnObserverRestarted) {
           return "redis restarted";
         }
         if (rank != 2) return run_observer(run, rank, 15.0, "");
-        // Node 2: the first incarnation dies at 1.5 s (redis is down) ...
-        pid_t pid = ::fork();
-        if (pid == 0) {
-          std::thread killer([] {
-            std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-            ::_exit(0);
-          });
-          run_observer(run, rank, 60.0, "");
-          ::_exit(1);
-        }
-        int st = 0;
-        ::waitpid(pid, &st, 0);
-        std::this_thread::sleep_for(std::chrono::milliseconds(500));
-        // ... and restarts at 2 s, while redis is still down.
-        return run_observer(run, rank, 12.0, "node 2 restarted");
+        // Node 2: the first incarnation dies at 1.5 s (redis is down) and restarts at 2 s, while
+        // redis is still down.
+        return die_and_restart(run, rank, 12.0);
       },
       std::chrono::seconds(60));
   ASSERT_EQ(res[3].report, "redis restarted");

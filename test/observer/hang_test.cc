@@ -13,27 +13,6 @@ using scout::obs::FindingKind;
 using scout::obs::Verdict;
 namespace shm = scout::shm;
 
-// Completes AllReduce #0..n-1 on `comm`, 10 ms apart from kT0.
-void history(FakeJob& job, int comm, int n) {
-  for (int s = 0; s < n; ++s) {
-    FakeColl c;
-    c.seq = uint64_t(s);
-    c.t0 = kT0 + s * 10 * kMs;
-    job.collective(comm, c);
-  }
-}
-
-// Enqueues (and optionally starts) an operation on one rank at time t.
-FakeRec op(FakeJob& job, int comm, int rank, uint8_t func, uint64_t seq, int64_t t, bool started = true) {
-  OpSpec s;
-  s.func = func;
-  s.key = seq;
-  s.enqueue_ns = t;
-  FakeRec r = job.enqueue(comm, rank, s);
-  if (started) FakeJob::start(r, t + 10'000);
-  return r;
-}
-
 // Enqueues a Recv #seq from comm rank `peer` on one rank at time t and starts it 10 us later.
 FakeRec recv(FakeJob& job, int comm, int rank, uint64_t seq, int peer, int64_t t) {
   OpSpec r;

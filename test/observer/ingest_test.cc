@@ -22,6 +22,16 @@ using namespace scout::testing;
 namespace obs = scout::obs;
 namespace shm = scout::shm;
 
+// Completes AllReduce #from..to-1 on every rank of `comm`, #s at kT0 + s ms.
+void collectives(FakeJob& job, int comm, int from, int to) {
+  for (int s = from; s < to; ++s) {
+    FakeColl c;
+    c.seq = uint64_t(s);
+    c.t0 = kT0 + s * kMs;
+    job.collective(comm, c);
+  }
+}
+
 const obs::Op* only_op(const obs::Observer& o) {
   for (const auto& [k, c] : o.model().comms()) {
     if (!c.ops.empty()) return &c.ops.begin()->second;
@@ -85,17 +95,9 @@ TEST(Ingest, RestartedObserverReadsEverythingStillInTheRings) {
 TEST(Ingest, RecordsOverwrittenBeforeTheyWereReadAreCountedAsGaps) {
   ObserverHarness h(2, 16);
   int tp = h.job.add_comm(0x71, {0, 1}, "tp");
-  auto burst = [&](int from, int to) {
-    for (int s = from; s < to; ++s) {
-      FakeColl c;
-      c.seq = uint64_t(s);
-      c.t0 = kT0 + s * kMs;
-      h.job.collective(tp, c);
-    }
-  };
-  burst(0, 4);
+  collectives(h.job, tp, 0, 4);
   h.pass(kT0 + kSec);
-  burst(4, 44);  // 40 more while the observer sleeps: 24 per ring are lost
+  collectives(h.job, tp, 4, 44);  // 40 more while the observer sleeps: 24 per ring are lost
   h.pass(kT0 + 2 * kSec);
   auto st = h.observer->ingest_stats();
   EXPECT_EQ(st.records.read, 2u * (4 + 16));
@@ -233,12 +235,7 @@ TEST(Ingest, ZombieOwnerIsGone) {
 TEST(IngestLoss, LateObserverCountsRecordsGoneBeforeItAttached) {
   ObserverHarness h(2, /*ring_capacity=*/16);
   int tp = h.job.add_comm(0x71, {0, 1}, "tp");
-  for (int s = 0; s < 40; ++s) {
-    FakeColl c;
-    c.seq = uint64_t(s);
-    c.t0 = kT0 + s * kMs;
-    h.job.collective(tp, c);
-  }
+  collectives(h.job, tp, 0, 40);
   h.pass(kT0 + kSec);
   auto st = h.observer->ingest_stats();
   EXPECT_EQ(st.records.read, 32u);
@@ -260,18 +257,10 @@ TEST(IngestLoss, LateObserverCountsRecordsGoneBeforeItAttached) {
 TEST(IngestLoss, RecordsLostWhileRunningReachTheJobHeader) {
   ObserverHarness h(2, 16);
   int tp = h.job.add_comm(0x71, {0, 1}, "tp");
-  auto burst = [&](int from, int to) {
-    for (int s = from; s < to; ++s) {
-      FakeColl c;
-      c.seq = uint64_t(s);
-      c.t0 = kT0 + s * kMs;
-      h.job.collective(tp, c);
-    }
-  };
-  burst(0, 4);
+  collectives(h.job, tp, 0, 4);
   h.pass(kT0 + kSec);
   EXPECT_EQ(h.sink.job().records_lost, 0u);
-  burst(4, 44);
+  collectives(h.job, tp, 4, 44);
   h.pass(kT0 + 2 * kSec);
   EXPECT_EQ(h.sink.job().records_lost, 48u);
   EXPECT_EQ(h.sink.job().records_read, 40u);

@@ -12,16 +12,6 @@ using scout::obs::FindingKind;
 using scout::obs::Verdict;
 namespace shm = scout::shm;
 
-// Completes collectives #0..n-1 of `func` on every rank of `comm`, 10 ms apart from t.
-void history(FakeJob& job, int comm, int n, int64_t t = kT0) {
-  for (int s = 0; s < n; ++s) {
-    FakeColl c;
-    c.seq = uint64_t(s);
-    c.t0 = t + s * 10 * kMs;
-    job.collective(comm, c);
-  }
-}
-
 // Enqueues an operation on one rank; completes it with receive fingerprint `fp` when fp != 0,
 // else starts it (it stays running).
 FakeRec op(FakeJob& job, int comm, int rank, uint8_t func, uint64_t seq, uint64_t count, int64_t t, uint64_t fp = 0,

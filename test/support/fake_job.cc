@@ -181,4 +181,23 @@ std::function<bool(int, uint64_t)> FakeJob::liveness() const {
   return [dead](int p, uint64_t) { return !dead->count(p); };
 }
 
+void history(FakeJob& job, int comm, int n, int64_t t) {
+  for (int s = 0; s < n; ++s) {
+    FakeColl c;
+    c.seq = uint64_t(s);
+    c.t0 = t + s * 10 * kMs;
+    job.collective(comm, c);
+  }
+}
+
+FakeRec op(FakeJob& job, int comm, int rank, uint8_t func, uint64_t seq, int64_t t, bool started) {
+  OpSpec s;
+  s.func = func;
+  s.key = seq;
+  s.enqueue_ns = t;
+  FakeRec r = job.enqueue(comm, rank, s);
+  if (started) FakeJob::start(r, t + 10'000);
+  return r;
+}
+
 }  // namespace scout::testing

@@ -120,4 +120,12 @@ class FakeJob {
   int first_rank_ = 0;
 };
 
+// Completes AllReduce #0..n-1 on every rank of `comm`, 10 ms apart from t (a communicator's
+// progress history).
+void history(FakeJob& job, int comm, int n, int64_t t = kT0);
+
+// Enqueues collective `func` #seq (OpSpec's defaults otherwise) on comm rank `rank` at time t and,
+// unless `started` is false, starts it 10 us later. Returns the record, still running.
+FakeRec op(FakeJob& job, int comm, int rank, uint8_t func, uint64_t seq, int64_t t, bool started = true);
+
 }  // namespace scout::testing

@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -23,14 +24,24 @@ double now_s() {
   return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+}  // namespace
+
 std::string slurp(const std::string& path) {
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
 }
 
-}  // namespace
+ShellResult run_shell(const std::string& dir, const std::string& cmd) {
+  const std::string out = dir + "/stdout", err = dir + "/stderr";
+  const int st = std::system(("(" + cmd + ") >" + out + " 2>" + err).c_str());
+  ShellResult r;
+  r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
 
 Subprocess::Subprocess(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env) {
   char tmpl[] = "/tmp/scout-proc-XXXXXX";

@@ -50,4 +50,19 @@ class Subprocess {
 ProcessResult run_process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env = {},
                           double timeout_s = 60);
 
+// What shell text run by run_shell did: its exit status (-1 when it did not exit normally) and
+// everything it wrote to stdout / stderr.
+struct ShellResult {
+  int rc = -1;
+  std::string out, err;
+};
+
+// Runs the shell text `cmd` (/bin/sh, as std::system runs it) to completion, its stdout and stderr
+// captured in `dir`/stdout and `dir`/stderr (overwritten). For commands whose shell syntax is part
+// of the test (pipes, redirections, `cd`, variables).
+ShellResult run_shell(const std::string& dir, const std::string& cmd);
+
+// The whole content of the file at `path` ("" when it cannot be read).
+std::string slurp(const std::string& path);
+
 }  // namespace scout::testing

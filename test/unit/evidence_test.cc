@@ -14,19 +14,14 @@
 #include "observer/model/finding.h"
 #include "observer/model/finding_board.h"
 #include "observer/replay/reporter.h"
+#include "test/support/subprocess.h"
 #include "test/support/tmpdir.h"
 
 namespace {
 
+using scout::testing::slurp;
 namespace obs = scout::obs;
 using obs::evidence_keys;
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 // The text of the section "## <title>" of docs/findings.md (up to the next "## ").
 std::string section(const std::string& doc, const std::string& title) {
