@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/hex.h"
 #include "replay/recipe.h"
 
 namespace scout::replay {
@@ -38,9 +39,9 @@ bool from_json(const nlohmann::json& j, GpuInfo* out, std::string* error);
 
 // Bytes of a bootstrap id for a replay communicator (NCCL_UNIQUE_ID_BYTES, nccl.h).
 constexpr int kUniqueIdBytes = 128;
-// `n` bytes as 2n lowercase hex digits, and back (false unless `hex` is exactly 2n hex digits).
-std::string bytes_hex(const void* data, size_t n);
-bool hex_bytes(const std::string& hex, void* out, size_t n);
+// `n` bytes as 2n lowercase hex digits, and back (common/hex.h).
+using shm::bytes_hex;
+using shm::hex_bytes;
 
 enum class SampleStatus { kOk, kSkipped, kFailed };
 const char* to_string(SampleStatus s);  // "ok", "skipped", "failed"

@@ -576,13 +576,20 @@ std::vector<Sample> CudaBackend::run_coll(const Recipe& r, const std::vector<Par
 }
 
 std::string CudaBackend::coll_end_join(const Recipe& r, Comms& comms, int nranks, const cudalib::NcclUniqueId& id,
-                                       const std::vector<int>& ranks, int64_t deadline_ns, Calls& c) {
+                                       const std::vector<int>& ranks, const std::vector<int>& devs, int64_t deadline_ns,
+                                       Calls& c) {
   cudalib::NcclConfig cfg;
   cfg.blocking = 0;
   if (!r.coll.algo.empty()) setenv("NCCL_ALGO", r.coll.algo.c_str(), 1);  // read at init (src/graph/tuning.cc)
   if (!r.coll.proto.empty()) setenv("NCCL_PROTO", r.coll.proto.c_str(), 1);
   bool init_ok = c.nccl(L_->nccl.GroupStart(), "ncclGroupStart");
   for (size_t k = 0; k < ranks.size() && init_ok; ++k) {
+    // A communicator is made on the current device (NCCL src/init.cc, cudaGetDevice): each
+    // member's own, as ncclCommInitAll does for its list.
+    if (!c.cu(L_->cu.CtxSetCurrent(ctxs_[devs[k]]), "cuCtxSetCurrent")) {
+      init_ok = false;
+      break;
+    }
     const int rc = L_->nccl.CommInitRankConfig(comms.data() + k, nranks, id, ranks[k], &cfg);
     init_ok = rc == cudalib::kNcclInProgress || c.nccl(rc, "ncclCommInitRankConfig");
   }
@@ -668,7 +675,7 @@ std::vector<Sample> CudaBackend::run_coll_end(const Recipe& r, const std::vector
     for (int i = 0; i < nr; ++i) want[e] += in[size_t(i)][e];
   const uint64_t want_fp = fp_f32(want.data(), count);
   Comms comms(L_, local.size());  // aborted on any early return: the other nodes' members fail now
-  if (std::string why = coll_end_join(r, comms, nr, id, idx, deadline_ns, c); !why.empty())
+  if (std::string why = coll_end_join(r, comms, nr, id, idx, devs, deadline_ns, c); !why.empty())
     return fail(SampleStatus::kFailed, why);
   std::vector<DeviceBuf> buf;
   buf.reserve(local.size());

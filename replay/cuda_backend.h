@@ -85,10 +85,11 @@ class CudaBackend : public Backend {
   int settle(cudalib::NcclComm comm, int64_t deadline_ns, cudalib::Calls& c);
   bool coll_init(const Recipe& r, cudalib::Comms& comms, const std::vector<int>& devs, cudalib::Calls& c);
   // run_coll_end's pieces: every local member's non-blocking communicator (ranks[k] in a
-  // communicator of `nranks`, one group) settled by the deadline, and one round's collectives
+  // communicator of `nranks`, made on device devs[k], one group) settled by the deadline, and one round's collectives
   // settled and their streams drained by it; "" or why not (a failed call is in c).
   std::string coll_end_join(const Recipe& r, cudalib::Comms& comms, int nranks, const cudalib::NcclUniqueId& id,
-                            const std::vector<int>& ranks, int64_t deadline_ns, cudalib::Calls& c);
+                            const std::vector<int>& ranks, const std::vector<int>& devs, int64_t deadline_ns,
+                            cudalib::Calls& c);
   std::string coll_end_wait(const cudalib::Comms& comms, const std::vector<int>& devs, int64_t deadline_ns,
                             cudalib::Calls& c);
   // One AllReduce over every member's buffer; each member's time into (*out)[i].ns.

@@ -2,7 +2,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,25 +15,9 @@
 
 #include "common/safe_file.h"
 #include "common/utf8.h"
+#include "observer/ckpt/sha256.h"
 
 namespace scout::ckpt {
-
-namespace {
-
-std::string sha256_hex(const std::string& data) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr);
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned i = 0; i < len; ++i) {
-    out += hex[md[i] >> 4];
-    out += hex[md[i] & 15];
-  }
-  return out;
-}
-
-}  // namespace
 
 std::string certificate_hash(const nlohmann::json& doc) {
   nlohmann::json copy = doc;

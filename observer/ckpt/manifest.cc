@@ -1,7 +1,6 @@
 #include "observer/ckpt/manifest.h"
 
 #include <dirent.h>
-#include <openssl/evp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,6 +11,7 @@
 
 #include "common/safe_file.h"
 #include "common/utf8.h"
+#include "observer/ckpt/sha256.h"
 
 namespace scout::ckpt {
 
@@ -19,24 +19,11 @@ namespace {
 
 int64_t ns_of(const struct stat& st) { return int64_t(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec; }
 
-std::string hex_of(const unsigned char* md, unsigned len) {
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned i = 0; i < len; ++i) {
-    out += hex[md[i] >> 4];
-    out += hex[md[i] & 15];
-  }
-  return out;
-}
-
 // SHA-256 of the regular file `path` if it holds at most kHashMaxBytes; "" otherwise.
 std::string small_file_sha256(const std::string& path) {
   std::string text, err;
   if (!safe::read_regular(path, kHashMaxBytes, &text, &err)) return "";
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(text.data(), text.size(), md, &len, EVP_sha256(), nullptr);
-  return hex_of(md, len);
+  return sha256_hex(text);
 }
 
 void walk(const std::string& root, const std::string& rel, int depth, const std::string& exclude, Manifest* m) {

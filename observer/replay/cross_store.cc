@@ -174,7 +174,7 @@ std::vector<replay::CollClass> cross_colls(const std::vector<NodeMembers>& nodes
     auto r = ranks.find(key);
     const size_t colon = key.rfind(':');
     const long nranks = colon == std::string::npos ? -1 : std::strtol(key.c_str() + colon + 1, nullptr, 10);
-    if (r == ranks.end() || nranks < 2 || long(r->second.size()) != nranks) continue;
+    if (r == ranks.end() || nranks < 2 || nranks > kMaxCrossCollMembers || long(r->second.size()) != nranks) continue;
     std::vector<int> members;
     std::set<int> on;
     for (const auto& [cr, g] : r->second) {

@@ -91,10 +91,16 @@ std::vector<std::pair<int, int>> cross_pairs(const std::vector<NodeMembers>& nod
 // node-ranks 0 .. nodes-1, each with at least one running rank.
 bool observers_met(const std::vector<NodeMembers>& all, int nodes);
 
+// The most members of a communicator whose classes are replayed across nodes: every node holding
+// a member takes part in the plan (readiness, bootstrap, its members' run), so a world-sized
+// class would hold every node in every plan; such communicators' links are still swept.
+constexpr int kMaxCrossCollMembers = 256;
+
 // The collective classes of every communicator spanning nodes whose whole membership the nodes
-// published (comm_ranks of all its nranks ranks, on at least two nodes), each class once with its
-// members' global ranks (ascending) filled in; ordered by communicator key, then as first seen.
-// A communicator with a member no node published is left out (its replay could not bootstrap).
+// published (comm_ranks of all its nranks ranks, on at least two nodes, at most
+// kMaxCrossCollMembers), each class once with its members' global ranks (ascending) filled in;
+// ordered by communicator key, then as first seen. A communicator with a member no node
+// published is left out (its replay could not bootstrap).
 std::vector<replay::CollClass> cross_colls(const std::vector<NodeMembers>& nodes);
 
 // The next at most `max` classes of cross_colls(nodes), round-robin from *cursor (advanced past

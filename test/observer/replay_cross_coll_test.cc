@@ -77,6 +77,33 @@ TEST(ReplayCrossColl, ACommunicatorOnOneNodeOrWithoutClassesGivesNone) {
   EXPECT_TRUE(cross_colls(bare).empty());
 }
 
+TEST(ReplayCrossColl, ACommunicatorOfMoreThanTheMostMembersGivesNone) {
+  // 257 members, 128 on node 0 and 129 on node 1: every member published, still left out.
+  NodeMembers n0, n1;
+  n0.node = 0;
+  n1.node = 1;
+  const std::string key = "0xdd:" + std::to_string(kMaxCrossCollMembers + 1);
+  for (int g = 0; g <= kMaxCrossCollMembers; ++g) {
+    NodeMembers& n = g < 128 ? n0 : n1;
+    n.ranks.push_back(member(g, n.node));
+    n.comms[key].push_back(g);
+    n.comm_ranks[key][g] = g;
+  }
+  n0.colls[key] = {cls("AllReduce", 4)};
+  EXPECT_TRUE(cross_colls({n0, n1}).empty());
+  n1.comm_ranks[key].erase(kMaxCrossCollMembers);  // 256 members: replayed
+  n1.comms[key].pop_back();
+  n1.ranks.pop_back();
+  const std::string k256 = "0xdd:" + std::to_string(kMaxCrossCollMembers);
+  for (NodeMembers* n : {&n0, &n1}) {
+    n->comms[k256] = n->comms[key];
+    n->comm_ranks[k256] = n->comm_ranks[key];
+  }
+  n0.colls[k256] = {cls("AllReduce", 4)};
+  ASSERT_EQ(cross_colls({n0, n1}).size(), 1u);
+  EXPECT_EQ(cross_colls({n0, n1})[0].ranks.size(), size_t(kMaxCrossCollMembers));
+}
+
 TEST(ReplayCrossColl, PlansTakeTheClassesRoundRobin) {
   size_t cursor = 0;
   const std::vector<NodeMembers> all = two_nodes();

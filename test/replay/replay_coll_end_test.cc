@@ -227,6 +227,7 @@ TEST(ReplayCollEndCuda, MembersJoinOneNonBlockingCommunicatorAndGetTheExactSum) 
     EXPECT_EQ(s.ns, 1'000'000);  // the fake AllReduce kernel on its device, from CUPTI
   }
   EXPECT_EQ(N.inits, 2);
+  EXPECT_EQ(N.init_devices, (std::vector<int>{0, 1}));  // each member's communicator on its own device
   EXPECT_EQ(N.nranks, 2);
   EXPECT_EQ(N.rank, 1);
   EXPECT_EQ(N.config.blocking, 0);

@@ -44,8 +44,8 @@ void tear_down(std::unique_ptr<CudaBackend>* b, Cycle* c) {
 
 // A cycle on three fake GPUs with every path of the backend: the GPUs described, a GEMM on each
 // (two rounds, timed by CUPTI), the same GEMM timed by CUDA events (a backend without CUPTI), links
-// 0->1 and 1->2 inside the host, an AllReduce over {0, 1}, and a link across hosts as its sender's
-// and its receiver's end. `cupti`: the backend of the CUPTI part has CUPTI.
+// 0->1 and 1->2 inside the host, an AllReduce over {0, 1}, a link across hosts as its sender's
+// and its receiver's end, and an AllReduce across hosts whose two members run here. `cupti`: the backend of the CUPTI part has CUPTI.
 Cycle run_cycle() {
   Cycle out;
   fk::F.equal_speed = true;
@@ -84,6 +84,16 @@ Cycle run_cycle() {
       for (const Sample& s : b.run_link_end(x, gpus[2], gpus[0], false, uid, mono_now() + 200'000'000))
         out.samples.push_back(s);
     }
+    // A collective across hosts (run_coll_end) whose two members both run here: one group of
+    // two non-blocking communicators from one bootstrap id.
+    RecipePlan xc;
+    xc.colls = {{"AllReduce", "float32", 4, 32, "", "", {0, 1}}};
+    const Recipe cx = build_recipes(xc)[0];
+    out.recipes.push_back(cx);
+    const std::string cuid = b.link_unique_id(gpus[0], &out.uid_error);
+    if (!cuid.empty())
+      for (const Sample& s : b.run_coll_end(cx, {gpus[0], gpus[1]}, {0, 1}, cuid, mono_now() + 200'000'000))
+        out.samples.push_back(s);
     tear_down(&owner, &out);
   }
   cudalib::Libs E = fk::nccl_libs();  // timed with CUDA events
@@ -112,7 +122,7 @@ TEST(ReplayCudaFail, TheCycleWithoutFaultsPasses) {
   EXPECT_EQ(c.verdict.outcome, Outcome::kPass) << to_json(c.verdict).dump();
   for (const GpuInfo& g : c.gpus) EXPECT_TRUE(g.ready) << g.reason;
   for (const Sample& s : c.samples) EXPECT_EQ(s.status, SampleStatus::kOk) << s.recipe << ": " << s.reason;
-  EXPECT_EQ(c.samples.size(), 3u * 2 + 2 * 2 + 2 * 2 + 2 + 3);  // gemm, links, coll, far link, events
+  EXPECT_EQ(c.samples.size(), 3u * 2 + 2 * 2 + 2 * 2 + 2 + 2 * 2 + 3);  // gemm, links, coll, far link, far coll, events
   std::string left;
   EXPECT_TRUE(fk::X.none_live(&left)) << left;
   EXPECT_GT(fk::X.calls, 200);

@@ -329,6 +329,7 @@ int NcclCommInitRankConfig(cudalib::NcclComm* c, int nranks, cudalib::NcclUnique
                            cudalib::NcclConfig* config) {
   if (fault("ncclCommInitRankConfig")) return kNcclFault;
   N.inits++;
+  N.init_devices.push_back(F.current);
   N.nranks = nranks;
   N.rank = rank;
   N.config = *config;

@@ -45,6 +45,7 @@ extern FakeState F;
 // `settled`.
 struct FakeNccl {
   int inits = 0, nranks = -1, rank = -1;
+  std::vector<int> init_devices;  // the current device at each ncclCommInitRankConfig
   cudalib::NcclConfig config;
   unsigned char id[128] = {};
   int pending = 0;
