@@ -13,6 +13,34 @@
 namespace scout::obs {
 namespace {
 
+// Whether finding `f`'s end `x` is `g_end` (the global rank of an end of replay's finding `g`,
+// `g_comm_rank` its comm rank in f's communicator, -1 unknown): the same global rank, or (a far
+// end f knows by its comm rank only) the same comm rank.
+bool same_end(const Suspect& x, int g_end, int g_comm_rank) {
+  if (x.global_rank >= 0) return x.global_rank == g_end;
+  return x.comm_rank >= 0 && x.comm_rank == g_comm_rank;
+}
+
+bool replay_names_link(const FindingBoard& board, const Finding& f) {
+  if (f.suspects.empty() || !f.peer) return false;
+  for (const Finding* g : board.all()) {
+    if (g->kind != FindingKind::kSlowLink || !g->open || g->suspects.empty() || !g->peer) continue;
+    if (!g->evidence.is_object() || g->evidence.value("source", "") != "replay") continue;
+    // The ends' comm ranks in f's communicator, from the communicators replay listed.
+    int cx = -1, cy = -1;
+    for (const auto& c : g->evidence.value("comms", nlohmann::json::array()))
+      if (c.value("comm", "") == hex64(f.comm_hash) && c.value("nranks", 0) == f.comm_nranks &&
+          c.value("ranks", nlohmann::json::array()).size() == 2) {
+        cx = c["ranks"][0].get<int>();
+        cy = c["ranks"][1].get<int>();
+      }
+    const Suspect &a = f.suspects[0], &b = *f.peer;
+    const int x = g->suspects[0].global_rank, y = g->peer->global_rank;
+    if ((same_end(a, x, cx) && same_end(b, y, cy)) || (same_end(a, y, cy) && same_end(b, x, cx))) return true;
+  }
+  return false;
+}
+
 // Middle of histogram bucket b, ns.
 double bucket_mid(int b) {
   double lo = double(shm::link_hist_floor(b));
@@ -413,6 +441,7 @@ void NetLinkDetector::report_links(const Namer& names, const std::vector<Judged*
     f.first_seen_ns = now_ns;
     f.last_seen_ns = now_ns;
     f.dedup_key = names.link_key(worst->src_global, worst->src_proc, worst->dst_id);
+    if (!board.is_open(f.dedup_key) && replay_names_link(board, f)) continue;  // replay's finding stands
     f.evidence = to_json(ev);
     f.summary = "the network link between rank " + std::to_string(worst->src_global) + " and " +
                 names.end_words(worst->dst_id) + " is slow: " + names.where(*worst);

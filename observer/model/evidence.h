@@ -479,6 +479,14 @@ struct EvReplayThresholds {
   double min_ms = 0;
 };
 
+// A communicator spanning nodes that holds both ends of a pair replay measured across nodes:
+// the ends' comm ranks in it (suspect first, then peer).
+struct EvReplayComm {
+  std::string comm;  // commHash, "0x" + 16 hex digits
+  int nranks = 0;
+  std::vector<int> ranks;  // [suspect's comm rank, peer's comm rank]
+};
+
 // Evidence of a slowlink finding of replay (class link, source "replay").
 struct ReplaySlowLinkEvidence {
   std::string cls;     // "class": link
@@ -488,6 +496,9 @@ struct ReplaySlowLinkEvidence {
   double ms = 0;                     // the slowest direction's first-round time
   double median_ms = 0;              // the cycle's link median, first round
   EvReplayThresholds thresholds;
+  // A pair across nodes: every spanning communicator holding both ends, so a live detector that
+  // knows the far end by its comm rank only sees the pair (observer/detect/netlink.cc).
+  std::optional<std::vector<EvReplayComm>> comms;
 };
 
 // ---- Field lists ----
@@ -624,9 +635,10 @@ SCOUT_EVIDENCE_FIELDS(ReplaySdcEvidence, req("source", &S::source), req("cycle",
                       req("votes", &S::votes), req("checks", &S::checks), req("gpus", &S::gpus), req("gpu", &S::gpu),
                       opt("last_cycle", &S::last_cycle))
 SCOUT_EVIDENCE_FIELDS(EvReplayThresholds, req("min_ratio", &S::min_ratio), req("min_ms", &S::min_ms))
+SCOUT_EVIDENCE_FIELDS(EvReplayComm, req("comm", &S::comm), req("nranks", &S::nranks), req("ranks", &S::ranks))
 SCOUT_EVIDENCE_FIELDS(ReplaySlowLinkEvidence, req("class", &S::cls), req("source", &S::source), req("cycle", &S::cycle),
                       req("recipes", &S::recipes), req("ms", &S::ms), req("median_ms", &S::median_ms),
-                      req("thresholds", &S::thresholds))
+                      req("thresholds", &S::thresholds), opt("comms", &S::comms))
 
 #undef SCOUT_EVIDENCE_FIELDS
 

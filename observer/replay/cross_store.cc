@@ -94,7 +94,13 @@ nlohmann::json to_json(const CrossPlan& p) {
   for (const CrossMember& m : p.members) members.push_back(member_json(m));
   nlohmann::json colls = nlohmann::json::array();
   for (const replay::CollClass& c : p.colls) colls.push_back(replay::to_json(c));
-  return {{"id", p.id}, {"seed", p.seed}, {"pairs", p.pairs}, {"colls", colls}, {"members", members}};
+  nlohmann::json j = {{"id", p.id}, {"seed", p.seed}, {"pairs", p.pairs}, {"colls", colls}, {"members", members}};
+  if (!p.gemms.empty()) {
+    j["gemms"] = nlohmann::json::array();
+    for (const replay::GemmShape& g : p.gemms)
+      j["gemms"].push_back({{"m", g.m}, {"n", g.n}, {"k", g.k}, {"dtype", g.dtype}});
+  }
+  return j;
 }
 
 bool from_json(const nlohmann::json& j, CrossPlan* out, std::string* error) {
@@ -105,6 +111,11 @@ bool from_json(const nlohmann::json& j, CrossPlan* out, std::string* error) {
     p.pairs = j.at("pairs").get<std::vector<std::pair<int, int>>>();
     for (const auto& c : j.value("colls", nlohmann::json::array())) p.colls.push_back(replay::coll_class_of(c));
     for (const auto& m : j.at("members")) p.members.push_back(member_of(m));
+    for (const auto& g : j.value("gemms", nlohmann::json::array())) {  // absent before GEMM votes across nodes
+      replay::GemmShape s{g.at("m").get<int64_t>(), g.at("n").get<int64_t>(), g.at("k").get<int64_t>(),
+                          g.at("dtype").get<std::string>()};
+      p.gemms.push_back(s);
+    }
     *out = std::move(p);
     return true;
   } catch (const std::exception& e) {
@@ -139,6 +150,13 @@ std::vector<std::pair<int, int>> cross_pairs(const std::vector<NodeMembers>& nod
         if (na != node_of.end() && nb != node_of.end() && na->second != nb->second) pairs.insert({a, b});
       }
   return {pairs.begin(), pairs.end()};
+}
+
+bool observers_met(const std::vector<NodeMembers>& all, int nodes) {
+  std::set<int> seen;
+  for (const NodeMembers& n : all)
+    if (!n.ranks.empty() && n.node >= 0 && n.node < nodes) seen.insert(n.node);
+  return int(seen.size()) == nodes;
 }
 
 std::vector<replay::CollClass> cross_colls(const std::vector<NodeMembers>& nodes) {

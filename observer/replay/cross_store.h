@@ -3,17 +3,20 @@
 // "scout/<job>/replay/":
 //   members/<node>          that node's running ranks (CrossMember) and, per communicator that
 //                           spans nodes ("<hash>:<nranks>"), the global ranks it holds
-//   plan/latest, plan/<k>   the newest plan id; plan k (CrossPlan), written by the leader
+//   plan/latest, plan/<k>   the newest plan id; plan k (CrossPlan), written by the leader: its
+//                           pairs, collective classes, GEMM shapes and every member (link
+//                           ends, collective members, GEMM voters)
 //   x/<k>/ready/<node>      that node's readiness answers for plan k's contract
 //   x/<k>/uid/<src>-<dst>   the sender's bootstrap id (NCCL unique id) for one directed pair
 //   x/<k>/uid/coll-<i>      the bootstrap id of plan k's collective class i (0-based, the plan's
 //                           order), made by the node of its lowest member
 //   x/<k>/samples/<node>    that node's samples of plan k (receivers' times and fingerprints,
-//                           senders' failures)
+//                           senders' failures, its voters' GEMM fingerprints and times)
 // The leader (node-rank 0) merges every node's members, makes plan k (the directed pairs across
-// nodes of every spanning communicator, round-robin, at most max_pairs per plan, and the
-// collective classes of those communicators, round-robin, at most max_colls per plan) and judges it
-// from every node's samples; every node runs its own ends. The leader removes plan k-2's keys
+// nodes of every spanning communicator, round-robin, at most max_pairs per plan; the collective
+// classes of those communicators, round-robin, at most max_colls per plan; a GEMM recipe voted
+// across nodes, cross_gemm.h) and judges it from every node's samples; every node runs its own
+// ends and voters, and judges the GEMM votes from every node's samples too. The leader removes plan k-2's keys
 // when it writes plan k.
 //
 // Errors: store calls throw what the store throws (std::exception); callers log and skip the plan.
@@ -63,7 +66,8 @@ struct CrossPlan {
   uint64_t seed = 1;
   std::vector<std::pair<int, int>> pairs;
   std::vector<replay::CollClass> colls;
-  std::vector<CrossMember> members;  // every rank of `pairs` and of `colls`
+  std::vector<replay::GemmShape> gemms;  // voted across nodes (cross_gemm.h); absent in older plans
+  std::vector<CrossMember> members;      // every rank of `pairs` and of `colls`, and the GEMM voters
   // The nodes with an end in the plan, ascending.
   std::vector<int> nodes() const;
   const CrossMember* member(int global_rank) const;
@@ -82,6 +86,10 @@ std::map<std::string, std::map<int, int>> merged_comm_ranks(const std::vector<No
 // Every directed pair (a, b) of two ranks of one communicator on different nodes, each once,
 // ascending; a rank is on the node that published it.
 std::vector<std::pair<int, int>> cross_pairs(const std::vector<NodeMembers>& nodes);
+
+// Whether the observers have met: `all` (CrossStore::members) holds the members of each of
+// node-ranks 0 .. nodes-1, each with at least one running rank.
+bool observers_met(const std::vector<NodeMembers>& all, int nodes);
 
 // The most members of a communicator whose classes are replayed across nodes: every node holding
 // a member takes part in the plan (readiness, bootstrap, its members' run), so a world-sized

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <set>
 #include <vector>
 
@@ -15,8 +16,8 @@ namespace {
 // The summary of a replay sdc finding about global rank `rank` (of this node or, across nodes,
 // another), named by `first` (peer: the sender of a corrupting link, -1 none).
 std::string sdc_summary(const Model& m, int rank, const replay::SdcVerdict& first, int peer, const CycleResult& d) {
-  const std::string me = replay_who(m, rank, d);
   using replay::SdcCheck;
+  const std::string me = replay_who(m, rank, d);
   if (first.check == SdcCheck::kLink ||
       (peer >= 0 && first.check != SdcCheck::kGemmVote && first.check != SdcCheck::kGemmSelf))
     return "replay: data " + me + " receives from " + replay_who(m, peer, d) + " arrives corrupted (" + first.recipe +
@@ -26,7 +27,8 @@ std::string sdc_summary(const Model& m, int rank, const replay::SdcVerdict& firs
            " on two runs";
   if (first.check == SdcCheck::kGemmVote)
     return "replay: the GPU of " + me + ", " + first.gpu + ", computes " + first.recipe +
-           " differently from the majority of its peers";
+           (d.job.trigger == Trigger::kCross ? " differently from the majority of its class's GPUs across nodes"
+                                             : " differently from the majority of its peers");
   return "replay: " + me + " received a wrong result in " + first.recipe;
 }
 
@@ -35,6 +37,25 @@ std::string secs(int64_t ns) {
   char b[32];
   std::snprintf(b, sizeof(b), "%g s", double(ns) / 1e9);
   return b;
+}
+
+// The communicators spanning nodes (cross_store.h) that hold both ends of slow pair `sp`, with
+// each end's comm rank in them: the live network-link detector names a far end by its comm rank
+// only (observer/detect/netlink.cc) and so sees that replay already names the pair.
+std::vector<EvReplayComm> spanning_comms(const std::map<std::string, std::map<int, int>>& comm_ranks,
+                                         const replay::SlowPair& sp) {
+  std::vector<EvReplayComm> out;
+  for (const auto& [key, ranks] : comm_ranks) {
+    int ca = -1, cb = -1;
+    for (const auto& [c, g] : ranks) {
+      if (g == sp.a) ca = c;
+      if (g == sp.b) cb = c;
+    }
+    const size_t colon = key.rfind(':');
+    if (ca < 0 || cb < 0 || colon == std::string::npos) continue;
+    out.push_back({key.substr(0, colon), std::atoi(key.c_str() + colon + 1), {ca, cb}});
+  }
+  return out;
 }
 
 // Whether `f` is a finding replay made (its evidence's source).
@@ -161,8 +182,8 @@ void ReplayReporter::report_sdc(const Model& m, FindingBoard& board, const Cycle
   std::map<int, std::vector<const replay::SdcVerdict*>> by_rank;
   for (const replay::SdcVerdict& s : d.verdict.sdc) by_rank[s.global_rank].push_back(&s);
   for (const auto& [rank, list] : by_rank) {
-    // A rank of another node (a cross-node cycle's link or collective) is named by the host and
-    // pid its node published.
+    // A rank of another node (a cross-node cycle's link, collective or GEMM voter) is named by the
+    // host and pid its node published.
     const Suspect suspect = replay_suspect(m, rank, d);
     if (suspect.pid == 0) continue;
     const replay::SdcVerdict& first = *list[0];
@@ -191,6 +212,9 @@ void ReplayReporter::report_sdc(const Model& m, FindingBoard& board, const Cycle
       e.checks.push_back(
           {to_string(s->check), s->recipe, s->votes, s->peer >= 0 ? std::optional<int>(s->peer) : std::nullopt});
     for (const replay::Participant& p : d.job.participants) e.gpus.push_back({p.global_rank, p.gpu});
+    for (const auto& [r, x] : d.remote) e.gpus.push_back({r, x.gpu});
+    std::sort(e.gpus.begin(), e.gpus.end(),
+              [](const EvReplayGpu& a, const EvReplayGpu& b) { return a.global_rank < b.global_rank; });
     Finding f;
     f.kind = FindingKind::kSdc;
     f.verdict = Verdict::kAttributed;
@@ -248,6 +272,7 @@ void ReplayReporter::report_slow_pairs(const Model& m, FindingBoard& board, cons
     e.ms = to_ms(sp.ns);
     e.median_ms = to_ms(sp.median_ns);
     e.thresholds = {rule_.min_ratio, to_ms(rule_.min_ns)};
+    if (std::vector<EvReplayComm> c = spanning_comms(comm_ranks, sp); !c.empty()) e.comms = c;
     Finding f;
     f.kind = FindingKind::kSlowLink;
     f.verdict = Verdict::kAttributed;

@@ -389,6 +389,11 @@ void ReplayTriggers::pace(const CycleResult& d, int64_t now_ns) {
       next_periodic_ns_ = now_ns + idle_period_ns_;
     }
   }
+  if (d.job.trigger == Trigger::kCross && d.any_ok) {
+    // A cross-node cycle's GPU time (its GEMM votes and links, the most any one GPU gave) comes out
+    // of the same budget: the next periodic cycle waits C / budget longer.
+    next_periodic_ns_ += int64_t(double(d.gpu_cost_ns) / std::max(1e-6, opt_.budget));
+  }
   if (!d.have_verdict) return;
   // GEMMs that no GPU could run (library missing): stop asking for them periodically.
   bool any_gemm = false, gemm_ran = false;

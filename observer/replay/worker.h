@@ -75,12 +75,19 @@ class ReplayWorker {
   // Cross-node cycles (worker_cross.cc): publish this node's members, make the next plan
   // (leader), run this node's ends of a new plan when the slot is idle.
   void cross_tick();
+  // Leader: the next plan from every node's members into the store (the first as soon as every
+  // node has published its members, later ones paced; docs/replay.md, "Across nodes").
+  void leader_plan();
   void cross_failed(const std::string& what);  // backoff, counted, said at most once a minute
   CycleResult run_cross(const CrossPlan& plan);
   // This node's ends of the plan's admitted pairs, one at a time in the plan's order; samples into
   // *samples, pairs that could not run into adm->inconclusive.
   void run_cross_pairs(const CrossPlan& plan, const std::vector<replay::Recipe>& recipes, int64_t deadline,
                        replay::Admission* adm, std::vector<replay::Sample>* samples);
+  // This node's voters' GEMM recipes of the plan (cross_gemm.cc), those admitted, through one "run";
+  // samples into *samples, recipes that could not run into adm->inconclusive (why in rec).
+  void run_cross_gemms(const CrossPlan& plan, const std::vector<replay::Recipe>& recipes, int64_t deadline,
+                       replay::Admission* adm, std::vector<replay::Sample>* samples, ReplayCycleRecord* rec);
   // This node's members of the plan's admitted collective recipes (worker_cross_coll.cc), one
   // recipe at a time in the plan's order: the lowest member's node makes the bootstrap id
   // (coll_id) and publishes it as "uid/coll-<i>", every other member's node waits for it, each
@@ -130,7 +137,10 @@ class ReplayWorker {
   std::optional<uint64_t> cross_seen_;
   int64_t next_cross_ns_ = 0;
   size_t cross_cursor_ = 0;
-  size_t cross_coll_cursor_ = 0;  // the leader's next collective class across nodes
+  size_t gemm_shape_cursor_ = 0, gemm_node_cursor_ = 0;  // the leader's GEMM votes across nodes
+  bool cross_planned_ = false;                           // the leader wrote its first plan
+  int64_t cross_first_look_ns_ = 0;                      // when the leader first looked for the observers' meeting
+  size_t cross_coll_cursor_ = 0;                         // the leader's next collective class across nodes
   std::thread thread_;
 };
 

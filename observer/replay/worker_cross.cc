@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "common/clock.h"
+#include "observer/replay/cross_gemm.h"
 #include "observer/replay/worker.h"
 #include "replay/server.h"
 
@@ -16,8 +17,9 @@ namespace {
 
 using shm::mono_ns;
 
-constexpr int64_t kReadyWaitNs = 5'000'000'000;  // for the other nodes' readiness answers
-constexpr int64_t kPairWaitNs = 10'000'000'000;  // for a sender's bootstrap id
+constexpr int64_t kReadyWaitNs = 5'000'000'000;    // for the other nodes' readiness answers
+constexpr int64_t kPairWaitNs = 10'000'000'000;    // for a sender's bootstrap id
+constexpr int64_t kFirstPlanPollNs = 250'000'000;  // the leader looks for the observers' meeting
 
 std::string pair_name(int src, int dst) { return std::to_string(src) + "-" + std::to_string(dst); }
 
@@ -91,17 +93,7 @@ void ReplayWorker::cross_tick() {
       std::optional<CrossPlan> p = cross_->newer_plan(0);
       cross_seen_ = p ? p->id : 0;
     }
-    if (node_rank_ == 0 && mono_ns() >= next_cross_ns_) {
-      next_cross_ns_ = mono_ns() + opt_.cross_period_ns;
-      std::vector<NodeMembers> all = cross_->members(opt_.nodes);
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        cross_comm_ranks_ = merged_comm_ranks(all);
-      }
-      if (std::optional<CrossPlan> plan =
-              make_plan(all, *cross_seen_ + 1, opt_.max_pairs, &cross_cursor_, opt_.max_colls, &cross_coll_cursor_))
-        cross_->put_plan(*plan, opt_.nodes);
-    }
+    if (node_rank_ == 0 && mono_ns() >= next_cross_ns_) leader_plan();
     std::optional<CrossPlan> plan = cross_->newer_plan(*cross_seen_);
     if (!plan) return;
     const std::vector<int> nodes = plan->nodes();
@@ -126,6 +118,37 @@ void ReplayWorker::cross_tick() {
     }
     cross_failed(e.what());
   }
+}
+
+void ReplayWorker::leader_plan() {
+  std::vector<NodeMembers> all = cross_->members(opt_.nodes);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    cross_comm_ranks_ = merged_comm_ranks(all);
+  }
+  // The first plan is written as soon as the observers have met (every node's members are in
+  // the store), looked for every kFirstPlanPollNs; it falls back to the pacing interval when some
+  // node never publishes. Later plans keep the pacing.
+  const bool first = !cross_planned_;
+  if (first && !observers_met(all, opt_.nodes)) {
+    if (cross_first_look_ns_ == 0) cross_first_look_ns_ = mono_ns();
+    if (mono_ns() - cross_first_look_ns_ < opt_.cross_period_ns) {
+      next_cross_ns_ = mono_ns() + kFirstPlanPollNs;
+      return;
+    }
+  }
+  std::optional<CrossPlan> plan =
+      make_plan(all, *cross_seen_ + 1, opt_.max_pairs, &cross_cursor_, opt_.max_colls, &cross_coll_cursor_);
+  if (!plan) {  // no pair or class across nodes: the plan may still vote on a GEMM
+    plan = CrossPlan{};
+    plan->id = plan->seed = *cross_seen_ + 1;
+  }
+  add_cross_gemms(all, cross_gemm_shapes(opt_.gemms), &gemm_shape_cursor_, &gemm_node_cursor_, &*plan);
+  if (plan->pairs.empty() && plan->gemms.empty()) plan.reset();
+  next_cross_ns_ = mono_ns() + (first && !plan ? kFirstPlanPollNs : opt_.cross_period_ns);
+  if (!plan) return;
+  cross_->put_plan(*plan, opt_.nodes);
+  cross_planned_ = true;
 }
 
 void ReplayWorker::cross_failed(const std::string& what) {
@@ -162,6 +185,7 @@ CycleResult ReplayWorker::run_cross(const CrossPlan& plan) {
   replay::RecipePlan rp;
   rp.links = plan.pairs;
   rp.colls = plan.colls;
+  rp.gemms = plan.gemms;
   rp.seed = plan.seed;
   job.recipes = replay::build_recipes(rp);
   ReplayCycleRecord& rec = d.record;
@@ -191,14 +215,16 @@ CycleResult ReplayWorker::run_cross(const CrossPlan& plan) {
   std::vector<replay::Sample> samples;
   run_cross_pairs(plan, job.recipes, deadline, &adm, &samples);
   run_cross_colls(plan, job.recipes, deadline, &adm, &samples);
+  run_cross_gemms(plan, job.recipes, deadline, &adm, &samples, &rec);  // last: "run" ends the cycle
   nlohmann::json sj = nlohmann::json::array();
   for (const replay::Sample& x : samples) sj.push_back(replay::to_json(x));
   cross_->put(plan.id, "samples/" + std::to_string(node_rank_), sj.dump());
   // The leader judges every pair and collective from every node's samples; another node judges
-  // the pairs it received and the collectives it has members in, from its own samples (its
-  // record; the leader reports the findings).
+  // the pairs it received and the collectives it has members in, from the samples it holds (its
+  // own; every node's when the plan votes a GEMM), and, the same way as the leader, the GEMM vote
+  // across nodes (its record; the leader reports the findings).
   std::vector<replay::Recipe> judged;
-  if (node_rank_ == 0) {
+  if (node_rank_ == 0 || !plan.gemms.empty()) {
     for (int n : plan.nodes()) {
       if (n == node_rank_) continue;
       std::optional<std::string> v = cross_->wait(plan.id, "samples/" + std::to_string(n), deadline);
@@ -206,11 +232,13 @@ CycleResult ReplayWorker::run_cross(const CrossPlan& plan) {
       if (!a.is_array()) rec.detail["error"] = "node " + std::to_string(n) + " sent no samples by the deadline";
       add_samples(a, &samples, &sj);
     }
+  }
+  if (node_rank_ == 0) {
     judged = job.recipes;
     add_missing_members(judged, &samples);
   } else {
     for (const replay::Recipe& r : job.recipes)
-      if (local.count(r.dst) ||
+      if (local.count(r.dst) || r.kind == replay::RecipeKind::kGemm ||
           std::any_of(r.coll.ranks.begin(), r.coll.ranks.end(), [&](int g) { return local.count(g) > 0; }))
         judged.push_back(r);
   }

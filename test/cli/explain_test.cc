@@ -71,14 +71,6 @@ struct Scenario {
 
 constexpr uint64_t kA = 0xaaaa000000000001ull, kB = 0xbbbb000000000002ull;
 
-FakeColl ar(uint64_t seq, std::vector<uint64_t> fp) {
-  FakeColl c;
-  c.seq = seq;
-  c.t0 = kT0 + int64_t(seq) * 10 * kMs;
-  c.fp_recv = std::move(fp);
-  return c;
-}
-
 // ---------------------------------------------------------------- scenarios, one per kind/class
 
 // Rank 3 stopped issuing; rank 2 waits for it in c, rank 1 for rank 2 in b, rank 0 for rank 1 in a.
@@ -155,7 +147,7 @@ std::string desync_metadata(bool json) {
   Scenario s(4);
   auto& j = s.h.job;
   int dp = j.add_comm(0xd1, {0, 1, 2, 3}, "dp");
-  FakeColl c = ar(7, {});
+  FakeColl c = allreduce_with(7, {});
   c.counts = {1024, 1024, 1000, 1024};
   j.collective(dp, c);
   s.pass(kT0 + kSec);
@@ -180,9 +172,9 @@ std::string sdc(bool json) {
   auto& j = s.h.job;
   int dp = j.add_comm(0xd1, {0, 1, 2, 3}, "dp");
   int tp = j.add_comm(0x71, {4, 5}, "tp");
-  j.collective(dp, ar(0, {kA, kA, kA, kA}));
-  j.collective(dp, ar(1, {kA, kA, kB, kA}));
-  j.collective(tp, ar(0, {kA, kB}));
+  j.collective(dp, allreduce_with(0, {kA, kA, kA, kA}));
+  j.collective(dp, allreduce_with(1, {kA, kA, kB, kA}));
+  j.collective(tp, allreduce_with(0, {kA, kB}));
   s.pass(kT0 + kSec);
   return json ? s.evidence_json() : s.explain_all();
 }
@@ -197,7 +189,7 @@ std::string sdc_equiv(bool json) {
   int c1 = j.add_comm(0xa2, {2, 3}, "shard1");
   int c2 = j.add_comm(0xa3, {4, 5}, "shard2");
   for (int c : {c0, c1, c2}) {
-    FakeColl g = ar(0, {});
+    FakeColl g = allreduce_with(0, {});
     g.func = shm::kFuncAllGather;
     uint64_t v = c == c2 ? kB : kA;
     g.fp_recv = {v, v};
@@ -212,13 +204,13 @@ std::string nan(bool json) {
   Scenario s(4);
   auto& j = s.h.job;
   int dp = j.add_comm(0xd1, {0, 1, 2, 3}, "dp");
-  FakeColl c0 = ar(0, {});
+  FakeColl c0 = allreduce_with(0, {});
   c0.send_nan = {0, 0, 0, 0};
   j.collective(dp, c0);
-  FakeColl c1 = ar(1, {});
+  FakeColl c1 = allreduce_with(1, {});
   c1.send_nan = {0, 0, 3, 0};
   j.collective(dp, c1);
-  FakeColl c2 = ar(2, {});
+  FakeColl c2 = allreduce_with(2, {});
   c2.send_nan = {4, 4, 4, 4};
   j.collective(dp, c2);
   s.pass(kT0 + kSec);

@@ -12,6 +12,7 @@
 #include <set>
 #include <thread>
 
+#include "common/hex.h"
 #include "observer/cluster/core_judge.h"
 #include "observer/cluster/job_waits.h"
 #include "observer/model/limits.h"
@@ -790,12 +791,7 @@ TEST(Digest, CommunicatorsWaitingAlikeShareOneStateInTheSummary) {
 // The bytes of a merged vote summary and a merged wait summary, pinned: a large group (runs, no
 // identities), small groups with identities, a dissenter; observers of one build send and read
 // exactly these (docs/observer-network.md, "Drill-down", "Hangs across nodes").
-std::string hex_bytes(const std::vector<uint8_t>& b) {
-  static const char* const kDigits = "0123456789abcdef";
-  std::string out;
-  for (uint8_t x : b) out += {kDigits[x >> 4], kDigits[x & 15]};
-  return out;
-}
+std::string hex_bytes(const std::vector<uint8_t>& b) { return shm::bytes_hex(b.data(), b.size()); }
 
 TEST(Digest, SummaryBytesArePinned) {
   std::vector<int> order(20);

@@ -16,18 +16,10 @@ namespace shm = scout::shm;
 
 constexpr uint64_t kA = 0xaaaa000000000001ull, kB = 0xbbbb000000000002ull;
 
-FakeColl ar(uint64_t seq, std::vector<uint64_t> fp) {
-  FakeColl c;
-  c.seq = seq;
-  c.t0 = kT0 + int64_t(seq) * 10 * kMs;
-  c.fp_recv = std::move(fp);
-  return c;
-}
-
 TEST(Consensus, HealthyCollectivesGiveNoFindingAndAgreeingSummaries) {
   ObserverHarness h(4);
   int dp = h.job.add_comm(0xd1, {0, 1, 2, 3}, "dp");
-  for (uint64_t s = 0; s < 10; ++s) h.job.collective(dp, ar(s, {kA + s, kA + s, kA + s, kA + s}));
+  for (uint64_t s = 0; s < 10; ++s) h.job.collective(dp, allreduce_with(s, {kA + s, kA + s, kA + s, kA + s}));
   h.pass(kT0 + kSec);
   EXPECT_TRUE(h.findings().empty());
   auto ops = h.sink.ops();
@@ -45,8 +37,8 @@ TEST(Consensus, HealthyCollectivesGiveNoFindingAndAgreeingSummaries) {
 TEST(Consensus, CorruptedReceiveOnOneOfFourIsAttributed) {
   ObserverHarness h(4);
   int dp = h.job.add_comm(0xd1, {0, 1, 2, 3}, "dp");
-  h.job.collective(dp, ar(0, {kA, kA, kA, kA}));
-  h.job.collective(dp, ar(1, {kA, kA, kB, kA}));
+  h.job.collective(dp, allreduce_with(0, {kA, kA, kA, kA}));
+  h.job.collective(dp, allreduce_with(1, {kA, kA, kB, kA}));
   h.pass(kT0 + kSec);
   auto f = h.findings();
   ASSERT_EQ(f.size(), 1u);
@@ -74,7 +66,7 @@ TEST(Consensus, CorruptedReceiveOnOneOfFourIsAttributed) {
 TEST(Consensus, TwoRanksDisagreeingIsInconclusive) {
   ObserverHarness h(2);
   int tp = h.job.add_comm(0x71, {0, 1}, "tp");
-  h.job.collective(tp, ar(0, {kA, kB}));
+  h.job.collective(tp, allreduce_with(0, {kA, kB}));
   h.pass(kT0 + kSec);
   auto f = h.findings();
   ASSERT_EQ(f.size(), 1u);
@@ -87,7 +79,7 @@ TEST(Consensus, TwoRanksDisagreeingIsInconclusive) {
 TEST(Consensus, ReduceScatterReceivesAreNotCompared) {
   ObserverHarness h(2);
   int tp = h.job.add_comm(0x71, {0, 1}, "tp");
-  FakeColl c = ar(0, {kA, kB});
+  FakeColl c = allreduce_with(0, {kA, kB});
   c.func = shm::kFuncReduceScatter;
   h.job.collective(tp, c);
   h.pass(kT0 + kSec);
@@ -99,7 +91,7 @@ TEST(Consensus, ReduceScatterReceivesAreNotCompared) {
 TEST(Consensus, CountMismatchIsAttributedDesync) {
   ObserverHarness h(4);
   int dp = h.job.add_comm(0xd1, {0, 1, 2, 3}, "dp");
-  FakeColl c = ar(7, {});
+  FakeColl c = allreduce_with(7, {});
   c.counts = {1024, 1024, 1000, 1024};
   h.job.collective(dp, c);
   h.pass(kT0 + kSec);
@@ -193,18 +185,18 @@ TEST(Consensus, PartialVotesCannotOutvoteMissingRanks) {
 TEST(Consensus, NanOriginNamesTheFirstCarrierEvenWhenJudgedLate) {
   ObserverHarness h(4);
   int dp = h.job.add_comm(0xd1, {0, 1, 2, 3}, "dp");
-  FakeColl c0 = ar(0, {});
+  FakeColl c0 = allreduce_with(0, {});
   c0.send_nan = {0, 0, 0, 0};
   h.job.collective(dp, c0);
   // Op 2 (everyone carries NaN after it spread) is written and judged before op 1.
-  FakeColl c2 = ar(2, {});
+  FakeColl c2 = allreduce_with(2, {});
   c2.send_nan = {4, 4, 4, 4};
   h.job.collective(dp, c2);
   h.pass(kT0 + kSec);
   auto f = h.findings(FindingKind::kNan);
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(suspect_ranks(f[0]), (std::vector<int>{0, 1, 2, 3}));
-  FakeColl c1 = ar(1, {});
+  FakeColl c1 = allreduce_with(1, {});
   c1.send_nan = {0, 0, 3, 0};
   h.job.collective(dp, c1);
   h.pass(kT0 + 2 * kSec);
@@ -226,7 +218,7 @@ TEST(Consensus, EquivalentReplicaWithDifferentAllGatherIsAttributed) {
   int c1 = h.job.add_comm(0xa2, {2, 3}, "shard1");
   int c2 = h.job.add_comm(0xa3, {4, 5}, "shard2");
   for (int c : {c0, c1, c2}) {
-    FakeColl g = ar(0, {});
+    FakeColl g = allreduce_with(0, {});
     g.func = shm::kFuncAllGather;
     uint64_t v = c == c2 ? kB : kA;
     g.fp_recv = {v, v};  // each replica agrees internally
@@ -261,7 +253,7 @@ TEST(Consensus, EquivDeclarationsParseAndRejectMistakes) {
 TEST(Consensus, SummaryHasArrivalsDurationAndBusBandwidth) {
   ObserverHarness h(4);
   int dp = h.job.add_comm(0xd1, {0, 1, 2, 3}, "dp");
-  FakeColl c = ar(0, {kA, kA, kA, kA});
+  FakeColl c = allreduce_with(0, {kA, kA, kA, kA});
   c.count = 1'000'000;  // 4 MB of float32
   c.start = {kT0 + 10'000, kT0 + 30'000, kT0 + 20'000, kT0 + 10'000};
   c.duration_ns = kMs;

@@ -257,12 +257,17 @@ TEST(NetLinkEndToEnd, ProxyStepTimingNamesASlowLinkInsideOneCommunicator) {
 
 // One observer per host: node0's observer compares rank 1's pair with the two other pairs sent
 // from its host, 3 -> 4 and 0 -> 5; rank 6 runs on node1, so the leader names the far end by its
-// comm rank in dp0 (6), and nothing else.
+// comm rank in dp0 (6), and nothing else. Replay is off: its first sweep across the hosts starts
+// as soon as the observers meet and names the pair (by both ends' hosts and pids) before the
+// detector's window fills, and the detector then leaves the pair to that finding
+// (replay_cross_e2e_test); this test is about what the live detector names.
 TEST(NetLinkEndToEnd, ProxyStepTimingPerHostObserversNameTheFarEndByCommRank) {
   std::vector<std::string> args = kProxyJob;
   args[9] = "200";  // --steps: more passes with new transfers on a busy machine
   args.insert(args.end(), {"--fault", "slowlink:rank=1,peer=6,step=10,ms=4"});
-  Outcome o = run("proxyslow2", 2, args, kProxyEnv,
+  std::map<std::string, std::string> env = kProxyEnv;
+  env["SCOUT_REPLAY"] = "0";
+  Outcome o = run("proxyslow2", 2, args, env,
                   [](const scout::obs::Finding& f) { return evidence_class(f) == "net_link"; });
   ASSERT_EQ(o.sim.exit_code, 0) << o.sim.err;
   EXPECT_EQ(o.truth, (std::multiset<Named>{{"slowlink", {1, 6}}})) << show(o.truth);

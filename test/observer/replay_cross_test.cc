@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdio>
 #include <chrono>
 #include <regex>
 #include <set>
@@ -418,6 +419,57 @@ TEST(ReplayCross, WorkerBacksOffAndSaysTheFailureAtMostOncePerPeriod) {
   EXPECT_GT(attempts, counts.back()) << all;
   EXPECT_LE(double(attempts), 2 + outage_s / 0.4) << all;
   EXPECT_TRUE(published(5'000'000'000)) << "members not published again after the restart\n" << all;
+}
+
+// The first cross-node sweep (docs/replay.md, "Across nodes"): the leader writes its first plan
+// as soon as every node's members are in the store, not after the 5 s pacing interval. Node 0's
+// worker (the leader, with the observer's 5 s period) publishes its members; node 1's appear in
+// the store 1.5 s later (after the leader's first look found only node 0's: the old rule then
+// waited 5 s). The first plan must follow node 1's members within 2 s and hold every pair across
+// the nodes; the next plan keeps the pacing (none within the following 3 s).
+TEST(ReplayCross, FirstPlanFollowsTheLastObserversMembersWithinTwoSeconds) {
+  TempDir dir;
+  const std::string spec = "file:" + dir.path() + "/rdzv";
+  ReplayOptions opt;
+  opt.enabled = true;
+  opt.nodes = 2;
+  opt.rdzv = spec;
+  opt.program = {dir.path() + "/scout-replay-never-started"};  // the plan's cycle fails at once
+  ASSERT_EQ(opt.cross_period_ns, 5'000'000'000);
+  std::atomic<uint64_t> next_cycle{1};
+  ReplayWorker worker(opt, "job-1", dir.path(), 0, &next_cycle, nullptr);
+  ASSERT_TRUE(worker.across_nodes());
+  worker.set_members(two_nodes()[0]);
+  std::unique_ptr<net::KeyStore> look = net::open_key_store(spec);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  ASSERT_FALSE(look->get_if("scout/job-1/replay/plan/latest").has_value()) << "a plan before node 1 published";
+  look->put("scout/job-1/replay/members/1", to_json(two_nodes()[1]).dump());
+  const int64_t met = now_ns();
+  std::optional<std::string> latest;
+  while (!latest && now_ns() - met < 10'000'000'000) {
+    latest = look->get_if("scout/job-1/replay/plan/latest");
+    if (!latest) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const double after_s = double(now_ns() - met) / 1e9;
+  ASSERT_TRUE(latest.has_value()) << "no plan within 10 s of the observers meeting";
+  std::printf("first plan %.3f s after the last observer's members\n", after_s);
+  EXPECT_LT(after_s, 2.0);
+  CrossPlan plan;
+  std::string err;
+  ASSERT_TRUE(from_json(nlohmann::json::parse(*look->get_if("scout/job-1/replay/plan/" + *latest)), &plan, &err))
+      << err;
+  EXPECT_EQ(plan.pairs, (Pairs{{0, 2}, {0, 3}, {1, 2}, {1, 3}, {2, 0}, {2, 1}, {3, 0}, {3, 1}}));
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  EXPECT_EQ(look->get_if("scout/job-1/replay/plan/latest"), latest) << "the second plan did not keep the pacing";
+}
+
+TEST(ReplayCross, ObserversMeetWhenEveryNodeHasPublishedRanks) {
+  std::vector<NodeMembers> all = two_nodes();
+  EXPECT_TRUE(observers_met(all, 2));
+  EXPECT_FALSE(observers_met(all, 3));
+  EXPECT_FALSE(observers_met({all[0]}, 2));
+  all[1].ranks.clear();  // published before its ranks appeared
+  EXPECT_FALSE(observers_met(all, 2));
 }
 
 }  // namespace

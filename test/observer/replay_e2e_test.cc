@@ -319,24 +319,28 @@ TEST(ReplayEndToEnd, SlowLinkBetweenTwoNodesIsNamedByCrossNodeReplay) {
     EXPECT_EQ(f.peer->host, "node1");
     EXPECT_GT(f.peer->pid, 0);
   }
-  // Both stores hold the cross cycles: 32 directed pairs across the nodes (4 x 4, both ways), and
-  // once the nodes published them the job's two collective classes (replay_cross_coll_e2e_test).
+  // Both stores hold the cross cycles: 32 directed pairs across the nodes (4 x 4, both ways), the
+  // GEMM voted across the nodes (docs/replay.md, "Across nodes") and, once the nodes published
+  // them, the job's two collective classes (replay_cross_coll_e2e_test).
   for (int k = 0; k < 2; ++k) {
     size_t cross = 0;
     for (const auto& c : scout::store::StoreReader::open(store(k))->replay_cycles()) {
       if (c.trigger != "cross") continue;
       ++cross;
-      size_t links = 0;
+      size_t links = 0, gemms = 0;
       for (const auto& id : c.detail["recipes"]) {
         const std::string r = id.get<std::string>();
         if (r.rfind("link:", 0) == 0)
           ++links;
+        else if (r.rfind("gemm:", 0) == 0)
+          ++gemms;
         else
           EXPECT_TRUE(r == "coll:AllReduce:float32:65536:LL128:[0,1,2,3,4,5,6,7]" ||
                       r == "coll:Broadcast:int8:32768:LL128:[0,1,2,3,4,5,6,7]")
               << r;
       }
       EXPECT_EQ(links, 32u) << c.detail.dump();
+      EXPECT_EQ(gemms, 1u) << c.detail.dump();
       EXPECT_EQ(c.outcome, "pass") << c.detail.dump();
     }
     EXPECT_GE(cross, 1u) << "node " << k << "\n" << errs;

@@ -120,14 +120,18 @@ TEST(ReplayRedisEndToEnd, CrossNodeReplayReconnectsAfterRedisRestartedAndTheNext
               "scout-observer: replay across nodes: the rendezvous store answers again after 3 failed attempts; "
               "reconnected");
     // The next cross-node cycle after the restart: stored, passed, every directed pair across
-    // the nodes (4 x 4, both ways).
+    // the nodes (4 x 4, both ways) and the GEMM voted across them.
     ASSERT_TRUE(again) << "no cross-node cycle after the restart\n" << obs[k].err;
     std::vector<scout::obs::ReplayCycleRecord> after = cross_cycles(stores[k], up_ns);
     ASSERT_FALSE(after.empty());
     EXPECT_EQ(after[0].outcome, "pass") << after[0].detail.dump();
-    size_t links = 0;  // and the job's collective classes once the nodes published them again
-    for (const auto& id : after[0].detail["recipes"]) links += id.get<std::string>().rfind("link:", 0) == 0;
+    size_t links = 0, gemms = 0;  // and the job's collective classes once the nodes published them again
+    for (const auto& id : after[0].detail["recipes"]) {
+      links += id.get<std::string>().rfind("link:", 0) == 0;
+      gemms += id.get<std::string>().rfind("gemm:", 0) == 0;
+    }
     EXPECT_EQ(links, 32u) << after[0].detail.dump();
+    EXPECT_EQ(gemms, 1u) << after[0].detail.dump();  // one shape voted across the nodes
     EXPECT_GT(after[0].ended_ns, after[0].started_ns);
     // No scout-replay died and no cycle was left half-judged: every stored cycle, local or across
     // nodes, before, during or after the outage, passed (a cycle the outage broke is not stored).

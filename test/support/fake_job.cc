@@ -190,6 +190,14 @@ void history(FakeJob& job, int comm, int n, int64_t t) {
   }
 }
 
+FakeColl allreduce_with(uint64_t seq, std::vector<uint64_t> fp) {
+  FakeColl c;
+  c.seq = seq;
+  c.t0 = kT0 + int64_t(seq) * 10 * kMs;
+  c.fp_recv = std::move(fp);
+  return c;
+}
+
 FakeRec op(FakeJob& job, int comm, int rank, uint8_t func, uint64_t seq, int64_t t, bool started) {
   OpSpec s;
   s.func = func;

@@ -124,6 +124,10 @@ class FakeJob {
 // progress history).
 void history(FakeJob& job, int comm, int n, int64_t t = kT0);
 
+// AllReduce #seq at kT0 + seq x 10 ms whose ranks (in comm rank order) receive the fingerprints
+// `fp`, for FakeJob::collective.
+FakeColl allreduce_with(uint64_t seq, std::vector<uint64_t> fp);
+
 // Enqueues collective `func` #seq (OpSpec's defaults otherwise) on comm rank `rank` at time t and,
 // unless `started` is false, starts it 10 us later. Returns the record, still running.
 FakeRec op(FakeJob& job, int comm, int rank, uint8_t func, uint64_t seq, int64_t t, bool started = true);
