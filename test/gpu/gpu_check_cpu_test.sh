@@ -22,7 +22,7 @@ grep -q "gpu-check: done in" "$out/summary.txt" || fail "no completion line"
 if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
   [ $rc -eq 0 ] || fail "gpu-check.sh exited $rc without a GPU"
   grep -q "^FAIL" "$out/summary.txt" && fail "a check failed"
-  grep -q "skipping the GPU parts of steps 1 and 6 and steps 2-5, 7, 8" "$out/summary.txt" || fail "no skip message for the GPU steps"
+  grep -q "skipping the GPU parts of steps 1, 6 and 9 and steps 2-5, 7, 8" "$out/summary.txt" || fail "no skip message for the GPU steps"
   grep -q "^SKIP step1: kernel vs CPU reference and GPU throughput: no GPU" "$out/summary.txt" || fail "step 1's GPU part not named as skipped"
   grep -q "^SKIP steps 2-5: no GPU" "$out/summary.txt" || fail "steps 2-5 not named as skipped"
   grep -q "^SKIP step7: no GPU" "$out/summary.txt" || fail "step 7 (net plugin under NCCL) not named as skipped"
@@ -32,6 +32,7 @@ if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; t
   grep -q "^PASS cpu-check: scout-sim straggler on rank 5 found by the observer" "$out/summary.txt" || fail "CPU-side pipeline check failed"
   grep -q "^PASS step6 (CPU only, emulated GPU): the GEMM recipe ran twice" "$out/summary.txt" || fail "replay protocol check on an emulated GPU failed"
   grep -q "^PASS step6: link across two scout-replay processes" "$out/summary.txt" || fail "replay link check on emulated GPUs failed"
+  grep -q "^PASS step9 (CPU only, emulated hung GPU): the GEMM timed out at its 1 s deadline" "$out/summary.txt" || fail "step 9 (replay beside a stuck GPU) failed on an emulated hung GPU"
   grep -q "gpu-check: 0 check(s) failed" "$out/summary.txt" || fail "no failure count line"
 else
   [ $rc -eq 0 ] || [ $rc -eq 1 ] || fail "gpu-check.sh exited $rc"
@@ -60,6 +61,6 @@ OUT=$out3 SCOUT_GPU_CHECK_BUILD=$PWD/$BUILD SCOUT_GPU_CHECK_STEPS=6 timeout 300 
 rc=$?
 [ $rc -eq 0 ] || fail "gpu-check.sh with SCOUT_GPU_CHECK_STEPS=6 exited $rc"
 grep -q "step6: link across two scout-replay processes" "$out3/summary.txt" || fail "step 6 did not run when selected"
-grep -qE "step1|cpu-check|step7|step8" "$out3/summary.txt" && fail "steps that were not selected ran"
+grep -qE "step1|cpu-check|step7|step8|step9" "$out3/summary.txt" && fail "steps that were not selected ran"
 echo "PASS: gpu-check.sh CPU-side steps (exit 0, GPU steps named as skipped), FAIL on a broken tree (exit 1), step selection"
 cat "$out/summary.txt"
