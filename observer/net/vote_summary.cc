@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "observer/model/limits.h"
@@ -220,12 +221,14 @@ bool decode_votes(std::span<const uint8_t> bytes, VoteSummary* out, std::string*
       if (!sv.ops.empty() && sv.ops.back().seq >= op.seq) return fail("operations out of order");
       const uint64_t ng = r.var();
       if (!r.fits(ng, 3 + kRecordBytes)) return fail("truncated groups");  // count, run count, record, flag
+      std::unordered_set<std::string> votes;  // an encoder writes one group per vote (merge_op)
       for (uint64_t k = 0; k < ng; ++k) {
         VoteGroup g;
         if (const char* why = get_members(r, sv.stream.nranks, &members, &g)) return fail(why);
         get_record(r, &g.rec);
         if (const char* why = get_identities(r, &g, known_fields)) return fail(why);
         if (!r.ok()) return fail("truncated group");
+        if (!votes.insert(vote_key(g.rec)).second) return fail("two groups of one operation with the same vote");
         op.groups.push_back(std::move(g));
       }
       sv.ops.push_back(std::move(op));
